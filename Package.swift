@@ -1,0 +1,74 @@
+// swift-tools-version:6.0
+// xclaw: desktop automation for Linux/X11. Layers, bottom to top: C bindings → screen → (perception, agent) → CLI.
+import PackageDescription
+
+/// A system-library module over a Debian `-dev` package, found through pkg-config.
+func systemLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Sources/CBindings/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+    name: "xclaw",
+    products: [
+        .executable(name: "xclaw", targets: ["xclaw"]),
+        .library(name: "XclawScreen", targets: ["XclawScreen"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // Layer 1: C bindings. All C unsafety lives here and in the thin Swift wrappers right above.
+        systemLibrary("CX11", pkgConfig: "x11", apt: ["libx11-dev"]),
+        systemLibrary("CXTest", pkgConfig: "xtst", apt: ["libxtst-dev"]),
+        systemLibrary("CXext", pkgConfig: "xext", apt: ["libxext-dev"]),
+        systemLibrary("CXRandR", pkgConfig: "xrandr", apt: ["libxrandr-dev"]),
+        systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+        // Declared for the perception and agent layers (OCR, the Claude client, persistence).
+        systemLibrary("CTesseract", pkgConfig: "tesseract", apt: ["libtesseract-dev", "tesseract-ocr-eng"]),
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
+        // C kernels that must be fast even in debug builds (pixel conversion, scaling, PNG with setjmp),
+        // and shims for variadic Xlib calls Swift cannot import (XCreateIC).
+        .target(
+            name: "CXclawShim",
+            dependencies: ["CX11", "CPNG"],
+            path: "Sources/CBindings/CXclawShim",
+            cSettings: [.unsafeFlags(["-O2"])]
+        ),
+
+        // Layer 0: what every layer shares (exit-status classification of errors).
+        .target(name: "XclawBase", path: "Sources/XclawBase"),
+
+        // Layer 2: the screen: display connection, capture, PNG, scaling, input, windows, monitors, Xvfb.
+        .target(
+            name: "XclawScreen",
+            dependencies: [
+                "XclawBase", "CX11", "CXTest", "CXext", "CXRandR", "CXclawShim",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/XclawScreen"
+        ),
+
+        // Layer 6: the command line.
+        .executableTarget(
+            name: "xclaw",
+            dependencies: [
+                "XclawBase", "XclawScreen",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/xclaw"
+        ),
+
+        // Test fixture: an X client that draws known rectangles and reports every event it receives.
+        .executableTarget(name: "xclaw-fixture", dependencies: ["XclawScreen"], path: "Sources/xclaw-fixture"),
+
+        .testTarget(
+            name: "XclawScreenTests",
+            dependencies: ["XclawScreen", "xclaw", "xclaw-fixture"],
+            path: "Tests/XclawScreenTests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

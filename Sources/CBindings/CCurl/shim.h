@@ -1,0 +1,2 @@
+// libcurl, used by the Claude client.
+#include <curl/curl.h>

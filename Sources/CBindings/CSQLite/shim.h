@@ -1,0 +1,2 @@
+// SQLite, used by agent persistence.
+#include <sqlite3.h>

@@ -1,0 +1,3 @@
+// XRandR: monitors and their geometry.
+#include <X11/Xlib.h>
+#include <X11/extensions/Xrandr.h>

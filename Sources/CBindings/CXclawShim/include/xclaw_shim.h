@@ -1,0 +1,40 @@
+// C kernels for xclaw's screen layer. Compiled with -O2 even in debug builds: pixel loops in debug Swift are
+// 10x slower than in C (x11-ocr-notes.md). Every function is pure over caller-owned buffers; no state.
+#ifndef XCLAW_SHIM_H
+#define XCLAW_SHIM_H
+#include <stddef.h>
+#include <stdint.h>
+#include <X11/Xlib.h>
+
+/// Copies an XImage's pixels into tightly packed BGRX (4 bytes a pixel; the X byte is padding, never read). Handles 32 bpp BGRX directly and
+/// any TrueColor layout (16/24/32 bpp, either byte order) through its channel masks. Returns 0, or -1 if unsupported.
+int xclaw_ximage_to_bgrx(const uint8_t *src, int width, int height, int bytes_per_line, int bits_per_pixel,
+                         int msb_first, unsigned long red_mask, unsigned long green_mask, unsigned long blue_mask,
+                         uint8_t *dst);
+
+/// Packs BGRX into RGB (3 bytes a pixel).
+void xclaw_bgrx_to_rgb(const uint8_t *src, size_t pixels, uint8_t *dst);
+
+/// Expands BGRX into RGBA with alpha 255 (the X byte is 0 and must never become alpha).
+void xclaw_bgrx_to_rgba(const uint8_t *src, size_t pixels, uint8_t *dst);
+
+/// Converts BGRX to 8-bit luma (BT.601 integer weights).
+void xclaw_bgrx_to_gray(const uint8_t *src, size_t pixels, uint8_t *dst);
+
+/// Area-averaging downscale of BGRX (every source pixel contributes by the area it covers).
+/// dst_w <= src_w and dst_h <= src_h. Returns 0, or -1 on bad sizes or allocation failure.
+int xclaw_downscale_bgrx(const uint8_t *src, int src_w, int src_h, uint8_t *dst, int dst_w, int dst_h);
+
+/// Encodes BGRX as an 8-bit RGB PNG with libpng's classic API (setjmp-based, hence in C).
+/// level: zlib 0-9; strategy: zlib Z_* strategy; filters: PNG_FILTER_* mask. On success returns 0 and
+/// *out/*out_len hold a malloc'd buffer the caller frees with xclaw_free; on failure returns -1 and err holds why.
+int xclaw_png_encode_bgrx(const uint8_t *bgrx, int width, int height, int level, int strategy, int filters,
+                          uint8_t **out, size_t *out_len, char *err, size_t err_len);
+
+/// free() for buffers the shim allocated.
+void xclaw_free(void *p);
+
+/// XCreateIC is variadic and does not import into Swift: an input context for a client window.
+XIC xclaw_create_ic(XIM im, Window window);
+
+#endif

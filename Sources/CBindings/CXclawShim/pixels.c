@@ -1,0 +1,134 @@
+#include "xclaw_shim.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int mask_shift(unsigned long m) { int s = 0; if (!m) return 0; while (!(m & 1)) { m >>= 1; s++; } return s; }
+static int mask_bits(unsigned long m) { int b = 0; while (m) { b += (int)(m & 1); m >>= 1; } return b; }
+
+static uint8_t scale_channel(uint32_t v, int bits) {
+    if (bits >= 8) return (uint8_t)(v >> (bits - 8));
+    uint32_t max = (1u << bits) - 1;
+    return (uint8_t)((v * 255 + max / 2) / max);
+}
+
+int xclaw_ximage_to_bgrx(const uint8_t *src, int width, int height, int bytes_per_line, int bits_per_pixel,
+                         int msb_first, unsigned long red_mask, unsigned long green_mask, unsigned long blue_mask,
+                         uint8_t *dst) {
+    if (width <= 0 || height <= 0) return -1;
+    size_t row = (size_t)width * 4;
+    if (bits_per_pixel == 32 && !msb_first && red_mask == 0xff0000 && green_mask == 0xff00 && blue_mask == 0xff) {
+        // The X byte is copied as it is: it is padding that no consumer reads.
+        if ((size_t)bytes_per_line == row) { memcpy(dst, src, row * (size_t)height); return 0; }
+        for (int y = 0; y < height; y++) memcpy(dst + (size_t)y * row, src + (size_t)y * bytes_per_line, row);
+        return 0;
+    }
+    if (bits_per_pixel != 16 && bits_per_pixel != 24 && bits_per_pixel != 32) return -1;
+    if (!red_mask || !green_mask || !blue_mask) return -1;
+    int rs = mask_shift(red_mask), gs = mask_shift(green_mask), bs = mask_shift(blue_mask);
+    int rb = mask_bits(red_mask), gb = mask_bits(green_mask), bb = mask_bits(blue_mask);
+    int bytes = bits_per_pixel / 8;
+    for (int y = 0; y < height; y++) {
+        const uint8_t *s = src + (size_t)y * bytes_per_line;
+        uint8_t *d = dst + (size_t)y * row;
+        for (int x = 0; x < width; x++, s += bytes, d += 4) {
+            uint32_t p = 0;
+            for (int k = 0; k < bytes; k++) p |= (uint32_t)s[msb_first ? bytes - 1 - k : k] << (8 * k);
+            d[0] = scale_channel((p & blue_mask) >> bs, bb);
+            d[1] = scale_channel((p & green_mask) >> gs, gb);
+            d[2] = scale_channel((p & red_mask) >> rs, rb);
+            d[3] = 0;
+        }
+    }
+    return 0;
+}
+
+void xclaw_bgrx_to_rgb(const uint8_t *src, size_t pixels, uint8_t *dst) {
+    for (size_t i = 0; i < pixels; i++, src += 4, dst += 3) { dst[0] = src[2]; dst[1] = src[1]; dst[2] = src[0]; }
+}
+
+void xclaw_bgrx_to_rgba(const uint8_t *src, size_t pixels, uint8_t *dst) {
+    for (size_t i = 0; i < pixels; i++, src += 4, dst += 4) {
+        dst[0] = src[2]; dst[1] = src[1]; dst[2] = src[0]; dst[3] = 255;
+    }
+}
+
+void xclaw_bgrx_to_gray(const uint8_t *src, size_t pixels, uint8_t *dst) {
+    for (size_t i = 0; i < pixels; i++, src += 4)
+        dst[i] = (uint8_t)((src[2] * 77u + src[1] * 150u + src[0] * 29u + 128u) >> 8);
+}
+
+/// For each destination index, the source span it covers and the integer weight of each source index in it.
+/// Source pixel i covers [i*dn, (i+1)*dn) and destination pixel j covers [j*sn, (j+1)*sn) on a common axis, so
+/// overlaps are exact integers and the weights of one destination pixel sum to sn.
+typedef struct { int first, count; uint32_t *weights; } span_t;
+
+static span_t *make_spans(int sn, int dn, uint32_t **storage) {
+    span_t *spans = malloc(sizeof(span_t) * (size_t)dn);
+    uint32_t *w = malloc(sizeof(uint32_t) * ((size_t)dn + (size_t)sn + 2));
+    if (!spans || !w) { free(spans); free(w); return NULL; }
+    *storage = w;
+    for (int j = 0; j < dn; j++) {
+        uint64_t lo = (uint64_t)j * sn, hi = (uint64_t)(j + 1) * sn;
+        int first = (int)(lo / dn), last = (int)((hi - 1) / dn);
+        spans[j].first = first; spans[j].count = last - first + 1; spans[j].weights = w;
+        for (int i = first; i <= last; i++) {
+            uint64_t a = (uint64_t)i * dn, b = (uint64_t)(i + 1) * dn;
+            uint64_t s = a > lo ? a : lo, e = b < hi ? b : hi;
+            *w++ = (uint32_t)(e - s);
+        }
+    }
+    return spans;
+}
+
+int xclaw_downscale_bgrx(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh) {
+    if (sw <= 0 || sh <= 0 || dw <= 0 || dh <= 0 || dw > sw || dh > sh) return -1;
+    uint32_t *hw = NULL, *vw = NULL;
+    span_t *hs = make_spans(sw, dw, &hw), *vs = make_spans(sh, dh, &vw);
+    uint32_t *col = malloc(sizeof(uint32_t) * (size_t)sw * 4);
+    int rc = -1;
+    if (!hs || !vs || !col) goto done;
+    // Each output value is sum(w_y * sum(w_x * v)) / (sw * sh); the sum stays below 255 * sw * sh.
+    uint64_t denom = (uint64_t)sw * sh, half = denom / 2;
+    // Divide by multiplying with a 32.32 reciprocal: a division per channel would dominate the run time.
+    uint64_t recip = ((uint64_t)1 << 32) / denom + 1;
+    size_t n = (size_t)sw * 4;
+    for (int j = 0; j < dh; j++) {
+        // Vertical pass: weighted sum of the 2-3 source rows behind this output row (vectorizes).
+        const span_t *v = &vs[j];
+        const uint8_t *r0 = src + (size_t)v->first * n;
+        uint32_t w0 = v->weights[0];
+        for (size_t i = 0; i < n; i++) col[i] = r0[i] * w0;
+        for (int k = 1; k < v->count; k++) {
+            const uint8_t *r = src + (size_t)(v->first + k) * n;
+            uint32_t wk = v->weights[k];
+            for (size_t i = 0; i < n; i++) col[i] += r[i] * wk;
+        }
+        // Horizontal pass over the combined row.
+        uint8_t *out = dst + (size_t)j * dw * 4;
+        for (int x = 0; x < dw; x++) {
+            const span_t *h = &hs[x];
+            uint64_t b = 0, g = 0, r = 0;
+            const uint32_t *c = col + (size_t)h->first * 4;
+            for (int k = 0; k < h->count; k++, c += 4) {
+                uint64_t wk = h->weights[k];
+                b += c[0] * wk; g += c[1] * wk; r += c[2] * wk;
+            }
+            uint64_t vb = ((b + half) * recip) >> 32, vg = ((g + half) * recip) >> 32, vr = ((r + half) * recip) >> 32;
+            out[x * 4 + 0] = (uint8_t)(vb > 255 ? 255 : vb);
+            out[x * 4 + 1] = (uint8_t)(vg > 255 ? 255 : vg);
+            out[x * 4 + 2] = (uint8_t)(vr > 255 ? 255 : vr);
+            out[x * 4 + 3] = 0;
+        }
+    }
+    rc = 0;
+done:
+    free(hs); free(vs); free(hw); free(vw); free(col);
+    return rc;
+}
+
+void xclaw_free(void *p) { free(p); }
+
+XIC xclaw_create_ic(XIM im, Window window) {
+    return XCreateIC(im, XNInputStyle, XIMPreeditNothing | XIMStatusNothing, XNClientWindow, window,
+                     XNFocusWindow, window, NULL);
+}

@@ -1,0 +1,27 @@
+/// The process exit codes every xclaw command uses, so scripts can branch on the kind of failure.
+public enum ExitStatus: Int32, Sendable, CaseIterable {
+    /// Success.
+    case ok = 0
+    /// Not found, condition not met, or timed out.
+    case notFound = 1
+    /// Usage error or bad input.
+    case usage = 2
+    /// The display is unavailable, or the X server reported an error.
+    case display = 3
+    /// The model or API failed.
+    case api = 4
+    /// An internal error: a bug, or the machine refused a resource.
+    case `internal` = 5
+
+    /// One line per code, for `--help` and the README.
+    public static let legend = """
+        Exit codes: 0 ok; 1 not found / condition not met / timed out; 2 usage or bad input; \
+        3 display unavailable or X error; 4 model/API error; 5 internal error.
+        """
+}
+
+/// An error that knows which exit status it maps to; every layer's error enum conforms.
+public protocol ClassifiedError: Error, CustomStringConvertible {
+    /// The exit status a command returns when this error ends it.
+    var exitStatus: ExitStatus { get }
+}

@@ -1,0 +1,194 @@
+import CX11
+import CXext
+import CXclawShim
+import Foundation
+import Logging
+
+/// How pixels are read from the server.
+public enum CaptureMethod: String, Sendable, CaseIterable, Codable {
+    /// MIT-SHM when the server offers it and shares memory with us, else XGetImage.
+    case auto
+    /// `XShmGetImage` into one reused shared-memory segment: the server writes straight into our memory.
+    case shm
+    /// `XGetImage`: the pixels travel over the socket. Works on remote displays.
+    case getImage = "getimage"
+}
+
+/// Reads pixels from the root window. Keeps one shared-memory segment sized for the whole screen and reuses it for
+/// every capture, full or partial; falls back to `XGetImage` when MIT-SHM is missing (remote display) or refused.
+public final class ScreenCapturer: @unchecked Sendable {
+    /// The connection captures go through.
+    public let connection: DisplayConnection
+    /// The method in use: `.shm` or `.getImage`, never `.auto`.
+    public private(set) var method: CaptureMethod
+    private var segment: SharedSegment?
+    private let lock = NSLock()
+    private let logger = Logger(label: "xclaw.capture")
+
+    /// Prepares capture. `.shm` fails when the server cannot share memory; `.auto` falls back quietly.
+    public init(connection: DisplayConnection, method: CaptureMethod = .auto) throws {
+        self.connection = connection
+        self.method = method == .getImage ? .getImage : .shm
+        if self.method == .shm {
+            do {
+                segment = try SharedSegment(connection: connection, size: try connection.screenSize())
+            } catch let error as ScreenError {
+                if method == .shm { throw error }
+                logger.debug("MIT-SHM unavailable (\(error)); capturing with XGetImage")
+                self.method = .getImage
+            }
+        }
+    }
+
+    /// Captures the whole screen or one region of it (root coordinates). The region must lie on the screen.
+    public func capture(_ region: Rect? = nil) throws -> Frame {
+        lock.lock()
+        defer { lock.unlock() }
+        try connection.checkAlive()
+        let screen = try Rect(size: segment?.size ?? connection.screenSize())
+        let area = region ?? screen
+        guard !area.isEmpty else { throw ScreenError.invalidRegion("\(area) is empty") }
+        guard screen.contains(area) else {
+            // The screen may have been resized (RandR) since the segment was made: ask once more.
+            let current = try connection.screenRect()
+            guard current.contains(area) else {
+                throw ScreenError.invalidRegion("\(area) is not inside the \(current.size) screen")
+            }
+            if method == .shm { segment = try SharedSegment(connection: connection, size: current.size) }
+            return try read(area)
+        }
+        return try read(area)
+    }
+
+    /// Captures the on-screen pixels of a window (what a person sees there, overlapping windows included),
+    /// clipped to the screen.
+    public func capture(window: WindowInfo) throws -> Frame {
+        let visible = window.frame.intersection(try connection.screenRect())
+        guard !visible.isEmpty else {
+            throw ScreenError.invalidRegion("window 0x\(String(window.id, radix: 16)) is entirely off screen")
+        }
+        return try capture(visible)
+    }
+
+    private func read(_ area: Rect) throws -> Frame {
+        if method == .shm, let segment { return try segment.read(area) }
+        return try connection.trapped { display -> Frame in
+            guard let image = XGetImage(display, connection.root, Int32(area.x), Int32(area.y),
+                                        UInt32(area.width), UInt32(area.height), UInt.max, ZPixmap)
+            else {
+                try connection.checkAlive()
+                throw ScreenError.invalidRegion("the server returned no image for \(area)")
+            }
+            defer { XDestroyImage(image) }
+            return try Self.frame(from: image, width: area.width, height: area.height)
+        }
+    }
+
+    /// Copies an XImage's pixels into an owned frame, converting any TrueColor layout to BGRX.
+    static func frame(from image: UnsafeMutablePointer<XImage>, width: Int, height: Int) throws -> Frame {
+        let img = image.pointee
+        guard let data = img.data else { throw ScreenError.image("the server returned an image without pixels") }
+        return try Frame(width: width, height: height) { dst in
+            let rc = data.withMemoryRebound(to: UInt8.self, capacity: Int(img.bytes_per_line) * height) { src in
+                xclaw_ximage_to_bgrx(src, Int32(width), Int32(height), img.bytes_per_line, img.bits_per_pixel,
+                                     img.byte_order == MSBFirst ? 1 : 0, img.red_mask, img.green_mask, img.blue_mask,
+                                     dst)
+            }
+            guard rc == 0 else {
+                throw ScreenError.unsupportedPixelFormat(
+                    "\(img.bits_per_pixel) bits per pixel, depth \(img.depth), masks "
+                        + "\(String(img.red_mask, radix: 16))/\(String(img.green_mask, radix: 16))/"
+                        + "\(String(img.blue_mask, radix: 16))")
+            }
+        }
+    }
+}
+
+/// One MIT-SHM segment attached to the server (`shmget`/`shmat`/`XShmAttach`), sized for the full screen.
+/// The `XShmSegmentInfo` lives on the heap because Xlib keeps a pointer to it.
+private final class SharedSegment {
+    let size: Size
+    private let connection: DisplayConnection
+    private let info: UnsafeMutablePointer<XShmSegmentInfo>
+    private let image: UnsafeMutablePointer<XImage>
+    private var attached = false
+
+    init(connection: DisplayConnection, size: Size) throws {
+        self.connection = connection
+        self.size = size
+        let display = connection.handle
+        guard XShmQueryExtension(display) != 0 else { throw ScreenError.extensionMissing("MIT-SHM") }
+        info = .allocate(capacity: 1)
+        info.initialize(to: XShmSegmentInfo())
+        let visual = XDefaultVisual(display, connection.screenNumber)
+        let depth = UInt32(XDefaultDepth(display, connection.screenNumber))
+        guard let image = XShmCreateImage(display, visual, depth, ZPixmap, nil, info,
+                                          UInt32(size.width), UInt32(size.height)) else {
+            info.deallocate()
+            throw ScreenError.extensionMissing("MIT-SHM (XShmCreateImage failed)")
+        }
+        self.image = image
+        let bytes = Int(image.pointee.bytes_per_line) * Int(image.pointee.height)
+        let id = shmget(0 /* IPC_PRIVATE */, bytes, IPC_CREAT | 0o600)
+        guard id >= 0, let address = shmat(id, nil, 0), address != UnsafeMutableRawPointer(bitPattern: -1) else {
+            if id >= 0 { shmctl(id, IPC_RMID, nil) }
+            image.pointee.data = nil
+            XDestroyImage(image)
+            info.deallocate()
+            throw ScreenError.extensionMissing("MIT-SHM (shmget/shmat: \(String(cString: strerror(errno))))")
+        }
+        info.pointee.shmid = id
+        info.pointee.shmaddr = address.assumingMemoryBound(to: CChar.self)
+        info.pointee.readOnly = 0
+        image.pointee.data = info.pointee.shmaddr
+        do {
+            // A server on another machine cannot see our memory and answers BadAccess here.
+            try connection.trapped { display in _ = XShmAttach(display, info) }
+            attached = true
+        } catch {
+            release()
+            throw ScreenError.extensionMissing("MIT-SHM (the server cannot attach our segment: \(error))")
+        }
+        // Marked for removal now that both sides are attached: the kernel frees it even if we crash.
+        shmctl(id, IPC_RMID, nil)
+    }
+
+    /// Reads `area` (inside the screen) through the segment and copies it out.
+    func read(_ area: Rect) throws -> Frame {
+        if area == Rect(size: size) {
+            try getImage(image, at: area)
+            return try ScreenCapturer.frame(from: image, width: area.width, height: area.height)
+        }
+        // A region reuses the same segment behind a second image header of the region's size.
+        guard let sub = XShmCreateImage(connection.handle, XDefaultVisual(connection.handle, connection.screenNumber),
+                                        UInt32(image.pointee.depth), ZPixmap, nil, info,
+                                        UInt32(area.width), UInt32(area.height)) else {
+            throw ScreenError.image("XShmCreateImage failed for \(area)")
+        }
+        sub.pointee.data = info.pointee.shmaddr
+        defer { sub.pointee.data = nil; XDestroyImage(sub) }
+        try getImage(sub, at: area)
+        return try ScreenCapturer.frame(from: sub, width: area.width, height: area.height)
+    }
+
+    private func getImage(_ target: UnsafeMutablePointer<XImage>, at area: Rect) throws {
+        try connection.checkAlive()
+        let ok = XShmGetImage(connection.handle, connection.root, target, Int32(area.x), Int32(area.y), UInt.max)
+        try connection.checkAlive()
+        if ok == 0 { throw ScreenError.invalidRegion("the server refused to read \(area)") }
+    }
+
+    private func release() {
+        if attached && connection.isAlive {
+            XShmDetach(connection.handle, info)
+            XSync(connection.handle, 0)
+        }
+        shmdt(info.pointee.shmaddr)
+        shmctl(info.pointee.shmid, IPC_RMID, nil)
+        image.pointee.data = nil
+        XDestroyImage(image)
+        info.deallocate()
+    }
+
+    deinit { release() }
+}

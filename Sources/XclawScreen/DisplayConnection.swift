@@ -1,0 +1,169 @@
+import CX11
+import Foundation
+import Synchronization
+
+/// A protocol error recorded by the process-wide Xlib error handler.
+struct XProtocolErrorRecord: Sendable {
+    var code: Int
+    var request: Int
+    var resource: UInt
+    var text: String
+}
+
+/// Xlib's error handlers are process-wide C function pointers that cannot capture context, so they record into
+/// these tables, keyed by the `Display*` they fired for.
+private let pendingProtocolErrors = Mutex<[UInt: XProtocolErrorRecord]>([:])
+private let lostDisplays = Mutex<Set<UInt>>([])
+
+private func displayKey(_ display: OpaquePointer?) -> UInt { UInt(bitPattern: display) }
+
+/// Installs the handlers once per process. `XSetIOErrorHandler` alone is not enough: Xlib calls `exit(1)` after
+/// it returns unless the per-display `XSetIOErrorExitHandler` (libX11 >= 1.7) is set too (see `open`).
+private let installErrorHandlers: Void = {
+    _ = XSetErrorHandler { display, event in
+        guard let event else { return 0 }
+        var buffer = [CChar](repeating: 0, count: 160)
+        XGetErrorText(display, Int32(event.pointee.error_code), &buffer, Int32(buffer.count))
+        let record = XProtocolErrorRecord(
+            code: Int(event.pointee.error_code), request: Int(event.pointee.request_code),
+            resource: UInt(event.pointee.resourceid), text: String(nulTerminated: buffer))
+        pendingProtocolErrors.withLock { table in
+            // Keep the first error of a trapped call: later ones are usually its consequences.
+            if table[displayKey(display)] == nil { table[displayKey(display)] = record }
+        }
+        return 0
+    }
+    _ = XSetIOErrorHandler { display in
+        _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
+        return 0
+    }
+}()
+
+/// One connection to an X server: owns the Xlib `Display*` (opened with `XOpenDisplay`, closed with
+/// `XCloseDisplay`) and turns Xlib's error callbacks into thrown `ScreenError`s.
+///
+/// When the server dies the connection is marked lost instead of the process exiting; every later call throws
+/// `ScreenError.displayLost` and a long-lived caller opens a new connection (`DisplayConnection.reconnect`).
+public final class DisplayConnection: @unchecked Sendable {
+    /// The display name as given (`:41`, `host:0.0`).
+    public let name: String
+    /// The Xlib handle. Never escapes the screen module.
+    let handle: OpaquePointer
+    /// The default screen number.
+    let screenNumber: Int32
+    /// The root window of the default screen.
+    let root: Window
+    /// Serialises error trapping so an error lands in the call that caused it.
+    private let trapLock = NSLock()
+    private let atoms = Mutex<[String: Atom]>([:])
+
+    /// Picks the display to use: the explicit name, else `$DISPLAY`, else fails naming `xclaw display start`.
+    public static func resolveName(_ explicit: String?) throws -> String {
+        if let explicit, !explicit.isEmpty { return explicit }
+        if let env = ProcessInfo.processInfo.environment["DISPLAY"], !env.isEmpty { return env }
+        throw ScreenError.noDisplay
+    }
+
+    /// Opens a connection (`XOpenDisplay`). `name` nil means `$DISPLAY`.
+    public init(name: String? = nil) throws {
+        _ = installErrorHandlers
+        let resolved = try Self.resolveName(name)
+        guard let display = XOpenDisplay(resolved) else { throw ScreenError.cannotOpen(resolved) }
+        // The handler only records the loss (see `installErrorHandlers`) and returns, so the process survives.
+        XSetIOErrorExitHandler(display, { display, _ in
+            _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
+        }, nil)
+        self.name = resolved
+        self.handle = display
+        self.screenNumber = XDefaultScreen(display)
+        self.root = XRootWindow(display, screenNumber)
+    }
+
+    /// Opens a new connection to `name`, retrying every 200 ms until `timeout`; for callers whose server restarts.
+    public static func reconnect(name: String, timeout: Duration = .seconds(5)) throws -> DisplayConnection {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                return try DisplayConnection(name: name)
+            } catch let error as ScreenError {
+                if ContinuousClock.now >= deadline { throw error }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+    }
+
+    deinit {
+        // Safe on a lost connection too: Xlib only frees memory then.
+        XCloseDisplay(handle)
+        let key = displayKey(handle)
+        _ = lostDisplays.withLock { $0.remove(key) }
+        _ = pendingProtocolErrors.withLock { $0.removeValue(forKey: key) }
+    }
+
+    /// False once the server has gone away; the connection is then useless.
+    public var isAlive: Bool { !lostDisplays.withLock { $0.contains(displayKey(handle)) } }
+
+    /// Throws `displayLost` when the server has gone away.
+    func checkAlive() throws {
+        if !isAlive { throw ScreenError.displayLost(name) }
+    }
+
+    /// Runs `body` and makes any protocol error it caused a thrown `ScreenError.protocolError`: clears the error
+    /// slot, runs, then `XSync`s so the server's answer to every request in `body` has arrived.
+    @discardableResult
+    func trapped<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        try checkAlive()
+        trapLock.lock()
+        defer { trapLock.unlock() }
+        let key = displayKey(handle)
+        _ = pendingProtocolErrors.withLock { $0.removeValue(forKey: key) }
+        let result = try body(handle)
+        XSync(handle, 0)
+        try checkAlive()
+        if let error = pendingProtocolErrors.withLock({ $0.removeValue(forKey: key) }) {
+            throw ScreenError.protocolError(
+                code: error.code, request: error.request, resource: error.resource, text: error.text)
+        }
+        return result
+    }
+
+    /// Waits until the server has processed every request sent so far (`XSync`).
+    public func sync() throws {
+        try checkAlive()
+        XSync(handle, 0)
+        try checkAlive()
+    }
+
+    /// Sends buffered requests without waiting (`XFlush`).
+    func flush() { XFlush(handle) }
+
+    /// The root window's size, asked of the server (`XGetGeometry`) so RandR resizes are seen.
+    public func screenSize() throws -> Size {
+        try trapped { display in
+            var rootReturn: Window = 0
+            var x: Int32 = 0, y: Int32 = 0
+            var width: UInt32 = 0, height: UInt32 = 0, border: UInt32 = 0, depth: UInt32 = 0
+            XGetGeometry(display, root, &rootReturn, &x, &y, &width, &height, &border, &depth)
+            return Size(width: Int(width), height: Int(height))
+        }
+    }
+
+    /// The screen as a rectangle at the origin.
+    public func screenRect() throws -> Rect { Rect(size: try screenSize()) }
+
+    /// Interns an atom once and caches it (`XInternAtom`).
+    func atom(_ atomName: String) -> Atom {
+        if let cached = atoms.withLock({ $0[atomName] }) { return cached }
+        let value = XInternAtom(handle, atomName, 0)
+        atoms.withLock { $0[atomName] = value }
+        return value
+    }
+
+    /// Throws `outOfBounds` unless the point lies on the screen.
+    public func checkOnScreen(_ point: Point) throws {
+        let size = try screenSize()
+        guard Rect(size: size).contains(point) else {
+            throw ScreenError.outOfBounds(x: point.x, y: point.y, width: size.width, height: size.height)
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+
+/// A point in screen pixels (root-window coordinates).
+public struct Point: Codable, Sendable, Hashable, CustomStringConvertible {
+    public var x: Int
+    public var y: Int
+    /// Creates a point.
+    public init(x: Int, y: Int) { self.x = x; self.y = y }
+    public var description: String { "\(x),\(y)" }
+}
+
+/// A size in pixels.
+public struct Size: Codable, Sendable, Hashable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+    /// Creates a size.
+    public init(width: Int, height: Int) { self.width = width; self.height = height }
+    public var description: String { "\(width)x\(height)" }
+
+    /// Parses `WIDTHxHEIGHT` (e.g. `1920x1080`).
+    public init(parsing text: String) throws {
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0 else {
+            throw ScreenError.invalidArgument("invalid size \"\(text)\": expected WIDTHxHEIGHT such as 1920x1080")
+        }
+        self.init(width: w, height: h)
+    }
+}
+
+/// An axis-aligned rectangle in pixels; `x`/`y` is the top-left corner.
+public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+    /// Creates a rectangle.
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x; self.y = y; self.width = width; self.height = height
+    }
+    /// The rectangle `(0, 0, size)`.
+    public init(origin: Point = Point(x: 0, y: 0), size: Size) {
+        self.init(x: origin.x, y: origin.y, width: size.width, height: size.height)
+    }
+    public var description: String { "\(x),\(y),\(width),\(height)" }
+    /// True when the rectangle covers no pixel.
+    public var isEmpty: Bool { width <= 0 || height <= 0 }
+    /// The rectangle's size.
+    public var size: Size { Size(width: width, height: height) }
+    /// The pixel nearest the centre, used as the click point of an element.
+    public var center: Point { Point(x: x + width / 2, y: y + height / 2) }
+
+    /// Parses `X,Y,W,H` as the CLI takes it.
+    public init(parsing text: String) throws {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+            .map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3] else {
+            throw ScreenError.invalidRegion("\"\(text)\" is not X,Y,W,H (four integers, e.g. 0,0,640,480)")
+        }
+        guard w > 0, h > 0 else {
+            throw ScreenError.invalidRegion("\"\(text)\" is empty: width and height must be positive")
+        }
+        self.init(x: x, y: y, width: w, height: h)
+    }
+
+    /// Whether the point lies inside.
+    public func contains(_ p: Point) -> Bool { p.x >= x && p.y >= y && p.x < x + width && p.y < y + height }
+
+    /// Whether `other` lies wholly inside.
+    public func contains(_ other: Rect) -> Bool {
+        other.x >= x && other.y >= y && other.x + other.width <= x + width && other.y + other.height <= y + height
+    }
+
+    /// The overlap of two rectangles (empty when they do not meet).
+    public func intersection(_ other: Rect) -> Rect {
+        let x0 = max(x, other.x), y0 = max(y, other.y)
+        let x1 = min(x + width, other.x + other.width), y1 = min(y + height, other.y + other.height)
+        return Rect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
+    }
+}
+
+extension String {
+    /// Decodes a NUL-terminated C buffer filled by a C call (error texts and the like).
+    init(nulTerminated buffer: [CChar]) {
+        self = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,95 @@
+import XclawBase
+
+/// Everything the screen layer can fail with. Messages say what happened and what to do about it.
+public enum ScreenError: ClassifiedError, Equatable {
+    /// Neither `--display` nor `$DISPLAY` names a display.
+    case noDisplay
+    /// XOpenDisplay failed for this display name.
+    case cannotOpen(String)
+    /// The X server went away (it died or the connection broke); reconnect when it is back.
+    case displayLost(String)
+    /// The server answered a request with a protocol error (BadWindow, BadMatch…).
+    case protocolError(code: Int, request: Int, resource: UInt, text: String)
+    /// A required X extension is missing on this server.
+    case extensionMissing(String)
+    /// The screen's pixel format cannot be converted (e.g. an 8-bit palette visual).
+    case unsupportedPixelFormat(String)
+    /// A point lies outside the screen.
+    case outOfBounds(x: Int, y: Int, width: Int, height: Int)
+    /// A region is empty or lies (partly) outside the screen.
+    case invalidRegion(String)
+    /// No window matches the query.
+    case windowNotFound(String)
+    /// Several windows match the query and none of them exactly.
+    case ambiguousWindow(String, candidates: [String])
+    /// A key name is not a known keysym.
+    case unknownKey(String, suggestion: String?)
+    /// Text contains a character that cannot be typed (a control character other than tab and newline).
+    case untypeable(String)
+    /// The keyboard has no free keycode left to bind a character to.
+    case noSpareKeycode
+    /// Starting, finding or stopping a virtual display failed.
+    case virtualDisplay(String)
+    /// Encoding or decoding an image failed.
+    case image(String)
+    /// Bad input that fits no other case.
+    case invalidArgument(String)
+
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .noDisplay, .cannotOpen, .displayLost, .protocolError, .extensionMissing, .unsupportedPixelFormat,
+             .virtualDisplay:
+            return .display
+        case .outOfBounds, .invalidRegion, .unknownKey, .untypeable, .invalidArgument:
+            return .usage
+        case .windowNotFound, .ambiguousWindow:
+            return .notFound
+        case .noSpareKeycode, .image:
+            return .internal
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .noDisplay:
+            return "no display: pass --display :N or set DISPLAY, or start a private one with `xclaw display start`"
+        case .cannotOpen(let name):
+            return "cannot open display \(name): is an X server running there? "
+                + "Start a private one with `xclaw display start`"
+        case .displayLost(let name):
+            return "lost the connection to display \(name): the X server died or went away; "
+                + "restart it (e.g. `xclaw display start`) and try again"
+        case .protocolError(let code, let request, let resource, let text):
+            return "X protocol error \(text) (code \(code)) on request \(request), resource 0x\(String(resource, radix: 16))"
+                + ": the window may have closed; list windows with `xclaw windows`"
+        case .extensionMissing(let name):
+            return "the X server lacks the \(name) extension; xclaw needs it (Xvfb and Xorg have it unless disabled)"
+        case .unsupportedPixelFormat(let what):
+            return "unsupported pixel format: \(what); run the display at depth 16, 24 or 32"
+        case .outOfBounds(let x, let y, let width, let height):
+            return "point (\(x), \(y)) is outside the screen (\(width)x\(height)); "
+                + "x must be in 0..<\(width) and y in 0..<\(height)"
+        case .invalidRegion(let why):
+            return "invalid region: \(why)"
+        case .windowNotFound(let query):
+            return "no window matches \"\(query)\"; list them with `xclaw windows`"
+        case .ambiguousWindow(let query, let candidates):
+            return "\"\(query)\" matches \(candidates.count) windows; pass an id or a longer title:\n  "
+                + candidates.joined(separator: "\n  ")
+        case .unknownKey(let name, let suggestion):
+            let hint = suggestion.map { "; did you mean \"\($0)\"?" } ?? ""
+            return "unknown key name \"\(name)\"\(hint) (names are X keysyms as in xdotool: Return, ctrl+s, F5, KP_0)"
+        case .untypeable(let what):
+            return "cannot type \(what): only printable characters, tab and newline can be typed; "
+                + "send other keys with `xclaw key`"
+        case .noSpareKeycode:
+            return "the keyboard map has no free keycode to bind a missing character to"
+        case .virtualDisplay(let why):
+            return why
+        case .image(let why):
+            return "image error: \(why)"
+        case .invalidArgument(let why):
+            return why
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import CX11
+import Foundation
+
+/// A top-level window as a person sees it.
+public struct WindowInfo: Codable, Sendable, Hashable {
+    /// The X window id (of the client window, not a window manager's frame).
+    public var id: UInt
+    /// `_NET_WM_NAME` (UTF-8), else `WM_NAME`; empty when the window has none.
+    public var title: String
+    /// `WM_CLASS` class part (e.g. `XTerm`).
+    public var className: String
+    /// `WM_CLASS` instance part (e.g. `xterm`).
+    public var instance: String
+    /// `_NET_WM_PID` when the client sets it.
+    public var pid: Int?
+    /// Geometry in root coordinates.
+    public var frame: Rect
+    /// The window is mapped (shown), though it may be covered or off screen.
+    public var mapped: Bool
+    /// Mapped and on screen at least in part.
+    public var visible: Bool
+    /// The window with keyboard focus (or, with no window manager and pointer-root focus, the one under the pointer).
+    public var active: Bool
+
+    /// The id as `0x…`, the way xdotool and xwininfo print it.
+    public var hexID: String { "0x" + String(id, radix: 16) }
+
+    /// One line for listings.
+    public var summary: String {
+        "\(hexID) \"\(title)\" \(className) \(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)"
+    }
+}
+
+/// Lists, finds and activates windows (EWMH when a window manager runs, the bare window tree when none does).
+public struct WindowManager: Sendable {
+    /// The connection used.
+    public let connection: DisplayConnection
+
+    /// Wraps a connection.
+    public init(connection: DisplayConnection) { self.connection = connection }
+
+    /// True when an EWMH window manager runs (`_NET_SUPPORTING_WM_CHECK` names a live window).
+    public func hasWindowManager() throws -> Bool {
+        guard let check = try cardinals(connection.root, "_NET_SUPPORTING_WM_CHECK", type: XA_WINDOW).first,
+              check != 0 else { return false }
+        return (try? attributes(Window(check))) != nil
+    }
+
+    /// Top-level windows, top-most first. Unmapped ones only with `includeHidden`.
+    public func list(includeHidden: Bool = false) throws -> [WindowInfo] {
+        let screen = try connection.screenRect()
+        let active = try activeWindow()
+        var result: [WindowInfo] = []
+        for id in try topLevels().reversed() {
+            guard let info = try? describe(id, screen: screen, active: active) else { continue }  // closed meanwhile
+            if info.mapped || includeHidden { result.append(info) }
+        }
+        return result
+    }
+
+    /// Describes one window by id; throws `windowNotFound` when it does not exist.
+    public func window(id: UInt) throws -> WindowInfo {
+        do {
+            return try describe(Window(id), screen: try connection.screenRect(), active: try activeWindow())
+        } catch ScreenError.protocolError {
+            throw ScreenError.windowNotFound("0x" + String(id, radix: 16))
+        }
+    }
+
+    /// Resolves an id (`0x3a00007` or decimal) or a case-insensitive title substring to exactly one window.
+    /// An exact title wins over substrings; several substring matches are refused rather than guessed.
+    public func find(_ query: String) throws -> WindowInfo {
+        if let id = Self.parseID(query) { return try window(id: id) }
+        let needle = query.lowercased()
+        guard !needle.isEmpty else { throw ScreenError.invalidArgument("empty window name") }
+        let candidates = try list().filter { $0.title.lowercased().contains(needle) }
+        if candidates.count == 1 { return candidates[0] }
+        let exact = candidates.filter { $0.title.lowercased() == needle }
+        if exact.count == 1 { return exact[0] }
+        if candidates.isEmpty { throw ScreenError.windowNotFound(query) }
+        throw ScreenError.ambiguousWindow(query, candidates: candidates.map(\.summary))
+    }
+
+    /// Parses `0x…` hex or plain decimal window ids.
+    static func parseID(_ text: String) -> UInt? {
+        let t = text.lowercased()
+        if t.hasPrefix("0x") { return UInt(t.dropFirst(2), radix: 16) }
+        return t.allSatisfy(\.isNumber) ? UInt(t) : nil
+    }
+
+    /// Raises a window and gives it keyboard focus: `_NET_ACTIVE_WINDOW` when a window manager runs, else
+    /// `XMapRaised` + `XSetInputFocus`. Waits (up to 1 s) until the window is viewable and focused.
+    public func activate(_ window: WindowInfo) throws {
+        let id = Window(window.id)
+        if try hasWindowManager() {
+            _ = try connection.trapped { display in
+                var event = XEvent()
+                event.xclient.type = ClientMessage
+                event.xclient.window = id
+                event.xclient.message_type = connection.atom("_NET_ACTIVE_WINDOW")
+                event.xclient.format = 32
+                event.xclient.data.l = (2, 0, 0, 0, 0)  // source 2: a pager/tool acting for the user
+                XSendEvent(display, connection.root, 0,
+                           SubstructureRedirectMask | SubstructureNotifyMask, &event)
+                XMapRaised(display, id)
+            }
+        } else {
+            try connection.trapped { display in XMapRaised(display, id) }
+        }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while try attributes(id).map_state != IsViewable {
+            if ContinuousClock.now >= deadline {
+                throw ScreenError.invalidArgument("window \(window.hexID) did not become viewable")
+            }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        if try !hasWindowManager() {
+            try connection.trapped { display in _ = XSetInputFocus(display, id, RevertToParent, 0 /* CurrentTime */) }
+        }
+    }
+
+    /// The active window: `_NET_ACTIVE_WINDOW`, else the top-level holding focus, else (pointer-root focus, the
+    /// default with no window manager) the top-level under the pointer. Nil when there is none.
+    public func activeWindow() throws -> UInt? {
+        if let net = try cardinals(connection.root, "_NET_ACTIVE_WINDOW", type: XA_WINDOW).first, net != 0 {
+            return net
+        }
+        let (focus, pointerChild): (Window, Window) = try connection.trapped { display in
+            var focus: Window = 0
+            var revert: Int32 = 0
+            XGetInputFocus(display, &focus, &revert)
+            var rootReturn: Window = 0, child: Window = 0
+            var rx: Int32 = 0, ry: Int32 = 0, wx: Int32 = 0, wy: Int32 = 0
+            var mask: UInt32 = 0
+            XQueryPointer(display, connection.root, &rootReturn, &child, &rx, &ry, &wx, &wy, &mask)
+            return (focus, child)
+        }
+        let candidate = focus > 1 /* not None, not PointerRoot */ && focus != connection.root ? focus : pointerChild
+        guard candidate != 0 else { return nil }
+        return UInt(try topLevel(containing: candidate))
+    }
+
+    // MARK: - Window tree
+
+    /// Top-level client windows, bottom-most first.
+    private func topLevels() throws -> [Window] {
+        let stacking = try cardinals(connection.root, "_NET_CLIENT_LIST_STACKING", type: XA_WINDOW)
+        if !stacking.isEmpty { return stacking.map { Window($0) } }
+        return try children(of: connection.root).compactMap { child in
+            guard let attrs = try? attributes(child), attrs.`class` == InputOutput else { return nil }
+            return (try? clientWindow(under: child)) ?? child
+        }
+    }
+
+    /// A window manager's frame holds the client, which carries `WM_STATE`; with no manager the child is the client.
+    private func clientWindow(under frame: Window) throws -> Window? {
+        let wmState = connection.atom("WM_STATE")
+        var queue = [frame]
+        var visited = 0
+        while !queue.isEmpty, visited < 64 {
+            let w = queue.removeFirst()
+            visited += 1
+            if try hasProperty(w, wmState) { return w }
+            queue.append(contentsOf: try children(of: w))
+        }
+        return nil
+    }
+
+    private func topLevel(containing window: Window) throws -> Window {
+        var current = window
+        let topLevelSet = Set(try topLevels())
+        for _ in 0..<64 {
+            if topLevelSet.contains(current) { return current }
+            let (parent, _) = try tree(current)
+            if parent == connection.root || parent == 0 { return (try? clientWindow(under: current)) ?? current }
+            current = parent
+        }
+        return current
+    }
+
+    private func children(of window: Window) throws -> [Window] { try tree(window).children }
+
+    private func tree(_ window: Window) throws -> (parent: Window, children: [Window]) {
+        try connection.trapped { display in
+            var rootReturn: Window = 0, parent: Window = 0
+            var list: UnsafeMutablePointer<Window>?
+            var count: UInt32 = 0
+            guard XQueryTree(display, window, &rootReturn, &parent, &list, &count) != 0 else { return (0, []) }
+            defer { if let list { XFree(list) } }
+            return (parent, list.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? [])
+        }
+    }
+
+    private func attributes(_ window: Window) throws -> XWindowAttributes {
+        try connection.trapped { display in
+            var attrs = XWindowAttributes()
+            XGetWindowAttributes(display, window, &attrs)
+            return attrs
+        }
+    }
+
+    private func describe(_ window: Window, screen: Rect, active: UInt?) throws -> WindowInfo {
+        let attrs = try attributes(window)
+        let origin: Point = try connection.trapped { display in
+            var x: Int32 = 0, y: Int32 = 0
+            var child: Window = 0
+            XTranslateCoordinates(display, window, connection.root, 0, 0, &x, &y, &child)
+            return Point(x: Int(x), y: Int(y))
+        }
+        let frame = Rect(x: origin.x, y: origin.y, width: Int(attrs.width), height: Int(attrs.height))
+        let (instance, className) = try classHint(window)
+        return WindowInfo(
+            id: UInt(window), title: try title(window), className: className, instance: instance,
+            pid: try cardinals(window, "_NET_WM_PID", type: XA_CARDINAL).first.map { Int($0) },
+            frame: frame, mapped: attrs.map_state != IsUnmapped,
+            visible: attrs.map_state == IsViewable && !frame.intersection(screen).isEmpty,
+            active: active == UInt(window))
+    }
+
+    // MARK: - Properties
+
+    private func title(_ window: Window) throws -> String {
+        let utf8 = try property(window, connection.atom("_NET_WM_NAME"), type: connection.atom("UTF8_STRING"))
+        if let utf8, !utf8.bytes.isEmpty { return String(decoding: utf8.bytes, as: UTF8.self) }
+        return try connection.trapped { display -> String in
+            var text = XTextProperty()
+            guard XGetWMName(display, window, &text) != 0, text.value != nil else { return "" }
+            defer { XFree(text.value) }
+            var list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+            var count: Int32 = 0
+            guard Xutf8TextPropertyToTextList(display, &text, &list, &count) >= 0, let list, count > 0 else {
+                return ""
+            }
+            defer { XFreeStringList(list) }
+            return list[0].map { String(cString: $0) } ?? ""
+        }
+    }
+
+    private func classHint(_ window: Window) throws -> (instance: String, className: String) {
+        try connection.trapped { display in
+            var hint = XClassHint()
+            guard XGetClassHint(display, window, &hint) != 0 else { return ("", "") }
+            defer {
+                if let n = hint.res_name { XFree(n) }
+                if let c = hint.res_class { XFree(c) }
+            }
+            return (hint.res_name.map { String(cString: $0) } ?? "", hint.res_class.map { String(cString: $0) } ?? "")
+        }
+    }
+
+    private func hasProperty(_ window: Window, _ name: Atom) throws -> Bool {
+        try property(window, name, type: Atom(AnyPropertyType)) != nil
+    }
+
+    /// A format-32 property as unsigned values. Xlib hands format-32 data back as C `long`s (8 bytes here).
+    private func cardinals(_ window: Window, _ name: String, type: Atom) throws -> [UInt] {
+        guard let value = try property(window, connection.atom(name), type: type), value.format == 32 else { return [] }
+        return value.bytes.withUnsafeBytes { raw in Array(raw.bindMemory(to: UInt.self)) }
+    }
+
+    private func property(_ window: Window, _ name: Atom, type: Atom) throws -> (format: Int32, bytes: [UInt8])? {
+        try connection.trapped { display in
+            var actualType: Atom = 0
+            var format: Int32 = 0
+            var items: UInt = 0, after: UInt = 0
+            var data: UnsafeMutablePointer<UInt8>?
+            let rc = XGetWindowProperty(display, window, name, 0, 1 << 16, 0, type, &actualType, &format,
+                                        &items, &after, &data)
+            defer { if let data { XFree(data) } }
+            guard rc == Success, actualType != 0, let data else { return nil }
+            let unit = format == 32 ? MemoryLayout<CLong>.size : Int(format) / 8
+            return (format, Array(UnsafeBufferPointer(start: data, count: Int(items) * unit)))
+        }
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages xclaw builds and tests against. Idempotent: it asks apt only for what is
+# missing and runs `apt-get update` only when something is. Needs root (or sudo) when anything is missing.
+#   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (xdotool, scrot)
+set -euo pipefail
+
+packages=(
+  pkg-config
+  libx11-dev libxtst-dev libxext-dev libxrandr-dev libpng-dev
+  libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev
+  xvfb xauth
+  xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core
+)
+[[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present" >&2
+  exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: missing ${missing[*]}; run this script as root" >&2; exit 2; }
+  sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
