@@ -1,1 +1,65 @@
-print("todo")
+// xclaw-fixture: a test X client. It opens a window, paints the rectangles it is given, prints
+// {"kind":"ready","window":ID} and then one JSON line per input event it receives, until killed or orphaned.
+//
+//   xclaw-fixture [--display :N] [--title T] [--geometry WxH+X+Y] [--bg #rrggbb] [--rect X,Y,W,H,#rrggbb]...
+import Foundation
+import XclawScreen
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("xclaw-fixture: \(message)\n".utf8))
+    exit(2)
+}
+
+func parseGeometry(_ text: String) throws -> Rect {
+    // WxH+X+Y
+    let parts = text.split(whereSeparator: { $0 == "x" || $0 == "+" }).compactMap { Int($0) }
+    guard parts.count == 4 else { throw ScreenError.invalidArgument("geometry must be WxH+X+Y") }
+    return Rect(x: parts[2], y: parts[3], width: parts[0], height: parts[1])
+}
+
+setlocale(LC_CTYPE, "C.UTF-8")
+var display: String?
+var title = "xclaw fixture"
+var frame = Rect(x: 0, y: 0, width: 400, height: 300)
+var background = RGB(r: 255, g: 255, b: 255)
+var rects: [(Rect, RGB)] = []
+var args = CommandLine.arguments.dropFirst().makeIterator()
+do {
+    while let arg = args.next() {
+        guard let value = args.next() else { fail("\(arg) needs a value") }
+        switch arg {
+        case "--display": display = value
+        case "--title": title = value
+        case "--geometry": frame = try parseGeometry(value)
+        case "--bg": background = try RGB(hex: value)
+        case "--rect":
+            let parts = value.split(separator: ",")
+            guard parts.count == 5 else { fail("--rect takes X,Y,W,H,#rrggbb") }
+            rects.append((try Rect(parsing: parts[0..<4].joined(separator: ",")), try RGB(hex: String(parts[4]))))
+        default: fail("unknown option \(arg)")
+        }
+    }
+} catch {
+    fail("\(error)")
+}
+
+let encoder = JSONEncoder.xclaw
+func emit(_ event: ProbeEvent, window: UInt? = nil) {
+    guard var data = try? encoder.encode(event) else { return }
+    if let window {  // the ready line carries the window id
+        data = Data("{\"kind\":\"ready\",\"window\":\(window)}".utf8)
+    }
+    data.append(0x0a)
+    FileHandle.standardOutput.write(data)
+}
+
+do {
+    let probe = try EventProbe(display: display, title: title, frame: frame, background: background, rects: rects)
+    emit(ProbeEvent(kind: "ready"), window: probe.window)
+    while true {
+        if let event = try probe.next(timeout: .milliseconds(500)) { emit(event) }
+        if getppid() == 1 { exit(0) }  // the test that started us is gone
+    }
+} catch {
+    fail("\(error)")
+}

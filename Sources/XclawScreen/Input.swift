@@ -1,0 +1,154 @@
+import CX11
+import CXTest
+import Foundation
+
+/// A mouse button.
+public enum MouseButton: String, Sendable, CaseIterable, Codable {
+    case left, middle, right
+    /// The X button number.
+    public var number: UInt32 {
+        switch self {
+        case .left: 1
+        case .middle: 2
+        case .right: 3
+        }
+    }
+}
+
+/// A scroll direction; X sends scrolling as presses of buttons 4–7.
+public enum ScrollDirection: String, Sendable, CaseIterable, Codable {
+    case up, down, left, right
+    /// The X button number.
+    public var button: UInt32 {
+        switch self {
+        case .up: 4
+        case .down: 5
+        case .left: 6
+        case .right: 7
+        }
+    }
+}
+
+/// Synthetic mouse and keyboard input through XTest, in process: no helper program, no sleeps.
+/// Every point is checked against the screen first; modifiers are released even when an action fails.
+public final class InputController: @unchecked Sendable {
+    /// The connection input goes through.
+    public let connection: DisplayConnection
+    /// Keys and typing.
+    public let keyboard: Keyboard
+    private var cachedScreen: Size
+
+    /// Checks for XTEST and reads the keymap.
+    public init(connection: DisplayConnection) throws {
+        self.connection = connection
+        keyboard = try Keyboard(connection: connection)
+        cachedScreen = try connection.screenSize()
+    }
+
+    /// Throws `outOfBounds` unless the point is on the screen (asks the server again before refusing, in case
+    /// the screen grew).
+    public func checkOnScreen(_ p: Point) throws {
+        if Rect(size: cachedScreen).contains(p) { return }
+        cachedScreen = try connection.screenSize()
+        guard Rect(size: cachedScreen).contains(p) else {
+            throw ScreenError.outOfBounds(x: p.x, y: p.y, width: cachedScreen.width, height: cachedScreen.height)
+        }
+    }
+
+    /// Where the pointer is (`XQueryPointer`).
+    public func cursorPosition() throws -> Point {
+        try connection.trapped { display in
+            var rootReturn: Window = 0, child: Window = 0
+            var rx: Int32 = 0, ry: Int32 = 0, wx: Int32 = 0, wy: Int32 = 0
+            var mask: UInt32 = 0
+            XQueryPointer(display, connection.root, &rootReturn, &child, &rx, &ry, &wx, &wy, &mask)
+            return Point(x: Int(rx), y: Int(ry))
+        }
+    }
+
+    /// Moves the pointer.
+    public func move(to p: Point) throws {
+        try checkOnScreen(p)
+        try connection.checkAlive()
+        XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(p.x), Int32(p.y), 0)
+        connection.flush()
+    }
+
+    /// Clicks `count` times (1 single, 2 double, 3 triple) at `point` (nil: where the pointer is), holding
+    /// `modifiers` (keysyms, e.g. from `KeyCombo.parse("ctrl+shift")`) meanwhile.
+    public func click(at point: Point?, button: MouseButton = .left, count: Int = 1, modifiers: [KeySym] = []) throws {
+        guard (1...3).contains(count) else {
+            throw ScreenError.invalidArgument("click count must be 1, 2 or 3, not \(count)")
+        }
+        try withModifiers(modifiers, at: point) {
+            for _ in 0..<count {
+                XTestFakeButtonEvent(connection.handle, button.number, 1, 0)
+                XTestFakeButtonEvent(connection.handle, button.number, 0, 0)
+            }
+        }
+    }
+
+    /// Presses a button and keeps it down (`mouse down`).
+    public func buttonDown(_ button: MouseButton = .left, at point: Point? = nil) throws {
+        try withModifiers([], at: point) { XTestFakeButtonEvent(connection.handle, button.number, 1, 0) }
+    }
+
+    /// Releases a button (`mouse up`).
+    public func buttonUp(_ button: MouseButton = .left, at point: Point? = nil) throws {
+        try withModifiers([], at: point) { XTestFakeButtonEvent(connection.handle, button.number, 0, 0) }
+    }
+
+    /// Drags from one point to another with the button held, passing through `steps` intermediate points
+    /// spread over `duration` (toolkits need motion between press and release to start a drag).
+    public func drag(from start: Point, to end: Point, button: MouseButton = .left, steps: Int = 16,
+                     duration: Duration = .zero, modifiers: [KeySym] = []) throws {
+        try checkOnScreen(start)
+        try checkOnScreen(end)
+        let steps = max(1, steps)
+        let pause = duration.seconds / Double(steps)
+        try withModifiers(modifiers, at: start) {
+            XTestFakeButtonEvent(connection.handle, button.number, 1, 0)
+            defer { XTestFakeButtonEvent(connection.handle, button.number, 0, 0) }
+            for i in 1...steps {
+                let x = start.x + (end.x - start.x) * i / steps, y = start.y + (end.y - start.y) * i / steps
+                XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(x), Int32(y), 0)
+                if pause > 0 {
+                    connection.flush()
+                    Thread.sleep(forTimeInterval: pause)
+                }
+            }
+        }
+    }
+
+    /// Scrolls `amount` notches at `point` (nil: where the pointer is), optionally holding modifiers
+    /// (`ctrl` + scroll zooms in many apps).
+    public func scroll(_ direction: ScrollDirection, amount: Int = 1, at point: Point? = nil,
+                       modifiers: [KeySym] = []) throws {
+        guard amount >= 1 else { throw ScreenError.invalidArgument("scroll amount must be at least 1") }
+        try withModifiers(modifiers, at: point) {
+            for _ in 0..<amount {
+                XTestFakeButtonEvent(connection.handle, direction.button, 1, 0)
+                XTestFakeButtonEvent(connection.handle, direction.button, 0, 0)
+            }
+        }
+    }
+
+    /// Waits until the server has handled everything sent (`XSync`).
+    public func sync() throws { try connection.sync() }
+
+    /// Moves to `point`, presses `modifiers`, runs `body`, releases the modifiers in reverse order (always), flushes.
+    private func withModifiers(_ modifiers: [KeySym], at point: Point?, _ body: () throws -> Void) throws {
+        if let point { try checkOnScreen(point) }
+        try connection.checkAlive()
+        let codes = try keyboard.modifierKeycodes(modifiers)
+        if let point {
+            XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(point.x), Int32(point.y), 0)
+        }
+        for code in codes { XTestFakeKeyEvent(connection.handle, code, 1, 0) }
+        defer {
+            for code in codes.reversed() { XTestFakeKeyEvent(connection.handle, code, 0, 0) }
+            connection.flush()
+        }
+        try body()
+    }
+}

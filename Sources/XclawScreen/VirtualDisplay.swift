@@ -1,0 +1,235 @@
+import Foundation
+import CXclawShim
+import Glibc
+
+/// A private Xvfb server that xclaw started: the headless default for unattended runs, demos and tests.
+///
+/// Xvfb picks a free display number itself (`-displayfd`) and writes it once it accepts connections, so there is
+/// no port race and no polling. Started displays are recorded in the state directory so later commands can list
+/// and stop them.
+public struct VirtualDisplay: Codable, Sendable, Hashable {
+    /// The display name, `:N`.
+    public var name: String
+    /// The display number N.
+    public var number: Int
+    /// The Xvfb process id.
+    public var pid: Int32
+    /// The screen size.
+    public var size: Size
+    /// Bits per pixel of the root visual.
+    public var depth: Int
+    /// Whether MIT-SHM is enabled (disabled to exercise the XGetImage path).
+    public var shm: Bool
+    /// When it started.
+    public var startedAt: Date
+    /// Xvfb's own output, for when it fails.
+    public var logPath: String
+
+    /// Where records and logs live: `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID`.
+    public static var stateDirectory: URL {
+        let env = ProcessInfo.processInfo.environment
+        if let dir = env["XCLAW_STATE_DIR"], !dir.isEmpty { return URL(fileURLWithPath: dir) }
+        if let runtime = env["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            return URL(fileURLWithPath: runtime).appendingPathComponent("xclaw")
+        }
+        return URL(fileURLWithPath: "/tmp/xclaw-\(getuid())")
+    }
+
+    private static var displaysDirectory: URL { stateDirectory.appendingPathComponent("displays") }
+
+    /// Starts Xvfb and returns once it accepts connections.
+    /// - Parameters:
+    ///   - number: a display number to use (`nil`: the first free one).
+    ///   - detached: run in its own session so it outlives this process (`xclaw display start`); tests keep it
+    ///     attached and stop it themselves.
+    ///   - record: remember it for `xclaw display list/stop`.
+    ///   - extraArguments: more Xvfb flags (e.g. `-terminate`).
+    public static func start(size: Size = Size(width: 1920, height: 1080), depth: Int = 24, shm: Bool = true,
+                             number: Int? = nil, detached: Bool = true, record: Bool = true,
+                             extraArguments: [String] = [], timeout: Duration = .seconds(10)) throws -> VirtualDisplay {
+        guard [16, 24, 32].contains(depth) else {
+            throw ScreenError.invalidArgument("depth must be 16, 24 or 32, not \(depth)")
+        }
+        guard (1...16384).contains(size.width), (1...16384).contains(size.height) else {
+            throw ScreenError.invalidArgument("size \(size) is out of range (1..16384 per side)")
+        }
+        guard let xvfb = findExecutable("Xvfb") else {
+            throw ScreenError.virtualDisplay(
+                "Xvfb is not installed: run scripts/install-deps.sh (or `apt-get install xvfb`)")
+        }
+        let fm = FileManager.default
+        try? fm.createDirectory(at: displaysDirectory, withIntermediateDirectories: true,
+                                attributes: [.posixPermissions: 0o700])
+        let logPath = displaysDirectory.appendingPathComponent("starting-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log").path
+
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw ScreenError.virtualDisplay("pipe() failed: \(errnoText())") }
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        defer { close(readEnd) }
+
+        var arguments = [xvfb]
+        if let number { arguments.append(":\(number)") }
+        arguments += ["-displayfd", "3", "-screen", "0", "\(size.width)x\(size.height)x\(depth)", "-nolisten", "tcp"]
+        if !shm { arguments += ["-extension", "MIT-SHM"] }
+        arguments += extraArguments
+
+        let pid = try spawn(arguments, logPath: logPath, displayFD: writeEnd, detached: detached)
+        close(writeEnd)
+        guard let displayNumber = readDisplayNumber(from: readEnd, timeout: timeout) else {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            try? fm.removeItem(atPath: logPath)
+            let tail = log.split(separator: "\n").suffix(5).joined(separator: "\n  ")
+            throw ScreenError.virtualDisplay("Xvfb did not start within \(timeout)" + (tail.isEmpty ? "" : ":\n  \(tail)"))
+        }
+        let finalLog = displaysDirectory.appendingPathComponent("\(displayNumber).log").path
+        try? fm.removeItem(atPath: finalLog)
+        try? fm.moveItem(atPath: logPath, toPath: finalLog)
+        let display = VirtualDisplay(name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
+                                     depth: depth, shm: shm, startedAt: Date(), logPath: finalLog)
+        if record { try display.save() }
+        return display
+    }
+
+    /// The recorded displays whose Xvfb still runs; records of dead ones are removed.
+    public static func list() -> [VirtualDisplay] {
+        let fm = FileManager.default
+        guard let files = try? fm.contentsOfDirectory(atPath: displaysDirectory.path) else { return [] }
+        var result: [VirtualDisplay] = []
+        for file in files where file.hasSuffix(".json") {
+            let url = displaysDirectory.appendingPathComponent(file)
+            guard let data = try? Data(contentsOf: url),
+                  let display = try? JSONDecoder.xclaw.decode(VirtualDisplay.self, from: data) else { continue }
+            if display.isRunning { result.append(display) } else { try? fm.removeItem(at: url) }
+        }
+        return result.sorted { $0.number < $1.number }
+    }
+
+    /// Stops a recorded display by name (`:41` or `41`).
+    public static func stop(name: String, timeout: Duration = .seconds(3)) throws {
+        let number = Int(name.hasPrefix(":") ? String(name.dropFirst()) : name)
+            ?? Int(name.split(separator: ":").last?.split(separator: ".").first ?? "")
+        guard let number, let display = list().first(where: { $0.number == number }) else {
+            throw ScreenError.virtualDisplay(
+                "no display \(name) started by xclaw is running; see `xclaw display list`")
+        }
+        try display.stop(timeout: timeout)
+    }
+
+    /// True while the recorded process is alive and is an Xvfb (guards against pid reuse).
+    public var isRunning: Bool {
+        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid { return false }  // our own child that has exited
+        guard let cmdline = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")) else { return false }
+        return String(decoding: cmdline, as: UTF8.self).contains("Xvfb")
+    }
+
+    /// Terminates the server (SIGTERM, then SIGKILL after `timeout`) and forgets it.
+    public func stop(timeout: Duration = .seconds(3)) throws {
+        defer {
+            try? FileManager.default.removeItem(at: Self.displaysDirectory.appendingPathComponent("\(number).json"))
+        }
+        guard isRunning else { return }
+        kill(pid, SIGTERM)
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            if ContinuousClock.now >= deadline {
+                kill(pid, SIGKILL)
+                Thread.sleep(forTimeInterval: 0.05)
+                _ = isRunning  // reaps the zombie when it is our child
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    private func save() throws {
+        let url = Self.displaysDirectory.appendingPathComponent("\(number).json")
+        try JSONEncoder.xclaw.encode(self).write(to: url, options: .atomic)
+    }
+
+    private static func spawn(_ arguments: [String], logPath: String, displayFD: Int32, detached: Bool) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_adddup2(&actions, displayFD, 3)
+        // Nothing else of ours may leak into the server (a test's pipes would never see EOF).
+        xclaw_spawn_closefrom(&actions, 4)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        let setsid: Int32 = 0x80  // POSIX_SPAWN_SETSID (glibc): outlive the terminal and this process
+        let flags = Int32(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK) | (detached ? setsid : 0)
+        posix_spawnattr_setflags(&attributes, Int16(flags))
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        guard rc == 0 else {
+            throw ScreenError.virtualDisplay("could not start \(arguments[0]): \(String(cString: strerror(rc)))")
+        }
+        return pid
+    }
+
+    private static func readDisplayNumber(from fd: Int32, timeout: Duration) -> Int? {
+        let deadline = ContinuousClock.now + timeout
+        var text = ""
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while !text.contains("\n") {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return nil }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(max(1, left.seconds * 1000)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return nil }
+            let n = read(fd, &buffer, buffer.count)
+            guard n > 0 else { return nil }  // Xvfb exited before it was ready
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        return Int(text.trimmed)
+    }
+
+    private static func findExecutable(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":") + ["/usr/bin"] {
+            let candidate = "\(dir)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+}
+
+/// `strerror(errno)` as a String.
+func errnoText() -> String { String(cString: strerror(errno)) }
+
+extension JSONEncoder {
+    /// The encoder every xclaw JSON output uses: sorted keys, ISO-8601 dates.
+    public static var xclaw: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+}
+
+extension JSONDecoder {
+    /// The decoder matching `JSONEncoder.xclaw`.
+    public static var xclaw: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}

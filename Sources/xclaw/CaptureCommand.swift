@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import XclawScreen
+
+/// `xclaw capture`: a PNG of the screen, a region or a window.
+struct Capture: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Capture the screen, a region or a window as PNG.",
+        discussion: "Without -o the PNG is written to ./xclaw-capture-TIMESTAMP.png and its path printed.")
+    @OptionGroup var target: DisplayOptions
+    @Option(name: .shortAndLong, help: "Output file, or - for stdout.") var output: String?
+    @Option(help: "Region X,Y,W,H in screen pixels.") var region: String?
+    @Option(help: "Window id (0x…) or title substring.") var window: String?
+    @Flag(help: "Downscale to the size Claude sees (long edge <= 1568, <= 1.15 MP).") var scaleForModel = false
+    @Option(help: "auto, shm or getimage.") var method: CaptureMethod = .auto
+    @Flag(help: "Print what was written as JSON.") var json = false
+
+    /// What was captured, for --json.
+    struct Result: Encodable {
+        var path: String?
+        var width: Int
+        var height: Int
+        var bytes: Int
+        var source: Rect
+        var method: String
+        var geometry: ScreenGeometry?
+    }
+
+    func validate() throws {
+        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+    }
+
+    func run() throws {
+        let region = try self.region.map(Rect.init(parsing:))
+        let connection = try target.connect()
+        let capturer = try ScreenCapturer(connection: connection, method: method)
+        var area = try region ?? connection.screenRect()
+        var frame: Frame
+        if let window {
+            let info = try WindowManager(connection: connection).find(window)
+            frame = try capturer.capture(window: info)
+            area = info.frame.intersection(try connection.screenRect())
+        } else {
+            frame = try capturer.capture(region)
+        }
+        var geometry: ScreenGeometry?
+        if scaleForModel {
+            let g = ScreenGeometry(screen: frame.size)
+            frame = try frame.downscaled(to: g.model)
+            geometry = g
+        }
+        let png = try PNG.encode(frame)
+        var path: String?
+        if output == "-" {
+            FileHandle.standardOutput.write(Data(png))
+        } else {
+            let file = output ?? defaultPath()
+            try writeAtomically(Data(png), to: file)
+            path = file
+        }
+        let result = Result(path: path, width: frame.width, height: frame.height, bytes: png.count, source: area,
+                            method: capturer.method.rawValue, geometry: geometry)
+        if output == "-" { return }  // stdout carries the PNG
+        try emit(result, json: json) { path ?? "" }
+    }
+
+    private func defaultPath() -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyyMMdd-HHmmss-SSS"
+        return "xclaw-capture-\(formatter.string(from: Date())).png"
+    }
+}
+
+/// Writes through a temporary file and a rename so a failed write never leaves half a file behind.
+func writeAtomically(_ data: Data, to path: String) throws {
+    do {
+        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+    } catch {
+        throw ScreenError.invalidArgument("cannot write \(path): \((error as NSError).localizedDescription)")
+    }
+}
+
+extension CaptureMethod: ExpressibleByArgument {}

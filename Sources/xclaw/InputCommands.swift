@@ -1,0 +1,189 @@
+import ArgumentParser
+import Foundation
+import XclawScreen
+
+extension MouseButton: ExpressibleByArgument {}
+extension ScrollDirection: ExpressibleByArgument {}
+
+/// Connects and builds the input controller for one command.
+private func input(_ options: DisplayOptions) throws -> InputController {
+    try InputController(connection: try options.connect())
+}
+
+/// `xclaw move X Y`.
+struct Move: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Move the pointer.")
+    @OptionGroup var target: DisplayOptions
+    @Argument var x: Int
+    @Argument var y: Int
+
+    func run() throws {
+        let controller = try input(target)
+        try controller.move(to: Point(x: x, y: y))
+        try controller.sync()
+    }
+}
+
+/// `xclaw click [X Y]`.
+struct Click: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Click at a point (or where the pointer is).")
+    @OptionGroup var target: DisplayOptions
+    @Argument var x: Int?
+    @Argument var y: Int?
+    @Option(help: "left, middle or right.") var button: MouseButton = .left
+    @Option(help: "1 (single), 2 (double) or 3 (triple).") var count = 1
+    @Option(name: .customLong("with"), help: "Modifiers held during the click, e.g. ctrl+shift.") var modifiers: String?
+
+    func validate() throws {
+        if (x == nil) != (y == nil) { throw ValidationError("give both X and Y, or neither") }
+        if !(1...3).contains(count) { throw ValidationError("--count must be 1, 2 or 3") }
+    }
+
+    func run() throws {
+        let controller = try input(target)
+        let point = x.flatMap { x in y.map { Point(x: x, y: $0) } }
+        try controller.click(at: point, button: button, count: count, modifiers: try parseModifiers(modifiers))
+        try controller.sync()
+    }
+}
+
+/// `xclaw mousedown [X Y]`.
+struct MouseDown: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "mousedown", abstract: "Press a mouse button and keep it down.")
+    @OptionGroup var target: DisplayOptions
+    @Argument var x: Int?
+    @Argument var y: Int?
+    @Option var button: MouseButton = .left
+
+    func run() throws {
+        let controller = try input(target)
+        try controller.buttonDown(button, at: x.flatMap { x in y.map { Point(x: x, y: $0) } })
+        try controller.sync()
+    }
+}
+
+/// `xclaw mouseup [X Y]`.
+struct MouseUp: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "mouseup", abstract: "Release a mouse button.")
+    @OptionGroup var target: DisplayOptions
+    @Argument var x: Int?
+    @Argument var y: Int?
+    @Option var button: MouseButton = .left
+
+    func run() throws {
+        let controller = try input(target)
+        try controller.buttonUp(button, at: x.flatMap { x in y.map { Point(x: x, y: $0) } })
+        try controller.sync()
+    }
+}
+
+/// `xclaw drag X1 Y1 X2 Y2`.
+struct Drag: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Drag with a button held, through intermediate points.")
+    @OptionGroup var target: DisplayOptions
+    @Argument var x1: Int
+    @Argument var y1: Int
+    @Argument var x2: Int
+    @Argument var y2: Int
+    @Option var button: MouseButton = .left
+    @Option(help: "Intermediate motion events.") var steps = 16
+    @Option(help: "Milliseconds the motion takes (some toolkits need time to start a drag).") var duration = 0
+    @Option(name: .customLong("with"), help: "Modifiers held, e.g. shift.") var modifiers: String?
+
+    func run() throws {
+        let controller = try input(target)
+        let modifiers = try parseModifiers(self.modifiers)
+        try Interrupt.guarded {
+            try controller.drag(from: Point(x: x1, y: y1), to: Point(x: x2, y: y2), button: button, steps: steps,
+                                duration: .milliseconds(max(0, duration)), modifiers: modifiers)
+        }
+        try controller.sync()
+    }
+}
+
+/// `xclaw scroll DIR`.
+struct Scroll: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Scroll up, down, left or right.")
+    @OptionGroup var target: DisplayOptions
+    @Argument(help: "up, down, left or right.") var direction: ScrollDirection
+    @Option(help: "Notches.") var amount = 1
+    @Option(help: "Point X,Y to scroll at (default: where the pointer is).") var at: String?
+    @Option(name: .customLong("with"), help: "Modifiers held, e.g. ctrl.") var modifiers: String?
+
+    func run() throws {
+        let controller = try input(target)
+        try controller.scroll(direction, amount: amount, at: try at.map(parsePoint),
+                              modifiers: try parseModifiers(modifiers))
+        try controller.sync()
+    }
+}
+
+/// `xclaw key COMBO...`.
+struct Key: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Press key combinations in xdotool syntax: ctrl+shift+t, Return, alt+Tab, super, KP_0, F5.")
+    @OptionGroup var target: DisplayOptions
+    @Argument(help: "Combinations, pressed in order.") var combos: [String]
+    @Option(help: "Hold the (single) combination down for this many seconds.") var hold: Double?
+
+    func validate() throws {
+        if combos.isEmpty { throw ValidationError("name at least one key, e.g. Return or ctrl+s") }
+        if hold != nil && combos.count != 1 { throw ValidationError("--hold takes exactly one combination") }
+        if let hold, hold < 0 || hold > 3600 { throw ValidationError("--hold must be between 0 and 3600 seconds") }
+    }
+
+    func run() throws {
+        // Parse every name before sending anything: a typo in the third combo must not send the first two.
+        let parsed = try combos.map(KeyCombo.parse)
+        let controller = try input(target)
+        if let hold, let combo = parsed.first {
+            try Interrupt.guarded {
+                try controller.keyboard.hold(combo, for: .milliseconds(Int(hold * 1000))) { Interrupt.requested }
+            }
+        } else {
+            try controller.keyboard.press(parsed)
+        }
+        try controller.keyboard.restoreMapping()
+        try controller.sync()
+    }
+}
+
+/// `xclaw type TEXT`.
+struct TypeText: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "type",
+        abstract: "Type any Unicode text exactly into the focused window (newline = Return, tab = Tab).")
+    @OptionGroup var target: DisplayOptions
+    @Argument(help: "The text, or - to read it from stdin.") var text: String
+    @Option(help: "Milliseconds between characters (for slow input methods).") var delay: Int?
+
+    func run() throws {
+        var content = text
+        if text == "-" {
+            let data = FileHandle.standardInput.readDataToEndOfFile()
+            guard let decoded = String(data: data, encoding: .utf8) else {
+                throw ScreenError.invalidArgument("stdin is not valid UTF-8")
+            }
+            content = decoded
+        }
+        let controller = try input(target)
+        try Interrupt.guarded {
+            try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) })
+        }
+        // Spare keycodes bound for missing characters are unbound once the client has read them.
+        try controller.keyboard.restoreMapping()
+        try controller.sync()
+    }
+}
+
+/// `xclaw cursor`.
+struct Cursor: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the pointer position.")
+    @OptionGroup var target: DisplayOptions
+    @Flag var json = false
+
+    func run() throws {
+        let p = try input(target).cursorPosition()
+        try emit(p, json: json) { "\(p.x) \(p.y)" }
+    }
+}
