@@ -14,7 +14,9 @@ public struct KeyCombo: Sendable, Hashable, CustomStringConvertible {
     /// `super`, `Enter`, `Esc`, `PgUp`…). A trailing `+` is the plus key (`ctrl++`).
     public static func parse(_ text: String) throws -> KeyCombo {
         var parts = text.split(separator: "+", omittingEmptySubsequences: false).map(String.init)
-        if text.hasSuffix("+"), parts.count >= 2 {
+        if text == "+" {
+            parts = ["plus"]
+        } else if text.hasSuffix("++") {
             parts.removeLast(2)
             parts.append("plus")
         }

@@ -1,0 +1,163 @@
+import XCTest
+@testable import XclawScreen
+
+/// Model-space mapping, parsing, PNG and scaling: no display needed.
+final class GeometryTests: XCTestCase {
+    /// Screens of every common aspect ratio plus odd and portrait ones.
+    let screens: [(String, Size)] = [
+        ("4:3", Size(width: 1024, height: 768)), ("4:3 large", Size(width: 1600, height: 1200)),
+        ("16:9", Size(width: 1920, height: 1080)), ("16:9 4K", Size(width: 3840, height: 2160)),
+        ("16:10", Size(width: 1280, height: 800)), ("16:10 large", Size(width: 2560, height: 1600)),
+        ("21:9", Size(width: 2560, height: 1080)), ("21:9 wide", Size(width: 3440, height: 1440)),
+        ("5:4", Size(width: 1280, height: 1024)), ("portrait 9:16", Size(width: 1080, height: 1920)),
+        ("portrait 3:4", Size(width: 768, height: 1024)), ("odd", Size(width: 1366, height: 768)),
+        ("small", Size(width: 800, height: 600)),
+    ]
+
+    func testModelSizeFollowsAnthropicsRule() {
+        for (label, screen) in screens {
+            let g = ScreenGeometry(screen: screen)
+            let w = Double(screen.width), h = Double(screen.height)
+            let factor = min(1, 1568 / max(w, h), (1_150_000 / (w * h)).squareRoot())
+            XCTAssertLessThanOrEqual(max(g.model.width, g.model.height), 1568, label)
+            XCTAssertLessThanOrEqual(g.model.width * g.model.height, 1_150_000, label)
+            // Within one pixel of the exact factor on each axis (floor), never above it.
+            XCTAssertEqual(Double(g.model.width), (w * factor).rounded(.down), accuracy: 1, label)
+            XCTAssertEqual(Double(g.model.height), (h * factor).rounded(.down), accuracy: 1, label)
+            if factor == 1 { XCTAssertTrue(g.isIdentity, label) }
+        }
+        XCTAssertEqual(ScreenGeometry(screen: Size(width: 1920, height: 1080)).model, Size(width: 1429, height: 804))
+        XCTAssertEqual(ScreenGeometry(screen: Size(width: 1024, height: 768)).model, Size(width: 1024, height: 768))
+    }
+
+    func testEveryModelPixelRoundTripsExactly() {
+        for (label, screen) in screens {
+            let g = ScreenGeometry(screen: screen)
+            for x in 0..<g.model.width {
+                let s = g.toScreen(Point(x: x, y: 0))
+                XCTAssertEqual(g.toModel(s).x, x, "\(label) x=\(x)")
+                XCTAssertTrue(s.x >= 0 && s.x < screen.width, label)
+            }
+            for y in 0..<g.model.height {
+                XCTAssertEqual(g.toModel(g.toScreen(Point(x: 0, y: y))).y, y, "\(label) y=\(y)")
+            }
+        }
+    }
+
+    func testScreenPixelsMapToTheModelPixelCoveringThem() {
+        for (label, screen) in screens {
+            let g = ScreenGeometry(screen: screen)
+            let sx = Double(screen.width) / Double(g.model.width)
+            for x in stride(from: 0, to: screen.width, by: 7) {
+                let m = g.toModel(Point(x: x, y: 0)).x
+                // The screen pixel's centre lies inside model pixel m.
+                let centre = (Double(x) + 0.5) / sx
+                XCTAssertTrue(Double(m) <= centre && centre < Double(m + 1), "\(label) x=\(x) → \(m)")
+            }
+            // Corners map into the corner pixels' footprints.
+            let first = g.toScreen(Point(x: 0, y: 0))
+            XCTAssertLessThan(first.x, Int(sx.rounded(.up)), label)
+            let last = g.toScreen(Point(x: g.model.width - 1, y: g.model.height - 1))
+            XCTAssertGreaterThanOrEqual(last.x, screen.width - Int(sx.rounded(.up)), label)
+            XCTAssertLessThan(last.x, screen.width, label)
+        }
+    }
+
+    func testModelBoundsAndZoomRegion() {
+        let g = ScreenGeometry(screen: Size(width: 1920, height: 1080))
+        XCTAssertTrue(g.modelContains(Point(x: 1428, y: 803)))
+        XCTAssertFalse(g.modelContains(Point(x: 1429, y: 0)))
+        XCTAssertFalse(g.modelContains(Point(x: 0, y: -1)))
+        XCTAssertEqual(g.toScreen(Rect(x: 0, y: 0, width: 1429, height: 804)), Rect(x: 0, y: 0, width: 1920, height: 1080))
+        let zoom = g.toScreen(Rect(x: 100, y: 100, width: 200, height: 100))
+        XCTAssertTrue(zoom.contains(Rect(x: 135, y: 135, width: 268, height: 133)), "\(zoom)")
+    }
+
+    func testParsing() throws {
+        XCTAssertEqual(try Rect(parsing: "1, 2,30,40"), Rect(x: 1, y: 2, width: 30, height: 40))
+        XCTAssertThrowsError(try Rect(parsing: "1,2,0,40")) { XCTAssertEqual(($0 as? ScreenError)?.exitStatus, .usage) }
+        XCTAssertThrowsError(try Rect(parsing: "1,2,3"))
+        XCTAssertEqual(try Size(parsing: "1920x1080"), Size(width: 1920, height: 1080))
+        XCTAssertThrowsError(try Size(parsing: "1920"))
+        XCTAssertEqual(try RGB(hex: "#ff8000"), RGB(r: 255, g: 128, b: 0))
+        XCTAssertThrowsError(try RGB(hex: "red"))
+    }
+
+    func testKeyCombosAndNames() throws {
+        let combo = try KeyCombo.parse("ctrl+shift+t")
+        XCTAssertEqual(combo.modifiers, [0xffe3, 0xffe1])
+        XCTAssertEqual(combo.key, 0x74)
+        XCTAssertEqual(try KeyCombo.parse("CTRL+ALT+Delete").modifiers, [0xffe3, 0xffe9])
+        XCTAssertEqual(try KeyCombo.parse("Enter").key, 0xff0d)
+        XCTAssertEqual(try KeyCombo.parse("return").key, 0xff0d)
+        XCTAssertEqual(try KeyCombo.parse("alt+Tab").key, 0xff09)
+        XCTAssertEqual(try KeyCombo.parse("super").key, 0xffeb)
+        XCTAssertEqual(try KeyCombo.parse("KP_0").key, 0xffb0)
+        XCTAssertEqual(try KeyCombo.parse("f5").key, 0xffc2)
+        XCTAssertEqual(try KeyCombo.parse("ctrl++").key, 0x2b)
+        XCTAssertEqual(try KeyCombo.parse("€").key, 0x0100_20ac)
+        XCTAssertThrowsError(try KeyCombo.parse("ctrl+retrun")) { error in
+            XCTAssertEqual(error as? ScreenError, .unknownKey("retrun", suggestion: "Return"))
+        }
+        XCTAssertThrowsError(try KeyCombo.parse("Escpe")) { error in
+            XCTAssertEqual(error as? ScreenError, .unknownKey("Escpe", suggestion: "Escape"))
+        }
+        XCTAssertThrowsError(try KeyCombo.parse("ctrl+")) // nothing after the +
+        XCTAssertThrowsError(try KeyCombo.parse("zzqqxx")) { error in
+            XCTAssertEqual((error as? ScreenError)?.exitStatus, .usage)
+        }
+    }
+
+    func testTextToKeysyms() throws {
+        XCTAssertEqual(try Keyboard.keysyms(for: "a\nb\tc\r\nd"), [0x61, 0xff0d, 0x62, 0xff09, 0x63, 0xff0d, 0x64])
+        XCTAssertEqual(try Keyboard.keysyms(for: "é€你"), [0xe9, 0x0100_20ac, 0x0100_4f60])
+        XCTAssertThrowsError(try Keyboard.keysyms(for: "bell\u{07}")) { error in
+            XCTAssertEqual((error as? ScreenError)?.exitStatus, .usage)
+            XCTAssertTrue("\(error)".contains("U+0007"))
+        }
+    }
+
+    func testPNGRoundTripAndColourOrder() throws {
+        var frame = Frame(size: Size(width: 64, height: 48), color: RGB(r: 10, g: 20, b: 30))
+        // A red, a green and a blue pixel: a swapped channel order would show here.
+        for (x, c) in [(1, RGB(r: 255, g: 0, b: 0)), (2, RGB(r: 0, g: 255, b: 0)), (3, RGB(r: 0, g: 0, b: 255))] {
+            let i = (5 * 64 + x) * 4
+            frame.bgrx[i] = c.b; frame.bgrx[i + 1] = c.g; frame.bgrx[i + 2] = c.r
+        }
+        for options in [PNG.Options.fast, .libpngDefault, PNG.Options(level: 1, strategy: 3, filters: 0x08)] {
+            let png = try PNG.encode(frame, options: options)
+            XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+            let back = try PNG.decode(png)
+            XCTAssertEqual(back.size, frame.size)
+            XCTAssertEqual(back.rgb(), frame.rgb(), "\(options)")
+            XCTAssertEqual(back.pixel(x: 1, y: 5), RGB(r: 255, g: 0, b: 0))
+            XCTAssertEqual(back.pixel(x: 3, y: 5), RGB(r: 0, g: 0, b: 255))
+        }
+        // The padding byte is 0 in BGRX; RGBA must still be opaque.
+        XCTAssertTrue(stride(from: 3, to: frame.rgba().count, by: 4).allSatisfy { frame.rgba()[$0] == 255 })
+        XCTAssertThrowsError(try PNG.decode([1, 2, 3])) { XCTAssertEqual(($0 as? ScreenError)?.exitStatus, .internal) }
+    }
+
+    func testAreaAveragingDownscale() throws {
+        // A 4x2 checkerboard of black and white halves to mid grey: every source pixel counts.
+        var frame = Frame(size: Size(width: 4, height: 2), color: RGB(r: 0, g: 0, b: 0))
+        for (x, y) in [(0, 0), (2, 0), (1, 1), (3, 1)] {
+            let i = (y * 4 + x) * 4
+            frame.bgrx[i] = 255; frame.bgrx[i + 1] = 255; frame.bgrx[i + 2] = 255
+        }
+        let half = try frame.downscaled(to: Size(width: 2, height: 1))
+        XCTAssertEqual(half.pixel(x: 0, y: 0), RGB(r: 128, g: 128, b: 128))
+        XCTAssertEqual(half.pixel(x: 1, y: 0), RGB(r: 128, g: 128, b: 128))
+        // Non-integer ratio: 3 → 2 pixels of [0, 90, 180]: (0*2 + 90*1)/3 = 30, (90*1 + 180*2)/3 = 150.
+        var ramp = Frame(size: Size(width: 3, height: 1), color: RGB(r: 0, g: 0, b: 0))
+        for x in 0..<3 { ramp.bgrx[x * 4 + 2] = UInt8(x * 90) }
+        let two = try ramp.downscaled(to: Size(width: 2, height: 1))
+        XCTAssertEqual(two.pixel(x: 0, y: 0)?.r, 30)
+        XCTAssertEqual(two.pixel(x: 1, y: 0)?.r, 150)
+        // A uniform 1080p frame stays uniform at the model size.
+        let uniform = Frame(size: Size(width: 1920, height: 1080), color: RGB(r: 12, g: 200, b: 99))
+        let small = try uniform.downscaled(to: ScreenGeometry(screen: uniform.size).model)
+        XCTAssertEqual(Set(small.rgb()), [12, 200, 99])
+        XCTAssertThrowsError(try uniform.downscaled(to: Size(width: 4000, height: 10)))
+    }
+}

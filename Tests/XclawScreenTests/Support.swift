@@ -1,0 +1,159 @@
+import Foundation
+import XCTest
+import XclawScreen
+
+/// The directory holding the built products (`xclaw`, `xclaw-fixture`): the test bundle's own directory.
+let productsDirectory: URL = {
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var url = URL(fileURLWithPath: exe).deletingLastPathComponent()
+    // On Linux the test binary is `<products>/xclawPackageTests.xctest`.
+    if url.lastPathComponent.hasSuffix(".xctest") { url.deleteLastPathComponent() }
+    return url
+}()
+
+/// A private Xvfb for one test class. Started with `-terminate` and held open by a keeper connection, so the server
+/// also ends if the test process dies without running its tear-down.
+final class TestDisplay: @unchecked Sendable {
+    let server: VirtualDisplay
+    private var keeper: DisplayConnection?
+    var name: String { server.name }
+
+    init(size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil) throws {
+        server = try VirtualDisplay.start(size: size, depth: depth, shm: shm, number: number, detached: false,
+                                          record: false, extraArguments: ["-terminate"])
+        keeper = try DisplayConnection(name: server.name)
+    }
+
+    /// Opens a fresh connection.
+    func connect() throws -> DisplayConnection { try DisplayConnection(name: name) }
+
+    /// Stops the server; safe to call twice.
+    func stop() {
+        keeper = nil
+        try? server.stop()
+    }
+
+    deinit { stop() }
+}
+
+/// A running `xclaw-fixture`: a window that paints rectangles and reports every event as a JSON line.
+final class Fixture: @unchecked Sendable {
+    let process = Process()
+    private(set) var window: UInt = 0
+    private let lock = NSLock()
+    private var buffer = Data()
+    private var events: [ProbeEvent] = []
+
+    init(display: String, title: String = "xclaw fixture", frame: Rect, background: String = "#ffffff",
+         rects: [(Rect, String)] = []) throws {
+        process.executableURL = productsDirectory.appendingPathComponent("xclaw-fixture")
+        var args = ["--display", display, "--title", title,
+                    "--geometry", "\(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)", "--bg", background]
+        for (rect, color) in rects { args += ["--rect", "\(rect),\(color)"] }
+        process.arguments = args
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.standardError
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock {
+                self.buffer.append(data)
+                while let nl = self.buffer.firstIndex(of: 0x0a) {
+                    let line = self.buffer[self.buffer.startIndex..<nl]
+                    self.buffer.removeSubrange(self.buffer.startIndex...nl)
+                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
+                       object["kind"] as? String == "ready", let id = object["window"] as? Int {
+                        self.window = UInt(id)
+                    } else if let event = try? JSONDecoder().decode(ProbeEvent.self, from: line) {
+                        self.events.append(event)
+                    }
+                }
+            }
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while lock.withLock({ window == 0 }) {
+            guard Date() < deadline, process.isRunning else { throw ScreenError.virtualDisplay("fixture did not start") }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    /// Every event received so far.
+    var received: [ProbeEvent] { lock.withLock { events } }
+
+    /// Forgets the events received so far.
+    func clear() { lock.withLock { events.removeAll() } }
+
+    /// Waits until `done` holds for the received events (at most `timeout` s), then returns them.
+    @discardableResult
+    func wait(timeout: TimeInterval = 5, until done: ([ProbeEvent]) -> Bool) -> [ProbeEvent] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !done(received) && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        return received
+    }
+
+    /// Waits for `count` events of `kind`.
+    func wait(for kind: String, count: Int = 1, timeout: TimeInterval = 5) -> [ProbeEvent] {
+        wait(timeout: timeout) { $0.filter { $0.kind == kind }.count >= count }.filter { $0.kind == kind }
+    }
+
+    /// Waits until `count` key presses arrived and returns the text they typed.
+    func typed(count: Int, timeout: TimeInterval = 5) -> String {
+        EventProbe.typedText(wait(for: "key_press", count: count, timeout: timeout))
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+    }
+
+    deinit { stop() }
+}
+
+/// The outcome of running the `xclaw` binary.
+struct CLIResult {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+    var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs `xclaw` with arguments, an optional stdin and extra environment, and waits for it.
+@discardableResult
+func runCLI(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+            removing: [String] = []) throws -> CLIResult {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent("xclaw")
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    for key in removing { env.removeValue(forKey: key) }
+    env.merge(environment) { $1 }
+    process.environment = env
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try input.fileHandleForWriting.close()
+    // Read both pipes before waiting so a large output cannot block the child.
+    let errBox = DataBox()
+    let reader = Thread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }
+    reader.start()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    while !errBox.isSet { Thread.sleep(forTimeInterval: 0.001) }
+    return CLIResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errBox.data, as: UTF8.self))
+}
+
+/// Data written by one thread and read by another.
+final class DataBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Data?
+    func set(_ data: Data) { lock.withLock { value = data } }
+    var isSet: Bool { lock.withLock { value != nil } }
+    var data: Data { lock.withLock { value ?? Data() } }
+}
+
+/// Every printable ASCII character.
+let printableASCII = String((0x20...0x7e).map { Character(Unicode.Scalar($0)!) })
