@@ -33,17 +33,10 @@ public final class Keyboard: @unchecked Sendable {
         guard XTestQueryExtension(connection.handle, &event, &error, &major, &minor) != 0 else {
             throw ScreenError.extensionMissing("XTEST")
         }
-        var minCode: Int32 = 0, maxCode: Int32 = 0
-        XDisplayKeycodes(connection.handle, &minCode, &maxCode)
-        minKeycode = Int(minCode)
-        let count = Int(maxCode - minCode + 1)
-        var per: Int32 = 0
-        let map: [KeySym] = try connection.trapped { display in
-            guard let raw = XGetKeyboardMapping(display, UInt8(minCode), Int32(count), &per) else { return [] }
-            defer { XFree(raw) }
-            return Array(UnsafeBufferPointer(start: raw, count: count * Int(per)))
-        }
-        perKeycode = Int(per)
+        let (first, per, map) = try Self.keymap(connection)
+        minKeycode = first
+        perKeycode = per
+        let count = map.count / max(1, per)
         guard perKeycode > 0 else { throw ScreenError.invalidArgument("the server returned an empty keymap") }
         for index in 0..<count {
             let code = UInt32(minKeycode + index)
@@ -68,6 +61,20 @@ public final class Keyboard: @unchecked Sendable {
     }
 
     deinit { try? restoreMapping() }
+
+    /// The server's current keymap (`XGetKeyboardMapping`): first keycode, keysyms per keycode, all keysyms.
+    static func keymap(_ connection: DisplayConnection) throws -> (first: Int, perKeycode: Int, keysyms: [KeySym]) {
+        var minCode: Int32 = 0, maxCode: Int32 = 0
+        XDisplayKeycodes(connection.handle, &minCode, &maxCode)
+        let count = Int(maxCode - minCode + 1)
+        var per: Int32 = 0
+        let map: [KeySym] = try connection.trapped { display in
+            guard let raw = XGetKeyboardMapping(display, UInt8(minCode), Int32(count), &per) else { return [] }
+            defer { XFree(raw) }
+            return Array(UnsafeBufferPointer(start: raw, count: count * Int(per)))
+        }
+        return (Int(minCode), Int(per), map)
+    }
 
     /// The keysym X uses for a Unicode scalar: Latin-1 keysyms are the code point, others `0x01000000 | cp`.
     public static func keysym(for scalar: Unicode.Scalar) -> KeySym {
