@@ -7,7 +7,7 @@ public struct Monitor: Codable, Sendable, Hashable {
     public var name: String
     /// Geometry in root coordinates.
     public var frame: Rect
-    /// The primary monitor.
+    /// The primary monitor (the first one when RandR names none).
     public var primary: Bool
 }
 
@@ -33,6 +33,13 @@ extension DisplayConnection {
                                                       height: Int(m.height)), primary: m.primary != 0)
             }
         }
-        return monitors.isEmpty ? fallback : monitors
+        guard !monitors.isEmpty else { return fallback }
+        // With no primary set (Xvfb, many bare servers) the first monitor is the primary, as desktops treat it.
+        if !monitors.contains(where: \.primary) {
+            var marked = monitors
+            marked[0].primary = true
+            return marked
+        }
+        return monitors
     }
 }
