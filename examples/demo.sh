@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# xclaw demo: on its own headless display, open a real terminal, type into it, click, capture, and check the result.
+# Installs dependencies (idempotent) and builds on first run. Leaves nothing running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+echo "demo: building xclaw (first build takes a minute)…" >&2
+swift build -c release --product xclaw 2>&1 | tail -1 >&2
+xclaw=".build/release/xclaw"
+out="$(mktemp -d /tmp/xclaw-demo.XXXXXX)"
+
+display=$("$xclaw" display start --size 1920x1080)
+trap '"$xclaw" display stop "$display" >/dev/null 2>&1 || true' EXIT
+echo "1. started a private Xvfb on $display (1920x1080)"
+
+DISPLAY="$display" LC_ALL=C.UTF-8 xterm -geometry 90x20+40+40 -fa 'DejaVu Sans Mono' -fs 13 -title "xclaw demo" \
+  -e sh -c "cd '$out' && exec sh -i" >/dev/null 2>&1 &
+for _ in $(seq 100); do
+  "$xclaw" windows --display "$display" | grep -q "xclaw demo" && break
+  sleep 0.05
+done
+echo "2. opened xterm:"
+"$xclaw" windows --display "$display" | sed 's/^/     /'
+
+"$xclaw" activate "xclaw demo" --display "$display" >/dev/null
+"$xclaw" click 400 200 --display "$display"
+echo "3. activated it and clicked inside it at 400,200"
+sleep 0.3   # the shell prints its prompt
+
+text='Héllo from xclaw ✓ — ünïcödé, 你好, €5'
+"$xclaw" type "printf '%s\\n' '$text' | tee typed.txt" --display "$display"
+"$xclaw" key Return --display "$display"
+echo "4. typed a command containing \"$text\" and pressed Return"
+
+for _ in $(seq 100); do [ -s "$out/typed.txt" ] && break; sleep 0.05; done
+sleep 0.2
+shot="$out/screen.png"
+"$xclaw" capture --display "$display" -o "$shot" >/dev/null
+"$xclaw" capture --display "$display" --window "xclaw demo" -o "$out/window.png" >/dev/null
+"$xclaw" capture --display "$display" --scale-for-model -o "$out/for-model.png" --json | sed 's/^/     /'
+echo "5. captured the screen, the xterm window and a model-sized copy"
+
+got=$(cat "$out/typed.txt" 2>/dev/null || true)
+if [ "$got" = "$text" ]; then
+  echo "6. the shell received exactly what was typed: $got"
+else
+  echo "6. MISMATCH: the shell received '$got', expected '$text'" >&2
+  exit 1
+fi
+echo
+echo "screenshot: $shot"
+echo "window:     $out/window.png"
+echo "for model:  $out/for-model.png"

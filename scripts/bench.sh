@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Release build + benchmarks on a private 1920x1080 Xvfb, with scrot and xdotool measured side by side.
+#   scripts/bench.sh [--json]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --bench
+swift build -c release --product xclaw 2>&1 | tail -1 >&2
+.build/release/xclaw bench capture "$@"
+.build/release/xclaw bench input "$@"

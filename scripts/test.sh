@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs what the tests need (idempotent) and runs the whole suite against real Xvfb servers it starts itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+swift build --build-tests
+swift test
