@@ -47,17 +47,29 @@ struct Click: ParsableCommand {
     }
 }
 
-/// `xclaw mousedown [X Y]`.
-struct MouseDown: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "mousedown", abstract: "Press a mouse button and keep it down.")
+/// Where and which button `mousedown`/`mouseup` act on.
+struct ButtonTarget: ParsableArguments {
     @OptionGroup var target: DisplayOptions
     @Argument var x: Int?
     @Argument var y: Int?
     @Option var button: MouseButton = .left
 
+    func validate() throws {
+        if (x == nil) != (y == nil) { throw ValidationError("give both X and Y, or neither") }
+    }
+
+    /// The point, when one was given.
+    var point: Point? { x.flatMap { x in y.map { Point(x: x, y: $0) } } }
+}
+
+/// `xclaw mousedown [X Y]`.
+struct MouseDown: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "mousedown", abstract: "Press a mouse button and keep it down.")
+    @OptionGroup var options: ButtonTarget
+
     func run() throws {
-        let controller = try input(target)
-        try controller.buttonDown(button, at: x.flatMap { x in y.map { Point(x: x, y: $0) } })
+        let controller = try input(options.target)
+        try controller.buttonDown(options.button, at: options.point)
         try controller.sync()
     }
 }
@@ -65,14 +77,11 @@ struct MouseDown: ParsableCommand {
 /// `xclaw mouseup [X Y]`.
 struct MouseUp: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "mouseup", abstract: "Release a mouse button.")
-    @OptionGroup var target: DisplayOptions
-    @Argument var x: Int?
-    @Argument var y: Int?
-    @Option var button: MouseButton = .left
+    @OptionGroup var options: ButtonTarget
 
     func run() throws {
-        let controller = try input(target)
-        try controller.buttonUp(button, at: x.flatMap { x in y.map { Point(x: x, y: $0) } })
+        let controller = try input(options.target)
+        try controller.buttonUp(options.button, at: options.point)
         try controller.sync()
     }
 }

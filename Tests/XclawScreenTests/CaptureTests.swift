@@ -3,8 +3,8 @@ import XclawScreen
 
 /// Pixel-exact capture against a real Xvfb: known rectangles drawn by the fixture, read back both ways.
 final class CaptureTests: XCTestCase {
-    nonisolated(unsafe) static var display: TestDisplay?
-    nonisolated(unsafe) static var fixture: Fixture?
+    nonisolated(unsafe) static var scene: Scene?
+    static var fixture: Fixture? { scene?.fixture }
     static let frame = Rect(x: 100, y: 50, width: 300, height: 200)
     static let rects: [(Rect, String)] = [
         (Rect(x: 10, y: 10, width: 40, height: 30), "#ff0000"), (Rect(x: 60, y: 10, width: 40, height: 30), "#00ff00"),
@@ -14,24 +14,16 @@ final class CaptureTests: XCTestCase {
 
     override class func setUp() {
         super.setUp()
-        do {
-            let d = try TestDisplay()
-            display = d
-            fixture = try Fixture(display: d.name, title: "capture target", frame: frame, background: "#202830",
-                                  rects: rects)
-        } catch {
-            XCTFail("could not start the display: \(error)")
-        }
+        scene = Scene.start(title: "capture target", frame: frame, background: "#202830", rects: rects)
     }
 
     override class func tearDown() {
-        fixture?.stop()
-        display?.stop()
+        scene?.stop()
         super.tearDown()
     }
 
     private func display() throws -> TestDisplay {
-        try XCTUnwrap(Self.display, "no display")
+        try XCTUnwrap(Self.scene?.display, "no display")
     }
 
     /// Checks every drawn rectangle and the background in a frame whose top-left is at `origin` on screen.

@@ -36,6 +36,33 @@ final class TestDisplay: @unchecked Sendable {
     deinit { stop() }
 }
 
+/// A display with one fixture window, shared by the tests of a class (started in `class setUp`).
+final class Scene: @unchecked Sendable {
+    let display: TestDisplay
+    let fixture: Fixture
+
+    /// Starts both, or records a failure and returns nil so every test of the class fails clearly.
+    static func start(title: String, frame: Rect, background: String = "#ffffff",
+                      rects: [(Rect, String)] = []) -> Scene? {
+        do {
+            return try Scene(title: title, frame: frame, background: background, rects: rects)
+        } catch {
+            XCTFail("could not start the display and fixture: \(error)")
+            return nil
+        }
+    }
+
+    private init(title: String, frame: Rect, background: String, rects: [(Rect, String)]) throws {
+        display = try TestDisplay()
+        fixture = try Fixture(display: display.name, title: title, frame: frame, background: background, rects: rects)
+    }
+
+    func stop() {
+        fixture.stop()
+        display.stop()
+    }
+}
+
 /// A running `xclaw-fixture`: a window that paints rectangles and reports every event as a JSON line.
 final class Fixture: @unchecked Sendable {
     let process = Process()
@@ -98,9 +125,10 @@ final class Fixture: @unchecked Sendable {
         wait(timeout: timeout) { $0.filter { $0.kind == kind }.count >= count }.filter { $0.kind == kind }
     }
 
-    /// Waits until `count` key presses arrived and returns the text they typed.
+    /// Waits until the key presses received have typed `count` characters (Unicode scalars; Shift presses type
+    /// none) and returns the text.
     func typed(count: Int, timeout: TimeInterval = 5) -> String {
-        EventProbe.typedText(wait(for: "key_press", count: count, timeout: timeout))
+        EventProbe.typedText(wait(timeout: timeout) { EventProbe.typedText($0).unicodeScalars.count >= count })
     }
 
     func stop() {
