@@ -45,7 +45,10 @@ public final class Keyboard: @unchecked Sendable {
                 spares.append(code)
                 continue
             }
-            for level in 0..<min(2, perKeycode) {
+            // Keypad keys reach their second level with NumLock, not Shift (XKB's KEYPAD type): their level-1
+            // keysyms (KP_0…) are bound to a spare keycode when needed instead.
+            let keypad = syms.contains { (0xff80...0xffbd).contains($0) }
+            for level in 0..<min(keypad ? 1 : 2, perKeycode) {
                 let sym = syms[syms.startIndex + level]
                 guard sym != 0, bySymbol[sym] == nil || bySymbol[sym]?.level == 1 && level == 0 else { continue }
                 bySymbol[sym] = (code, level)
