@@ -12,7 +12,7 @@ struct Bench: ParsableCommand {
 /// Options both benchmarks take.
 struct BenchOptions: ParsableArguments {
     @Option(help: "X display to benchmark (default: a private Xvfb the bench starts and stops).") var display: String?
-    @Option(help: "Runs per cheap row (default 200); expensive rows run a tenth as often (at least 3).")
+    @Option(help: "Runs per cheap row (default 200); expensive rows run a tenth, slow peers a 40th as often (>= 3).")
     var iterations: Int?
     @Flag(help: "Print one JSON object with all rows.") var json = false
     @Option(help: "Screen size of the private Xvfb, WxH (ignored with --display).") var size = "1920x1080"
@@ -30,10 +30,7 @@ struct BenchOptions: ParsableArguments {
 
 /// A started program and a semaphore its exit signals: Foundation's `waitUntilExit` polls only every 50 ms on
 /// Linux, which would round every process timing up to a multiple of 50 ms.
-struct Spawned {
-    let process: Process
-    let exited: DispatchSemaphore
-}
+struct Spawned { let process: Process; let exited: DispatchSemaphore }
 
 /// One timed run: how long the timed part took, plus its output size or exactness when those matter.
 struct Sample {
@@ -44,13 +41,9 @@ struct Sample {
 
 /// One table row: statistics over the timed runs of one operation, for the text table and the JSON output.
 struct BenchRow: Encodable {
-    var section: String
-    var name: String
+    var section, name: String
     var runs: Int
-    var medianMs: Double
-    var p90Ms: Double
-    var minMs: Double
-    var maxMs: Double
+    var medianMs, p90Ms, minMs, maxMs: Double
     /// Median output size (PNG rows).
     var bytes: Int?
     /// Mean share of characters (typing) or clicks delivered exactly, in percent.
@@ -58,7 +51,7 @@ struct BenchRow: Encodable {
 
     /// Summarises samples (at least one) into a row.
     init(_ section: String, _ name: String, _ samples: [Sample]) {
-        let ms = samples.map { Double($0.elapsed.components.seconds) * 1e3 + Double($0.elapsed.components.attoseconds) / 1e15 }.sorted()
+        let ms = samples.map { ($0.elapsed / .microseconds(1)).rounded() / 1000 }.sorted()  // µs resolution
         let n = ms.count
         self.section = section; self.name = name; runs = n
         medianMs = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2
@@ -100,7 +93,7 @@ struct BenchReport: Encodable {
             shown.map { i in
                 let pad = String(repeating: " ", count: widths[i] - c[i].count)
                 return i == 0 ? c[i] + pad : pad + c[i]
-            }.joined(separator: "  ")
+            }.joined(separator: "  ").replacingOccurrences(of: " +$", with: "", options: .regularExpression)
         }
         var out = ["xclaw bench \(benchmark) on \(display) (\(screen))", line(head)]
         var section: String?
@@ -121,9 +114,7 @@ final class BenchSession {
 
     /// Uses `--display`, or starts a private Xvfb of `--size` (not recorded, attached to this process).
     init(_ options: BenchOptions) throws {
-        if let display = options.display {
-            name = display
-        } else {
+        if let display = options.display { name = display } else {
             let started = try VirtualDisplay.start(size: try Size(parsing: options.size), depth: 24,
                                                    detached: false, record: false)
             xvfb = started
@@ -149,10 +140,7 @@ final class BenchSession {
         process.terminationHandler = { _ in exited.signal() }
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["DISPLAY"] = name
-        environment["LC_ALL"] = "C.UTF-8"
-        process.environment = environment
+        process.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": name, "LC_ALL": "C.UTF-8"]) { $1 }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -169,8 +157,9 @@ final class BenchSession {
         let process = spawned.process
         process.waitUntilExit()  // returns at once: the handler ran after the process was reaped
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let what = ([process.executableURL?.lastPathComponent ?? "?"] + (process.arguments ?? [])).joined(separator: " ")
-            throw ScreenError.invalidArgument("`\(what)` failed with status \(process.terminationStatus)")
+            let what = process.executableURL?.lastPathComponent ?? "a program"
+            throw ScreenError.invalidArgument("\(what) \(process.arguments?.first ?? "") failed with status "
+                + "\(process.terminationStatus)")
         }
     }
 
@@ -205,6 +194,21 @@ func makeProbe(_ session: BenchSession, _ screen: Size) throws -> EventProbe {
                           background: RGB(r: 0xf5, g: 0xf5, b: 0xf0), rects: rects)
 }
 
+/// Runs a benchmark on its own session, which is closed even when a row fails, and prints the report.
+func runBench(_ options: BenchOptions, _ bench: (BenchSession) throws -> BenchReport) throws {
+    let session = try BenchSession(options)
+    defer { session.close() }
+    let report = try bench(session)
+    try emit(report, json: options.json) { report.table }
+}
+
+/// Times `body` and records the size of the PNG it made.
+func timedPNG(_ body: () throws -> [UInt8]) throws -> Sample {
+    let start = ContinuousClock.now
+    let png = try body()
+    return Sample(elapsed: ContinuousClock.now - start, bytes: png.count)
+}
+
 /// Reads probe events until none arrives for 20 ms, so one run's events never count for the next.
 func drain(_ probe: EventProbe) throws {
     while try probe.next(timeout: .milliseconds(20)) != nil {}
@@ -220,15 +224,10 @@ func xclawExecutable() -> String? {
 /// `xclaw bench capture`: capture, scaling and PNG encoding, in process and as scrot/xclaw processes.
 struct BenchCapture: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "capture", abstract: "Benchmark screen capture and PNG encoding (screen shows terminals and a UI).")
+        commandName: "capture", abstract: "Benchmark capture and PNG encoding of a screen showing terminals and a UI.")
     @OptionGroup var options: BenchOptions
 
-    func run() throws {
-        let session = try BenchSession(options)
-        defer { session.close() }
-        let report = try bench(session)
-        try emit(report, json: options.json) { report.table }
-    }
+    func run() throws { try runBench(options, bench) }
 
     /// Runs every row; a separate function so windows and connections are gone before the display stops.
     private func bench(_ session: BenchSession) throws -> BenchReport {
@@ -237,9 +236,11 @@ struct BenchCapture: ParsableCommand {
         var report = BenchReport(benchmark: "capture", display: session.name, screen: screen)
         let xterm = "/usr/bin/xterm"
         if FileManager.default.isExecutableFile(atPath: xterm) {
-            _ = try session.start(xterm, ["-geometry", "120x40+0+0", "-e", "sh", "-c", "ls -la /usr/bin | head -80; sleep 600"], keep: true)
-            _ = try session.start(xterm, ["-geometry", "100x30+760+20", "-e", "sh", "-c",
-                                          "(man ls 2>/dev/null || cat /etc/services) | head -60; sleep 600"], keep: true)
+            for (geometry, script) in [("120x40+0+0", "ls -la /usr/bin | head -80"),
+                                       ("100x30+760+20", "(man ls 2>/dev/null || cat /etc/services) | head -60")] {
+                _ = try session.start(xterm, ["-geometry", geometry, "-e", "sh", "-c", script + "; sleep 600"],
+                                      keep: true)
+            }
         } else {
             report.notes.append("xterm not installed: the screen shows only the probe window's colour blocks")
         }
@@ -265,14 +266,10 @@ struct BenchCapture: ParsableCommand {
             Sample(elapsed: try clock.measure { _ = try shm.capture(region) })
         }
         try report.measure(section, "capture → PNG (.fast)", iterations: few, warmup: 1) {
-            var png: [UInt8] = []
-            let t = try clock.measure { png = try PNG.encode(try shm.capture(), options: .fast) }
-            return Sample(elapsed: t, bytes: png.count)
+            try timedPNG { try PNG.encode(try shm.capture(), options: .fast) }
         }
         try report.measure(section, "capture → scale \(model) → PNG (.fast)", iterations: few, warmup: 1) {
-            var png: [UInt8] = []
-            let t = try clock.measure { png = try PNG.encode(try shm.capture().downscaled(to: model), options: .fast) }
-            return Sample(elapsed: t, bytes: png.count)
+            try timedPNG { try PNG.encode(try shm.capture().downscaled(to: model), options: .fast) }
         }
 
         let frame = try shm.capture()
@@ -284,11 +281,15 @@ struct BenchCapture: ParsableCommand {
             ("level 3, filter none", PNG.Options(level: 3, strategy: 0, filters: 0x08)),
             ("level 6, adaptive (.libpngDefault)", .libpngDefault),
         ]
-        for (name, choice) in choices {
-            try report.measure("PNG options on one \(screen) frame", name, iterations: few, warmup: 1) {
-                var png: [UInt8] = []
-                let t = try clock.measure { png = try PNG.encode(frame, options: choice) }
-                return Sample(elapsed: t, bytes: png.count)
+        try report.measure(section, "scale \(screen) → \(model) (area average)", iterations: few, warmup: 1) {
+            Sample(elapsed: try clock.measure { _ = try frame.downscaled(to: model) })
+        }
+        let scaled = try frame.downscaled(to: model)
+        for (label, image) in [("\(screen) frame", frame), ("\(model) scaled frame", scaled)] {
+            for (name, choice) in choices {
+                try report.measure("PNG options on one \(label)", name, iterations: few, warmup: 1) {
+                    try timedPNG { try PNG.encode(image, options: choice) }
+                }
             }
         }
 
@@ -321,15 +322,13 @@ struct BenchInput: ParsableCommand {
         commandName: "input", abstract: "Benchmark clicks and typing until a window has received them.")
     @OptionGroup var options: BenchOptions
 
-    /// Modifier keys: their presses carry no character, so they are not counted as typed characters.
-    static let modifiers: Set<String> = [
-        "Shift_L", "Shift_R", "Control_L", "Control_R", "Alt_L", "Alt_R", "Meta_L", "Meta_R", "Super_L", "Super_R",
-        "ISO_Level3_Shift", "ISO_Level5_Shift", "Mode_switch", "Caps_Lock", "Num_Lock",
-    ]
+    /// Modifier keysym prefixes: their presses carry no character, so they are not counted as typed characters.
+    static let modifiers = ["Shift_", "Control_", "Alt_", "Meta_", "Super_", "ISO_Level", "Mode_switch", "Caps_Lock"]
 
     /// 200 characters mixing ASCII letters, digits and punctuation with Latin-1, other BMP and CJK characters.
     static let text: String = {
-        let pool = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?'\"()[]{}/@#$%&*+=<>_~üßöé€ñ你好—✓")
+        let pool = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+            + " .,;:!?'\"()[]{}/@#$%&*+=<>_~üßöé€ñ你好—✓")
         var seed: UInt64 = 0x5eed
         return "x" + String((1..<200).map { _ in
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
@@ -339,7 +338,7 @@ struct BenchInput: ParsableCommand {
 
     /// The text of each character-producing key press, in order (Return and Tab as `\n` and `\t`).
     static func presses(_ events: [ProbeEvent]) -> [String] {
-        events.filter { $0.kind == "key_press" && !modifiers.contains($0.keysym ?? "") }.map {
+        events.filter { e in e.kind == "key_press" && !modifiers.contains { e.keysym?.hasPrefix($0) == true } }.map {
             $0.keysym == "Return" ? "\n" : $0.keysym == "Tab" ? "\t" : $0.text ?? ""
         }
     }
@@ -352,12 +351,7 @@ struct BenchInput: ParsableCommand {
         return 100 * Double(correct) / Double(want.count)
     }
 
-    func run() throws {
-        let session = try BenchSession(options)
-        defer { session.close() }
-        let report = try bench(session)
-        try emit(report, json: options.json) { report.table }
-    }
+    func run() throws { try runBench(options, bench) }
 
     /// Runs every row; a separate function so windows and connections are gone before the display stops.
     private func bench(_ session: BenchSession) throws -> BenchReport {
@@ -385,7 +379,8 @@ struct BenchInput: ParsableCommand {
             let events = try probe.collect(timeout: .seconds(5)) { $0.contains { $0.kind == "button_release" } }
             let elapsed = ContinuousClock.now - start
             if let process { try session.finish(process) }
-            let hit = events.contains { $0.kind == "button_release" && $0.button == 1 && $0.rootX == point.x && $0.rootY == point.y }
+            let release = events.last { $0.kind == "button_release" }
+            let hit = release?.button == 1 && release?.rootX == point.x && release?.rootY == point.y
             return Sample(elapsed: elapsed, exact: hit ? 100 : 0)
         }
         let clicks = "click at alternating points until the window has the release"
@@ -404,8 +399,8 @@ struct BenchInput: ParsableCommand {
         }
 
         /// One typing run: `send` types the text; the time runs until the probe has a key press per character.
-        func typeRun(_ send: () throws -> Spawned?) throws -> (Sample, [ProbeEvent]) {
-            try input.move(to: Point(x: frame.x + frame.width / 2, y: frame.y + frame.height / 2))  // focus follows pointer
+        func typeRun(_ send: () throws -> Spawned?) throws -> Sample {
+            try input.move(to: frame.center)  // no window manager: focus follows the pointer
             try input.sync()
             try drain(probe)
             let start = ContinuousClock.now
@@ -413,38 +408,40 @@ struct BenchInput: ParsableCommand {
             let events = try probe.collect(timeout: .seconds(10)) { Self.presses($0).count >= count }
             let elapsed = ContinuousClock.now - start
             if let process { try session.finish(process) }
-            return (Sample(elapsed: elapsed, exact: Self.exactness(events)), events)
+            return Sample(elapsed: elapsed, exact: Self.exactness(events))
         }
         let typing = "type \(count) mixed-Unicode characters until the window has them all"
         var restores: [Sample] = []
         try report.measure(typing, "xclaw in process: keyboard.type", iterations: few, warmup: 1) {
-            let (sample, _) = try typeRun { try input.keyboard.type(text); return nil }
+            let sample = try typeRun { try input.keyboard.type(text); return nil }
             let start = ContinuousClock.now
             try input.keyboard.restoreMapping()
             restores.append(Sample(elapsed: ContinuousClock.now - start))
             return sample
         }
-        report.rows.append(BenchRow(typing, "xclaw in process: then keyboard.restoreMapping()", Array(restores.dropFirst())))
+        report.rows.append(BenchRow(typing, "xclaw in process: then restoreMapping()", Array(restores.dropFirst())))
         report.notes.append("keyboard.type rows exclude restoreMapping(), which waits until 150 ms (settleDelay) after "
             + "the last rebound key before unbinding it; it has its own row. Process rows stop the clock when the "
             + "last key press arrives (xclaw type restores its mapping after that, before exiting).")
         if hasXdotool {
             try report.measure(typing, "xdotool type --delay 0 TEXT", iterations: few, warmup: 1) {
-                try typeRun { try session.start(xdotool, ["type", "--delay", "0", text]) }.0
+                try typeRun { try session.start(xdotool, ["type", "--delay", "0", text]) }
             }
-            try report.measure(typing, "xdotool type TEXT (default 12 ms delay)", iterations: max(3, n / 40), warmup: 1) {
-                try typeRun { try session.start(xdotool, ["type", text]) }.0
+            try report.measure(typing, "xdotool type TEXT (12 ms delay)", iterations: max(3, n / 40), warmup: 1) {
+                try typeRun { try session.start(xdotool, ["type", text]) }
             }
         } else {
             report.notes.append("xdotool not installed: run scripts/install-deps.sh --bench")
         }
         if let own {
             try report.measure(typing, "xclaw type TEXT (process)", iterations: few, warmup: 1) {
-                try typeRun { try session.start(own, ["type", text, "--display", session.name]) }.0
+                try typeRun { try session.start(own, ["type", text, "--display", session.name]) }
             }
         }
+        report.notes.append("exact %: clicks whose release arrived at the target point; characters that arrived as "
+            + "the key press at their position (modifier presses not counted).")
         for row in report.rows where (row.exactPercent ?? 100) < 100 {
-            report.notes.append("\(row.name): only \(String(format: "%.1f", row.exactPercent ?? 0)) % delivered exactly")
+            report.notes.append(row.name + ": only " + String(format: "%.1f", row.exactPercent ?? 0) + " % exact")
         }
         withExtendedLifetime(probe) {}
         return report
