@@ -34,7 +34,8 @@ let package = Package(
             name: "CXclawShim",
             dependencies: ["CX11", "CPNG"],
             path: "Sources/CBindings/CXclawShim",
-            cSettings: [.unsafeFlags(["-O2"])]
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread")]
         ),
 
         // Layer 0: what every layer shares (exit-status classification of errors).

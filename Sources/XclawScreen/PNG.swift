@@ -4,28 +4,44 @@ import Foundation
 
 /// PNG encoding and decoding with libpng.
 public enum PNG {
-    /// How to trade encode speed against size. The default was chosen by `xclaw bench capture` (see README):
-    /// on UI screenshots, no row filter with fast zlib settings is both faster and about as small as adaptive filters.
+    /// How to trade encode speed against size. The default was chosen by `xclaw bench capture` (see README): on UI
+    /// screenshots, no row filter with zlib level 1 is both fast and about as small as adaptive filters, and deflating
+    /// row stripes on every core divides the time again.
     public struct Options: Sendable, Hashable, CustomStringConvertible {
+        /// Which encoder writes the file.
+        public enum Encoder: String, Sendable, Hashable {
+            /// xclaw's own writer over zlib: filter "none", row stripes deflated in parallel.
+            case striped
+            /// libpng's classic writer: any row filter, one thread. The reference.
+            case libpng
+        }
+        /// The encoder.
+        public var encoder: Encoder
         /// zlib level 0–9.
         public var level: Int32
         /// zlib strategy: 0 default, 1 filtered, 2 Huffman only, 3 RLE.
         public var strategy: Int32
-        /// PNG row filters as libpng's mask: 0x08 none, 0x10 sub, 0x20 up, 0xf8 all (adaptive).
+        /// PNG row filters as libpng's mask (0x08 none, 0x20 up, 0xf8 adaptive); `.striped` always uses none.
         public var filters: Int32
+        /// Threads for `.striped`.
+        public var threads: Int
         /// Creates options.
-        public init(level: Int32, strategy: Int32, filters: Int32) {
-            self.level = level; self.strategy = strategy; self.filters = filters
+        public init(encoder: Encoder = .libpng, level: Int32, strategy: Int32 = 0, filters: Int32 = 0x08,
+                    threads: Int = 1) {
+            self.encoder = encoder; self.level = level; self.strategy = strategy; self.filters = filters
+            self.threads = threads
         }
-        /// The fastest setting that still compresses UI content well.
-        public static let fast = Options(level: 1, strategy: 0, filters: 0x08)
+        /// The default: level 1, no filter, striped over up to 4 cores.
+        public static let fast = Options(encoder: .striped, level: 1,
+                                         threads: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
         /// libpng's own default (level 6, adaptive filters): the size baseline.
-        public static let libpngDefault = Options(level: 6, strategy: 0, filters: 0xf8)
+        public static let libpngDefault = Options(encoder: .libpng, level: 6, filters: 0xf8)
         public var description: String {
             let strategies = ["default", "filtered", "huffman", "rle", "fixed"]
             let s = strategy >= 0 && Int(strategy) < strategies.count ? strategies[Int(strategy)] : "\(strategy)"
+            if encoder == .striped { return "striped ×\(threads), level \(level), \(s), filter none" }
             let f = filters == 0x08 ? "none" : filters == 0xf8 ? "adaptive" : "0x" + String(filters, radix: 16)
-            return "level \(level), \(s), filter \(f)"
+            return "libpng, level \(level), \(s), filter \(f)"
         }
     }
 
@@ -35,9 +51,16 @@ public enum PNG {
         var length = 0
         var message = [CChar](repeating: 0, count: 200)
         let rc = frame.bgrx.withUnsafeBufferPointer { src in
-            xclaw_png_encode_bgrx(
-                src.baseAddress, Int32(frame.width), Int32(frame.height), options.level, options.strategy,
-                options.filters, &out, &length, &message, message.count)
+            switch options.encoder {
+            case .striped:
+                xclaw_png_encode_bgrx_fast(
+                    src.baseAddress, Int32(frame.width), Int32(frame.height), options.level, options.strategy,
+                    Int32(options.threads), &out, &length, &message, message.count)
+            case .libpng:
+                xclaw_png_encode_bgrx(
+                    src.baseAddress, Int32(frame.width), Int32(frame.height), options.level, options.strategy,
+                    options.filters, &out, &length, &message, message.count)
+            }
         }
         guard rc == 0, let out else { throw ScreenError.image("PNG encoding failed: \(String(nulTerminated: message))") }
         defer { xclaw_free(out) }

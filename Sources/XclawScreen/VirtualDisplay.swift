@@ -71,6 +71,9 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         if let number { arguments.append(":\(number)") }
         arguments += ["-displayfd", "3", "-screen", "0", "\(size.width)x\(size.height)x\(depth)", "-nolisten", "tcp"]
         if !shm { arguments += ["-extension", "MIT-SHM"] }
+        // By default Xvfb resets (rebuilding its keymap, ~10 ms) whenever its last client leaves, so every short-lived
+        // command would wait for it. `-terminate` (tests) ends the server at that reset instead, so it keeps resets.
+        if !extraArguments.contains("-terminate") { arguments.append("-noreset") }
         arguments += extraArguments
 
         let pid = try spawn(arguments, logPath: logPath, displayFD: writeEnd, detached: detached)

@@ -274,12 +274,13 @@ struct BenchCapture: ParsableCommand {
 
         let frame = try shm.capture()
         let choices: [(String, PNG.Options)] = [
-            ("level 1, filter none (.fast)", .fast),
-            ("level 1, RLE, filter none", PNG.Options(level: 1, strategy: 3, filters: 0x08)),
-            ("level 1, filter up", PNG.Options(level: 1, strategy: 0, filters: 0x20)),
-            ("level 1, adaptive filters", PNG.Options(level: 1, strategy: 0, filters: 0xf8)),
-            ("level 3, filter none", PNG.Options(level: 3, strategy: 0, filters: 0x08)),
-            ("level 6, adaptive (.libpngDefault)", .libpngDefault),
+            ("striped ×\(PNG.Options.fast.threads), level 1 (.fast)", .fast),
+            ("striped ×1, level 1", PNG.Options(encoder: .striped, level: 1)),
+            ("striped ×\(PNG.Options.fast.threads), level 3", PNG.Options(encoder: .striped, level: 3, threads: PNG.Options.fast.threads)),
+            ("libpng level 1, filter none", PNG.Options(level: 1)),
+            ("libpng level 1, filter up", PNG.Options(level: 1, filters: 0x20)),
+            ("libpng level 1, RLE", PNG.Options(level: 1, strategy: 3)),
+            ("libpng level 6, adaptive (.libpngDefault)", .libpngDefault),
         ]
         try report.measure(section, "scale \(screen) → \(model) (area average)", iterations: few, warmup: 1) {
             Sample(elapsed: try clock.measure { _ = try frame.downscaled(to: model) })

@@ -124,7 +124,8 @@ final class GeometryTests: XCTestCase {
             let i = (5 * 64 + x) * 4
             frame.bgrx[i] = c.b; frame.bgrx[i + 1] = c.g; frame.bgrx[i + 2] = c.r
         }
-        for options in [PNG.Options.fast, .libpngDefault, PNG.Options(level: 1, strategy: 3, filters: 0x08)] {
+        for options in [PNG.Options.fast, .libpngDefault, PNG.Options(level: 1, strategy: 3, filters: 0x08),
+                        PNG.Options(encoder: .striped, level: 6)] {
             let png = try PNG.encode(frame, options: options)
             XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
             let back = try PNG.decode(png)
@@ -136,6 +137,22 @@ final class GeometryTests: XCTestCase {
         // The padding byte is 0 in BGRX; RGBA must still be opaque.
         XCTAssertTrue(stride(from: 3, to: frame.rgba().count, by: 4).allSatisfy { frame.rgba()[$0] == 255 })
         XCTAssertThrowsError(try PNG.decode([1, 2, 3])) { XCTAssertEqual(($0 as? ScreenError)?.exitStatus, .internal) }
+    }
+
+    func testStripedEncoderJoinsStripesIntoOneValidStream() throws {
+        // Noisy content of odd sizes, so every stripe emits real deflate blocks and the joins matter.
+        var generator = SystemRandomNumberGenerator()
+        for size in [Size(width: 301, height: 199), Size(width: 1, height: 500), Size(width: 777, height: 64)] {
+            var frame = Frame(size: size, color: RGB(r: 0, g: 0, b: 0))
+            for i in stride(from: 0, to: frame.bgrx.count, by: 4) {
+                let v = UInt8.random(in: 0...255, using: &generator)
+                frame.bgrx[i] = v; frame.bgrx[i + 1] = v &* 3; frame.bgrx[i + 2] = i % 7 == 0 ? 255 : v / 2
+            }
+            for threads in [1, 2, 3, 4] {
+                let png = try PNG.encode(frame, options: PNG.Options(encoder: .striped, level: 1, threads: threads))
+                XCTAssertEqual(try PNG.decode(png).rgb(), frame.rgb(), "\(size) ×\(threads)")
+            }
+        }
     }
 
     func testAreaAveragingDownscale() throws {

@@ -22,7 +22,8 @@ void xclaw_bgrx_to_rgba(const uint8_t *src, size_t pixels, uint8_t *dst);
 /// Converts BGRX to 8-bit luma (BT.601 integer weights).
 void xclaw_bgrx_to_gray(const uint8_t *src, size_t pixels, uint8_t *dst);
 
-/// Area-averaging downscale of BGRX (every source pixel contributes by the area it covers).
+/// Area-averaging downscale of BGRX (every source pixel contributes by the area it covers; 8.8 fixed-point weights,
+/// so a channel may be off by one from the exact mean). Uses two threads for large images.
 /// dst_w <= src_w and dst_h <= src_h. Returns 0, or -1 on bad sizes or allocation failure.
 int xclaw_downscale_bgrx(const uint8_t *src, int src_w, int src_h, uint8_t *dst, int dst_w, int dst_h);
 
@@ -31,6 +32,11 @@ int xclaw_downscale_bgrx(const uint8_t *src, int src_w, int src_h, uint8_t *dst,
 /// *out/*out_len hold a malloc'd buffer the caller frees with xclaw_free; on failure returns -1 and err holds why.
 int xclaw_png_encode_bgrx(const uint8_t *bgrx, int width, int height, int level, int strategy, int filters,
                           uint8_t **out, size_t *out_len, char *err, size_t err_len);
+
+/// Encodes BGRX as an 8-bit RGB PNG with filter "none", deflating row stripes on `threads` threads (zlib directly,
+/// pigz-style joining). Same contract as xclaw_png_encode_bgrx.
+int xclaw_png_encode_bgrx_fast(const uint8_t *bgrx, int width, int height, int level, int strategy, int threads,
+                               uint8_t **out, size_t *out_len, char *err, size_t err_len);
 
 /// free() for buffers the shim allocated.
 void xclaw_free(void *p);
