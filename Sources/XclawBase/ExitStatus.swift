@@ -16,7 +16,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     /// One line per code, for `--help` and the README.
     public static let legend = """
         Exit codes: 0 ok; 1 not found / condition not met / timed out; 2 usage or bad input; \
-        3 display unavailable or X error; 4 model/API error; 5 internal error.
+        3 display unavailable or X error; 4 model/API error; 5 internal error; 130 interrupted (Ctrl-C).
         """
 }
 

@@ -99,9 +99,11 @@ public final class InputController: @unchecked Sendable {
     }
 
     /// Drags from one point to another with the button held, passing through `steps` intermediate points
-    /// spread over `duration` (toolkits need motion between press and release to start a drag).
+    /// spread over `duration` (toolkits need motion between press and release to start a drag). When
+    /// `interrupted` turns true the button is released where the pointer is.
     public func drag(from start: Point, to end: Point, button: MouseButton = .left, steps: Int = 16,
-                     duration: Duration = .zero, modifiers: [KeySym] = []) throws {
+                     duration: Duration = .zero, modifiers: [KeySym] = [],
+                     interrupted: () -> Bool = { false }) throws {
         try checkOnScreen(start)
         try checkOnScreen(end)
         let steps = max(1, steps)
@@ -109,7 +111,7 @@ public final class InputController: @unchecked Sendable {
         try withModifiers(modifiers, at: start) {
             XTestFakeButtonEvent(connection.handle, button.number, 1, 0)
             defer { XTestFakeButtonEvent(connection.handle, button.number, 0, 0) }
-            for i in 1...steps {
+            for i in 1...steps where !interrupted() {
                 let x = start.x + (end.x - start.x) * i / steps, y = start.y + (end.y - start.y) * i / steps
                 XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(x), Int32(y), 0)
                 if pause > 0 {

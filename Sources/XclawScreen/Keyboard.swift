@@ -106,8 +106,9 @@ public final class Keyboard: @unchecked Sendable {
         return result
     }
 
-    /// Types `text` exactly into the focused window. `delay` spaces the characters for slow input methods.
-    public func type(_ text: String, delay: Duration? = nil) throws {
+    /// Types `text` exactly into the focused window. `delay` spaces the characters for slow input methods;
+    /// `interrupted` is polled between characters so Ctrl-C stops a long, slow run.
+    public func type(_ text: String, delay: Duration? = nil, interrupted: () -> Bool = { false }) throws {
         let syms = try Self.keysyms(for: text)
         lock.lock()
         defer { lock.unlock() }
@@ -118,13 +119,14 @@ public final class Keyboard: @unchecked Sendable {
                 // Bind the characters the keymap lacks for as long a stretch as the spare keycodes allow.
                 let end = try bindMissing(syms, from: index)
                 for sym in syms[index..<end] {
+                    if interrupted() { break }
                     try sendKey(sym, shift: shift)
                     if let delay {
                         connection.flush()
                         Thread.sleep(forTimeInterval: delay.seconds)
                     }
                 }
-                index = end
+                index = interrupted() ? syms.count : end
             }
             connection.flush()
         }

@@ -104,7 +104,7 @@ struct Drag: ParsableCommand {
         let modifiers = try parseModifiers(self.modifiers)
         try Interrupt.guarded {
             try controller.drag(from: Point(x: x1, y: y1), to: Point(x: x2, y: y2), button: button, steps: steps,
-                                duration: .milliseconds(max(0, duration)), modifiers: modifiers)
+                                duration: .milliseconds(max(0, duration)), modifiers: modifiers) { Interrupt.requested }
         }
         try controller.sync()
     }
@@ -177,7 +177,7 @@ struct TypeText: ParsableCommand {
         }
         let controller = try input(target)
         try Interrupt.guarded {
-            try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) })
+            try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }) { Interrupt.requested }
         }
         // Spare keycodes bound for missing characters are unbound once the client has read them.
         try controller.keyboard.restoreMapping()

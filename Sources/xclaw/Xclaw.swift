@@ -93,15 +93,19 @@ enum Interrupt {
         signal(SIGTERM) { signal in Interrupt.state.raise(signal) }
     }
 
-    /// Runs `body` with signals deferred; `body` polls `requested` and stops early.
-    static func guarded<T>(_ body: () throws -> T) rethrows -> T {
+    /// Runs `body` with signals deferred; `body` polls `requested` and stops early. A signal that arrived ends the
+    /// command afterwards with 128 + its number (130 for Ctrl-C), as shells expect.
+    static func guarded<T>(_ body: () throws -> T) throws -> T {
         state.guarding.store(true, ordering: .sequentiallyConsistent)
         defer { state.guarding.store(false, ordering: .sequentiallyConsistent) }
-        return try body()
+        let result = try body()
+        let signal = state.raised.load(ordering: .sequentiallyConsistent)
+        if signal != 0 { throw ExitCode(128 + signal) }
+        return result
     }
 
     /// True once a signal arrived inside `guarded`.
-    static var requested: Bool { state.raised.load(ordering: .sequentiallyConsistent) }
+    static var requested: Bool { state.raised.load(ordering: .sequentiallyConsistent) != 0 }
 }
 
 import Synchronization
@@ -109,10 +113,10 @@ import Synchronization
 /// Signal state; atomics are async-signal-safe, and so is `_exit`.
 final class SignalState: Sendable {
     let guarding = Atomic<Bool>(false)
-    let raised = Atomic<Bool>(false)
+    let raised = Atomic<Int32>(0)
     func raise(_ signal: Int32) {
         if guarding.load(ordering: .sequentiallyConsistent) {
-            raised.store(true, ordering: .sequentiallyConsistent)
+            raised.store(signal, ordering: .sequentiallyConsistent)
         } else {
             _exit(128 + signal)
         }

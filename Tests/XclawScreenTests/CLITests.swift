@@ -115,6 +115,23 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(shift.map(\.kind), ["key_press", "key_release"])
     }
 
+    func testCtrlCDuringHoldReleasesTheKeyAndExits130() throws {
+        let d = try displayName
+        let fixture = try Fixture(display: d, frame: Rect(x: 0, y: 0, width: 200, height: 200))
+        defer { fixture.stop() }
+        XCTAssertEqual(try runCLI(["activate", String(fixture.window), "--display", d]).status, 0)
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
+        process.arguments = ["key", "--hold", "30", "shift", "--display", d]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        XCTAssertEqual(fixture.wait(for: "key_press").first?.keysym, "Shift_L")
+        process.interrupt()  // SIGINT, as Ctrl-C sends
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 130)
+        XCTAssertEqual(fixture.wait(for: "key_release").first?.keysym, "Shift_L", "shift released before exiting")
+    }
+
     func testDisplayStartListStop() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-state-\(UUID())")
         defer { try? FileManager.default.removeItem(at: state) }
