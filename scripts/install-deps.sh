@@ -10,7 +10,7 @@ packages=(
   libx11-dev libxtst-dev libxext-dev libxrandr-dev libpng-dev
   libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev
   xvfb xauth
-  xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core
+  xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core openbox
 )
 [[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot)
 

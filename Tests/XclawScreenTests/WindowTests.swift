@@ -74,3 +74,52 @@ final class WindowTests: XCTestCase {
         XCTAssertEqual(text.text, "screen\t1024x768+0+0\tprimary\n")
     }
 }
+
+/// The same under a real EWMH window manager (openbox): clients inside frames, `_NET_CLIENT_LIST_STACKING`,
+/// activation through `_NET_ACTIVE_WINDOW`.
+final class WindowManagerTests: XCTestCase {
+    func testListAndActivateUnderOpenbox() throws {
+        let display = try TestDisplay(size: Size(width: 1024, height: 768))
+        defer { display.stop() }
+        let wm = Process()
+        wm.executableURL = URL(fileURLWithPath: "/usr/bin/openbox")
+        wm.arguments = ["--sm-disable"]
+        wm.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": display.name]) { $1 }
+        wm.standardOutput = FileHandle.nullDevice
+        wm.standardError = FileHandle.nullDevice
+        try wm.run()
+        defer { wm.terminate(); wm.waitUntilExit() }
+        let manager = WindowManager(connection: try display.connect())
+        let deadline = Date().addingTimeInterval(10)
+        while try !manager.hasWindowManager() {
+            guard Date() < deadline else { return XCTFail("openbox did not start") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let one = try Fixture(display: display.name, title: "managed one", frame: Rect(x: 100, y: 100, width: 200, height: 150))
+        defer { one.stop() }
+        let two = try Fixture(display: display.name, title: "managed two", frame: Rect(x: 400, y: 300, width: 200, height: 150))
+        defer { two.stop() }
+        // Wait until the manager has framed both (they appear in its client list).
+        var listed: [WindowInfo] = []
+        while Set(listed.map(\.id)) != Set([one.window, two.window]) {
+            guard Date() < deadline else { return XCTFail("clients never listed: \(listed)") }
+            Thread.sleep(forTimeInterval: 0.05)
+            listed = try manager.list()
+        }
+        // Clients, not frames: our ids, titles and sizes, in root coordinates.
+        let first = try XCTUnwrap(listed.first { $0.id == one.window })
+        XCTAssertEqual(first.title, "managed one")
+        XCTAssertEqual(first.frame.size, Size(width: 200, height: 150))
+        for target in [one, two, one] {
+            try manager.activate(try manager.window(id: target.window))
+            let end = Date().addingTimeInterval(5)
+            while try manager.activeWindow() != target.window, Date() < end { Thread.sleep(forTimeInterval: 0.02) }
+            XCTAssertEqual(try manager.activeWindow(), target.window, "_NET_ACTIVE_WINDOW")
+            XCTAssertEqual(try manager.list().first?.id, target.window, "raised to the top of the stacking order")
+        }
+        // A window captured through the manager's frame shows the client's pixels at the client's position.
+        let window = try manager.window(id: one.window)
+        let frame = try ScreenCapturer(connection: try display.connect()).capture(window: window)
+        XCTAssertEqual(frame.pixel(x: 10, y: 10), RGB(r: 255, g: 255, b: 255))
+    }
+}
