@@ -41,21 +41,20 @@ public final class ScreenCapturer: @unchecked Sendable {
     }
 
     /// Captures the whole screen or one region of it (root coordinates). The region must lie on the screen.
+    /// The screen size is asked of the server every time (one round trip, ~40 µs), so a RandR resize is followed
+    /// by long-lived capturers.
     public func capture(_ region: Rect? = nil) throws -> Frame {
         lock.lock()
         defer { lock.unlock() }
-        try connection.checkAlive()
-        let screen = try Rect(size: segment?.size ?? connection.screenSize())
+        let screen = try connection.screenRect()
         let area = region ?? screen
         guard !area.isEmpty else { throw ScreenError.invalidRegion("\(area) is empty") }
         guard screen.contains(area) else {
-            // The screen may have been resized (RandR) since the segment was made: ask once more.
-            let current = try connection.screenRect()
-            guard current.contains(area) else {
-                throw ScreenError.invalidRegion("\(area) is not inside the \(current.size) screen")
-            }
-            if method == .shm { segment = try SharedSegment(connection: connection, size: current.size) }
-            return try read(area)
+            throw ScreenError.invalidRegion("\(area) is not inside the \(screen.size) screen")
+        }
+        if method == .shm, segment?.size != screen.size {
+            segment = nil  // detach the old one first
+            segment = try SharedSegment(connection: connection, size: screen.size)
         }
         return try read(area)
     }
@@ -111,14 +110,13 @@ private final class SharedSegment {
     private let connection: DisplayConnection
     private let info: UnsafeMutablePointer<XShmSegmentInfo>
     private let image: UnsafeMutablePointer<XImage>
-    private var attached = false
 
+    /// Creates and attaches the segment. Every C resource stays in a local until all steps have succeeded, so a
+    /// failure releases exactly what was made and the object (whose `deinit` releases the rest) never half-exists.
     init(connection: DisplayConnection, size: Size) throws {
-        self.connection = connection
-        self.size = size
         let display = connection.handle
         guard XShmQueryExtension(display) != 0 else { throw ScreenError.extensionMissing("MIT-SHM") }
-        info = .allocate(capacity: 1)
+        let info = UnsafeMutablePointer<XShmSegmentInfo>.allocate(capacity: 1)
         info.initialize(to: XShmSegmentInfo())
         let visual = XDefaultVisual(display, connection.screenNumber)
         let depth = UInt32(XDefaultDepth(display, connection.screenNumber))
@@ -127,30 +125,45 @@ private final class SharedSegment {
             info.deallocate()
             throw ScreenError.extensionMissing("MIT-SHM (XShmCreateImage failed)")
         }
-        self.image = image
-        let bytes = Int(image.pointee.bytes_per_line) * Int(image.pointee.height)
-        let id = shmget(0 /* IPC_PRIVATE */, bytes, IPC_CREAT | 0o600)
-        guard id >= 0, let address = shmat(id, nil, 0), address != UnsafeMutableRawPointer(bitPattern: -1) else {
-            if id >= 0 { shmctl(id, IPC_RMID, nil) }
+        func discard(segment id: Int32?) {
+            if let id {
+                shmdt(info.pointee.shmaddr)
+                shmctl(id, IPC_RMID, nil)
+            }
             image.pointee.data = nil
             XDestroyImage(image)
             info.deallocate()
-            throw ScreenError.extensionMissing("MIT-SHM (shmget/shmat: \(String(cString: strerror(errno))))")
+        }
+        let bytes = Int(image.pointee.bytes_per_line) * Int(image.pointee.height)
+        let id = shmget(0 /* IPC_PRIVATE */, bytes, IPC_CREAT | 0o600)
+        guard id >= 0 else {
+            let why = errnoText()
+            discard(segment: nil)
+            throw ScreenError.extensionMissing("MIT-SHM (shmget: \(why))")
+        }
+        guard let address = shmat(id, nil, 0), address != UnsafeMutableRawPointer(bitPattern: -1) else {
+            let why = errnoText()
+            shmctl(id, IPC_RMID, nil)
+            discard(segment: nil)
+            throw ScreenError.extensionMissing("MIT-SHM (shmat: \(why))")
         }
         info.pointee.shmid = id
         info.pointee.shmaddr = address.assumingMemoryBound(to: CChar.self)
         info.pointee.readOnly = 0
         image.pointee.data = info.pointee.shmaddr
         do {
-            // A server on another machine cannot see our memory and answers BadAccess here.
+            // A server that cannot see our memory (another machine, another IPC namespace) answers BadAccess here.
             try connection.trapped { display in _ = XShmAttach(display, info) }
-            attached = true
         } catch {
-            release()
+            discard(segment: id)
             throw ScreenError.extensionMissing("MIT-SHM (the server cannot attach our segment: \(error))")
         }
         // Marked for removal now that both sides are attached: the kernel frees it even if we crash.
         shmctl(id, IPC_RMID, nil)
+        self.connection = connection
+        self.size = size
+        self.info = info
+        self.image = image
     }
 
     /// Reads `area` (inside the screen) through the segment and copies it out.
@@ -175,20 +188,18 @@ private final class SharedSegment {
         try connection.checkAlive()
         let ok = XShmGetImage(connection.handle, connection.root, target, Int32(area.x), Int32(area.y), UInt.max)
         try connection.checkAlive()
-        if ok == 0 { throw ScreenError.invalidRegion("the server refused to read \(area)") }
+        if ok == 0 { throw ScreenError.extensionMissing("MIT-SHM (the server refused XShmGetImage of \(area))") }
     }
 
-    private func release() {
-        if attached && connection.isAlive {
+    deinit {
+        if connection.isAlive {
             XShmDetach(connection.handle, info)
             XSync(connection.handle, 0)
         }
         shmdt(info.pointee.shmaddr)
-        shmctl(info.pointee.shmid, IPC_RMID, nil)
         image.pointee.data = nil
         XDestroyImage(image)
         info.deallocate()
     }
 
-    deinit { release() }
 }

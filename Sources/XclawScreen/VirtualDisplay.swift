@@ -44,9 +44,11 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     ///     attached and stop it themselves.
     ///   - record: remember it for `xclaw display list/stop`.
     ///   - extraArguments: more Xvfb flags (e.g. `-terminate`).
+    ///   - launcher: a command that runs Xvfb (e.g. `["/usr/bin/unshare", "--ipc"]` to mimic a containerised server).
     public static func start(size: Size = Size(width: 1920, height: 1080), depth: Int = 24, shm: Bool = true,
                              number: Int? = nil, detached: Bool = true, record: Bool = true,
-                             extraArguments: [String] = [], timeout: Duration = .seconds(10)) throws -> VirtualDisplay {
+                             extraArguments: [String] = [], launcher: [String] = [],
+                             timeout: Duration = .seconds(10)) throws -> VirtualDisplay {
         guard [16, 24, 32].contains(depth) else {
             throw ScreenError.invalidArgument("depth must be 16, 24 or 32, not \(depth)")
         }
@@ -67,7 +69,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         let (readEnd, writeEnd) = (fds[0], fds[1])
         defer { close(readEnd) }
 
-        var arguments = [xvfb]
+        var arguments = launcher + [xvfb]
         if let number { arguments.append(":\(number)") }
         arguments += ["-displayfd", "3", "-screen", "0", "\(size.width)x\(size.height)x\(depth)", "-nolisten", "tcp"]
         if !shm { arguments += ["-extension", "MIT-SHM"] }

@@ -166,6 +166,26 @@ final class NoSharedMemoryCaptureTests: XCTestCase {
         XCTAssertTrue(cli.stderr.contains("MIT-SHM"), cli.stderr)
     }
 
+    func testServerThatCannotAttachOurSegmentFallsBack() throws {
+        // Xvfb in its own IPC namespace (as in a container) offers MIT-SHM but cannot see our segment.
+        let display = try TestDisplay(size: Size(width: 320, height: 240), launcher: ["/usr/bin/unshare", "--ipc"])
+        defer { display.stop() }
+        let fixture = try Fixture(display: display.name, frame: Rect(x: 0, y: 0, width: 50, height: 50),
+                                  background: "#ff00ff")
+        defer { fixture.stop() }
+        let connection = try display.connect()
+        let auto = try ScreenCapturer(connection: connection)
+        XCTAssertEqual(auto.method, .getImage)
+        XCTAssertEqual(try auto.capture().pixel(x: 5, y: 5), RGB(r: 255, g: 0, b: 255))
+        XCTAssertThrowsError(try ScreenCapturer(connection: connection, method: .shm)) { error in
+            XCTAssertEqual((error as? ScreenError)?.exitStatus, .display, "\(error)")
+        }
+        let cli = try runCLI(["capture", "--display", display.name, "-o", "-"])
+        XCTAssertEqual(cli.status, 0, cli.stderr)
+        XCTAssertEqual(try PNG.decode(Array(cli.stdout)).pixel(x: 5, y: 5), RGB(r: 255, g: 0, b: 255))
+        XCTAssertEqual(try runCLI(["capture", "--display", display.name, "-o", "-", "--method", "shm"]).status, 3)
+    }
+
     func testSixteenBitDepthConvertsThroughTheMasks() throws {
         let display = try TestDisplay(size: Size(width: 320, height: 240), depth: 16)
         defer { display.stop() }

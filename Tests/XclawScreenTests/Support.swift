@@ -18,9 +18,10 @@ final class TestDisplay: @unchecked Sendable {
     private var keeper: DisplayConnection?
     var name: String { server.name }
 
-    init(size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil) throws {
+    init(size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
+         launcher: [String] = []) throws {
         server = try VirtualDisplay.start(size: size, depth: depth, shm: shm, number: number, detached: false,
-                                          record: false, extraArguments: ["-terminate"])
+                                          record: false, extraArguments: ["-terminate"], launcher: launcher)
         keeper = try DisplayConnection(name: server.name)
     }
 
