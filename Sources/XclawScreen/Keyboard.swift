@@ -38,27 +38,25 @@ public final class Keyboard: @unchecked Sendable {
         perKeycode = per
         let count = map.count / max(1, per)
         guard perKeycode > 0 else { throw ScreenError.invalidArgument("the server returned an empty keymap") }
-        for index in 0..<count {
-            let code = UInt32(minKeycode + index)
-            let syms = map[(index * perKeycode)..<((index + 1) * perKeycode)]
-            if syms.allSatisfy({ $0 == 0 }) {
-                spares.append(code)
-                continue
-            }
-            // Keypad keys reach their second level with NumLock, not Shift (XKB's KEYPAD type): their level-1
-            // keysyms (KP_0…) are bound to a spare keycode when needed instead.
-            let keypad = syms.contains { (0xff80...0xffbd).contains($0) }
-            for level in 0..<min(keypad ? 1 : 2, perKeycode) {
-                let sym = syms[syms.startIndex + level]
-                guard sym != 0, bySymbol[sym] == nil || bySymbol[sym]?.level == 1 && level == 0 else { continue }
-                bySymbol[sym] = (code, level)
-            }
-            // A lone lower-case letter implies its upper case on level 1 (X's case rule).
-            let first = syms[syms.startIndex]
-            if perKeycode == 1 || syms[syms.startIndex + 1] == 0 {
-                var lower: KeySym = 0, upper: KeySym = 0
-                XConvertCase(first, &lower, &upper)
-                if upper != first, bySymbol[upper] == nil { bySymbol[upper] = (code, 1) }
+        for index in 0..<count where map[(index * perKeycode)..<((index + 1) * perKeycode)].allSatisfy({ $0 == 0 }) {
+            spares.append(UInt32(minKeycode + index))
+        }
+        // What each key really produces without and with Shift, in the first layout group, as XKB computes it for
+        // clients (`XkbTranslateKeyCode`). Reading the core columns instead would assume Shift reaches column 2,
+        // which is false for keypad keys (NumLock does), Sys_Req/Break (Alt/Control do) and others: those keysyms
+        // are bound to a spare keycode when needed.
+        try connection.trapped { display in
+            let mask = UInt32(XkbKeyTypesMask | XkbKeySymsMask | XkbModifierMapMask)
+            guard let xkb = XkbGetMap(display, mask, UInt32(XkbUseCoreKbd)) else { return }
+            defer { XkbFreeKeyboard(xkb, 0, 1) }
+            for index in 0..<count {
+                let code = UInt32(minKeycode + index)
+                for (level, mods) in [(0, UInt32(0)), (1, UInt32(ShiftMask))] {
+                    var consumed: UInt32 = 0
+                    var sym: KeySym = 0
+                    guard XkbTranslateKeyCode(xkb, KeyCode(code), mods, &consumed, &sym) != 0, sym != 0 else { continue }
+                    if bySymbol[sym] == nil || (level == 0 && bySymbol[sym]?.level == 1) { bySymbol[sym] = (code, level) }
+                }
             }
         }
     }
@@ -67,16 +65,20 @@ public final class Keyboard: @unchecked Sendable {
 
     /// The server's current keymap (`XGetKeyboardMapping`): first keycode, keysyms per keycode, all keysyms.
     static func keymap(_ connection: DisplayConnection) throws -> (first: Int, perKeycode: Int, keysyms: [KeySym]) {
+        try connection.trapped { readKeymap($0) }
+    }
+
+    /// `keymap` for callers already inside `trapped`.
+    private static func readKeymap(_ display: OpaquePointer) -> (first: Int, perKeycode: Int, keysyms: [KeySym]) {
         var minCode: Int32 = 0, maxCode: Int32 = 0
-        XDisplayKeycodes(connection.handle, &minCode, &maxCode)
+        XDisplayKeycodes(display, &minCode, &maxCode)
         let count = Int(maxCode - minCode + 1)
         var per: Int32 = 0
-        let map: [KeySym] = try connection.trapped { display in
-            guard let raw = XGetKeyboardMapping(display, UInt8(minCode), Int32(count), &per) else { return [] }
-            defer { XFree(raw) }
-            return Array(UnsafeBufferPointer(start: raw, count: count * Int(per)))
+        guard count > 0, let raw = XGetKeyboardMapping(display, UInt8(minCode), Int32(count), &per) else {
+            return (Int(minCode), 0, [])
         }
-        return (Int(minCode), Int(per), map)
+        defer { XFree(raw) }
+        return (Int(minCode), Int(per), Array(UnsafeBufferPointer(start: raw, count: count * Int(per))))
     }
 
     /// The keysym X uses for a Unicode scalar: Latin-1 keysyms are the code point, others `0x01000000 | cp`.
@@ -112,7 +114,11 @@ public final class Keyboard: @unchecked Sendable {
         let syms = try Self.keysyms(for: text)
         lock.lock()
         defer { lock.unlock() }
-        try withCapsLockOff {
+        // Fail before sending anything when a character can never be typed.
+        if spares.isEmpty, syms.contains(where: { bySymbol[$0] == nil && bound[$0] == nil }) {
+            throw ScreenError.noSpareKeycode
+        }
+        try withTypingState {
             let shift = try keycode(forModifier: 0xffe1)  // Shift_L
             var index = 0
             while index < syms.count {
@@ -220,7 +226,9 @@ public final class Keyboard: @unchecked Sendable {
     }
 
     /// Binds spare keycodes for the keysyms in `syms[start...]` the keymap lacks; returns where the stretch that
-    /// could be bound ends. Rebinding a keycode first waits for clients to read its earlier events.
+    /// could be bound ends (always past `start`, or it throws `noSpareKeycode`). Rebinding a keycode first waits for
+    /// clients to read its earlier events. Candidates are checked again under a server grab, so a keycode another
+    /// xclaw (or xdotool) bound meanwhile is left alone.
     private func bindMissing(_ syms: [KeySym], from start: Int, allowPartial: Bool = true) throws -> Int {
         var needed: [KeySym] = []
         var inUse = Set<UInt32>()
@@ -233,25 +241,38 @@ public final class Keyboard: @unchecked Sendable {
             }
             end += 1
         }
-        if (spares.isEmpty && !needed.isEmpty) || (!allowPartial && end < syms.count) {
-            throw ScreenError.noSpareKeycode
-        }
-        guard !needed.isEmpty else { return end }
-        // Prefer never-bound spares; otherwise reuse the least recently bound ones not needed in this stretch.
-        var free = spares.filter { code in !boundOrder.contains(code) }
-        let reusable = boundOrder.filter { !inUse.contains($0) }
-        if free.count < needed.count {
-            waitForSettle()
-            free += reusable.prefix(needed.count - free.count)
-        }
-        try connection.trapped { display in
-            for (sym, code) in zip(needed, free) {
-                if let old = bound.first(where: { $0.value == code })?.key { bound[old] = nil }
-                setMapping(display, code, to: sym)
-                bound[sym] = code
-                boundOrder.removeAll { $0 == code }
-                boundOrder.append(code)
+        if !needed.isEmpty {
+            // Prefer never-bound spares; else reuse the least recently bound ones this stretch does not use.
+            var candidates = spares.filter { !boundOrder.contains($0) }
+            if candidates.count < needed.count {
+                waitForSettle()
+                candidates += boundOrder.filter { !inUse.contains($0) }
             }
+            try connection.trapped { display in
+                XGrabServer(display)
+                defer { XUngrabServer(display) }
+                let current = Self.readKeymap(display)
+                let mine = Dictionary(bound.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
+                let available = candidates.filter { code in
+                    let i = (Int(code) - current.first) * current.perKeycode
+                    guard i >= 0, i + current.perKeycode <= current.keysyms.count else { return false }
+                    let syms = current.keysyms[i..<(i + current.perKeycode)]
+                    return syms.allSatisfy { $0 == 0 } || (mine[code].map { syms.first == $0 } ?? false)
+                }
+                for (sym, code) in zip(needed, available) {
+                    if let old = mine[code] { bound[old] = nil }
+                    setMapping(display, code, to: sym)
+                    bound[sym] = code
+                    boundOrder.removeAll { $0 == code }
+                    boundOrder.append(code)
+                }
+            }
+            // The stretch ends at the first character that could not be bound.
+            end = start
+            while end < syms.count, bound[syms[end]] != nil || bySymbol[syms[end]] != nil { end += 1 }
+        }
+        if end == start && start < syms.count || (!allowPartial && end < syms.count) {
+            throw ScreenError.noSpareKeycode
         }
         return end
     }
@@ -274,18 +295,27 @@ public final class Keyboard: @unchecked Sendable {
         if now < ready { Thread.sleep(forTimeInterval: (ready - now).seconds) }
     }
 
-    /// Caps Lock would invert letter case: switch it off while typing, back on after.
-    private func withCapsLockOff(_ body: () throws -> Void) throws {
+    /// Caps Lock would invert letter case and another layout group would change every key: switch Caps Lock off
+    /// and lock the first group (whose keys were read) while typing, and put both back after.
+    private func withTypingState(_ body: () throws -> Void) throws {
+        let d = connection.handle
         var state = XkbStateRec()
-        XkbGetState(connection.handle, UInt32(XkbUseCoreKbd), &state)
+        XkbGetState(d, UInt32(XkbUseCoreKbd), &state)
         let capsOn = state.locked_mods & UInt8(LockMask) != 0
-        guard capsOn, let caps = bySymbol[0xffe5]?.keycode else { return try body() }  // Caps_Lock
-        let toggle = {
-            XTestFakeKeyEvent(self.connection.handle, caps, 1, 0)
-            XTestFakeKeyEvent(self.connection.handle, caps, 0, 0)
+        let caps = capsOn ? bySymbol[0xffe5]?.keycode : nil  // Caps_Lock
+        let group = UInt32(state.locked_group)
+        let toggleCaps = {
+            guard let caps else { return }
+            XTestFakeKeyEvent(d, caps, 1, 0)
+            XTestFakeKeyEvent(d, caps, 0, 0)
         }
-        toggle()
-        defer { toggle(); connection.flush() }
+        toggleCaps()
+        if state.group != 0 { XkbLockGroup(d, UInt32(XkbUseCoreKbd), 0) }
+        defer {
+            toggleCaps()
+            if state.group != 0 { XkbLockGroup(d, UInt32(XkbUseCoreKbd), group) }
+            connection.flush()
+        }
         try body()
     }
 }

@@ -160,6 +160,57 @@ final class InputTests: XCTestCase {
         XCTAssertEqual(try Keyboard.keymap(input.connection).keysyms, before.keysyms, "keymap restored")
     }
 
+    func testKeysOnLevelsShiftDoesNotReach() throws {
+        let input = try controller()
+        let fixture = try fixture
+        // Sys_Req is Alt+Print and KP_1 needs NumLock: both are bound to a spare keycode instead of sent with Shift.
+        try input.keyboard.press(try ["Sys_Req", "KP_1", "Break"].map(KeyCombo.parse))
+        let names = fixture.wait(for: "key_press", count: 3).compactMap(\.keysym)
+        XCTAssertEqual(names, ["Sys_Req", "KP_1", "Break"])
+        try input.keyboard.restoreMapping()
+    }
+
+    func testTwoKeyboardsTypingAtOnceDoNotStealEachOthersKeycodes() throws {
+        let fixture = try fixture
+        _ = try controller()
+        let display = try XCTUnwrap(Self.scene?.display)
+        // Both read the keymap first, so both see the same spare keycodes.
+        let first = try Keyboard(connection: try display.connect())
+        let second = try Keyboard(connection: try display.connect())
+        let a = String(repeating: "你ä", count: 60), b = String(repeating: "好ö", count: 60)
+        let group = DispatchGroup()
+        for (keyboard, text) in [(first, a), (second, b)] {
+            DispatchQueue.global().async(group: group) { try? keyboard.type(text) }
+        }
+        group.wait()
+        let typed = fixture.typed(count: 240, timeout: 20)
+        XCTAssertEqual(typed.filter { $0 == "你" }.count, 60, typed)
+        XCTAssertEqual(typed.filter { $0 == "好" }.count, 60, typed)
+        XCTAssertEqual(typed.filter { $0 == "ä" }.count, 60)
+        XCTAssertEqual(typed.filter { $0 == "ö" }.count, 60)
+        try first.restoreMapping()
+        try second.restoreMapping()
+    }
+
+    func testNoSpareKeycodeLeftFailsInsteadOfHanging() throws {
+        let input = try controller()
+        let fixture = try fixture
+        let before = try Keyboard.keymap(input.connection)
+        // Occupy every spare keycode: more distinct characters than there are spares, left bound.
+        let hog = try Keyboard(connection: try XCTUnwrap(Self.scene?.display).connect())
+        try hog.type(String((0..<200).compactMap { Unicode.Scalar(0x3400 + $0).map(Character.init) }))
+        fixture.wait(timeout: 20) { EventProbe.typedText($0).unicodeScalars.count >= 200 }
+        let starved = try Keyboard(connection: input.connection)
+        fixture.clear()
+        XCTAssertThrowsError(try starved.type("ok 你")) { error in
+            XCTAssertEqual(error as? ScreenError, .noSpareKeycode)
+        }
+        try starved.type("z")  // a sentinel: once it arrives, anything sent before it has arrived too
+        XCTAssertEqual(fixture.typed(count: 1), "z", "nothing of the failed text was sent")
+        try hog.restoreMapping()
+        XCTAssertEqual(try Keyboard.keymap(input.connection).keysyms, before.keysyms)
+    }
+
     func testErrorsSendNothingAndLeaveNoModifierDown() throws {
         let input = try controller()
         let fixture = try fixture
