@@ -177,4 +177,49 @@ final class GeometryTests: XCTestCase {
         XCTAssertEqual(Set(small.rgb()), [12, 200, 99])
         XCTAssertThrowsError(try uniform.downscaled(to: Size(width: 4000, height: 10)))
     }
+
+    /// The exact area average in floating point, the reference the fixed-point scaler must stay within 1 of.
+    private func referenceDownscale(_ frame: Frame, to target: Size) -> [Double] {
+        let sx = Double(frame.width) / Double(target.width), sy = Double(frame.height) / Double(target.height)
+        var out = [Double](repeating: 0, count: target.width * target.height * 3)
+        for ty in 0..<target.height {
+            let y0 = Double(ty) * sy, y1 = y0 + sy
+            for tx in 0..<target.width {
+                let x0 = Double(tx) * sx, x1 = x0 + sx
+                var sum = [0.0, 0.0, 0.0]
+                for y in Int(y0)..<min(frame.height, Int(y1.rounded(.up))) {
+                    let wy = min(y1, Double(y + 1)) - max(y0, Double(y))
+                    for x in Int(x0)..<min(frame.width, Int(x1.rounded(.up))) {
+                        let w = wy * (min(x1, Double(x + 1)) - max(x0, Double(x)))
+                        guard let p = frame.pixel(x: x, y: y) else { continue }
+                        sum[0] += w * Double(p.r); sum[1] += w * Double(p.g); sum[2] += w * Double(p.b)
+                    }
+                }
+                for c in 0..<3 { out[(ty * target.width + tx) * 3 + c] = sum[c] / (sx * sy) }
+            }
+        }
+        return out
+    }
+
+    func testDownscaleMatchesTheExactAreaAverageAtAnyRatio() throws {
+        var generator = SystemRandomNumberGenerator()
+        // 700x500 → 300x230 runs on two threads; 1000x40 → 10x4 averages 100 columns per pixel.
+        for (source, target) in [(Size(width: 700, height: 500), Size(width: 300, height: 230)),
+                                 (Size(width: 1000, height: 40), Size(width: 10, height: 4)),
+                                 (Size(width: 1920, height: 20), Size(width: 19, height: 3))] {
+            var frame = Frame(size: source, color: RGB(r: 0, g: 0, b: 0))
+            for i in stride(from: 0, to: frame.bgrx.count, by: 4) {
+                let x = (i / 4) % source.width
+                frame.bgrx[i] = UInt8.random(in: 0...255, using: &generator)
+                frame.bgrx[i + 1] = x % 2 == 0 ? 255 : 0          // alternating columns
+                frame.bgrx[i + 2] = x % 100 == 0 ? 255 : 0        // one red column in a hundred
+            }
+            let scaled = try frame.downscaled(to: target).rgb()
+            let reference = referenceDownscale(frame, to: target)
+            let worst = zip(scaled, reference).map { abs(Double($0) - $1) }.max() ?? 0
+            // Weights are in 1/256: within one level at model ratios, within three at 100:1.
+            let tolerance = source.width / target.width <= 4 ? 1.5 : 3
+            XCTAssertLessThanOrEqual(worst, tolerance, "\(source) → \(target): off by \(worst)")
+        }
+    }
 }

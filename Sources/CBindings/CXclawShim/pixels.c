@@ -60,7 +60,8 @@ void xclaw_bgrx_to_gray(const uint8_t *src, size_t pixels, uint8_t *dst) {
 
 /// For each destination index, the source span it covers and the weight of each source index in it, in 8.8 fixed
 /// point: source pixel i covers [i*dn, (i+1)*dn) and destination pixel j covers [j*sn, (j+1)*sn) on a common axis,
-/// the exact integer overlaps are scaled to sum to 256 per destination pixel (the rounding error goes to the largest).
+/// each weight is the difference of the rounded running sums of the exact integer overlaps, so weights are never
+/// negative and always sum to 256 whatever the ratio.
 typedef struct { int first, count; uint16_t *weights; } span_t;
 
 static span_t *make_spans(int sn, int dn, uint16_t **storage) {
@@ -72,16 +73,15 @@ static span_t *make_spans(int sn, int dn, uint16_t **storage) {
         uint64_t lo = (uint64_t)j * sn, hi = (uint64_t)(j + 1) * sn;
         int first = (int)(lo / dn), last = (int)((hi - 1) / dn);
         spans[j].first = first; spans[j].count = last - first + 1; spans[j].weights = w;
-        int sum = 0, biggest = 0;
+        uint64_t covered = 0, previous = 0;
         for (int i = first; i <= last; i++) {
             uint64_t a = (uint64_t)i * dn, b = (uint64_t)(i + 1) * dn;
             uint64_t s = a > lo ? a : lo, e = b < hi ? b : hi;
-            uint16_t v = (uint16_t)(((e - s) * 256 + sn / 2) / sn);
-            w[i - first] = v;
-            sum += v;
-            if (v > w[biggest]) biggest = i - first;
+            covered += e - s;
+            uint64_t running = (covered * 256 + (uint64_t)sn / 2) / (uint64_t)sn;
+            w[i - first] = (uint16_t)(running - previous);
+            previous = running;
         }
-        w[biggest] = (uint16_t)(w[biggest] + 256 - sum);
         w += spans[j].count;
     }
     return spans;

@@ -23,7 +23,7 @@ void xclaw_bgrx_to_rgba(const uint8_t *src, size_t pixels, uint8_t *dst);
 void xclaw_bgrx_to_gray(const uint8_t *src, size_t pixels, uint8_t *dst);
 
 /// Area-averaging downscale of BGRX (every source pixel contributes by the area it covers; 8.8 fixed-point weights,
-/// so a channel may be off by one from the exact mean). Uses two threads for large images.
+/// within one level of the exact mean at ratios up to 4:1, three at 100:1). Uses two threads for large images.
 /// dst_w <= src_w and dst_h <= src_h. Returns 0, or -1 on bad sizes or allocation failure.
 int xclaw_downscale_bgrx(const uint8_t *src, int src_w, int src_h, uint8_t *dst, int dst_w, int dst_h);
 
