@@ -20,6 +20,8 @@ public enum ScreenError: ClassifiedError, Equatable {
     case invalidRegion(String)
     /// No window matches the query.
     case windowNotFound(String)
+    /// The window did not become viewable and active in time (a window manager may refuse focus stealing).
+    case notActivated(String)
     /// Several windows match the query and none of them exactly.
     case ambiguousWindow(String, candidates: [String])
     /// A key name is not a known keysym.
@@ -42,7 +44,7 @@ public enum ScreenError: ClassifiedError, Equatable {
             return .display
         case .outOfBounds, .invalidRegion, .unknownKey, .untypeable, .invalidArgument:
             return .usage
-        case .windowNotFound, .ambiguousWindow:
+        case .windowNotFound, .ambiguousWindow, .notActivated:
             return .notFound
         case .noSpareKeycode, .image:
             return .internal
@@ -73,6 +75,9 @@ public enum ScreenError: ClassifiedError, Equatable {
             return "invalid region: \(why)"
         case .windowNotFound(let query):
             return "no window matches \"\(query)\"; list them with `xclaw windows`"
+        case .notActivated(let id):
+            return "window \(id) did not become active within 2 s (is it minimised, or does the window manager "
+                + "refuse focus changes?)"
         case .ambiguousWindow(let query, let candidates):
             return "\"\(query)\" matches \(candidates.count) windows; pass an id or a longer title:\n  "
                 + candidates.joined(separator: "\n  ")

@@ -39,19 +39,22 @@ public struct WindowManager: Sendable {
     /// Wraps a connection.
     public init(connection: DisplayConnection) { self.connection = connection }
 
-    /// True when an EWMH window manager runs (`_NET_SUPPORTING_WM_CHECK` names a live window).
+    /// True when an EWMH window manager runs: the root's `_NET_SUPPORTING_WM_CHECK` names a live window whose own
+    /// property names itself. A manager that exited leaves its root properties behind; they are then ignored.
     public func hasWindowManager() throws -> Bool {
         guard let check = try cardinals(connection.root, "_NET_SUPPORTING_WM_CHECK", type: XA_WINDOW).first,
               check != 0 else { return false }
-        return (try? attributes(Window(check))) != nil
+        let own = try? cardinals(Window(check), "_NET_SUPPORTING_WM_CHECK", type: XA_WINDOW).first
+        return own == check
     }
 
     /// Top-level windows, top-most first. Unmapped ones only with `includeHidden`.
     public func list(includeHidden: Bool = false) throws -> [WindowInfo] {
         let screen = try connection.screenRect()
-        let active = try activeWindow()
+        let ewmh = try hasWindowManager()
+        let active = try activeWindow(ewmh: ewmh)
         var result: [WindowInfo] = []
-        for id in try topLevels().reversed() {
+        for id in try topLevels(ewmh: ewmh).reversed() {
             guard let info = try? describe(id, screen: screen, active: active) else { continue }  // closed meanwhile
             if info.mapped || includeHidden { result.append(info) }
         }
@@ -107,22 +110,27 @@ public struct WindowManager: Sendable {
         } else {
             try connection.trapped { display in XMapRaised(display, id) }
         }
-        let deadline = ContinuousClock.now + .seconds(1)
+        let deadline = ContinuousClock.now + .seconds(2)
         while try attributes(id).map_state != IsViewable {
-            if ContinuousClock.now >= deadline {
-                throw ScreenError.invalidArgument("window \(window.hexID) did not become viewable")
-            }
+            if ContinuousClock.now >= deadline { throw ScreenError.notActivated(window.hexID) }
             Thread.sleep(forTimeInterval: 0.005)
         }
         if try !hasWindowManager() {
             try connection.trapped { display in _ = XSetInputFocus(display, id, RevertToParent, 0 /* CurrentTime */) }
         }
+        // A window manager acts on the request asynchronously: return once it reports the window active.
+        while try activeWindow() != window.id {
+            if ContinuousClock.now >= deadline { throw ScreenError.notActivated(window.hexID) }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
     }
 
     /// The active window: `_NET_ACTIVE_WINDOW`, else the top-level holding focus, else (pointer-root focus, the
     /// default with no window manager) the top-level under the pointer. Nil when there is none.
-    public func activeWindow() throws -> UInt? {
-        if let net = try cardinals(connection.root, "_NET_ACTIVE_WINDOW", type: XA_WINDOW).first, net != 0 {
+    public func activeWindow() throws -> UInt? { try activeWindow(ewmh: try hasWindowManager()) }
+
+    private func activeWindow(ewmh: Bool) throws -> UInt? {
+        if ewmh, let net = try cardinals(connection.root, "_NET_ACTIVE_WINDOW", type: XA_WINDOW).first, net != 0 {
             return net
         }
         let (focus, pointerChild): (Window, Window) = try connection.trapped { display in
@@ -137,15 +145,17 @@ public struct WindowManager: Sendable {
         }
         let candidate = focus > 1 /* not None, not PointerRoot */ && focus != connection.root ? focus : pointerChild
         guard candidate != 0 else { return nil }
-        return UInt(try topLevel(containing: candidate))
+        return UInt(try topLevel(containing: candidate, ewmh: ewmh))
     }
 
     // MARK: - Window tree
 
     /// Top-level client windows, bottom-most first.
-    private func topLevels() throws -> [Window] {
-        let stacking = try cardinals(connection.root, "_NET_CLIENT_LIST_STACKING", type: XA_WINDOW)
-        if !stacking.isEmpty { return stacking.map { Window($0) } }
+    private func topLevels(ewmh: Bool) throws -> [Window] {
+        if ewmh {
+            let stacking = try cardinals(connection.root, "_NET_CLIENT_LIST_STACKING", type: XA_WINDOW)
+            if !stacking.isEmpty { return stacking.map { Window($0) } }
+        }
         return try children(of: connection.root).compactMap { child in
             guard let attrs = try? attributes(child), attrs.`class` == InputOutput else { return nil }
             return (try? clientWindow(under: child)) ?? child
@@ -166,9 +176,9 @@ public struct WindowManager: Sendable {
         return nil
     }
 
-    private func topLevel(containing window: Window) throws -> Window {
+    private func topLevel(containing window: Window, ewmh: Bool) throws -> Window {
         var current = window
-        let topLevelSet = Set(try topLevels())
+        let topLevelSet = Set(try topLevels(ewmh: ewmh))
         for _ in 0..<64 {
             if topLevelSet.contains(current) { return current }
             let (parent, _) = try tree(current)

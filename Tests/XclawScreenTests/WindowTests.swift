@@ -88,7 +88,7 @@ final class WindowManagerTests: XCTestCase {
         wm.standardOutput = FileHandle.nullDevice
         wm.standardError = FileHandle.nullDevice
         try wm.run()
-        defer { wm.terminate(); wm.waitUntilExit() }
+        defer { if wm.isRunning { wm.terminate(); wm.waitUntilExit() } }
         let manager = WindowManager(connection: try display.connect())
         let deadline = Date().addingTimeInterval(10)
         while try !manager.hasWindowManager() {
@@ -111,9 +111,7 @@ final class WindowManagerTests: XCTestCase {
         XCTAssertEqual(first.title, "managed one")
         XCTAssertEqual(first.frame.size, Size(width: 200, height: 150))
         for target in [one, two, one] {
-            try manager.activate(try manager.window(id: target.window))
-            let end = Date().addingTimeInterval(5)
-            while try manager.activeWindow() != target.window, Date() < end { Thread.sleep(forTimeInterval: 0.02) }
+            try manager.activate(try manager.window(id: target.window))  // returns once the manager made it active
             XCTAssertEqual(try manager.activeWindow(), target.window, "_NET_ACTIVE_WINDOW")
             XCTAssertEqual(try manager.list().first?.id, target.window, "raised to the top of the stacking order")
         }
@@ -121,5 +119,24 @@ final class WindowManagerTests: XCTestCase {
         let window = try manager.window(id: one.window)
         let frame = try ScreenCapturer(connection: try display.connect()).capture(window: window)
         XCTAssertEqual(frame.pixel(x: 10, y: 10), RGB(r: 255, g: 255, b: 255))
+
+        // The manager dies and leaves its root properties behind: they must not be trusted any more.
+        kill(wm.processIdentifier, SIGKILL)
+        wm.waitUntilExit()
+        let xprop = Process()
+        xprop.executableURL = URL(fileURLWithPath: "/usr/bin/xprop")
+        xprop.arguments = ["-display", display.name, "-root", "_NET_CLIENT_LIST_STACKING", "_NET_SUPPORTING_WM_CHECK"]
+        let out = Pipe()
+        xprop.standardOutput = out
+        try xprop.run()
+        let props = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        xprop.waitUntilExit()
+        XCTAssertTrue(props.contains("window id #"), "stale EWMH properties expected on the root: \(props)")
+        let three = try Fixture(display: display.name, title: "after the manager", frame: Rect(x: 10, y: 10, width: 80, height: 60))
+        defer { three.stop() }
+        XCTAssertFalse(try manager.hasWindowManager())
+        XCTAssertTrue(try manager.list().contains { $0.id == three.window })
+        try manager.activate(try manager.find("after the manager"))
+        XCTAssertEqual(try manager.activeWindow(), three.window)
     }
 }
