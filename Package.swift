@@ -67,7 +67,7 @@ let package = Package(
 
         .testTarget(
             name: "XclawScreenTests",
-            dependencies: ["XclawScreen", "xclaw", "xclaw-fixture"],
+            dependencies: ["XclawScreen", "xclaw", "xclaw-fixture", "CX11"],
             path: "Tests/XclawScreenTests"
         ),
     ],

@@ -4,6 +4,8 @@ import Synchronization
 
 /// A protocol error recorded by the process-wide Xlib error handler.
 struct XProtocolErrorRecord: Sendable {
+    /// The serial number of the request that failed.
+    var serial: UInt
     var code: Int
     var request: Int
     var resource: UInt
@@ -12,7 +14,7 @@ struct XProtocolErrorRecord: Sendable {
 
 /// Xlib's error handlers are process-wide C function pointers that cannot capture context, so they record into
 /// these tables, keyed by the `Display*` they fired for.
-private let pendingProtocolErrors = Mutex<[UInt: XProtocolErrorRecord]>([:])
+private let pendingProtocolErrors = Mutex<[UInt: [XProtocolErrorRecord]]>([:])
 private let lostDisplays = Mutex<Set<UInt>>([])
 
 private func displayKey(_ display: OpaquePointer?) -> UInt { UInt(bitPattern: display) }
@@ -20,16 +22,22 @@ private func displayKey(_ display: OpaquePointer?) -> UInt { UInt(bitPattern: di
 /// Installs the handlers once per process. `XSetIOErrorHandler` alone is not enough: Xlib calls `exit(1)` after
 /// it returns unless the per-display `XSetIOErrorExitHandler` (libX11 >= 1.7) is set too (see `open`).
 private let installErrorHandlers: Void = {
+    // libX11 >= 1.8 locks itself; older ones need this before any other call for connections shared by threads.
+    _ = XInitThreads()
     _ = XSetErrorHandler { display, event in
         guard let event else { return 0 }
         var buffer = [CChar](repeating: 0, count: 160)
         XGetErrorText(display, Int32(event.pointee.error_code), &buffer, Int32(buffer.count))
         let record = XProtocolErrorRecord(
-            code: Int(event.pointee.error_code), request: Int(event.pointee.request_code),
-            resource: UInt(event.pointee.resourceid), text: String(nulTerminated: buffer))
+            serial: UInt(event.pointee.serial), code: Int(event.pointee.error_code),
+            request: Int(event.pointee.request_code), resource: UInt(event.pointee.resourceid),
+            text: String(nulTerminated: buffer))
         pendingProtocolErrors.withLock { table in
-            // Keep the first error of a trapped call: later ones are usually its consequences.
-            if table[displayKey(display)] == nil { table[displayKey(display)] = record }
+            // Bounded: errors of untrapped requests that nobody collects must not pile up.
+            var list = table[displayKey(display), default: []]
+            if list.count >= 32 { list.removeFirst() }
+            list.append(record)
+            table[displayKey(display)] = list
         }
         return 0
     }
@@ -93,11 +101,12 @@ public final class DisplayConnection: @unchecked Sendable {
     }
 
     deinit {
-        // Safe on a lost connection too: Xlib only frees memory then.
-        XCloseDisplay(handle)
+        // Forget this pointer before freeing it: a connection opened next may get the same address.
         let key = displayKey(handle)
         _ = lostDisplays.withLock { $0.remove(key) }
         _ = pendingProtocolErrors.withLock { $0.removeValue(forKey: key) }
+        // Safe on a lost connection too: Xlib only frees memory then.
+        XCloseDisplay(handle)
     }
 
     /// False once the server has gone away; the connection is then useless.
@@ -108,19 +117,25 @@ public final class DisplayConnection: @unchecked Sendable {
         if !isAlive { throw ScreenError.displayLost(name) }
     }
 
-    /// Runs `body` and makes any protocol error it caused a thrown `ScreenError.protocolError`: clears the error
-    /// slot, runs, then `XSync`s so the server's answer to every request in `body` has arrived.
+    /// Runs `body` and makes the first protocol error one of its requests caused a thrown
+    /// `ScreenError.protocolError`. Errors are matched by request serial (from `XNextRequest` on), so an error of an
+    /// earlier request is never blamed on `body`; `XSync` makes every answer arrive before the check.
     @discardableResult
     func trapped<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
         try checkAlive()
         trapLock.lock()
         defer { trapLock.unlock() }
         let key = displayKey(handle)
-        _ = pendingProtocolErrors.withLock { $0.removeValue(forKey: key) }
+        let firstSerial = XNextRequest(handle)
         let result = try body(handle)
         XSync(handle, 0)
         try checkAlive()
-        if let error = pendingProtocolErrors.withLock({ $0.removeValue(forKey: key) }) {
+        let caused: XProtocolErrorRecord? = pendingProtocolErrors.withLock { table in
+            let mine = table[key, default: []].first { $0.serial >= firstSerial }
+            table[key] = nil  // everything up to this sync is answered: older errors had their chance
+            return mine
+        }
+        if let error = caused {
             throw ScreenError.protocolError(
                 code: error.code, request: error.request, resource: error.resource, text: error.text)
         }

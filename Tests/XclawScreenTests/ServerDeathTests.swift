@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
-import XclawScreen
+@testable import XclawScreen
+import CX11
 
 /// The X server dies under a running capture loop: typed errors, the process lives, reconnecting works.
 final class ServerDeathTests: XCTestCase {
@@ -41,5 +42,28 @@ final class ServerDeathTests: XCTestCase {
         connection = try DisplayConnection.reconnect(name: name, timeout: .seconds(5))
         capturer = try ScreenCapturer(connection: connection)
         XCTAssertEqual(try capturer.capture().size, Size(width: 800, height: 600))
+    }
+}
+
+/// Protocol errors become typed errors of the call that caused them, and only of that call.
+final class ProtocolErrorTests: XCTestCase {
+    func testErrorsAreBlamedOnTheRequestThatCausedThem() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        let connection = try display.connect()
+        let bogus: Window = 0x7ff_fff1
+        XCTAssertThrowsError(try connection.trapped { XMapWindow($0, bogus) }) { error in
+            guard case .protocolError(let code, let request, let resource, _) = error as? ScreenError else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertEqual(code, Int(BadWindow))
+            XCTAssertEqual(request, 8)  // X_MapWindow
+            XCTAssertEqual(resource, UInt(bogus))
+        }
+        // An earlier request that nobody checked fails; the next checked call is innocent.
+        XUnmapWindow(connection.handle, bogus)
+        XCTAssertNoThrow(try connection.trapped { XNoOp($0) })
+        XCTAssertNoThrow(try connection.screenSize())
+        XCTAssertTrue(connection.isAlive, "a protocol error never ends the connection or the process")
     }
 }
