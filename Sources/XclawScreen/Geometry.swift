@@ -59,8 +59,15 @@ public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
         guard w > 0, h > 0 else {
             throw ScreenError.invalidRegion("\"\(text)\" is empty: width and height must be positive")
         }
+        // X coordinates are 16-bit; bounding them here keeps every later sum far from overflow.
+        guard [x, y, w, h].allSatisfy({ abs($0) <= Self.coordinateLimit }) else {
+            throw ScreenError.invalidRegion("\"\(text)\" is out of range (each value within ±\(Self.coordinateLimit))")
+        }
         self.init(x: x, y: y, width: w, height: h)
     }
+
+    /// The largest coordinate or size accepted from outside.
+    public static let coordinateLimit = 1 << 20
 
     /// Whether the point lies inside.
     public func contains(_ p: Point) -> Bool { p.x >= x && p.y >= y && p.x < x + width && p.y < y + height }

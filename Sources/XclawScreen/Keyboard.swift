@@ -12,7 +12,9 @@ public final class Keyboard: @unchecked Sendable {
     /// The connection keys are sent on.
     public let connection: DisplayConnection
     /// How long clients get to read key events of a rebound keycode before it is rebound again or restored.
-    public var settleDelay: Duration = .milliseconds(150)
+    /// 300 ms by default (a busy app may lag behind a burst of keys); `XCLAW_KEYMAP_SETTLE_MS` overrides it.
+    public var settleDelay: Duration = .milliseconds(
+        ProcessInfo.processInfo.environment["XCLAW_KEYMAP_SETTLE_MS"].flatMap { Int($0) }.map { max(0, $0) } ?? 300)
 
     private let minKeycode: Int
     private let perKeycode: Int

@@ -61,11 +61,15 @@ public struct ScreenGeometry: Sendable, Hashable, Codable {
     /// The screen rectangle that a model rectangle covers (every screen pixel any part of it touches), clamped to
     /// the screen; for zooming into the full-resolution frame.
     public func toScreen(_ r: Rect) -> Rect {
+        // Clamped to the model first: coordinates come from a model and may be anything.
+        let x0m = max(0, min(model.width, r.x)), y0m = max(0, min(model.height, r.y))
+        let x1m = max(x0m, min(model.width, r.x.addingReportingOverflow(r.width).partialValue))
+        let y1m = max(y0m, min(model.height, r.y.addingReportingOverflow(r.height).partialValue))
         func lower(_ v: Int, _ m: Int, _ s: Int) -> Int { max(0, min(s, v * s / m)) }
         func upper(_ v: Int, _ m: Int, _ s: Int) -> Int { max(0, min(s, (v * s + m - 1) / m)) }
-        let x0 = lower(r.x, model.width, screen.width), y0 = lower(r.y, model.height, screen.height)
-        let x1 = upper(r.x + r.width, model.width, screen.width)
-        let y1 = upper(r.y + r.height, model.height, screen.height)
+        let x0 = lower(x0m, model.width, screen.width), y0 = lower(y0m, model.height, screen.height)
+        let x1 = upper(x1m, model.width, screen.width)
+        let y1 = upper(y1m, model.height, screen.height)
         return Rect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 

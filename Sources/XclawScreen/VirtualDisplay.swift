@@ -62,6 +62,12 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         let fm = FileManager.default
         try? fm.createDirectory(at: displaysDirectory, withIntermediateDirectories: true,
                                 attributes: [.posixPermissions: 0o700])
+        // The /tmp fallback is shared: refuse a directory someone else made for us.
+        var info = stat()
+        guard stat(stateDirectory.path, &info) == 0, info.st_uid == getuid(), info.st_mode & 0o022 == 0 else {
+            throw ScreenError.virtualDisplay(
+                "\(stateDirectory.path) is missing, not ours or writable by others; set XCLAW_STATE_DIR")
+        }
         let logPath = displaysDirectory.appendingPathComponent("starting-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log").path
 
         var fds: [Int32] = [0, 0]
@@ -78,7 +84,13 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         if !extraArguments.contains("-terminate") { arguments.append("-noreset") }
         arguments += extraArguments
 
-        let pid = try spawn(arguments, logPath: logPath, displayFD: writeEnd, detached: detached)
+        let pid: pid_t
+        do {
+            pid = try spawn(arguments, logPath: logPath, displayFD: writeEnd, detached: detached)
+        } catch {
+            close(writeEnd)
+            throw error
+        }
         close(writeEnd)
         guard let displayNumber = readDisplayNumber(from: readEnd, timeout: timeout) else {
             kill(pid, SIGKILL)
@@ -94,7 +106,14 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         try? fm.moveItem(atPath: logPath, toPath: finalLog)
         let display = VirtualDisplay(name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
                                      depth: depth, shm: shm, startedAt: Date(), logPath: finalLog)
-        if record { try display.save() }
+        if record {
+            do {
+                try display.save()
+            } catch {
+                try? display.stop()  // an unrecorded server could never be stopped with `display stop`
+                throw ScreenError.virtualDisplay("could not record the display in \(displaysDirectory.path): \(error)")
+            }
+        }
         return display
     }
 

@@ -99,6 +99,11 @@ struct Drag: ParsableCommand {
     @Option(help: "Milliseconds the motion takes (some toolkits need time to start a drag).") var duration = 0
     @Option(name: .customLong("with"), help: "Modifiers held, e.g. shift.") var modifiers: String?
 
+    func validate() throws {
+        if !(1...10_000).contains(steps) { throw ValidationError("--steps must be between 1 and 10000") }
+        if !(0...600_000).contains(duration) { throw ValidationError("--duration must be between 0 and 600000 ms") }
+    }
+
     func run() throws {
         let controller = try input(target)
         let modifiers = try parseModifiers(self.modifiers)
@@ -118,6 +123,10 @@ struct Scroll: ParsableCommand {
     @Option(help: "Notches.") var amount = 1
     @Option(help: "Point X,Y to scroll at (default: where the pointer is).") var at: String?
     @Option(name: .customLong("with"), help: "Modifiers held, e.g. ctrl.") var modifiers: String?
+
+    func validate() throws {
+        if !(1...1000).contains(amount) { throw ValidationError("--amount must be between 1 and 1000") }
+    }
 
     func run() throws {
         let controller = try input(target)
@@ -152,7 +161,7 @@ struct Key: ParsableCommand {
         } else {
             try controller.keyboard.press(parsed)
         }
-        try controller.keyboard.restoreMapping()
+        try Interrupt.guarded { try controller.keyboard.restoreMapping() }
         try controller.sync()
     }
 }
@@ -165,6 +174,10 @@ struct TypeText: ParsableCommand {
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The text, or - to read it from stdin.") var text: String
     @Option(help: "Milliseconds between characters (for slow input methods).") var delay: Int?
+
+    func validate() throws {
+        if let delay, !(0...10_000).contains(delay) { throw ValidationError("--delay must be between 0 and 10000 ms") }
+    }
 
     func run() throws {
         var content = text
@@ -180,7 +193,7 @@ struct TypeText: ParsableCommand {
             try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }) { Interrupt.requested }
         }
         // Spare keycodes bound for missing characters are unbound once the client has read them.
-        try controller.keyboard.restoreMapping()
+        try Interrupt.guarded { try controller.keyboard.restoreMapping() }
         try controller.sync()
     }
 }

@@ -69,7 +69,8 @@ func emit<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
 /// Parses `X,Y`.
 func parsePoint(_ text: String) throws -> Point {
     let parts = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-    guard parts.count == 2, let x = parts[0], let y = parts[1] else {
+    guard parts.count == 2, let x = parts[0], let y = parts[1],
+          abs(x) <= Rect.coordinateLimit, abs(y) <= Rect.coordinateLimit else {
         throw ScreenError.invalidArgument("\"\(text)\" is not a point X,Y (two integers, e.g. 100,200)")
     }
     return Point(x: x, y: y)
@@ -89,6 +90,7 @@ enum Interrupt {
 
     /// Installs the handlers.
     static func install() {
+        _ = state  // created now: a lazy global's first use inside a signal handler could allocate
         signal(SIGINT) { signal in Interrupt.state.raise(signal) }
         signal(SIGTERM) { signal in Interrupt.state.raise(signal) }
     }

@@ -51,6 +51,11 @@ final class CLITests: XCTestCase {
             (["click", "10", "--display", "D"], "give both X and Y"),
             (["click", "1", "1", "--count", "4", "--display", "D"], "--count"),
             (["scroll", "sideways", "--display", "D"], "sideways"),
+            (["scroll", "up", "--amount", "100000000", "--display", "D"], "--amount"),
+            (["drag", "0", "0", "5", "5", "--steps", "0", "--display", "D"], "--steps"),
+            (["capture", "--region", "10,0,9223372036854775800,10", "-o", "-", "--display", "D"], "out of range"),
+            (["scroll", "up", "--at", "9223372036854775800,1", "--display", "D"], "is not a point"),
+            (["type", "x", "--delay", "-1", "--display", "D"], "--delay"),
             (["display", "start", "--size", "big"], "WIDTHxHEIGHT"),
             (["nosuchcommand"], "nosuchcommand"),
         ]

@@ -24,9 +24,14 @@ final class InputTests: XCTestCase {
         let manager = WindowManager(connection: connection)
         try manager.activate(try manager.window(id: try fixture.window))
         let input = try InputController(connection: connection)
-        try input.sync()
-        Thread.sleep(forTimeInterval: 0.05)
-        try fixture.clear()
+        // A sentinel instead of a sleep: once this motion arrives, the focus events before it have arrived too.
+        let fixture = try fixture
+        let sentinel = Point(x: Self.origin.x + 2, y: Self.origin.y + 3)
+        try input.move(to: Point(x: Self.origin.x + 1, y: Self.origin.y + 1))
+        try input.move(to: sentinel)
+        XCTAssertFalse(fixture.wait { $0.contains { $0.kind == "motion" && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
+            .isEmpty)
+        fixture.clear()
         return input
     }
 
@@ -219,11 +224,14 @@ final class InputTests: XCTestCase {
         }
         XCTAssertThrowsError(try input.drag(from: Point(x: 10, y: 10), to: Point(x: 10, y: 900)))
         XCTAssertThrowsError(try input.click(at: Point(x: -1, y: 10)))
-        Thread.sleep(forTimeInterval: 0.1)
-        XCTAssertTrue(fixture.received.filter { $0.kind != "motion" && $0.kind != "enter" }.isEmpty,
-                      "\(fixture.received)")
+        // The sentinel click arrives after anything the failed calls might have sent.
         try input.click(at: Point(x: 250, y: 250))
-        XCTAssertEqual((fixture.wait(for: "button_press").first?.state ?? 99) & 0xff, 0)
+        let press = fixture.wait(for: "button_press")
+        XCTAssertEqual(press.count, 1)
+        XCTAssertEqual(press.first?.rootX, 250)
+        XCTAssertEqual((press.first?.state ?? 99) & 0xff, 0, "no modifier left down")
+        XCTAssertTrue(fixture.received.filter { !["motion", "enter", "button_press", "button_release"].contains($0.kind) }
+            .isEmpty, "\(fixture.received)")
     }
 
     func testTypingIntoARealXterm() throws {

@@ -48,7 +48,7 @@ static void *deflate_stripe(void *arg) {
         int end = y + n >= s->row_to;
         int flush = end ? (s->last ? Z_FINISH : Z_SYNC_FLUSH) : Z_NO_FLUSH;
         int rc = deflate(&z, flush);
-        ok = (rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR) && z.avail_in == 0;
+        ok = z.avail_in == 0 && (flush == Z_FINISH ? rc == Z_STREAM_END : (rc == Z_OK || rc == Z_BUF_ERROR));
     }
     free(scan);
     deflateEnd(&z);
@@ -76,6 +76,11 @@ static void put_chunk(uint8_t **p, const char *type, const uint8_t *data, size_t
 int xclaw_png_encode_bgrx_fast(const uint8_t *bgrx, int width, int height, int level, int strategy, int threads,
                                uint8_t **out, size_t *out_len, char *err, size_t err_len) {
     if (width <= 0 || height <= 0) { snprintf(err, err_len, "empty image"); return -1; }
+    // One IDAT chunk holds at most 2^31-1 bytes and zlib counts in 32 bits: stay well inside both.
+    if ((uint64_t)width * 3 + 1 > ((uint64_t)1 << 30) / (uint64_t)height) {
+        snprintf(err, err_len, "image too large for one PNG (%dx%d)", width, height);
+        return -1;
+    }
     if (threads < 1) threads = 1;
     if (threads > 16) threads = 16;
     if (height < threads * 16) threads = 1;  // tiny images: not worth a thread
