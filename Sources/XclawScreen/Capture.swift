@@ -41,22 +41,39 @@ public final class ScreenCapturer: @unchecked Sendable {
     }
 
     /// Captures the whole screen or one region of it (root coordinates). The region must lie on the screen.
-    /// The screen size is asked of the server every time (one round trip, ~40 µs), so a RandR resize is followed
-    /// by long-lived capturers.
+    /// A long-lived capturer follows RandR resizes: the screen size is asked again when a region does not fit, when
+    /// a read fails, and at least every 250 ms (a round trip on every frame would cost more than the capture).
     public func capture(_ region: Rect? = nil) throws -> Frame {
         lock.lock()
         defer { lock.unlock() }
-        let screen = try connection.screenRect()
+        var screen = try knownScreen(refresh: false)
+        let area0 = region ?? screen
+        guard !area0.isEmpty else { throw ScreenError.invalidRegion("\(area0) is empty") }
+        if !screen.contains(area0) { screen = try knownScreen(refresh: true) }
         let area = region ?? screen
-        guard !area.isEmpty else { throw ScreenError.invalidRegion("\(area) is empty") }
         guard screen.contains(area) else {
             throw ScreenError.invalidRegion("\(area) is not inside the \(screen.size) screen")
         }
-        if method == .shm, segment?.size != screen.size {
-            segment = nil  // detach the old one first
-            segment = try SharedSegment(connection: connection, size: screen.size)
+        do {
+            return try read(area, screen: screen.size)
+        } catch let error as ScreenError where method == .shm {
+            // The screen may have shrunk under us: read the size once more before giving up.
+            let fresh = try knownScreen(refresh: true)
+            guard fresh != screen, fresh.contains(area) else { throw error }
+            return try read(region ?? fresh, screen: fresh.size)
         }
-        return try read(area)
+    }
+
+    private var screenCheckedAt: ContinuousClock.Instant?
+    private var screenSeen = Rect(x: 0, y: 0, width: 0, height: 0)
+
+    private func knownScreen(refresh: Bool) throws -> Rect {
+        let now = ContinuousClock.now
+        if refresh || screenCheckedAt.map({ now - $0 > .milliseconds(250) }) ?? true {
+            screenSeen = try connection.screenRect()
+            screenCheckedAt = now
+        }
+        return screenSeen
     }
 
     /// Captures the on-screen pixels of a window (what a person sees there, overlapping windows included),
@@ -69,8 +86,14 @@ public final class ScreenCapturer: @unchecked Sendable {
         return try capture(visible)
     }
 
-    private func read(_ area: Rect) throws -> Frame {
-        if method == .shm, let segment { return try segment.read(area) }
+    private func read(_ area: Rect, screen: Size) throws -> Frame {
+        if method == .shm {
+            if segment?.size != screen {
+                segment = nil  // detach the old one first
+                segment = try SharedSegment(connection: connection, size: screen)
+            }
+            if let segment { return try segment.read(area) }
+        }
         return try connection.trapped { display -> Frame in
             guard let image = XGetImage(display, connection.root, Int32(area.x), Int32(area.y),
                                         UInt32(area.width), UInt32(area.height), UInt.max, ZPixmap)

@@ -34,15 +34,30 @@ public enum ScrollDirection: String, Sendable, CaseIterable, Codable {
 public final class InputController: @unchecked Sendable {
     /// The connection input goes through.
     public let connection: DisplayConnection
-    /// Keys and typing.
-    public let keyboard: Keyboard
     private var cachedScreen: Size
+    private var madeKeyboard: Keyboard?
+    private let keyboardLock = NSLock()
 
-    /// Checks for XTEST and reads the keymap.
+    /// Checks for XTEST; the keymap is read on first use of `keyboard` (a click does not need it).
     public init(connection: DisplayConnection) throws {
         self.connection = connection
-        keyboard = try Keyboard(connection: connection)
+        var event: Int32 = 0, error: Int32 = 0, major: Int32 = 0, minor: Int32 = 0
+        guard XTestQueryExtension(connection.handle, &event, &error, &major, &minor) != 0 else {
+            throw ScreenError.extensionMissing("XTEST")
+        }
         cachedScreen = try connection.screenSize()
+    }
+
+    /// Keys and typing; made on first use.
+    public var keyboard: Keyboard {
+        get throws {
+            keyboardLock.lock()
+            defer { keyboardLock.unlock() }
+            if let madeKeyboard { return madeKeyboard }
+            let made = try Keyboard(connection: connection)
+            madeKeyboard = made
+            return made
+        }
     }
 
     /// Throws `outOfBounds` unless the point is on the screen (asks the server again before refusing, in case
@@ -142,7 +157,7 @@ public final class InputController: @unchecked Sendable {
     private func withModifiers(_ modifiers: [KeySym], at point: Point?, _ body: () throws -> Void) throws {
         if let point { try checkOnScreen(point) }
         try connection.checkAlive()
-        let codes = try keyboard.modifierKeycodes(modifiers)
+        let codes = modifiers.isEmpty ? [] : try keyboard.modifierKeycodes(modifiers)
         if let point {
             XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(point.x), Int32(point.y), 0)
         }

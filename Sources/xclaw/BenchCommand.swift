@@ -421,7 +421,8 @@ struct BenchInput: ParsableCommand {
             return sample
         }
         report.rows.append(BenchRow(typing, "xclaw in process: then restoreMapping()", Array(restores.dropFirst())))
-        report.notes.append("keyboard.type rows exclude restoreMapping(), which waits until 150 ms (settleDelay) after "
+        let settle = try input.keyboard.settleDelay / .milliseconds(1)
+        report.notes.append("keyboard.type rows exclude restoreMapping(), which waits until \(Int(settle)) ms (settleDelay) after "
             + "the last rebound key before unbinding it; it has its own row. Process rows stop the clock when the "
             + "last key press arrives (xclaw type restores its mapping after that, before exiting).")
         if hasXdotool {
