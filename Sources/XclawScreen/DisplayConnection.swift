@@ -1,4 +1,5 @@
 import CX11
+import CXTest
 import Foundation
 import Synchronization
 
@@ -172,6 +173,14 @@ public final class DisplayConnection: @unchecked Sendable {
         let value = XInternAtom(handle, atomName, 0)
         atoms.withLock { $0[atomName] = value }
         return value
+    }
+
+    /// Throws `extensionMissing` unless the server offers XTEST, which all synthetic input needs.
+    func requireXTest() throws {
+        var event: Int32 = 0, error: Int32 = 0, major: Int32 = 0, minor: Int32 = 0
+        guard XTestQueryExtension(handle, &event, &error, &major, &minor) != 0 else {
+            throw ScreenError.extensionMissing("XTEST")
+        }
     }
 
     /// Throws `outOfBounds` unless the point lies on the screen.

@@ -7,22 +7,27 @@ public struct ProbeEvent: Codable, Sendable, Equatable {
     /// What happened: `button_press`, `button_release`, `motion`, `key_press`, `key_release`, `focus_in`,
     /// `focus_out`, `enter`, `configure`, `map`.
     public var kind: String
-    /// Position in the window.
+    /// Position in the window, x.
     public var x: Int?
+    /// Position in the window, y.
     public var y: Int?
-    /// Position on the screen.
+    /// Position on the screen, x.
     public var rootX: Int?
+    /// Position on the screen, y.
     public var rootY: Int?
     /// Button number (1 left, 2 middle, 3 right, 4–7 scroll).
     public var button: Int?
     /// Modifier and button mask held at the time (ShiftMask 1, ControlMask 4, Mod1 8, Button1 256…).
     public var state: UInt?
-    /// Key events: the keycode, the keysym name, and the text `Xutf8LookupString` produced.
+    /// Key events: the keycode.
     public var keycode: Int?
+    /// Key events: the keysym's name.
     public var keysym: String?
+    /// Key presses: the text `Xutf8LookupString` produced.
     public var text: String?
-    /// Configure events: the new size.
+    /// Configure events: the new width.
     public var width: Int?
+    /// Configure events: the new height.
     public var height: Int?
     /// Server time in ms.
     public var time: UInt?

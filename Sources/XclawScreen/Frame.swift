@@ -3,8 +3,11 @@ import Foundation
 
 /// A colour as the screen shows it.
 public struct RGB: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// Red, 0–255.
     public var r: UInt8
+    /// Green, 0–255.
     public var g: UInt8
+    /// Blue, 0–255.
     public var b: UInt8
     /// Creates a colour.
     public init(r: UInt8, g: UInt8, b: UInt8) { self.r = r; self.g = g; self.b = b }

@@ -2,7 +2,9 @@ import Foundation
 
 /// A point in screen pixels (root-window coordinates).
 public struct Point: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// Pixels from the left edge.
     public var x: Int
+    /// Pixels from the top edge.
     public var y: Int
     /// Creates a point.
     public init(x: Int, y: Int) { self.x = x; self.y = y }
@@ -11,7 +13,9 @@ public struct Point: Codable, Sendable, Hashable, CustomStringConvertible {
 
 /// A size in pixels.
 public struct Size: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// Width in pixels.
     public var width: Int
+    /// Height in pixels.
     public var height: Int
     /// Creates a size.
     public init(width: Int, height: Int) { self.width = width; self.height = height }
@@ -29,9 +33,13 @@ public struct Size: Codable, Sendable, Hashable, CustomStringConvertible {
 
 /// An axis-aligned rectangle in pixels; `x`/`y` is the top-left corner.
 public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// Left edge.
     public var x: Int
+    /// Top edge.
     public var y: Int
+    /// Width in pixels.
     public var width: Int
+    /// Height in pixels.
     public var height: Int
     /// Creates a rectangle.
     public init(x: Int, y: Int, width: Int, height: Int) {

@@ -41,10 +41,7 @@ public final class InputController: @unchecked Sendable {
     /// Checks for XTEST; the keymap is read on first use of `keyboard` (a click does not need it).
     public init(connection: DisplayConnection) throws {
         self.connection = connection
-        var event: Int32 = 0, error: Int32 = 0, major: Int32 = 0, minor: Int32 = 0
-        guard XTestQueryExtension(connection.handle, &event, &error, &major, &minor) != 0 else {
-            throw ScreenError.extensionMissing("XTEST")
-        }
+        try connection.requireXTest()
         cachedScreen = try connection.screenSize()
     }
 

@@ -31,10 +31,7 @@ public final class Keyboard: @unchecked Sendable {
     /// Reads the keymap (`XGetKeyboardMapping`); fails when the server lacks XTEST.
     public init(connection: DisplayConnection) throws {
         self.connection = connection
-        var event: Int32 = 0, error: Int32 = 0, major: Int32 = 0, minor: Int32 = 0
-        guard XTestQueryExtension(connection.handle, &event, &error, &major, &minor) != 0 else {
-            throw ScreenError.extensionMissing("XTEST")
-        }
+        try connection.requireXTest()
         let (first, per, map) = try Self.keymap(connection)
         minKeycode = first
         perKeycode = per
