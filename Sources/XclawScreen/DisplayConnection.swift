@@ -182,12 +182,4 @@ public final class DisplayConnection: @unchecked Sendable {
             throw ScreenError.extensionMissing("XTEST")
         }
     }
-
-    /// Throws `outOfBounds` unless the point lies on the screen.
-    public func checkOnScreen(_ point: Point) throws {
-        let size = try screenSize()
-        guard Rect(size: size).contains(point) else {
-            throw ScreenError.outOfBounds(x: point.x, y: point.y, width: size.width, height: size.height)
-        }
-    }
 }

@@ -101,9 +101,6 @@ public struct Frame: Sendable, Equatable {
     /// RGBA with alpha 255 (the X byte never becomes transparency).
     public func rgba() -> [UInt8] { convert(bytesPerPixel: 4, xclaw_bgrx_to_rgba) }
 
-    /// 8-bit luma, for OCR.
-    public func gray() -> [UInt8] { convert(bytesPerPixel: 1, xclaw_bgrx_to_gray) }
-
     private func convert(
         bytesPerPixel: Int,
         _ kernel: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?) -> Void

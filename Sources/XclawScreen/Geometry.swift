@@ -9,6 +9,17 @@ public struct Point: Codable, Sendable, Hashable, CustomStringConvertible {
     /// Creates a point.
     public init(x: Int, y: Int) { self.x = x; self.y = y }
     public var description: String { "\(x),\(y)" }
+
+    /// Parses `X,Y` as the CLI takes it, within the same bounds as `Rect(parsing:)`.
+    public init(parsing text: String) throws {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+            .map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 2, let x = parts[0], let y = parts[1],
+              abs(x) <= Rect.coordinateLimit, abs(y) <= Rect.coordinateLimit else {
+            throw ScreenError.invalidArgument("\"\(text)\" is not a point X,Y (two integers, e.g. 100,200)")
+        }
+        self.init(x: x, y: y)
+    }
 }
 
 /// A size in pixels.

@@ -1,4 +1,5 @@
 import CX11
+import Foundation
 
 /// A key combination in xdotool syntax (`ctrl+shift+t`, `Return`, `alt+Tab`): modifiers held, one key pressed.
 public struct KeyCombo: Sendable, Hashable, CustomStringConvertible {
@@ -20,10 +21,10 @@ public struct KeyCombo: Sendable, Hashable, CustomStringConvertible {
             parts.removeLast(2)
             parts.append("plus")
         }
-        guard !parts.isEmpty, !parts.contains(where: { $0.trimmed.isEmpty }) else {
+        guard !parts.isEmpty, !parts.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
             throw ScreenError.unknownKey(text, suggestion: nil)
         }
-        let syms = try parts.map { try KeyNames.keysym(for: $0.trimmed) }
+        let syms = try parts.map { try KeyNames.keysym(for: $0.trimmingCharacters(in: .whitespaces)) }
         return KeyCombo(modifiers: Array(syms.dropLast()), key: syms[syms.count - 1], text: text)
     }
 }
@@ -113,12 +114,5 @@ public enum KeyNames {
             swap(&previous, &current)
         }
         return previous[b.count]
-    }
-}
-
-extension String {
-    /// The string without leading and trailing spaces.
-    var trimmed: String {
-        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 }

@@ -184,7 +184,6 @@ public final class Keyboard: @unchecked Sendable {
         try connection.trapped { display in
             for code in boundOrder { setMapping(display, code, to: 0) }
         }
-        for code in boundOrder { bySymbol = bySymbol.filter { $0.value.keycode != code } }
         bound = [:]
         boundOrder = []
     }

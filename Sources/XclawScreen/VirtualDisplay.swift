@@ -223,7 +223,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
             guard n > 0 else { return nil }  // Xvfb exited before it was ready
             text += String(decoding: buffer[0..<n], as: UTF8.self)
         }
-        return Int(text.trimmed)
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     private static func findExecutable(_ name: String) -> String? {

@@ -130,7 +130,7 @@ struct Scroll: ParsableCommand {
 
     func run() throws {
         let controller = try input(target)
-        try controller.scroll(direction, amount: amount, at: try at.map(parsePoint),
+        try controller.scroll(direction, amount: amount, at: try at.map(Point.init(parsing:)),
                               modifiers: try parseModifiers(modifiers))
         try controller.sync()
     }

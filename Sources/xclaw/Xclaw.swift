@@ -66,16 +66,6 @@ func emit<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
     }
 }
 
-/// Parses `X,Y`.
-func parsePoint(_ text: String) throws -> Point {
-    let parts = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-    guard parts.count == 2, let x = parts[0], let y = parts[1],
-          abs(x) <= Rect.coordinateLimit, abs(y) <= Rect.coordinateLimit else {
-        throw ScreenError.invalidArgument("\"\(text)\" is not a point X,Y (two integers, e.g. 100,200)")
-    }
-    return Point(x: x, y: y)
-}
-
 /// Parses modifier names (`ctrl+shift`) to keysyms.
 func parseModifiers(_ text: String?) throws -> [UInt] {
     guard let text, !text.isEmpty else { return [] }

@@ -53,11 +53,6 @@ void xclaw_bgrx_to_rgba(const uint8_t *src, size_t pixels, uint8_t *dst) {
     }
 }
 
-void xclaw_bgrx_to_gray(const uint8_t *src, size_t pixels, uint8_t *dst) {
-    for (size_t i = 0; i < pixels; i++, src += 4)
-        dst[i] = (uint8_t)((src[2] * 77u + src[1] * 150u + src[0] * 29u + 128u) >> 8);
-}
-
 /// For each destination index, the source span it covers and the weight of each source index in it, in 8.8 fixed
 /// point: source pixel i covers [i*dn, (i+1)*dn) and destination pixel j covers [j*sn, (j+1)*sn) on a common axis,
 /// each weight is the difference of the rounded running sums of the exact integer overlaps, so weights are never

@@ -19,9 +19,6 @@ void xclaw_bgrx_to_rgb(const uint8_t *src, size_t pixels, uint8_t *dst);
 /// Expands BGRX into RGBA with alpha 255 (the X byte is 0 and must never become alpha).
 void xclaw_bgrx_to_rgba(const uint8_t *src, size_t pixels, uint8_t *dst);
 
-/// Converts BGRX to 8-bit luma (BT.601 integer weights).
-void xclaw_bgrx_to_gray(const uint8_t *src, size_t pixels, uint8_t *dst);
-
 /// Area-averaging downscale of BGRX (every source pixel contributes by the area it covers; 8.8 fixed-point weights,
 /// within one level of the exact mean at ratios up to 4:1, three at 100:1). Uses two threads for large images.
 /// dst_w <= src_w and dst_h <= src_h. Returns 0, or -1 on bad sizes or allocation failure.
