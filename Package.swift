@@ -38,7 +38,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread")]
         ),
 
-        // Layer 0: what every layer shares (exit-status classification of errors).
+        // Layer 0: what every layer shares (exit-status classification of errors, the JSON output conventions).
         .target(name: "XclawBase", path: "Sources/XclawBase"),
 
         // Layer 2: the screen: display connection, capture, PNG, scaling, input, windows, monitors, Xvfb.
@@ -63,11 +63,11 @@ let package = Package(
         ),
 
         // Test fixture: an X client that draws known rectangles and reports every event it receives.
-        .executableTarget(name: "xclaw-fixture", dependencies: ["XclawScreen"], path: "Sources/xclaw-fixture"),
+        .executableTarget(name: "xclaw-fixture", dependencies: ["XclawBase", "XclawScreen"], path: "Sources/xclaw-fixture"),
 
         .testTarget(
             name: "XclawScreenTests",
-            dependencies: ["XclawScreen", "xclaw", "xclaw-fixture", "CX11"],
+            dependencies: ["XclawBase", "XclawScreen", "xclaw", "xclaw-fixture", "CX11"],
             path: "Tests/XclawScreenTests"
         ),
     ],

@@ -29,9 +29,12 @@ public final class ScreenCapturer: @unchecked Sendable {
     public init(connection: DisplayConnection, method: CaptureMethod = .auto) throws {
         self.connection = connection
         self.method = method == .getImage ? .getImage : .shm
+        // The size asked for the segment also seeds the capture loop's view of the screen.
+        screenSeen = try connection.screenRect()
+        screenCheckedAt = .now
         if self.method == .shm {
             do {
-                segment = try SharedSegment(connection: connection, size: try connection.screenSize())
+                segment = try SharedSegment(connection: connection, size: screenSeen.size)
             } catch let error as ScreenError {
                 if method == .shm { throw error }
                 logger.debug("MIT-SHM unavailable (\(error)); capturing with XGetImage")
@@ -78,12 +81,13 @@ public final class ScreenCapturer: @unchecked Sendable {
 
     /// Captures the on-screen pixels of a window (what a person sees there, overlapping windows included),
     /// clipped to the screen.
-    public func capture(window: WindowInfo) throws -> Frame {
+    public func capture(window: WindowInfo) throws -> Frame { try capture(try visibleArea(of: window)) }
+
+    /// The part of a window that lies on the screen; `invalidRegion` when none does.
+    public func visibleArea(of window: WindowInfo) throws -> Rect {
         let visible = window.frame.intersection(try connection.screenRect())
-        guard !visible.isEmpty else {
-            throw ScreenError.invalidRegion("window 0x\(String(window.id, radix: 16)) is entirely off screen")
-        }
-        return try capture(visible)
+        guard !visible.isEmpty else { throw ScreenError.invalidRegion("window \(window.hexID) is entirely off screen") }
+        return visible
     }
 
     private func read(_ area: Rect, screen: Size) throws -> Frame {

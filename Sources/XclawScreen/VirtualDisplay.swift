@@ -1,6 +1,7 @@
 import Foundation
 import CXclawShim
 import Glibc
+import XclawBase
 
 /// A private Xvfb server that xclaw started: the headless default for unattended runs, demos and tests.
 ///

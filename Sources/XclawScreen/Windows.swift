@@ -95,7 +95,8 @@ public struct WindowManager: Sendable {
     /// `XMapRaised` + `XSetInputFocus`. Waits (up to 1 s) until the window is viewable and focused.
     public func activate(_ window: WindowInfo) throws {
         let id = Window(window.id)
-        if try hasWindowManager() {
+        let ewmh = try hasWindowManager()
+        if ewmh {
             _ = try connection.trapped { display in
                 var event = XEvent()
                 event.xclient.type = ClientMessage
@@ -115,11 +116,11 @@ public struct WindowManager: Sendable {
             if ContinuousClock.now >= deadline { throw ScreenError.notActivated(window.hexID) }
             Thread.sleep(forTimeInterval: 0.005)
         }
-        if try !hasWindowManager() {
+        if !ewmh {
             try connection.trapped { display in _ = XSetInputFocus(display, id, RevertToParent, 0 /* CurrentTime */) }
         }
         // A window manager acts on the request asynchronously: return once it reports the window active.
-        while try activeWindow() != window.id {
+        while try activeWindow(ewmh: ewmh) != window.id {
             if ContinuousClock.now >= deadline { throw ScreenError.notActivated(window.hexID) }
             Thread.sleep(forTimeInterval: 0.005)
         }

@@ -4,6 +4,7 @@
 //   xclaw-fixture [--display :N] [--title T] [--geometry WxH+X+Y] [--bg #rrggbb] [--rect X,Y,W,H,#rrggbb]...
 import Foundation
 import XclawScreen
+import XclawBase
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("xclaw-fixture: \(message)\n".utf8))

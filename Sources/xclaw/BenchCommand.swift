@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import XclawScreen
+import XclawBase
 
 /// `xclaw bench`: measures capture and input, side by side with the usual peers, so defaults rest on data.
 struct Bench: ParsableCommand {

@@ -34,15 +34,9 @@ struct Capture: ParsableCommand {
         let region = try self.region.map(Rect.init(parsing:))
         let connection = try target.connect()
         let capturer = try ScreenCapturer(connection: connection, method: method)
-        var area = try region ?? connection.screenRect()
-        var frame: Frame
-        if let window {
-            let info = try WindowManager(connection: connection).find(window)
-            frame = try capturer.capture(window: info)
-            area = info.frame.intersection(try connection.screenRect())
-        } else {
-            frame = try capturer.capture(region)
-        }
+        let area = try window.map { try capturer.visibleArea(of: WindowManager(connection: connection).find($0)) }
+            ?? region ?? connection.screenRect()
+        var frame = try capturer.capture(area)
         var geometry: ScreenGeometry?
         if scaleForModel {
             let g = ScreenGeometry(screen: frame.size)

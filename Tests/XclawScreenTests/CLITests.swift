@@ -1,5 +1,6 @@
 import XCTest
 import XclawScreen
+import XclawBase
 
 /// The command line's contract: results on stdout, errors on stderr, documented exit codes, nothing lost.
 final class CLITests: XCTestCase {

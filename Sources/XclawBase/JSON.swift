@@ -1,7 +1,7 @@
 import Foundation
 
 extension JSONEncoder {
-    /// The encoder every xclaw JSON output uses: sorted keys, ISO-8601 dates.
+    /// The encoder every xclaw JSON output and record uses: sorted keys, ISO-8601 dates.
     public static var xclaw: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
