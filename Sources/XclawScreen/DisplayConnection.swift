@@ -20,6 +20,16 @@ private let lostDisplays = Mutex<Set<UInt>>([])
 
 private func displayKey(_ display: OpaquePointer?) -> UInt { UInt(bitPattern: display) }
 
+/// True when a loss is recorded for the connection at `address`; lets tests see that nothing outlives a close.
+func lossRecorded(at address: UInt) -> Bool { lostDisplays.withLock { $0.contains(address) } }
+
+/// Drops the loss and pending errors recorded for `display`: its address may be handed to the next connection.
+private func forgetState(of display: OpaquePointer) {
+    let key = displayKey(display)
+    _ = lostDisplays.withLock { $0.remove(key) }
+    _ = pendingProtocolErrors.withLock { $0.removeValue(forKey: key) }
+}
+
 /// Installs the handlers once per process. `XSetIOErrorHandler` alone is not enough: Xlib calls `exit(1)` after
 /// it returns unless the per-display `XSetIOErrorExitHandler` (libX11 >= 1.7) is set too (see `open`).
 private let installErrorHandlers: Void = {
@@ -78,6 +88,8 @@ public final class DisplayConnection: @unchecked Sendable {
         _ = installErrorHandlers
         let resolved = try Self.resolveName(name)
         guard let display = XOpenDisplay(resolved) else { throw ScreenError.cannotOpen(resolved) }
+        // A new connection may reuse the address of a closed one whose close recorded a loss; it is alive.
+        forgetState(of: display)
         // The handler only records the loss (see `installErrorHandlers`) and returns, so the process survives.
         XSetIOErrorExitHandler(display, { display, _ in
             _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
@@ -102,12 +114,10 @@ public final class DisplayConnection: @unchecked Sendable {
     }
 
     deinit {
-        // Forget this pointer before freeing it: a connection opened next may get the same address.
-        let key = displayKey(handle)
-        _ = lostDisplays.withLock { $0.remove(key) }
-        _ = pendingProtocolErrors.withLock { $0.removeValue(forKey: key) }
-        // Safe on a lost connection too: Xlib only frees memory then.
+        // Safe on a lost connection too: Xlib only frees memory then. Closing a dead connection runs the IO error
+        // handler, which records the loss again, so the state is forgotten after the close, not before.
         XCloseDisplay(handle)
+        forgetState(of: handle)
     }
 
     /// False once the server has gone away; the connection is then useless.

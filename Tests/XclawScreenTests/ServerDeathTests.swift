@@ -43,6 +43,28 @@ final class ServerDeathTests: XCTestCase {
         capturer = try ScreenCapturer(connection: connection)
         XCTAssertEqual(try capturer.capture().size, Size(width: 800, height: 600))
     }
+
+    /// Closing a dead connection runs Xlib's IO error handler once more; the loss it records must not outlive the
+    /// close, because malloc may hand the address straight to the next connection (CI failed this way on `:0`).
+    func testClosingADeadConnectionLeavesNoLossBehind() throws {
+        let doomed = try TestDisplay(size: Size(width: 320, height: 240))
+        var idle: DisplayConnection? = try doomed.connect()  // never used, so it learns of the death on close
+        let address = UInt(bitPattern: idle?.handle)
+        doomed.stop()
+        XCTAssertEqual(idle?.isAlive, true, "nothing has been read from the dead server yet")
+        idle = nil
+        XCTAssertFalse(lossRecorded(at: address))
+
+        // A connection that found out before its close leaves nothing behind either.
+        let second = try TestDisplay(size: Size(width: 320, height: 240))
+        var used: DisplayConnection? = try second.connect()
+        let usedAddress = UInt(bitPattern: used?.handle)
+        second.stop()
+        XCTAssertThrowsError(try used.map { try ScreenCapturer(connection: $0).capture() })
+        XCTAssertTrue(lossRecorded(at: usedAddress))
+        used = nil
+        XCTAssertFalse(lossRecorded(at: usedAddress))
+    }
 }
 
 /// Protocol errors become typed errors of the call that caused them, and only of that call.
