@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "xclaw", targets: ["xclaw"]),
         .library(name: "XclawScreen", targets: ["XclawScreen"]),
+        .library(name: "XclawPerception", targets: ["XclawPerception"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -51,11 +52,21 @@ let package = Package(
             path: "Sources/XclawScreen"
         ),
 
+        // Layer 3: perception: OCR, snapshots with stable refs, find-by-label, watch conditions, settle detection.
+        .target(
+            name: "XclawPerception",
+            dependencies: [
+                "XclawBase", "XclawScreen", "CTesseract", "CXclawShim",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/XclawPerception"
+        ),
+
         // Layer 6: the command line.
         .executableTarget(
             name: "xclaw",
             dependencies: [
-                "XclawBase", "XclawScreen",
+                "XclawBase", "XclawScreen", "XclawPerception",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

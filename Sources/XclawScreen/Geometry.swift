@@ -102,6 +102,16 @@ public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
         let x1 = min(x + width, other.x + other.width), y1 = min(y + height, other.y + other.height)
         return Rect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
     }
+
+    /// The smallest rectangle covering both.
+    public func union(_ other: Rect) -> Rect {
+        let x0 = min(x, other.x), y0 = min(y, other.y)
+        let x1 = max(x + width, other.x + other.width), y1 = max(y + height, other.y + other.height)
+        return Rect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+
+    /// The same rectangle moved by `dx`, `dy`.
+    public func offset(dx: Int, dy: Int) -> Rect { Rect(x: x + dx, y: y + dy, width: width, height: height) }
 }
 
 extension String {

@@ -13,7 +13,8 @@ struct Xclaw: ParsableCommand {
         subcommands: [
             DisplayCommand.self, Capture.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
-            Cursor.self, Windows.self, Activate.self, Monitors.self, Bench.self,
+            Cursor.self, Windows.self, Activate.self, Monitors.self,
+            Ocr.self, Bench.self,
         ]
     )
 

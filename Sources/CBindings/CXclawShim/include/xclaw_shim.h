@@ -44,4 +44,26 @@ XIC xclaw_create_ic(XIM im, Window window);
 /// posix_spawn_file_actions_addclosefrom_np is a GNU extension Swift does not see: close every fd >= from in the child.
 int xclaw_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
 
+// --- OCR preparation (textlayout.c) ---
+
+/// Converts a rectangle of a BGRX frame (stride_px pixels a row) to 8-bit luma into dst (w*h bytes).
+void xclaw_bgrx_to_gray(const uint8_t *bgrx, int stride_px, int x, int y, int w, int h, uint8_t *dst);
+
+/// A 64-bit content hash of a rectangle of a gray image, seeded with its size: the OCR cache key.
+uint64_t xclaw_hash_gray(const uint8_t *gray, int stride, int x, int y, int w, int h);
+
+/// Finds text-like blocks in a gray image: ink (neighbour differences above threshold) with long ruling lines removed,
+/// split by recursive XY-cut. With clean != 0 the rules are also painted out of gray. Writes up to max rectangles as
+/// x,y,w,h quadruples into out; returns how many exist (may exceed max), or -1 on bad input or allocation failure.
+int xclaw_text_blocks(uint8_t *gray, int w, int h, int threshold, int clean, int *out, int max);
+
+/// The most common gray level of a rectangle: its background, whatever the theme.
+int xclaw_background_level(const uint8_t *gray, int stride, int x, int y, int w, int h);
+
+/// Crops the rectangle x,y,w,h, keeping only the inner rectangle ix,iy,iw,ih (relative to it; the rest reads as
+/// `background`), upscales by an integer factor (bilinear) and optionally inverts into dst ((w*scale) x (h*scale)
+/// bytes): dark text on a light background at a size tesseract reads well.
+void xclaw_prepare_block(const uint8_t *gray, int stride, int x, int y, int w, int h, int ix, int iy, int iw, int ih,
+                         int background, int scale, int invert, uint8_t *dst);
+
 #endif

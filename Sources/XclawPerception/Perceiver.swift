@@ -1,0 +1,46 @@
+import Foundation
+import XclawScreen
+
+/// Everything perception needs on one display: the connection, a capturer, the window list and the OCR engines with
+/// their cache. Long-lived users (the agent, `watch`) keep one; each CLI call makes one and saves the cache at exit.
+public final class Perceiver: @unchecked Sendable {
+    /// The display connection.
+    public let connection: DisplayConnection
+    /// Captures frames for reading.
+    public let capturer: ScreenCapturer
+    /// Lists and finds windows.
+    public let windows: WindowManager
+    /// Reads text; its cache makes unchanged content free.
+    public let recognizer: TextRecognizer
+
+    /// Opens perception on `connection`, with the OCR cache given (default: empty, in memory).
+    public init(connection: DisplayConnection, cache: OCRCache = OCRCache()) throws {
+        self.connection = connection
+        capturer = try ScreenCapturer(connection: connection)
+        windows = WindowManager(connection: connection)
+        recognizer = TextRecognizer(cache: cache)
+    }
+
+    /// The area a `--region`/`--window` pair names: a window's visible part, a region clipped to the screen, or the
+    /// whole screen.
+    public func area(region: Rect? = nil, window: String? = nil) throws -> Rect {
+        if let window { return try capturer.visibleArea(of: windows.find(window)) }
+        let screen = try connection.screenRect()
+        guard let region else { return screen }
+        let clipped = region.intersection(screen)
+        guard !clipped.isEmpty else {
+            throw PerceptionError.invalidArgument("region \(region) is outside the \(screen.width)x\(screen.height) screen")
+        }
+        return clipped
+    }
+
+    /// Captures `area` (default: the screen) and reads its text.
+    public func read(_ area: Rect? = nil) throws -> TextReading {
+        let area = try area ?? connection.screenRect()
+        let frame = try capturer.capture(area)
+        return try recognizer.read(frame, origin: Point(x: area.x, y: area.y))
+    }
+
+    /// Where CLI calls keep the shared OCR cache: `ocr-cache.bin` in the state directory.
+    public static var cacheFile: URL { VirtualDisplay.stateDirectory.appendingPathComponent("ocr-cache.bin") }
+}

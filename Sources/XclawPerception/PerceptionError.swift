@@ -1,0 +1,49 @@
+import XclawBase
+import XclawScreen
+
+/// Why a perception call failed, with what the user can do about it.
+public enum PerceptionError: Error, CustomStringConvertible, Equatable, ClassifiedError {
+    /// Tesseract could not load its English model.
+    case tessdataMissing(String)
+    /// Tesseract failed on an image it was given.
+    case recognitionFailed(String)
+    /// A label matched nothing on screen.
+    case notFound(label: String, closest: [String])
+    /// Several elements match equally and nothing tells them apart.
+    case ambiguous(label: String, candidates: [String])
+    /// A ref from an earlier snapshot is no longer on screen.
+    case staleRef(String)
+    /// A watch condition did not hold before its timeout.
+    case timedOut(condition: String, lastObserved: String)
+    /// An argument is malformed.
+    case invalidArgument(String)
+
+    public var description: String {
+        switch self {
+        case .tessdataMissing(let detail):
+            return "tesseract could not load its English data (\(detail)); install it with "
+                + "scripts/install-deps.sh (or `apt-get install tesseract-ocr-eng`), or set TESSDATA_PREFIX"
+        case .recognitionFailed(let detail): return "OCR failed: \(detail)"
+        case .notFound(let label, let closest):
+            let hint = closest.isEmpty ? "no text is on screen there" : "closest: " + closest.joined(separator: ", ")
+            return "nothing on screen matches \"\(label)\" (\(hint)); check the spelling, widen --window, or run "
+                + "`xclaw ocr` to see what is readable"
+        case .ambiguous(let label, let candidates):
+            return "\"\(label)\" matches \(candidates.count) elements equally; pick one with --nth N, --near LABEL, "
+                + "--window or --role, or tap a ref:\n  " + candidates.joined(separator: "\n  ")
+        case .staleRef(let ref):
+            return "\(ref) is not on screen any more; run `xclaw snapshot` again and use a current ref"
+        case .timedOut(let condition, let last):
+            return "timed out waiting for \(condition); last observed: \(last)"
+        case .invalidArgument(let message): return message
+        }
+    }
+
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .tessdataMissing, .recognitionFailed: return .internal
+        case .notFound, .ambiguous, .staleRef, .timedOut: return .notFound
+        case .invalidArgument: return .usage
+        }
+    }
+}
