@@ -14,7 +14,7 @@ struct Xclaw: ParsableCommand {
             DisplayCommand.self, Capture.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
             Cursor.self, Windows.self, Activate.self, Monitors.self,
-            Ocr.self, Bench.self,
+            Ocr.self, SnapshotCommand.self, Find.self, Tap.self, Watch.self, WaitStable.self, Bench.self,
         ]
     )
 

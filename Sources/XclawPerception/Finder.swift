@@ -1,0 +1,187 @@
+import Foundation
+import XclawScreen
+
+/// A place on screen that matches a label, with how well.
+public struct Match: Codable, Sendable, Hashable {
+    /// The matched text as read.
+    public var text: String
+    /// The box of the matched words (or of the control that holds them).
+    public var box: Rect
+    /// 1 exact, 0.97 case-insensitive, 0.93 equal once OCR look-alikes are folded, lower for fuzzy matches.
+    public var score: Double
+    /// The role of the element that holds the words.
+    public var role: Role
+    /// The element's ref in the snapshot it came from.
+    public var ref: String
+    /// The window ref, if any.
+    public var window: String?
+
+    /// The point a tap clicks: the centre of the box.
+    public var point: Point { box.center }
+
+    /// One line for listings: `e4 button "Save" @x,y score 0.97`.
+    public var summary: String {
+        let c = point
+        return "\(ref) \(role.rawValue) \"\(text)\" @\(c.x),\(c.y) \(box.width)x\(box.height)"
+            + (window.map { " in \($0)" } ?? "") + " score " + String(format: "%.2f", score)
+    }
+}
+
+/// Matches labels against a snapshot: exact, case-insensitive and fuzzy (OCR confuses l/1/I, O/0, rn/m), on a word
+/// or a phrase of consecutive words of one line, and ranks the candidates.
+public enum Finder {
+    /// The lowest score accepted as a match: 0.9 x a similarity of 3/4 (one wrong letter in four).
+    public static let threshold = 0.67
+
+    /// Every element-word span matching `label`, best first (ties in reading order). `role` restricts the element
+    /// kind; windows are never matched (use `--window` to scope).
+    public static func find(_ label: String, in snapshot: Snapshot, role: Role? = nil) -> [Match] {
+        let wanted = label.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard !wanted.isEmpty else { return [] }
+        var matches: [Match] = []
+        for element in snapshot.elements where element.role != .window && (role == nil || element.role == role) {
+            let words = element.words ?? []
+            var best: Match?
+            for length in max(1, wanted.count - 1)...(wanted.count + 1) where length <= words.count {
+                for start in 0...(words.count - length) {
+                    let span = Array(words[start..<start + length])
+                    let text = span.map(\.text).joined(separator: " ")
+                    let s = score(wanted.joined(separator: " "), text)
+                    guard s >= threshold, s > (best?.score ?? 0) else { continue }
+                    // A control is pressed anywhere in its box; text only where the words are.
+                    let box = element.role == .text ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }
+                                                    : element.box
+                    best = Match(text: text, box: box, score: s, role: element.role, ref: element.ref,
+                                 window: element.window)
+                }
+            }
+            if let best { matches.append(best) }
+        }
+        // Stable sort: reading order is kept among equal scores.
+        return matches.enumerated().sorted { ($0.element.score, -$0.offset) > ($1.element.score, -$1.offset) }
+            .map(\.element)
+    }
+
+    /// The elements whose labels come closest to `label`, for "did you mean" when nothing matches.
+    public static func closest(_ label: String, in snapshot: Snapshot, limit: Int = 5) -> [String] {
+        snapshot.elements.filter { $0.role != .window }
+            .map { ($0, $0.label.split(whereSeparator: \.isWhitespace).map { score(label, String($0)) }.max() ?? 0) }
+            .sorted { $0.1 > $1.1 }
+            .prefix(limit)
+            .map { "\($0.0.ref) \"\($0.0.label.prefix(40))\"" }
+    }
+
+    /// How well `text` (as read) matches `wanted`.
+    public static func score(_ wanted: String, _ text: String) -> Double {
+        let read = trimPunctuation(text), target = trimPunctuation(wanted)
+        guard !read.isEmpty, !target.isEmpty else { return 0 }
+        if read == target { return 1 }
+        let lower = read.lowercased(), targetLower = target.lowercased()
+        if lower == targetLower { return 0.97 }
+        let folded = fold(lower), targetFolded = fold(targetLower)
+        if folded == targetFolded { return 0.93 }
+        let distance = editDistance(Array(folded), Array(targetFolded))
+        let similarity = 1 - Double(distance) / Double(max(folded.count, targetFolded.count))
+        return 0.9 * similarity
+    }
+
+    /// Folds characters OCR confuses into one (after lowercasing): l/1/i/|/! → l, o/0 → o, s/5 → s, rn → m, vv → w.
+    static func fold(_ s: String) -> String {
+        var out = ""
+        for c in s {
+            switch c {
+            case "1", "i", "|", "!": out.append("l")
+            case "0": out.append("o")
+            case "5": out.append("s")
+            default: out.append(c)
+            }
+        }
+        return out.replacingOccurrences(of: "rn", with: "m").replacingOccurrences(of: "vv", with: "w")
+    }
+
+    /// Drops punctuation OCR attaches to a label's ends (quotes, brackets, colons, ellipses).
+    static func trimPunctuation(_ s: String) -> String {
+        s.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'`‘’“”()[]{}<>:;,.…?!_-—"))
+    }
+
+    /// Levenshtein distance.
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}
+
+/// How to pick one match among several.
+public struct Selection: Sendable {
+    /// Take the Nth match in reading order among the best (1-based).
+    public var nth: Int?
+    /// Prefer the match nearest to this label.
+    public var near: String?
+    /// Only elements of this role.
+    public var role: Role?
+
+    /// Creates a selection.
+    public init(nth: Int? = nil, near: String? = nil, role: Role? = nil) {
+        self.nth = nth; self.near = near; self.role = role
+    }
+
+    /// The one match to act on, or a typed error: nothing matches (with the closest labels), or several match equally
+    /// and nothing disambiguates (a wrong click is worse than none).
+    public func resolve(_ label: String, in snapshot: Snapshot) throws -> Match {
+        // A ref names one element outright.
+        if label.range(of: #"^[ew][0-9]+$"#, options: .regularExpression) != nil {
+            guard let element = snapshot.elements.first(where: { $0.ref == label }) else {
+                throw PerceptionError.staleRef(label)
+            }
+            return Match(text: element.label, box: element.box, score: 1, role: element.role, ref: element.ref,
+                         window: element.window)
+        }
+        let matches = Finder.find(label, in: snapshot, role: role)
+        guard let top = matches.first else {
+            throw PerceptionError.notFound(label: label, closest: Finder.closest(label, in: snapshot))
+        }
+        let best = matches.filter { abs($0.score - top.score) < 0.001 }
+        if let nth {
+            // In reading order among the best-scoring ones: "the second Save".
+            guard nth >= 1, nth <= best.count else {
+                throw PerceptionError.notFound(label: "\(label) #\(nth)", closest: best.map(\.summary))
+            }
+            return best[nth - 1]
+        }
+        if let near {
+            let anchors = Finder.find(near, in: snapshot)
+            guard let anchor = anchors.first else {
+                throw PerceptionError.notFound(label: near, closest: Finder.closest(near, in: snapshot))
+            }
+            // Among good matches (not just the very best), the nearest to the anchor; an exact tie is refused.
+            let good = matches.filter { $0.score >= top.score - 0.05 && $0.ref != anchor.ref }
+            let ranked = good.map { ($0, Self.distance($0.point, anchor.point)) }.sorted { $0.1 < $1.1 }
+            guard let first = ranked.first else {
+                throw PerceptionError.notFound(label: label, closest: matches.map(\.summary))
+            }
+            if ranked.count > 1 && ranked[1].1 == first.1 {
+                throw PerceptionError.ambiguous(label: label, candidates: ranked.prefix(5).map(\.0.summary))
+            }
+            return first.0
+        }
+        if best.count > 1 {
+            throw PerceptionError.ambiguous(label: label, candidates: best.map(\.summary))
+        }
+        return top
+    }
+
+    private static func distance(_ a: Point, _ b: Point) -> Double {
+        let dx = Double(a.x - b.x), dy = Double(a.y - b.y)
+        return (dx * dx + dy * dy).squareRoot()
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import XclawBase
+import XclawScreen
+
+/// Keeps refs stable across snapshots: an element keeps its ref while the same window holds an element of the same
+/// role and label near the same place, whatever else appears, moves or vanishes (refs are keyed on identity and
+/// position, never on list order). Saved per display so successive CLI calls agree.
+public final class RefStore: Codable, @unchecked Sendable {
+    /// What is remembered of an element.
+    struct Known: Codable {
+        var ref: String
+        var role: Role
+        var label: String
+        var windowID: UInt?
+        var box: Rect
+    }
+    private var known: [Known] = []
+    private var windows: [UInt: String] = [:]
+    private var nextElement = 1
+    private var nextWindow = 1
+
+    /// An empty store: every element gets a fresh ref.
+    public init() {}
+
+    /// The ref of a window, the same for as long as the window exists.
+    func windowRef(_ id: UInt) -> String {
+        if let ref = windows[id] { return ref }
+        let ref = "w\(nextWindow)"
+        nextWindow += 1
+        windows[id] = ref
+        return ref
+    }
+
+    /// Gives each element its ref: the ref of the nearest remembered element with the same window, role and label
+    /// within reach, else a new one (marked changed). Matched elements that moved are marked changed too.
+    func assign(_ elements: [Element]) -> [Element] {
+        var used = Set<String>()
+        var result = elements
+        var previous: [String: [Known]] = [:]
+        for k in known { previous[Self.identity(k.role, k.label, k.windowID), default: []].append(k) }
+        var remembered: [Known] = []
+        for i in result.indices {
+            let e = result[i]
+            if e.role == .window {
+                // Window refs come from windowRef; a window is new when it was not seen before.
+                result[i].changed = !known.contains { $0.ref == e.ref && $0.box == e.box }
+                remembered.append(Known(ref: e.ref, role: e.role, label: e.label, windowID: e.windowID, box: e.box))
+                continue
+            }
+            let reach = max(24, max(e.box.width, e.box.height) / 2)
+            let candidates = previous[Self.identity(e.role, e.label, e.windowID)] ?? []
+            let best = candidates.filter { !used.contains($0.ref) }
+                .map { ($0, Self.distance($0.box.center, e.box.center)) }
+                .filter { $0.1 <= reach }
+                .min { $0.1 < $1.1 }
+            if let (match, _) = best {
+                result[i].ref = match.ref
+                result[i].changed = match.box != e.box
+            } else {
+                result[i].ref = "e\(nextElement)"
+                nextElement += 1
+                result[i].changed = true
+            }
+            used.insert(result[i].ref)
+            remembered.append(Known(ref: result[i].ref, role: e.role, label: e.label, windowID: e.windowID, box: e.box))
+        }
+        known = remembered
+        // Forget windows that are gone so their refs are not handed to newcomers by mistake.
+        let live = Set(elements.compactMap { $0.role == .window ? $0.windowID : nil })
+        windows = windows.filter { live.contains($0.key) }
+        return result
+    }
+
+    private static func identity(_ role: Role, _ label: String, _ window: UInt?) -> String {
+        "\(window ?? 0)|\(role.rawValue)|\(label.lowercased())"
+    }
+
+    private static func distance(_ a: Point, _ b: Point) -> Int { max(abs(a.x - b.x), abs(a.y - b.y)) }
+
+    /// The store saved for `display`, or an empty one.
+    public static func load(display: String) -> RefStore {
+        guard let data = try? Data(contentsOf: file(display)),
+              let store = try? JSONDecoder.xclaw.decode(RefStore.self, from: data) else { return RefStore() }
+        return store
+    }
+
+    /// Saves the store for `display` atomically.
+    public func save(display: String) throws {
+        let url = Self.file(display)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try JSONEncoder.xclaw.encode(self).write(to: url, options: .atomic)
+    }
+
+    private static func file(_ display: String) -> URL {
+        let safe = display.map { $0.isLetter || $0.isNumber || $0 == "." ? $0 : "_" }
+        return VirtualDisplay.stateDirectory.appendingPathComponent("refs").appendingPathComponent(String(safe) + ".json")
+    }
+
+    enum CodingKeys: String, CodingKey { case known, windows, nextElement, nextWindow }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import XclawScreen
+
+/// What an element on screen is, as far as pixels and text can tell.
+public enum Role: String, Codable, Sendable, CaseIterable {
+    /// A top-level window.
+    case window
+    /// A short label inside a box of its own, centred: something to press.
+    case button
+    /// A box holding left-aligned text, wider than it needs: an entry field.
+    case field
+    /// A label with a small square just left of it.
+    case checkbox
+    /// Text that is not inside a control.
+    case text
+
+    /// True for what can be operated (buttons, fields, checkboxes).
+    public var isInteractive: Bool { self == .button || self == .field || self == .checkbox }
+}
+
+/// One element of a snapshot.
+public struct Element: Codable, Sendable, Hashable {
+    /// A short name that stays the same while the element stays put (`e12`; windows `w3`).
+    public var ref: String
+    /// What it is.
+    public var role: Role
+    /// Its text (a window's title).
+    public var label: String
+    /// Where it is on screen; a control's box is the control's outline, not just its text.
+    public var box: Rect
+    /// The ref of the window it is in, if any.
+    public var window: String?
+    /// The X id of that window (or of the window itself).
+    public var windowID: UInt?
+    /// New or changed (moved, resized) since the previous snapshot of this display.
+    public var changed: Bool
+    /// For windows: whether it has the input focus.
+    public var active: Bool?
+    /// For windows: its WM_CLASS class.
+    public var className: String?
+    /// OCR confidence of the label (0–100), for text-derived elements.
+    public var confidence: Double?
+    /// The words of the label, for find/tap matching on part of it.
+    public var words: [TextWord]?
+
+    /// The compact one-line form: `e7 button "Save" @1720,62 80x32 in w3` (position = centre).
+    public func line(maxLabel: Int = 72) -> String {
+        var label = self.label.replacingOccurrences(of: "\"", with: "'")
+        if label.count > maxLabel { label = String(label.prefix(maxLabel - 1)) + "…" }
+        let c = box.center
+        var out = "\(changed ? "+" : "")\(ref) \(role.rawValue) \"\(label)\" @\(c.x),\(c.y) \(box.width)x\(box.height)"
+        if let className, !className.isEmpty { out += " (\(className))" }
+        if active == true { out += " active" }
+        if let window { out += " in \(window)" }
+        return out
+    }
+}
+
+/// What is on screen, as elements with stable refs; the model's compact view of the screen.
+public struct Snapshot: Codable, Sendable {
+    /// The screen size.
+    public var screen: Size
+    /// The monitors.
+    public var monitors: [Monitor]
+    /// The ref of the active window.
+    public var activeWindow: String?
+    /// The area the elements were taken from.
+    public var area: Rect
+    /// Windows first (top-most first), then the elements in reading order.
+    public var elements: [Element]
+    /// OCR work done for this snapshot.
+    public var ocr: TextReading.Stats
+
+    /// The text rendering: a header, then one element per line.
+    public func render(interactiveOnly: Bool = false) -> String {
+        var lines: [String] = []
+        let monitorText = monitors.map { "\($0.name) \($0.frame.width)x\($0.frame.height)+\($0.frame.x)+\($0.frame.y)" }
+            .joined(separator: ", ")
+        lines.append("screen \(screen.width)x\(screen.height); monitors: \(monitorText); active: \(activeWindow ?? "none")")
+        lines.append("# ref role \"label\" @centre WxH in window; + = new or moved since the last snapshot")
+        for element in elements where !interactiveOnly || element.role == .window || element.role.isInteractive {
+            lines.append(element.line())
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Builds snapshots: windows from the window tree, text from OCR, controls from OCR plus pixel evidence (a box
+/// around a short label, a square beside one), refs kept stable across snapshots through a per-display record.
+public struct Snapshotter {
+    /// The perception objects of the display.
+    public let perceiver: Perceiver
+
+    /// Creates a snapshotter over `perceiver`.
+    public init(perceiver: Perceiver) { self.perceiver = perceiver }
+
+    /// Takes a snapshot of `area` (default: the screen). `refs` carries refs over from the previous snapshot and
+    /// is updated; pass nil for throwaway refs.
+    public func snapshot(area: Rect? = nil, refs: RefStore?) throws -> Snapshot {
+        let connection = perceiver.connection
+        let screen = try connection.screenSize()
+        let area = try area ?? connection.screenRect()
+        let frame = try perceiver.capturer.capture(area)
+        let reading = try perceiver.recognizer.read(frame, origin: Point(x: area.x, y: area.y))
+        let windows = try perceiver.windows.list().filter { !$0.frame.intersection(area).isEmpty && $0.visible }
+        let monitors = (try? connection.monitors()) ?? []
+        let store = refs ?? RefStore()
+
+        var elements: [Element] = []
+        for window in windows {
+            let ref = store.windowRef(window.id)
+            elements.append(Element(ref: ref, role: .window, label: window.title, box: window.frame, window: nil,
+                                    windowID: window.id, changed: false, active: window.active,
+                                    className: window.className, confidence: nil, words: nil))
+        }
+        let pixels = PixelEvidence(frame: frame, origin: Point(x: area.x, y: area.y))
+        for line in reading.lines {
+            let (role, box) = pixels.classify(line)
+            let owner = windows.first { $0.frame.contains(box.center) }
+            elements.append(Element(ref: "", role: role, label: line.text, box: box,
+                                    window: owner.map { store.windowRef($0.id) }, windowID: owner?.id, changed: false,
+                                    active: nil, className: nil, confidence: line.confidence, words: line.words))
+        }
+        elements = store.assign(elements)
+        let active = elements.first { $0.role == .window && $0.active == true }?.ref
+        return Snapshot(screen: screen, monitors: monitors, activeWindow: active, area: area, elements: elements,
+                        ocr: reading.stats)
+    }
+}
+
+/// Pixel evidence around a text line: is it inside a box (button, field) or beside a small square (checkbox)?
+struct PixelEvidence {
+    let frame: Frame
+    let origin: Point
+
+    private func rgb(_ x: Int, _ y: Int) -> RGB? { frame.pixel(x: x - origin.x, y: y - origin.y) }
+
+    private static func differs(_ a: RGB, _ b: RGB) -> Bool {
+        abs(Int(a.r) - Int(b.r)) + abs(Int(a.g) - Int(b.g)) + abs(Int(a.b) - Int(b.b)) > 30
+    }
+
+    /// The role of a line and the box to report for it.
+    func classify(_ line: TextLine) -> (Role, Rect) {
+        let b = line.box
+        // Controls have short labels; long lines are text whatever surrounds them.
+        guard line.words.count <= 4, b.width < 400, let background = ringColour(b) else { return (.text, b) }
+        if let square = checkboxSquare(left: b, background: background) {
+            return (.checkbox, square.union(b))
+        }
+        let vertical = min(b.height + 14, 40), horizontal = min(3 * b.height + 60, 260)
+        guard let left = edge(from: b, dx: -1, dy: 0, limit: horizontal, background: background),
+              let right = edge(from: b, dx: 1, dy: 0, limit: horizontal * 3, background: background),
+              let up = edge(from: b, dx: 0, dy: -1, limit: vertical, background: background),
+              let down = edge(from: b, dx: 0, dy: 1, limit: vertical, background: background) else { return (.text, b) }
+        let box = Rect(x: b.x - left, y: b.y - up, width: b.width + left + right + 1, height: b.height + up + down + 1)
+        let balanced = abs(left - right) <= max(8, (left + right) * 3 / 10)
+        if balanced && right <= horizontal { return (.button, box) }
+        if left <= 16 && right > left * 2 { return (.field, box) }
+        return (.text, b)
+    }
+
+    /// The most common colour on a ring 3 px outside the box: the label's own background.
+    private func ringColour(_ b: Rect) -> RGB? {
+        var counts: [RGB: Int] = [:]
+        let x0 = b.x - 3, y0 = b.y - 3, x1 = b.x + b.width + 2, y1 = b.y + b.height + 2
+        for x in stride(from: x0, through: x1, by: 2) {
+            if let p = rgb(x, y0) { counts[p, default: 0] += 1 }
+            if let p = rgb(x, y1) { counts[p, default: 0] += 1 }
+        }
+        for y in stride(from: y0, through: y1, by: 2) {
+            if let p = rgb(x0, y) { counts[p, default: 0] += 1 }
+            if let p = rgb(x1, y) { counts[p, default: 0] += 1 }
+        }
+        return counts.max { $0.value < $1.value }?.key
+    }
+
+    /// Distance from the box's side to the first line of pixels (parallel to that side, as long as it) that mostly
+    /// differs from the background: an outline or a change of fill. Nil when none within `limit`.
+    private func edge(from b: Rect, dx: Int, dy: Int, limit: Int, background: RGB) -> Int? {
+        for d in 3...max(3, limit) {
+            var differing = 0, total = 0
+            if dx != 0 {
+                let x = dx < 0 ? b.x - d : b.x + b.width - 1 + d
+                for y in b.y..<(b.y + b.height) {
+                    guard let p = rgb(x, y) else { return nil }
+                    total += 1
+                    if Self.differs(p, background) { differing += 1 }
+                }
+            } else {
+                let y = dy < 0 ? b.y - d : b.y + b.height - 1 + d
+                for x in stride(from: b.x, to: b.x + b.width, by: 1) {
+                    guard let p = rgb(x, y) else { return nil }
+                    total += 1
+                    if Self.differs(p, background) { differing += 1 }
+                }
+            }
+            if total > 0 && differing * 10 >= total * 8 { return d }
+        }
+        return nil
+    }
+
+    /// A small square outline (9–22 px) ending just left of the label, vertically centred on it.
+    private func checkboxSquare(left b: Rect, background: RGB) -> Rect? {
+        let cy = b.y + b.height / 2
+        // The square's right side: the first differing column within 16 px left of the label, on the centre row.
+        guard let gap = (3...16).first(where: { rgb(b.x - $0, cy).map { Self.differs($0, background) } ?? false })
+        else { return nil }
+        let right = b.x - gap
+        // Walk up and down the side to its length.
+        func isInk(_ x: Int, _ y: Int) -> Bool { rgb(x, y).map { Self.differs($0, background) } ?? false }
+        var top = cy, bottom = cy
+        while cy - top < 24 && isInk(right, top - 1) { top -= 1 }
+        while bottom - cy < 24 && isInk(right, bottom + 1) { bottom += 1 }
+        let side = bottom - top + 1
+        guard (9...22).contains(side) else { return nil }
+        let leftX = right - side + 1
+        // An outline: all four sides are ink and the centre is not the same colour as the sides.
+        for y in top...bottom where !isInk(leftX, y) { return nil }
+        for x in leftX...right where !isInk(x, top) || !isInk(x, bottom) { return nil }
+        return Rect(x: leftX, y: top, width: side, height: side)
+    }
+}

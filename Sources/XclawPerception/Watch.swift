@@ -1,0 +1,137 @@
+import CXclawShim
+import Foundation
+import XclawScreen
+
+/// What `watch` waits for.
+public enum WatchCondition: Sendable, CustomStringConvertible {
+    /// Text matching the label is on screen (in the area).
+    case textAppears(String)
+    /// No text matching the label is on screen (in the area).
+    case textGone(String)
+    /// The area's pixels differ from when the watch began.
+    case change
+    /// The area's pixels have not changed for this long.
+    case stable(Duration)
+    /// The pixel has this colour (screen coordinates).
+    case pixel(Point, RGB)
+
+    public var description: String {
+        switch self {
+        case .textAppears(let t): return "text \"\(t)\" to appear"
+        case .textGone(let t): return "text \"\(t)\" to vanish"
+        case .change: return "a change"
+        case .stable(let d): return "the screen to be stable for \(Int(d.milliseconds)) ms"
+        case .pixel(let p, let c): return "pixel \(p.x),\(p.y) to be \(c.hex)"
+        }
+    }
+}
+
+/// How a watch ended.
+public struct WatchResult: Codable, Sendable {
+    /// The condition, in words.
+    public var condition: String
+    /// Milliseconds from the start until the condition held.
+    public var elapsedMs: Double
+    /// Frames compared.
+    public var polls: Int
+    /// OCR passes run (only when pixels changed).
+    public var ocrPasses: Int
+    /// For text conditions: the match that appeared (or the last one seen before it vanished).
+    public var match: Match?
+    /// For pixel conditions: the colour seen.
+    public var colour: String?
+}
+
+/// Polls the screen cheaply: each poll captures the area and compares a hash of its pixels with the last one; OCR
+/// runs only when they changed (and then only on the blocks that changed, through the recognizer's cache).
+public struct Watcher {
+    /// The perception objects of the display.
+    public let perceiver: Perceiver
+    /// Time between polls.
+    public var interval: Duration
+
+    /// Creates a watcher polling every `interval` (default 50 ms).
+    public init(perceiver: Perceiver, interval: Duration = .milliseconds(50)) {
+        self.perceiver = perceiver
+        self.interval = interval
+    }
+
+    /// Waits until `condition` holds in `area` (default: the screen) or `timeout` passes; a timeout throws
+    /// `PerceptionError.timedOut` with what was last observed.
+    public func wait(for condition: WatchCondition, area: Rect? = nil, timeout: Duration) throws -> WatchResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start + timeout
+        let area = try area ?? perceiver.connection.screenRect()
+        var polls = 0, ocrPasses = 0
+        var firstHash: UInt64?, lastHash: UInt64?
+        var lastChange = start
+        var lastText = ""
+        var lastMatch: Match?
+        func result(match: Match? = nil, colour: String? = nil) -> WatchResult {
+            WatchResult(condition: condition.description, elapsedMs: (clock.now - start).milliseconds, polls: polls,
+                        ocrPasses: ocrPasses, match: match, colour: colour)
+        }
+        while true {
+            let now = clock.now
+            let frame: Frame
+            if case .pixel(let p, _) = condition {
+                frame = try perceiver.capturer.capture(Rect(x: p.x, y: p.y, width: 1, height: 1))
+            } else {
+                frame = try perceiver.capturer.capture(area)
+            }
+            polls += 1
+            let hash = Self.hash(frame)
+            let changed = hash != lastHash
+            if changed { lastChange = now }
+            defer { lastHash = hash }
+            switch condition {
+            case .pixel(let p, let colour):
+                let seen = frame.pixel(x: 0, y: 0)
+                if seen == colour { return result(colour: colour.hex) }
+                lastText = "pixel \(p.x),\(p.y) is \(seen?.hex ?? "off screen")"
+            case .change:
+                if firstHash == nil { firstHash = hash } else if hash != firstHash { return result() }
+                lastText = "no change in \(area)"
+            case .stable(let quiet):
+                if lastHash != nil && now - lastChange >= quiet { return result() }
+                lastText = "last change \(Int((now - lastChange).milliseconds)) ms ago"
+            case .textAppears(let label), .textGone(let label):
+                if changed {
+                    ocrPasses += 1
+                    let reading = try perceiver.recognizer.read(frame, origin: Point(x: area.x, y: area.y))
+                    let snapshot = Snapshot(screen: frame.size, monitors: [], activeWindow: nil, area: area,
+                                            elements: reading.lines.enumerated().map { i, line in
+                                                Element(ref: "t\(i)", role: .text, label: line.text, box: line.box,
+                                                        window: nil, windowID: nil, changed: false, active: nil,
+                                                        className: nil, confidence: line.confidence, words: line.words)
+                                            }, ocr: reading.stats)
+                    let found = Finder.find(label, in: snapshot).first { $0.score >= 0.9 }
+                    lastText = reading.text.isEmpty ? "no text" : "text: " + String(reading.text.prefix(300))
+                    if case .textAppears = condition, let found { return result(match: found) }
+                    if case .textGone = condition {
+                        if found == nil { return result(match: lastMatch) }
+                        lastMatch = found
+                    }
+                }
+            }
+            if now >= deadline {
+                throw PerceptionError.timedOut(condition: condition.description, lastObserved: lastText)
+            }
+            Thread.sleep(forTimeInterval: max(0, min((deadline - clock.now).milliseconds, interval.milliseconds)) / 1000)
+        }
+    }
+
+    /// Waits until the area has not changed for `quiet` (settle detection after an action); bounded by `timeout`.
+    public func waitUntilStable(area: Rect? = nil, quiet: Duration = .milliseconds(300),
+                                timeout: Duration = .seconds(5)) throws -> WatchResult {
+        try wait(for: .stable(quiet), area: area, timeout: timeout)
+    }
+
+    /// A content hash of a frame's pixels (the X padding byte included: it is always 0).
+    static func hash(_ frame: Frame) -> UInt64 {
+        frame.bgrx.withUnsafeBufferPointer {
+            xclaw_hash_gray($0.baseAddress, Int32(frame.width * 4), 0, 0, Int32(frame.width * 4), Int32(frame.height))
+        }
+    }
+}
