@@ -88,7 +88,8 @@ final class OCREngine: @unchecked Sendable {
             words.append(RawWord(
                 text: trimmed,
                 box: Rect(x: Int(left), y: Int(top), width: Int(right - left), height: Int(bottom - top)),
-                confidence: Double(TessResultIteratorConfidence(iterator, RIL_WORD)),
+                // Hundredths: what the cache file keeps, so cached and fresh readings are equal.
+                confidence: (Double(TessResultIteratorConfidence(iterator, RIL_WORD)) * 100).rounded() / 100,
                 line: max(line, 0)))
         } while TessResultIteratorNext(iterator, RIL_WORD) != 0
         return words

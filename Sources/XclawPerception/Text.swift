@@ -31,7 +31,8 @@ public struct TextLine: Codable, Sendable, Hashable {
         self.words = words
         text = words.map(\.text).joined(separator: " ")
         box = words.dropFirst().reduce(words.first?.box ?? Rect(x: 0, y: 0, width: 0, height: 0)) { $0.union($1.box) }
-        confidence = words.isEmpty ? 0 : words.map(\.confidence).reduce(0, +) / Double(words.count)
+        let mean = words.isEmpty ? 0 : words.map(\.confidence).reduce(0, +) / Double(words.count)
+        confidence = (mean * 100).rounded() / 100
     }
 
     /// The same line moved by `dx`, `dy`.

@@ -10,13 +10,20 @@ struct AreaOptions: ParsableArguments {
 
     func validate() throws {
         if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
-        if let region { _ = try Rect(parsing: region) }
+        try checkParses(region) { try Rect(parsing: $0) }
     }
 
     /// The area on `perceiver`'s screen.
     func area(_ perceiver: Perceiver) throws -> Rect {
         try perceiver.area(region: region.map(Rect.init(parsing:)), window: window)
     }
+}
+
+/// Rejects a malformed option value as a usage error (exit 2) with the parser's message; ArgumentParser would
+/// otherwise report an error thrown from `validate()` as an internal failure.
+func checkParses<T>(_ value: String?, _ parse: (String) throws -> T) throws {
+    guard let value else { return }
+    do { _ = try parse(value) } catch { throw ValidationError("\(error)") }
 }
 
 /// Opens perception for a CLI call with the shared on-disk OCR cache, runs `body`, and saves the cache after.
@@ -181,10 +188,10 @@ struct Watch: ParsableCommand {
         guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be in (0, 86400] seconds") }
         guard (1...60_000).contains(interval) else { throw ValidationError("--interval must be 1…60000 ms") }
         if let stable, stable < 1 { throw ValidationError("--stable must be at least 1 ms") }
-        if let change { _ = try Rect(parsing: change) }
-        if let region { _ = try Rect(parsing: region) }
-        if let pixel { _ = try Point(parsing: pixel) }
-        if let color { _ = try RGB(hex: color) }
+        try checkParses(change) { try Rect(parsing: $0) }
+        try checkParses(region) { try Rect(parsing: $0) }
+        try checkParses(pixel) { try Point(parsing: $0) }
+        try checkParses(color) { try RGB(hex: $0) }
     }
 
     func run() throws {
@@ -227,7 +234,7 @@ struct WaitStable: ParsableCommand {
         guard ms >= 1 else { throw ValidationError("--ms must be at least 1") }
         guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be in (0, 86400] seconds") }
         guard (1...60_000).contains(interval) else { throw ValidationError("--interval must be 1…60000 ms") }
-        if let region { _ = try Rect(parsing: region) }
+        try checkParses(region) { try Rect(parsing: $0) }
     }
 
     func run() throws {

@@ -72,13 +72,14 @@ final class Fixture: @unchecked Sendable {
     private var buffer = Data()
     private var events: [ProbeEvent] = []
 
+    /// `extra` passes more fixture options (`--text`, `--button`, `--animate` …) as they are.
     init(display: String, title: String = "xclaw fixture", frame: Rect, background: String = "#ffffff",
-         rects: [(Rect, String)] = []) throws {
+         rects: [(Rect, String)] = [], extra: [String] = []) throws {
         process.executableURL = productsDirectory.appendingPathComponent("xclaw-fixture")
         var args = ["--display", display, "--title", title,
                     "--geometry", "\(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)", "--bg", background]
         for (rect, color) in rects { args += ["--rect", "\(rect),\(color)"] }
-        process.arguments = args
+        process.arguments = args + extra
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.standardError
