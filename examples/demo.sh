@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# xclaw demo: on its own headless display, open a real terminal, type into it, click, capture, and check the result.
+# xclaw demo: on its own headless display, open a real terminal, type into it, click, capture, read the screen by
+# OCR, answer a dialog by its button's label, and check every result.
 # Installs dependencies (idempotent) and builds on first run. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,26 @@ if [ "$got" = "$text" ]; then
   echo "6. the shell received exactly what was typed: $got"
 else
   echo "6. MISMATCH: the shell received '$got', expected '$text'" >&2
+  exit 1
+fi
+
+# Perception: read the terminal back, then answer a dialog by the label of its button.
+"$xclaw" watch --text "from xclaw" --window "xclaw demo" --timeout 10 --display "$display" >/dev/null
+echo "7. OCR reads the terminal:"
+"$xclaw" ocr --window "xclaw demo" --display "$display" | sed 's/^/     /'
+DISPLAY="$display" zenity --question --text "Delete the selected files?" --ok-label Delete --cancel-label Keep \
+  >/dev/null 2>&1 &
+dialog=$!
+"$xclaw" watch --text "Keep" --timeout 15 --display "$display" >/dev/null
+"$xclaw" wait-stable --ms 200 --display "$display" >/dev/null
+echo "8. a zenity dialog opened; snapshot of its controls:"
+"$xclaw" snapshot --interactive --window Question --display "$display" | sed 's/^/     /'
+"$xclaw" tap Keep --role button --display "$display" | sed 's/^/     /'
+status=0; wait "$dialog" || status=$?
+if [ "$status" = 1 ]; then
+  echo "9. tapped \"Keep\" by its label: zenity exited 1, its answer for Keep"
+else
+  echo "9. MISMATCH: zenity exited $status after tapping Keep (expected 1)" >&2
   exit 1
 fi
 echo
