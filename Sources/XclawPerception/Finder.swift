@@ -62,10 +62,21 @@ public enum Finder {
             .map(\.element)
     }
 
-    /// The elements whose labels come closest to `label`, for "did you mean" when nothing matches.
+    /// The elements whose labels come closest to `label` (best first, similar ones only), for "did you mean".
     public static func closest(_ label: String, in snapshot: Snapshot, limit: Int = 5) -> [String] {
-        snapshot.elements.filter { $0.role != .window }
-            .map { ($0, $0.label.split(whereSeparator: \.isWhitespace).map { score(label, String($0)) }.max() ?? 0) }
+        let wanted = fold(label.lowercased())
+        return snapshot.elements.filter { $0.role != .window }
+            .map { element -> (Element, Double) in
+                // The best of: the whole label, or any of its words, against what was asked for.
+                let parts = [element.label] + element.label.split(whereSeparator: \.isWhitespace).map(String.init)
+                let best = parts.map { part -> Double in
+                    let folded = fold(part.lowercased())
+                    let distance = editDistance(Array(folded), Array(wanted))
+                    return 1 - Double(distance) / Double(max(folded.count, wanted.count, 1))
+                }.max() ?? 0
+                return (element, best)
+            }
+            .filter { $0.1 >= 0.34 }
             .sorted { $0.1 > $1.1 }
             .prefix(limit)
             .map { "\($0.0.ref) \"\($0.0.label.prefix(40))\"" }

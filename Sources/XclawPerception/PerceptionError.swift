@@ -25,7 +25,7 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
                 + "scripts/install-deps.sh (or `apt-get install tesseract-ocr-eng`), or set TESSDATA_PREFIX"
         case .recognitionFailed(let detail): return "OCR failed: \(detail)"
         case .notFound(let label, let closest):
-            let hint = closest.isEmpty ? "no text is on screen there" : "closest: " + closest.joined(separator: ", ")
+            let hint = closest.isEmpty ? "no similar text is on screen" : "closest: " + closest.joined(separator: ", ")
             return "nothing on screen matches \"\(label)\" (\(hint)); check the spelling, widen --window, or run "
                 + "`xclaw ocr` to see what is readable"
         case .ambiguous(let label, let candidates):

@@ -18,6 +18,8 @@ public final class RefStore: Codable, @unchecked Sendable {
     private var windows: [UInt: String] = [:]
     private var nextElement = 1
     private var nextWindow = 1
+    /// The X server run the refs belong to (`WindowManager.serverToken`).
+    private var server: String?
 
     /// An empty store: every element gets a fresh ref.
     public init() {}
@@ -77,10 +79,14 @@ public final class RefStore: Codable, @unchecked Sendable {
 
     private static func distance(_ a: Point, _ b: Point) -> Int { max(abs(a.x - b.x), abs(a.y - b.y)) }
 
-    /// The store saved for `display`, or an empty one.
-    public static func load(display: String) -> RefStore {
+    /// The store saved for `display` if it was recorded on the same server run (`server`), else an empty one.
+    public static func load(display: String, server: String) -> RefStore {
         guard let data = try? Data(contentsOf: file(display)),
-              let store = try? JSONDecoder.xclaw.decode(RefStore.self, from: data) else { return RefStore() }
+              let store = try? JSONDecoder.xclaw.decode(RefStore.self, from: data), store.server == server else {
+            let fresh = RefStore()
+            fresh.server = server
+            return fresh
+        }
         return store
     }
 
@@ -97,5 +103,5 @@ public final class RefStore: Codable, @unchecked Sendable {
         return VirtualDisplay.stateDirectory.appendingPathComponent("refs").appendingPathComponent(String(safe) + ".json")
     }
 
-    enum CodingKeys: String, CodingKey { case known, windows, nextElement, nextWindow }
+    enum CodingKeys: String, CodingKey { case known, windows, nextElement, nextWindow, server }
 }

@@ -70,17 +70,24 @@ public struct WindowManager: Sendable {
         }
     }
 
-    /// Resolves an id (`0x3a00007` or decimal) or a case-insensitive title substring to exactly one window.
-    /// An exact title wins over substrings; several substring matches are refused rather than guessed.
+    /// Resolves an id (`0x3a00007` or decimal), a case-insensitive title substring, or an application's class or
+    /// instance name (`xcalc`, `XTerm`) to exactly one window. An exact title wins over substrings, titles over class
+    /// names; several equal matches are refused rather than guessed.
     public func find(_ query: String) throws -> WindowInfo {
         if let id = Self.parseID(query) { return try window(id: id) }
         let needle = query.lowercased()
         guard !needle.isEmpty else { throw ScreenError.invalidArgument("empty window name") }
-        let candidates = try list().filter { $0.title.lowercased().contains(needle) }
+        let all = try list()
+        let candidates = all.filter { $0.title.lowercased().contains(needle) }
         if candidates.count == 1 { return candidates[0] }
         let exact = candidates.filter { $0.title.lowercased() == needle }
         if exact.count == 1 { return exact[0] }
-        if candidates.isEmpty { throw ScreenError.windowNotFound(query) }
+        if candidates.isEmpty {
+            let byClass = all.filter { $0.className.lowercased() == needle || $0.instance.lowercased() == needle }
+            if byClass.count == 1 { return byClass[0] }
+            if byClass.isEmpty { throw ScreenError.windowNotFound(query) }
+            throw ScreenError.ambiguousWindow(query, candidates: byClass.map(\.summary))
+        }
         throw ScreenError.ambiguousWindow(query, candidates: candidates.map(\.summary))
     }
 
@@ -264,6 +271,25 @@ public struct WindowManager: Sendable {
     }
 
     /// A format-32 property as unsigned values. Xlib hands format-32 data back as C `long`s (8 bytes here).
+    /// A token that names this run of the X server: read from a property of the root window, created there when
+    /// missing. It dies with the server, so state kept per display (snapshot refs) can tell a restarted server, which
+    /// reuses the display number and the same window ids, from the one it was recorded on.
+    public func serverToken() throws -> String {
+        let name = connection.atom("_XCLAW_SERVER_TOKEN")
+        let type = Atom(XA_STRING)
+        if let value = try property(connection.root, name, type: type), value.format == 8, !value.bytes.isEmpty {
+            return String(decoding: value.bytes, as: UTF8.self)
+        }
+        let token = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+        let bytes = Array(token.utf8)
+        try connection.trapped { display in
+            _ = XChangeProperty(display, connection.root, name, type, 8, PropModeReplace, bytes, Int32(bytes.count))
+        }
+        // Two processes may race to create it: whatever the server holds now is the token.
+        guard let stored = try property(connection.root, name, type: type), stored.format == 8 else { return token }
+        return String(decoding: stored.bytes, as: UTF8.self)
+    }
+
     private func cardinals(_ window: Window, _ name: String, type: Atom) throws -> [UInt] {
         guard let value = try property(window, connection.atom(name), type: type), value.format == 32 else { return [] }
         return value.bytes.withUnsafeBytes { raw in Array(raw.bindMemory(to: UInt.self)) }

@@ -1,17 +1,29 @@
 import ArgumentParser
 import Foundation
+import XclawPerception
 import XclawScreen
 import XclawBase
 
-/// `xclaw bench`: measures capture and input, side by side with the usual peers, so defaults rest on data.
+/// `xclaw bench`: measures capture, input and OCR, side by side with the usual peers, so defaults rest on data.
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Benchmark capture and input (median/p90 in ms), against scrot and xdotool when installed.",
-        subcommands: [BenchCapture.self, BenchInput.self])
+        abstract: "Benchmark capture, input and OCR (median/p90 in ms), against scrot, xdotool and tesseract when "
+            + "installed.",
+        subcommands: [BenchCapture.self, BenchInput.self, BenchOCR.self])
 }
 
-/// Options both benchmarks take.
-struct BenchOptions: ParsableArguments {
+/// Where a benchmark runs and how it reports: what `BenchSession` and `runBench` need from any bench's options.
+protocol BenchTarget {
+    /// An X display to use instead of a private Xvfb.
+    var display: String? { get }
+    /// Screen size of the private Xvfb, WxH.
+    var size: String { get }
+    /// One JSON object instead of the table.
+    var json: Bool { get }
+}
+
+/// Options the capture and input benchmarks take.
+struct BenchOptions: ParsableArguments, BenchTarget {
     @Option(help: "X display to benchmark (default: a private Xvfb the bench starts and stops).") var display: String?
     @Option(help: "Runs per cheap row (default 200); expensive rows run a tenth, slow peers a 40th as often (>= 3).")
     var iterations: Int?
@@ -33,11 +45,17 @@ struct BenchOptions: ParsableArguments {
 /// Linux, which would round every process timing up to a multiple of 50 ms.
 struct Spawned { let process: Process; let exited: DispatchSemaphore }
 
-/// One timed run: how long the timed part took, plus its output size or exactness when those matter.
+/// One timed run: how long the timed part took, plus its output size, exactness or OCR figures when those matter.
 struct Sample {
     var elapsed: Duration
     var bytes: Int?
     var exact: Double?
+    /// Share of the known words an OCR run read, in percent.
+    var recall: Double?
+    /// The OCR work of the timed read (blocks found, recognised now, from the cache).
+    var ocr: TextReading.Stats?
+    /// Characters of a text output (snapshot renderings).
+    var chars: Int?
 }
 
 /// One table row: statistics over the timed runs of one operation, for the text table and the JSON output.
@@ -49,6 +67,14 @@ struct BenchRow: Encodable {
     var bytes: Int?
     /// Mean share of characters (typing) or clicks delivered exactly, in percent.
     var exactPercent: Double?
+    /// Mean share of the known words OCR read (multiset word recall), in percent.
+    var recallPercent: Double?
+    /// Median text blocks the OCR layout found, recognised in the timed read, and took from the cache.
+    var blocks, recognized, cached: Int?
+    /// True when every timed read found the whole frame unchanged (answered from the cache without layout).
+    var unchanged: Bool?
+    /// Median characters of a text output, and the tokens that makes at 4 characters a token.
+    var chars, tokens: Int?
 
     /// Summarises samples (at least one) into a row.
     init(_ section: String, _ name: String, _ samples: [Sample]) {
@@ -61,6 +87,25 @@ struct BenchRow: Encodable {
         let sizes = samples.compactMap(\.bytes).sorted(), exact = samples.compactMap(\.exact)
         bytes = sizes.isEmpty ? nil : sizes[sizes.count / 2]
         exactPercent = exact.isEmpty ? nil : exact.reduce(0, +) / Double(exact.count)
+        let recall = samples.compactMap(\.recall), ocr = samples.compactMap(\.ocr)
+        recallPercent = recall.isEmpty ? nil : recall.reduce(0, +) / Double(recall.count)
+        /// The median of one OCR statistic, nil when no sample has OCR figures.
+        func median(_ value: (TextReading.Stats) -> Int) -> Int? {
+            let sorted = ocr.map(value).sorted()
+            return sorted.isEmpty ? nil : sorted[sorted.count / 2]
+        }
+        blocks = median(\.blocks); recognized = median(\.recognized); cached = median(\.cached)
+        unchanged = ocr.isEmpty ? nil : ocr.allSatisfy(\.unchanged)
+        let lengths = samples.compactMap(\.chars).sorted()
+        chars = lengths.isEmpty ? nil : lengths[lengths.count / 2]
+        tokens = chars.map { ($0 + 3) / 4 }
+    }
+
+    /// The OCR work as a table cell: "unchanged", or blocks recognised now and from the cache.
+    var ocrCell: String {
+        if unchanged == true { return "unchanged" }
+        guard let blocks, let recognized, let cached else { return "" }
+        return "\(recognized) new + \(cached) cached = \(blocks)"
     }
 }
 
@@ -82,11 +127,15 @@ struct BenchReport: Encodable {
 
     /// The aligned text table, one block per section, notes last.
     var table: String {
-        let head = ["", "runs", "median ms", "p90 ms", "min ms", "max ms", "bytes", "exact %"]
+        let head = ["", "runs", "median ms", "p90 ms", "min ms", "max ms", "bytes", "exact %", "recall %",
+                    "OCR blocks", "chars", "~tokens"]
         let f = { (v: Double) in String(format: "%.2f", v) }
-        let cells = rows.map { r in
-            ["  " + r.name, "\(r.runs)", f(r.medianMs), f(r.p90Ms), f(r.minMs), f(r.maxMs),
-             r.bytes.map { "\($0)" } ?? "", r.exactPercent.map { String(format: "%.1f", $0) } ?? ""]
+        let optional = { (v: Int?) in v.map { "\($0)" } ?? "" }
+        let cells = rows.map { (r: BenchRow) -> [String] in
+            let timing = ["  " + r.name, "\(r.runs)", f(r.medianMs), f(r.p90Ms), f(r.minMs), f(r.maxMs)]
+            let exact = r.exactPercent.map { String(format: "%.1f", $0) } ?? ""
+            let recall = r.recallPercent.map { String(format: "%.2f", $0) } ?? ""
+            return timing + [optional(r.bytes), exact, recall, r.ocrCell, optional(r.chars), optional(r.tokens)]
         }
         let widths = head.indices.map { i in ([head[i]] + cells.map { $0[i] }).map(\.count).max() ?? 0 }
         let shown = head.indices.filter { i in i < 6 || cells.contains { !$0[i].isEmpty } }
@@ -114,7 +163,7 @@ final class BenchSession {
     private var background: [Process] = []
 
     /// Uses `--display`, or starts a private Xvfb of `--size` (not recorded, attached to this process).
-    init(_ options: BenchOptions) throws {
+    init(_ options: some BenchTarget) throws {
         if let display = options.display { name = display } else {
             let started = try VirtualDisplay.start(size: try Size(parsing: options.size), depth: 24,
                                                    detached: false, record: false)
@@ -135,13 +184,17 @@ final class BenchSession {
         try? xvfb?.stop()
     }
 
-    /// Starts a program on the bench display with a UTF-8 locale, its output discarded.
-    func start(_ program: String, _ arguments: [String], keep: Bool = false) throws -> Spawned {
+    /// Starts a program on the bench display with a UTF-8 locale, its output discarded. `environment` adds
+    /// variables, or removes them where the value is nil.
+    func start(_ program: String, _ arguments: [String], keep: Bool = false,
+               environment: [String: String?] = [:]) throws -> Spawned {
         let process = Process(), exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": name, "LC_ALL": "C.UTF-8"]) { $1 }
+        var variables = ProcessInfo.processInfo.environment.merging(["DISPLAY": name, "LC_ALL": "C.UTF-8"]) { $1 }
+        for (key, value) in environment { variables[key] = value }
+        process.environment = variables
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -165,9 +218,10 @@ final class BenchSession {
     }
 
     /// Times a whole program run, start to exit; `output` names a file whose size becomes the sample's bytes.
-    func timedRun(_ program: String, _ arguments: [String], output: String? = nil) throws -> Sample {
+    func timedRun(_ program: String, _ arguments: [String], output: String? = nil,
+                  environment: [String: String?] = [:]) throws -> Sample {
         let start = ContinuousClock.now
-        try finish(try self.start(program, arguments))
+        try finish(try self.start(program, arguments, environment: environment))
         let elapsed = ContinuousClock.now - start
         let size = output.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }
         return Sample(elapsed: elapsed, bytes: size)
@@ -196,7 +250,7 @@ func makeProbe(_ session: BenchSession, _ screen: Size) throws -> EventProbe {
 }
 
 /// Runs a benchmark on its own session, which is closed even when a row fails, and prints the report.
-func runBench(_ options: BenchOptions, _ bench: (BenchSession) throws -> BenchReport) throws {
+func runBench(_ options: some BenchTarget, _ bench: (BenchSession) throws -> BenchReport) throws {
     let session = try BenchSession(options)
     defer { session.close() }
     let report = try bench(session)

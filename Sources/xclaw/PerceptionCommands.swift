@@ -59,7 +59,7 @@ extension Role: ExpressibleByArgument {}
 
 /// Takes a snapshot with refs carried over from this display's previous one, and saves the refs for the next call.
 func takeSnapshot(_ perceiver: Perceiver, area: Rect?) throws -> Snapshot {
-    let refs = RefStore.load(display: perceiver.connection.name)
+    let refs = RefStore.load(display: perceiver.connection.name, server: try perceiver.windows.serverToken())
     let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: refs)
     try? refs.save(display: perceiver.connection.name)
     return snapshot
@@ -197,7 +197,20 @@ struct Watch: ParsableCommand {
     func run() throws {
         let result = try withPerceiver(target) { p -> WatchResult in
             let condition: WatchCondition
-            var area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
+            let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+            // A watched window may not exist yet (the app is starting): wait for it within the same timeout.
+            var area: Rect
+            while true {
+                do {
+                    area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
+                    break
+                } catch ScreenError.windowNotFound(let name) {
+                    guard ContinuousClock.now < deadline else {
+                        throw PerceptionError.timedOut(condition: "window \"\(name)\"", lastObserved: "no such window")
+                    }
+                    Thread.sleep(forTimeInterval: Double(interval) / 1000)
+                }
+            }
             if let text { condition = gone ? .textGone(text) : .textAppears(text) }
             else if let change { condition = .change; area = try p.area(region: Rect(parsing: change)) }
             else if let stable { condition = .stable(.milliseconds(stable)) }
@@ -209,7 +222,7 @@ struct Watch: ParsableCommand {
                 condition = .pixel(point, try RGB(hex: color))
             } else { throw ValidationError("nothing to watch") }
             return try Watcher(perceiver: p, interval: .milliseconds(interval))
-                .wait(for: condition, area: area, timeout: .milliseconds(Int(timeout * 1000)))
+                .wait(for: condition, area: area, timeout: max(.zero, deadline - ContinuousClock.now))
         }
         try emit(result, json: json) {
             "\(result.condition): after \(Int(result.elapsedMs)) ms" + (result.match.map { " at " + $0.summary } ?? "")

@@ -145,6 +145,25 @@ final class PerceptionTests: XCTestCase {
         XCTAssertEqual(Set(second.elements.filter { $0.label == "Repeat" }.map(\.ref)).count, 2)
     }
 
+    func testRefsAreForgottenWhenTheServerRestarts() throws {
+        let token = try perceiver.windows.serverToken()
+        XCTAssertEqual(try perceiver.windows.serverToken(), token, "the token lives as long as the server")
+        let other = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { other.stop() }
+        XCTAssertNotEqual(try WindowManager(connection: other.connect()).serverToken(), token)
+        let name = "refs_test_\(getpid())"
+        let store = RefStore.load(display: name, server: token)
+        let first = try Snapshotter(perceiver: perceiver).snapshot(refs: store)
+        try store.save(display: name)
+        let sameServer = try Snapshotter(perceiver: perceiver).snapshot(refs: RefStore.load(display: name, server: token))
+        XCTAssertEqual(sameServer.elements.map(\.ref), first.elements.map(\.ref))
+        XCTAssertFalse(sameServer.elements.contains { $0.changed })
+        // Another server run on the same display name starts afresh: everything is new.
+        let restarted = try Snapshotter(perceiver: perceiver).snapshot(refs: RefStore.load(display: name, server: "other"))
+        XCTAssertTrue(restarted.elements.allSatisfy(\.changed))
+        try? FileManager.default.removeItem(at: VirtualDisplay.stateDirectory.appendingPathComponent("refs/\(name).json"))
+    }
+
     func testFindRanksExactCaseAndLookalikeMatches() throws {
         XCTAssertEqual(Finder.score("Save", "Save"), 1)
         XCTAssertEqual(Finder.score("save", "Save"), 0.97)
@@ -234,6 +253,22 @@ final class PerceptionTests: XCTestCase {
         XCTAssertEqual(fixture.received.filter { $0.kind == "button_press" }.count, 0, "refused taps click nothing")
         let ocr = try runCLI(["ocr", "--window", "widgets"] + d, environment: env)
         XCTAssertTrue(ocr.text.contains("Large twelve"), ocr.text)
+        // A window can be named by its application's class too.
+        let byClass = try runCLI(["ocr", "--window", "xclawfixture"] + d, environment: env)
+        XCTAssertTrue(byClass.text.contains("Large twelve"), byClass.stderr)
+        // watch --window waits for a window that does not exist yet.
+        let name = display.name
+        let late = Thread {
+            Thread.sleep(forTimeInterval: 0.6)
+            let fixture = try? Fixture(display: name, title: "late window", frame: Rect(x: 900, y: 500, width: 300, height: 80),
+                                       extra: ["--text", "20,20,10x20,#000000:Arrived"])
+            Thread.sleep(forTimeInterval: 3)
+            fixture?.stop()
+        }
+        late.start()
+        let waited = try runCLI(["watch", "--text", "Arrived", "--window", "late window", "--timeout", "10"] + d,
+                                environment: env)
+        XCTAssertEqual(waited.status, 0, waited.stderr)
     }
 
     func testWatchForTextAppearingVanishingAndTimingOut() throws {
