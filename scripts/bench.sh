@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Release build + benchmarks on a private 1920x1080 Xvfb, with scrot and xdotool measured side by side.
+# Release build + benchmarks on a private 1920x1080 Xvfb, with scrot, xdotool and the tesseract CLI measured side by side.
 #   scripts/bench.sh [--json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,3 +7,4 @@ bash scripts/install-deps.sh --bench
 swift build -c release --product xclaw 2>&1 | tail -1 >&2
 .build/release/xclaw bench capture "$@"
 .build/release/xclaw bench input "$@"
+.build/release/xclaw bench ocr "$@"

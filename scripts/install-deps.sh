@@ -2,7 +2,7 @@
 # Installs the Debian packages xclaw builds and tests against. Idempotent: it asks apt only for what is
 # missing and runs `apt-get update` only when something is. Needs root (or sudo) when anything is missing.
 #   scripts/install-deps.sh            build + test dependencies
-#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (xdotool, scrot)
+#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (xdotool, scrot, tesseract CLI)
 set -euo pipefail
 
 packages=(
@@ -12,7 +12,7 @@ packages=(
   xvfb xauth
   xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core openbox
 )
-[[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot)
+[[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot tesseract-ocr)
 
 missing=()
 for p in "${packages[@]}"; do

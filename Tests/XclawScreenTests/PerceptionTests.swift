@@ -100,7 +100,7 @@ final class PerceptionTests: XCTestCase {
         XCTAssertTrue(fromDisk.stats.unchanged)
         XCTAssertEqual(fromDisk.lines, third.lines)
         // A damaged file is an empty cache, not a crash.
-        try Data("xclaw-ocr-cache 3\n\u{1}\u{0}\u{0}\u{0}garbage".utf8).write(to: file)
+        try Data("xclaw-ocr-cache 4\n\u{1}\u{0}\u{0}\u{0}garbage".utf8).write(to: file)
         XCTAssertEqual(OCRCache.load(from: file).count, 0)
     }
 

@@ -124,28 +124,45 @@ static void cut(cut_ctx *c, rect_t r, int depth) {
         for (int x = 0; x < r.w; x++) n += row[x];
         prof[y] = n;
     }
+    // Lines of small fonts often touch (a descender meets the ascender below): no row is empty. In a tall block,
+    // rows with under 5 % of the fullest row's ink are such contacts; cut there too, unless that would leave a piece
+    // too short to be a line (then it was the top of one tall line, not a contact).
+    uint8_t *blank = malloc((size_t)r.h);
+    if (!blank) { emit(c, r); return; }
+    int maxp = 0;
+    for (int y = 0; y < r.h; y++) if (prof[y] > maxp) maxp = prof[y];
+    int low = maxp / 20;
+    int use_valleys = r.h >= 20 && low >= 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int y = 0; y < r.h; y++) blank[y] = prof[y] == 0 || (use_valleys && prof[y] <= low);
+        if (!use_valleys) break;
+        int ok = 1, y = 0;
+        while (y < r.h) {
+            while (y < r.h && blank[y]) y++;
+            int s = y;
+            while (y < r.h && !blank[y]) y++;
+            if (y > s && y - s < 6) ok = 0;
+        }
+        if (ok) break;
+        use_valleys = 0;
+    }
     int splits = 0;
-    for (int y = 0; y < r.h; y++) if (!prof[y]) { splits = 1; break; }
+    for (int y = 0; y < r.h; y++) if (blank[y]) { splits = 1; break; }
     if (splits) {
         int y = 0;
         while (y < r.h) {
-            while (y < r.h && !prof[y]) y++;
+            while (y < r.h && blank[y]) y++;
             int s = y;
-            while (y < r.h && prof[y]) y++;
+            while (y < r.h && !blank[y]) y++;
             if (y > s) {
                 rect_t band = { r.x, r.y + s, r.w, y - s };
                 cut(c, band, depth + 1);
-                // cut() reuses prof: recompute the rest of this profile.
-                for (int k = y; k < r.h; k++) {
-                    const uint8_t *row = c->ink + (size_t)(r.y + k) * c->stride + r.x;
-                    int n = 0;
-                    for (int x = 0; x < r.w; x++) n += row[x];
-                    prof[k] = n;
-                }
             }
         }
+        free(blank);
         return;
     }
+    free(blank);
     // Columns: a gap must be wider than a word space; spaces grow with the text height.
     int text_h = r.h < 48 ? r.h : 48;
     int min_gap = text_h * 3 / 2;
