@@ -71,15 +71,33 @@ public struct Snapshot: Codable, Sendable {
     /// OCR work done for this snapshot.
     public var ocr: TextReading.Stats
 
-    /// The text rendering: a header, then one element per line.
-    public func render(interactiveOnly: Bool = false) -> String {
+    /// The text rendering: a header, then one element per line. Windows and controls are always listed; text lines
+    /// are listed in reading order until the rendering reaches `budget` characters (~4 per token), and the rest are
+    /// counted per window, so a screen full of text still fits a model's context (`xclaw ocr` reads it all).
+    public func render(interactiveOnly: Bool = false, budget: Int = 7_500) -> String {
         var lines: [String] = []
         let monitorText = monitors.map { "\($0.name) \($0.frame.width)x\($0.frame.height)+\($0.frame.x)+\($0.frame.y)" }
             .joined(separator: ", ")
         lines.append("screen \(screen.width)x\(screen.height); monitors: \(monitorText); active: \(activeWindow ?? "none")")
         lines.append("# ref role \"label\" @centre WxH in window; + = new or moved since the last snapshot")
-        for element in elements where !interactiveOnly || element.role == .window || element.role.isInteractive {
-            lines.append(element.line())
+        let fixed = elements.filter { $0.role == .window || $0.role.isInteractive }
+        var used = (lines + fixed.map { $0.line() }).reduce(0) { $0 + $1.count + 1 }
+        var omitted: [String: Int] = [:]
+        for element in elements {
+            if element.role == .window || element.role.isInteractive {
+                lines.append(element.line())
+            } else if !interactiveOnly {
+                let line = element.line()
+                if used + line.count + 1 <= budget {
+                    lines.append(line)
+                    used += line.count + 1
+                } else {
+                    omitted[element.window ?? "the desktop", default: 0] += 1
+                }
+            }
+        }
+        for (window, count) in omitted.sorted(by: { $0.key < $1.key }) {
+            lines.append("… \(count) more text lines in \(window) (read them with `xclaw ocr`)")
         }
         return lines.joined(separator: "\n")
     }

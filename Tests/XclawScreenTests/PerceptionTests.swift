@@ -125,6 +125,10 @@ final class PerceptionTests: XCTestCase {
         XCTAssertTrue(first.elements.allSatisfy(\.changed), "everything is new in a first snapshot")
         XCTAssertTrue(first.render().contains("\(save.ref) button \"Save\" @\(save.box.center.x),\(save.box.center.y)"))
         XCTAssertFalse(first.render(interactiveOnly: true).contains("Large twelve"))
+        // Over budget, text lines are counted instead of listed; controls are always listed.
+        let tight = first.render(budget: 700)
+        XCTAssertTrue(tight.contains("more text lines in \(window.ref)"), tight)
+        XCTAssertTrue(tight.contains("button \"Save\""), tight)
 
         // Unrelated change: a new window elsewhere. Every old element keeps its ref and is not marked.
         let other = try Fixture(display: display.name, title: "other", frame: Rect(x: 800, y: 500, width: 300, height: 100),
