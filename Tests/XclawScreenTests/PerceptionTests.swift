@@ -126,7 +126,7 @@ final class PerceptionTests: XCTestCase {
         XCTAssertTrue(first.render().contains("\(save.ref) button \"Save\" @\(save.box.center.x),\(save.box.center.y)"))
         XCTAssertFalse(first.render(interactiveOnly: true).contains("Large twelve"))
         // Over budget, text lines are counted instead of listed; controls are always listed.
-        let tight = first.render(budget: 700)
+        let tight = first.render(budget: 450)
         XCTAssertTrue(tight.contains("more text lines in \(window.ref)"), tight)
         XCTAssertTrue(tight.contains("button \"Save\""), tight)
 
