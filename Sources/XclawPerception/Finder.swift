@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 import XclawScreen
 
 /// A place on screen that matches a label, with how well.
@@ -113,22 +114,6 @@ public enum Finder {
     /// Drops punctuation OCR attaches to a label's ends (quotes, brackets, colons, ellipses).
     static func trimPunctuation(_ s: String) -> String {
         s.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'`‘’“”()[]{}<>:;,.…?!_-—"))
-    }
-
-    /// Levenshtein distance.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            swap(&previous, &current)
-        }
-        return previous[b.count]
     }
 }
 

@@ -1,5 +1,6 @@
 import CX11
 import Foundation
+import XclawBase
 
 /// A key combination in xdotool syntax (`ctrl+shift+t`, `Return`, `alt+Tab`): modifiers held, one key pressed.
 public struct KeyCombo: Sendable, Hashable, CustomStringConvertible {
@@ -100,19 +101,4 @@ public enum KeyNames {
         }
         return (names, map)
     }()
-
-    private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        var current = previous
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            swap(&previous, &current)
-        }
-        return previous[b.count]
-    }
 }
