@@ -57,7 +57,6 @@ let package = Package(
             name: "XclawPerception",
             dependencies: [
                 "XclawBase", "XclawScreen", "CTesseract", "CXclawShim",
-                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/XclawPerception"
         ),

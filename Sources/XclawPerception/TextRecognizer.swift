@@ -31,10 +31,12 @@ public final class TextRecognizer: @unchecked Sendable {
         var rect: Rect
         /// The block's ink, in frame coordinates.
         var ink: Rect
-        var background: Int
         var key: UInt64
-        var scale: Int
-        var invert: Bool
+
+        /// LSTM recognition is best with glyphs ~30 px tall; UI labels are 10-16. Measured on terminal pages: 6x13
+        /// text (ink ~11 px) went from 98.8 % to 99.9 % of words at 2x; 16 px text gained nothing from 2x and cost
+        /// 25 % more time. Tiny text gets 3x.
+        var scale: Int { ink.height < 9 ? 3 : (ink.height < 14 ? 2 : 1) }
     }
 
     /// Reads `frame`, whose top-left pixel is at `origin` on screen; results are in screen coordinates.
@@ -116,14 +118,7 @@ public final class TextRecognizer: @unchecked Sendable {
                 let key = xclaw_hash_gray(g.baseAddress, Int32(width), Int32(block.x), Int32(block.y),
                                           Int32(block.width), Int32(block.height))
                     ^ UInt64(block.x - rect.x) << 56 ^ UInt64(block.y - rect.y) << 60
-                let background = Int(xclaw_background_level(g.baseAddress, Int32(width), Int32(block.x),
-                                                            Int32(block.y), Int32(block.width), Int32(block.height)))
-                // LSTM recognition is best with glyphs ~30 px tall; UI labels are 10-16.
-                // Measured on terminal pages: 6x13 text (ink ~11 px) went from 98.8 % to 99.9 % of words at 2x;
-                // 16 px text gained nothing from 2x and cost 25 % more time. Tiny text gets 3x.
-                let scale = block.height < 9 ? 3 : (block.height < 14 ? 2 : 1)
-                return Piece(rect: rect, ink: block, background: background, key: key, scale: scale,
-                             invert: background < 128)
+                return Piece(rect: rect, ink: block, key: key)
             }
         }
     }
@@ -158,15 +153,18 @@ public final class TextRecognizer: @unchecked Sendable {
     /// Prepares one piece (crop, invert, upscale) and reads it as a block of lines.
     private static func recognize(_ piece: Piece, gray: [UInt8], stride: Int, engine: OCREngine,
                                   minimumConfidence: Double) throws -> [TextLine] {
-        let rect = piece.rect, scale = piece.scale
+        let rect = piece.rect, ink = piece.ink, scale = piece.scale
         let w = rect.width * scale, h = rect.height * scale
         var image = [UInt8](repeating: 255, count: w * h)
         gray.withUnsafeBufferPointer { g in
+            // Only blocks missing from the cache get here, so the histogram is not paid for cached ones.
+            let background = xclaw_background_level(g.baseAddress, Int32(stride), Int32(ink.x), Int32(ink.y),
+                                                    Int32(ink.width), Int32(ink.height))
             image.withUnsafeMutableBufferPointer {
                 xclaw_prepare_block(g.baseAddress, Int32(stride), Int32(rect.x), Int32(rect.y), Int32(rect.width),
                                     Int32(rect.height), Int32(piece.ink.x - rect.x), Int32(piece.ink.y - rect.y),
-                                    Int32(piece.ink.width), Int32(piece.ink.height), Int32(piece.background),
-                                    Int32(scale), piece.invert ? 1 : 0, $0.baseAddress)
+                                    Int32(piece.ink.width), Int32(piece.ink.height), background,
+                                    Int32(scale), background < 128 ? 1 : 0, $0.baseAddress)
             }
         }
         let words = try engine.recognize(gray: image, width: w, height: h, mode: .block)
