@@ -34,11 +34,17 @@ public final class Perceiver: @unchecked Sendable {
         return clipped
     }
 
-    /// Captures `area` (default: the screen) and reads its text.
+    /// Captures `area` (default: the screen) and reads its text, each window's visible part laid out on its own.
     public func read(_ area: Rect? = nil) throws -> TextReading {
         let area = try area ?? connection.screenRect()
         let frame = try capturer.capture(area)
-        return try recognizer.read(frame, origin: Point(x: area.x, y: area.y))
+        return try read(frame, area: area, windows: try windows.list())
+    }
+
+    /// Reads a frame captured from `area`, split into what each of `windows` (top-most first) shows there.
+    public func read(_ frame: Frame, area: Rect, windows: [WindowInfo]) throws -> TextReading {
+        let parts = Rect.visibleParts(of: windows.filter(\.visible).map(\.frame), within: area)
+        return try recognizer.read(frame, origin: Point(x: area.x, y: area.y), partitions: parts)
     }
 
     /// Where CLI calls keep the shared OCR cache: `ocr-cache.bin` in the state directory.

@@ -119,8 +119,8 @@ public struct Snapshotter {
         let screen = try connection.screenSize()
         let area = try area ?? connection.screenRect()
         let frame = try perceiver.capturer.capture(area)
-        let reading = try perceiver.recognizer.read(frame, origin: Point(x: area.x, y: area.y))
         let windows = try perceiver.windows.list().filter { !$0.frame.intersection(area).isEmpty && $0.visible }
+        let reading = try perceiver.read(frame, area: area, windows: windows)
         let monitors = (try? connection.monitors()) ?? []
         let store = refs ?? RefStore()
 

@@ -40,7 +40,9 @@ public final class TextRecognizer: @unchecked Sendable {
     }
 
     /// Reads `frame`, whose top-left pixel is at `origin` on screen; results are in screen coordinates.
-    public func read(_ frame: Frame, origin: Point = Point(x: 0, y: 0)) throws -> TextReading {
+    /// `partitions` (screen coordinates, disjoint) are laid out separately — give each window's visible part, so text
+    /// of two windows that touch never merges into one block; nil lays out the frame as a whole.
+    public func read(_ frame: Frame, origin: Point = Point(x: 0, y: 0), partitions: [Rect]? = nil) throws -> TextReading {
         let start = ContinuousClock.now
         let width = frame.width, height = frame.height
         var gray = [UInt8](repeating: 0, count: width * height)
@@ -57,15 +59,24 @@ public final class TextRecognizer: @unchecked Sendable {
             return TextReading(region: region, lines: ordered, stats: stats)
         }
 
-        // The whole frame unchanged since it was last read: no layout, no OCR.
-        let wholeKey = gray.withUnsafeBufferPointer {
+        let frameRect = Rect(x: 0, y: 0, width: width, height: height)
+        let parts = (partitions?.map { $0.offset(dx: -origin.x, dy: -origin.y).intersection(frameRect) }
+            .filter { !$0.isEmpty }) ?? [frameRect]
+
+        // The whole frame unchanged since it was last read: no layout, no OCR. The partitions are part of the key:
+        // the same pixels split differently read differently.
+        var wholeKey = gray.withUnsafeBufferPointer {
             xclaw_hash_gray($0.baseAddress, Int32(width), 0, 0, Int32(width), Int32(height))
         } ^ 0x5748_4f4c_455f_5f5f  // distinct from block keys of the same pixels
+        for part in parts {
+            let packed = UInt64(part.x) | UInt64(part.y) << 16 | UInt64(part.width) << 32 | UInt64(part.height) << 48
+            wholeKey = (wholeKey ^ packed) &* 0x100_0000_01b3  // FNV-1a step per part
+        }
         if let lines = cache.lookup(wholeKey) {
             return finish(lines, .init(blocks: 0, recognized: 0, cached: 0, unchanged: true, milliseconds: 0))
         }
 
-        let pieces = layout(gray: &gray, width: width, height: height)
+        let pieces = parts.flatMap { layout(gray: &gray, width: width, height: height, part: $0) }
         var lines: [TextLine] = []
         var pending: [Piece] = []
         for piece in pieces {
@@ -85,17 +96,60 @@ public final class TextRecognizer: @unchecked Sendable {
                                    unchanged: false, milliseconds: 0))
     }
 
-    /// Finds the text blocks of a gray frame and decides how each is to be recognised.
-    private func layout(gray: inout [UInt8], width: Int, height: Int) -> [Piece] {
+    /// Finds the text blocks of one part of a gray frame and decides how each is to be recognised.
+    private func layout(gray: inout [UInt8], width: Int, height: Int, part: Rect) -> [Piece] {
+        var quads: [Int32]
+        if part == Rect(x: 0, y: 0, width: width, height: height) {
+            quads = Self.blocks(&gray, width: width, height: height)
+        } else {
+            // The layout works on a contiguous image: copy the part out, and its cleaned pixels back.
+            var sub = [UInt8](repeating: 0, count: part.width * part.height)
+            for row in 0..<part.height {
+                let from = (part.y + row) * width + part.x
+                sub.withUnsafeMutableBufferPointer { dst in
+                    gray.withUnsafeBufferPointer { src in
+                        (dst.baseAddress! + row * part.width).update(from: src.baseAddress! + from, count: part.width)
+                    }
+                }
+            }
+            quads = Self.blocks(&sub, width: part.width, height: part.height)
+            for row in 0..<part.height {
+                let to = (part.y + row) * width + part.x
+                gray.withUnsafeMutableBufferPointer { dst in
+                    sub.withUnsafeBufferPointer { src in
+                        (dst.baseAddress! + to).update(from: src.baseAddress! + row * part.width, count: part.width)
+                    }
+                }
+            }
+        }
+        return gray.withUnsafeBufferPointer { g in
+            stride(from: 0, to: quads.count - 3, by: 4).map { i -> Piece in
+                let block = Rect(x: Int(quads[i]) + part.x, y: Int(quads[i + 1]) + part.y,
+                                 width: Int(quads[i + 2]), height: Int(quads[i + 3]))
+                // Tesseract needs a margin around glyphs; the layout's boxes are tight to the ink. The margin stays
+                // inside the part: what lies beyond belongs to another window.
+                let pad = 4
+                let rect = Rect(x: block.x - pad, y: block.y - pad, width: block.width + 2 * pad,
+                                height: block.height + 2 * pad).intersection(part)
+                // The key covers the ink only (the margin is synthetic), plus where it sits in its margin.
+                let key = xclaw_hash_gray(g.baseAddress, Int32(width), Int32(block.x), Int32(block.y),
+                                          Int32(block.width), Int32(block.height))
+                    ^ UInt64(block.x - rect.x) << 56 ^ UInt64(block.y - rect.y) << 60
+                return Piece(rect: rect, ink: block, key: key)
+            }
+        }
+    }
+
+    /// The layout pass over a contiguous gray image: block quadruples x,y,w,h. It also paints ruling lines out.
+    private static func blocks(_ gray: inout [UInt8], width: Int, height: Int) -> [Int32] {
         var capacity = 4096
         var quads = [Int32](repeating: 0, count: capacity * 4)
-        // The first pass also paints ruling lines out of the image.
         var count = Int(gray.withUnsafeMutableBufferPointer { g in
             quads.withUnsafeMutableBufferPointer {
                 xclaw_text_blocks(g.baseAddress, Int32(width), Int32(height), 40, 1, $0.baseAddress, Int32(capacity))
             }
         })
-        if count > capacity {  // a very busy screen: ask again with room for all
+        if count > capacity {  // a very busy screen: ask again with room for all (the rules are already gone)
             capacity = count
             quads = [Int32](repeating: 0, count: capacity * 4)
             count = Int(gray.withUnsafeMutableBufferPointer { g in
@@ -104,23 +158,7 @@ public final class TextRecognizer: @unchecked Sendable {
                 }
             })
         }
-        guard count > 0 else { return [] }
-        let frameRect = Rect(x: 0, y: 0, width: width, height: height)
-        return gray.withUnsafeBufferPointer { g in
-            (0..<min(count, capacity)).compactMap { i -> Piece? in
-                let block = Rect(x: Int(quads[4 * i]), y: Int(quads[4 * i + 1]),
-                                 width: Int(quads[4 * i + 2]), height: Int(quads[4 * i + 3]))
-                // Tesseract needs a margin around glyphs; the layout's boxes are tight to the ink.
-                let pad = 4
-                let rect = Rect(x: block.x - pad, y: block.y - pad, width: block.width + 2 * pad,
-                                height: block.height + 2 * pad).intersection(frameRect)
-                // The key covers the ink only (the margin is synthetic), plus where it sits in its margin.
-                let key = xclaw_hash_gray(g.baseAddress, Int32(width), Int32(block.x), Int32(block.y),
-                                          Int32(block.width), Int32(block.height))
-                    ^ UInt64(block.x - rect.x) << 56 ^ UInt64(block.y - rect.y) << 60
-                return Piece(rect: rect, ink: block, key: key)
-            }
-        }
+        return Array(quads.prefix(max(0, min(count, capacity)) * 4))
     }
 
     /// Recognises pieces on up to `workers` engines in parallel; lines come back per piece, relative to its rect.

@@ -99,7 +99,7 @@ public struct Watcher {
             case .textAppears(let label), .textGone(let label):
                 if changed {
                     ocrPasses += 1
-                    let reading = try perceiver.recognizer.read(frame, origin: Point(x: area.x, y: area.y))
+                    let reading = try perceiver.read(frame, area: area, windows: try perceiver.windows.list())
                     let snapshot = Snapshot(screen: frame.size, monitors: [], activeWindow: nil, area: area,
                                             elements: reading.lines.enumerated().map { i, line in
                                                 Element(ref: "t\(i)", role: .text, label: line.text, box: line.box,

@@ -112,6 +112,34 @@ public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
 
     /// The same rectangle moved by `dx`, `dy`.
     public func offset(dx: Int, dy: Int) -> Rect { Rect(x: x + dx, y: y + dy, width: width, height: height) }
+
+    /// What is left of this rectangle once `other` is cut out: up to four disjoint rectangles, full-width bands
+    /// above and below `other` and the parts beside it, so a row of text beside a cut stays in one piece.
+    public func subtracting(_ other: Rect) -> [Rect] {
+        let cut = intersection(other)
+        guard !cut.isEmpty else { return isEmpty ? [] : [self] }
+        let parts = [
+            Rect(x: x, y: y, width: width, height: cut.y - y),                                      // above
+            Rect(x: x, y: cut.y + cut.height, width: width, height: y + height - cut.y - cut.height),  // below
+            Rect(x: x, y: cut.y, width: cut.x - x, height: cut.height),                             // left
+            Rect(x: cut.x + cut.width, y: cut.y, width: x + width - cut.x - cut.width, height: cut.height),  // right
+        ]
+        return parts.filter { !$0.isEmpty }
+    }
+
+    /// Splits `area` into the parts each of `layers` shows (top-most first) and what is left of the area below them,
+    /// as disjoint rectangles: where windows overlap, each pixel belongs to the one on top.
+    public static func visibleParts(of layers: [Rect], within area: Rect) -> [Rect] {
+        var covered: [Rect] = []
+        var parts: [Rect] = []
+        for layer in layers + [area] {
+            var pieces = [layer.intersection(area)].filter { !$0.isEmpty }
+            for above in covered { pieces = pieces.flatMap { $0.subtracting(above) } }
+            parts += pieces
+            covered.append(layer)
+        }
+        return parts
+    }
 }
 
 extension String {
