@@ -41,7 +41,10 @@ public enum Finder {
         guard !wanted.isEmpty else { return [] }
         var matches: [Match] = []
         for element in snapshot.elements where element.role != .window && (role == nil || element.role == role) {
-            let words = element.words ?? []
+            // Elements named by other text (an empty field by its label) have no words of their own: match the name.
+            let words = element.words ?? element.label.split(whereSeparator: \.isWhitespace).map {
+                TextWord(text: String($0), box: element.box, confidence: 100)
+            }
             var best: Match?
             for length in max(1, wanted.count - 1)...(wanted.count + 1) where length <= words.count {
                 for start in 0...(words.count - length) {

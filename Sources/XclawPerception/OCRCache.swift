@@ -12,7 +12,7 @@ public final class OCRCache: @unchecked Sendable {
     /// The most entries kept.
     public let capacity: Int
     /// Bumped whenever recognition changes so results of an older pipeline are not reused.
-    static let formatTag = Array("xclaw-ocr-cache 4\n".utf8)
+    static let formatTag = Array("xclaw-ocr-cache 5\n".utf8)
 
     /// Creates an empty cache.
     public init(capacity: Int = 6000) { self.capacity = max(1, capacity) }

@@ -132,12 +132,20 @@ public struct Snapshotter {
                                     className: window.className, confidence: nil, words: nil))
         }
         let pixels = PixelEvidence(frame: frame, origin: Point(x: area.x, y: area.y))
-        for line in reading.lines {
-            let (role, box) = pixels.classify(line)
+        for read in reading.lines {
+            let (role, box, line) = pixels.classify(read)
             let owner = windows.first { $0.frame.contains(box.center) }
             elements.append(Element(ref: "", role: role, label: line.text, box: box,
                                     window: owner.map { store.windowRef($0.id) }, windowID: owner?.id, changed: false,
                                     active: nil, className: nil, confidence: line.confidence, words: line.words))
+        }
+        // Empty fields have no text of their own: name them by the label on their left, as a form reads.
+        elements = elements.flatMap { label -> [Element] in
+            guard label.role == .text, (label.words?.count ?? 0) <= 4, let field = pixels.emptyField(rightOf: label.box),
+                  !reading.lines.contains(where: { field.contains($0.box.center) }) else { return [label] }
+            return [label, Element(ref: "", role: .field, label: label.label, box: field, window: label.window,
+                                   windowID: label.windowID, changed: false, active: nil, className: nil,
+                                   confidence: nil, words: nil)]
         }
         elements = store.assign(elements)
         let active = elements.first { $0.role == .window && $0.active == true }?.ref
@@ -157,11 +165,26 @@ struct PixelEvidence {
         abs(Int(a.r) - Int(b.r)) + abs(Int(a.g) - Int(b.g)) + abs(Int(a.b) - Int(b.b)) > 30
     }
 
-    /// The role of a line and the box to report for it.
-    func classify(_ line: TextLine) -> (Role, Rect) {
-        let b = line.box
+    /// The role of a line, the box to report for it, and its label's words (a check box's square, when OCR read
+    /// it as a glyph such as "O" or "[]", is not part of the label).
+    func classify(_ line: TextLine) -> (Role, Rect, TextLine) {
+        if line.words.count >= 2, let first = line.words.first, first.text.count <= 2,
+           abs(first.box.width - first.box.height) <= 5, (7...24).contains(first.box.height) {
+            let rest = TextLine(words: Array(line.words.dropFirst()))
+            if let background = ringColour(rest.box),
+               let square = checkboxSquare(left: rest.box, background: background),
+               square.intersection(first.box).width * 2 >= first.box.width {
+                return (.checkbox, square.union(rest.box), rest)
+            }
+        }
+        let (role, box) = classify(box: line.box, words: line.words.count)
+        return (role, box, line)
+    }
+
+    /// The role of a line's box by what surrounds it.
+    private func classify(box b: Rect, words: Int) -> (Role, Rect) {
         // Controls have short labels; long lines are text whatever surrounds them.
-        guard line.words.count <= 4, b.width < 400, let background = ringColour(b) else { return (.text, b) }
+        guard words <= 4, b.width < 400, let background = ringColour(b) else { return (.text, b) }
         if let square = checkboxSquare(left: b, background: background) {
             return (.checkbox, square.union(b))
         }
@@ -215,6 +238,41 @@ struct PixelEvidence {
             if total > 0 && differing * 10 >= total * 8 { return d }
         }
         return nil
+    }
+
+    /// An empty input box just right of a short label ("Account name [          ]"): an outline 16–48 px tall and at
+    /// least 40 px wide, starting within 60 px of the label, spanning the label's centre row, with nothing drawn
+    /// inside. Fields with text in them are found from that text instead.
+    func emptyField(rightOf b: Rect) -> Rect? {
+        guard b.width < 400, let background = ringColour(b) else { return nil }
+        func isInk(_ x: Int, _ y: Int) -> Bool { rgb(x, y).map { Self.differs($0, background) } ?? false }
+        let cy = b.y + b.height / 2, start = b.x + b.width + 3
+        guard let x0 = (start..<(start + 60)).first(where: { isInk($0, cy) }) else { return nil }
+        var top = cy, bottom = cy
+        while cy - top < 48 && isInk(x0, top - 1) { top -= 1 }
+        while bottom - cy < 48 && isInk(x0, bottom + 1) { bottom += 1 }
+        let height = bottom - top + 1
+        guard (16...48).contains(height) else { return nil }
+        var x1 = x0
+        while x1 - x0 < 2000 && isInk(x1 + 1, top) { x1 += 1 }
+        let width = x1 - x0 + 1
+        guard width >= 40 else { return nil }
+        // The other two sides are there too.
+        let bottomInk = (x0...x1).filter { isInk($0, bottom) }.count
+        let rightInk = (top...bottom).filter { isInk(x1, $0) }.count
+        guard bottomInk * 10 >= width * 9, rightInk * 10 >= height * 9 else { return nil }
+        // Inside: one colour, apart from a text cursor.
+        guard let fill = rgb(x0 + 3, cy) else { return nil }
+        var marks = 0, total = 0
+        for y in stride(from: top + 3, through: bottom - 3, by: 1) {
+            for x in stride(from: x0 + 3, through: x1 - 3, by: 2) {
+                guard let p = rgb(x, y) else { continue }
+                total += 1
+                if Self.differs(p, fill) { marks += 1 }
+            }
+        }
+        guard total > 0, marks * 100 <= total * 3 else { return nil }
+        return Rect(x: x0, y: top, width: width, height: height)
     }
 
     /// A small square outline (9–22 px) ending just left of the label, vertically centred on it.

@@ -161,31 +161,155 @@ public final class TextRecognizer: @unchecked Sendable {
         return Array(quads.prefix(max(0, min(count, capacity)) * 4))
     }
 
+    /// How a piece missing from the cache is read.
+    private enum Plan {
+        /// Recognised as a whole block of lines.
+        case whole
+        /// A one-line piece cut into word-sized segments; each segment's words come from the cache, from another
+        /// piece's synthetic line, or from this piece's own: `fresh` are the indices of the segments read here,
+        /// `packed` what goes into its synthetic line with each one's index among the segments — the fresh ones, and
+        /// for very short ones their neighbours as context ("2]" alone reads "2)", after "[run" it reads right);
+        /// what is read in the context is dropped.
+        case atlas(segments: [WordAtlas.Segment], fresh: [Int], packed: [(index: Int, segment: WordAtlas.Segment)],
+                   style: WordAtlas.Style)
+    }
+
     /// Recognises pieces on up to `workers` engines in parallel; lines come back per piece, relative to its rect.
     private func recognize(_ pieces: [Piece], gray: [UInt8], stride: Int) throws -> [[TextLine]] {
         guard !pieces.isEmpty else { return [] }
-        let engines = try engines(count: min(workers, pieces.count))
-        // Largest first, so the last piece handed out is a small one and the engines finish together.
-        let order = pieces.indices.sorted { pieces[$0].rect.width * pieces[$0].rect.height > pieces[$1].rect.width * pieces[$1].rect.height }
-        let next = Atomic<Int>(0)
-        let results = Mutex<[Int: Result<[TextLine], Error>]>([:])
-        let minimum = minimumConfidence
-        DispatchQueue.concurrentPerform(iterations: engines.count) { worker in
-            let engine = engines[worker]
-            while true {
-                let n = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard n < order.count else { return }
-                let index = order[n]
-                let result = Result { try Self.recognize(pieces[index], gray: gray, stride: stride, engine: engine,
-                                                         minimumConfidence: minimum) }
-                results.withLock { $0[index] = result }
+        // Plan: one-line pieces are cut into words; words seen before (in the cache, or earlier on this page) are
+        // not read again.
+        var planned: [Plan] = []
+        var known: [UInt64: [TextWord]] = [:]
+        var claimed = Set<UInt64>()
+        gray.withUnsafeBufferPointer { g in
+            for piece in pieces {
+                let ink = piece.ink
+                // Only blocks missing from the cache get here, so the histogram is not paid for cached ones.
+                let background = Int(xclaw_background_level(g.baseAddress, Int32(stride), Int32(ink.x), Int32(ink.y),
+                                                             Int32(ink.width), Int32(ink.height)))
+                let style = WordAtlas.Style(background: background, scale: piece.scale)
+                guard ink.height * piece.scale < 28,
+                      let segments = WordAtlas.segments(ink: ink, style: style, gray: g, stride: stride) else {
+                    planned.append(.whole)
+                    continue
+                }
+                var fresh: [Int] = []
+                for (i, segment) in segments.enumerated()
+                where known[segment.key] == nil && !claimed.contains(segment.key) {
+                    if let cached = cache.lookup(segment.key) {
+                        known[segment.key] = cached.flatMap(\.words)
+                    } else {
+                        claimed.insert(segment.key)
+                        fresh.append(i)
+                    }
+                }
+                // Whole neighbours: cut ones leave half glyphs that merge into the word ("non" read "anon").
+                var context: [Int: WordAtlas.Segment] = [:]
+                let isFresh = Set(fresh)
+                for i in fresh where segments[i].box.width * 5 < 8 * ink.height {  // two or three glyphs
+                    for j in [i - 1, i + 1] where segments.indices.contains(j) && !isFresh.contains(j) {
+                        context[j] = segments[j]
+                    }
+                }
+                let packed = (fresh.map { ($0, segments[$0]) } + context.map { ($0.key, $0.value) })
+                    .sorted { $0.0 < $1.0 }.map { (index: $0.0, segment: $0.1) }
+                planned.append(.atlas(segments: segments, fresh: fresh, packed: packed, style: style))
             }
         }
-        let collected = results.withLock { $0 }
-        return try pieces.indices.map { index in
-            guard let result = collected[index] else { return [] }
-            return try result.get()
+        let plans = planned  // fixed from here on; the workers read it concurrently
+        let jobs = pieces.indices.filter {
+            if case .atlas(_, let fresh, _, _) = plans[$0] { return !fresh.isEmpty }
+            return true
         }
+        var results: [Int: [TextLine]] = [:]
+        var segmentWords: [UInt64: [TextWord]] = [:]
+        if !jobs.isEmpty {
+            let engines = try engines(count: min(workers, jobs.count))
+            // Largest first, so the last job handed out is a small one and the engines finish together.
+            let cost = { (i: Int) -> Int in
+                if case .atlas(_, _, let packed, _) = plans[i] {
+                    return packed.reduce(0) { $0 + $1.segment.box.width } * pieces[i].rect.height
+                }
+                return pieces[i].rect.width * pieces[i].rect.height
+            }
+            let order = jobs.sorted { cost($0) > cost($1) }
+            let next = Atomic<Int>(0)
+            let collected = Mutex<[Int: Result<[[TextWord]], Error>]>([:])
+            let minimum = minimumConfidence
+            DispatchQueue.concurrentPerform(iterations: engines.count) { worker in
+                let engine = engines[worker]
+                while true {
+                    let n = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                    guard n < order.count else { return }
+                    let index = order[n]
+                    let result = Result { () throws -> [[TextWord]] in
+                        switch plans[index] {
+                        case .whole:
+                            return try Self.recognize(pieces[index], gray: gray, stride: stride, engine: engine,
+                                                      minimumConfidence: minimum).map(\.words)
+                        case .atlas(_, _, let packed, let style):
+                            return try Self.recognize(packed, in: pieces[index], style: style, gray: gray,
+                                                      stride: stride, engine: engine, minimumConfidence: minimum)
+                        }
+                    }
+                    collected.withLock { $0[index] = result }
+                }
+            }
+            let outcomes = collected.withLock { $0 }
+            for index in jobs {
+                guard let outcome = try outcomes[index]?.get() else { continue }
+                switch plans[index] {
+                case .whole:
+                    results[index] = outcome.map { TextLine(words: $0) }
+                case .atlas(let segments, let fresh, let packed, _):
+                    let read = Dictionary(uniqueKeysWithValues: zip(packed.map(\.index), outcome))
+                    for i in fresh {
+                        let segment = segments[i], words = read[i] ?? []
+                        segmentWords[segment.key] = words
+                        cache.store(segment.key, words.isEmpty ? [] : [TextLine(words: words)])
+                    }
+                }
+            }
+        }
+        return pieces.indices.map { index in
+            switch plans[index] {
+            case .whole:
+                return results[index] ?? []
+            case .atlas(let segments, _, _, _):
+                let origin = pieces[index].rect
+                let words = segments.flatMap { segment in
+                    (segmentWords[segment.key] ?? known[segment.key] ?? []).map {
+                        TextWord(text: $0.text, box: $0.box.offset(dx: segment.box.x - origin.x,
+                                                                   dy: segment.box.y - origin.y),
+                                 confidence: $0.confidence)
+                    }
+                }
+                return Self.splitAtWideGaps(words)
+            }
+        }
+    }
+
+    /// Reads segments of a one-line piece (`packed`, in order, with their indices among the piece's segments)
+    /// packed into one synthetic line; words per packed segment, relative to the segment's top-left.
+    private static func recognize(_ packed: [(index: Int, segment: WordAtlas.Segment)], in piece: Piece,
+                                  style: WordAtlas.Style, gray: [UInt8], stride: Int, engine: OCREngine,
+                                  minimumConfidence: Double) throws -> [[TextWord]] {
+        let line = gray.withUnsafeBufferPointer {
+            WordAtlas.pack(packed.map(\.segment), positions: packed.map(\.index),
+                           rows: piece.ink.y..<(piece.ink.y + piece.ink.height), style: style, gray: $0, stride: stride)
+        }
+        let scale = style.scale
+        let words = try engine.recognize(gray: line.image, width: line.width, height: line.height, mode: .block)
+            .filter { $0.confidence >= minimumConfidence }
+            .map { word in
+                let b = word.box
+                return TextWord(text: word.text, box: Rect(x: b.x / scale, y: b.y / scale,
+                                                           width: (b.width + scale - 1) / scale,
+                                                           height: (b.height + scale - 1) / scale),
+                                confidence: word.confidence)
+            }
+        return WordAtlas.unpack(words, slots: line.slots)
     }
 
     /// Prepares one piece (crop, invert, upscale) and reads it as a block of lines.

@@ -222,4 +222,27 @@ final class GeometryTests: XCTestCase {
             XCTAssertLessThanOrEqual(worst, tolerance, "\(source) → \(target): off by \(worst)")
         }
     }
+
+    func testSubtractingLeavesDisjointPiecesThatCoverTheRest() {
+        let a = Rect(x: 0, y: 0, width: 100, height: 80)
+        XCTAssertEqual(a.subtracting(Rect(x: 200, y: 0, width: 10, height: 10)), [a])
+        XCTAssertEqual(a.subtracting(Rect(x: -5, y: -5, width: 200, height: 200)), [])
+        let pieces = a.subtracting(Rect(x: 30, y: 20, width: 40, height: 30))
+        // Bands above and below keep whole rows; the sides are only as tall as the cut.
+        XCTAssertEqual(pieces, [Rect(x: 0, y: 0, width: 100, height: 20), Rect(x: 0, y: 50, width: 100, height: 30),
+                                Rect(x: 0, y: 20, width: 30, height: 30), Rect(x: 70, y: 20, width: 30, height: 30)])
+        XCTAssertEqual(pieces.reduce(0) { $0 + $1.width * $1.height }, 100 * 80 - 40 * 30)
+    }
+
+    func testVisiblePartsGiveEachPixelToTheTopWindow() {
+        let screen = Rect(x: 0, y: 0, width: 200, height: 100)
+        let top = Rect(x: 50, y: 10, width: 60, height: 40), below = Rect(x: 0, y: 0, width: 120, height: 80)
+        let parts = Rect.visibleParts(of: [top, below], within: screen)
+        XCTAssertEqual(parts.first, top)
+        // Disjoint, and together exactly the screen.
+        XCTAssertEqual(parts.reduce(0) { $0 + $1.width * $1.height }, 200 * 100)
+        for (i, p) in parts.enumerated() {
+            for q in parts[(i + 1)...] { XCTAssertTrue(p.intersection(q).isEmpty, "\(p) overlaps \(q)") }
+        }
+    }
 }

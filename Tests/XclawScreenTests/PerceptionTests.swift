@@ -17,7 +17,8 @@ private func recall(truth: [String], read: [String]) -> Double {
     return Double(hits) / Double(max(1, truth.count))
 }
 
-/// A fixture window with known text in several fonts, sizes and themes, buttons, a checkbox and a repeated label.
+/// A fixture window with known text in several fonts, sizes and themes, buttons, check boxes, an empty field beside
+/// its label and a repeated label.
 private let fixtureWidgets: [String] = [
     "--text", "20,20,9x15,#000000:Plain label nine",
     "--text", "20,60,6x13,#000000:small six thirteen",
@@ -27,6 +28,9 @@ private let fixtureWidgets: [String] = [
     "--button", "300,20,100,30:Save",
     "--button", "420,20,100,30:Cancel",
     "--checkbox", "300,130:Remember me",
+    "--checkbox", "300,158:Keep me posted",
+    "--text", "300,80,9x15,#000000:Name",
+    "--field", "360,74,200,28",
     "--text", "20,250,9x15,#000000:Repeat",
     "--text", "300,250,9x15,#000000:Repeat",
 ]
@@ -74,6 +78,20 @@ final class PerceptionTests: XCTestCase {
         XCTAssertEqual(region.lines.map(\.text), ["Save", "Cancel"])
     }
 
+    func testTextOfTouchingWindowsIsNotMerged() throws {
+        // Two windows side by side; each line ends or starts a few pixels from the shared edge, closer than the
+        // layout's column gap, so a whole-screen layout would join them into one line.
+        let left = try Fixture(display: display.name, title: "left", frame: Rect(x: 100, y: 450, width: 300, height: 60),
+                               extra: ["--text", "210,20,9x15,#000000:alpha beta"])
+        let right = try Fixture(display: display.name, title: "right", frame: Rect(x: 400, y: 450, width: 300, height: 60),
+                                extra: ["--text", "6,20,9x15,#000000:gamma delta"])
+        defer { left.stop(); right.stop() }
+        Thread.sleep(forTimeInterval: 0.2)
+        let lines = try perceiver.read(Rect(x: 100, y: 450, width: 600, height: 60)).lines.map(\.text)
+        XCTAssertTrue(lines.contains("alpha beta"), "\(lines)")
+        XCTAssertTrue(lines.contains("gamma delta"), "\(lines)")
+    }
+
     func testUnchangedScreenComesFromTheCacheAndOnlyChangedBlocksAreRead() throws {
         let first = try perceiver.read()
         XCTAssertGreaterThan(first.stats.recognized, 5)
@@ -96,11 +114,11 @@ final class PerceptionTests: XCTestCase {
         try perceiver.recognizer.cache.save(to: file)
         let loaded = OCRCache.load(from: file)
         XCTAssertEqual(loaded.count, perceiver.recognizer.cache.count)
-        let fromDisk = try TextRecognizer(cache: loaded).read(try perceiver.capturer.capture(), origin: Point(x: 0, y: 0))
+        let fromDisk = try Perceiver(connection: perceiver.connection, cache: loaded).read()
         XCTAssertTrue(fromDisk.stats.unchanged)
         XCTAssertEqual(fromDisk.lines, third.lines)
         // A damaged file is an empty cache, not a crash.
-        try Data("xclaw-ocr-cache 4\n\u{1}\u{0}\u{0}\u{0}garbage".utf8).write(to: file)
+        try Data("xclaw-ocr-cache 5\n\u{1}\u{0}\u{0}\u{0}garbage".utf8).write(to: file)
         XCTAssertEqual(OCRCache.load(from: file).count, 0)
     }
 
@@ -114,7 +132,12 @@ final class PerceptionTests: XCTestCase {
         XCTAssertEqual(try element("Save", in: first).role, .button)
         XCTAssertEqual(try element("Cancel", in: first).role, .button)
         XCTAssertEqual(try element("Remember me", in: first).role, .checkbox)
+        XCTAssertEqual(try element("Keep me posted", in: first).role, .checkbox)
         XCTAssertEqual(try element("Large twelve", in: first).role, .text)
+        // An empty field has no text: it is named by its label, its box is its outline.
+        let name = try XCTUnwrap(first.elements.first { $0.role == .field }, first.render())
+        XCTAssertEqual(name.label, "Name")
+        XCTAssertEqual(name.box, Rect(x: origin.x + 360, y: origin.y + 74, width: 200, height: 28))
         let save = try element("Save", in: first)
         // The button's box is its outline (100x30 at window 300,20), not just the word.
         XCTAssertEqual(Double(save.box.width), 100, accuracy: 4)
@@ -196,6 +219,8 @@ final class PerceptionTests: XCTestCase {
         XCTAssertEqual(try tap("Save")?.target, "Save")
         XCTAssertEqual(try tap("cancel")?.target, "Cancel")
         XCTAssertEqual(try tap("Remember me")?.target, "Remember me")
+        XCTAssertEqual(try tap("Keep me posted")?.target, "Keep me posted")
+        XCTAssertEqual(try tap("Name", Selection(role: .field))?.target, "field@360,74")
         // Two equal "Repeat" labels: refused, with both listed; --nth and --near pick one.
         XCTAssertThrowsError(try Selection().resolve("Repeat", in: snapshot)) { error in
             guard case .ambiguous(_, let candidates) = error as? PerceptionError else { return XCTFail("\(error)") }

@@ -136,6 +136,22 @@ static void cut(cut_ctx *c, rect_t r, int depth) {
     for (int pass = 0; pass < 2; pass++) {
         for (int y = 0; y < r.h; y++) blank[y] = prof[y] == 0 || (use_valleys && prof[y] <= low);
         if (!use_valleys) break;
+        // A valley is a band of low rows: the descenders of one line and the ascenders of the next. Cut it at one
+        // row, not along its whole height, or both lines lose those strokes ("g" read as "a"): at its empty rows if
+        // it has any, else at its emptiest row (the lowest of equals, so descenders stay with their line). Bands at
+        // the block's edge are the top or bottom of a line, not a contact.
+        for (int y = 0; y < r.h;) {
+            if (!blank[y]) { y++; continue; }
+            int s = y;
+            while (y < r.h && blank[y]) y++;
+            int has_empty = 0, best = s;
+            for (int k = s; k < y; k++) {
+                if (prof[k] == 0) has_empty = 1;
+                if (prof[k] <= prof[best]) best = k;
+            }
+            int inner = s > 0 && y < r.h;
+            for (int k = s; k < y; k++) blank[k] = prof[k] == 0 || (inner && !has_empty && k == best);
+        }
         int ok = 1, y = 0;
         while (y < r.h) {
             while (y < r.h && blank[y]) y++;
