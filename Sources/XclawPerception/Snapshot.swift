@@ -11,11 +11,13 @@ public enum Role: String, Codable, Sendable, CaseIterable {
     case field
     /// A label with a small square just left of it.
     case checkbox
+    /// A short label in a popup (override-redirect) window: an entry of a menu or a drop-down list.
+    case menuitem
     /// Text that is not inside a control.
     case text
 
-    /// True for what can be operated (buttons, fields, checkboxes).
-    public var isInteractive: Bool { self == .button || self == .field || self == .checkbox }
+    /// True for what can be operated (buttons, fields, checkboxes, menu items).
+    public var isInteractive: Bool { self != .window && self != .text }
 }
 
 /// One element of a snapshot.
@@ -133,8 +135,10 @@ public struct Snapshotter {
         }
         let pixels = PixelEvidence(frame: frame, origin: Point(x: area.x, y: area.y))
         for read in reading.lines {
-            let (role, box, line) = pixels.classify(read)
+            var (role, box, line) = pixels.classify(read)
             let owner = windows.first { $0.frame.contains(box.center) }
+            // Menus are popups placed by the application: their short lines are its entries.
+            if role == .text, owner?.popup == true, line.words.count <= 4 { role = .menuitem }
             elements.append(Element(ref: "", role: role, label: line.text, box: box,
                                     window: owner.map { store.windowRef($0.id) }, windowID: owner?.id, changed: false,
                                     active: nil, className: nil, confidence: line.confidence, words: line.words))

@@ -150,9 +150,10 @@ public final class EventProbe: @unchecked Sendable {
 
     /// Creates, maps and paints the window, and returns once it is viewable. `texts`, `widgets` and `animated`
     /// (rectangles flipping between red and blue every 40 ms) are drawn over `rects`; an unknown font or non-ASCII
-    /// text throws `invalidArgument` before any window appears.
+    /// text throws `invalidArgument` before any window appears. A `popup` is override-redirect, like a menu.
     public init(display: String?, title: String, frame: Rect, background: RGB, rects: [(Rect, RGB)] = [],
-                texts: [ProbeText] = [], widgets: [ProbeWidget] = [], animated: [Rect] = []) throws {
+                texts: [ProbeText] = [], widgets: [ProbeWidget] = [], animated: [Rect] = [],
+                popup: Bool = false) throws {
         connection = try DisplayConnection(name: display)
         self.rects = rects
         self.background = background
@@ -174,6 +175,11 @@ public final class EventProbe: @unchecked Sendable {
         let id = XCreateSimpleWindow(d, root, Int32(frame.x), Int32(frame.y), UInt32(frame.width),
                                      UInt32(frame.height), 0, 0, pixel)
         window = UInt(id)
+        if popup {
+            var attributes = XSetWindowAttributes()
+            attributes.override_redirect = 1
+            XChangeWindowAttributes(d, id, UInt(CWOverrideRedirect), &attributes)
+        }
         let mask = ButtonPressMask | ButtonReleaseMask | PointerMotionMask | KeyPressMask | KeyReleaseMask
             | ExposureMask | StructureNotifyMask | FocusChangeMask | EnterWindowMask
         XSelectInput(d, id, Int(mask))

@@ -21,6 +21,8 @@ public struct WindowInfo: Codable, Sendable, Hashable {
     public var visible: Bool
     /// The window with keyboard focus (or, with no window manager and pointer-root focus, the one under the pointer).
     public var active: Bool
+    /// Override-redirect: placed by the application itself, outside any window manager — menus, tooltips, popups.
+    public var popup: Bool = false
 
     /// The id as `0x…`, the way xdotool and xwininfo print it.
     public var hexID: String { "0x" + String(id, radix: 16) }
@@ -232,7 +234,7 @@ public struct WindowManager: Sendable {
             pid: try cardinals(window, "_NET_WM_PID", type: XA_CARDINAL).first.map { Int($0) },
             frame: frame, mapped: attrs.map_state != IsUnmapped,
             visible: attrs.map_state == IsViewable && !frame.intersection(screen).isEmpty,
-            active: active == UInt(window))
+            active: active == UInt(window), popup: attrs.override_redirect != 0)
     }
 
     // MARK: - Properties

@@ -34,9 +34,14 @@ var rects: [(Rect, RGB)] = []
 var texts: [ProbeText] = []
 var widgets: [ProbeWidget] = []
 var animated: [Rect] = []
+var popup = false
 var args = CommandLine.arguments.dropFirst().makeIterator()
 do {
     while let arg = args.next() {
+        if arg == "--popup" {  // an override-redirect window, the way menus and tooltips are made
+            popup = true
+            continue
+        }
         guard let value = args.next() else { fail("\(arg) needs a value") }
         switch arg {
         case "--display": display = value
@@ -71,7 +76,7 @@ func emit(_ event: ProbeEvent, window: UInt? = nil) {
 
 do {
     let probe = try EventProbe(display: display, title: title, frame: frame, background: background, rects: rects,
-                               texts: texts, widgets: widgets, animated: animated)
+                               texts: texts, widgets: widgets, animated: animated, popup: popup)
     emit(ProbeEvent(kind: "ready"), window: probe.window)
     // The probe repaints timed content (show=/hide=, --animate) on schedule while it waits; a short timeout keeps
     // this loop responsive too when there is any.

@@ -71,13 +71,13 @@ struct SnapshotCommand: ParsableCommand {
         commandName: "snapshot",
         abstract: "List what is on screen: windows, text and controls, each with a ref that stays stable.",
         discussion: """
-            One element per line: ref, role (window, button, field, checkbox, text), "label", @centre x,y, size, \
+            One element per line: ref, role (window, button, field, checkbox, menuitem, text), "label", @centre x,y, size, \
             and the window it is in. A leading + marks elements that are new or moved since the previous snapshot \
             of this display. Refs can be passed to `xclaw tap`.
             """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var area: AreaOptions
-    @Flag(help: "Only windows and controls (buttons, fields, checkboxes).") var interactive = false
+    @Flag(help: "Only windows and controls (buttons, fields, checkboxes, menu items).") var interactive = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -92,7 +92,7 @@ struct SnapshotCommand: ParsableCommand {
 struct SelectionOptions: ParsableArguments {
     @Option(help: "Take the Nth of equally good matches, in reading order (1-based).") var nth: Int?
     @Option(help: "Prefer the match nearest to this label.") var near: String?
-    @Option(help: "Only elements of this role: button, field, checkbox, text.") var role: Role?
+    @Option(help: "Only elements of this role: button, field, checkbox, menuitem, text.") var role: Role?
 
     func validate() throws {
         if let nth, nth < 1 { throw ValidationError("--nth counts from 1") }

@@ -92,6 +92,27 @@ final class PerceptionTests: XCTestCase {
         XCTAssertTrue(lines.contains("gamma delta"), "\(lines)")
     }
 
+    func testShortLinesOfAPopupAreMenuItems() throws {
+        let menu = try Fixture(display: display.name, title: "menu", frame: Rect(x: 900, y: 100, width: 160, height: 96),
+                               background: "#eeeeee",
+                               extra: ["--popup", "--text", "12,8,9x15,#000000:Open",
+                                       "--text", "12,38,9x15,#000000:Save As", "--text", "12,68,9x15,#000000:Quit"])
+        defer { menu.stop() }
+        Thread.sleep(forTimeInterval: 0.2)
+        let snapshot = try Snapshotter(perceiver: perceiver).snapshot(refs: nil)
+        for label in ["Open", "Save As", "Quit"] {
+            XCTAssertEqual(snapshot.elements.first { $0.label == label }?.role, .menuitem, snapshot.render())
+        }
+        // The main window's lines stay what they were.
+        XCTAssertEqual(snapshot.elements.first { $0.label == "Large twelve" }?.role, .text)
+        XCTAssertTrue(snapshot.render(interactiveOnly: true).contains("menuitem \"Save As\""))
+        menu.clear()
+        let match = try Selection(role: .menuitem).resolve("save as", in: snapshot)
+        try InputController(connection: perceiver.connection).click(at: match.point)
+        let press = try XCTUnwrap(menu.wait(for: "button_press").first)
+        XCTAssertTrue((38..<53).contains(press.y ?? -1), "pressed at \(String(describing: press.y))")
+    }
+
     func testUnchangedScreenComesFromTheCacheAndOnlyChangedBlocksAreRead() throws {
         let first = try perceiver.read()
         XCTAssertGreaterThan(first.stats.recognized, 5)
