@@ -248,7 +248,17 @@ public final class TextRecognizer: @unchecked Sendable {
                         case .whole:
                             return try Self.recognize(pieces[index], gray: gray, stride: stride, engine: engine,
                                                       minimumConfidence: minimum).map(\.words)
-                        case .atlas(_, _, let packed, let style):
+                        case .atlas(let segments, let fresh, let packed, let style):
+                            guard fresh.count < segments.count else {
+                                // Nothing on the line is known: read it as it is on screen (a synthetic copy
+                                // read "Keep" as "keep"), then file its words under its segments.
+                                let piece = pieces[index]
+                                let words = try Self.recognize(piece, gray: gray, stride: stride, engine: engine,
+                                                               minimumConfidence: minimum).flatMap(\.words)
+                                    .map { TextWord(text: $0.text, box: $0.box.offset(dx: piece.rect.x, dy: piece.rect.y),
+                                                    confidence: $0.confidence) }
+                                return WordAtlas.unpack(words, slots: segments.map(\.box))
+                            }
                             return try Self.recognize(packed, in: pieces[index], style: style, gray: gray,
                                                       stride: stride, engine: engine, minimumConfidence: minimum)
                         }
