@@ -249,12 +249,10 @@ struct PixelEvidence {
     /// inside. Fields with text in them are found from that text instead.
     func emptyField(rightOf b: Rect) -> Rect? {
         guard b.width < 400, let background = ringColour(b) else { return nil }
-        func isInk(_ x: Int, _ y: Int) -> Bool { rgb(x, y).map { Self.differs($0, background) } ?? false }
+        let isInk = { (x: Int, y: Int) in self.isInk(x, y, on: background) }
         let cy = b.y + b.height / 2, start = b.x + b.width + 3
         guard let x0 = (start..<(start + 60)).first(where: { isInk($0, cy) }) else { return nil }
-        var top = cy, bottom = cy
-        while cy - top < 48 && isInk(x0, top - 1) { top -= 1 }
-        while bottom - cy < 48 && isInk(x0, bottom + 1) { bottom += 1 }
+        let (top, bottom) = column(x: x0, through: cy, reach: 48, background: background)
         let height = bottom - top + 1
         guard (16...48).contains(height) else { return nil }
         var x1 = x0
@@ -279,6 +277,19 @@ struct PixelEvidence {
         return Rect(x: x0, y: top, width: width, height: height)
     }
 
+    /// Whether the pixel differs from `background` (off-screen pixels do not).
+    private func isInk(_ x: Int, _ y: Int, on background: RGB) -> Bool {
+        rgb(x, y).map { Self.differs($0, background) } ?? false
+    }
+
+    /// The run of ink pixels in column `x` through row `y` (at most `reach` rows each way): a box's side.
+    private func column(x: Int, through y: Int, reach: Int, background: RGB) -> (top: Int, bottom: Int) {
+        var top = y, bottom = y
+        while y - top < reach && isInk(x, top - 1, on: background) { top -= 1 }
+        while bottom - y < reach && isInk(x, bottom + 1, on: background) { bottom += 1 }
+        return (top, bottom)
+    }
+
     /// A small square outline (9–22 px) ending just left of the label, vertically centred on it.
     private func checkboxSquare(left b: Rect, background: RGB) -> Rect? {
         let cy = b.y + b.height / 2
@@ -287,10 +298,8 @@ struct PixelEvidence {
         else { return nil }
         let right = b.x - gap
         // Walk up and down the side to its length.
-        func isInk(_ x: Int, _ y: Int) -> Bool { rgb(x, y).map { Self.differs($0, background) } ?? false }
-        var top = cy, bottom = cy
-        while cy - top < 24 && isInk(right, top - 1) { top -= 1 }
-        while bottom - cy < 24 && isInk(right, bottom + 1) { bottom += 1 }
+        let isInk = { (x: Int, y: Int) in self.isInk(x, y, on: background) }
+        let (top, bottom) = column(x: right, through: cy, reach: 24, background: background)
         let side = bottom - top + 1
         guard (9...22).contains(side) else { return nil }
         let leftX = right - side + 1

@@ -103,23 +103,15 @@ public final class TextRecognizer: @unchecked Sendable {
             quads = Self.blocks(&gray, width: width, height: height)
         } else {
             // The layout works on a contiguous image: copy the part out, and its cleaned pixels back.
-            var sub = [UInt8](repeating: 0, count: part.width * part.height)
-            for row in 0..<part.height {
-                let from = (part.y + row) * width + part.x
-                sub.withUnsafeMutableBufferPointer { dst in
-                    gray.withUnsafeBufferPointer { src in
-                        (dst.baseAddress! + row * part.width).update(from: src.baseAddress! + from, count: part.width)
-                    }
-                }
+            var sub: [UInt8] = []
+            sub.reserveCapacity(part.width * part.height)
+            for row in part.y..<(part.y + part.height) {
+                sub += gray[(row * width + part.x)..<(row * width + part.x + part.width)]
             }
             quads = Self.blocks(&sub, width: part.width, height: part.height)
             for row in 0..<part.height {
                 let to = (part.y + row) * width + part.x
-                gray.withUnsafeMutableBufferPointer { dst in
-                    sub.withUnsafeBufferPointer { src in
-                        (dst.baseAddress! + to).update(from: src.baseAddress! + row * part.width, count: part.width)
-                    }
-                }
+                gray[to..<(to + part.width)] = sub[(row * part.width)..<((row + 1) * part.width)]
             }
         }
         return gray.withUnsafeBufferPointer { g in
@@ -164,7 +156,7 @@ public final class TextRecognizer: @unchecked Sendable {
     /// How a piece missing from the cache is read.
     private enum Plan {
         /// Recognised as a whole block of lines.
-        case whole
+        case whole(WordAtlas.Style)
         /// A one-line piece cut into word-sized segments; each segment's words come from the cache, from another
         /// piece's synthetic line, or from this piece's own: `fresh` are the indices of the segments read here,
         /// `packed` what goes into its synthetic line with each one's index among the segments — the fresh ones, and
@@ -191,7 +183,7 @@ public final class TextRecognizer: @unchecked Sendable {
                 let style = WordAtlas.Style(background: background, scale: piece.scale)
                 guard ink.height * piece.scale < 28,
                       let segments = WordAtlas.segments(ink: ink, style: style, gray: g, stride: stride) else {
-                    planned.append(.whole)
+                    planned.append(.whole(style))
                     continue
                 }
                 var fresh: [Int] = []
@@ -245,16 +237,17 @@ public final class TextRecognizer: @unchecked Sendable {
                     let index = order[n]
                     let result = Result { () throws -> [[TextWord]] in
                         switch plans[index] {
-                        case .whole:
-                            return try Self.recognize(pieces[index], gray: gray, stride: stride, engine: engine,
-                                                      minimumConfidence: minimum).map(\.words)
+                        case .whole(let style):
+                            return try Self.recognize(pieces[index], style: style, gray: gray, stride: stride,
+                                                      engine: engine, minimumConfidence: minimum).map(\.words)
                         case .atlas(let segments, let fresh, let packed, let style):
                             guard fresh.count < segments.count else {
                                 // Nothing on the line is known: read it as it is on screen (a synthetic copy
                                 // read "Keep" as "keep"), then file its words under its segments.
                                 let piece = pieces[index]
-                                let words = try Self.recognize(piece, gray: gray, stride: stride, engine: engine,
-                                                               minimumConfidence: minimum).flatMap(\.words)
+                                let words = try Self.recognize(piece, style: style, gray: gray, stride: stride,
+                                                               engine: engine, minimumConfidence: minimum)
+                                    .flatMap(\.words)
                                     .map { TextWord(text: $0.text, box: $0.box.offset(dx: piece.rect.x, dy: piece.rect.y),
                                                     confidence: $0.confidence) }
                                 return WordAtlas.unpack(words, slots: segments.map(\.box))
@@ -270,7 +263,7 @@ public final class TextRecognizer: @unchecked Sendable {
             for index in jobs {
                 guard let outcome = try outcomes[index]?.get() else { continue }
                 switch plans[index] {
-                case .whole:
+                case .whole(_):
                     results[index] = outcome.map { TextLine(words: $0) }
                 case .atlas(let segments, let fresh, let packed, _):
                     let read = Dictionary(uniqueKeysWithValues: zip(packed.map(\.index), outcome))
@@ -284,7 +277,7 @@ public final class TextRecognizer: @unchecked Sendable {
         }
         return pieces.indices.map { index in
             switch plans[index] {
-            case .whole:
+            case .whole(_):
                 return results[index] ?? []
             case .atlas(let segments, _, _, _):
                 let origin = pieces[index].rect
@@ -312,43 +305,37 @@ public final class TextRecognizer: @unchecked Sendable {
         let scale = style.scale
         let words = try engine.recognize(gray: line.image, width: line.width, height: line.height, mode: .block)
             .filter { $0.confidence >= minimumConfidence }
-            .map { word in
-                let b = word.box
-                return TextWord(text: word.text, box: Rect(x: b.x / scale, y: b.y / scale,
-                                                           width: (b.width + scale - 1) / scale,
-                                                           height: (b.height + scale - 1) / scale),
-                                confidence: word.confidence)
-            }
+            .map { TextWord(text: $0.text, box: unscaled($0.box, by: scale), confidence: $0.confidence) }
         return WordAtlas.unpack(words, slots: line.slots)
     }
 
     /// Prepares one piece (crop, invert, upscale) and reads it as a block of lines.
-    private static func recognize(_ piece: Piece, gray: [UInt8], stride: Int, engine: OCREngine,
-                                  minimumConfidence: Double) throws -> [TextLine] {
-        let rect = piece.rect, ink = piece.ink, scale = piece.scale
+    private static func recognize(_ piece: Piece, style: WordAtlas.Style, gray: [UInt8], stride: Int,
+                                  engine: OCREngine, minimumConfidence: Double) throws -> [TextLine] {
+        let rect = piece.rect, ink = piece.ink, scale = style.scale
         let w = rect.width * scale, h = rect.height * scale
         var image = [UInt8](repeating: 255, count: w * h)
         gray.withUnsafeBufferPointer { g in
-            // Only blocks missing from the cache get here, so the histogram is not paid for cached ones.
-            let background = xclaw_background_level(g.baseAddress, Int32(stride), Int32(ink.x), Int32(ink.y),
-                                                    Int32(ink.width), Int32(ink.height))
             image.withUnsafeMutableBufferPointer {
                 xclaw_prepare_block(g.baseAddress, Int32(stride), Int32(rect.x), Int32(rect.y), Int32(rect.width),
-                                    Int32(rect.height), Int32(piece.ink.x - rect.x), Int32(piece.ink.y - rect.y),
-                                    Int32(piece.ink.width), Int32(piece.ink.height), background,
-                                    Int32(scale), background < 128 ? 1 : 0, $0.baseAddress)
+                                    Int32(rect.height), Int32(ink.x - rect.x), Int32(ink.y - rect.y),
+                                    Int32(ink.width), Int32(ink.height), Int32(style.background),
+                                    Int32(scale), style.invert ? 1 : 0, $0.baseAddress)
             }
         }
         let words = try engine.recognize(gray: image, width: w, height: h, mode: .block)
         var byLine: [Int: [TextWord]] = [:]
         for word in words where word.confidence >= minimumConfidence {
             // Back to unscaled coordinates, relative to the piece.
-            let b = word.box
-            let box = Rect(x: b.x / scale, y: b.y / scale, width: (b.width + scale - 1) / scale,
-                           height: (b.height + scale - 1) / scale)
-            byLine[word.line, default: []].append(TextWord(text: word.text, box: box, confidence: word.confidence))
+            byLine[word.line, default: []].append(TextWord(text: word.text, box: unscaled(word.box, by: scale),
+                                                           confidence: word.confidence))
         }
         return byLine.keys.sorted().flatMap { key in splitAtWideGaps(byLine[key] ?? []) }
+    }
+
+    /// A box read on an image upscaled by `scale`, in the image's own pixels (rounded outwards).
+    private static func unscaled(_ b: Rect, by scale: Int) -> Rect {
+        Rect(x: b.x / scale, y: b.y / scale, width: (b.width + scale - 1) / scale, height: (b.height + scale - 1) / scale)
     }
 
     /// Splits a line where words are further apart than a phrase allows: side-by-side buttons ("Keep  Delete") and
