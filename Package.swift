@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "xclaw", targets: ["xclaw"]),
         .library(name: "XclawScreen", targets: ["XclawScreen"]),
         .library(name: "XclawPerception", targets: ["XclawPerception"]),
+        .library(name: "XclawAgent", targets: ["XclawAgent"]),
+        .library(name: "XclawSkills", targets: ["XclawSkills"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -61,11 +63,31 @@ let package = Package(
             path: "Sources/XclawPerception"
         ),
 
+        // Layer 4: the agent core: the Claude Messages client (SSE over libcurl), tools and skills, the agent loop,
+        // the model catalog. It knows nothing of the screen: the screen reaches it only as tools (layer 5).
+        .target(
+            name: "XclawAgent",
+            dependencies: ["XclawBase", "CCurl", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/XclawAgent",
+            resources: [.copy("Resources/models.json")]
+        ),
+
+        // Layer 5: skills: the computer-use tool, the custom screen tools, memory.
+        .target(
+            name: "XclawSkills",
+            dependencies: ["XclawBase", "XclawScreen", "XclawPerception", "XclawAgent"],
+            path: "Sources/XclawSkills"
+        ),
+
+        // Test support: a loopback server speaking the Messages API wire format, replaying scripted turns.
+        .target(name: "XclawMockAPI", dependencies: [], path: "Sources/XclawMockAPI"),
+        .executableTarget(name: "xclaw-mock-api", dependencies: ["XclawMockAPI"], path: "Sources/xclaw-mock-api"),
+
         // Layer 6: the command line.
         .executableTarget(
             name: "xclaw",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawPerception",
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -77,7 +99,10 @@ let package = Package(
 
         .testTarget(
             name: "XclawScreenTests",
-            dependencies: ["XclawBase", "XclawScreen", "xclaw", "xclaw-fixture", "CX11"],
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills", "XclawMockAPI",
+                "xclaw", "xclaw-fixture", "xclaw-mock-api", "CX11",
+            ],
             path: "Tests/XclawScreenTests"
         ),
     ],

@@ -1,0 +1,136 @@
+import Foundation
+
+/// What a tool returns: text and image blocks for the tool_result.
+public struct ToolOutput: Sendable, Hashable {
+    /// Text and image blocks, in order.
+    public var content: [ContentBlock]
+
+    /// Creates an output.
+    public init(content: [ContentBlock]) { self.content = content }
+
+    /// A text-only output.
+    public static func text(_ text: String) -> ToolOutput { ToolOutput(content: [.text(text)]) }
+
+    /// Text followed by a PNG image.
+    public static func textAndPNG(_ text: String, png: [UInt8]) -> ToolOutput {
+        var blocks: [ContentBlock] = text.isEmpty ? [] : [.text(text)]
+        blocks.append(.image(mediaType: "image/png", base64: Data(png).base64EncodedString()))
+        return ToolOutput(content: blocks)
+    }
+}
+
+/// A failure a tool reports to the model as an `is_error` tool_result: the message must tell the model what to do
+/// differently (a valid range, the accepted values), because the model reads it and tries again.
+public struct ToolError: Error, CustomStringConvertible, Sendable, Hashable {
+    /// The message the model reads.
+    public var message: String
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// One line of the action log: what a tool did, where, and how it ended.
+public struct ActionRecord: Codable, Sendable, Hashable {
+    /// When the action started.
+    public var time: Date
+    /// The tool name.
+    public var tool: String
+    /// The action (`left_click`, `type`, ...; the tool name for single-action tools).
+    public var action: String
+    /// Screen coordinates the action used, if any.
+    public var x: Int?
+    /// Screen coordinates the action used, if any.
+    public var y: Int?
+    /// Text typed or keys pressed, if any.
+    public var text: String?
+    /// "ok", "error: ...", "dry-run", "declined".
+    public var result: String
+    /// Milliseconds the action took (settling included).
+    public var ms: Double?
+
+    /// Creates a record.
+    public init(time: Date = Date(), tool: String, action: String, x: Int? = nil, y: Int? = nil, text: String? = nil,
+                result: String, ms: Double? = nil) {
+        self.time = time
+        self.tool = tool
+        self.action = action
+        self.x = x
+        self.y = y
+        self.text = text
+        self.result = result
+        self.ms = ms
+    }
+}
+
+/// What a tool may use besides its input: the run's safety switches and its action log.
+public struct ToolContext: Sendable {
+    /// Plan and log only: tools that inject input must not touch the display.
+    public var dryRun: Bool
+    /// Asked before each input action; false means the user declined (the tool reports that to the model).
+    public var confirm: @Sendable (String) async -> Bool
+    /// Appends one line to the run's action log.
+    public var log: @Sendable (ActionRecord) -> Void
+    /// True once the run was cancelled; long tools (watch, wait) poll it and stop early.
+    public var isCancelled: @Sendable () -> Bool
+
+    /// Creates a context.
+    public init(dryRun: Bool = false, confirm: @escaping @Sendable (String) async -> Bool = { _ in true },
+                log: @escaping @Sendable (ActionRecord) -> Void = { _ in },
+                isCancelled: @escaping @Sendable () -> Bool = { Task.isCancelled }) {
+        self.dryRun = dryRun
+        self.confirm = confirm
+        self.log = log
+        self.isCancelled = isCancelled
+    }
+
+    /// Gates an input action: returns false (and logs) under `--dry-run` or when the user declines.
+    /// `describe` names the action for the prompt and the log ("left_click at 640,400").
+    public func mayAct(_ record: ActionRecord, describe: String) async -> Bool {
+        if dryRun {
+            var r = record
+            r.result = "dry-run"
+            log(r)
+            return false
+        }
+        if !(await confirm(describe)) {
+            var r = record
+            r.result = "declined"
+            log(r)
+            return false
+        }
+        return true
+    }
+}
+
+/// A tool the model can call.
+public protocol AgentTool: Sendable {
+    /// The name the model calls it by.
+    var name: String { get }
+    /// What it does, for the model.
+    var description: String { get }
+    /// The JSON schema of its input.
+    var inputSchema: JSONValue { get }
+    /// The definition sent in `tools`; custom tools use name/description/input_schema, the computer tool its own
+    /// built-in shape.
+    var definition: JSONValue { get }
+    /// Runs it. Throws `ToolError` for failures the model should read; anything else is reported the same way.
+    func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput
+}
+
+extension AgentTool {
+    /// The standard custom-tool definition.
+    public var definition: JSONValue {
+        ["name": .string(name), "description": .string(description), "input_schema": inputSchema]
+    }
+}
+
+/// A group of tools with shared prerequisites (a display, OCR data); `setup()` checks them once before a run, so a
+/// missing prerequisite is a clear error up front instead of a failure in the middle of a task.
+public protocol Skill: Sendable {
+    /// The skill's name (for `--tools` and messages).
+    var name: String { get }
+    /// The tools it offers.
+    var tools: [any AgentTool] { get }
+    /// Checks the prerequisites; throws an error that tells the user what to install or start.
+    func setup() throws
+}

@@ -1,0 +1,2 @@
+/// Placeholder: the helper building the mock server replaces this file.
+enum MockPlaceholder {}
