@@ -1,0 +1,349 @@
+import Foundation
+
+/// Something that streams one Messages request: the libcurl client in production; tests use the same client
+/// against the loopback server, so this seam exists only to keep the loop free of transport details.
+public protocol MessageStreaming: Sendable {
+    /// Sends one request, reporting stream events as they arrive, and returns the assembled reply.
+    func send(_ request: MessagesRequest, onEvent: @escaping @Sendable (StreamEvent) -> Void) async throws
+        -> ModelResponse
+}
+
+/// How a run ended.
+public enum RunOutcome: Sendable, Equatable, CustomStringConvertible {
+    /// The model finished (`end_turn`, `stop_sequence`, or `max_tokens` without a tool call).
+    case completed
+    /// The model declined (`refusal`).
+    case refused
+    /// `--max-steps` requests were made without the model finishing.
+    case maxSteps(Int)
+    /// The user cancelled (Ctrl-C).
+    case cancelled
+    /// A request failed for good; the message says why.
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .completed: return "completed"
+        case .refused: return "refused"
+        case .maxSteps(let n): return "stopped after \(n) steps without finishing"
+        case .cancelled: return "cancelled"
+        case .failed(let why): return "failed: \(why)"
+        }
+    }
+}
+
+/// One model request of a run and what it cost.
+public struct StepReport: Sendable, Hashable, Codable {
+    /// 1-based step number.
+    public var step: Int
+    /// Tokens of this request.
+    public var usage: Usage
+    /// USD cost of this request at the catalog's prices.
+    public var costUSD: Double
+    /// Why the model stopped (`tool_use`, `end_turn`, ...).
+    public var stopReason: String
+    /// The tools the model called, as `name` or `name:action`.
+    public var toolCalls: [String]
+    /// Bytes of the request body.
+    public var requestBytes: Int
+    /// Images in the request after pruning.
+    public var images: Int
+    /// Milliseconds from sending until the reply was complete (model time included).
+    public var modelMs: Double
+    /// Milliseconds spent running the tools of this step.
+    public var toolMs: Double
+    /// The request id of the reply.
+    public var requestID: String?
+}
+
+/// The result of a run: the conversation (always valid: every tool_use answered), the steps, the totals.
+public struct RunResult: Sendable {
+    /// How it ended.
+    public var outcome: RunOutcome
+    /// The whole conversation, ready to continue.
+    public var messages: [Message]
+    /// One report per model request.
+    public var steps: [StepReport]
+    /// The text of the model's last message.
+    public var finalText: String
+    /// The error that ended the run, if any (for its exit status).
+    public var error: (any Error)?
+
+    /// Summed tokens.
+    public var usage: Usage { steps.reduce(Usage()) { $0 + $1.usage } }
+    /// Summed USD cost.
+    public var costUSD: Double { steps.reduce(0) { $0 + $1.costUSD } }
+}
+
+/// What a run reports while it goes, for the terminal (text to stdout, the rest to stderr).
+public struct RunObserver: Sendable {
+    /// Streamed assistant text.
+    public var text: @Sendable (String) -> Void
+    /// A retry of a failed request (HTTP 529, 429, network...).
+    public var retry: @Sendable (RetryNotice) -> Void
+    /// A tool call is about to run.
+    public var toolStarted: @Sendable (_ name: String, _ input: JSONValue) -> Void
+    /// A tool call finished.
+    public var toolFinished: @Sendable (_ name: String, _ result: ToolResultBlock, _ ms: Double) -> Void
+    /// A step (one request and its tools) finished.
+    public var stepFinished: @Sendable (StepReport) -> Void
+
+    /// Creates an observer; every callback defaults to doing nothing.
+    public init(text: @escaping @Sendable (String) -> Void = { _ in },
+                retry: @escaping @Sendable (RetryNotice) -> Void = { _ in },
+                toolStarted: @escaping @Sendable (String, JSONValue) -> Void = { _, _ in },
+                toolFinished: @escaping @Sendable (String, ToolResultBlock, Double) -> Void = { _, _, _ in },
+                stepFinished: @escaping @Sendable (StepReport) -> Void = { _ in }) {
+        self.text = text
+        self.retry = retry
+        self.toolStarted = toolStarted
+        self.toolFinished = toolFinished
+        self.stepFinished = stepFinished
+    }
+}
+
+/// The settings of a run.
+public struct RunOptions: Sendable {
+    /// The model and its catalog entry.
+    public var model: ModelInfo
+    /// The system prompt.
+    public var system: String
+    /// At most this many model requests.
+    public var maxSteps: Int
+    /// `max_tokens` per request.
+    public var maxTokens: Int
+    /// Keep only this many most recent screenshots in the conversation.
+    public var keepImages: Int
+    /// Drop old screenshots only once this many are over the limit, all at once, so the cached prefix of the
+    /// conversation changes every few steps instead of every step.
+    public var imageChunk: Int
+    /// Put prompt-caching breakpoints on tools, system and the two latest user turns.
+    public var caching: Bool
+    /// Extra beta headers besides the computer tool's.
+    public var betas: [String]
+
+    /// Creates options with xclaw's defaults (50 steps, 3 screenshots kept, caching on).
+    public init(model: ModelInfo, system: String, maxSteps: Int = 50, maxTokens: Int = 4096, keepImages: Int = 3,
+                imageChunk: Int = 3, caching: Bool = true, betas: [String] = []) {
+        self.model = model
+        self.system = system
+        self.maxSteps = maxSteps
+        self.maxTokens = min(maxTokens, model.maxOutput)
+        self.keepImages = keepImages
+        self.imageChunk = max(1, imageChunk)
+        self.caching = caching
+        self.betas = betas
+    }
+}
+
+/// The agent loop: request → stream → run the tools the model called → answer every call → repeat, until the model
+/// ends its turn, the step limit, a failure or cancellation. Whatever happens, the returned conversation has a
+/// tool_result for every tool_use, so it can be continued or stored.
+public struct AgentRunner: Sendable {
+    /// The transport.
+    public let client: any MessageStreaming
+    /// The enabled tools.
+    public let registry: ToolRegistry
+    /// The settings.
+    public let options: RunOptions
+
+    /// Creates a runner.
+    public init(client: any MessageStreaming, registry: ToolRegistry, options: RunOptions) {
+        self.client = client
+        self.registry = registry
+        self.options = options
+    }
+
+    /// Runs a task from scratch.
+    public func run(task: String, context: ToolContext, observer: RunObserver = RunObserver()) async -> RunResult {
+        await run(messages: [.user(task)], context: context, observer: observer)
+    }
+
+    /// Continues a conversation whose last message is from the user.
+    public func run(messages start: [Message], context: ToolContext, observer: RunObserver = RunObserver()) async
+        -> RunResult
+    {
+        var messages = start
+        var steps: [StepReport] = []
+        let clock = ContinuousClock()
+        let betas = Self.betas(for: registry, model: options.model, extra: options.betas)
+        func finish(_ outcome: RunOutcome, error: (any Error)? = nil) -> RunResult {
+            let last = messages.last { $0.role == .assistant }?.text ?? ""
+            return RunResult(outcome: outcome, messages: messages, steps: steps, finalText: last, error: error)
+        }
+        while true {
+            if steps.count >= options.maxSteps { return finish(.maxSteps(options.maxSteps)) }
+            if Task.isCancelled { return finish(.cancelled, error: CancellationError()) }
+            ImagePruner.prune(&messages, keep: options.keepImages, chunk: options.imageChunk)
+            let request = MessagesRequest(
+                model: options.model.id, maxTokens: options.maxTokens, system: options.system, messages: messages,
+                tools: registry.definitions, betas: betas,
+                cache: options.caching ? Self.cachePlan(messages) : .none)
+            let bytes = request.bodyData.count
+            let sent = clock.now
+            let response: ModelResponse
+            do {
+                response = try await client.send(request) { event in
+                    switch event {
+                    case .textDelta(let t): observer.text(t)
+                    case .retrying(let notice): observer.retry(notice)
+                    default: break
+                    }
+                }
+            } catch is CancellationError {
+                return finish(.cancelled, error: CancellationError())
+            } catch {
+                return finish(.failed("\(error)"), error: error)
+            }
+            let modelMs = (clock.now - sent).milliseconds
+            messages.append(response.message)
+            var step = StepReport(
+                step: steps.count + 1, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
+                stopReason: response.stopReason?.description ?? "none",
+                toolCalls: response.message.toolUses.map { use in
+                    use.input["action"]?.string.map { "\(use.name):\($0)" } ?? use.name
+                },
+                requestBytes: bytes, images: ImagePruner.count(messages), modelMs: modelMs, toolMs: 0,
+                requestID: response.requestID)
+            let uses = response.message.toolUses
+            if !uses.isEmpty {
+                let toolStart = clock.now
+                var results: [ContentBlock] = []
+                var interrupted = false
+                for use in uses {
+                    if interrupted || Task.isCancelled {
+                        interrupted = true
+                        let r = ToolRegistry.interrupted(use.id)
+                        results.append(.toolResult(r))
+                        context.log(ActionRecord(tool: use.name, action: Self.action(of: use), result: "interrupted"))
+                        continue
+                    }
+                    observer.toolStarted(use.name, use.input)
+                    let began = clock.now
+                    let result: ToolResultBlock
+                    if let raw = use.input["_invalid_json"]?.string {
+                        result = ToolResultBlock(
+                            toolUseID: use.id,
+                            content: [.text("Your input for \(use.name) was not valid JSON (\(raw.prefix(200))). "
+                                + "It may have been cut off by max_tokens; send the call again, complete.")],
+                            isError: true)
+                    } else {
+                        result = await registry.run(id: use.id, name: use.name, input: use.input, context: context)
+                    }
+                    if result.isError {
+                        let why = result.content.compactMap { if case .text(let t) = $0 { return t }; return nil }
+                            .joined(separator: " ")
+                        context.log(ActionRecord(tool: use.name, action: Self.action(of: use),
+                                                 result: "error: " + why.prefix(300)))
+                        if why == "interrupted by the user" { interrupted = true }
+                    }
+                    observer.toolFinished(use.name, result, (clock.now - began).milliseconds)
+                    results.append(.toolResult(result))
+                }
+                messages.append(Message(role: .user, content: results))
+                step.toolMs = (clock.now - toolStart).milliseconds
+                steps.append(step)
+                observer.stepFinished(step)
+                if interrupted || Task.isCancelled { return finish(.cancelled, error: CancellationError()) }
+                continue
+            }
+            steps.append(step)
+            observer.stepFinished(step)
+            switch response.stopReason {
+            case .pauseTurn?:
+                continue  // a long server-side turn paused: send the conversation back as it is to resume
+            case .refusal?:
+                return finish(.refused)
+            default:
+                return finish(.completed)
+            }
+        }
+    }
+
+    /// The action a tool call names (`left_click`), or the tool's name.
+    static func action(of use: (id: String, name: String, input: JSONValue)) -> String {
+        use.input["action"]?.string ?? use.name
+    }
+
+    /// The beta headers the request needs: the computer tool's when it is enabled.
+    static func betas(for registry: ToolRegistry, model: ModelInfo, extra: [String]) -> [String] {
+        var betas: [String] = []
+        if registry.definitions.contains(where: { $0["type"]?.string?.hasPrefix("computer_") == true }) {
+            betas.append(model.beta)
+        }
+        for b in extra where !betas.contains(b) { betas.append(b) }
+        return betas
+    }
+
+    /// Breakpoints on the tools, the system prompt and the last two user turns: the latest turn is written to the
+    /// cache, the one before is read from it (4 breakpoints, the API's maximum).
+    static func cachePlan(_ messages: [Message]) -> MessagesRequest.CachePlan {
+        let users = messages.indices.filter { messages[$0].role == .user }
+        return .init(tools: true, system: true, messages: Array(users.suffix(2)))
+    }
+}
+
+/// Drops old screenshots from tool results so a long run's requests stay bounded.
+public enum ImagePruner {
+    /// The text left where a screenshot was removed, so the model knows one was there.
+    public static let placeholder = "[older screenshot removed to save tokens]"
+
+    /// Images inside tool results.
+    public static func count(_ messages: [Message]) -> Int {
+        messages.reduce(0) { total, m in
+            total + m.content.reduce(0) { n, block in
+                if case .toolResult(let r) = block { return n + r.content.filter(\.isImage).count }
+                return n
+            }
+        }
+    }
+
+    /// Keeps the `keep` newest images when at least `chunk` are over the limit, removing the rest oldest first;
+    /// otherwise changes nothing (the cached prefix stays valid between prunes).
+    public static func prune(_ messages: inout [Message], keep: Int, chunk: Int) {
+        let total = count(messages)
+        let over = total - max(0, keep)
+        guard over >= max(1, chunk) else { return }
+        var remaining = over
+        for m in messages.indices where remaining > 0 {
+            for b in messages[m].content.indices where remaining > 0 {
+                guard case .toolResult(var r) = messages[m].content[b] else { continue }
+                var changed = false
+                r.content = r.content.map { block in
+                    guard block.isImage, remaining > 0 else { return block }
+                    remaining -= 1
+                    changed = true
+                    return .text(placeholder)
+                }
+                if changed { messages[m].content[b] = .toolResult(r) }
+            }
+        }
+    }
+}
+
+/// Checks a conversation the way the API will: every tool_use must be answered in the next message.
+public enum ConversationCheck {
+    /// The ids of tool_uses without a tool_result in the following user message.
+    public static func unansweredToolUses(_ messages: [Message]) -> [String] {
+        var missing: [String] = []
+        for (i, m) in messages.enumerated() where m.role == .assistant {
+            let ids = m.toolUses.map(\.id)
+            guard !ids.isEmpty else { continue }
+            let answered: Set<String> = i + 1 < messages.count
+                ? Set(messages[i + 1].content.compactMap { if case .toolResult(let r) = $0 { return r.toolUseID }; return nil })
+                : []
+            missing += ids.filter { !answered.contains($0) }
+        }
+        return missing
+    }
+}
+
+extension Duration {
+    /// The duration in milliseconds.
+    var milliseconds: Double {
+        let (s, a) = components
+        return Double(s) * 1000 + Double(a) / 1e15
+    }
+}
+
+extension ClaudeClient: MessageStreaming {}

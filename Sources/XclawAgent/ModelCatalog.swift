@@ -1,0 +1,130 @@
+import Foundation
+import XclawBase
+
+/// USD prices per million tokens.
+public struct ModelPrice: Sendable, Hashable, Codable {
+    /// Uncached input.
+    public var input: Double
+    /// Output.
+    public var output: Double
+    /// 5-minute cache writes.
+    public var cacheWrite: Double
+    /// Cache reads.
+    public var cacheRead: Double
+
+    enum CodingKeys: String, CodingKey {
+        case input, output, cacheWrite = "cache_write", cacheRead = "cache_read"
+    }
+
+    /// The USD cost of a token count at these prices.
+    public func cost(of usage: Usage) -> Double {
+        (Double(usage.inputTokens) * input + Double(usage.outputTokens) * output
+            + Double(usage.cacheCreationInputTokens) * cacheWrite + Double(usage.cacheReadInputTokens) * cacheRead)
+            / 1_000_000
+    }
+}
+
+/// What xclaw needs to know about a model: which computer-use tool it was trained on, the beta header that tool
+/// needs, whether it sees images, its output limit and prices.
+public struct ModelInfo: Sendable, Hashable, Codable {
+    /// The API model id.
+    public var id: String
+    /// Other ids that name the same model.
+    public var aliases: [String]?
+    /// Human name.
+    public var name: String
+    /// `computer_20250124` or `computer_20251124`.
+    public var computerTool: String
+    /// The `anthropic-beta` value the computer tool needs.
+    public var beta: String
+    /// Whether the model accepts images.
+    public var vision: Bool
+    /// Largest `max_tokens` the model accepts.
+    public var maxOutput: Int
+    /// `enabled` (budget_tokens) or `adaptive`.
+    public var thinking: String?
+    /// Prices per MTok.
+    public var price: ModelPrice
+
+    enum CodingKeys: String, CodingKey {
+        case id, aliases, name, computerTool = "computer_tool", beta, vision, maxOutput = "max_output", thinking, price
+    }
+}
+
+/// Failures loading or querying the catalog.
+public enum CatalogError: ClassifiedError, Equatable {
+    /// The model id is not in the catalog.
+    case unknownModel(String, known: [String])
+    /// A catalog file could not be read or parsed.
+    case unreadable(path: String, reason: String)
+
+    public var exitStatus: ExitStatus { .usage }
+
+    public var description: String {
+        switch self {
+        case .unknownModel(let id, let known):
+            return "unknown model \"\(id)\": xclaw needs to know its computer-use tool version and prices. "
+                + "Known: \(known.joined(separator: ", ")). Add it to ~/.config/xclaw/models.json "
+                + "(same shape as Models/models.json) if it is newer than this catalog."
+        case .unreadable(let path, let reason):
+            return "cannot read the model catalog \(path): \(reason)"
+        }
+    }
+}
+
+/// The model catalog: `Models/models.json` (bundled), overlaid by the user's `~/.config/xclaw/models.json`, whose
+/// entries replace bundled ones with the same id, so a new model works without a new xclaw.
+public struct ModelCatalog: Sendable, Hashable, Codable {
+    /// The model `xclaw run` uses without `--model`.
+    public var `default`: String
+    /// The models, newest first.
+    public var models: [ModelInfo]
+
+    /// Parses a catalog file's JSON.
+    public static func parse(_ data: Data, path: String) throws -> ModelCatalog {
+        do { return try JSONDecoder().decode(ModelCatalog.self, from: data) } catch {
+            throw CatalogError.unreadable(path: path, reason: "\(error)")
+        }
+    }
+
+    /// The bundled catalog merged with the user's overlay (if the file exists).
+    public static func load(overlay: String? = nil,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ModelCatalog {
+        guard let url = Bundle.module.url(forResource: "models", withExtension: "json") else {
+            throw CatalogError.unreadable(path: "models.json", reason: "the bundled catalog is missing from the build")
+        }
+        var catalog = try parse(try Data(contentsOf: url), path: url.path)
+        let overlayPath = overlay ?? Self.userCatalogPath(environment: environment)
+        if FileManager.default.fileExists(atPath: overlayPath) {
+            let user: ModelCatalog
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: overlayPath))
+                // The overlay may carry only `models`; take the default from it when given.
+                let object = try JSONValue.parse(data)
+                var filled = object.object ?? [:]
+                if filled["default"] == nil { filled["default"] = .string(catalog.default) }
+                if filled["models"] == nil { filled["models"] = [] }
+                user = try parse(Data(JSONValue.object(filled).jsonText.utf8), path: overlayPath)
+            } catch let error as CatalogError { throw error } catch {
+                throw CatalogError.unreadable(path: overlayPath, reason: "\(error)")
+            }
+            let replaced = Set(user.models.map(\.id))
+            catalog.models = user.models + catalog.models.filter { !replaced.contains($0.id) }
+            catalog.default = user.default
+        }
+        return catalog
+    }
+
+    /// `$XDG_CONFIG_HOME/xclaw/models.json` or `~/.config/xclaw/models.json`.
+    public static func userCatalogPath(environment: [String: String]) -> String {
+        let base = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
+        return base + "/xclaw/models.json"
+    }
+
+    /// The model with this id or alias.
+    public func model(_ id: String) throws -> ModelInfo {
+        if let m = models.first(where: { $0.id == id || ($0.aliases ?? []).contains(id) }) { return m }
+        throw CatalogError.unknownModel(id, known: models.map(\.id))
+    }
+}
