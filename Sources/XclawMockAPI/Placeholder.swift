@@ -1,2 +1,0 @@
-/// Placeholder: the helper building the mock server replaces this file.
-enum MockPlaceholder {}
