@@ -68,8 +68,7 @@ let package = Package(
         .target(
             name: "XclawAgent",
             dependencies: ["XclawBase", "CCurl", .product(name: "Logging", package: "swift-log")],
-            path: "Sources/XclawAgent",
-            resources: [.copy("Resources/models.json")]
+            path: "Sources/XclawAgent"
         ),
 
         // Layer 5: skills: the computer-use tool, the custom screen tools, memory.

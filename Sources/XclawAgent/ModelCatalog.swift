@@ -72,7 +72,7 @@ public enum CatalogError: ClassifiedError, Equatable {
     }
 }
 
-/// The model catalog: `Models/models.json` (bundled), overlaid by the user's `~/.config/xclaw/models.json`, whose
+/// The model catalog: `Models/models.json` (compiled in), overlaid by the user's `~/.config/xclaw/models.json`, whose
 /// entries replace bundled ones with the same id, so a new model works without a new xclaw.
 public struct ModelCatalog: Sendable, Hashable, Codable {
     /// The model `xclaw run` uses without `--model`.
@@ -90,10 +90,7 @@ public struct ModelCatalog: Sendable, Hashable, Codable {
     /// The bundled catalog merged with the user's overlay (if the file exists).
     public static func load(overlay: String? = nil,
                             environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ModelCatalog {
-        guard let url = Bundle.module.url(forResource: "models", withExtension: "json") else {
-            throw CatalogError.unreadable(path: "models.json", reason: "the bundled catalog is missing from the build")
-        }
-        var catalog = try parse(try Data(contentsOf: url), path: url.path)
+        var catalog = try parse(Data(builtinJSON.utf8), path: "Models/models.json (built in)")
         let overlayPath = overlay ?? Self.userCatalogPath(environment: environment)
         if FileManager.default.fileExists(atPath: overlayPath) {
             let user: ModelCatalog

@@ -14,7 +14,8 @@ struct Xclaw: ParsableCommand {
             DisplayCommand.self, Capture.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
             Cursor.self, Windows.self, Activate.self, Monitors.self,
-            Ocr.self, SnapshotCommand.self, Find.self, Tap.self, Watch.self, WaitStable.self, Bench.self,
+            Ocr.self, SnapshotCommand.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self, Models.self,
+            Bench.self,
         ]
     )
 

@@ -1,3 +1,9 @@
+// The bundled model catalog: a verbatim copy of Models/models.json, compiled in so that a copied `xclaw` binary
+// needs no resource files next to it. ModelCatalogTests fails when the two differ.
+
+extension ModelCatalog {
+    /// The text of Models/models.json.
+    static let builtinJSON = #"""
 {
   "comment": "Model catalog xclaw loads: computer-use tool version and beta header per model, vision, output limit, and USD prices per million tokens (cache write = 5-minute writes). Users can add or override entries in ~/.config/xclaw/models.json (same shape). Sources: Anthropic's models and computer-use docs, checked 2026-11.",
   "default": "claude-sonnet-4-6",
@@ -13,4 +19,6 @@
     {"id": "claude-sonnet-4-20250514", "aliases": ["claude-sonnet-4-0"], "name": "Claude Sonnet 4", "computer_tool": "computer_20250124", "beta": "computer-use-2025-01-24", "vision": true, "max_output": 64000, "thinking": "enabled", "price": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3}},
     {"id": "claude-3-7-sonnet-20250219", "aliases": ["claude-3-7-sonnet-latest"], "name": "Claude Sonnet 3.7", "computer_tool": "computer_20250124", "beta": "computer-use-2025-01-24", "vision": true, "max_output": 64000, "thinking": "enabled", "price": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3}}
   ]
+}
+"""#
 }

@@ -1,0 +1,278 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import XclawAgent
+import XclawBase
+import XclawScreen
+import XclawSkills
+
+/// `xclaw run`: Claude drives the screen until the task is done.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Let Claude do a task on the screen: it sees screenshots and acts through xclaw's tools.",
+        discussion: """
+            Needs ANTHROPIC_API_KEY (or `api_key = ...` in ~/.config/xclaw/config, mode 600); ANTHROPIC_BASE_URL \
+            points it at a proxy. The model's text streams to stdout; each step's tokens and cost, retries and the \
+            summary go to stderr. Every action is written to a JSON-lines action log (--log). Ctrl-C stops the run \
+            at once and still answers every pending tool call, so the conversation stays valid; a second Ctrl-C \
+            exits immediately.
+            Tools (--tools, comma-separated; default: the safe set): \(SkillCatalog.allToolNames.joined(separator: ", ")).
+            Exit: 0 done; 1 step limit reached or the model refused; 2 bad usage; 3 display; 4 API error \
+            (4 also for an invalid API key); 130 interrupted.
+            """)
+
+    @Argument(help: "What to do, in words.") var task: String
+    @Option(help: "Model id (see `xclaw models`); default: the catalog's default.") var model: String?
+    @Option(help: "Stop after this many model requests.") var maxSteps = 50
+    @Option(help: "Enabled tools, comma-separated, or `all`; default: the safe set.") var tools: String?
+    @Flag(help: "Plan and log only: take screenshots but inject no input.") var dryRun = false
+    @Flag(help: "Ask on the terminal before each input action.") var confirm = false
+    @Option(help: "Keep this many most recent screenshots in the conversation.") var keepScreenshots = 3
+    @Option(help: "max_tokens per request.") var maxTokens = 4096
+    @Option(help: "Action log file (JSON lines); default: $XDG_STATE_HOME/xclaw/runs/<time>.jsonl.") var log: String?
+    @Option(help: "A file whose text is added to the system prompt.") var system: String?
+    @Flag(help: "Print a JSON summary on stdout instead of streaming text.") var json = false
+    @OptionGroup var target: DisplayOptions
+
+    func validate() throws {
+        if maxSteps < 1 { throw ValidationError("--max-steps must be at least 1") }
+        if keepScreenshots < 1 { throw ValidationError("--keep-screenshots must be at least 1") }
+        if maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1") }
+    }
+
+    func run() throws {
+        let catalog = try ModelCatalog.load()
+        let info = try catalog.model(model ?? catalog.default)
+        let names = try toolNames()
+        let extraSystem = try system.map { path -> String in
+            do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
+            }
+        }
+        if confirm && !TerminalPrompt.available {
+            throw ValidationError("--confirm needs a terminal to ask on (/dev/tty is not available)")
+        }
+        let configuration = try ClientConfiguration.load()
+        let client = ClaudeClient(configuration: configuration)
+
+        let session = try ScreenSession(display: target.display)
+        let vision: VisionAsker = { question, png, size in
+            try await VisionRequest.ask(client: client, model: info, question: question, pngBase64: png,
+                                        width: size.width, height: size.height)
+        }
+        let skill = try ScreenSkill(session: session, toolNames: names, computerVersion: try computerVersion(info),
+                                    vision: vision, memory: MemoryStore())
+        try skill.setup()
+        let registry = ToolRegistry(skill.tools)
+        let actionLog = try ActionLog(path: log ?? ActionLog.defaultPath())
+        let prompt = SystemPrompt.build(display: session.connection.name, screen: session.geometry.screen,
+                                        model: session.geometry.model, dryRun: dryRun, extra: extraSystem)
+        let options = RunOptions(model: info, system: prompt, maxSteps: maxSteps, maxTokens: maxTokens,
+                                 keepImages: keepScreenshots)
+        let runner = AgentRunner(client: client, registry: registry, options: options)
+        let confirming = confirm
+        let ask: @Sendable (String) async -> Bool = { question in
+            confirming ? TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
+        }
+        let context = ToolContext(dryRun: dryRun, confirm: ask, log: { actionLog.append($0) })
+        let json = self.json
+        let streamed = StreamedText()
+        let observer = RunObserver(
+            text: { t in
+                if !json { streamed.write(t) }
+            },
+            retry: { notice in
+                streamed.breakLine()
+                printError("xclaw: \(notice)")
+            },
+            toolStarted: { name, input in
+                streamed.breakLine()
+                printError("  → \(name) \(ToolSummary.describe(input))")
+            },
+            toolFinished: { _, result, ms in
+                if result.isError { printError("    ✗ \(ToolSummary.text(result).prefix(200)) (\(Int(ms)) ms)") }
+            },
+            stepFinished: { step in
+                streamed.breakLine()
+                printError("  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
+                    + " · \(step.requestBytes / 1024) KB, \(step.images) image(s) · model \(Int(step.modelMs)) ms")
+            })
+
+        let result = CancellableRun.execute { await runner.run(task: task, context: context, observer: observer) }
+        streamed.breakLine()
+        actionLog.close()
+        let usage = result.usage
+        printError("xclaw: \(result.outcome) in \(result.steps.count) step(s); \(ToolSummary.usage(usage)); "
+            + "$\(String(format: "%.4f", result.costUSD)) (\(info.id)); action log \(actionLog.path)")
+        if json {
+            let summary = RunSummary(outcome: "\(result.outcome)", text: result.finalText, steps: result.steps,
+                                     usage: usage, costUSD: result.costUSD, model: info.id, actionLog: actionLog.path)
+            try emit(summary, json: true) { "" }
+        }
+        switch result.outcome {
+        case .completed: return
+        case .refused, .maxSteps: throw ExitCode(ExitStatus.notFound.rawValue)
+        case .cancelled: throw ExitCode(130)
+        case .failed:
+            if let error = result.error as? ClassifiedError { throw error }
+            throw ExitCode(ExitStatus.api.rawValue)
+        }
+    }
+
+    /// The tool names `--tools` asks for.
+    func toolNames() throws -> [String] {
+        guard let tools else { return SkillCatalog.defaultToolNames }
+        if tools == "all" { return SkillCatalog.allToolNames }
+        let names = tools.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let unknown = names.filter { !SkillCatalog.allToolNames.contains($0) }
+        if !unknown.isEmpty {
+            throw ValidationError("unknown tool(s) \(unknown.joined(separator: ", ")); "
+                + "valid: \(SkillCatalog.allToolNames.joined(separator: ", "))")
+        }
+        return names
+    }
+
+    /// The computer-tool version the model was trained on.
+    func computerVersion(_ info: ModelInfo) throws -> ComputerToolVersion {
+        guard let v = ComputerToolVersion(rawValue: info.computerTool) else {
+            throw ValidationError("the catalog gives \(info.id) the computer tool \(info.computerTool), which this "
+                + "xclaw does not implement (it has computer_20250124 and computer_20251124)")
+        }
+        return v
+    }
+}
+
+/// The JSON summary of a run (`--json`).
+struct RunSummary: Encodable {
+    var outcome: String
+    var text: String
+    var steps: [StepReport]
+    var usage: Usage
+    var costUSD: Double
+    var model: String
+    var actionLog: String
+}
+
+/// `xclaw models`: the catalog.
+struct Models: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the models xclaw knows: computer-use tool version, beta header and prices per MTok.")
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let catalog = try ModelCatalog.load()
+        try emit(catalog, json: json) {
+            catalog.models.map { m in
+                let mark = m.id == catalog.default ? "*" : " "
+                return "\(mark) \(m.id.padding(toLength: 28, withPad: " ", startingAt: 0)) \(m.computerTool)  "
+                    + "$\(fmt(m.price.input))/$\(fmt(m.price.output)) per MTok in/out, cache read $\(fmt(m.price.cacheRead))"
+            }.joined(separator: "\n")
+        }
+    }
+
+    private func fmt(_ v: Double) -> String { v.rounded() == v ? String(Int(v)) : String(v) }
+}
+
+/// Runs async work from a synchronous command; the first Ctrl-C (or SIGTERM) cancels it, which the run answers by
+/// finishing cleanly; a second one exits at once.
+enum CancellableRun {
+    static func execute<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            box.value = await body()
+            done.signal()
+        }
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let hits = ResultBox<Int>()
+        hits.value = 0
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                let n = (hits.value ?? 0) + 1
+                hits.value = n
+                if n == 1 {
+                    printError("\nxclaw: interrupted; stopping (Ctrl-C again to quit at once)")
+                    task.cancel()
+                } else {
+                    _exit(130)
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        done.wait()
+        sources.forEach { $0.cancel() }
+        guard let value = box.value else { fatalError("the run ended without a result") }
+        return value
+    }
+}
+
+/// A value handed across threads under a lock.
+final class ResultBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T?
+    var value: T? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// Streams the model's text to stdout unbuffered and remembers whether a line is open, so stderr lines start on
+/// their own line in a terminal.
+final class StreamedText: @unchecked Sendable {
+    private let lock = NSLock()
+    private var open = false
+
+    func write(_ text: String) {
+        lock.withLock {
+            FileHandle.standardOutput.write(Data(text.utf8))
+            if let last = text.last { open = last != "\n" }
+        }
+    }
+
+    func breakLine() {
+        lock.withLock {
+            if open { FileHandle.standardOutput.write(Data("\n".utf8)); open = false }
+        }
+    }
+}
+
+/// Yes/no questions on the controlling terminal (not stdin, which may be a pipe).
+enum TerminalPrompt {
+    static var available: Bool {
+        let fd = open("/dev/tty", O_RDWR)
+        if fd < 0 { return false }
+        close(fd)
+        return true
+    }
+
+    static func ask(_ question: String) -> Bool {
+        guard let tty = FileHandle(forUpdatingAtPath: "/dev/tty") else { return false }
+        defer { try? tty.close() }
+        tty.write(Data(question.utf8))
+        var line = [UInt8]()
+        while let byte = try? tty.read(upToCount: 1), let b = byte.first, b != 10 { line.append(b) }
+        let answer = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+        return answer == "y" || answer == "yes"
+    }
+}
+
+/// Short descriptions of tool calls and token counts for the terminal.
+enum ToolSummary {
+    static func describe(_ input: JSONValue) -> String {
+        let text = input.jsonText
+        return text.count > 160 ? String(text.prefix(157)) + "..." : text
+    }
+
+    static func text(_ result: ToolResultBlock) -> String {
+        result.content.compactMap { if case .text(let t) = $0 { return t }; return nil }.joined(separator: " ")
+    }
+
+    static func usage(_ u: Usage) -> String {
+        "\(u.inputTokens) in + \(u.cacheReadInputTokens) cache read + \(u.cacheCreationInputTokens) cache write / "
+            + "\(u.outputTokens) out"
+    }
+}
