@@ -277,7 +277,7 @@ public struct AgentRunner: Sendable {
 
     /// Breakpoints on the tools, the system prompt and the last two user turns: the latest turn is written to the
     /// cache, the one before is read from it (4 breakpoints, the API's maximum).
-    static func cachePlan(_ messages: [Message]) -> MessagesRequest.CachePlan {
+    public static func cachePlan(_ messages: [Message]) -> MessagesRequest.CachePlan {
         let users = messages.indices.filter { messages[$0].role == .user }
         return .init(tools: true, system: true, messages: Array(users.suffix(2)))
     }
