@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # xclaw demo: on its own headless display, open a real terminal, type into it, click, capture, read the screen by
-# OCR, answer a dialog by its button's label, and check every result.
+# OCR, answer a dialog by its button's label, then let the agent loop (`xclaw run`) answer another dialog, driven by
+# a scripted model on a loopback Messages API (no API key needed), and check every result.
 # Installs dependencies (idempotent) and builds on first run. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 echo "demo: building xclaw (first build takes a minute)…" >&2
 swift build -c release --product xclaw 2>&1 | tail -1 >&2
+swift build -c release --product xclaw-mock-api 2>&1 | tail -1 >&2
 xclaw=".build/release/xclaw"
+mockapi=".build/release/xclaw-mock-api"
 out="$(mktemp -d /tmp/xclaw-demo.XXXXXX)"
 
 display=$("$xclaw" display start --size 1920x1080)
@@ -66,6 +69,31 @@ if [ "$status" = 1 ]; then
   echo "9. tapped \"Keep\" by its label: zenity exited 1, its answer for Keep"
 else
   echo "9. MISMATCH: zenity exited $status after tapping Keep (expected 1)" >&2
+  exit 1
+fi
+
+# The agent loop: `xclaw run` streams the model's text, runs the tools it calls and answers each call. The "model"
+# here is examples/agent/answer-dialog.json replayed by xclaw-mock-api in the Messages API's exact wire format; with
+# a real key (ANTHROPIC_API_KEY) and no ANTHROPIC_BASE_URL the same command asks Claude.
+DISPLAY="$display" zenity --question --text "Delete the selected files?" --ok-label Delete --cancel-label Keep \
+  >/dev/null 2>&1 &
+dialog=$!
+"$xclaw" watch --text "Keep" --timeout 15 --display "$display" >/dev/null
+"$mockapi" --script examples/agent/answer-dialog.json >"$out/mock-api.url" 2>"$out/mock-api.log" &
+mock=$!
+trap 'kill $mock 2>/dev/null || true; "$xclaw" display stop "$display" >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 100); do [ -s "$out/mock-api.url" ] && break; sleep 0.05; done
+echo "10. xclaw run with a scripted model at $(head -1 "$out/mock-api.url"):"
+ANTHROPIC_BASE_URL="$(head -1 "$out/mock-api.url")" ANTHROPIC_API_KEY=demo-key-not-secret \
+  "$xclaw" run "Press Delete in the dialog" --display "$display" --tools computer,screen_snapshot,tap_element \
+  --log "$out/actions.jsonl" 2>"$out/run.log" | sed 's/^/     model: /'
+sed 's/^/     /' "$out/run.log"
+status=0; wait "$dialog" || status=$?
+if [ "$status" = 0 ]; then
+  echo "11. the agent pressed \"Delete\": zenity exited 0; its action log:"
+  sed 's/^/     /' "$out/actions.jsonl"
+else
+  echo "11. MISMATCH: zenity exited $status after the agent run (expected 0)" >&2
   exit 1
 fi
 echo
