@@ -1,0 +1,128 @@
+import Dispatch
+import Foundation
+import XclawAgent
+import XclawPerception
+import XclawScreen
+
+/// A screenshot as the model receives it: a PNG of the model-sized image, base64-encoded for an image block.
+public struct Screenshot: Sendable {
+    /// The PNG, base64-encoded (what an `image` content block carries).
+    public var pngBase64: String
+    /// The image's size: the model's coordinate space.
+    public var size: Size
+    /// The screen size it was scaled from.
+    public var screen: Size
+    /// How settling before the capture went, when the screenshot followed a settle.
+    public var settle: SettleResult?
+
+    /// The image content block for a tool result.
+    public var imageBlock: ContentBlock { .image(mediaType: "image/png", base64: pngBase64) }
+}
+
+/// Everything the screen tools of one agent run share: one connection, one capturer (one shared-memory segment),
+/// one input controller, the OCR engines with their cache, and one `RefStore`, so refs from `screen_snapshot` stay
+/// valid in `tap_element` across the run. A lock keeps tool calls from interleaving X requests (a click landing
+/// between the frames of another tool's settle would make that settle lie).
+public final class ScreenSession: @unchecked Sendable {
+    /// The display connection.
+    public let connection: DisplayConnection
+    /// Captures frames; the perceiver's capturer, so capture and OCR share one segment.
+    public let capturer: ScreenCapturer
+    /// Clicks, keys and typing.
+    public let input: InputController
+    /// OCR and windows.
+    public let perceiver: Perceiver
+    /// Builds snapshots with refs.
+    public let snapshotter: Snapshotter
+    /// Refs that stay stable across the snapshots of this run.
+    public let refs: RefStore
+    /// How every tool waits for the screen after acting.
+    public let settler: Settler
+    /// Recursive, so a public helper that locks (`screenshot()`) may also run inside `perform`.
+    private let lock = NSRecursiveLock()
+    private var currentGeometry: ScreenGeometry
+    private var latestSnapshot: Snapshot?
+
+    /// Opens a session on `display` (nil: `$DISPLAY`); fails with a message naming `xclaw display start` when no
+    /// display is reachable.
+    public convenience init(display: String?) throws {
+        try self.init(connection: DisplayConnection(name: display))
+    }
+
+    /// Opens a session on an existing connection, with an OCR cache (default: empty, in memory).
+    public init(connection: DisplayConnection, cache: OCRCache = OCRCache(), settler: Settler? = nil) throws {
+        self.connection = connection
+        perceiver = try Perceiver(connection: connection, cache: cache)
+        capturer = perceiver.capturer
+        input = try InputController(connection: connection)
+        snapshotter = Snapshotter(perceiver: perceiver)
+        refs = RefStore()
+        self.settler = settler ?? Settler(capturer: perceiver.capturer)
+        currentGeometry = ScreenGeometry(screen: try connection.screenSize())
+    }
+
+    /// The mapping between the screen and the screenshots the model sees (follows RandR resizes at each capture).
+    public var geometry: ScreenGeometry { lock.withLock { currentGeometry } }
+
+    /// The snapshot `screen_snapshot` or `tap_element` took last in this run, if any.
+    public var lastSnapshot: Snapshot? {
+        get { lock.withLock { latestSnapshot } }
+        set { lock.withLock { latestSnapshot = newValue } }
+    }
+
+    /// `X` when the display is `:X` or `:X.S` (a local display), for the computer tool's `display_number`.
+    public var displayNumber: Int? {
+        let name = connection.name
+        guard name.hasPrefix(":") else { return nil }
+        let digits = name.dropFirst().prefix { $0 != "." }
+        return Int(digits)
+    }
+
+    /// Runs `body` holding the session lock, on a thread outside Swift's cooperative pool: X calls, settling and
+    /// OCR block, and a blocked pool thread would stall every other task of the process.
+    public func perform<T: Sendable>(_ body: @escaping @Sendable (ScreenSession) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                self.lock.lock()
+                defer { self.lock.unlock() }
+                continuation.resume(with: Result { try body(self) })
+            }
+        }
+    }
+
+    /// Waits until the screen settles and returns the result with the last full frame (reused by screenshots).
+    public func settle(area: Rect? = nil) throws -> SettleResult {
+        try lock.withLock { try settler.settle(area: area) }
+    }
+
+    /// Settles, then encodes the frame the settle ended on (no second capture) at the model's size.
+    public func screenshot() throws -> Screenshot {
+        try lock.withLock {
+            let settled = try settler.settle()
+            var shot = try encodeForModel(settled.frame)
+            shot.settle = settled
+            return shot
+        }
+    }
+
+    /// Downscales a full-screen frame to the model's size and encodes it as base64 PNG; updates the geometry when
+    /// the screen size changed (RandR).
+    public func encodeForModel(_ frame: Frame) throws -> Screenshot {
+        try lock.withLock {
+            if currentGeometry.screen != frame.size { currentGeometry = ScreenGeometry(screen: frame.size) }
+            let scaled = try frame.downscaled(to: currentGeometry.model)
+            let png = try PNG.encode(scaled)
+            return Screenshot(pngBase64: Data(png).base64EncodedString(), size: scaled.size, screen: frame.size,
+                              settle: nil)
+        }
+    }
+
+    /// Takes a snapshot of the screen with the run's refs and remembers it as the last one.
+    public func snapshot(area: Rect? = nil) throws -> Snapshot {
+        try lock.withLock {
+            let snapshot = try snapshotter.snapshot(area: area, refs: refs)
+            latestSnapshot = snapshot
+            return snapshot
+        }
+    }
+}

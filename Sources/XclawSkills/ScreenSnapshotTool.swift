@@ -1,0 +1,52 @@
+import Foundation
+import XclawAgent
+import XclawPerception
+import XclawScreen
+
+/// `screen_snapshot`: the screen as a compact list of windows, controls and text with refs, a fraction of a
+/// screenshot's tokens; refs stay stable for the run, so the model can tap `e7` without re-reading the screen.
+public struct ScreenSnapshotTool: AgentTool {
+    /// The screen.
+    public let session: ScreenSession
+
+    /// Creates the tool.
+    public init(session: ScreenSession) { self.session = session }
+
+    /// The tool's name.
+    public var name: String { "screen_snapshot" }
+
+    /// What the model reads to decide when to call it.
+    public var description: String {
+        "List what is on screen: windows, controls (button, field, checkbox, menuitem) and text lines, one per line "
+            + "as: ref role \"label\" @centre_x,centre_y WxH in window (screen pixels). A leading + marks elements "
+            + "new or moved since the previous snapshot. Refs (e12, w3) stay the same while the element stays; pass "
+            + "them to tap_element. Much cheaper than a screenshot."
+    }
+
+    /// `interactive_only` drops plain text lines.
+    public var inputSchema: JSONValue {
+        [
+            "type": "object",
+            "properties": [
+                "interactive_only": [
+                    "type": "boolean",
+                    "description": "Only windows and controls, no text lines (default false).",
+                ],
+            ],
+        ]
+    }
+
+    /// Settles, snapshots with the run's refs and renders the text form.
+    public func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
+        let interactive = input["interactive_only"]?.bool ?? false
+        do {
+            let snapshot = try await session.perform { session -> Snapshot in
+                _ = try session.settle()
+                return try session.snapshot()
+            }
+            return .text(snapshot.render(interactiveOnly: interactive))
+        } catch {
+            throw modelError(error)
+        }
+    }
+}

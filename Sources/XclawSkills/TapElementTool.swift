@@ -1,0 +1,99 @@
+import Foundation
+import XclawAgent
+import XclawPerception
+import XclawScreen
+
+/// `tap_element`: clicks what a label or a ref names, found by OCR and pixel evidence on a fresh snapshot. It
+/// refuses to guess: when several elements match equally, or nothing does, the model gets the candidates instead
+/// of a wrong click.
+public struct TapElementTool: AgentTool {
+    /// The screen.
+    public let session: ScreenSession
+
+    /// Creates the tool.
+    public init(session: ScreenSession) { self.session = session }
+
+    /// The tool's name.
+    public var name: String { "tap_element" }
+
+    /// What the model reads to decide when to call it.
+    public var description: String {
+        "Click an element by its visible label (matched exactly, case-insensitively, then tolerating OCR slips) or "
+            + "by a ref from screen_snapshot. Give exactly one of label or ref. When several elements match "
+            + "equally, nothing is clicked and the candidates are listed: pick one with nth, role or its ref."
+    }
+
+    /// label | ref, plus how to choose and how to click.
+    public var inputSchema: JSONValue {
+        [
+            "type": "object",
+            "properties": [
+                "label": ["type": "string", "description": "The visible text of the element, e.g. \"Save\"."],
+                "ref": ["type": "string", "description": "A ref from screen_snapshot, e.g. \"e12\"."],
+                "role": [
+                    "type": "string", "enum": ["button", "field", "checkbox", "menuitem", "text"],
+                    "description": "Only elements of this kind.",
+                ],
+                "nth": [
+                    "type": "integer", "minimum": 1,
+                    "description": "Take the Nth of equally good matches in reading order (1 = first).",
+                ],
+                "button": ["type": "string", "enum": ["left", "right", "middle"], "description": "Default left."],
+                "double": ["type": "boolean", "description": "Double-click (default false)."],
+            ],
+        ]
+    }
+
+    /// Resolves on a fresh snapshot, gates, clicks the centre, settles, and says what was tapped.
+    public func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
+        let label = input["label"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+        let ref = input["ref"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+        guard (label == nil) != (ref == nil) else {
+            throw ToolError("give exactly one of label (the visible text, e.g. \"Save\") or ref (from "
+                + "screen_snapshot, e.g. \"e12\")")
+        }
+        if let ref, ref.range(of: #"^[ew][0-9]+$"#, options: .regularExpression) == nil {
+            throw ToolError("ref \(quoted(ref)) is not a ref: refs look like e12 (elements) or w3 (windows), as "
+                + "screen_snapshot lists them; to tap by visible text pass label instead")
+        }
+        let role = try input["role"]?.string.map { name -> Role in
+            guard let role = Role(rawValue: name), role != .window else {
+                throw ToolError("role must be button, field, checkbox, menuitem or text")
+            }
+            return role
+        }
+        let button = try mouseButton(input)
+        let double = input["double"]?.bool ?? false
+        let selection = Selection(nth: input["nth"]?.int, role: role)
+        let wanted = ref ?? label ?? ""
+        do {
+            let match = try await session.perform { session -> Match in
+                _ = try session.settle()
+                let snapshot = try session.snapshot()
+                // A label that happens to look like a ref ("e2") is still a label when no element has that ref.
+                if ref == nil, wanted.range(of: #"^[ew][0-9]+$"#, options: .regularExpression) != nil,
+                   !snapshot.elements.contains(where: { $0.ref == wanted }) {
+                    throw PerceptionError.notFound(label: wanted, closest: Finder.closest(wanted, in: snapshot))
+                }
+                return try selection.resolve(wanted, in: snapshot)
+            }
+            let point = match.point
+            let record = ActionRecord(tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
+                                      text: wanted, result: "pending")
+            let what = "\(match.ref) \(match.role.rawValue) \(quoted(match.text))"
+            let describe = "\(double ? "double-click" : "click") \(button == .left ? "" : "\(button.rawValue) ")"
+                + "\(what) at (\(point.x), \(point.y))"
+            let outcome = try await session.runInput(record, describe: describe, context: context) { session in
+                try session.input.click(at: point, button: button, count: double ? 2 : 1)
+            }
+            switch outcome {
+            case .skipped(let text): return .text(text)
+            case .done(_, let settle, _):
+                return .text("tapped \(what) at \(normalizedText(point, screen: session.geometry.screen)) "
+                    + "(screen \(point.x),\(point.y))" + settleNote(settle))
+            }
+        } catch {
+            throw modelError(error)
+        }
+    }
+}

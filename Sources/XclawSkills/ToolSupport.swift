@@ -1,0 +1,187 @@
+import Foundation
+import XclawAgent
+import XclawPerception
+import XclawScreen
+
+// What the tools of this module share: the gate-act-settle-log path of input actions, normalized coordinates, and
+// turning lower layers' errors into messages the model can act on.
+
+/// Milliseconds since `start`.
+func millisecondsSince(_ start: ContinuousClock.Instant) -> Double {
+    let (s, atto) = (ContinuousClock.now - start).components
+    return Double(s) * 1000 + Double(atto) / 1e15
+}
+
+/// How an input action ended when it did not throw.
+enum InputOutcome: Sendable {
+    /// Not performed (dry run, or the user declined); the text says so for the model.
+    case skipped(String)
+    /// Performed; the screen settled (or timed out settling) afterwards.
+    case done(ms: Double, settle: SettleResult, screenshot: Screenshot?)
+}
+
+extension ScreenSession {
+    /// The one path every input action takes: ask `context.mayAct` first (nothing touches the display under
+    /// `--dry-run` or when the user declines), act under the session lock, settle, log the record with its result
+    /// and time. `screenshot` also encodes the settled frame for the model (no extra capture).
+    func runInput(_ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool = false,
+                  act: @escaping @Sendable (ScreenSession) throws -> Void) async throws -> InputOutcome {
+        guard await context.mayAct(record, describe: describe) else {
+            return .skipped(context.dryRun
+                ? "dry run: would \(describe)"
+                : "the user declined \(describe); nothing was done. Do not repeat it: ask the user or try another way.")
+        }
+        let start = ContinuousClock.now
+        do {
+            let (settled, shot) = try await perform { session -> (SettleResult, Screenshot?) in
+                try act(session)
+                let settled = try session.settle()
+                return (settled, screenshot ? try session.encodeForModel(settled.frame) : nil)
+            }
+            var done = record
+            done.result = "ok"
+            done.ms = millisecondsSince(start)
+            context.log(done)
+            return .done(ms: done.ms ?? 0, settle: settled, screenshot: shot)
+        } catch {
+            let reported = modelError(error)
+            var failed = record
+            failed.result = "error: \(reported)"
+            failed.ms = millisecondsSince(start)
+            context.log(failed)
+            throw reported
+        }
+    }
+}
+
+/// A short note on how settling went, for result texts ("" when it settled normally).
+func settleNote(_ settle: SettleResult) -> String {
+    settle.timedOut ? " (the screen was still changing after \(Int(settle.elapsedMs)) ms)" : ""
+}
+
+/// Turns an error of a lower layer into what the model should read: a `ToolError` whose message says what to do
+/// differently. Cancellation passes through (the registry reports it as an interruption).
+func modelError(_ error: any Error) -> any Error {
+    switch error {
+    case let e as ToolError: return e
+    case is CancellationError: return error
+    case let e as ScreenError:
+        switch e {
+        case .untypeable(let what):
+            return ToolError("cannot type \(what): only printable characters, tab and newline can be typed; "
+                + "send other keys as key names (e.g. Escape, ctrl+c)")
+        case .unknownKey(let name, let suggestion):
+            let hint = suggestion.map { " Did you mean \"\($0)\"?" } ?? ""
+            return ToolError("unknown key name \"\(name)\".\(hint) Use X keysym names as in xdotool: Return, Tab, "
+                + "Escape, BackSpace, Delete, Up, F5, KP_0, ctrl+s, alt+Tab, super; several combos separated by spaces.")
+        case .outOfBounds(let x, let y, let w, let h):
+            return ToolError("point (\(x), \(y)) is outside the screen (\(w)x\(h)); the screen may have been "
+                + "resized: take a new screenshot")
+        default:
+            return ToolError(e.description)
+        }
+    case let e as PerceptionError:
+        switch e {
+        case .notFound(let label, let closest):
+            let hint = closest.isEmpty ? "no similar text is on screen" : "closest: " + closest.joined(separator: ", ")
+            return ToolError("nothing on screen matches \"\(label)\" (\(hint)). Check the spelling against "
+                + "screen_snapshot or read_screen_text, use a ref from screen_snapshot, or take a screenshot.")
+        case .ambiguous(let label, let candidates):
+            return ToolError("\"\(label)\" matches \(candidates.count) elements equally; pass nth (1-based, in "
+                + "reading order) or role, or the ref of the one you mean:\n  " + candidates.joined(separator: "\n  "))
+        case .staleRef(let ref):
+            return ToolError("\(ref) is not on screen any more; call screen_snapshot again and use a current ref")
+        case .timedOut(let condition, let last):
+            return ToolError("timed out waiting for \(condition); last observed: \(last)")
+        default:
+            return ToolError(e.description)
+        }
+    default:
+        return ToolError("\(error)")
+    }
+}
+
+/// The screen pixel a normalized (0–1) position names: `round(x·(W−1)), round(y·(H−1))`, so 0 and 1 are the first
+/// and last pixels.
+func screenPoint(x: Double, y: Double, screen: Size) -> Point {
+    func map(_ v: Double, _ size: Int) -> Int { max(0, min(size - 1, Int((v * Double(size - 1)).rounded()))) }
+    return Point(x: map(x, screen.width), y: map(y, screen.height))
+}
+
+/// A screen point as normalized coordinates, the way custom tools take them back ("x=0.512 y=0.233").
+func normalizedText(_ p: Point, screen: Size) -> String {
+    func n(_ v: Int, _ size: Int) -> String { String(format: "%.3f", size > 1 ? Double(v) / Double(size - 1) : 0) }
+    return "x=\(n(p.x, screen.width)) y=\(n(p.y, screen.height))"
+}
+
+/// A number in 0–1 from `input[key]`, nil when absent.
+func fraction(_ input: JSONValue, _ key: String) throws -> Double? {
+    guard let value = input[key] else { return nil }
+    guard let v = value.double, v.isFinite, (0...1).contains(v) else {
+        throw ToolError("\(key) must be a number from 0 to 1 (a fraction of the screen: 0 = left/top edge, "
+            + "1 = right/bottom edge), got \(value.jsonText)")
+    }
+    return v
+}
+
+/// The JSON schema of a normalized coordinate.
+func fractionSchema(_ what: String) -> JSONValue {
+    ["type": "number", "minimum": 0, "maximum": 1, "description": .string(what)]
+}
+
+/// The JSON schema of a normalized region.
+let regionSchema: JSONValue = [
+    "type": "object",
+    "description": .string("A part of the screen in fractions of its size (0–1): x,y = top-left corner, "
+        + "width,height = size. Omit for the whole screen."),
+    "required": ["x", "y", "width", "height"],
+    "properties": [
+        "x": fractionSchema("Left edge, 0–1."), "y": fractionSchema("Top edge, 0–1."),
+        "width": fractionSchema("Width, 0–1."), "height": fractionSchema("Height, 0–1."),
+    ],
+]
+
+/// The screen rectangle a normalized region names (nil when absent), clipped to the screen.
+func screenRegion(_ value: JSONValue?, screen: Size) throws -> Rect? {
+    guard let value else { return nil }
+    guard let x = try fraction(value, "x"), let y = try fraction(value, "y"), let w = try fraction(value, "width"),
+          let h = try fraction(value, "height") else {
+        throw ToolError("region needs x, y, width and height, each a fraction of the screen from 0 to 1")
+    }
+    guard w > 0, h > 0, x + w <= 1.0001, y + h <= 1.0001 else {
+        throw ToolError("region must have a positive width and height and lie on the screen "
+            + "(x + width ≤ 1, y + height ≤ 1), got x=\(x) y=\(y) width=\(w) height=\(h)")
+    }
+    let x0 = Int((x * Double(screen.width)).rounded(.down)), y0 = Int((y * Double(screen.height)).rounded(.down))
+    let x1 = Int(((x + w) * Double(screen.width)).rounded(.up)), y1 = Int(((y + h) * Double(screen.height)).rounded(.up))
+    let rect = Rect(x: x0, y: y0, width: max(1, x1 - x0), height: max(1, y1 - y0)).intersection(Rect(size: screen))
+    guard !rect.isEmpty else { throw ToolError("region is empty on the \(screen) screen; make it larger") }
+    return rect
+}
+
+/// The mouse button `input["button"]` names (default left).
+func mouseButton(_ input: JSONValue) throws -> MouseButton {
+    guard let value = input["button"] else { return .left }
+    guard let name = value.string, let button = MouseButton(rawValue: name) else {
+        throw ToolError("button must be \"left\", \"right\" or \"middle\", got \(value.jsonText)")
+    }
+    return button
+}
+
+/// Key combinations in xdotool syntax, several separated by spaces ("ctrl+a Delete"); all parsed before any is
+/// pressed, so a typo in the second sends nothing.
+func keyCombos(_ text: String) throws -> [KeyCombo] {
+    let parts = text.split(whereSeparator: \.isWhitespace).map(String.init)
+    guard !parts.isEmpty else {
+        throw ToolError("no key given: name keys in xdotool syntax, e.g. \"Return\", \"ctrl+s\", \"alt+Tab\"")
+    }
+    do { return try parts.map(KeyCombo.parse) } catch { throw modelError(error) }
+}
+
+/// Text for prompts and logs: quoted, control characters escaped, long text shortened.
+func quoted(_ text: String, limit: Int = 60) -> String {
+    var shown = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        .replacingOccurrences(of: "\t", with: "\\t").replacingOccurrences(of: "\"", with: "\\\"")
+    if shown.count > limit { shown = String(shown.prefix(limit - 1)) + "…" }
+    return "\"\(shown)\""
+}

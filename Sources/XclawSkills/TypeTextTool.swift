@@ -1,0 +1,64 @@
+import Foundation
+import XclawAgent
+import XclawScreen
+
+/// `type_text`: types any Unicode text exactly into the focused window, optionally pressing Return after.
+public struct TypeTextTool: AgentTool {
+    /// The screen.
+    public let session: ScreenSession
+
+    /// Creates the tool.
+    public init(session: ScreenSession) { self.session = session }
+
+    /// The tool's name.
+    public var name: String { "type_text" }
+
+    /// What the model reads to decide when to call it.
+    public var description: String {
+        "Type text into the focused window, exactly as given (any language and symbols; a newline "
+            + "presses Return, a tab presses Tab). Click the field first if it may not have the focus. "
+            + "submit: true presses Return after the text."
+    }
+
+    /// text and submit.
+    public var inputSchema: JSONValue {
+        [
+            "type": "object",
+            "required": ["text"],
+            "properties": [
+                "text": ["type": "string", "description": "The text to type."],
+                "submit": ["type": "boolean", "description": "Press Return after typing (default false)."],
+            ],
+        ]
+    }
+
+    /// Checks the text is typeable before sending anything, gates, types, settles.
+    public func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
+        let text = input["text"]?.string ?? ""
+        let submit = input["submit"]?.bool ?? false
+        guard !text.isEmpty || submit else {
+            throw ToolError("text is empty: give the text to type (or submit: true to press Return only)")
+        }
+        do {
+            _ = try Keyboard.keysyms(for: text)
+            let enter = try KeyCombo.parse("Return")
+            let record = ActionRecord(tool: name, action: submit ? "type_submit" : "type", text: text,
+                                      result: "pending")
+            let describe = "type \(quoted(text))\(submit ? " and press Return" : "")"
+            let cancelled = context.isCancelled
+            let outcome = try await session.runInput(record, describe: describe, context: context) { session in
+                let keyboard = try session.input.keyboard
+                if !text.isEmpty { try keyboard.type(text, interrupted: cancelled) }
+                if submit && !cancelled() { try keyboard.press([enter]) }
+            }
+            switch outcome {
+            case .skipped(let message): return .text(message)
+            case .done(_, let settle, _):
+                return .text("typed \(text.count) characters\(submit ? " and pressed Return" : "")"
+                    + settleNote(settle))
+            }
+        } catch {
+            throw modelError(error)
+        }
+    }
+}
