@@ -21,6 +21,7 @@ public enum RunOutcome: Sendable, Equatable, CustomStringConvertible {
     /// A request failed for good; the message says why.
     case failed(String)
 
+    /// The outcome in words, for the summary line.
     public var description: String {
         switch self {
         case .completed: return "completed"
@@ -166,7 +167,7 @@ public struct AgentRunner: Sendable {
         var messages = start
         var steps: [StepReport] = []
         let clock = ContinuousClock()
-        let betas = Self.betas(for: registry, model: options.model, extra: options.betas)
+        let betas = Self.betas(for: registry, extra: options.betas)
         func finish(_ outcome: RunOutcome, error: (any Error)? = nil) -> RunResult {
             let last = messages.last { $0.role == .assistant }?.text ?? ""
             return RunResult(outcome: outcome, messages: messages, steps: steps, finalText: last, error: error)
@@ -196,7 +197,10 @@ public struct AgentRunner: Sendable {
                 return finish(.failed("\(error)"), error: error)
             }
             let modelMs = (clock.now - sent).milliseconds
-            messages.append(response.message)
+            // An empty text block (a reply that opened one and said nothing) would make the next request a 400.
+            var reply = response.message
+            reply.content.removeAll(where: \.isEmptyText)
+            if !reply.content.isEmpty { messages.append(reply) }
             var step = StepReport(
                 step: steps.count + 1, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
                 stopReason: response.stopReason?.description ?? "none",
@@ -265,13 +269,11 @@ public struct AgentRunner: Sendable {
         use.input["action"]?.string ?? use.name
     }
 
-    /// The beta headers the request needs: the computer tool's when it is enabled.
-    static func betas(for registry: ToolRegistry, model: ModelInfo, extra: [String]) -> [String] {
+    /// The beta headers the request needs: those of the enabled tools (the computer tool names its own version's,
+    /// so header and tool type cannot disagree), then the extra ones, without repeats.
+    static func betas(for registry: ToolRegistry, extra: [String]) -> [String] {
         var betas: [String] = []
-        if registry.definitions.contains(where: { $0["type"]?.string?.hasPrefix("computer_") == true }) {
-            betas.append(model.beta)
-        }
-        for b in extra where !betas.contains(b) { betas.append(b) }
+        for b in registry.tools.flatMap(\.betas) + extra where !betas.contains(b) { betas.append(b) }
         return betas
     }
 
@@ -335,14 +337,6 @@ public enum ConversationCheck {
             missing += ids.filter { !answered.contains($0) }
         }
         return missing
-    }
-}
-
-extension Duration {
-    /// The duration in milliseconds.
-    var milliseconds: Double {
-        let (s, a) = components
-        return Double(s) * 1000 + Double(a) / 1e15
     }
 }
 

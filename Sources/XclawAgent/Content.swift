@@ -2,7 +2,10 @@ import Foundation
 
 /// Who wrote a message.
 public enum MessageRole: String, Sendable, Codable, Hashable {
-    case user, assistant
+    /// The user's turn (task text and tool results).
+    case user
+    /// The model's turn.
+    case assistant
 }
 
 /// One content block of a message, as the Messages API defines it. Blocks xclaw does not model are kept whole in
@@ -62,6 +65,12 @@ public enum ContentBlock: Sendable, Hashable {
 
     /// True for image blocks (what screenshot pruning counts).
     public var isImage: Bool { if case .image = self { return true }; return false }
+
+    /// True for a text block with nothing but whitespace, which the API refuses in a request.
+    public var isEmptyText: Bool {
+        if case .text(let t) = self { return t.allSatisfy(\.isWhitespace) }
+        return false
+    }
 }
 
 /// The answer to one tool_use: text and image blocks, or an error message.
@@ -73,10 +82,12 @@ public struct ToolResultBlock: Sendable, Hashable {
     /// True when the tool failed; the content says why, in words the model can act on.
     public var isError: Bool
 
-    /// Creates a result; images are dropped from error results because the API rejects them there.
+    /// Creates a result. Images are dropped from error results and empty text blocks from all results, because
+    /// the API rejects both; a result left with nothing says "(no output)".
     public init(toolUseID: String, content: [ContentBlock], isError: Bool = false) {
         self.toolUseID = toolUseID
-        self.content = isError ? content.filter { !$0.isImage } : content
+        let kept = content.filter { !(isError && $0.isImage) && !$0.isEmptyText }
+        self.content = kept.isEmpty ? [.text("(no output)")] : kept
         self.isError = isError
     }
 
@@ -140,7 +151,18 @@ public struct Message: Sendable, Hashable {
 
 /// Why the model stopped.
 public enum StopReason: Sendable, Hashable, CustomStringConvertible {
-    case endTurn, toolUse, maxTokens, stopSequence, pauseTurn, refusal
+    /// The model finished its turn.
+    case endTurn
+    /// The model called tools and waits for their results.
+    case toolUse
+    /// The output limit cut the reply.
+    case maxTokens
+    /// A stop sequence ended the reply.
+    case stopSequence
+    /// A long server-side turn paused; sending the conversation back resumes it.
+    case pauseTurn
+    /// The model declined.
+    case refusal
     /// A reason this version does not know; treated like `endTurn`.
     case other(String)
 

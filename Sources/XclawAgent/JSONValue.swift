@@ -3,13 +3,20 @@ import Foundation
 /// Any JSON value. Tool inputs, tool schemas and content blocks xclaw does not model are carried as this type, so
 /// nothing the API sends is lost when it is sent back (thinking blocks must return byte-for-byte in meaning).
 public enum JSONValue: Sendable, Hashable, Codable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// Any number (JSON has one number type).
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object; key order is not kept (the encoder sorts keys).
     case object([String: JSONValue])
 
+    /// Decodes any JSON value.
     public init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
@@ -20,6 +27,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         else { self = .object(try c.decode([String: JSONValue].self)) }
     }
 
+    /// Encodes the value; whole numbers without a fraction.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
@@ -76,14 +84,21 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
+    /// A string literal.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An integer literal.
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    /// A floating-point literal.
     public init(floatLiteral value: Double) { self = .number(value) }
+    /// A boolean literal.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An array literal.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A dictionary literal; a repeated key keeps its last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+    /// `nil` is JSON `null`.
     public init(nilLiteral: ()) { self = .null }
 }
 

@@ -58,8 +58,10 @@ public enum CatalogError: ClassifiedError, Equatable {
     /// A catalog file could not be read or parsed.
     case unreadable(path: String, reason: String)
 
+    /// A wrong model id or catalog file is the user's to fix.
     public var exitStatus: ExitStatus { .usage }
 
+    /// The message, with what to do.
     public var description: String {
         switch self {
         case .unknownModel(let id, let known):
@@ -67,7 +69,8 @@ public enum CatalogError: ClassifiedError, Equatable {
                 + "Known: \(known.joined(separator: ", ")). Add it to ~/.config/xclaw/models.json "
                 + "(same shape as Models/models.json) if it is newer than this catalog."
         case .unreadable(let path, let reason):
-            return "cannot read the model catalog \(path): \(reason)"
+            return "cannot read the model catalog \(path): \(reason). Fix its JSON (same shape as Models/models.json) "
+                + "or remove the file"
         }
     }
 }

@@ -1,4 +1,17 @@
 import Foundation
+import Synchronization
+
+/// A cancellation flag any thread can read: tools run their blocking X work on dispatch threads, where
+/// `Task.isCancelled` is always false, so the registry sets this when the run's task is cancelled.
+public final class CancelFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    /// A flag not yet set.
+    public init() {}
+    /// Marks it cancelled.
+    public func set() { value.store(true, ordering: .releasing) }
+    /// Whether it was set.
+    public var isSet: Bool { value.load(ordering: .acquiring) }
+}
 
 /// What a tool returns: text and image blocks for the tool_result.
 public struct ToolOutput: Sendable, Hashable {
@@ -26,6 +39,7 @@ public struct ToolError: Error, CustomStringConvertible, Sendable, Hashable {
     public var message: String
     /// Creates an error.
     public init(_ message: String) { self.message = message }
+    /// The message, as the model reads it.
     public var description: String { message }
 }
 
@@ -113,11 +127,16 @@ public protocol AgentTool: Sendable {
     /// The definition sent in `tools`; custom tools use name/description/input_schema, the computer tool its own
     /// built-in shape.
     var definition: JSONValue { get }
+    /// The `anthropic-beta` values a request offering this tool needs (the computer tool's version header).
+    var betas: [String] { get }
     /// Runs it. Throws `ToolError` for failures the model should read; anything else is reported the same way.
     func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput
 }
 
 extension AgentTool {
+    /// Custom tools need no beta.
+    public var betas: [String] { [] }
+
     /// The standard custom-tool definition.
     public var definition: JSONValue {
         ["name": .string(name), "description": .string(description), "input_schema": inputSchema]

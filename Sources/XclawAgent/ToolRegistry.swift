@@ -30,8 +30,17 @@ public struct ToolRegistry: Sendable {
         if let problem = SchemaCheck.problems(input, against: tool.inputSchema).first {
             return ToolResultBlock(toolUseID: id, content: [.text("Invalid input for \(name): \(problem)")], isError: true)
         }
+        // Tools poll `isCancelled` from the dispatch threads their X work runs on; Task.isCancelled is false there.
+        let flag = CancelFlag()
+        var toolContext = context
+        let outer = context.isCancelled
+        toolContext.isCancelled = { flag.isSet || outer() }
         do {
-            let output = try await tool.execute(input, context: context)
+            let output = try await withTaskCancellationHandler {
+                try await tool.execute(input, context: toolContext)
+            } onCancel: {
+                flag.set()
+            }
             return ToolResultBlock(toolUseID: id, content: output.content)
         } catch is CancellationError {
             return Self.interrupted(id)

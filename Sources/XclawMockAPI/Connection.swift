@@ -186,9 +186,9 @@ final class Connection {
         if headers["transfer-encoding"]?.lowercased().contains("chunked") == true {
             var body: [UInt8] = []
             while true {
-                guard let line = readLine(), let size = Int(line.split(separator: ";")[0]
-                    .trimmingCharacters(in: .whitespaces), radix: 16), size >= 0,
-                      body.count + size <= Self.maxBody else { return nil }
+                guard let line = readLine(), let field = line.split(separator: ";").first,
+                      let size = Int(field.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0,
+                      size <= Self.maxBody - body.count else { return nil }
                 if size == 0 {
                     while let trailer = readLine() { if trailer.isEmpty { return body } }
                     return nil

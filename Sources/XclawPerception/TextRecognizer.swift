@@ -375,10 +375,4 @@ public final class TextRecognizer: @unchecked Sendable {
     }
 }
 
-extension Duration {
-    /// The duration in milliseconds, as a Double for reports.
-    var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
-    }
-}
+

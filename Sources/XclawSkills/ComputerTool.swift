@@ -52,6 +52,9 @@ public struct ComputerTool: AgentTool {
         ["type": "object", "required": ["action"], "properties": ["action": ["type": "string"]]]
     }
 
+    /// The beta header of this tool version: a request offering the tool must carry it.
+    public var betas: [String] { [version.betaHeader] }
+
     /// The built-in definition: type, name, the model's display size and, when known, the X display number.
     public var definition: JSONValue {
         let model = session.geometry.model

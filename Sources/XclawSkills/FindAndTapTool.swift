@@ -11,7 +11,7 @@ public struct FindAndTapTool: AgentTool {
     public let session: ScreenSession
     /// Locates what OCR cannot.
     public let vision: VisionAsker
-    /// The lowest OCR match score taken without asking vision (0.93 = equal once OCR look-alikes are folded).
+    /// The lowest OCR match score taken without asking vision (0.8 = equal once OCR look-alikes are folded).
     public static let ocrThreshold = 0.8
 
     /// Creates the tool.

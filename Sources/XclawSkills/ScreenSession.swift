@@ -41,7 +41,6 @@ public final class ScreenSession: @unchecked Sendable {
     /// Recursive, so a public helper that locks (`screenshot()`) may also run inside `perform`.
     private let lock = NSRecursiveLock()
     private var currentGeometry: ScreenGeometry
-    private var latestSnapshot: Snapshot?
 
     /// Opens a session on `display` (nil: `$DISPLAY`); fails with a message naming `xclaw display start` when no
     /// display is reachable.
@@ -63,12 +62,6 @@ public final class ScreenSession: @unchecked Sendable {
 
     /// The mapping between the screen and the screenshots the model sees (follows RandR resizes at each capture).
     public var geometry: ScreenGeometry { lock.withLock { currentGeometry } }
-
-    /// The snapshot `screen_snapshot` or `tap_element` took last in this run, if any.
-    public var lastSnapshot: Snapshot? {
-        get { lock.withLock { latestSnapshot } }
-        set { lock.withLock { latestSnapshot = newValue } }
-    }
 
     /// `X` when the display is `:X` or `:X.S` (a local display), for the computer tool's `display_number`.
     public var displayNumber: Int? {
@@ -117,12 +110,8 @@ public final class ScreenSession: @unchecked Sendable {
         }
     }
 
-    /// Takes a snapshot of the screen with the run's refs and remembers it as the last one.
+    /// Takes a snapshot of the screen with the run's refs, so refs stay stable across the run's tool calls.
     public func snapshot(area: Rect? = nil) throws -> Snapshot {
-        try lock.withLock {
-            let snapshot = try snapshotter.snapshot(area: area, refs: refs)
-            latestSnapshot = snapshot
-            return snapshot
-        }
+        try lock.withLock { try snapshotter.snapshot(area: area, refs: refs) }
     }
 }

@@ -8,8 +8,7 @@ import XclawScreen
 
 /// Milliseconds since `start`.
 func millisecondsSince(_ start: ContinuousClock.Instant) -> Double {
-    let (s, atto) = (ContinuousClock.now - start).components
-    return Double(s) * 1000 + Double(atto) / 1e15
+    (ContinuousClock.now - start).milliseconds
 }
 
 /// How an input action ended when it did not throw.
@@ -31,6 +30,8 @@ extension ScreenSession {
                 ? "dry run: would \(describe)"
                 : "the user declined \(describe); nothing was done. Do not repeat it: ask the user or try another way.")
         }
+        // The run may have been cancelled while the user was being asked: then act on nothing.
+        if context.isCancelled() { throw CancellationError() }
         let start = ContinuousClock.now
         do {
             let (settled, shot) = try await perform { session -> (SettleResult, Screenshot?) in

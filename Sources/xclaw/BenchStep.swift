@@ -70,8 +70,7 @@ struct BenchStep: ParsableCommand {
                             cache: AgentRunner.cachePlan(messages)).bodyData
         }
 
-        let quiet = session.settler.quiet.components
-        let quietMs = Double(quiet.seconds) * 1000 + Double(quiet.attoseconds) / 1e15
+        let quietMs = session.settler.quiet.milliseconds
         try report.measure(section, "settle (static screen: \(Int(quietMs)) ms quiet)",
                            iterations: few) {
             Sample(elapsed: try clock.measure { _ = try session.settle() })
@@ -130,17 +129,29 @@ struct BenchStep: ParsableCommand {
     }
 }
 
-/// Runs async work from synchronous code (the benchmarks run on the main thread, outside the concurrency pool).
+/// Runs async work from synchronous commands, which run on the main thread, outside the concurrency pool.
 enum Blocking {
-    static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let box = ResultBox<Result<T, any Error>>()
+    /// Starts `body` and returns its task (to cancel it) and a function that waits for its value.
+    static func start<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> (Task<Void, Never>, () -> T) {
+        let box = ResultBox<T>()
         let done = DispatchSemaphore(value: 0)
-        Task {
-            do { box.value = .success(try await body()) } catch { box.value = .failure(error) }
+        let task = Task {
+            box.value = await body()
             done.signal()
         }
-        done.wait()
-        guard let result = box.value else { throw ScreenError.invalidArgument("the benchmark step produced no result") }
-        return try result.get()
+        return (task, {
+            done.wait()
+            // The task stored the value before signalling.
+            guard let value = box.value else { preconditionFailure("a finished task left no value") }
+            return value
+        })
+    }
+
+    /// Runs throwing async work to completion.
+    static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        let (_, wait) = start { () async -> Result<T, any Error> in
+            do { return .success(try await body()) } catch { return .failure(error) }
+        }
+        return try wait().get()
     }
 }

@@ -41,6 +41,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
+        signal(SIGPIPE, SIG_IGN)  // `xclaw run … | head` must not kill the run between an action and its log line
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
         let names = try toolNames()
@@ -72,7 +73,7 @@ struct Run: ParsableCommand {
         let runner = AgentRunner(client: client, registry: registry, options: options)
         let confirming = confirm
         let ask: @Sendable (String) async -> Bool = { question in
-            confirming ? TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
+            confirming ? await TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
         }
         let context = ToolContext(dryRun: dryRun, confirm: ask, log: { actionLog.append($0) })
         let json = self.json
@@ -82,7 +83,8 @@ struct Run: ParsableCommand {
                 if !json { streamed.write(t) }
             },
             retry: { notice in
-                streamed.breakLine()
+                // The reply starts over after a retry: say so where its first part was printed.
+                streamed.restart()
                 printError("xclaw: \(notice)")
             },
             toolStarted: { name, input in
@@ -93,7 +95,7 @@ struct Run: ParsableCommand {
                 if result.isError { printError("    ✗ \(ToolSummary.text(result).prefix(200)) (\(Int(ms)) ms)") }
             },
             stepFinished: { step in
-                streamed.breakLine()
+                streamed.endReply()
                 printError("  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
                     + " · \(step.requestBytes / 1024) KB, \(step.images) image(s) · model \(Int(step.modelMs)) ms")
             })
@@ -138,6 +140,10 @@ struct Run: ParsableCommand {
             throw ValidationError("the catalog gives \(info.id) the computer tool \(info.computerTool), which this "
                 + "xclaw does not implement (it has computer_20250124 and computer_20251124)")
         }
+        guard v.betaHeader == info.beta else {
+            throw ValidationError("the catalog gives \(info.id) the beta header \(info.beta), but \(v.rawValue) needs "
+                + "\(v.betaHeader): fix the entry in \(ModelCatalog.userCatalogPath(environment: ProcessInfo.processInfo.environment))")
+        }
         return v
     }
 }
@@ -177,12 +183,7 @@ struct Models: ParsableCommand {
 /// finishing cleanly; a second one exits at once.
 enum CancellableRun {
     static func execute<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        let task = Task {
-            box.value = await body()
-            done.signal()
-        }
+        let (task, wait) = Blocking.start(body)
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let hits = ResultBox<Int>()
@@ -203,9 +204,8 @@ enum CancellableRun {
             source.resume()
             sources.append(source)
         }
-        done.wait()
+        let value = wait()
         sources.forEach { $0.cancel() }
-        guard let value = box.value else { fatalError("the run ended without a result") }
         return value
     }
 }
@@ -221,27 +221,50 @@ final class ResultBox<T>: @unchecked Sendable {
 }
 
 /// Streams the model's text to stdout unbuffered and remembers whether a line is open, so stderr lines start on
-/// their own line in a terminal.
+/// their own line in a terminal. Write errors (a closed pipe) are ignored: the run and its log go on.
 final class StreamedText: @unchecked Sendable {
     private let lock = NSLock()
     private var open = false
+    private var replyStarted = false
 
+    /// Writes model text as it arrives.
     func write(_ text: String) {
         lock.withLock {
-            FileHandle.standardOutput.write(Data(text.utf8))
+            put(text)
             if let last = text.last { open = last != "\n" }
+            if !text.isEmpty { replyStarted = true }
         }
     }
 
+    /// Ends an open line.
     func breakLine() {
         lock.withLock {
-            if open { FileHandle.standardOutput.write(Data("\n".utf8)); open = false }
+            if open { put("\n"); open = false }
         }
     }
+
+    /// A reply is complete: the next text belongs to the next one.
+    func endReply() {
+        breakLine()
+        lock.withLock { replyStarted = false }
+    }
+
+    /// A request is retried after part of its reply was printed: mark the restart so the repeat is not mistaken
+    /// for the model saying it twice.
+    func restart() {
+        breakLine()
+        lock.withLock {
+            if replyStarted { put("[reply interrupted; it starts again]\n") }
+            replyStarted = false
+        }
+    }
+
+    private func put(_ text: String) { try? FileHandle.standardOutput.write(contentsOf: Data(text.utf8)) }
 }
 
 /// Yes/no questions on the controlling terminal (not stdin, which may be a pipe).
 enum TerminalPrompt {
+    /// Whether there is a terminal to ask on.
     static var available: Bool {
         let fd = open("/dev/tty", O_RDWR)
         if fd < 0 { return false }
@@ -249,12 +272,38 @@ enum TerminalPrompt {
         return true
     }
 
-    static func ask(_ question: String) -> Bool {
-        guard let tty = FileHandle(forUpdatingAtPath: "/dev/tty") else { return false }
-        defer { try? tty.close() }
-        tty.write(Data(question.utf8))
+    /// Asks on its own thread, so the wait blocks none of the concurrency pool's threads, and gives up (no) as
+    /// soon as the run is cancelled.
+    static func ask(_ question: String) async -> Bool {
+        let cancelled = CancelFlag()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                Thread { done.resume(returning: askBlocking(question, cancelled: cancelled)) }.start()
+            }
+        } onCancel: {
+            cancelled.set()
+        }
+    }
+
+    /// Reads one line from /dev/tty, polling so a cancellation is noticed within 100 ms.
+    private static func askBlocking(_ question: String, cancelled: CancelFlag) -> Bool {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        func say(_ text: String) { _ = text.withCString { write(fd, $0, strlen($0)) } }
+        say(question)
         var line = [UInt8]()
-        while let byte = try? tty.read(upToCount: 1), let b = byte.first, b != 10 { line.append(b) }
+        while !cancelled.isSet {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, 100)
+            if ready < 0 && errno != EINTR { return false }
+            guard ready > 0 else { continue }
+            var byte: UInt8 = 0
+            guard read(fd, &byte, 1) == 1 else { return false }
+            if byte == 10 { break }
+            line.append(byte)
+        }
+        if cancelled.isSet { say("\n"); return false }
         let answer = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
         return answer == "y" || answer == "yes"
     }

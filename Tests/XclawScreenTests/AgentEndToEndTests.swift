@@ -145,6 +145,27 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertTrue(try JSONValue.parse(server.requests[0].body).jsonText.contains("DRY RUN"))
     }
 
+    func testRetriesAreShownOnStderrAndJSONSummaryOnStdout() throws {
+        let overloaded = MockReply.error(status: 529, type: "overloaded_error", message: "Overloaded",
+                                         headers: ["retry-after-ms": "10"])
+        let server = try MockMessagesServer(replies: [
+            overloaded, overloaded,
+            .stream(.turn(blocks: [.text("Nothing to do.")], usage: MockUsage(input: 2000, output: 100))),
+        ])
+        defer { server.stop() }
+        let result = try runCLI(["run", "Look only", "--display", display.name, "--json"], environment: environment(server))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("retry 1/5"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("retry 2/5"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("req_mock_1"), "names the request id: \(result.stderr)")
+        let summary = try JSONValue.parse(result.stdout)
+        XCTAssertEqual(summary["outcome"]?.string, "completed")
+        XCTAssertEqual(summary["text"]?.string, "Nothing to do.")
+        XCTAssertEqual(summary["steps"]?.array?.count, 1)
+        XCTAssertEqual(summary["costUSD"]?.double ?? 0, (2000.0 * 3 + 100.0 * 15) / 1e6, accuracy: 1e-9)
+        XCTAssertEqual(server.requests.count, 3)
+    }
+
     func testInvalidKeyExitsFourWithoutPrintingIt() throws {
         let server = try MockMessagesServer(replies: [.error(status: 401, type: "authentication_error", message: "invalid x-api-key")])
         defer { server.stop() }

@@ -13,12 +13,19 @@ struct EchoTool: AgentTool {
     ]
     func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
         if let ms = input["sleep_ms"]?.int, ms > 0 {
-            // Polls cancellation the way long screen tools do.
-            let end = Date().addingTimeInterval(Double(ms) / 1000)
-            while Date() < end {
-                if context.isCancelled() { throw CancellationError() }
-                try? await Task.sleep(for: .milliseconds(5))
+            // Polls cancellation the way the screen tools do: from a dispatch thread, where Task.isCancelled is
+            // always false, so only the registry's flag can stop it.
+            let stopped = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                DispatchQueue.global().async {
+                    let end = Date().addingTimeInterval(Double(ms) / 1000)
+                    while Date() < end {
+                        if context.isCancelled() { done.resume(returning: true); return }
+                        Thread.sleep(forTimeInterval: 0.005)
+                    }
+                    done.resume(returning: false)
+                }
             }
+            if stopped { throw CancellationError() }
         }
         let text = input["text"]?.string ?? ""
         if input["image"]?.bool == true {
@@ -195,7 +202,9 @@ final class AgentLoopTests: XCTestCase {
         while !started.isSet { try await Task.sleep(for: .milliseconds(5)) }
         try await Task.sleep(for: .milliseconds(50))
         task.cancel()
+        let cancelledAt = Date()
         let result = await task.value
+        XCTAssertLessThan(Date().timeIntervalSince(cancelledAt), 4, "the 5 s tool stopped when the run was cancelled")
         XCTAssertEqual(result.outcome, .cancelled)
         XCTAssertEqual(ConversationCheck.unansweredToolUses(result.messages), [])
         let answers = result.messages.last?.content.compactMap { block -> ToolResultBlock? in
@@ -266,6 +275,24 @@ final class AgentLoopTests: XCTestCase {
         let assistant = body["messages"]?.array?[1]
         XCTAssertEqual(assistant?["content"]?.array?.first,
                        ["type": "thinking", "thinking": "Let me think ✓", "signature": "c2lnbmF0dXJl+/="])
+    }
+
+    func testEmptyTextBlocksAreNeverSentBack() async throws {
+        let server = try MockMessagesServer(replies: [
+            .stream(.turn(blocks: [.text(""), Self.echo("t1", "")], stopReason: "tool_use")),
+            .stream(.turn(blocks: [.text("ok")])),
+        ])
+        defer { server.stop() }
+        let result = await runner(server).run(task: "empty", context: ToolContext())
+        XCTAssertEqual(result.outcome, .completed)
+        let body = try JSONValue.parse(server.requests[1].body)
+        let blocks = (body["messages"]?.array ?? []).flatMap { $0["content"]?.array ?? [] }
+        XCTAssertFalse(blocks.contains { $0["type"]?.string == "text" && $0["text"]?.string == "" },
+                       "no empty text block: \(body.jsonText)")
+        XCTAssertEqual(blocks.filter { $0["type"]?.string == "tool_use" }.count, 1, "the tool call itself is kept")
+        // The echo of "" is "echo: ", kept; a result with no text at all says so.
+        let empty = ToolResultBlock(toolUseID: "x", content: [.text("  ")])
+        XCTAssertEqual(empty.content, [.text("(no output)")])
     }
 
     func testImagesAreNeverSentInAnErrorResult() {

@@ -195,6 +195,9 @@ final class ComputerToolTests: XCTestCase {
 
     func testInvalidInputNamesWhatIsValid() async throws {
         try focusFixture()
+        // Presses an earlier test sent may still be on their way under load: drain them before counting.
+        _ = try pressesUntilSentinel()
+        try fixture.clear()
         let tool = ComputerTool(session: try session, version: .v20250124)
         let unknown = await expectToolError { try await tool.execute(["action": "foo"], context: ToolContext()) }
         XCTAssertTrue(unknown?.message.hasPrefix("Unknown action \"foo\". Actions: screenshot, cursor_position") ?? false,
@@ -372,6 +375,9 @@ final class ComputerToolTests: XCTestCase {
                                    frame: Rect(x: 1400, y: 800, width: 200, height: 100), extra: ["--animate", "10,10,50,50"])
         defer { animated.stop() }
         let area = Rect(x: 1400, y: 800, width: 200, height: 100)
+        // Under load the new window may take a while to map and start flipping: wait for its first change.
+        _ = try Watcher(perceiver: session.perceiver, interval: .milliseconds(10))
+            .wait(for: .change, area: area, timeout: .seconds(10))
         // (It flips every 40 ms: a quiet period longer than that is never reached.)
         let busy = try Settler(capturer: session.capturer, quiet: .milliseconds(100), timeout: .milliseconds(400))
             .settle(area: area)

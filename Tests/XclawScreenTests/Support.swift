@@ -133,8 +133,14 @@ final class Fixture: @unchecked Sendable {
         EventProbe.typedText(wait(timeout: timeout) { EventProbe.typedText($0).unicodeScalars.count >= count })
     }
 
+    /// Ends the fixture. Polls instead of `waitUntilExit`, which never returns when called from an async test
+    /// (it waits on the run loop of a thread that is not the one that started the process).
     func stop() {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     deinit { stop() }

@@ -84,7 +84,6 @@ public struct ClientConfiguration: Sendable {
 struct ConfigFile: Sendable, Hashable {
     var apiKey: String?
     var baseURL: String?
-    var values: [String: String] = [:]
 
     /// Reads `path`; nil when it does not exist. A file holding a key must not be readable by group or others.
     static func read(path: String) throws -> ConfigFile? {
@@ -111,7 +110,6 @@ struct ConfigFile: Sendable, Hashable {
                 value = String(value.dropFirst().dropLast())
             }
             guard !key.isEmpty else { throw ClientError.badConfig(path: path, line: i + 1) }
-            file.values[key] = value
             switch key {
             case "api_key": file.apiKey = value.isEmpty ? nil : value
             case "base_url": file.baseURL = value.isEmpty ? nil : value

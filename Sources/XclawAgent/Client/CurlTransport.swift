@@ -48,13 +48,6 @@ struct TransferOutcome: Sendable {
     var idleTimedOut = false
 }
 
-/// A cancel request shared between `withTaskCancellationHandler` and the transfer thread.
-final class CancelFlag: Sendable {
-    private let flag = Atomic<Bool>(false)
-    func set() { flag.store(true, ordering: .releasing) }
-    var isSet: Bool { flag.load(ordering: .acquiring) }
-}
-
 /// The mutable state curl's C callbacks write into; lives on the transfer thread only.
 private final class TransferContext {
     let easy: UnsafeMutableRawPointer
