@@ -8,3 +8,4 @@ swift build -c release --product xclaw 2>&1 | tail -1 >&2
 .build/release/xclaw bench capture "$@"
 .build/release/xclaw bench input "$@"
 .build/release/xclaw bench ocr "$@"
+.build/release/xclaw bench step "$@"
