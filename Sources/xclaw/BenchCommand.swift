@@ -249,6 +249,24 @@ func makeProbe(_ session: BenchSession, _ screen: Size) throws -> EventProbe {
                           background: RGB(r: 0xf5, g: 0xf5, b: 0xf0), rects: rects)
 }
 
+/// Puts a working desktop on the bench display: two xterms full of text and the probe window; returns the probe
+/// once the terminals have drawn.
+func startDesktop(_ session: BenchSession, _ screen: Size, report: inout BenchReport) throws -> EventProbe {
+    let xterm = "/usr/bin/xterm"
+    if FileManager.default.isExecutableFile(atPath: xterm) {
+        for (geometry, script) in [("120x40+0+0", "ls -la /usr/bin | head -80"),
+                                   ("100x30+760+20", "(man ls 2>/dev/null || cat /etc/services) | head -60")] {
+            _ = try session.start(xterm, ["-geometry", geometry, "-e", "sh", "-c", script + "; sleep 600"], keep: true)
+        }
+    } else {
+        report.notes.append("xterm not installed: the screen shows only the probe window's colour blocks")
+    }
+    let probe = try makeProbe(session, screen)
+    Thread.sleep(forTimeInterval: 1)  // let the terminals draw
+    try drain(probe)
+    return probe
+}
+
 /// Runs a benchmark on its own session, which is closed even when a row fails, and prints the report.
 func runBench(_ options: some BenchTarget, _ bench: (BenchSession) throws -> BenchReport) throws {
     let session = try BenchSession(options)
@@ -289,19 +307,7 @@ struct BenchCapture: ParsableCommand {
         let connection = try DisplayConnection(name: session.name)
         let screen = try connection.screenSize()
         var report = BenchReport(benchmark: "capture", display: session.name, screen: screen)
-        let xterm = "/usr/bin/xterm"
-        if FileManager.default.isExecutableFile(atPath: xterm) {
-            for (geometry, script) in [("120x40+0+0", "ls -la /usr/bin | head -80"),
-                                       ("100x30+760+20", "(man ls 2>/dev/null || cat /etc/services) | head -60")] {
-                _ = try session.start(xterm, ["-geometry", geometry, "-e", "sh", "-c", script + "; sleep 600"],
-                                      keep: true)
-            }
-        } else {
-            report.notes.append("xterm not installed: the screen shows only the probe window's colour blocks")
-        }
-        let probe = try makeProbe(session, screen)
-        Thread.sleep(forTimeInterval: 1)  // let the terminals draw
-        try drain(probe)
+        let probe = try startDesktop(session, screen, report: &report)
 
         let clock = ContinuousClock()
         let (n, few) = (options.cheap, options.expensive)

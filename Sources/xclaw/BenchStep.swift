@@ -22,18 +22,7 @@ struct BenchStep: ParsableCommand {
         let connection = try DisplayConnection(name: bench.name)
         let screen = try connection.screenSize()
         var report = BenchReport(benchmark: "step", display: bench.name, screen: screen)
-        let xterm = "/usr/bin/xterm"
-        if FileManager.default.isExecutableFile(atPath: xterm) {
-            for (geometry, script) in [("120x40+0+0", "ls -la /usr/bin | head -80"),
-                                       ("100x30+760+20", "(man ls 2>/dev/null || cat /etc/services) | head -60")] {
-                _ = try bench.start(xterm, ["-geometry", geometry, "-e", "sh", "-c", script + "; sleep 600"], keep: true)
-            }
-        } else {
-            report.notes.append("xterm not installed: the screen shows only the probe window")
-        }
-        let probe = try makeProbe(bench, screen)
-        Thread.sleep(forTimeInterval: 1)  // let the terminals draw
-        try drain(probe)
+        let probe = try startDesktop(bench, screen, report: &report)
 
         let session = try ScreenSession(connection: connection)
         let geometry = session.geometry

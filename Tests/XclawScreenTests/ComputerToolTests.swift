@@ -84,22 +84,13 @@ final class ComputerToolTests: XCTestCase {
         let session = try session, fixture = try fixture
         let manager = WindowManager(connection: session.connection)
         try manager.activate(try manager.window(id: fixture.window))
-        let sentinel = Point(x: Self.window.x + 5, y: Self.window.y + 7)
-        try session.input.move(to: Point(x: Self.window.x + 4, y: Self.window.y + 4))
-        try session.input.move(to: sentinel)
-        XCTAssertFalse(fixture.wait { $0.contains { $0.kind == "motion" && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
-            .isEmpty)
-        fixture.clear()
+        try fixture.settlePointer(at: Point(x: Self.window.x + 5, y: Self.window.y + 7), via: session.input)
     }
 
     /// Clicks a sentinel point and returns every button press received up to and including it: anything an
     /// earlier call sent has arrived by then.
     private func pressesUntilSentinel() throws -> [ProbeEvent] {
-        let session = try session, fixture = try fixture
-        let sentinel = Point(x: Self.window.x + 850, y: Self.window.y + 550)
-        try session.input.click(at: sentinel, button: .middle)
-        fixture.wait { $0.contains { $0.kind == "button_press" && $0.rootX == sentinel.x && $0.button == 2 } }
-        return fixture.received.filter { $0.kind == "button_press" && !($0.rootX == sentinel.x && $0.button == 2) }
+        try fixture.pressesUntilSentinel(at: Point(x: Self.window.x + 850, y: Self.window.y + 550), via: try session.input)
     }
 
     func testDefinitionAdvertisesTheModelSizeAndZoomOnlyFor20251124() throws {

@@ -85,20 +85,12 @@ final class SkillsTests: XCTestCase {
         let session = try session, fixture = try fixture
         let manager = WindowManager(connection: session.connection)
         try manager.activate(try manager.window(id: fixture.window))
-        let sentinel = Point(x: Self.origin.x + 5, y: Self.origin.y + 290)
-        try session.input.move(to: Point(x: Self.origin.x + 4, y: Self.origin.y + 289))
-        try session.input.move(to: sentinel)
-        fixture.wait { $0.contains { $0.kind == "motion" && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
-        fixture.clear()
+        try fixture.settlePointer(at: Point(x: Self.origin.x + 5, y: Self.origin.y + 290), via: session.input)
     }
 
     /// Button presses received up to a sentinel click (so anything sent before it has arrived).
     private func pressesUntilSentinel() throws -> [ProbeEvent] {
-        let session = try session, fixture = try fixture
-        let sentinel = Point(x: Self.origin.x + 630, y: Self.origin.y + 290)
-        try session.input.click(at: sentinel, button: .middle)
-        fixture.wait { $0.contains { $0.kind == "button_press" && $0.rootX == sentinel.x && $0.button == 2 } }
-        return fixture.received.filter { $0.kind == "button_press" && !($0.rootX == sentinel.x && $0.button == 2) }
+        try fixture.pressesUntilSentinel(at: Point(x: Self.origin.x + 630, y: Self.origin.y + 290), via: try session.input)
     }
 
     func testCatalogBuildsTheNamedToolsAndRefusesUnknownOnes() throws {

@@ -114,6 +114,23 @@ final class Fixture: @unchecked Sendable {
     /// Forgets the events received so far.
     func clear() { lock.withLock { events.removeAll() } }
 
+    /// Moves the pointer to `sentinel` (from a point beside it, so a motion event is sure) and forgets every event
+    /// up to that motion: whatever an earlier test sent has arrived by then.
+    func settlePointer(at sentinel: Point, via input: InputController) throws {
+        try input.move(to: Point(x: sentinel.x - 1, y: sentinel.y - 1))
+        try input.move(to: sentinel)
+        wait { $0.contains { $0.kind == "motion" && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
+        clear()
+    }
+
+    /// Middle-clicks `sentinel` and returns every other button press received up to it: anything sent before the
+    /// sentinel has arrived by then.
+    func pressesUntilSentinel(at sentinel: Point, via input: InputController) throws -> [ProbeEvent] {
+        try input.click(at: sentinel, button: .middle)
+        wait { $0.contains { $0.kind == "button_press" && $0.rootX == sentinel.x && $0.button == 2 } }
+        return received.filter { $0.kind == "button_press" && !($0.rootX == sentinel.x && $0.button == 2) }
+    }
+
     /// Waits until `done` holds for the received events (at most `timeout` s), then returns them.
     @discardableResult
     func wait(timeout: TimeInterval = 5, until done: ([ProbeEvent]) -> Bool) -> [ProbeEvent] {
