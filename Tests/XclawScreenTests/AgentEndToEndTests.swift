@@ -125,6 +125,46 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(click["result"]?.string, "ok")
     }
 
+    func testVisionToolsAskClaudeWithTheScreenshotAndTapWhereItPoints() throws {
+        // The fixture's red square has no text, so find_and_tap must ask vision; the scripted "vision model" points
+        // at the square's centre in the screenshot's pixels.
+        let square = Rect(x: frame.x + 600, y: frame.y + 200, width: 60, height: 60)
+        fixture.stop()
+        fixture = try Fixture(display: display.name, title: "icons", frame: frame, rects: [
+            (Rect(x: 600, y: 200, width: 60, height: 60), "#cc0000"),
+        ], extra: ["--text", "20,40,10x20,#000000:Order form"])
+        Thread.sleep(forTimeInterval: 0.2)
+        let target = geometry.toModel(square.center)
+        let server = try MockMessagesServer(replies: [
+            Self.tool("toolu_1", "analyze_screen", "{\"question\": \"What is the form called?\"}"),
+            .stream(.turn(blocks: [.text("The form is called Order form.")])),  // the vision sub-request
+            Self.tool("toolu_2", "find_and_tap", "{\"description\": \"the red square\"}"),
+            .stream(.turn(blocks: [.text("{\"x\": \(target.x), \"y\": \(target.y)}")])),  // the vision sub-request
+            .stream(.turn(blocks: [.text("Tapped the red square.")])),
+        ])
+        defer { server.stop() }
+        let result = try runCLI(["run", "Tap the red square", "--display", display.name,
+                                 "--tools", "analyze_screen,find_and_tap"], environment: environment(server))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let requests = server.requests
+        XCTAssertEqual(requests.count, 5)
+        // The sub-requests carry the model-sized screenshot and the question, and offer no tools.
+        for i in [1, 3] {
+            let body = try JSONValue.parse(requests[i].body)
+            XCTAssertNil(body["tools"], "request \(i) is a plain vision question")
+            let content = body["messages"]?.array?.first?["content"]?.array ?? []
+            let image = try XCTUnwrap(content.first { $0["type"]?.string == "image" }?["source"]?["data"]?.string)
+            XCTAssertEqual(Self.pngSize(image), Size(width: 1429, height: 804))
+        }
+        XCTAssertTrue(try JSONValue.parse(requests[1].body).jsonText.contains("What is the form called?"))
+        XCTAssertTrue(Self.lastResult(requests[2]).text.contains("The form is called Order form."))
+        // The tap landed where vision pointed, mapped back to the screen.
+        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), geometry.toScreen(target))
+        XCTAssertTrue(square.contains(geometry.toScreen(target)))
+        XCTAssertTrue(Self.lastResult(requests[4]).text.contains("vision"), Self.lastResult(requests[4]).text)
+    }
+
     func testDryRunInjectsNothing() throws {
         let target = geometry.toModel(button.center)
         let server = try MockMessagesServer(replies: [
