@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import XclawAgent
 import XclawBase
+import XclawPerception
 import XclawScreen
 import XclawSkills
 
@@ -29,6 +30,8 @@ struct Run: ParsableCommand {
     @Flag(help: "Ask on the terminal before each input action.") var confirm = false
     @Option(help: "Keep this many most recent screenshots in the conversation.") var keepScreenshots = 3
     @Option(help: "max_tokens per request.") var maxTokens = 4096
+    @Option(help: "Settled = unchanged for this many ms after an action; raise it for apps slow to repaint.")
+    var settleMs = 24
     @Option(help: "Action log file (JSON lines); default: $XDG_STATE_HOME/xclaw/runs/<time>.jsonl.") var log: String?
     @Option(help: "A file whose text is added to the system prompt.") var system: String?
     @Flag(help: "Print a JSON summary on stdout instead of streaming text.") var json = false
@@ -38,6 +41,7 @@ struct Run: ParsableCommand {
         if maxSteps < 1 { throw ValidationError("--max-steps must be at least 1") }
         if keepScreenshots < 1 { throw ValidationError("--keep-screenshots must be at least 1") }
         if maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1") }
+        if !(1...5000).contains(settleMs) { throw ValidationError("--settle-ms must be 1–5000") }
     }
 
     func run() throws {
@@ -56,10 +60,13 @@ struct Run: ParsableCommand {
         let configuration = try ClientConfiguration.load()
         let client = ClaudeClient(configuration: configuration)
 
-        let session = try ScreenSession(display: target.display)
+        let connection = try target.connect()
+        let settler = Settler(capturer: try ScreenCapturer(connection: connection), quiet: .milliseconds(settleMs))
+        let session = try ScreenSession(connection: connection, settler: settler)
+        let sideQuestions = UsageLedger()
         let vision: VisionAsker = { question, png, size in
             try await VisionRequest.ask(client: client, model: info, question: question, pngBase64: png,
-                                        width: size.width, height: size.height)
+                                        width: size.width, height: size.height, usage: { sideQuestions.add($0) })
         }
         let skill = try ScreenSkill(session: session, toolNames: names, computerVersion: try computerVersion(info),
                                     vision: vision, memory: MemoryStore())
@@ -103,12 +110,15 @@ struct Run: ParsableCommand {
         let result = CancellableRun.execute { await runner.run(task: task, context: context, observer: observer) }
         streamed.breakLine()
         actionLog.close()
-        let usage = result.usage
+        let side = sideQuestions.total
+        let usage = result.usage + side.usage
+        let cost = result.costUSD + info.price.cost(of: side.usage)
+        let sideNote = side.count == 0 ? "" : " (incl. \(side.count) vision question(s))"
         printError("xclaw: \(result.outcome) in \(result.steps.count) step(s); \(ToolSummary.usage(usage)); "
-            + "$\(String(format: "%.4f", result.costUSD)) (\(info.id)); action log \(actionLog.path)")
+            + "$\(String(format: "%.4f", cost))\(sideNote) (\(info.id)); action log \(actionLog.path)")
         if json {
             let summary = RunSummary(outcome: "\(result.outcome)", text: result.finalText, steps: result.steps,
-                                     usage: usage, costUSD: result.costUSD, model: info.id, actionLog: actionLog.path)
+                                     usage: usage, costUSD: cost, model: info.id, actionLog: actionLog.path)
             try emit(summary, json: true) { "" }
         }
         switch result.outcome {
@@ -148,7 +158,20 @@ struct Run: ParsableCommand {
     }
 }
 
-/// The JSON summary of a run (`--json`).
+/// Tokens of the vision side questions (analyze_screen, find_and_tap), which are not steps of the loop.
+final class UsageLedger: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sum = Usage()
+    private var requests = 0
+
+    /// Adds one request's tokens.
+    func add(_ usage: Usage) { lock.withLock { sum = sum + usage; requests += 1 } }
+
+    /// The total and the number of requests.
+    var total: (usage: Usage, count: Int) { lock.withLock { (sum, requests) } }
+}
+
+/// The JSON summary of a run (`--json`; usage and cost include the vision side questions).
 struct RunSummary: Encodable {
     var outcome: String
     var text: String

@@ -143,9 +143,13 @@ final class AgentEndToEndTests: XCTestCase {
             .stream(.turn(blocks: [.text("Tapped the red square.")])),
         ])
         defer { server.stop() }
-        let result = try runCLI(["run", "Tap the red square", "--display", display.name,
+        let result = try runCLI(["run", "Tap the red square", "--display", display.name, "--json",
                                  "--tools", "analyze_screen,find_and_tap"], environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("incl. 2 vision question(s)"), result.stderr)
+        // The cost counts the two side questions too (100 in / 20 out each, like the three steps).
+        let summary = try JSONValue.parse(result.stdout)
+        XCTAssertEqual(summary["usage"]?["inputTokens"]?.int, 1500 * 2 + 100 * 3)
         let requests = server.requests
         XCTAssertEqual(requests.count, 5)
         // The sub-requests carry the model-sized screenshot and the question, and offer no tools.
@@ -225,6 +229,8 @@ final class AgentEndToEndTests: XCTestCase {
             (["run", "x", "--display", display.name, "--model", "claude-nonexistent-9"], "unknown model"),
             (["run", "x", "--display", display.name, "--tools", "computer,teleport"], "teleport"),
             (["run", "x", "--display", display.name, "--max-steps", "0"], "--max-steps"),
+            (["run", "x", "--display", display.name, "--settle-ms", "0"], "--settle-ms"),
+            (["run", "x", "--display", display.name, "--log", "/proc/nope/run.jsonl"], "--log"),
         ]
         for (args, expected) in cases {
             let result = try runCLI(args, environment: env)
