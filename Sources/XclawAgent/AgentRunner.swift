@@ -88,18 +88,23 @@ public struct RunObserver: Sendable {
     public var toolFinished: @Sendable (_ name: String, _ result: ToolResultBlock, _ ms: Double) -> Void
     /// A step (one request and its tools) finished.
     public var stepFinished: @Sendable (StepReport) -> Void
+    /// A message joined the conversation (the model's reply, or the tool results answering it), so a store can
+    /// persist the conversation as it grows.
+    public var appended: @Sendable (Message) -> Void
 
     /// Creates an observer; every callback defaults to doing nothing.
     public init(text: @escaping @Sendable (String) -> Void = { _ in },
                 retry: @escaping @Sendable (RetryNotice) -> Void = { _ in },
                 toolStarted: @escaping @Sendable (String, JSONValue) -> Void = { _, _ in },
                 toolFinished: @escaping @Sendable (String, ToolResultBlock, Double) -> Void = { _, _, _ in },
-                stepFinished: @escaping @Sendable (StepReport) -> Void = { _ in }) {
+                stepFinished: @escaping @Sendable (StepReport) -> Void = { _ in },
+                appended: @escaping @Sendable (Message) -> Void = { _ in }) {
         self.text = text
         self.retry = retry
         self.toolStarted = toolStarted
         self.toolFinished = toolFinished
         self.stepFinished = stepFinished
+        self.appended = appended
     }
 }
 
@@ -200,7 +205,10 @@ public struct AgentRunner: Sendable {
             // An empty text block (a reply that opened one and said nothing) would make the next request a 400.
             var reply = response.message
             reply.content.removeAll(where: \.isEmptyText)
-            if !reply.content.isEmpty { messages.append(reply) }
+            if !reply.content.isEmpty {
+                messages.append(reply)
+                observer.appended(reply)
+            }
             var step = StepReport(
                 step: steps.count + 1, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
                 stopReason: response.stopReason?.description ?? "none",
@@ -244,7 +252,9 @@ public struct AgentRunner: Sendable {
                     observer.toolFinished(use.name, result, (clock.now - began).milliseconds)
                     results.append(.toolResult(result))
                 }
-                messages.append(Message(role: .user, content: results))
+                let answers = Message(role: .user, content: results)
+                messages.append(answers)
+                observer.appended(answers)
                 step.toolMs = (clock.now - toolStart).milliseconds
                 steps.append(step)
                 observer.stepFinished(step)
