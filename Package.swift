@@ -15,10 +15,13 @@ let package = Package(
         .library(name: "XclawPerception", targets: ["XclawPerception"]),
         .library(name: "XclawAgent", targets: ["XclawAgent"]),
         .library(name: "XclawSkills", targets: ["XclawSkills"]),
+        .library(name: "XclawStore", targets: ["XclawStore"]),
+        .library(name: "XclawRuntime", targets: ["XclawRuntime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         // Layer 1: C bindings. All C unsafety lives here and in the thin Swift wrappers right above.
@@ -71,6 +74,21 @@ let package = Package(
             path: "Sources/XclawAgent"
         ),
 
+        // Layer 4: persistence: agents, their messages, cursors, sessions, memory, usage and tasks in one SQLite file
+        // (WAL, shared by every xclaw process).
+        .target(
+            name: "XclawStore",
+            dependencies: ["XclawBase", "XclawAgent", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Sources/XclawStore"
+        ),
+
+        // Layer 4: the runtime: agents from the store run through the queue and the loop, streamed into the store.
+        .target(
+            name: "XclawRuntime",
+            dependencies: ["XclawBase", "XclawAgent", "XclawStore"],
+            path: "Sources/XclawRuntime"
+        ),
+
         // Layer 5: skills: the computer-use tool, the custom screen tools, memory.
         .target(
             name: "XclawSkills",
@@ -86,8 +104,8 @@ let package = Package(
         .executableTarget(
             name: "xclaw",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills", "XclawStore",
+                "XclawRuntime", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/xclaw"
@@ -99,7 +117,8 @@ let package = Package(
         .testTarget(
             name: "XclawScreenTests",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills", "XclawMockAPI",
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills", "XclawStore", "XclawRuntime",
+                "XclawMockAPI",
                 "xclaw", "xclaw-fixture", "xclaw-mock-api", "CX11",
             ],
             path: "Tests/XclawScreenTests"

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   pkg-config
   libx11-dev libxtst-dev libxext-dev libxrandr-dev libpng-dev
-  libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev
+  libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev sqlite3
   xvfb xauth
   xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core openbox
 )

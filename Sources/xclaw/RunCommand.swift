@@ -205,7 +205,8 @@ struct Models: ParsableCommand {
 /// Runs async work from a synchronous command; the first Ctrl-C (or SIGTERM) cancels it, which the run answers by
 /// finishing cleanly; a second one exits at once.
 enum CancellableRun {
-    static func execute<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    static func execute<T: Sendable>(onInterrupt: (@Sendable () -> Void)? = nil,
+                                     _ body: @escaping @Sendable () async -> T) -> T {
         let (task, wait) = Blocking.start(body)
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
@@ -219,7 +220,7 @@ enum CancellableRun {
                 hits.value = n
                 if n == 1 {
                     printError("\nxclaw: interrupted; stopping (Ctrl-C again to quit at once)")
-                    task.cancel()
+                    if let onInterrupt { onInterrupt() } else { task.cancel() }
                 } else {
                     _exit(130)
                 }

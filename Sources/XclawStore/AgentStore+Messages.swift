@@ -1,0 +1,169 @@
+import Foundation
+@_implementationOnly import GRDB
+import XclawAgent
+
+// MARK: - Messages
+
+extension AgentStore {
+    /// Appends one message to an agent's conversation and returns its id, the cursor unit: ids only grow and are
+    /// never reused (AUTOINCREMENT), so "after id N" is exact where nanoclaw's timestamps skipped equal ones.
+    @discardableResult
+    public func appendMessage(agent: String, role: MessageRole, content: [ContentBlock],
+                              status: MessageStatus = .complete, sender: String? = nil,
+                              sessionID: Int64? = nil) throws -> Int64 {
+        let json = Self.encodeContent(content)
+        let now = Self.now()
+        return try write { db in
+            try requireAgent(db, agent)
+            if let sessionID { try requireSession(db, sessionID) }
+            try db.cachedStatement(sql: """
+                INSERT INTO messages (agent, role, sender, content, status, session_id, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [agent, role.rawValue, sender, json, status.rawValue, sessionID, now, now])
+            return db.lastInsertedRowID
+        }
+    }
+
+    /// Replaces a message's content and status: the streaming hot path, called for each batch of tokens, so it
+    /// is one cached UPDATE in autocommit mode (no fsync under WAL + `synchronous = NORMAL`).
+    public func updateMessage(id: Int64, content: [ContentBlock], status: MessageStatus) throws {
+        let json = Self.encodeContent(content)
+        let now = Self.now()
+        try writeSingle { db in
+            try db.cachedStatement(sql: "UPDATE messages SET content = ?, status = ?, updated_at = ? WHERE id = ?")
+                .execute(arguments: [json, status.rawValue, now, id])
+            if db.changesCount == 0 { throw StoreError.unknownMessage(id) }
+        }
+    }
+
+    /// An agent's messages with id greater than `after`, ascending; with `limit`, one page: pass the last id
+    /// returned as the next `after` to get the rest, and nothing is ever skipped.
+    public func messages(agent: String, after: Int64 = 0, limit: Int? = nil) throws -> [StoredMessage] {
+        let limit = try Self.checkedLimit(limit)
+        return try read { db in
+            try requireAgent(db, agent)
+            return try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM messages WHERE agent = ? AND id > ? ORDER BY id LIMIT ?"),
+                arguments: [agent, after, limit]
+            ).map(storedMessage)
+        }
+    }
+
+    /// The pending input after the cursor: user messages with id greater than `after`, ascending, excluding the
+    /// tool-result turns a run stores itself (those answer the model, they are not new input).
+    public func userMessages(agent: String, after: Int64, limit: Int? = nil) throws -> [StoredMessage] {
+        let limit = try Self.checkedLimit(limit)
+        return try read { db in
+            try requireAgent(db, agent)
+            return try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT * FROM messages
+                    WHERE agent = ? AND id > ? AND role = 'user'
+                      AND NOT EXISTS (SELECT 1 FROM json_each(messages.content)
+                                      WHERE json_extract(json_each.value, '$.type') = 'tool_result')
+                    ORDER BY id LIMIT ?
+                    """),
+                arguments: [agent, after, limit]
+            ).map(storedMessage)
+        }
+    }
+
+    /// One message by id.
+    public func message(id: Int64) throws -> StoredMessage {
+        try read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]) else {
+                throw StoreError.unknownMessage(id)
+            }
+            return try storedMessage(row)
+        }
+    }
+
+    /// Deletes one message (e.g. an empty partial reply); its id is never handed out again.
+    public func deleteMessage(id: Int64) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM messages WHERE id = ?", arguments: [id])
+            if db.changesCount == 0 { throw StoreError.unknownMessage(id) }
+        }
+    }
+
+    /// The content column: the API's JSON array of blocks, keys sorted.
+    static func encodeContent(_ content: [ContentBlock]) -> String {
+        JSONValue.array(content.map(\.json)).jsonText
+    }
+
+    /// SQLite's `LIMIT` value (-1 = none); a limit below 1 is a caller bug worth a clear message.
+    private static func checkedLimit(_ limit: Int?) throws -> Int {
+        guard let limit else { return -1 }
+        guard limit >= 1 else { throw StoreError.invalidArgument("the page size must be at least 1, not \(limit)") }
+        return limit
+    }
+
+    /// Builds a `StoredMessage` from a `messages` row.
+    private func storedMessage(_ row: Row) throws -> StoredMessage {
+        let id: Int64 = row["id"]
+        let text: String = row["content"]
+        guard let blocks = (try? JSONValue.parse(text))?.array else {
+            throw StoreError.corrupt(path: path, detail: "message \(id) has unreadable content")
+        }
+        let roleText: String = row["role"]
+        let statusText: String = row["status"]
+        guard let role = MessageRole(rawValue: roleText), let status = MessageStatus(rawValue: statusText) else {
+            throw StoreError.corrupt(path: path, detail: "message \(id) has role \(roleText), status \(statusText)")
+        }
+        return StoredMessage(id: id, agent: row["agent"], role: role, sender: row["sender"],
+                             content: blocks.map(ContentBlock.init(json:)), status: status,
+                             sessionID: row["session_id"],
+                             createdAt: try date(row["created_at"] as String, "messages.created_at"),
+                             updatedAt: try date(row["updated_at"] as String, "messages.updated_at"))
+    }
+}
+
+// MARK: - Cursor and state
+
+extension AgentStore {
+    /// An agent's cursor, retry count and last error.
+    public func state(agent: String) throws -> AgentState {
+        try read { db in
+            try requireAgent(db, agent)
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM agent_state WHERE agent = ?",
+                                             arguments: [agent]) else { return AgentState() }
+            return AgentState(cursor: row["cursor"], retryCount: row["retry_count"], lastError: row["last_error"])
+        }
+    }
+
+    /// Overwrites an agent's state: how a failed run restores the cursor it advanced, and records its error.
+    public func setState(agent: String, _ state: AgentState) throws {
+        guard state.cursor >= 0, state.retryCount >= 0 else {
+            throw StoreError.invalidArgument("the cursor and retry count cannot be negative (\(state))")
+        }
+        try write { db in
+            try requireAgent(db, agent)
+            try db.execute(
+                sql: """
+                    INSERT INTO agent_state (agent, cursor, retry_count, last_error, updated_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(agent) DO UPDATE SET cursor = excluded.cursor, retry_count = excluded.retry_count,
+                        last_error = excluded.last_error, updated_at = excluded.updated_at
+                    """,
+                arguments: [agent, state.cursor, state.retryCount, state.lastError, Self.now()])
+        }
+    }
+
+    /// Moves the cursor forward to `id` before a run and returns where it was, in one transaction, so the caller
+    /// can roll back with `setState` and two processes never both take the same input. It never moves backwards:
+    /// if the cursor is already past `id` it stays, and the returned value shows it.
+    @discardableResult
+    public func advanceCursor(agent: String, to id: Int64) throws -> Int64 {
+        try write { db in
+            try requireAgent(db, agent)
+            let previous = try Int64.fetchOne(db, sql: "SELECT cursor FROM agent_state WHERE agent = ?",
+                                              arguments: [agent]) ?? 0
+            try db.execute(
+                sql: """
+                    INSERT INTO agent_state (agent, cursor, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT(agent) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at
+                    """,
+                arguments: [agent, max(previous, id), Self.now()])
+            return previous
+        }
+    }
+}

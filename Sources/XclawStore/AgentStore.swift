@@ -1,0 +1,304 @@
+import Foundation
+// Implementation-only: GRDB's SQL operator overloads (`+`, `==`…) must not reach modules that import XclawStore,
+// where they make ordinary expressions too slow to type-check. No GRDB type appears in this module's API, and the
+// only GRDB-typed stored property (`pool`, a class reference) is internal, so the layout warning is harmless here.
+@_implementationOnly import GRDB
+import XclawAgent
+import XclawBase
+
+/// xclaw's persistent state (agents, conversations, cursors, sessions, memory, usage, scheduled tasks) in one SQLite
+/// file that several xclaw processes share safely: WAL, `synchronous = NORMAL`, foreign keys on, a 5 s busy timeout,
+/// every multi-statement change in one `BEGIN IMMEDIATE` transaction. All methods are synchronous and thread-safe;
+/// call them from any non-isolated context. Dates are stored as ISO-8601 UTC text with milliseconds.
+public final class AgentStore: Sendable {
+    /// The database file this store reads and writes, as given to `init`, for error messages and `xclaw` output.
+    public let path: String
+    /// One writer and up to five concurrent readers.
+    let pool: DatabasePool
+
+    /// How long a write waits for another process's write lock before failing with `StoreError.locked`.
+    static let busyTimeout: TimeInterval = 5
+
+    /// Opens the database at `path`, creating it (and missing parent directories, mode 0700; the file 0600) if
+    /// needed, and migrates it to the current schema, so callers can use it at once.
+    public init(path: String) throws {
+        self.path = path
+        try Self.prepareFile(path)
+        var config = Configuration()
+        config.label = "xclaw.store"
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(Self.busyTimeout)
+        config.prepareDatabase { db in
+            // DatabasePool sets this when it turns WAL on; repeated for connections opened on an existing WAL file.
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+        try migrate()
+    }
+
+    /// Where xclaw keeps its database unless told otherwise: `$XCLAW_DB` (a leading `~/` expanded), else
+    /// `$XDG_DATA_HOME/xclaw/xclaw.sqlite`, else `~/.local/share/xclaw/xclaw.sqlite` (agents and history are user
+    /// data, so the XDG data directory).
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        if let explicit = environment["XCLAW_DB"], !explicit.isEmpty {
+            // A config file or a quoted value may carry a literal `~`.
+            if explicit == "~" || explicit.hasPrefix("~/") { return home + explicit.dropFirst() }
+            return explicit
+        }
+        // The XDG spec says relative values are invalid and must be ignored.
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return (data as NSString).appendingPathComponent("xclaw/xclaw.sqlite")
+        }
+        return (home as NSString).appendingPathComponent(".local/share/xclaw/xclaw.sqlite")
+    }
+
+    // MARK: - Opening
+
+    /// Creates missing parent directories (0700) and the file itself (0600) so history is private from the start:
+    /// SQLite would create the file world-readable under the usual umask, and its -wal/-shm copy the file's mode.
+    private static func prepareFile(_ path: String) throws {
+        guard !path.isEmpty else { throw StoreError.invalidArgument("the database path is empty; set XCLAW_DB") }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty { try makeDirectories(parent, for: path) }
+        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw StoreError.unwritable(path: path, detail: reason)
+        }
+        close(fd)
+    }
+
+    /// `mkdir -p` with mode 0700 for the directories it creates; existing ones are left as they are.
+    private static func makeDirectories(_ directory: String, for path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw StoreError.unwritable(path: path, detail: "\(directory) is a file, not a directory")
+            }
+            return
+        }
+        let parent = (directory as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != directory { try makeDirectories(parent, for: path) }
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            let reason = String(cString: strerror(errno))
+            throw StoreError.unwritable(path: path, detail: "cannot create \(directory): \(reason)")
+        }
+    }
+
+    /// Runs the migrations. Two processes opening a new file at once can both see "v1" unapplied; the loser's
+    /// bookkeeping insert then fails, and a second attempt finds the schema in place.
+    private func migrate() throws {
+        let migrator = Schema.migrator
+        for attempt in 1... {
+            do {
+                try migrator.migrate(pool)
+                return
+            } catch let error as DatabaseError where attempt < 3 && error.resultCode != .SQLITE_NOTADB {
+                continue
+            } catch {
+                throw Self.storeError(error, path: path)
+            }
+        }
+    }
+
+    // MARK: - Access and errors
+
+    /// A consistent snapshot read; SQLite errors become `StoreError`.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try pool.read(body) } catch { throw Self.storeError(error, path: path) }
+    }
+
+    /// One IMMEDIATE transaction, so read-then-write sequences are atomic across processes.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try pool.write(body) } catch { throw Self.storeError(error, path: path) }
+    }
+
+    /// One statement in autocommit mode: the cheapest durable write, for the streaming hot path.
+    func writeSingle<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try pool.writeWithoutTransaction(body) } catch { throw Self.storeError(error, path: path) }
+    }
+
+    /// Maps SQLite's result codes to what the user can act on; StoreErrors pass through.
+    static func storeError(_ error: Error, path: String) -> StoreError {
+        if let error = error as? StoreError { return error }
+        guard let error = error as? DatabaseError else { return .database(path: path, detail: "\(error)") }
+        let detail = error.message ?? "\(error.resultCode)"
+        switch error.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED: return .locked(path: path)
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return .corrupt(path: path, detail: detail)
+        case .SQLITE_CANTOPEN, .SQLITE_READONLY, .SQLITE_IOERR, .SQLITE_PERM, .SQLITE_FULL, .SQLITE_AUTH:
+            return .unwritable(path: path, detail: detail)
+        default: return .database(path: path, detail: detail)
+        }
+    }
+
+    /// Throws `unknownAgent` (with the known names) unless `name` exists.
+    func requireAgent(_ db: Database, _ name: String) throws {
+        let found = try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM agents WHERE name = ?"),
+                                     arguments: [name])
+        if found == nil { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
+    }
+
+    /// Every agent name, sorted, for "unknown agent" messages.
+    func knownAgents(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM agents ORDER BY name")
+    }
+
+    /// Reads a stored date; a malformed one means the file was edited or damaged.
+    func date(_ text: String, _ column: String) throws -> Date {
+        guard let date = StoreDate.parse(text) else {
+            throw StoreError.corrupt(path: path, detail: "\(column) holds \"\(text)\", not an ISO-8601 date")
+        }
+        return date
+    }
+
+    /// Reads an optional stored date.
+    func dateIfAny(_ text: String?, _ column: String) throws -> Date? {
+        guard let text else { return nil }
+        return try date(text, column)
+    }
+
+    /// Now, as stored.
+    static func now() -> String { StoreDate.format(Date()) }
+}
+
+// MARK: - Agents
+
+extension AgentStore {
+    /// Registers a new agent with an empty conversation and its cursor at 0; refuses a taken or malformed name.
+    public func createAgent(_ config: AgentConfig) throws {
+        guard AgentConfig.isValidName(config.name) else { throw StoreError.invalidAgentName(config.name) }
+        try Self.validate(config)
+        let now = Self.now()
+        try write { db in
+            if try Int.fetchOne(db, sql: "SELECT 1 FROM agents WHERE name = ?", arguments: [config.name]) != nil {
+                throw StoreError.agentExists(config.name)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO agents (name, model, system_prompt, tools, display, memory_notes, created_at,
+                        updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
+                            config.display, config.memoryNotes, StoreDate.format(config.createdAt), now])
+            try db.execute(sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
+                           arguments: [config.name, now])
+        }
+    }
+
+    /// One agent's settings; `unknownAgent` lists the names that exist.
+    public func agent(named name: String) throws -> AgentConfig {
+        try read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM agents WHERE name = ?", arguments: [name]) else {
+                throw StoreError.unknownAgent(name, known: try knownAgents(db))
+            }
+            return try agentConfig(row)
+        }
+    }
+
+    /// Every agent, sorted by name.
+    public func agents() throws -> [AgentConfig] {
+        try read { db in try Row.fetchAll(db, sql: "SELECT * FROM agents ORDER BY name").map(agentConfig) }
+    }
+
+    /// Replaces an agent's settings (all but its name and `createdAt`), found by `config.name`.
+    public func updateAgent(_ config: AgentConfig) throws {
+        try Self.validate(config)
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE agents SET model = ?, system_prompt = ?, tools = ?, display = ?, memory_notes = ?,
+                        updated_at = ? WHERE name = ?
+                    """,
+                arguments: [config.model, config.systemPrompt, Self.encodeTools(config.tools), config.display,
+                            config.memoryNotes, Self.now(), config.name])
+            if db.changesCount == 0 { throw StoreError.unknownAgent(config.name, known: try knownAgents(db)) }
+        }
+    }
+
+    /// Deletes an agent with everything it owns (messages, state, sessions, memory, usage, tasks).
+    public func deleteAgent(named name: String) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM agents WHERE name = ?", arguments: [name])
+            if db.changesCount == 0 { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
+        }
+    }
+
+    /// Rejects settings no run could use, before they reach the file.
+    private static func validate(_ config: AgentConfig) throws {
+        if config.model.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw StoreError.invalidArgument("agent \"\(config.name)\" needs a model; pass one (see `xclaw models`)")
+        }
+        if let empty = config.tools.first(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+            throw StoreError.invalidArgument("agent \"\(config.name)\" has an empty tool name (\"\(empty)\")")
+        }
+    }
+
+    /// The tools column: a JSON array of names.
+    private static func encodeTools(_ tools: [String]) -> String {
+        JSONValue.array(tools.map(JSONValue.string)).jsonText
+    }
+
+    /// Builds an `AgentConfig` from an `agents` row.
+    private func agentConfig(_ row: Row) throws -> AgentConfig {
+        let name: String = row["name"]
+        let toolsText: String = row["tools"]
+        guard let tools = (try? JSONValue.parse(toolsText))?.array else {
+            throw StoreError.corrupt(path: path, detail: "agent \(name) has unreadable tools \(toolsText)")
+        }
+        return AgentConfig(name: name, model: row["model"], systemPrompt: row["system_prompt"],
+                           tools: tools.compactMap(\.string), display: row["display"],
+                           memoryNotes: row["memory_notes"], createdAt: try date(row["created_at"] as String,
+                                                                                  "agents.created_at"))
+    }
+}
+
+// MARK: - Diagnostics
+
+/// How the database is set up, for a `doctor`/status command and to verify the setup in tests.
+public struct StoreInfo: Sendable, Hashable, Codable {
+    /// The database file.
+    public var path: String
+    /// Its tables, sorted (SQLite's and GRDB's bookkeeping tables left out).
+    public var tables: [String]
+    /// The applied migrations, oldest first (e.g. `["v1"]`).
+    public var migrations: [String]
+    /// The journal mode; `wal` lets readers and one writer in several processes work at once.
+    public var journalMode: String
+    /// The writer's `synchronous` level by name (`NORMAL` under WAL: no fsync per commit, no corruption on crash).
+    public var synchronous: String
+    /// Whether foreign keys (and so cascading deletes) are enforced.
+    public var foreignKeys: Bool
+    /// How long a write waits for another process's lock, in milliseconds.
+    public var busyTimeoutMs: Int
+}
+
+extension AgentStore {
+    /// Reads the schema and the writer connection's settings.
+    public func info() throws -> StoreInfo {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                let tables = try String.fetchAll(db, sql: """
+                    SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+                    AND name NOT LIKE 'grdb_%' ORDER BY name
+                    """)
+                let levels = ["OFF", "NORMAL", "FULL", "EXTRA"]
+                let sync = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+                return StoreInfo(
+                    path: path, tables: tables, migrations: try Schema.migrator.appliedMigrations(db),
+                    journalMode: try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "",
+                    synchronous: levels.indices.contains(sync) ? levels[sync] : String(sync),
+                    foreignKeys: try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") ?? false,
+                    busyTimeoutMs: try Int.fetchOne(db, sql: "PRAGMA busy_timeout") ?? 0)
+            }
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import XclawAgent
+
+/// A named agent's settings: what `xclaw agent create` writes and every run of that agent starts from.
+public struct AgentConfig: Sendable, Hashable, Codable {
+    /// The agent's unique name, 1–64 characters of `[A-Za-z0-9._-]`, so it is safe in paths and shell commands.
+    public var name: String
+    /// The model id (or alias) its runs ask for.
+    public var model: String
+    /// Extra system-prompt text, appended to xclaw's own.
+    public var systemPrompt: String
+    /// The tool names its runs enable, in order.
+    public var tools: [String]
+    /// The X display its runs drive (e.g. `:1`); nil means the caller's `$DISPLAY`.
+    public var display: String?
+    /// Free-form notes the agent keeps across runs (the `memory` table holds keyed facts).
+    public var memoryNotes: String
+    /// When it was created; kept to the millisecond, as stored. `updateAgent` never changes it.
+    public var createdAt: Date
+
+    /// Creates a configuration; `createdAt` is rounded to the millisecond so it survives a round trip unchanged.
+    public init(name: String, model: String, systemPrompt: String = "", tools: [String] = [],
+                display: String? = nil, memoryNotes: String = "", createdAt: Date = Date()) {
+        self.name = name
+        self.model = model
+        self.systemPrompt = systemPrompt
+        self.tools = tools
+        self.display = display
+        self.memoryNotes = memoryNotes
+        self.createdAt = StoreDate.normalized(createdAt)
+    }
+
+    /// True when `name` can name an agent, so callers can check input before touching the database.
+    public static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...64).contains(bytes.count) else { return false }
+        return bytes.allSatisfy { b in
+            (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39)
+                || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
+        }
+    }
+}
+
+/// How far a stored message got, so a crash or cancel mid-stream is visible instead of looking complete.
+public enum MessageStatus: String, Sendable, Codable, CaseIterable {
+    /// Written whole.
+    case complete
+    /// Still streaming, or its process died while it streamed.
+    case partial
+    /// The request that produced it failed.
+    case error
+    /// The user cancelled it mid-stream.
+    case cancelled
+}
+
+/// One row of an agent's conversation, with the row id that serves as its cursor position.
+public struct StoredMessage: Sendable, Hashable {
+    /// The monotonic row id: strictly increasing per database, never reused, the cursor's unit.
+    public var id: Int64
+    /// The agent whose conversation it belongs to.
+    public var agent: String
+    /// Who wrote it.
+    public var role: MessageRole
+    /// Who sent a user message (a person's name, `schedule`…), for the batch prompt's `sender=`; nil if unknown.
+    public var sender: String?
+    /// The API content blocks.
+    public var content: [ContentBlock]
+    /// How far it got.
+    public var status: MessageStatus
+    /// The session that wrote it, if any.
+    public var sessionID: Int64?
+    /// When it was appended.
+    public var createdAt: Date
+    /// When its content or status last changed.
+    public var updatedAt: Date
+
+    /// Creates a row value (the store creates these; tests and callers may too).
+    public init(id: Int64, agent: String, role: MessageRole, sender: String?, content: [ContentBlock],
+                status: MessageStatus, sessionID: Int64?, createdAt: Date, updatedAt: Date) {
+        self.id = id
+        self.agent = agent
+        self.role = role
+        self.sender = sender
+        self.content = content
+        self.status = status
+        self.sessionID = sessionID
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// The API message, to rebuild a conversation from stored rows.
+    public var message: Message { Message(role: role, content: content) }
+}
+
+/// An agent's processing position, persisted so a restart neither loses nor repeats input.
+public struct AgentState: Sendable, Hashable, Codable {
+    /// The id of the last user message handed to a run; input is what comes after it.
+    public var cursor: Int64
+    /// Consecutive failed attempts at the pending input, for the retry backoff.
+    public var retryCount: Int
+    /// Why the last attempt failed, to tell the user; nil after a success.
+    public var lastError: String?
+
+    /// Creates a state.
+    public init(cursor: Int64 = 0, retryCount: Int = 0, lastError: String? = nil) {
+        self.cursor = cursor
+        self.retryCount = retryCount
+        self.lastError = lastError
+    }
+}
+
+/// One run of an agent (a message batch, a scheduled task or `xclaw run`), as recorded for `ps`-like listings and
+/// crash recovery.
+public struct SessionRecord: Sendable, Hashable, Codable {
+    /// The monotonic session id.
+    public var id: Int64
+    /// The agent it ran.
+    public var agent: String
+    /// What started it: one of `AgentStore.sessionKinds`.
+    public var kind: String
+    /// Where it is: one of `AgentStore.sessionStatuses`.
+    public var status: String
+    /// Why it failed or was interrupted.
+    public var error: String?
+    /// Model turns taken.
+    public var steps: Int
+    /// Its cost in USD, as its runner reported when it ended.
+    public var usd: Double
+    /// The process that runs (or ran) it, so a dead process's session can be found.
+    public var pid: Int32
+    /// When it started.
+    public var startedAt: Date
+    /// When it ended; nil while running.
+    public var endedAt: Date?
+
+    /// Creates a record value.
+    public init(id: Int64, agent: String, kind: String, status: String, error: String?, steps: Int, usd: Double,
+                pid: Int32, startedAt: Date, endedAt: Date?) {
+        self.id = id
+        self.agent = agent
+        self.kind = kind
+        self.status = status
+        self.error = error
+        self.steps = steps
+        self.usd = usd
+        self.pid = pid
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+    }
+}
+
+/// An agent's token and cost totals, for `xclaw usage`.
+public struct UsageSummary: Sendable, Hashable, Codable {
+    /// The agent.
+    public var agent: String
+    /// Model requests recorded.
+    public var requests: Int
+    /// Summed token counts.
+    public var usage: Usage
+    /// Summed cost in USD.
+    public var usd: Double
+    /// Distinct sessions those requests belonged to.
+    public var sessions: Int
+
+    /// Creates a summary.
+    public init(agent: String, requests: Int, usage: Usage, usd: Double, sessions: Int) {
+        self.agent = agent
+        self.requests = requests
+        self.usage = usage
+        self.usd = usd
+        self.sessions = sessions
+    }
+}
+
+/// One session with the tokens and cost its requests recorded, for a per-run cost breakdown.
+public struct SessionUsage: Sendable, Hashable {
+    /// The session.
+    public var session: SessionRecord
+    /// Model requests recorded for it.
+    public var requests: Int
+    /// Summed token counts.
+    public var usage: Usage
+    /// Summed cost in USD of its recorded requests.
+    public var usd: Double
+
+    /// Creates a row value.
+    public init(session: SessionRecord, requests: Int, usage: Usage, usd: Double) {
+        self.session = session
+        self.requests = requests
+        self.usage = usage
+        self.usd = usd
+    }
+}
+
+/// How a scheduled task repeats, as nanoclaw's `schedule_type`.
+public enum TaskScheduleType: String, Sendable, Codable, CaseIterable {
+    /// `schedule_value` is a cron expression, evaluated in the configured time zone.
+    case cron
+    /// `schedule_value` is an interval in milliseconds, anchored to the previous `next_run`.
+    case interval
+    /// `schedule_value` is one ISO-8601 time; the task completes after it ran.
+    case once
+}
+
+/// Which conversation a task's run sees.
+public enum TaskContextMode: String, Sendable, Codable, CaseIterable {
+    /// A fresh conversation per run.
+    case isolated
+    /// The agent's own conversation, like a message from the user.
+    case agent
+}
+
+/// Whether a task still fires.
+public enum TaskStatus: String, Sendable, Codable, CaseIterable {
+    /// Fires when due.
+    case active
+    /// Kept but does not fire.
+    case paused
+    /// A one-shot that already ran.
+    case completed
+}
+
+/// A scheduled prompt for an agent (the scheduler's unit of work).
+public struct TaskRecord: Sendable, Hashable, Codable {
+    /// Its id (a UUID unless the caller chose one).
+    public var id: String
+    /// The agent it runs.
+    public var agent: String
+    /// The prompt each run sends.
+    public var prompt: String
+    /// How it repeats.
+    public var scheduleType: TaskScheduleType
+    /// The cron expression, interval in ms, or one-shot time.
+    public var scheduleValue: String
+    /// Which conversation a run sees.
+    public var contextMode: TaskContextMode
+    /// When it is next due; nil when it will not fire again.
+    public var nextRun: Date?
+    /// When it last ran.
+    public var lastRun: Date?
+    /// A short summary of the last run's outcome.
+    public var lastResult: String?
+    /// Whether it still fires.
+    public var status: TaskStatus
+    /// Which process claimed the current run, so a run never fires twice even across restarts.
+    public var claimedBy: String?
+    /// When that claim was taken.
+    public var claimedAt: Date?
+    /// When it was created.
+    public var createdAt: Date
+
+    /// Creates a record value.
+    public init(id: String, agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
+                contextMode: TaskContextMode, nextRun: Date?, lastRun: Date? = nil, lastResult: String? = nil,
+                status: TaskStatus = .active, claimedBy: String? = nil, claimedAt: Date? = nil,
+                createdAt: Date = Date()) {
+        self.id = id
+        self.agent = agent
+        self.prompt = prompt
+        self.scheduleType = scheduleType
+        self.scheduleValue = scheduleValue
+        self.contextMode = contextMode
+        self.nextRun = nextRun.map(StoreDate.normalized)
+        self.lastRun = lastRun.map(StoreDate.normalized)
+        self.lastResult = lastResult
+        self.status = status
+        self.claimedBy = claimedBy
+        self.claimedAt = claimedAt.map(StoreDate.normalized)
+        self.createdAt = StoreDate.normalized(createdAt)
+    }
+}
+
+/// One execution of a task, for its history and failure reports.
+public struct TaskRunLog: Sendable, Hashable, Codable {
+    /// The monotonic log id.
+    public var id: Int64
+    /// The task that ran.
+    public var taskID: String
+    /// When it started.
+    public var runAt: Date
+    /// How long it took.
+    public var durationMs: Int
+    /// The outcome, e.g. `success` or `error`.
+    public var status: String
+    /// The run's answer, when it had one.
+    public var result: String?
+    /// Why it failed.
+    public var error: String?
+
+    /// Creates a log value.
+    public init(id: Int64, taskID: String, runAt: Date, durationMs: Int, status: String, result: String?,
+                error: String?) {
+        self.id = id
+        self.taskID = taskID
+        self.runAt = StoreDate.normalized(runAt)
+        self.durationMs = durationMs
+        self.status = status
+        self.result = result
+        self.error = error
+    }
+}

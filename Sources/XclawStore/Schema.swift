@@ -1,0 +1,118 @@
+@_implementationOnly import GRDB
+
+/// The database schema, one migration per released change. Never edit a registered migration: add a new one.
+enum Schema {
+    /// The migrator every store runs when it opens a file.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try db.execute(sql: v1) }
+        return migrator
+    }
+
+    /// Every table of the first version. Dates are ISO-8601 UTC text with milliseconds (see `StoreDate`).
+    /// `IF NOT EXISTS` everywhere so two processes migrating a new file at the same instant cannot fail each other.
+    static let v1 = """
+        CREATE TABLE IF NOT EXISTS agents (
+            name TEXT PRIMARY KEY NOT NULL
+                CHECK (length(name) BETWEEN 1 AND 64 AND name NOT GLOB '*[^A-Za-z0-9._-]*'),
+            model TEXT NOT NULL,
+            system_prompt TEXT NOT NULL DEFAULT '',
+            tools TEXT NOT NULL DEFAULT '[]',
+            display TEXT,
+            memory_notes TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+
+        CREATE TABLE IF NOT EXISTS sessions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            kind TEXT NOT NULL CHECK (kind IN ('message', 'task', 'run')),
+            status TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'completed', 'failed', 'cancelled', 'interrupted')),
+            error TEXT,
+            steps INTEGER NOT NULL DEFAULT 0,
+            usd REAL NOT NULL DEFAULT 0,
+            pid INTEGER NOT NULL,
+            process TEXT,
+            started_at TEXT NOT NULL,
+            ended_at TEXT
+        );
+        CREATE INDEX IF NOT EXISTS sessions_agent_id ON sessions(agent, id);
+        CREATE INDEX IF NOT EXISTS sessions_running ON sessions(status) WHERE status = 'running';
+
+        CREATE TABLE IF NOT EXISTS messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            sender TEXT,
+            content TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'complete' CHECK (status IN ('complete', 'partial', 'error', 'cancelled')),
+            session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS messages_agent_id ON messages(agent, id);
+        CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id) WHERE session_id IS NOT NULL;
+
+        CREATE TABLE IF NOT EXISTS agent_state (
+            agent TEXT PRIMARY KEY NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            cursor INTEGER NOT NULL DEFAULT 0,
+            retry_count INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            updated_at TEXT NOT NULL
+        );
+
+        CREATE TABLE IF NOT EXISTS memory (
+            agent TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (agent, key)
+        );
+
+        CREATE TABLE IF NOT EXISTS usage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            usd REAL NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS usage_agent ON usage(agent);
+        CREATE INDEX IF NOT EXISTS usage_session ON usage(session_id) WHERE session_id IS NOT NULL;
+
+        CREATE TABLE IF NOT EXISTS tasks (
+            id TEXT PRIMARY KEY NOT NULL,
+            agent TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            prompt TEXT NOT NULL,
+            schedule_type TEXT NOT NULL CHECK (schedule_type IN ('cron', 'interval', 'once')),
+            schedule_value TEXT NOT NULL,
+            context_mode TEXT NOT NULL DEFAULT 'isolated' CHECK (context_mode IN ('isolated', 'agent')),
+            next_run TEXT,
+            last_run TEXT,
+            last_result TEXT,
+            status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'paused', 'completed')),
+            claimed_by TEXT,
+            claimed_at TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS tasks_due ON tasks(status, next_run);
+        CREATE INDEX IF NOT EXISTS tasks_agent ON tasks(agent);
+
+        CREATE TABLE IF NOT EXISTS task_run_logs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+            run_at TEXT NOT NULL,
+            duration_ms INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            result TEXT,
+            error TEXT
+        );
+        CREATE INDEX IF NOT EXISTS task_run_logs_task ON task_run_logs(task_id, run_at);
+        """
+}
