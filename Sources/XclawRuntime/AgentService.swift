@@ -90,19 +90,21 @@ public final class AgentService: Sendable {
         do {
             config = try store.agent(named: agent)
             let state = try store.state(agent: agent)
-            pending = try store.userMessages(agent: agent, after: state.cursor).filter { !Conversation.isToolResults($0) }
+            pending = try store.userMessages(agent: agent, after: state.cursor).filter(Conversation.isChat)
             guard let last = pending.last else { return .success }
             previous = try store.advanceCursor(agent: agent, to: last.id)
         } catch {
             return .failure("\(error)")
         }
-        guard let newCursor = pending.last?.id else { return .success }
         var session: Int64 = 0
+        var batchRow: Int64?
         do {
             session = try store.startSession(agent: agent, kind: "message")
             let model = try catalog.model(config.model)
-            let history = try store.messages(agent: agent)
-            let conversation = Conversation.build(history, cursor: newCursor)
+            // The prompt this run sends is stored first, so a rebuild later shows exactly what the model saw.
+            batchRow = try store.appendMessage(agent: agent, role: .user, content: [.text(Conversation.batch(pending))],
+                                               sender: Conversation.batchSender, sessionID: session)
+            let conversation = Conversation.build(try store.messages(agent: agent))
             let registry = ToolRegistry(try tools(config))
             let options = runOptions(model, try systemPrompt(config))
             let runner = AgentRunner(client: client, registry: registry, options: options)
@@ -131,20 +133,22 @@ public final class AgentService: Sendable {
                     return .success
                 }
                 try store.finishSession(session, status: "failed", error: why, steps: steps, usd: usd)
-                try rollBack(agent: agent, to: previous)
+                try rollBack(agent: agent, to: previous, batch: batchRow)
                 events(.failed(agent: agent, message: why, willRetry: true))
                 return .failure(why)
             }
         } catch {
             if session != 0 { try? store.finishSession(session, status: "failed", error: "\(error)", steps: 0, usd: 0) }
-            try? rollBack(agent: agent, to: previous)
+            try? rollBack(agent: agent, to: previous, batch: batchRow)
             events(.failed(agent: agent, message: "\(error)", willRetry: true))
             return .failure("\(error)")
         }
     }
 
-    /// Puts the cursor back so the queue's retry hands the same batch to the next run.
-    private func rollBack(agent: String, to previous: Int64) throws {
+    /// Puts the cursor back so the queue's retry hands the same batch to the next run, and removes the batch prompt
+    /// this run stored (the retry stores its own; the model must not see the batch twice).
+    private func rollBack(agent: String, to previous: Int64, batch: Int64?) throws {
+        if let batch { try store.deleteMessage(id: batch) }
         var state = try store.state(agent: agent)
         state.cursor = previous
         try store.setState(agent: agent, state)

@@ -2,34 +2,44 @@ import Foundation
 import XclawAgent
 import XclawStore
 
-/// Rebuilds the conversation a run sends from the stored history. The same history always gives the same
-/// messages, so the prompt cache keeps hitting, and whatever a crash left behind is made valid: interrupted replies
-/// keep their text but lose unanswered tool calls, and chat messages that arrived during a run are placed after it,
-/// where the next run delivered them.
+/// Rebuilds the conversation a run sends from the stored history. A run stores the batch prompt it sent (the
+/// queued chat messages in nanoclaw's XML format) as a message of its own, so the rebuild is exactly what the model
+/// saw, whatever arrived while a run was going; the same history always gives the same messages, so the prompt
+/// cache keeps hitting. Whatever a crash left behind is made valid: interrupted replies keep their text but lose
+/// tool calls that were never answered.
 public enum Conversation {
     /// The text a reply that did not complete ends with.
     public static let interruptedMark = "[interrupted]"
+    /// The sender of stored batch prompts (what a run sent), as opposed to the chat messages they contain.
+    public static let batchSender = "xclaw:batch"
 
-    /// Whether a stored user message is a tool-results turn (written by a run) rather than chat.
+    /// Whether a stored user message is a tool-results turn (written by a run).
     public static func isToolResults(_ m: StoredMessage) -> Bool {
         m.role == .user && m.content.contains { if case .toolResult = $0 { return true }; return false }
     }
 
-    /// The messages for a run whose batch ends at `cursor`: chat messages after it belong to a later run.
-    public static func build(_ stored: [StoredMessage], cursor: Int64, timeZone: TimeZone = .current) -> [Message] {
+    /// Whether a stored message is a batch prompt a run sent.
+    public static func isBatch(_ m: StoredMessage) -> Bool { m.role == .user && m.sender == batchSender }
+
+    /// Whether a stored message is chat from a user (input still to deliver, or delivered through a batch).
+    public static func isChat(_ m: StoredMessage) -> Bool { m.role == .user && !isToolResults(m) && !isBatch(m) }
+
+    /// The batch prompt for queued chat messages.
+    public static func batch(_ messages: [StoredMessage], timeZone: TimeZone = .current, scheduled: Bool = false)
+        -> String
+    {
+        BatchPrompt.format(messages.map {
+            BatchPrompt.Entry(sender: $0.sender ?? "user", time: $0.createdAt, text: Message(role: .user, content: $0.content).text)
+        }, timeZone: timeZone, scheduled: scheduled)
+    }
+
+    /// The messages to send: batch prompts, replies and tool results in stored order (chat rows are skipped: they
+    /// reached the model inside their batch).
+    public static func build(_ stored: [StoredMessage]) -> [Message] {
         var out: [Message] = []
-        var deferred: [StoredMessage] = []
         /// Tool calls of the last emitted assistant message still waiting for their results.
         var open: Set<String> = []
 
-        func flush() {
-            guard !deferred.isEmpty else { return }
-            let entries = deferred.map {
-                BatchPrompt.Entry(sender: $0.sender ?? "user", time: $0.createdAt, text: Message(role: .user, content: $0.content).text)
-            }
-            append(Message(role: .user, content: [.text(BatchPrompt.format(entries, timeZone: timeZone))]))
-            deferred.removeAll()
-        }
         func append(_ m: Message) {
             if let last = out.last, last.role == m.role {
                 out[out.count - 1].content += m.content  // the API joins same-role turns the same way
@@ -45,11 +55,7 @@ public enum Conversation {
             open.removeAll()
         }
 
-        for m in stored {
-            if m.role == .user && !isToolResults(m) {
-                if m.id <= cursor { deferred.append(m) }
-                continue
-            }
+        for m in stored where !isChat(m) {
             if isToolResults(m) {
                 // Keep only results for calls that are open; a stray result would be a 400.
                 let results = m.content.filter { if case .toolResult(let r) = $0 { return open.contains(r.toolUseID) }; return false }
@@ -59,9 +65,11 @@ public enum Conversation {
                 append(Message(role: .user, content: results))
                 continue
             }
-            // An assistant message. A new reply after a finished one needs the user turn that prompted it.
             closeOpen()
-            if out.last?.role != .user { flush() }
+            if m.role == .user {
+                append(Message(role: .user, content: m.content.filter { !$0.isEmptyText }))
+                continue
+            }
             if out.isEmpty { continue }  // a reply with no prompt before it cannot be sent
             var content = m.content.filter { !$0.isEmptyText }
             if m.status != .complete {
@@ -74,7 +82,6 @@ public enum Conversation {
             }
         }
         closeOpen()
-        flush()
         return out
     }
 }

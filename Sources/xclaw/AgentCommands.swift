@@ -319,8 +319,9 @@ struct History: ParsableCommand {
 
     func run() throws {
         let store = try storeOptions.open()
-        var messages = try store.messages(agent: name)
         _ = try store.agent(named: name)
+        // Batch prompts repeat the chat messages they carried to the model: the history shows the messages.
+        var messages = try store.messages(agent: name).filter { !Conversation.isBatch($0) }
         if let last { messages = Array(messages.suffix(max(0, last))) }
         if json {
             try emit(messages.map(ExportedMessage.init), json: true) { "" }
@@ -418,7 +419,7 @@ struct Export: ParsableCommand {
     func run() throws {
         let store = try storeOptions.open()
         _ = try store.agent(named: name)
-        let messages = try store.messages(agent: name)
+        let messages = try store.messages(agent: name).filter { !Conversation.isBatch($0) }
         let data: Data
         switch format {
         case .md: data = Data(Transcript.markdown(agent: name, messages).utf8)
