@@ -17,8 +17,9 @@ public enum ServiceEvent: Sendable {
     case step(agent: String, StepReport)
     /// A run ended.
     case finished(agent: String, session: Int64, outcome: RunOutcome)
-    /// A run failed and will be retried later, or failed for good: the user is told either way.
-    case failed(agent: String, message: String, willRetry: Bool)
+    /// A run failed and will be retried later, or failed for good: the user is told either way; `status` is the
+    /// exit status a command ending on it returns.
+    case failed(agent: String, message: String, willRetry: Bool, status: ExitStatus)
 }
 
 /// Runs agents from the store: a message batch after the agent's cursor becomes a run of the agent loop, streamed
@@ -123,24 +124,27 @@ public final class AgentService: Sendable {
                 events(.finished(agent: agent, session: session, outcome: .cancelled))
                 return .success
             case .failed(let why):
-                if recorder.reachedUser {
-                    // Something was already shown or done: a rerun would repeat it. Tell the user instead.
+                let status = (result.error as? ClassifiedError)?.exitStatus ?? .api
+                if recorder.reachedUser || Self.isPermanent(result.error) {
+                    // Something was already shown or done (a rerun would repeat it), or the API refused the request
+                    // itself (a rerun would fail the same way): tell the user instead.
                     try store.finishSession(session, status: "failed", error: why, steps: steps, usd: usd)
                     _ = try store.appendMessage(agent: agent, role: .assistant,
                                                 content: [.text("xclaw: this reply failed: \(why)")], status: .error,
                                                 sessionID: session)
-                    events(.failed(agent: agent, message: why, willRetry: false))
+                    events(.failed(agent: agent, message: why, willRetry: false, status: status))
                     return .success
                 }
                 try store.finishSession(session, status: "failed", error: why, steps: steps, usd: usd)
                 try rollBack(agent: agent, to: previous, batch: batchRow)
-                events(.failed(agent: agent, message: why, willRetry: true))
+                events(.failed(agent: agent, message: why, willRetry: true, status: status))
                 return .failure(why)
             }
         } catch {
             if session != 0 { try? store.finishSession(session, status: "failed", error: "\(error)", steps: 0, usd: 0) }
             try? rollBack(agent: agent, to: previous, batch: batchRow)
-            events(.failed(agent: agent, message: "\(error)", willRetry: true))
+            events(.failed(agent: agent, message: "\(error)", willRetry: true,
+                           status: (error as? ClassifiedError)?.exitStatus ?? .internal))
             return .failure("\(error)")
         }
     }
@@ -154,11 +158,20 @@ public final class AgentService: Sendable {
         try store.setState(agent: agent, state)
     }
 
+    /// Errors a later retry cannot fix: a bad key, a request the API refuses (400/403/404/413). Overload, rate
+    /// limits and network trouble are worth another run later.
+    static func isPermanent(_ error: (any Error)?) -> Bool {
+        switch error as? ClientError {
+        case .invalidAPIKey?, .api?, .noAPIKey?, .insecureConfig?, .badConfig?: return true
+        default: return false
+        }
+    }
+
     /// The queue stopped retrying: record the failure where the user reads the agent's replies.
     func gaveUp(agent: String, reason: String) {
         let text = "xclaw: giving up after repeated failures (\(reason)); send a new message to try again"
         _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(text)], status: .error)
-        events(.failed(agent: agent, message: text, willRetry: false))
+        events(.failed(agent: agent, message: text, willRetry: false, status: .api))
     }
 }
 

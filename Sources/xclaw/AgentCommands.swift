@@ -172,8 +172,9 @@ enum ServiceFactory {
 final class RunPrinter: @unchecked Sendable {
     private let streamed = StreamedText()
     private let lock = NSLock()
-    private var failures: [String] = []
+    private var failures: [(String, ExitStatus)] = []
     private var outcomes: [RunOutcome] = []
+    private var reports: [StepReport] = []
     let quiet: Bool
 
     init(quiet: Bool = false) { self.quiet = quiet }
@@ -191,22 +192,26 @@ final class RunPrinter: @unchecked Sendable {
             printError("    ✗ \(message.prefix(200))")
         case .step(_, let step):
             streamed.endReply()
-            printError("  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))")
+            lock.withLock { reports.append(step) }
+            printError("  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
+                + " · \(step.requestBytes / 1024) KB, \(step.images) image(s) · model \(Int(step.modelMs)) ms")
         case .finished(_, _, let outcome):
             streamed.endReply()
             lock.withLock { outcomes.append(outcome) }
-        case .failed(let agent, let message, let willRetry):
+        case .failed(let agent, let message, let willRetry, let status):
             streamed.endReply()
-            printError("xclaw: \(agent): \(message)" + (willRetry ? " (will retry)" : ""))
-            if !willRetry { lock.withLock { failures.append(message) } }
+            if willRetry { printError("xclaw: \(agent): \(message) (will retry)") }
+            if !willRetry { lock.withLock { failures.append((message, status)) } }
         }
     }
 
     /// Ends an open line.
     func finish() { streamed.endReply() }
 
-    /// Failures the user was told about that will not be retried.
-    var finalFailures: [String] { lock.withLock { failures } }
+    /// Failures that will not be retried, with the exit status each calls for (printed once, by the command).
+    var finalFailures: [(message: String, status: ExitStatus)] { lock.withLock { failures.map { ($0.0, $0.1) } } }
+    /// Every step reported, in order.
+    var steps: [StepReport] { lock.withLock { reports } }
     /// The outcomes of the runs that ended.
     var finishedOutcomes: [RunOutcome] { lock.withLock { outcomes } }
 }
@@ -243,16 +248,18 @@ struct Send: ParsableCommand {
         printer.finish()
         try result.get()
         if interrupted.isSet { throw ExitCode(130) }
-        if let failure = printer.finalFailures.last { throw AgentRunError.failed(failure) }
+        if let failure = printer.finalFailures.last { throw AgentRunError.failed(failure.message, failure.status) }
     }
 }
 
-/// A reply that failed for good.
+/// A reply that failed for good, with the exit status of its cause (4 for API errors).
 enum AgentRunError: ClassifiedError {
-    case failed(String)
-    var exitStatus: ExitStatus { .api }
+    case failed(String, ExitStatus)
+    var exitStatus: ExitStatus {
+        switch self { case .failed(_, let status): return status }
+    }
     var description: String {
-        switch self { case .failed(let why): return "the reply failed: \(why)" }
+        switch self { case .failed(let why, _): return why }
     }
 }
 

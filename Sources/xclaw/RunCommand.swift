@@ -5,7 +5,9 @@ import XclawAgent
 import XclawBase
 import XclawPerception
 import XclawScreen
+import XclawRuntime
 import XclawSkills
+import XclawStore
 
 /// `xclaw run`: Claude drives the screen until the task is done.
 struct Run: ParsableCommand {
@@ -17,6 +19,7 @@ struct Run: ParsableCommand {
             summary go to stderr. Every action is written to a JSON-lines action log (--log). Ctrl-C stops the run \
             at once and still answers every pending tool call, so the conversation stays valid; a second Ctrl-C \
             exits immediately.
+            The run is recorded as a one-shot agent (`xclaw history run-…`, `xclaw usage`).
             Tools (--tools, comma-separated; default: the safe set): \(SkillCatalog.allToolNames.joined(separator: ", ")).
             Exit: 0 done; 1 step limit reached or the model refused; 2 bad usage; 3 display; 4 API error \
             (4 also for an invalid API key); 130 interrupted.
@@ -36,6 +39,7 @@ struct Run: ParsableCommand {
     @Option(help: "A file whose text is added to the system prompt.") var system: String?
     @Flag(help: "Print a JSON summary on stdout instead of streaming text.") var json = false
     @OptionGroup var target: DisplayOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         if maxSteps < 1 { throw ValidationError("--max-steps must be at least 1") }
@@ -68,67 +72,78 @@ struct Run: ParsableCommand {
             try await VisionRequest.ask(client: client, model: info, question: question, pngBase64: png,
                                         width: size.width, height: size.height, usage: { sideQuestions.add($0) })
         }
+        let store = try storeOptions.open()
+        let agent = Self.agentName()
         let skill = try ScreenSkill(session: session, toolNames: names, computerVersion: try computerVersion(info),
-                                    vision: vision, memory: MemoryStore())
+                                    vision: vision, memory: StoredMemory(store: store, agent: agent))
         try skill.setup()
-        let registry = ToolRegistry(skill.tools)
         let actionLog = try ActionLog(path: log ?? ActionLog.defaultPath())
         let prompt = SystemPrompt.build(display: session.connection.name, screen: session.geometry.screen,
                                         model: session.geometry.model, dryRun: dryRun, extra: extraSystem)
-        let options = RunOptions(model: info, system: prompt, maxSteps: maxSteps, maxTokens: maxTokens,
-                                 keepImages: keepScreenshots)
-        let runner = AgentRunner(client: client, registry: registry, options: options)
         let confirming = confirm
         let ask: @Sendable (String) async -> Bool = { question in
             confirming ? await TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
         }
         let context = ToolContext(dryRun: dryRun, confirm: ask, log: { actionLog.append($0) })
-        let json = self.json
-        let streamed = StreamedText()
-        let observer = RunObserver(
-            text: { t in
-                if !json { streamed.write(t) }
-            },
-            retry: { notice in
-                // The reply starts over after a retry: say so where its first part was printed.
-                streamed.restart()
-                printError("xclaw: \(notice)")
-            },
-            toolStarted: { name, input in
-                streamed.breakLine()
-                printError("  → \(name) \(ToolSummary.describe(input))")
-            },
-            toolFinished: { _, result, ms in
-                if result.isError { printError("    ✗ \(ToolSummary.text(result).prefix(200)) (\(Int(ms)) ms)") }
-            },
-            stepFinished: { step in
-                streamed.endReply()
-                printError("  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
-                    + " · \(step.requestBytes / 1024) KB, \(step.images) image(s) · model \(Int(step.modelMs)) ms")
-            })
 
-        let result = CancellableRun.execute { await runner.run(task: task, context: context, observer: observer) }
-        streamed.breakLine()
+        // A one-shot agent, recorded like any other: its task, replies, tool results, usage and session.
+        try store.createAgent(AgentConfig(name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
+                                          display: connection.name))
+        let printer = RunPrinter(quiet: json)
+        let tools = skill.tools
+        let (maxSteps, maxTokens, keep) = (self.maxSteps, self.maxTokens, keepScreenshots)
+        let service = AgentService(
+            store: store, client: client, catalog: catalog, queue: QueueConfiguration(maxConcurrent: 1, maxRetries: 0),
+            runOptions: { model, system in
+                RunOptions(model: model, system: system, maxSteps: maxSteps, maxTokens: maxTokens, keepImages: keep)
+            },
+            tools: { _ in tools }, systemPrompt: { _ in prompt }, context: { _ in context },
+            events: { printer.handle($0) })
+        let task = self.task
+        let sent: Result<Void, any Error> = CancellableRun.execute(onInterrupt: {
+            Task { await service.queue.cancel(agent: agent) }
+        }) {
+            do {
+                try await service.send(agent: agent, text: task)
+                await service.queue.waitUntilIdle()
+                return .success(())
+            } catch { return .failure(error) }
+        }
+        printer.finish()
         actionLog.close()
+        try sent.get()
+        let steps = printer.steps
+        let failure = printer.finalFailures.last
+        let outcome = printer.finishedOutcomes.last ?? .failed(failure?.message ?? "the run did not finish")
         let side = sideQuestions.total
-        let usage = result.usage + side.usage
-        let cost = result.costUSD + info.price.cost(of: side.usage)
+        let usage = steps.reduce(Usage()) { $0 + $1.usage } + side.usage
+        let cost = steps.reduce(0) { $0 + $1.costUSD } + info.price.cost(of: side.usage)
         let sideNote = side.count == 0 ? "" : " (incl. \(side.count) vision question(s))"
-        printError("xclaw: \(result.outcome) in \(result.steps.count) step(s); \(ToolSummary.usage(usage)); "
-            + "$\(String(format: "%.4f", cost))\(sideNote) (\(info.id)); action log \(actionLog.path)")
+        printError("xclaw: \(outcome) in \(steps.count) step(s); \(ToolSummary.usage(usage)); "
+            + "$\(String(format: "%.4f", cost))\(sideNote) (\(info.id)); recorded as agent \(agent); "
+            + "action log \(actionLog.path)")
         if json {
-            let summary = RunSummary(outcome: "\(result.outcome)", text: result.finalText, steps: result.steps,
-                                     usage: usage, costUSD: cost, model: info.id, actionLog: actionLog.path)
+            let last = try store.messages(agent: agent).last { $0.role == .assistant && $0.status == .complete }
+            let summary = RunSummary(outcome: "\(outcome)", text: last.map { Message(role: .assistant, content: $0.content).text } ?? "",
+                                     steps: steps, usage: usage, costUSD: cost, model: info.id, agent: agent,
+                                     actionLog: actionLog.path)
             try emit(summary, json: true) { "" }
         }
-        switch result.outcome {
+        switch outcome {
         case .completed: return
         case .refused, .maxSteps: throw ExitCode(ExitStatus.notFound.rawValue)
         case .cancelled: throw ExitCode(130)
-        case .failed:
-            if let error = result.error as? ClassifiedError { throw error }
-            throw ExitCode(ExitStatus.api.rawValue)
+        case .failed(let why): throw AgentRunError.failed(why, failure?.status ?? .api)
         }
+    }
+
+    /// A name for the one-shot agent: `run-<UTC time>-<pid>`, unique per process and second.
+    static func agentName(now: Date = Date()) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyyMMdd-HHmmss"
+        return "run-\(f.string(from: now))-\(getpid())"
     }
 
     /// The tool names `--tools` asks for.
@@ -179,6 +194,7 @@ struct RunSummary: Encodable {
     var usage: Usage
     var costUSD: Double
     var model: String
+    var agent: String
     var actionLog: String
 }
 

@@ -22,9 +22,10 @@ final class RuntimeTests: XCTestCase {
     }
 
     private func service(_ server: MockMessagesServer, retryBase: Duration = .milliseconds(10), maxConcurrent: Int = 5,
+                         clientRetries: Int = 5,
                          events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }) throws -> AgentService {
         let client = ClaudeClient(configuration: ClientConfiguration(baseURL: server.baseURL, apiKey: APIKey("sk-test"),
-                                                                     maxRetries: 5))
+                                                                     maxRetries: clientRetries))
         return AgentService(store: store, client: client, catalog: try ModelCatalog.load(overlay: "/nonexistent"),
                             queue: QueueConfiguration(maxConcurrent: maxConcurrent, retryBase: retryBase),
                             tools: { _ in [EchoTool()] }, systemPrompt: { "You are \($0.name)." }, events: events)
@@ -61,8 +62,13 @@ final class RuntimeTests: XCTestCase {
         // Every message reached the model exactly once, in order, in batches; never two runs at once.
         let batches = requests.map(Self.lastUserText)
         let all = batches.joined(separator: "\n")
+        // The two sent at once are stored in some order; that order is the order they must reach the model in.
+        let stored = try store.messages(agent: "a").filter(Conversation.isChat)
+            .map { BatchPrompt.escape(Message(role: .user, content: $0.content).text) }
+        XCTAssertEqual(Set(stored.prefix(2)), ["first", "second"])
+        XCTAssertEqual(Array(stored.dropFirst(2)), ["third", "fourth &amp; &lt;fifth&gt;"])
         var position = all.startIndex
-        for t in ["first", "second", "third", "fourth &amp; &lt;fifth&gt;"] {
+        for t in stored {
             let found = try XCTUnwrap(all.range(of: t, range: position..<all.endIndex), "\(t) in order: \(all)")
             position = found.upperBound
             XCTAssertEqual(all.components(separatedBy: ">\(t)</message>").count - 1, 1, "\(t) sent once")
@@ -147,12 +153,10 @@ final class RuntimeTests: XCTestCase {
 
     func testAFailureBeforeAnyOutputIsRetriedWithTheSameBatch() async throws {
         try makeAgent("a")
-        let server = try MockMessagesServer(replies: [
-            .error(status: 400, type: "invalid_request_error", message: "transient proxy trouble"),
-            .stream(.turn(blocks: [.text("second try worked")])),
-        ])
+        // The network fails and the client has no retries left: the queue runs the batch again later.
+        let server = try MockMessagesServer(replies: [.disconnect, .stream(.turn(blocks: [.text("second try worked")]))])
         defer { server.stop() }
-        let svc = try service(server)
+        let svc = try service(server, clientRetries: 0)
         let id = try await svc.send(agent: "a", text: "do it")
         await svc.queue.waitUntilIdle()
         XCTAssertEqual(server.requests.count, 2)
@@ -172,7 +176,7 @@ final class RuntimeTests: XCTestCase {
         defer { server.stop() }
         let failures = TextSink()
         let svc = try service(server, events: { event in
-            if case .failed(_, let message, let retry) = event, !retry { failures.append(message) }
+            if case .failed(_, let message, let retry, _) = event, !retry { failures.append(message) }
         })
         let id = try await svc.send(agent: "a", text: "act")
         await svc.queue.waitUntilIdle()
@@ -182,6 +186,24 @@ final class RuntimeTests: XCTestCase {
         let last = try XCTUnwrap(try store.messages(agent: "a").last)
         XCTAssertEqual(last.status, .error, "the user is told in the history")
         XCTAssertTrue(Message(role: .assistant, content: last.content).text.contains("something broke"))
+    }
+
+    func testAnInvalidKeyIsReportedOnceAndNotRetried() async throws {
+        try makeAgent("a")
+        let server = try MockMessagesServer(replies: [.error(status: 401, type: "authentication_error", message: "bad key")])
+        defer { server.stop() }
+        let failures = TextSink()
+        let svc = try service(server, events: { event in
+            if case .failed(_, let message, let retry, let status) = event {
+                XCTAssertFalse(retry)
+                XCTAssertEqual(status, .api)
+                failures.append(message)
+            }
+        })
+        try await svc.send(agent: "a", text: "hi")
+        await svc.queue.waitUntilIdle()
+        XCTAssertEqual(server.requests.count, 1)
+        XCTAssertTrue(failures.text.contains("invalid API key"), failures.text)
     }
 
     func testCancelStopsTheRequestWithinASecondAndRecordsCancelled() async throws {
