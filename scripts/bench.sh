@@ -9,3 +9,4 @@ swift build -c release --product xclaw 2>&1 | tail -1 >&2
 .build/release/xclaw bench input "$@"
 .build/release/xclaw bench ocr "$@"
 .build/release/xclaw bench step "$@"
+.build/release/xclaw bench agents "$@"
