@@ -30,10 +30,9 @@ let package = Package(
         systemLibrary("CXext", pkgConfig: "xext", apt: ["libxext-dev"]),
         systemLibrary("CXRandR", pkgConfig: "xrandr", apt: ["libxrandr-dev"]),
         systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
-        // Declared for the perception and agent layers (OCR, the Claude client, persistence).
+        // For the perception and agent layers (OCR, the Claude client); SQLite comes through GRDB.
         systemLibrary("CTesseract", pkgConfig: "tesseract", apt: ["libtesseract-dev", "tesseract-ocr-eng"]),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
-        systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
         // C kernels that must be fast even in debug builds (pixel conversion, scaling, PNG with setjmp),
         // and shims for variadic Xlib calls Swift cannot import (XCreateIC).
         .target(

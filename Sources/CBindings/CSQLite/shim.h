@@ -1,2 +1,0 @@
-// SQLite, used by agent persistence.
-#include <sqlite3.h>
