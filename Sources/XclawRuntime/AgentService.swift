@@ -85,6 +85,14 @@ public final class AgentService: Sendable {
     /// Runs one queued batch for `agent`: advance the cursor first, roll it back if the run failed before anything
     /// reached the user (so the batch is retried), keep it otherwise (so nothing runs twice).
     func process(agent: String, work: QueueWork) async -> ProcessOutcome {
+        // Another process may be running this agent: wait for it, then take whatever it left pending.
+        let lock: AgentLock
+        do { lock = try await AgentLock.acquire(database: store.path, agent: agent) } catch is CancellationError {
+            return .success
+        } catch {
+            return .failure("cannot lock agent \(agent): \(error.localizedDescription)")
+        }
+        defer { withExtendedLifetime(lock) {} }
         let config: AgentConfig
         let pending: [StoredMessage]
         let previous: Int64

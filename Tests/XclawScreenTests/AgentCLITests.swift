@@ -139,6 +139,49 @@ final class AgentCLITests: XCTestCase {
         XCTAssertTrue(body.jsonText.contains("go on"))
     }
 
+    func testTwoProcessesSendingToOneAgentTakeTurns() throws {
+        let server = try MockMessagesServer(handler: { _, _ in
+            var stream = MockStream.turn(blocks: [.text((1...20).map { "w\($0)" }.joined(separator: " "))], textFragments: 20)
+            stream.chunking = .perFrame
+            stream.interChunkDelay = .milliseconds(25)
+            return .stream(stream)
+        })
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "duo", "--tools", "memory"], environment: e).status, 0)
+        let results = ResultsBox()
+        let group = DispatchGroup()
+        for text in ["from process one", "from process two"] {
+            group.enter()
+            Thread {
+                results.append((try? runCLI(["send", "duo", text], environment: e))?.status ?? -1)
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        XCTAssertEqual(results.values, [0, 0])
+        let requests = server.requests
+        // Each message reached the model once; the runs did not overlap (the second waited for the first).
+        let all = requests.map { String(decoding: $0.body, as: UTF8.self) }
+        for text in ["from process one", "from process two"] {
+            XCTAssertEqual(all.filter { $0.contains(">\(text)</message>") }.isEmpty, false, text)
+        }
+        // A reply streams for at least 20 × 25 ms: the second request came after the first reply had ended.
+        XCTAssertEqual(requests.count, 2)
+        if requests.count == 2 {
+            XCTAssertGreaterThan(requests[1].receivedAt.timeIntervalSince(requests[0].receivedAt), 0.45,
+                                 "the two runs of one agent overlapped")
+        }
+        let store = try AgentStore(path: db)
+        let sessions = try store.sessions(agent: "duo")
+        XCTAssertTrue(sessions.allSatisfy { $0.status == "completed" })
+        let history = try store.messages(agent: "duo")
+        XCTAssertTrue(history.allSatisfy { $0.status == .complete })
+        let conversation = Conversation.build(history)
+        XCTAssertEqual(ConversationCheck.unansweredToolUses(conversation), [])
+        for (a, b) in zip(conversation, conversation.dropFirst()) { XCTAssertNotEqual(a.role, b.role) }
+    }
+
     func testChatCtrlCCancelsTheTurnNotTheProgram() throws {
         let server = try MockMessagesServer(replies: [.hang, .stream(.turn(blocks: [.text("Second answer.")]))])
         defer { server.stop() }
@@ -174,4 +217,12 @@ final class AgentCLITests: XCTestCase {
         XCTAssertTrue(out.contains("Second answer."), out)
         XCTAssertEqual(try store.sessions(agent: "cat").map(\.status), ["cancelled", "completed"])
     }
+}
+
+/// Exit statuses collected from several threads.
+final class ResultsBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [Int32] = []
+    func append(_ v: Int32) { lock.withLock { stored.append(v) } }
+    var values: [Int32] { lock.withLock { stored } }
 }
