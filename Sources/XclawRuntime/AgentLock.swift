@@ -1,4 +1,23 @@
 import Foundation
+import XclawBase
+
+/// Why an agent's lock file could not be used.
+public enum AgentLockError: ClassifiedError {
+    /// The lock file beside the database cannot be created or opened.
+    case cannotOpen(path: String, reason: String)
+
+    /// The machine's to fix, not the input's.
+    public var exitStatus: ExitStatus { .internal }
+
+    /// The message, with what to do.
+    public var description: String {
+        switch self {
+        case .cannotOpen(let path, let reason):
+            return "cannot open the agent lock \(path): \(reason); make its directory writable or use another "
+                + "database (--db or XCLAW_DB)"
+        }
+    }
+}
 
 /// A per-agent lock shared by every xclaw process on one database: the in-process queue keeps one run per agent,
 /// and this keeps it across processes, so two `xclaw send` to the same agent at once run one after the other
@@ -16,9 +35,7 @@ final class AgentLock: @unchecked Sendable {
                                                 attributes: [.posixPermissions: 0o700])
         let path = dir + "/" + agent + ".lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
-        }
+        guard fd >= 0 else { throw AgentLockError.cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             do { try await Task.sleep(for: .milliseconds(20)) } catch {
                 close(fd)

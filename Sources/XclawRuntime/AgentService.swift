@@ -43,6 +43,8 @@ public final class AgentService: Sendable {
     public let saveInterval: Duration
     /// The per-agent queue.
     public let queue: AgentQueue
+    /// How often the queue retries a failed batch (0: never; then failures are reported at once).
+    private let queueRetries: Int
     private let runOptions: @Sendable (ModelInfo, String) -> RunOptions
 
     /// Creates a service; `queue` settings cap the parallel runs and set the retry backoff.
@@ -63,6 +65,7 @@ public final class AgentService: Sendable {
         self.events = events
         self.saveInterval = saveInterval
         self.runOptions = runOptions
+        queueRetries = configuration.maxRetries
         let box = ServiceBox()
         queue = AgentQueue(configuration: configuration, processor: { agent, work in
             guard let service = box.service else { return .failure("the service is gone") }
@@ -82,104 +85,127 @@ public final class AgentService: Sendable {
         return id
     }
 
-    /// Runs one queued batch for `agent`: advance the cursor first, roll it back if the run failed before anything
-    /// reached the user (so the batch is retried), keep it otherwise (so nothing runs twice).
+    /// Runs one queued batch for `agent`: the batch is claimed (cursor advanced, session and batch prompt stored)
+    /// in one transaction before the run, undone if the run failed before anything reached the user (so it is
+    /// retried), kept otherwise (so nothing runs twice).
     func process(agent: String, work: QueueWork) async -> ProcessOutcome {
         // Another process may be running this agent: wait for it, then take whatever it left pending.
         let lock: AgentLock
         do { lock = try await AgentLock.acquire(database: store.path, agent: agent) } catch is CancellationError {
             return .success
         } catch {
-            return .failure("cannot lock agent \(agent): \(error.localizedDescription)")
+            return .failure("\(error)")
         }
         defer { withExtendedLifetime(lock) {} }
+        let claim: ClaimedBatch
         let config: AgentConfig
-        let pending: [StoredMessage]
-        let previous: Int64
         do {
             config = try store.agent(named: agent)
-            let state = try store.state(agent: agent)
-            pending = try store.userMessages(agent: agent, after: state.cursor).filter(Conversation.isChat)
-            guard let last = pending.last else { return .success }
-            previous = try store.advanceCursor(agent: agent, to: last.id)
+            guard let claimed = try store.claimBatch(agent: agent, kind: "message", batchSender: Conversation.batchSender,
+                                                     isInput: Conversation.isChat, prompt: { Conversation.batch($0) })
+            else { return .success }
+            claim = claimed
         } catch {
-            return .failure("\(error)")
+            return fail(agent: agent, session: nil, error: error, reachedUser: false)
         }
-        var session: Int64 = 0
-        var batchRow: Int64?
+        let session = claim.session
+        let model: ModelInfo, registry: ToolRegistry, options: RunOptions, conversation: [Message]
         do {
-            session = try store.startSession(agent: agent, kind: "message")
-            let model = try catalog.model(config.model)
-            // The prompt this run sends is stored first, so a rebuild later shows exactly what the model saw.
-            batchRow = try store.appendMessage(agent: agent, role: .user, content: [.text(Conversation.batch(pending))],
-                                               sender: Conversation.batchSender, sessionID: session)
-            let conversation = Conversation.build(try store.messages(agent: agent))
-            let registry = ToolRegistry(try tools(config))
-            let options = runOptions(model, try systemPrompt(config))
-            let runner = AgentRunner(client: client, registry: registry, options: options)
-            let recorder = RunRecorder(store: store, agent: agent, session: session, model: model,
-                                       saveInterval: saveInterval, events: events)
-            let result = await runner.run(messages: conversation, context: context(config), observer: recorder.observer)
-            recorder.finish(result.outcome)
-            let steps = result.steps.count, usd = result.costUSD
-            switch result.outcome {
-            case .completed, .refused, .maxSteps:
-                try store.finishSession(session, status: "completed", steps: steps, usd: usd)
-                events(.finished(agent: agent, session: session, outcome: result.outcome))
-                return .success
-            case .cancelled:
-                try store.finishSession(session, status: "cancelled", steps: steps, usd: usd)
-                events(.finished(agent: agent, session: session, outcome: .cancelled))
-                return .success
-            case .failed(let why):
-                let status = (result.error as? ClassifiedError)?.exitStatus ?? .api
-                if recorder.reachedUser || Self.isPermanent(result.error) {
-                    // Something was already shown or done (a rerun would repeat it), or the API refused the request
-                    // itself (a rerun would fail the same way): tell the user instead.
-                    try store.finishSession(session, status: "failed", error: why, steps: steps, usd: usd)
-                    _ = try store.appendMessage(agent: agent, role: .assistant,
-                                                content: [.text("xclaw: this reply failed: \(why)")], status: .error,
-                                                sessionID: session)
-                    events(.failed(agent: agent, message: why, willRetry: false, status: status))
-                    return .success
-                }
-                try store.finishSession(session, status: "failed", error: why, steps: steps, usd: usd)
-                try rollBack(agent: agent, to: previous, batch: batchRow)
-                events(.failed(agent: agent, message: why, willRetry: true, status: status))
-                return .failure(why)
-            }
+            model = try catalog.model(config.model)
+            conversation = Conversation.build(try store.messages(agent: agent))
+            registry = ToolRegistry(try tools(config))
+            options = runOptions(model, try systemPrompt(config))
         } catch {
-            if session != 0 { try? store.finishSession(session, status: "failed", error: "\(error)", steps: 0, usd: 0) }
-            try? rollBack(agent: agent, to: previous, batch: batchRow)
-            events(.failed(agent: agent, message: "\(error)", willRetry: true,
-                           status: (error as? ClassifiedError)?.exitStatus ?? .internal))
-            return .failure("\(error)")
+            return fail(agent: agent, session: session, error: error, reachedUser: false)
+        }
+        let recorder = RunRecorder(store: store, agent: agent, session: session, model: model,
+                                   saveInterval: saveInterval, events: events)
+        let runner = AgentRunner(client: client, registry: registry, options: options)
+        let result = await runner.run(messages: conversation, context: context(config), observer: recorder.observer)
+        recorder.finish(result.outcome)
+        let (steps, usd) = (result.steps.count, result.costUSD)
+        // The store refusing a write mid-run (disk full, locked) means the history lacks part of the run: say so.
+        let lost = recorder.storeError.map { "the store could not save part of this run: \($0)" }
+        switch result.outcome {
+        case .completed, .refused, .maxSteps, .cancelled:
+            let status = result.outcome == .cancelled ? "cancelled" : (lost == nil ? "completed" : "failed")
+            do { try store.finishSession(session, status: status, error: lost, steps: steps, usd: usd) } catch {
+                events(.failed(agent: agent, message: "cannot record the end of session \(session): \(error)",
+                               willRetry: false, status: .internal))
+            }
+            if let lost { events(.failed(agent: agent, message: lost, willRetry: false, status: .internal)) }
+            events(.finished(agent: agent, session: session, outcome: result.outcome))
+            return .success
+        case .failed:
+            return fail(agent: agent, session: session, error: result.error ?? ClientError.badResponse("the run failed"),
+                        reachedUser: recorder.reachedUser, steps: steps, usd: usd)
         }
     }
 
-    /// Puts the cursor back so the queue's retry hands the same batch to the next run, and removes the batch prompt
-    /// this run stored (the retry stores its own; the model must not see the batch twice).
-    private func rollBack(agent: String, to previous: Int64, batch: Int64?) throws {
-        if let batch { try store.deleteMessage(id: batch) }
-        var state = try store.state(agent: agent)
-        state.cursor = previous
-        try store.setState(agent: agent, state)
-    }
-
-    /// Errors a later retry cannot fix: a bad key, a request the API refuses (400/403/404/413). Overload, rate
-    /// limits and network trouble are worth another run later.
-    static func isPermanent(_ error: (any Error)?) -> Bool {
-        switch error as? ClientError {
-        case .invalidAPIKey?, .api?, .noAPIKey?, .insecureConfig?, .badConfig?: return true
-        default: return false
+    /// Ends a failed run. Before anything reached the user and when a later try may work, the run is undone and the
+    /// queue retries it; otherwise the failure is written where the user reads replies, and not retried.
+    private func fail(agent: String, session: Int64?, error: any Error, reachedUser: Bool, steps: Int = 0,
+                      usd: Double = 0) -> ProcessOutcome {
+        let why = "\(error)"
+        let status = (error as? ClassifiedError)?.exitStatus ?? .internal
+        let retry = !reachedUser && !Self.isPermanent(error) && queueRetries > 0
+        if let session {
+            try? store.finishSession(session, status: "failed", error: why, steps: steps, usd: usd)
+            if !reachedUser {
+                do { try store.rollBackRun(session: session) } catch {
+                    events(.failed(agent: agent, message: "cannot undo session \(session): \(error)", willRetry: false,
+                                   status: .internal))
+                }
+            }
         }
+        if retry {
+            events(.failed(agent: agent, message: why, willRetry: true, status: status))
+            return .failure(why)
+        }
+        _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text("xclaw: this reply failed: \(why)")],
+                                     status: .error)
+        events(.failed(agent: agent, message: why, willRetry: false, status: status))
+        return .success
     }
 
-    /// The queue stopped retrying: record the failure where the user reads the agent's replies.
+    /// Errors a later retry cannot fix: a bad key, a request the API refuses (400/403/404/413), an unknown model,
+    /// a missing display or OCR data, a broken store. Overload, rate limits and network trouble are worth another
+    /// run later.
+    static func isPermanent(_ error: any Error) -> Bool {
+        if let client = error as? ClientError {
+            switch client {
+            case .invalidAPIKey, .api, .noAPIKey, .insecureConfig, .badConfig: return true
+            default: return false
+            }
+        }
+        if error is ClientError || error is CancellationError { return false }
+        // Anything else classified (catalog, screen, store, skills) is about this machine or its data, not the
+        // moment: retrying would fail the same way.
+        return error is ClassifiedError
+    }
+
+    /// The queue stopped retrying: record the failure where the user reads the agent's replies. Runs off the
+    /// queue's actor, which must not wait on SQLite.
     func gaveUp(agent: String, reason: String) {
-        let text = "xclaw: giving up after repeated failures (\(reason)); send a new message to try again"
-        _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(text)], status: .error)
-        events(.failed(agent: agent, message: text, willRetry: false, status: .api))
+        let store = self.store, events = self.events
+        Task.detached {
+            let text = "xclaw: giving up after repeated failures (\(reason)); send a new message to try again"
+            _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(text)], status: .error)
+            events(.failed(agent: agent, message: text, willRetry: false, status: .api))
+        }
+    }
+
+    /// Marks runs a killed process left behind, and undoes those that had stored nothing yet, so their input is
+    /// answered by the next run; returns each with whether it was undone.
+    public static func recover(store: AgentStore) throws -> [(session: SessionRecord, undone: Bool)] {
+        try store.recoverInterrupted().map { session in
+            guard session.kind == "message",
+                  try store.outputCount(session: session.id, batchSender: Conversation.batchSender) == 0 else {
+                return (session, false)
+            }
+            try store.rollBackRun(session: session.id)
+            return (session, true)
+        }
     }
 }
 
@@ -207,6 +233,7 @@ final class RunRecorder: @unchecked Sendable {
     private var row: Int64?
     private var lastSave = ContinuousClock.now
     private var reached = false
+    private var firstStoreError: String?
 
     init(store: AgentStore, agent: String, session: Int64, model: ModelInfo, saveInterval: Duration,
          events: @escaping @Sendable (ServiceEvent) -> Void) {
@@ -220,6 +247,13 @@ final class RunRecorder: @unchecked Sendable {
 
     /// True once text was shown or a tool ran: a rerun would repeat it.
     var reachedUser: Bool { lock.withLock { reached } }
+    /// The first write the store refused during the run, if any.
+    var storeError: String? { lock.withLock { firstStoreError } }
+
+    /// Runs a store write; remembers the first failure instead of dropping it.
+    private func save(_ body: () throws -> Void) {
+        do { try body() } catch { if firstStoreError == nil { firstStoreError = "\(error)" } }
+    }
 
     /// The callbacks the runner calls.
     var observer: RunObserver {
@@ -246,8 +280,10 @@ final class RunRecorder: @unchecked Sendable {
                 }
             },
             stepFinished: { [self] step in
-                try? store.recordUsage(agent: agent, sessionID: session, model: model.id, usage: step.usage,
-                                       usd: step.costUSD)
+                lock.withLock {
+                    save { try store.recordUsage(agent: agent, sessionID: session, model: model.id, usage: step.usage,
+                                                 usd: step.costUSD) }
+                }
                 events(.step(agent: agent, step))
             },
             appended: { [self] message in appended(message) })
@@ -260,11 +296,13 @@ final class RunRecorder: @unchecked Sendable {
             buffer += text
             let now = ContinuousClock.now
             if row == nil {
-                row = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(buffer)],
-                                               status: .partial, sessionID: session)
+                save {
+                    row = try store.appendMessage(agent: agent, role: .assistant, content: [.text(buffer)],
+                                                  status: .partial, sessionID: session)
+                }
                 lastSave = now
             } else if let row, now - lastSave >= saveInterval {
-                try? store.updateMessage(id: row, content: [.text(buffer)], status: .partial)
+                save { try store.updateMessage(id: row, content: [.text(buffer)], status: .partial) }
                 lastSave = now
             }
         }
@@ -274,27 +312,36 @@ final class RunRecorder: @unchecked Sendable {
     private func appended(_ message: Message) {
         lock.withLock {
             if message.role == .assistant {
-                if let row {
-                    try? store.updateMessage(id: row, content: message.content, status: .complete)
-                } else {
-                    _ = try? store.appendMessage(agent: agent, role: .assistant, content: message.content,
-                                                 sessionID: session)
+                save {
+                    if let row {
+                        try store.updateMessage(id: row, content: message.content, status: .complete)
+                    } else {
+                        try store.appendMessage(agent: agent, role: .assistant, content: message.content,
+                                                sessionID: session)
+                    }
                 }
                 row = nil
                 buffer = ""
             } else {
-                _ = try? store.appendMessage(agent: agent, role: .user, content: message.content, sender: "tool",
-                                             sessionID: session)
+                save {
+                    try store.appendMessage(agent: agent, role: .user, content: message.content, sender: "tool",
+                                            sessionID: session)
+                }
             }
         }
     }
 
-    /// Marks a reply cut short by cancellation or failure.
+    /// Marks a reply cut short by cancellation or failure (a finished reply already replaced its partial row).
     func finish(_ outcome: RunOutcome) {
         lock.withLock {
             guard let row else { return }
-            let status: MessageStatus = outcome == .cancelled ? .cancelled : .error
-            try? store.updateMessage(id: row, content: buffer.isEmpty ? [] : [.text(buffer)], status: status)
+            let status: MessageStatus
+            switch outcome {
+            case .cancelled: status = .cancelled
+            case .failed: status = .error
+            default: status = .partial  // streamed text whose message never completed (e.g. the step limit)
+            }
+            save { try store.updateMessage(id: row, content: buffer.isEmpty ? [] : [.text(buffer)], status: status) }
             self.row = nil
         }
     }

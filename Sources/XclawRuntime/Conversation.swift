@@ -55,7 +55,8 @@ public enum Conversation {
             open.removeAll()
         }
 
-        for m in stored where !isChat(m) {
+        // xclaw's own failure notes (status error, no session) are for the user, not the model's own words.
+        for m in stored where !isChat(m) && !(m.role == .assistant && m.status == .error && m.sessionID == nil) {
             if isToolResults(m) {
                 // Keep only results for calls that are open; a stray result would be a 400.
                 let results = m.content.filter { if case .toolResult(let r) = $0 { return open.contains(r.toolUseID) }; return false }

@@ -99,7 +99,7 @@ extension AgentStore {
     }
 
     /// Builds a `StoredMessage` from a `messages` row.
-    private func storedMessage(_ row: Row) throws -> StoredMessage {
+    func storedMessage(_ row: Row) throws -> StoredMessage {
         let id: Int64 = row["id"]
         let text: String = row["content"]
         guard let blocks = (try? JSONValue.parse(text))?.array else {

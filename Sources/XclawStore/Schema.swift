@@ -6,6 +6,11 @@ enum Schema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in try db.execute(sql: v1) }
+        // A run's batch claim: the cursor before and after it, so a failed or interrupted run is undone exactly.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: "ALTER TABLE sessions ADD COLUMN previous_cursor INTEGER")
+            try db.execute(sql: "ALTER TABLE sessions ADD COLUMN claimed_cursor INTEGER")
+        }
         return migrator
     }
 

@@ -15,11 +15,12 @@ struct StoreOptions: ParsableArguments {
     /// Opens it (creating it on first use) and marks runs a killed process left behind as interrupted.
     func open(reportRecovered: Bool = true) throws -> AgentStore {
         let store = try AgentStore(path: db ?? AgentStore.defaultPath())
-        let recovered = try store.recoverInterrupted()
+        let recovered = try AgentService.recover(store: store)
         if reportRecovered {
-            for s in recovered {
-                printError("xclaw: a run of \(s.agent) (session \(s.id)) was interrupted (its process ended); "
-                    + "what it had streamed is kept, marked partial")
+            for (s, undone) in recovered {
+                printError("xclaw: a run of \(s.agent) (session \(s.id)) was interrupted when its process ended; "
+                    + (undone ? "it had not answered yet, so its messages will be answered by the agent's next run"
+                              : "what it had done is kept (a cut reply is marked partial); send a message to continue"))
             }
         }
         return store
@@ -136,9 +137,7 @@ enum ServiceFactory {
         var result: [any AgentTool] = []
         if !screenNames.isEmpty {
             let info = try catalog.model(config.model)
-            guard let version = ComputerToolVersion(rawValue: info.computerTool) else {
-                throw ValidationError("\(info.id) needs \(info.computerTool), which this xclaw does not implement")
-            }
+            let version = try Run.computerVersion(info)
             let session = try ScreenSession(display: config.display)
             let vision: VisionAsker = { question, png, size in
                 try await VisionRequest.ask(client: client, model: info, question: question, pngBase64: png,
@@ -235,20 +234,25 @@ struct Send: ParsableCommand {
         let service = try ServiceFactory.make(store: store, printer: printer)
         let (name, message, sender) = (self.name, self.message, self.sender)
         let interrupted = CancelFlag()
-        let result: Result<Void, any Error> = CancellableRun.execute(onInterrupt: {
+        let result: Result<Int64, any Error> = CancellableRun.execute(onInterrupt: {
             interrupted.set()
             Task { await service.queue.cancel(agent: name) }
         }) {
             do {
-                try await service.send(agent: name, text: message, sender: sender)
+                let id = try await service.send(agent: name, text: message, sender: sender)
                 await service.queue.waitUntilIdle()
-                return .success(())
+                return .success(id)
             } catch { return .failure(error) }
         }
         printer.finish()
-        try result.get()
+        let sent = try result.get()
         if interrupted.isSet { throw ExitCode(130) }
         if let failure = printer.finalFailures.last { throw AgentRunError.failed(failure.message, failure.status) }
+        if printer.finishedOutcomes.isEmpty, try store.state(agent: name).cursor >= sent {
+            // Another xclaw process took the message into its own run while this one waited for the agent.
+            printError("xclaw: \(name) answered this message in a run of another xclaw process; "
+                + "see `xclaw history \(name)`")
+        }
     }
 }
 
@@ -278,7 +282,6 @@ struct Chat: ParsableCommand {
         let printer = RunPrinter()
         let service = try ServiceFactory.make(store: store, printer: printer)
         let name = self.name
-        let busy = CancelFlag()
         let turn = ResultBox<CancelFlag>()
         signal(SIGINT, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
@@ -293,7 +296,6 @@ struct Chat: ParsableCommand {
         }
         source.resume()
         defer { source.cancel() }
-        _ = busy
         while true {
             FileHandle.standardError.write(Data("\(name)> ".utf8))
             guard let line = readLine(strippingNewline: true) else { break }
@@ -335,7 +337,7 @@ struct History: ParsableCommand {
             return
         }
         for m in messages {
-            let who = m.role == .user ? (Conversation.isToolResults(m) ? "tool" : (m.sender ?? "user")) : "assistant"
+            let who = Transcript.who(m)
             let mark = m.status == .complete ? "" : " [\(m.status.rawValue)]"
             print("#\(m.id) \(ExportedMessage.timestamp(m.createdAt)) \(who)\(mark): \(Transcript.plain(m.content))")
         }
@@ -369,6 +371,11 @@ struct ExportedMessage: Codable {
 
 /// Text renderings of stored content.
 enum Transcript {
+    /// Who wrote a stored message: its sender, "tool results" or "assistant".
+    static func who(_ m: StoredMessage) -> String {
+        m.role == .user ? (Conversation.isToolResults(m) ? "tool results" : (m.sender ?? "user")) : "assistant"
+    }
+
     /// One line per block, for the terminal.
     static func plain(_ content: [ContentBlock]) -> String {
         content.map { block -> String in
@@ -389,7 +396,7 @@ enum Transcript {
     static func markdown(agent: String, _ messages: [StoredMessage]) -> String {
         var out = "# xclaw agent \(agent)\n"
         for m in messages {
-            let who = m.role == .user ? (Conversation.isToolResults(m) ? "tool results" : (m.sender ?? "user")) : "assistant"
+            let who = who(m)
             let mark = m.status == .complete ? "" : " (\(m.status.rawValue))"
             out += "\n## #\(m.id) \(who)\(mark) — \(ExportedMessage.timestamp(m.createdAt))\n\n"
             out += blocks(m.content)

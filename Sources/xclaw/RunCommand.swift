@@ -52,7 +52,7 @@ struct Run: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)  // `xclaw run … | head` must not kill the run between an action and its log line
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
-        let names = try toolNames()
+        let names = try ToolSelection.names(tools)
         let extraSystem = try system.map { path -> String in
             do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
                 throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
@@ -74,7 +74,7 @@ struct Run: ParsableCommand {
         }
         let store = try storeOptions.open()
         let agent = Self.agentName()
-        let skill = try ScreenSkill(session: session, toolNames: names, computerVersion: try computerVersion(info),
+        let skill = try ScreenSkill(session: session, toolNames: names, computerVersion: try Self.computerVersion(info),
                                     vision: vision, memory: StoredMemory(store: store, agent: agent))
         try skill.setup()
         let actionLog = try ActionLog(path: log ?? ActionLog.defaultPath())
@@ -146,21 +146,8 @@ struct Run: ParsableCommand {
         return "run-\(f.string(from: now))-\(getpid())"
     }
 
-    /// The tool names `--tools` asks for.
-    func toolNames() throws -> [String] {
-        guard let tools else { return SkillCatalog.defaultToolNames }
-        if tools == "all" { return SkillCatalog.allToolNames }
-        let names = tools.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        let unknown = names.filter { !SkillCatalog.allToolNames.contains($0) }
-        if !unknown.isEmpty {
-            throw ValidationError("unknown tool(s) \(unknown.joined(separator: ", ")); "
-                + "valid: \(SkillCatalog.allToolNames.joined(separator: ", "))")
-        }
-        return names
-    }
-
-    /// The computer-tool version the model was trained on.
-    func computerVersion(_ info: ModelInfo) throws -> ComputerToolVersion {
+    /// The computer-tool version the model was trained on; refuses a catalog entry whose beta header does not match.
+    static func computerVersion(_ info: ModelInfo) throws -> ComputerToolVersion {
         guard let v = ComputerToolVersion(rawValue: info.computerTool) else {
             throw ValidationError("the catalog gives \(info.id) the computer tool \(info.computerTool), which this "
                 + "xclaw does not implement (it has computer_20250124 and computer_20251124)")
@@ -354,10 +341,6 @@ enum ToolSummary {
     static func describe(_ input: JSONValue) -> String {
         let text = input.jsonText
         return text.count > 160 ? String(text.prefix(157)) + "..." : text
-    }
-
-    static func text(_ result: ToolResultBlock) -> String {
-        result.content.compactMap { if case .text(let t) = $0 { return t }; return nil }.joined(separator: " ")
     }
 
     static func usage(_ u: Usage) -> String {

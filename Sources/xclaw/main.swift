@@ -14,4 +14,9 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 Interrupt.install()
-exit(Xclaw.runAndReportExitStatus())
+let status = Xclaw.runAndReportExitStatus()
+// _exit, not exit: run/send/chat leave worker threads (X connections, SQLite, the concurrency pool) winding down,
+// and exit()'s library destructors racing them crashed a finished run now and then. Everything a command must
+// write is written by now; only stdio buffers remain.
+fflush(nil)  // every output stream
+_exit(status)

@@ -157,6 +157,14 @@ final class AgentCLITests: XCTestCase {
                 results.append((try? runCLI(["send", "duo", text], environment: e))?.status ?? -1)
                 group.leave()
             }.start()
+            // The second starts once the first is streaming its reply (its batch taken, the agent's lock held), so
+            // the second message needs a run of its own.
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                let store = try AgentStore(path: db)
+                if try store.messages(agent: "duo").contains(where: { $0.role == .assistant }) { break }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
         }
         group.wait()
         XCTAssertEqual(results.values, [0, 0])
@@ -180,6 +188,35 @@ final class AgentCLITests: XCTestCase {
         let conversation = Conversation.build(history)
         XCTAssertEqual(ConversationCheck.unansweredToolUses(conversation), [])
         for (a, b) in zip(conversation, conversation.dropFirst()) { XCTAssertNotEqual(a.role, b.role) }
+    }
+
+    func testKilledBeforeAnsweringTheNextRunAnswersThoseMessages() throws {
+        let server = try MockMessagesServer(replies: [.hang, .stream(.turn(blocks: [.text("Both answered.")]))])
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "lee", "--tools", "memory"], environment: e).status, 0)
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
+        process.arguments = ["send", "lee", "the first question"]
+        var full = ProcessInfo.processInfo.environment
+        full.merge(e) { $1 }
+        process.environment = full
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        let next = try runCLI(["send", "lee", "the second question"], environment: e)
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertTrue(next.stderr.contains("had not answered yet"), next.stderr)
+        XCTAssertTrue(next.text.contains("Both answered."))
+        // The killed run's batch was undone, so the next run carried both questions, once each.
+        let body = String(decoding: server.requests[1].body, as: UTF8.self)
+        XCTAssertEqual(body.components(separatedBy: ">the first question</message>").count - 1, 1)
+        XCTAssertEqual(body.components(separatedBy: ">the second question</message>").count - 1, 1)
+        let messages = try XCTUnwrap(try JSONValue.parse(server.requests[1].body)["messages"]?.array)
+        XCTAssertEqual(messages.count, 1, "one batch, nothing left from the killed run")
     }
 
     func testChatCtrlCCancelsTheTurnNotTheProgram() throws {

@@ -50,7 +50,7 @@ final class StoreTests: XCTestCase {
         let info = try store.info()
         XCTAssertEqual(info.tables, ["agent_state", "agents", "memory", "messages", "sessions", "task_run_logs",
                                      "tasks", "usage"])
-        XCTAssertEqual(info.migrations, ["v1"])
+        XCTAssertEqual(info.migrations, ["v1", "v2"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
