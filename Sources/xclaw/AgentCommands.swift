@@ -118,6 +118,16 @@ struct StoredMemory: MemoryBackend {
 /// Builds the agent service the CLI uses: tools per agent on its display (screen tools take turns per display),
 /// memory in the store, events printed like `xclaw run` prints them.
 enum ServiceFactory {
+    /// What `send` and `chat` start with: the store (an unknown agent is refused before anything runs), a printer,
+    /// and the service; a closed output pipe must not kill a run between an action and its record.
+    static func open(_ options: StoreOptions, agent: String) throws -> (AgentStore, RunPrinter, AgentService) {
+        signal(SIGPIPE, SIG_IGN)
+        let store = try options.open()
+        _ = try store.agent(named: agent)
+        let printer = RunPrinter()
+        return (store, printer, try make(store: store, printer: printer))
+    }
+
     static func make(store: AgentStore, maxConcurrent: Int = 5, printer: RunPrinter) throws -> AgentService {
         let configuration = try ClientConfiguration.load()
         let client = ClaudeClient(configuration: configuration)
@@ -227,11 +237,7 @@ struct Send: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func run() throws {
-        signal(SIGPIPE, SIG_IGN)
-        let store = try storeOptions.open()
-        _ = try store.agent(named: name)
-        let printer = RunPrinter()
-        let service = try ServiceFactory.make(store: store, printer: printer)
+        let (store, printer, service) = try ServiceFactory.open(storeOptions, agent: name)
         let (name, message, sender) = (self.name, self.message, self.sender)
         let interrupted = CancelFlag()
         let result: Result<Int64, any Error> = CancellableRun.execute(onInterrupt: {
@@ -276,11 +282,7 @@ struct Chat: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func run() throws {
-        signal(SIGPIPE, SIG_IGN)
-        let store = try storeOptions.open()
-        _ = try store.agent(named: name)
-        let printer = RunPrinter()
-        let service = try ServiceFactory.make(store: store, printer: printer)
+        let (_, printer, service) = try ServiceFactory.open(storeOptions, agent: name)
         let name = self.name
         let turn = ResultBox<CancelFlag>()
         signal(SIGINT, SIG_IGN)

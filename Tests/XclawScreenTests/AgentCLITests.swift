@@ -95,15 +95,7 @@ final class AgentCLITests: XCTestCase {
         defer { server.stop() }
         let e = env(server)
         XCTAssertEqual(try runCLI(["agent", "create", "kim", "--tools", "memory"], environment: e).status, 0)
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
-        process.arguments = ["send", "kim", "write a long answer"]
-        var full = ProcessInfo.processInfo.environment
-        full.merge(e) { $1 }
-        process.environment = full
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try launchCLI(["send", "kim", "write a long answer"], environment: e)
         // Wait until part of the reply is saved, then kill the process without a chance to clean up.
         let store = try AgentStore(path: db)
         var partial: StoredMessage?
@@ -195,15 +187,7 @@ final class AgentCLITests: XCTestCase {
         defer { server.stop() }
         let e = env(server)
         XCTAssertEqual(try runCLI(["agent", "create", "lee", "--tools", "memory"], environment: e).status, 0)
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
-        process.arguments = ["send", "lee", "the first question"]
-        var full = ProcessInfo.processInfo.environment
-        full.merge(e) { $1 }
-        process.environment = full
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try launchCLI(["send", "lee", "the first question"], environment: e)
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
         kill(process.processIdentifier, SIGKILL)
         while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
@@ -224,17 +208,8 @@ final class AgentCLITests: XCTestCase {
         defer { server.stop() }
         let e = env(server)
         XCTAssertEqual(try runCLI(["agent", "create", "cat", "--tools", "memory"], environment: e).status, 0)
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
-        process.arguments = ["chat", "cat"]
-        var full = ProcessInfo.processInfo.environment
-        full.merge(e) { $1 }
-        process.environment = full
         let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try launchCLI(["chat", "cat"], environment: e, stdin: input, stdout: output)
         input.fileHandleForWriting.write(Data("first question\n".utf8))
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
         kill(process.processIdentifier, SIGINT)

@@ -248,16 +248,9 @@ final class AgentEndToEndTests: XCTestCase {
     func testCtrlCStopsTheRunAndExits130() throws {
         let server = try MockMessagesServer(replies: [.hang])
         defer { server.stop() }
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
-        process.arguments = ["run", "wait forever", "--display", display.name]
-        var env = ProcessInfo.processInfo.environment
-        env.merge(environment(server)) { $1 }
-        process.environment = env
         let err = Pipe()
-        process.standardError = err
-        process.standardOutput = Pipe()
-        try process.run()
+        let process = try launchCLI(["run", "wait forever", "--display", display.name], environment: environment(server),
+                                    stdout: Pipe(), stderr: err)
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
         kill(process.processIdentifier, SIGINT)
         let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

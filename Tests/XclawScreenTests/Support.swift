@@ -199,6 +199,21 @@ func runCLI(_ arguments: [String], stdin: Data? = nil, environment: [String: Str
     return CLIResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errBox.data, as: UTF8.self))
 }
 
+/// Starts `xclaw` in the background with extra environment; stdin, stdout and stderr default to nothing, so a
+/// test that kills or interrupts it can pass pipes only for what it reads.
+func launchCLI(_ arguments: [String], environment: [String: String], stdin: Pipe? = nil, stdout: Pipe? = nil,
+               stderr: Pipe? = nil) throws -> Process {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent("xclaw")
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    if let stdin { process.standardInput = stdin }
+    process.standardOutput = stdout ?? FileHandle.nullDevice
+    process.standardError = stderr ?? FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
 /// Data written by one thread and read by another.
 final class DataBox: @unchecked Sendable {
     private let lock = NSLock()
