@@ -245,8 +245,9 @@ final class StoreTests: XCTestCase {
     /// Another process (the sqlite3 shell) holds the write lock: a write waits for it up to the 5 s busy timeout,
     /// and past that fails with `locked`, naming the file.
     func testAnotherProcessesWriteLockIsWaitedForThenReported() throws {
+        // scripts/install-deps.sh installs it; without it this must fail, not pass unchecked.
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else {
-            throw XCTSkip("/usr/bin/sqlite3 is not installed")
+            return XCTFail("/usr/bin/sqlite3 is not installed: run scripts/install-deps.sh")
         }
         let path = dbPath()
         let store = try storeWithAgent(path: path)
@@ -319,9 +320,11 @@ final class StoreTests: XCTestCase {
         let live = try store.startSession(agent: "alice", kind: "run")
         let other = try store.startSession(agent: "alice", kind: "run", pid: 1)
         // This process's pid as recorded by an earlier process that had it: rewrite a session's process identity
-        // (boot id and start time) with the sqlite3 shell, when it is installed.
+        // (boot id and start time) with the sqlite3 shell (scripts/install-deps.sh installs it).
         var expected = [dead]
-        if FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") {
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"),
+                      "/usr/bin/sqlite3 is not installed: run scripts/install-deps.sh")
+        do {
             let earlier = try store.startSession(agent: "alice", kind: "task")
             let shell = Process()
             shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
@@ -332,8 +335,6 @@ final class StoreTests: XCTestCase {
             shell.waitUntilExit()
             XCTAssertEqual(shell.terminationStatus, 0)
             expected.append(earlier)
-        } else {
-            print("StoreTests: /usr/bin/sqlite3 is missing; the restarted-pid case is not checked")
         }
 
         let recovered = try store.recoverInterrupted()
@@ -460,6 +461,8 @@ final class StoreTests: XCTestCase {
             XCTAssertTrue(error.description.contains(below), error.description)
             XCTAssertTrue(error.description.contains("XCLAW_DB"), error.description)
         }
+        // Root ignores directory permissions, so this case can only run for other users; the regular-file case
+        // above covers an unwritable path for everyone.
         if getuid() != 0 {
             let locked = directory.appendingPathComponent("locked")
             try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: true)
