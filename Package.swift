@@ -33,6 +33,8 @@ let package = Package(
         // For the perception and agent layers (OCR, the Claude client); SQLite comes through GRDB.
         systemLibrary("CTesseract", pkgConfig: "tesseract", apt: ["libtesseract-dev", "tesseract-ocr-eng"]),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        // GDBus and AT-SPI2's tables, for the accessibility reader (which runs in its own process, xclaw-atspi).
+        systemLibrary("CAtspi", pkgConfig: "atspi-2", apt: ["libatspi2.0-dev", "libglib2.0-dev"]),
         // C kernels that must be fast even in debug builds (pixel conversion, scaling, PNG with setjmp),
         // and shims for variadic Xlib calls Swift cannot import (XCreateIC).
         .target(
@@ -42,6 +44,18 @@ let package = Package(
             cSettings: [.unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread")]
         ),
+
+        // The AT-SPI2 reader over GDBus: bulk GetItems for GTK, a pipelined walk for the rest, actions and focus.
+        .target(
+            name: "CXclawAtspi",
+            dependencies: ["CAtspi"],
+            path: "Sources/CBindings/CXclawAtspi",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("atspi"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"),
+                             .linkedLibrary("glib-2.0")]
+        ),
+        // The helper process that reads the accessibility tree, so an abort or a hung bus never takes xclaw down.
+        .executableTarget(name: "xclaw-atspi", dependencies: ["CXclawAtspi"], path: "Sources/xclaw-atspi"),
 
         // Layer 0: what every layer shares (exit-status classification of errors, the JSON output conventions).
         .target(name: "XclawBase", path: "Sources/XclawBase"),
@@ -118,7 +132,7 @@ let package = Package(
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills", "XclawStore", "XclawRuntime",
                 "XclawMockAPI",
-                "xclaw", "xclaw-fixture", "xclaw-mock-api", "CX11",
+                "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi", "CX11",
             ],
             path: "Tests/XclawScreenTests"
         ),

@@ -11,6 +11,8 @@ packages=(
   libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev sqlite3
   xvfb xauth
   xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core openbox
+  # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
+  libglib2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
 )
 [[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot tesseract-ocr)
 

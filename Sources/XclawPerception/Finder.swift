@@ -16,6 +16,12 @@ public struct Match: Codable, Sendable, Hashable {
     public var ref: String
     /// The window ref, if any.
     public var window: String?
+    /// Where the element was seen.
+    public var source: ElementSource? = nil
+    /// Where it is on the accessibility bus, to press or focus it without the mouse.
+    public var node: AccessibleHandle? = nil
+    /// Its centre is hidden behind a higher window.
+    public var covered: Bool? = nil
 
     /// The point a tap clicks: the centre of the box.
     public var point: Point { box.center }
@@ -24,7 +30,17 @@ public struct Match: Codable, Sendable, Hashable {
     public var summary: String {
         let c = point
         return "\(ref) \(role.rawValue) \"\(text)\" @\(c.x),\(c.y) \(box.width)x\(box.height)"
-            + (window.map { " in \($0)" } ?? "") + " score " + String(format: "%.2f", score)
+            + (window.map { " in \($0)" } ?? "") + (source == .atspi ? " [atspi]" : "")
+            + (covered == true ? " [covered]" : "") + " score " + String(format: "%.2f", score)
+    }
+}
+
+extension Match {
+    /// The match of a whole element (a ref, or an element named outright).
+    init(element: Element, text: String? = nil, box: Rect? = nil, score: Double = 1) {
+        self.init(text: text ?? element.label, box: box ?? element.box, score: score, role: element.role,
+                  ref: element.ref, window: element.window, source: element.source, node: element.node,
+                  covered: element.covered)
     }
 }
 
@@ -55,8 +71,7 @@ public enum Finder {
                     // A control is pressed anywhere in its box; text only where the words are.
                     let box = element.role == .text ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }
                                                     : element.box
-                    best = Match(text: text, box: box, score: s, role: element.role, ref: element.ref,
-                                 window: element.window)
+                    best = Match(element: element, text: text, box: box, score: s)
                 }
             }
             if let best { matches.append(best) }
@@ -142,14 +157,14 @@ public struct Selection: Sendable {
             guard let element = snapshot.elements.first(where: { $0.ref == label }) else {
                 throw PerceptionError.staleRef(label)
             }
-            return Match(text: element.label, box: element.box, score: 1, role: element.role, ref: element.ref,
-                         window: element.window)
+            return Match(element: element)
         }
         let matches = Finder.find(label, in: snapshot, role: role)
         guard let top = matches.first else {
             throw PerceptionError.notFound(label: label, closest: Finder.closest(label, in: snapshot))
         }
-        let best = matches.filter { abs($0.score - top.score) < 0.001 }
+        var best = matches.filter { abs($0.score - top.score) < 0.001 }
+        if nth == nil && near == nil { best = Self.preferred(best) }
         if let nth {
             // In reading order among the best-scoring ones: "the second Save".
             guard nth >= 1, nth <= best.count else {
@@ -177,6 +192,17 @@ public struct Selection: Sendable {
             throw PerceptionError.ambiguous(label: label, candidates: best.map(\.summary))
         }
         return top
+    }
+
+    /// Among equally good matches, the accessibility tree's exact facts win over OCR's guesses, and within the tree
+    /// a control wins over text that merely repeats its name (a dialog's "Save" label above its Save button).
+    static func preferred(_ matches: [Match]) -> [Match] {
+        let accessible = matches.filter { $0.source == .atspi }
+        guard !accessible.isEmpty else { return matches }
+        let controls = accessible.filter(\.role.isInteractive)
+        let pool = controls.isEmpty ? accessible : controls
+        let uncovered = pool.filter { $0.covered != true }
+        return uncovered.isEmpty ? pool : uncovered
     }
 
     private static func distance(_ a: Point, _ b: Point) -> Double {

@@ -12,10 +12,14 @@ public final class Perceiver: @unchecked Sendable {
     public let windows: WindowManager
     /// Reads text; its cache makes unchanged content free.
     public let recognizer: TextRecognizer
+    /// Reads accessibility trees through the `xclaw-atspi` helper.
+    public let accessibility: AccessibilityReader
 
     /// Opens perception on `connection`, with the OCR cache given (default: empty, in memory).
-    public init(connection: DisplayConnection, cache: OCRCache = OCRCache()) throws {
+    public init(connection: DisplayConnection, cache: OCRCache = OCRCache(),
+                accessibility: AccessibilityReader = AccessibilityReader()) throws {
         self.connection = connection
+        self.accessibility = accessibility
         capturer = try ScreenCapturer(connection: connection)
         windows = WindowManager(connection: connection)
         recognizer = TextRecognizer(cache: cache)

@@ -17,6 +17,8 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
     case timedOut(condition: String, lastObserved: String)
     /// An argument is malformed.
     case invalidArgument(String)
+    /// The element is hidden behind a higher window, so a click would land on that window.
+    case covered(String)
 
     public var description: String {
         switch self {
@@ -36,13 +38,16 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
         case .timedOut(let condition, let last):
             return "timed out waiting for \(condition); last observed: \(last)"
         case .invalidArgument(let message): return message
+        case .covered(let what):
+            return "\(what) is covered by a higher window, so a click would land there; raise its window "
+                + "(`xclaw activate`) or press it through its toolkit with --action"
         }
     }
 
     public var exitStatus: ExitStatus {
         switch self {
         case .tessdataMissing, .recognitionFailed: return .internal
-        case .notFound, .ambiguous, .staleRef, .timedOut: return .notFound
+        case .notFound, .ambiguous, .staleRef, .timedOut, .covered: return .notFound
         case .invalidArgument: return .usage
         }
     }

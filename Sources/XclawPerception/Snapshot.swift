@@ -1,23 +1,60 @@
 import Foundation
 import XclawScreen
 
-/// What an element on screen is, as far as pixels and text can tell.
+/// What an element on screen is: from the accessibility tree when the app exposes one, else as far as pixels and
+/// text can tell (OCR gives window, button, field, checkbox, menuitem and text).
 public enum Role: String, Codable, Sendable, CaseIterable {
     /// A top-level window.
     case window
-    /// A short label inside a box of its own, centred: something to press.
+    /// Something to press: a push or toggle button (OCR: a short label centred in a box of its own).
     case button
-    /// A box holding left-aligned text, wider than it needs: an entry field.
+    /// A text entry (OCR: a box holding left-aligned text, wider than it needs).
     case field
-    /// A label with a small square just left of it.
+    /// A check box or switch (OCR: a label with a small square just left of it).
     case checkbox
-    /// A short label in a popup (override-redirect) window: an entry of a menu or a drop-down list.
+    /// A radio button.
+    case radio
+    /// A drop-down list.
+    case combobox
+    /// A slider or scroll bar.
+    case slider
+    /// A number field with up/down buttons.
+    case spinbutton
+    /// A tab of a notebook.
+    case tab
+    /// An entry of a list, tree or table.
+    case item
+    /// A hyperlink.
+    case link
+    /// An entry of a menu or menu bar (OCR: a short label in a popup window).
     case menuitem
+    /// An icon or picture with a name.
+    case image
     /// Text that is not inside a control.
     case text
 
-    /// True for what can be operated (buttons, fields, checkboxes, menu items).
-    public var isInteractive: Bool { self != .window && self != .text }
+    /// True for what can be operated (everything but windows, text and images).
+    public var isInteractive: Bool { self != .window && self != .text && self != .image }
+}
+
+/// Where an element's facts come from.
+public enum ElementSource: String, Codable, Sendable {
+    /// The X window tree (windows).
+    case x11
+    /// The application's accessibility tree (AT-SPI2): exact role, name, states and extents.
+    case atspi
+    /// Text recognition plus pixel evidence.
+    case ocr
+}
+
+/// Which sources a snapshot may use.
+public enum SnapshotSource: String, Codable, Sendable, CaseIterable {
+    /// The accessibility tree for windows whose app exposes one, OCR for the rest.
+    case auto
+    /// OCR only, even where a tree exists.
+    case ocr
+    /// The accessibility tree only; windows without one contribute no elements.
+    case atspi
 }
 
 /// One element of a snapshot.
@@ -44,15 +81,37 @@ public struct Element: Codable, Sendable, Hashable {
     public var confidence: Double?
     /// The words of the label, for find/tap matching on part of it.
     public var words: [TextWord]?
+    /// Where the element was seen (windows: where their contents come from).
+    public var source: ElementSource? = nil
+    /// States that matter for acting: focused, checked, selected, pressed, expanded, disabled, readonly…
+    public var states: [String]? = nil
+    /// A field's text, a slider's value (never a password's).
+    public var value: String? = nil
+    /// Its centre is hidden by a window higher in the stacking order: a click there would hit that window.
+    public var covered: Bool? = nil
+    /// The toolkit's role name, for elements from the accessibility tree ("push button", "toggle button").
+    public var toolkitRole: String? = nil
+    /// Where to find it on the accessibility bus, to press it or focus it without the mouse.
+    public var node: AccessibleHandle? = nil
 
     /// The compact one-line form: `e7 button "Save" @1720,62 80x32 in w3` (position = centre).
     public func line(maxLabel: Int = 72) -> String {
         var label = self.label.replacingOccurrences(of: "\"", with: "'")
         if label.count > maxLabel { label = String(label.prefix(maxLabel - 1)) + "…" }
         let c = box.center
-        var out = "\(changed ? "+" : "")\(ref) \(role.rawValue) \"\(label)\" @\(c.x),\(c.y) \(box.width)x\(box.height)"
+        var out = "\(changed ? "+" : "")\(ref) \(role.rawValue) \"\(label)\""
+        if let value, !value.isEmpty {
+            var shown = value.replacingOccurrences(of: "\"", with: "'").replacingOccurrences(of: "\n", with: " ")
+            if shown.count > 40 { shown = String(shown.prefix(39)) + "…" }
+            out += " = \"\(shown)\""
+        }
+        out += " @\(c.x),\(c.y) \(box.width)x\(box.height)"
         if let className, !className.isEmpty { out += " (\(className))" }
         if active == true { out += " active" }
+        if role == .window, let source, source != .x11 { out += " [\(source.rawValue)]" }
+        var marks = states ?? []
+        if covered == true { marks.append("covered") }
+        if !marks.isEmpty { out += " [" + marks.joined(separator: ",") + "]" }
         if let window { out += " in \(window)" }
         return out
     }
@@ -72,6 +131,25 @@ public struct Snapshot: Codable, Sendable {
     public var elements: [Element]
     /// OCR work done for this snapshot.
     public var ocr: TextReading.Stats
+    /// What the accessibility tree gave, when it was read.
+    public var accessibility: AccessibilityStats? = nil
+    /// What went wrong on the way without stopping the snapshot (the accessibility tree was unreadable, so OCR
+    /// stood in); the CLI prints them on stderr.
+    public var warnings: [String]? = nil
+
+    /// What reading the accessibility tree cost and gave.
+    public struct AccessibilityStats: Codable, Sendable, Equatable {
+        /// Applications on the bus.
+        public var apps: Int
+        /// Nodes the helper reported (visible ones and their containers).
+        public var nodes: Int
+        /// Windows whose contents came from the tree.
+        public var windows: Int
+        /// Elements taken from the tree.
+        public var elements: Int
+        /// Wall time of the helper run, in milliseconds.
+        public var milliseconds: Double
+    }
 
     /// The text rendering: a header, then one element per line. Windows and controls are always listed; text lines
     /// are listed in reading order until the rendering reaches `budget` characters (~4 per token), and the rest are
@@ -81,7 +159,8 @@ public struct Snapshot: Codable, Sendable {
         let monitorText = monitors.map { "\($0.name) \($0.frame.width)x\($0.frame.height)+\($0.frame.x)+\($0.frame.y)" }
             .joined(separator: ", ")
         lines.append("screen \(screen.width)x\(screen.height); monitors: \(monitorText); active: \(activeWindow ?? "none")")
-        lines.append("# ref role \"label\" @centre WxH in window; + = new or moved since the last snapshot")
+        lines.append("# ref role \"label\" [= value] @centre WxH [states] in window; + = new or moved since the last "
+            + "snapshot; a window's [atspi] or [ocr] says where its elements come from")
         let fixed = elements.filter { $0.role == .window || $0.role.isInteractive }
         var used = (lines + fixed.map { $0.line() }).reduce(0) { $0 + $1.count + 1 }
         var omitted: [String: Int] = [:]
@@ -115,46 +194,119 @@ public struct Snapshotter {
     public init(perceiver: Perceiver) { self.perceiver = perceiver }
 
     /// Takes a snapshot of `area` (default: the screen). `refs` carries refs over from the previous snapshot and
-    /// is updated; pass nil for throwaway refs.
-    public func snapshot(area: Rect? = nil, refs: RefStore?) throws -> Snapshot {
+    /// is updated; pass nil for throwaway refs. `source` picks the accessibility tree, OCR, or each where it serves
+    /// (`auto`): windows whose app exposes a tree take their elements from it, the rest are read by OCR.
+    public func snapshot(area: Rect? = nil, refs: RefStore?, source: SnapshotSource = .auto) throws -> Snapshot {
         let connection = perceiver.connection
         let screen = try connection.screenSize()
         let area = try area ?? connection.screenRect()
         let frame = try perceiver.capturer.capture(area)
         let windows = try perceiver.windows.list().filter { !$0.frame.intersection(area).isEmpty && $0.visible }
-        let reading = try perceiver.read(frame, area: area, windows: windows)
         let monitors = (try? connection.monitors()) ?? []
         let store = refs ?? RefStore()
+        var warnings: [String] = []
+
+        // The accessibility tree, where the display has one; any failure falls back to OCR with a warning.
+        var tree: AccessibleTree?
+        var treeMilliseconds = 0.0
+        if source != .ocr {
+            if let location = AccessibilityReader.locate(display: connection.name, windows: perceiver.windows) {
+                let start = ContinuousClock.now
+                do {
+                    tree = try perceiver.accessibility.tree(at: location)
+                } catch {
+                    if source == .atspi { throw error }
+                    warnings.append("\(error); using OCR instead")
+                }
+                treeMilliseconds = (ContinuousClock.now - start).milliseconds
+            } else if source == .atspi {
+                throw AccessibilityError.noBus(display: connection.name)
+            }
+        }
+        let merge = tree.map { AccessibleMerge(tree: $0, windows: windows, screen: Rect(size: screen), area: area) }
+        let served = merge?.matched ?? [:]
+
+        // OCR reads what no tree covers: the visible parts of the other windows and of the desktop, plus the boxes
+        // of controls the tree left unnamed (icon buttons with a caption drawn as pixels).
+        var ocrParts: [Rect] = []
+        if source != .atspi {
+            var above: [Rect] = []
+            for window in windows {
+                var pieces = [window.frame.intersection(area)].filter { !$0.isEmpty }
+                for higher in above { pieces = pieces.flatMap { $0.subtracting(higher) } }
+                if served[window.id] == nil { ocrParts += pieces }
+                above.append(window.frame)
+            }
+            var desktop = [area]
+            for higher in above { desktop = desktop.flatMap { $0.subtracting(higher) } }
+            ocrParts += desktop
+        }
+        var accessible: [Element] = []
+        for window in windows {
+            guard let top = served[window.id], let merge else { continue }
+            accessible += merge.elements(of: window, top: top, windowRef: store.windowRef(window.id))
+        }
+        let unnamed = accessible.indices.filter { accessible[$0].label.isEmpty && accessible[$0].role.isInteractive
+            && accessible[$0].covered != true }
+        let parts = ocrParts + unnamed.map { accessible[$0].box.intersection(area) }.filter { !$0.isEmpty }
+        var reading = TextReading(region: area, lines: [], stats: .init(blocks: 0, recognized: 0, cached: 0,
+                                                                      unchanged: false, milliseconds: 0))
+        if !parts.isEmpty {
+            reading = try perceiver.recognizer.read(frame, origin: Point(x: area.x, y: area.y), partitions: parts)
+        }
+        var lines = reading.lines
+        for index in unnamed {
+            let box = accessible[index].box
+            // An icon read as letters is noise: only confident words name a control.
+            let inside = lines.filter { box.contains($0.box.center) && $0.confidence >= 80
+                && $0.text.filter(\.isLetter).count >= 2 }
+            guard !inside.isEmpty else { continue }
+            accessible[index].label = inside.map(\.text).joined(separator: " ")
+            accessible[index].confidence = inside.map(\.confidence).min()
+        }
+        lines.removeAll { line in unnamed.contains { accessible[$0].box.contains(line.box.center) } }
 
         var elements: [Element] = []
         for window in windows {
             let ref = store.windowRef(window.id)
             elements.append(Element(ref: ref, role: .window, label: window.title, box: window.frame, window: nil,
                                     windowID: window.id, changed: false, active: window.active,
-                                    className: window.className, confidence: nil, words: nil))
+                                    className: window.className, confidence: nil, words: nil,
+                                    source: served[window.id] != nil ? .atspi : (source == .atspi ? .x11 : .ocr)))
         }
+        elements += accessible
         let pixels = PixelEvidence(frame: frame, origin: Point(x: area.x, y: area.y))
-        for read in reading.lines {
+        var recognized: [Element] = []
+        for read in lines {
             var (role, box, line) = pixels.classify(read)
             let owner = windows.first { $0.frame.contains(box.center) }
             // Menus are popups placed by the application: their short lines are its entries.
             if role == .text, owner?.popup == true, line.words.count <= 4 { role = .menuitem }
-            elements.append(Element(ref: "", role: role, label: line.text, box: box,
-                                    window: owner.map { store.windowRef($0.id) }, windowID: owner?.id, changed: false,
-                                    active: nil, className: nil, confidence: line.confidence, words: line.words))
+            recognized.append(Element(ref: "", role: role, label: line.text, box: box,
+                                      window: owner.map { store.windowRef($0.id) }, windowID: owner?.id,
+                                      changed: false, active: nil, className: nil, confidence: line.confidence,
+                                      words: line.words, source: .ocr))
         }
         // Empty fields have no text of their own: name them by the label on their left, as a form reads.
-        elements = elements.flatMap { label -> [Element] in
+        recognized = recognized.flatMap { label -> [Element] in
             guard label.role == .text, (label.words?.count ?? 0) <= 4, let field = pixels.emptyField(rightOf: label.box),
-                  !reading.lines.contains(where: { field.contains($0.box.center) }) else { return [label] }
+                  !lines.contains(where: { field.contains($0.box.center) }) else { return [label] }
             return [label, Element(ref: "", role: .field, label: label.label, box: field, window: label.window,
                                    windowID: label.windowID, changed: false, active: nil, className: nil,
-                                   confidence: nil, words: nil)]
+                                   confidence: nil, words: nil, source: .ocr)]
         }
+        elements += recognized
         elements = store.assign(elements)
         let active = elements.first { $0.role == .window && $0.active == true }?.ref
-        return Snapshot(screen: screen, monitors: monitors, activeWindow: active, area: area, elements: elements,
-                        ocr: reading.stats)
+        var snapshot = Snapshot(screen: screen, monitors: monitors, activeWindow: active, area: area,
+                                elements: elements, ocr: reading.stats)
+        if let tree {
+            snapshot.accessibility = Snapshot.AccessibilityStats(
+                apps: tree.apps.count, nodes: tree.nodes.count, windows: served.count, elements: accessible.count,
+                milliseconds: treeMilliseconds)
+        }
+        snapshot.warnings = warnings.isEmpty ? nil : warnings
+        return snapshot
     }
 }
 

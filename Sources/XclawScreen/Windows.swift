@@ -292,6 +292,14 @@ public struct WindowManager: Sendable {
         return String(decoding: stored.bytes, as: UTF8.self)
     }
 
+    /// A text (STRING or UTF8_STRING) property of the root window, such as `AT_SPI_BUS`; nil when it is not set.
+    /// Read-only: it never creates the property.
+    public func rootText(_ name: String) throws -> String? {
+        guard let value = try property(connection.root, connection.atom(name), type: Atom(AnyPropertyType)),
+              value.format == 8, !value.bytes.isEmpty else { return nil }
+        return String(decoding: value.bytes.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
     private func cardinals(_ window: Window, _ name: String, type: Atom) throws -> [UInt] {
         guard let value = try property(window, connection.atom(name), type: type), value.format == 32 else { return [] }
         return value.bytes.withUnsafeBytes { raw in Array(raw.bindMemory(to: UInt.self)) }

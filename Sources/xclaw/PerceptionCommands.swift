@@ -56,14 +56,23 @@ struct Ocr: ParsableCommand {
 }
 
 extension Role: ExpressibleByArgument {}
+extension SnapshotSource: ExpressibleByArgument {}
 
 /// Takes a snapshot with refs carried over from this display's previous one, and saves the refs for the next call.
-func takeSnapshot(_ perceiver: Perceiver, area: Rect?) throws -> Snapshot {
+/// What went wrong without stopping it (an unreadable accessibility tree) is printed on stderr.
+func takeSnapshot(_ perceiver: Perceiver, area: Rect?, source: SnapshotSource = .auto) throws -> Snapshot {
     let refs = RefStore.load(display: perceiver.connection.name, server: try perceiver.windows.serverToken())
-    let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: refs)
+    let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: refs, source: source)
     try? refs.save(display: perceiver.connection.name)
+    for warning in snapshot.warnings ?? [] { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
     return snapshot
 }
+
+/// The help text of `--source`.
+let sourceHelp: ArgumentHelp = """
+    Where elements come from: auto (the accessibility tree for apps that expose one, OCR for the rest), ocr, or \
+    atspi (the tree only).
+    """
 
 /// `xclaw snapshot`: what is on screen as elements with stable refs.
 struct SnapshotCommand: ParsableCommand {
@@ -71,17 +80,22 @@ struct SnapshotCommand: ParsableCommand {
         commandName: "snapshot",
         abstract: "List what is on screen: windows, text and controls, each with a ref that stays stable.",
         discussion: """
-            One element per line: ref, role (window, button, field, checkbox, menuitem, text), "label", @centre x,y, size, \
-            and the window it is in. A leading + marks elements that are new or moved since the previous snapshot \
-            of this display. Refs can be passed to `xclaw tap`.
+            One element per line: ref, role, "label", = value, @centre x,y, size, [states], and the window it is in. \
+            Windows whose app exposes an accessibility tree (GTK, Qt; see `xclaw display start --accessibility`) \
+            give exact roles (button, field, checkbox, radio, combobox, slider, spinbutton, tab, item, link, \
+            menuitem, image, text), names, states and extents; the others are read by OCR (window, button, field, \
+            checkbox, menuitem, text). A window's [atspi] or [ocr] says which; --json gives each element's source. \
+            A leading + marks elements that are new or moved since the previous snapshot of this display. Refs can \
+            be passed to `xclaw tap`. When the tree cannot be read, OCR stands in and a warning goes to stderr.
             """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var area: AreaOptions
-    @Flag(help: "Only windows and controls (buttons, fields, checkboxes, menu items).") var interactive = false
+    @Option(help: sourceHelp) var source: SnapshotSource = .auto
+    @Flag(help: "Only windows and controls (buttons, fields, checkboxes, menu items…).") var interactive = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let snapshot = try withPerceiver(target) { p in try takeSnapshot(p, area: area.area(p)) }
+        let snapshot = try withPerceiver(target) { p in try takeSnapshot(p, area: area.area(p), source: source) }
         var shown = snapshot
         if interactive { shown.elements = snapshot.elements.filter { $0.role == .window || $0.role.isInteractive } }
         try emit(shown, json: json) { snapshot.render(interactiveOnly: interactive) }
@@ -92,7 +106,9 @@ struct SnapshotCommand: ParsableCommand {
 struct SelectionOptions: ParsableArguments {
     @Option(help: "Take the Nth of equally good matches, in reading order (1-based).") var nth: Int?
     @Option(help: "Prefer the match nearest to this label.") var near: String?
-    @Option(help: "Only elements of this role: button, field, checkbox, menuitem, text.") var role: Role?
+    @Option(help: "Only elements of this role: button, field, checkbox, radio, combobox, slider, spinbutton, tab, item, link, menuitem, image, text.")
+    var role: Role?
+    @Option(help: sourceHelp) var source: SnapshotSource = .auto
 
     func validate() throws {
         if let nth, nth < 1 { throw ValidationError("--nth counts from 1") }
@@ -118,7 +134,7 @@ struct Find: ParsableCommand {
 
     func run() throws {
         let matches = try withPerceiver(target) { p -> [Match] in
-            let snapshot = try takeSnapshot(p, area: p.area(window: window))
+            let snapshot = try takeSnapshot(p, area: p.area(window: window), source: choose.source)
             var found = Finder.find(label, in: snapshot, role: choose.role)
             if choose.nth != nil || choose.near != nil { found = [try choose.selection.resolve(label, in: snapshot)] }
             guard !found.isEmpty else {
@@ -130,31 +146,129 @@ struct Find: ParsableCommand {
     }
 }
 
-/// `xclaw tap`: click an element by label or ref.
+/// `xclaw tap`: click an element by label or ref, or press it through its toolkit.
 struct Tap: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Click the element a label or ref names.",
+        abstract: "Click the element a label or ref names, or press it through its toolkit (--action).",
         discussion: """
-            Clicks the centre of the best match. When several match equally and nothing tells them apart, refuses \
-            (exit 1) and lists them: a wrong click is worse than none. A ref (e12) comes from `xclaw snapshot` and \
-            must still be on screen.
+            Clicks the centre of the best match; matches from the accessibility tree (exact role and name) win over \
+            OCR's. When several match equally and nothing tells them apart, refuses (exit 1) and lists them: a \
+            wrong click is worse than none. A ref (e12) comes from `xclaw snapshot` and must still be on screen. \
+            --action presses an element from the accessibility tree with its toolkit's own action ("click" in GTK, \
+            "Press" or "Toggle" in Qt) without moving the mouse, even when another window covers it. A covered \
+            element is never clicked: the click would land on the window above.
             """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "A label, or a ref such as e12.") var label: String
     @Option(help: "Window id (0x…) or title substring to search in.") var window: String?
     @OptionGroup var choose: SelectionOptions
+    @Flag(help: "Press through the toolkit's first action instead of clicking (accessibility elements only).")
+    var action = false
+    @Option(name: .customLong("action-name"), help: "Press through this toolkit action (e.g. Toggle) instead of clicking.")
+    var actionName: String?
     @Flag(help: "Double-click.") var double = false
     @Option(help: "left, middle or right.") var button: MouseButton = .left
     @Flag(help: "Print JSON.") var json = false
 
+    func validate() throws {
+        if (action || actionName != nil) && (double || button != .left) {
+            throw ValidationError("--action presses through the toolkit; --double and --button are for clicks")
+        }
+    }
+
     func run() throws {
+        var performed: String?
         let match = try withPerceiver(target) { p -> Match in
-            let snapshot = try takeSnapshot(p, area: p.area(window: window))
+            let snapshot = try takeSnapshot(p, area: p.area(window: window), source: choose.source)
             let match = try choose.selection.resolve(label, in: snapshot)
-            try InputController(connection: p.connection).click(at: match.point, button: button, count: double ? 2 : 1)
+            if action || actionName != nil {
+                guard let node = match.node,
+                      let location = AccessibilityReader.locate(display: p.connection.name, windows: p.windows) else {
+                    throw PerceptionError.invalidArgument(
+                        "\(match.ref) \"\(match.text)\" was read by OCR, so it has no toolkit action; tap it without --action")
+                }
+                performed = try p.accessibility.perform(actionName, on: node, at: location)
+            } else {
+                if match.covered == true {
+                    throw PerceptionError.covered(match.summary)
+                }
+                try InputController(connection: p.connection).click(at: match.point, button: button,
+                                                                    count: double ? 2 : 1)
+            }
             return match
         }
-        try emit(match, json: json) { "tapped " + match.summary }
+        try emit(match, json: json) {
+            (performed.map { "pressed (\($0)) " } ?? "tapped ") + match.summary
+        }
+    }
+}
+
+/// `xclaw tree`: the raw accessibility tree of a window or of every application.
+struct Tree: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the accessibility tree (AT-SPI2) of a window, or of every application on the display.",
+        discussion: """
+            One node per line, indented by depth: role, "name", = value, [states], @x,y WxH (screen pixels), and \
+            the toolkit's actions. Hidden nodes are included with --all. Needs an accessibility bus: displays \
+            started with `xclaw display start --accessibility`, or a desktop session with AT-SPI running. \
+            Exits 1 when the display has none.
+            """)
+    @OptionGroup var target: DisplayOptions
+    @Option(help: "Window id (0x…) or title substring: only that window's subtree.") var window: String?
+    @Flag(help: "Include hidden and off-screen nodes.") var all = false
+    @Flag(help: "Print JSON: the nodes in tree order, each with its parent's id.") var json = false
+
+    func run() throws {
+        let connection = try target.connect()
+        let windows = WindowManager(connection: connection)
+        guard let location = AccessibilityReader.locate(display: connection.name, windows: windows) else {
+            throw AccessibilityError.noBus(display: connection.name)
+        }
+        let reader = AccessibilityReader()
+        var tree = try reader.tree(at: location, all: all, actions: true)
+        if let window {
+            let info = try windows.find(window)
+            tree = try Self.subtree(of: info, in: tree, all: all)
+        }
+        try emit(tree, json: json) { Self.render(tree) }
+    }
+
+    /// The part of `tree` under the top-level node that shows `window`.
+    static func subtree(of window: WindowInfo, in tree: AccessibleTree, all: Bool) throws -> AccessibleTree {
+        guard let top = tree.topLevel(of: window) else {
+            throw PerceptionError.notFound(label: "the accessibility tree of window \"\(window.title)\"",
+                                           closest: tree.apps.map { "\($0.name) (pid \($0.pid))" })
+        }
+        var keep: Set<Int> = [top.id]
+        var nodes: [AccessibleNode] = []
+        for node in tree.nodes where node.id == top.id || keep.contains(node.parent) {
+            keep.insert(node.id)
+            nodes.append(node)
+        }
+        var result = tree
+        result.apps = tree.apps.filter { $0.id == top.app }
+        result.nodes = nodes
+        return result
+    }
+
+    /// The indented text form.
+    static func render(_ tree: AccessibleTree) -> String {
+        var depth: [Int: Int] = [:]
+        var lines: [String] = []
+        let apps = Dictionary(tree.apps.map { ($0.root, $0) }, uniquingKeysWith: { a, _ in a })
+        for node in tree.nodes {
+            let level = node.parent < 0 ? 0 : (depth[node.parent] ?? -1) + 1
+            depth[node.id] = level
+            var line = String(repeating: "  ", count: level) + node.role + " \"" + node.name + "\""
+            if let app = apps[node.id] { line += " pid \(app.pid) (\(app.route), \(app.nodes) nodes)" }
+            if let value = node.value, !value.isEmpty { line += " = \"\(value.prefix(60))\"" }
+            let states = node.states.filter { !["enabled", "sensitive", "visible", "showing"].contains($0) }
+            if !states.isEmpty { line += " [" + states.joined(separator: ",") + "]" }
+            if let r = node.rect { line += " @\(r.x),\(r.y) \(r.width)x\(r.height)" }
+            if let actions = node.actions, !actions.isEmpty { line += " actions: " + actions.joined(separator: ",") }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
     }
 }
 

@@ -14,7 +14,7 @@ struct Xclaw: ParsableCommand {
             DisplayCommand.self, Capture.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
             Cursor.self, Windows.self, Activate.self, Monitors.self,
-            Ocr.self, SnapshotCommand.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self, Models.self,
+            Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self, Models.self,
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
             Bench.self,
         ]

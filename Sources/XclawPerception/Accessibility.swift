@@ -1,0 +1,347 @@
+import CXclawShim
+import Foundation
+import Glibc
+import XclawBase
+import XclawScreen
+
+/// One node of an application's accessibility tree (AT-SPI2), as the `xclaw-atspi` helper reports it.
+public struct AccessibleNode: Codable, Sendable, Hashable {
+    /// The node's number in its dump (parents refer to it).
+    public var id: Int
+    /// The parent's number; -1 for an application's root.
+    public var parent: Int
+    /// The number of the application it belongs to.
+    public var app: Int
+    /// The application's name on the accessibility bus (`:1.23`).
+    public var bus: String
+    /// The object's path there.
+    public var path: String
+    /// The toolkit's role name ("push button", "check box", "label"…).
+    public var role: String
+    /// The accessible name (a button's label, a window's title).
+    public var name: String
+    /// The accessible description, when the toolkit gives one.
+    public var description: String?
+    /// AT-SPI state names ("showing", "focused", "checked"…).
+    public var states: [String]
+    /// Screen extents; absent for nodes without a Component interface.
+    public var x: Int?, y: Int?, w: Int?, h: Int?
+    /// A field's text or a slider's value (never a password field's).
+    public var value: String?
+    /// The toolkit's action names ("click", "Press", "Toggle"), when they were asked for.
+    public var actions: [String]?
+    /// Whether its text can be edited.
+    public var editable: Bool?
+    /// How many children the toolkit reports.
+    public var children: Int
+
+    /// The screen rectangle, when the node has one on screen (hidden GTK widgets report INT_MIN, hidden Qt ones 0x0).
+    public var rect: Rect? {
+        guard let x, let y, let w, let h, w > 0, h > 0, x > Int(Int32.min) / 2, y > Int(Int32.min) / 2 else { return nil }
+        return Rect(x: x, y: y, width: w, height: h)
+    }
+
+    /// Whether the node has the state.
+    public func has(_ state: String) -> Bool { states.contains(state) }
+
+    /// Where to find the node again to act on it.
+    public var handle: AccessibleHandle { AccessibleHandle(bus: bus, path: path) }
+}
+
+/// An application on the accessibility bus.
+public struct AccessibleApp: Codable, Sendable, Hashable {
+    /// Its number in the dump.
+    public var id: Int
+    /// The node number of its root.
+    public var root: Int
+    /// Its name on the bus.
+    public var bus: String
+    /// Its name ("zenity", "FeatherPad").
+    public var name: String
+    /// Its process id (0 when the bus would not say).
+    public var pid: Int
+    /// How its nodes were read: "cache" (GTK's bulk GetItems), "walk" (level by level), "none".
+    public var route: String
+    /// How many nodes it has (before hidden ones are dropped).
+    public var nodes: Int
+}
+
+/// Every application's visible nodes, in tree order (each parent before its children).
+public struct AccessibleTree: Codable, Sendable {
+    /// The applications.
+    public var apps: [AccessibleApp]
+    /// Their nodes.
+    public var nodes: [AccessibleNode]
+    /// How long the helper took to read them, in milliseconds.
+    public var ms: Double
+}
+
+/// Enough to find a node again on the accessibility bus (valid while its application runs).
+public struct AccessibleHandle: Codable, Sendable, Hashable {
+    /// The application's bus name.
+    public var bus: String
+    /// The object's path.
+    public var path: String
+
+    /// Creates a handle.
+    public init(bus: String, path: String) { self.bus = bus; self.path = path }
+}
+
+/// Where a display's accessibility bus is, found without touching libatspi or starting anything.
+public enum AccessibilityLocation: Sendable, Equatable, CustomStringConvertible {
+    /// The accessibility bus's own address (from `AT_SPI_BUS_ADDRESS` or the root window's `AT_SPI_BUS`).
+    case bus(String)
+    /// A session bus that may advertise one (`org.a11y.Bus`); the helper asks it, without starting anything.
+    case session(String)
+
+    /// How it is passed to the helper.
+    var arguments: [String] {
+        switch self {
+        case .bus(let address): return ["--bus", address]
+        case .session(let address): return ["--session", address]
+        }
+    }
+
+    /// Where it came from, for messages (addresses name socket paths, not secrets).
+    public var description: String {
+        switch self {
+        case .bus(let address): return "accessibility bus \(address)"
+        case .session(let address): return "session bus \(address)"
+        }
+    }
+}
+
+/// Why the accessibility tree could not be read; a snapshot then falls back to OCR with this as its warning.
+public enum AccessibilityError: Error, CustomStringConvertible, Equatable, ClassifiedError {
+    /// Nothing tells where the display's accessibility bus is.
+    case noBus(display: String)
+    /// The `xclaw-atspi` helper is not installed beside xclaw.
+    case helperMissing
+    /// The helper did not finish in time (a hung application or bus); it was killed.
+    case timedOut(milliseconds: Int)
+    /// The helper failed, crashed or printed something unreadable.
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .noBus(let display):
+            return "no accessibility bus on display \(display); start the display with "
+                + "`xclaw display start --accessibility`, or run the apps in a desktop session with AT-SPI"
+        case .helperMissing:
+            return "xclaw-atspi is missing: install it beside the xclaw binary (swift build builds both), or set "
+                + "XCLAW_ATSPI to its path"
+        case .timedOut(let ms):
+            return "the accessibility tree did not answer within \(ms) ms (a hung application or bus?)"
+        case .failed(let message): return "reading the accessibility tree failed: \(message)"
+        }
+    }
+
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .noBus, .timedOut: return .notFound
+        case .helperMissing, .failed: return .internal
+        }
+    }
+}
+
+/// Reads AT-SPI2 through the `xclaw-atspi` helper process, under a deadline: an application that hangs the bus, or
+/// a GLib abort, ends the helper, never xclaw.
+public struct AccessibilityReader: Sendable {
+    /// The helper's path, if it was found.
+    public var helper: String?
+    /// How long one helper run may take before it is killed.
+    public var timeout: Duration
+    /// How long one D-Bus call inside the helper may take.
+    public var callTimeout: Duration
+
+    /// A reader using the helper beside this executable (or `$XCLAW_ATSPI`), with a 2 s deadline by default
+    /// (`$XCLAW_ATSPI_TIMEOUT_MS` overrides it).
+    public init(helper: String? = AccessibilityReader.findHelper(), timeout: Duration? = nil,
+                callTimeout: Duration = .milliseconds(800)) {
+        self.helper = helper
+        let env = ProcessInfo.processInfo.environment["XCLAW_ATSPI_TIMEOUT_MS"].flatMap(Int.init)
+        self.timeout = timeout ?? .milliseconds(max(100, env ?? 2000))
+        self.callTimeout = min(callTimeout, self.timeout)
+    }
+
+    /// The helper: `$XCLAW_ATSPI`, else `xclaw-atspi` beside the running executable, else on PATH.
+    public static func findHelper() -> String? {
+        let env = ProcessInfo.processInfo.environment
+        if let path = env["XCLAW_ATSPI"], !path.isEmpty { return access(path, X_OK) == 0 ? path : nil }
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+            if dir.lastPathComponent.hasSuffix(".xctest") { dir.deleteLastPathComponent() }
+            let beside = dir.appendingPathComponent("xclaw-atspi").path
+            if access(beside, X_OK) == 0 { return beside }
+        }
+        for dir in (env["PATH"] ?? "").split(separator: ":") where access("\(dir)/xclaw-atspi", X_OK) == 0 {
+            return "\(dir)/xclaw-atspi"
+        }
+        return nil
+    }
+
+    /// Where the accessibility bus of `display` is: `AT_SPI_BUS_ADDRESS` (when it is the environment's display),
+    /// then the root window's `AT_SPI_BUS` property, then the environment's session bus (when it is the
+    /// environment's display). Nil when nothing says: then snapshots use OCR alone, without any delay.
+    public static func locate(display: String, windows: WindowManager,
+                              environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> AccessibilityLocation? {
+        let ours = environment["DISPLAY"].map { sameDisplay($0, display) } ?? false
+        if ours, let address = environment["AT_SPI_BUS_ADDRESS"], !address.isEmpty { return .bus(address) }
+        if let address = try? windows.rootText("AT_SPI_BUS"), !address.isEmpty { return .bus(address) }
+        if ours, let session = environment["DBUS_SESSION_BUS_ADDRESS"], !session.isEmpty { return .session(session) }
+        return nil
+    }
+
+    /// Whether two display names (`:1`, `:1.0`, `unix:1`) name the same display.
+    static func sameDisplay(_ a: String, _ b: String) -> Bool {
+        func number(_ name: String) -> String {
+            let afterColon = name.split(separator: ":", omittingEmptySubsequences: false).last ?? Substring(name)
+            return String(afterColon.split(separator: ".").first ?? afterColon)
+        }
+        return number(a) == number(b)
+    }
+
+    /// The visible nodes of every application (`all`: hidden ones too; `actions`: with action names; `pid`: only
+    /// that process's applications; `walk`: never the bulk cache, for measuring).
+    public func tree(at location: AccessibilityLocation, all: Bool = false, actions: Bool = false, pid: Int? = nil,
+                     walk: Bool = false) throws -> AccessibleTree {
+        var arguments = ["dump"] + location.arguments + ["--timeout", "\(Int(callTimeout.milliseconds))"]
+        if all { arguments.append("--all") }
+        if actions { arguments.append("--actions") }
+        if walk { arguments.append("--walk") }
+        if let pid { arguments += ["--pid", "\(pid)"] }
+        let output = try run(arguments)
+        do {
+            return try JSONDecoder().decode(AccessibleTree.self, from: output)
+        } catch {
+            throw AccessibilityError.failed("unreadable output from xclaw-atspi: \(error)")
+        }
+    }
+
+    /// Performs a toolkit action on a node (`name` nil: its first action, such as "click" or "Press"); returns the
+    /// action's name.
+    public func perform(_ name: String?, on handle: AccessibleHandle, at location: AccessibilityLocation) throws
+        -> String {
+        let output = try run(["action"] + location.arguments + ["--timeout", "\(Int(callTimeout.milliseconds))",
+                                                                handle.bus, handle.path] + (name.map { [$0] } ?? []))
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Moves the keyboard focus to a node.
+    public func focus(_ handle: AccessibleHandle, at location: AccessibilityLocation) throws {
+        _ = try run(["focus"] + location.arguments + ["--timeout", "\(Int(callTimeout.milliseconds))", handle.bus,
+                                                      handle.path])
+    }
+
+    /// Runs the helper and returns its stdout; kills it at the deadline.
+    private func run(_ arguments: [String]) throws -> Data {
+        guard let helper else { throw AccessibilityError.helperMissing }
+        let result = try ChildProcess.run([helper] + arguments, timeout: timeout)
+        switch result.ending {
+        case .timedOut:
+            throw AccessibilityError.timedOut(milliseconds: Int(timeout.milliseconds))
+        case .signalled(let signal):
+            throw AccessibilityError.failed("xclaw-atspi was killed by signal \(signal)"
+                + Self.detail(result.stderr))
+        case .exited(let status) where status != 0:
+            let message = Self.detail(result.stderr)
+            throw AccessibilityError.failed(message.isEmpty ? "xclaw-atspi exited with status \(status)"
+                                                            : String(message.dropFirst(2)))
+        case .exited:
+            return result.stdout
+        }
+    }
+
+    private static func detail(_ stderr: Data) -> String {
+        let lines = String(decoding: stderr, as: UTF8.self).split(separator: "\n")
+            .map { $0.replacingOccurrences(of: "xclaw-atspi: ", with: "") }
+        // GLib's own warnings are noise here; the helper's last line says what failed.
+        guard let last = lines.last(where: { !$0.hasPrefix("(process:") && !$0.isEmpty }) else { return "" }
+        return ": " + last
+    }
+}
+
+/// A child process run to completion under a deadline, its output collected (used for the accessibility helper).
+struct ChildProcess {
+    /// How the child ended.
+    enum Ending: Equatable {
+        case exited(Int32)
+        case signalled(Int32)
+        case timedOut
+    }
+    var ending: Ending
+    var stdout: Data
+    var stderr: Data
+
+    /// Spawns `arguments` (stdin from /dev/null), reads both pipes until they close or `timeout` passes, and reaps
+    /// it; at the deadline it is killed (SIGKILL) and reaped.
+    static func run(_ arguments: [String], timeout: Duration) throws -> ChildProcess {
+        var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
+        guard pipe(&out) == 0 else { throw AccessibilityError.failed("pipe() failed") }
+        guard pipe(&err) == 0 else {
+            close(out[0]); close(out[1])
+            throw AccessibilityError.failed("pipe() failed")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, err[1], 2)
+        xclaw_spawn_closefrom(&actions, 3)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
+        close(out[1])
+        close(err[1])
+        defer { close(out[0]); close(err[0]) }
+        guard rc == 0 else {
+            throw AccessibilityError.failed("could not start \(arguments[0]): \(String(cString: strerror(rc)))")
+        }
+        let deadline = ContinuousClock.now + timeout
+        var stdout = Data(), stderr = Data()
+        var open: [Int32] = [out[0], err[0]]
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var timedOut = false
+        while !open.isEmpty {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { timedOut = true; break }
+            var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&fds, nfds_t(fds.count), Int32(max(1, left.milliseconds)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            for fd in fds where fd.revents != 0 {
+                let n = read(fd.fd, &buffer, buffer.count)
+                if n > 0 {
+                    if fd.fd == out[0] { stdout.append(contentsOf: buffer[0..<n]) }
+                    else { stderr.append(contentsOf: buffer[0..<n]) }
+                } else if n == 0 || (errno != EINTR && errno != EAGAIN) {
+                    open.removeAll { $0 == fd.fd }
+                }
+            }
+        }
+        var status: Int32 = 0
+        if timedOut {
+            kill(pid, SIGKILL)
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return ChildProcess(ending: .timedOut, stdout: stdout, stderr: stderr)
+        }
+        // Both pipes closed: the child is exiting; wait for it, still under the deadline.
+        while true {
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid { break }
+            if reaped < 0 && errno != EINTR { return ChildProcess(ending: .exited(0), stdout: stdout, stderr: stderr) }
+            if ContinuousClock.now >= deadline {
+                kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                return ChildProcess(ending: .timedOut, stdout: stdout, stderr: stderr)
+            }
+            usleep(500)
+        }
+        let signal = status & 0x7f
+        let ending: Ending = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
+        return ChildProcess(ending: ending, stdout: stdout, stderr: stderr)
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import XclawScreen
+
+/// Turns an accessibility tree into snapshot elements, window by window: each X window is tied to the top-level node
+/// of its application (same process, matching extents), and that node's visible descendants become elements with
+/// the toolkit's exact role, name, states and extents. Containers are skipped, text inside a control names the
+/// control, and elements hidden behind higher windows are marked covered.
+struct AccessibleMerge {
+    /// The tree read for this snapshot.
+    let tree: AccessibleTree
+    /// The X windows, top-most first.
+    let windows: [WindowInfo]
+    /// The screen, for clipping extents that run past its edge.
+    let screen: Rect
+    /// The snapshot's area.
+    let area: Rect
+    /// For each X window served by the tree: the index (in `tree.nodes`) of its top-level node.
+    let matched: [UInt: Int]
+    private let children: [Int: [Int]]
+
+    init(tree: AccessibleTree, windows: [WindowInfo], screen: Rect, area: Rect) {
+        self.tree = tree
+        self.windows = windows
+        self.screen = screen
+        self.area = area
+        var children: [Int: [Int]] = [:]
+        for (index, node) in tree.nodes.enumerated() where node.parent >= 0 {
+            children[node.parent, default: []].append(index)
+        }
+        self.children = children
+        let roots = Set(tree.apps.map(\.root))
+        let pids = Dictionary(tree.apps.map { ($0.id, $0.pid) }, uniquingKeysWith: { a, _ in a })
+        // Top-levels: the showing children of the application roots.
+        var tops = tree.nodes.indices.filter { roots.contains(tree.nodes[$0].parent) && tree.nodes[$0].rect != nil }
+        var matched: [UInt: Int] = [:]
+        for window in windows {
+            let scored = tops.compactMap { index -> (Int, Double)? in
+                let node = tree.nodes[index]
+                guard let rect = node.rect else { return nil }
+                let pid = pids[node.app] ?? 0
+                if let windowPID = window.pid, pid > 0, windowPID != pid { return nil }
+                return (index, Self.overlap(rect, window.frame))
+            }.filter { $0.1 >= 0.6 }
+            guard let best = scored.max(by: { $0.1 < $1.1 }) else { continue }
+            matched[window.id] = best.0
+            tops.removeAll { $0 == best.0 }
+        }
+        self.matched = matched
+    }
+
+    /// Intersection over union of two rectangles: 1 when equal, lower as they differ (a window manager's frame
+    /// around a dialog still scores ~0.8).
+    static func overlap(_ a: Rect, _ b: Rect) -> Double {
+        let common = a.intersection(b)
+        guard !common.isEmpty else { return 0 }
+        let inter = Double(common.width * common.height)
+        return inter / (Double(a.width * a.height) + Double(b.width * b.height) - inter)
+    }
+
+    /// The elements of one served window, in tree order.
+    func elements(of window: WindowInfo, top: Int, windowRef: String) -> [Element] {
+        let higher = windows.prefix { $0.id != window.id }.map(\.frame)
+        var out: [Element] = []
+        func visit(_ index: Int, insideControl: Bool) {
+            let node = tree.nodes[index]
+            var inside = insideControl
+            if index != top, let role = Self.role(of: node) {
+                let box = node.rect.map { $0.intersection(screen).intersection(area) } ?? Rect(x: 0, y: 0, width: 0, height: 0)
+                // Text inside a control is the control's label, not an element of its own.
+                if !box.isEmpty, !(insideControl && !role.isInteractive) {
+                    let label = self.label(index, role: role)
+                    if role.isInteractive || !label.isEmpty {
+                        out.append(Element(
+                            ref: "", role: role, label: label, box: box, window: windowRef, windowID: window.id,
+                            changed: false, active: nil, className: nil, confidence: nil, words: nil, source: .atspi,
+                            states: Self.marks(node, role: role).nilIfEmpty, value: role == .text ? nil : node.value,
+                            covered: higher.contains { $0.contains(box.center) } ? true : nil,
+                            toolkitRole: node.role, node: node.handle))
+                    }
+                }
+                if role.isInteractive { inside = true }
+            }
+            for child in children[node.id] ?? [] { visit(child, insideControl: inside) }
+        }
+        visit(top, insideControl: false)
+        return Self.nameFields(out)
+    }
+
+    /// The element's label: its accessible name; a control without one is named by the text inside it, plain text
+    /// without a name by its content.
+    private func label(_ index: Int, role: Role) -> String {
+        let node = tree.nodes[index]
+        let name = Self.clean(node.name)
+        if !name.isEmpty { return name }
+        if role == .text, let value = node.value { return Self.clean(value) }
+        guard role.isInteractive else { return "" }
+        var texts: [String] = []
+        func collect(_ i: Int, depth: Int) {
+            guard depth < 4, texts.count < 3 else { return }
+            for child in children[tree.nodes[i].id] ?? [] {
+                let node = tree.nodes[child]
+                if Self.role(of: node) == .text {
+                    let text = Self.clean(node.name.isEmpty ? node.value ?? "" : node.name)
+                    if !text.isEmpty && !texts.contains(text) { texts.append(text) }
+                }
+                collect(child, depth: depth + 1)
+            }
+        }
+        collect(index, depth: 0)
+        return texts.joined(separator: " ")
+    }
+
+    /// Fields, lists, sliders and spin buttons without a name take the text just left of them or just above, as a
+    /// form reads ("Name: [      ]").
+    static func nameFields(_ elements: [Element]) -> [Element] {
+        var out = elements
+        let texts = elements.filter { $0.role == .text }
+        for i in out.indices where out[i].label.isEmpty
+            && [.field, .combobox, .spinbutton, .slider].contains(out[i].role) {
+            let f = out[i].box
+            let candidates = texts.compactMap { t -> (Element, Int)? in
+                let b = t.box
+                let leftGap = f.x - (b.x + b.width)
+                if (-4...250).contains(leftGap), b.center.y >= f.y, b.center.y < f.y + f.height { return (t, leftGap) }
+                let upGap = f.y - (b.y + b.height)
+                if (-2...30).contains(upGap), b.x < f.x + f.width, b.x + b.width > f.x { return (t, upGap + 1) }
+                return nil
+            }
+            if let best = candidates.min(by: { $0.1 < $1.1 }) {
+                out[i].label = best.0.label.trimmingCharacters(in: CharacterSet(charactersIn: ": "))
+            }
+        }
+        return out
+    }
+
+    /// Newlines and runs of spaces folded, for one-line rendering and matching.
+    static func clean(_ text: String) -> String {
+        text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    /// The snapshot role of a toolkit role; nil for containers and window-level nodes, which are not elements.
+    static func role(of node: AccessibleNode) -> Role? {
+        switch node.role {
+        case "push button", "toggle button", "button", "push button menu": return .button
+        case "check box", "switch", "toggle switch": return .checkbox
+        case "radio button": return .radio
+        case "combo box": return .combobox
+        case "slider", "scroll bar", "dial": return .slider
+        case "spin button": return .spinbutton
+        case "page tab": return .tab
+        case "list item", "tree item", "table cell", "description value": return .item
+        case "link": return .link
+        case "menu item", "menu", "check menu item", "radio menu item", "tearoff menu item": return .menuitem
+        case "entry", "password text", "editbar", "terminal", "date editor": return .field
+        case "text", "document text", "paragraph":
+            return node.has("editable") || node.editable == true ? .field : .text
+        case "label", "static", "heading", "caption", "status bar", "tool tip", "accelerator label", "description term",
+             "notification", "info bar", "footnote", "comment", "mark", "title bar":
+            return .text
+        case "icon", "image", "animation": return .image
+        default: return nil
+        }
+    }
+
+    /// The states worth showing: what a reader needs before acting.
+    static func marks(_ node: AccessibleNode, role: Role) -> [String] {
+        var marks: [String] = []
+        if node.has("focused") { marks.append("focused") }
+        guard role.isInteractive else { return marks }
+        if node.has("checked") { marks.append("checked") }
+        if node.has("indeterminate") { marks.append("mixed") }
+        if node.has("pressed") { marks.append("pressed") }
+        if node.has("selected") { marks.append("selected") }
+        if node.has("expanded") { marks.append("expanded") }
+        if !node.has("enabled") { marks.append("disabled") }
+        if role == .field && node.has("read-only") { marks.append("readonly") }
+        return marks
+    }
+}
+
+extension AccessibleTree {
+    /// The top-level node that shows `window` (same process, matching extents), if its app exposes a tree.
+    public func topLevel(of window: WindowInfo) -> AccessibleNode? {
+        let merge = AccessibleMerge(tree: self, windows: [window], screen: window.frame, area: window.frame)
+        return merge.matched[window.id].map { nodes[$0] }
+    }
+}
+
+extension Array {
+    /// nil for an empty array, so optional fields stay out of the JSON.
+    var nilIfEmpty: [Element]? { isEmpty ? nil : self }
+}
