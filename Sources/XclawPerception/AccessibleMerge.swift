@@ -57,6 +57,11 @@ struct AccessibleMerge {
         return inter / (Double(a.width * a.height) + Double(b.width * b.height) - inter)
     }
 
+    /// Whether no window above `window` overlaps `box`.
+    func unobstructed(_ box: Rect, in window: UInt?) -> Bool {
+        windows.prefix { $0.id != window }.allSatisfy { $0.frame.intersection(box).isEmpty }
+    }
+
     /// The elements of one served window, in tree order.
     func elements(of window: WindowInfo, top: Int, windowRef: String) -> [Element] {
         let higher = windows.prefix { $0.id != window.id }.map(\.frame)

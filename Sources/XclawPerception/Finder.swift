@@ -22,6 +22,8 @@ public struct Match: Codable, Sendable, Hashable {
     public var node: AccessibleHandle? = nil
     /// Its centre is hidden behind a higher window.
     public var covered: Bool? = nil
+    /// The X id of its window.
+    public var windowID: UInt? = nil
 
     /// The point a tap clicks: the centre of the box.
     public var point: Point { box.center }
@@ -40,7 +42,7 @@ extension Match {
     init(element: Element, text: String? = nil, box: Rect? = nil, score: Double = 1) {
         self.init(text: text ?? element.label, box: box ?? element.box, score: score, role: element.role,
                   ref: element.ref, window: element.window, source: element.source, node: element.node,
-                  covered: element.covered)
+                  covered: element.covered, windowID: element.windowID)
     }
 }
 

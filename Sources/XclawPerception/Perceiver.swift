@@ -54,3 +54,32 @@ public final class Perceiver: @unchecked Sendable {
     /// Where CLI calls keep the shared OCR cache: `ocr-cache.bin` in the state directory.
     public static var cacheFile: URL { VirtualDisplay.stateDirectory.appendingPathComponent("ocr-cache.bin") }
 }
+
+extension Perceiver {
+    /// Where this display's accessibility bus is, if it has one.
+    public var accessibilityLocation: AccessibilityLocation? {
+        AccessibilityReader.locate(display: connection.name, windows: windows)
+    }
+
+    /// Presses an element from the accessibility tree through its toolkit (`action` nil: its first action, such as
+    /// GTK's "click" or Qt's "Press"), without moving the mouse; returns the action's name.
+    public func press(_ node: AccessibleHandle, action: String? = nil) throws -> String {
+        guard let location = accessibilityLocation else { throw AccessibilityError.noBus(display: connection.name) }
+        return try accessibility.perform(action, on: node, at: location)
+    }
+
+    /// Makes an element from the accessibility tree the place typing goes, without a click: raises and focuses its
+    /// X window (the toolkit's focus moves only within its window), then focuses the element through the toolkit.
+    /// False when it has no tree node or the toolkit refuses: then the caller clicks it.
+    public func focusForTyping(_ match: Match) -> Bool {
+        guard let node = match.node else { return false }
+        if let id = match.windowID, let window = try? windows.window(id: id) { try? windows.activate(window) }
+        return (try? focus(node)) != nil
+    }
+
+    /// Gives an element from the accessibility tree the keyboard focus within its window.
+    public func focus(_ node: AccessibleHandle) throws {
+        guard let location = accessibilityLocation else { throw AccessibilityError.noBus(display: connection.name) }
+        try accessibility.focus(node, at: location)
+    }
+}

@@ -246,8 +246,14 @@ public struct Snapshotter {
             guard let top = served[window.id], let merge else { continue }
             accessible += merge.elements(of: window, top: top, windowRef: store.windowRef(window.id))
         }
-        let unnamed = accessible.indices.filter { accessible[$0].label.isEmpty && accessible[$0].role.isInteractive
-            && accessible[$0].covered != true }
+        // Only small controls whose caption may be drawn as pixels (icon buttons, tabs), and only when nothing
+        // covers any of them: OCR of a big text area or of a window above would name them wrongly.
+        let captioned: Set<Role> = [.button, .checkbox, .radio, .tab, .menuitem, .link, .item]
+        let unnamed = accessible.indices.filter { index in
+            let e = accessible[index]
+            return e.label.isEmpty && captioned.contains(e.role) && e.box.width <= 320 && e.box.height <= 80
+                && merge?.unobstructed(e.box, in: e.windowID) == true
+        }
         let parts = ocrParts + unnamed.map { accessible[$0].box.intersection(area) }.filter { !$0.isEmpty }
         var reading = TextReading(region: area, lines: [], stats: .init(blocks: 0, recognized: 0, cached: 0,
                                                                       unchanged: false, milliseconds: 0))

@@ -3,9 +3,9 @@ import XclawAgent
 import XclawPerception
 import XclawScreen
 
-/// `tap_element`: clicks what a label or a ref names, found by OCR and pixel evidence on a fresh snapshot. It
-/// refuses to guess: when several elements match equally, or nothing does, the model gets the candidates instead
-/// of a wrong click.
+/// `tap_element`: clicks what a label or a ref names on a fresh snapshot (the accessibility tree where the app exposes
+/// one, OCR and pixel evidence elsewhere), or presses it through its toolkit. It refuses to guess: when several
+/// elements match equally, or nothing does, the model gets the candidates instead of a wrong click.
 public struct TapElementTool: AgentTool {
     /// The screen.
     public let session: ScreenSession
@@ -20,7 +20,9 @@ public struct TapElementTool: AgentTool {
     public var description: String {
         "Click an element by its visible label (matched exactly, case-insensitively, then tolerating OCR slips) or "
             + "by a ref from screen_snapshot. Give exactly one of label or ref. When several elements match "
-            + "equally, nothing is clicked and the candidates are listed: pick one with nth, role or its ref."
+            + "equally, nothing is clicked and the candidates are listed: pick one with nth, role or its ref. "
+            + "Elements from the accessibility tree can be pressed without the mouse (action: true); an element "
+            + "covered by another window is always pressed that way, never clicked."
     }
 
     /// label | ref, plus how to choose and how to click.
@@ -31,8 +33,13 @@ public struct TapElementTool: AgentTool {
                 "label": ["type": "string", "description": "The visible text of the element, e.g. \"Save\"."],
                 "ref": ["type": "string", "description": "A ref from screen_snapshot, e.g. \"e12\"."],
                 "role": [
-                    "type": "string", "enum": ["button", "field", "checkbox", "menuitem", "text"],
+                    "type": "string", "enum": .array(Role.allCases.filter { $0 != .window }.map { .string($0.rawValue) }),
                     "description": "Only elements of this kind.",
+                ],
+                "action": [
+                    "type": "boolean",
+                    "description": .string("Press through the toolkit's own action (click/Press/Toggle) instead of a "
+                        + "mouse click; only for elements a snapshot lists in an [atspi] window (default false)."),
                 ],
                 "nth": [
                     "type": "integer", "minimum": 1,
@@ -58,12 +65,14 @@ public struct TapElementTool: AgentTool {
         }
         let role = try input["role"]?.string.map { name -> Role in
             guard let role = Role(rawValue: name), role != .window else {
-                throw ToolError("role must be button, field, checkbox, menuitem or text")
+                throw ToolError("role must be one of: "
+                    + Role.allCases.filter { $0 != .window }.map(\.rawValue).joined(separator: ", "))
             }
             return role
         }
         let button = try mouseButton(input)
         let double = input["double"]?.bool ?? false
+        let pressAction = input["action"]?.bool ?? false
         let selection = Selection(nth: input["nth"]?.int, role: role)
         let wanted = ref ?? label ?? ""
         do {
@@ -78,9 +87,29 @@ public struct TapElementTool: AgentTool {
                 return try selection.resolve(wanted, in: snapshot)
             }
             let point = match.point
+            let what = "\(match.ref) \(match.role.rawValue) \(quoted(match.text))"
+            // A covered element cannot be clicked (the window above would get it), but its toolkit can press it.
+            if pressAction || match.covered == true {
+                guard let node = match.node else {
+                    throw ToolError(pressAction
+                        ? "\(what) was read by OCR, so it has no toolkit action: tap it without action"
+                        : "\(what) is covered by another window: bring its window to the front first")
+                }
+                let record = ActionRecord(tool: name, action: "press", x: point.x, y: point.y, text: wanted,
+                                          result: "pending")
+                let outcome = try await session.runInput(record, describe: "press \(what) through its toolkit",
+                                                         context: context) { session in
+                    _ = try session.perceiver.press(node)
+                }
+                switch outcome {
+                case .skipped(let text): return .text(text)
+                case .done(_, let settle, _):
+                    return .text("pressed \(what) through its toolkit" + (match.covered == true && !pressAction
+                        ? " (it is covered by another window, so it was not clicked)" : "") + settleNote(settle))
+                }
+            }
             let record = ActionRecord(tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
                                       text: wanted, result: "pending")
-            let what = "\(match.ref) \(match.role.rawValue) \(quoted(match.text))"
             let describe = "\(double ? "double-click" : "click") \(button == .left ? "" : "\(button.rawValue) ")"
                 + "\(what) at (\(point.x), \(point.y))"
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in

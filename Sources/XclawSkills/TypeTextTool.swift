@@ -1,8 +1,10 @@
 import Foundation
 import XclawAgent
+import XclawPerception
 import XclawScreen
 
-/// `type_text`: types any Unicode text exactly into the focused window, optionally pressing Return after.
+/// `type_text`: types any Unicode text exactly into the focused window or a field it focuses first (through the
+/// accessibility tree when it can), optionally pressing Return after.
 public struct TypeTextTool: AgentTool {
     /// The screen.
     public let session: ScreenSession
@@ -28,6 +30,12 @@ public struct TypeTextTool: AgentTool {
             "properties": [
                 "text": ["type": "string", "description": "The text to type."],
                 "submit": ["type": "boolean", "description": "Press Return after typing (default false)."],
+                "into": [
+                    "type": "string",
+                    "description": .string("A field to focus first: its label or a ref from screen_snapshot. Focused "
+                        + "through the accessibility tree when its app exposes one, else clicked. Without it, typing "
+                        + "goes to whatever has the focus."),
+                ],
             ],
         ]
     }
@@ -44,9 +52,24 @@ public struct TypeTextTool: AgentTool {
             let enter = try KeyCombo.parse("Return")
             let record = ActionRecord(tool: name, action: submit ? "type_submit" : "type", text: text,
                                       result: "pending")
+            let into = input["into"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+            let target = try await into.asyncMap { wanted in
+                try await session.perform { session -> Match in
+                    _ = try session.settle()
+                    return try Selection().resolve(wanted, in: try session.snapshot())
+                }
+            }
             let describe = "type \(quoted(text))\(submit ? " and press Return" : "")"
+                + (target.map { " into \($0.ref) \($0.role.rawValue) \(quoted($0.text))" } ?? "")
             let cancelled = context.isCancelled
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in
+                if let target {
+                    // The toolkit's own focus call moves no pointer; a click is the fallback.
+                    if !session.perceiver.focusForTyping(target) {
+                        if target.covered == true { throw PerceptionError.covered(target.summary) }
+                        try session.input.click(at: target.point)
+                    }
+                }
                 let keyboard = try session.input.keyboard
                 if !text.isEmpty { try keyboard.type(text, interrupted: cancelled) }
                 if submit && !cancelled() { try keyboard.press([enter]) }
@@ -54,11 +77,21 @@ public struct TypeTextTool: AgentTool {
             switch outcome {
             case .skipped(let message): return .text(message)
             case .done(_, let settle, _):
-                return .text("typed \(text.count) characters\(submit ? " and pressed Return" : "")"
+                return .text("typed \(text.count) characters"
+                    + (target.map { " into \($0.ref) \(quoted($0.text))" } ?? "")
+                    + "\(submit ? " and pressed Return" : "")"
                     + settleNote(settle))
             }
         } catch {
             throw modelError(error)
         }
+    }
+}
+
+extension Optional {
+    /// Maps the wrapped value with an async throwing function.
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let value = self else { return nil }
+        return try await transform(value)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import XclawPerception
 import XclawScreen
 
 extension MouseButton: ExpressibleByArgument {}
@@ -174,9 +175,16 @@ struct TypeText: ParsableCommand {
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The text, or - to read it from stdin.") var text: String
     @Option(help: "Milliseconds between characters (for slow input methods).") var delay: Int?
+    @Option(help: """
+        Focus this field first (a label or a ref from `xclaw snapshot`): through the accessibility tree when the app \
+        exposes one, else by clicking it.
+        """)
+    var into: String?
+    @Option(help: "Window id (0x…) or title substring to look for --into in.") var window: String?
 
     func validate() throws {
         if let delay, !(0...10_000).contains(delay) { throw ValidationError("--delay must be between 0 and 10000 ms") }
+        if window != nil && into == nil { throw ValidationError("--window goes with --into") }
     }
 
     func run() throws {
@@ -189,12 +197,27 @@ struct TypeText: ParsableCommand {
             content = decoded
         }
         let controller = try input(target)
+        if let into { try focusField(into, controller: controller) }
         try Interrupt.guarded {
             try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }) { Interrupt.requested }
         }
         // Spare keycodes bound for missing characters are unbound once the client has read them.
         try Interrupt.guarded { try controller.keyboard.restoreMapping() }
         try controller.sync()
+    }
+}
+
+extension TypeText {
+    /// Focuses the field `label` names: the toolkit's own focus call when it comes from the accessibility tree (no
+    /// pointer motion), else — or when the toolkit refuses — a click on its centre.
+    func focusField(_ label: String, controller: InputController) throws {
+        try withPerceiver(target) { p in
+            let snapshot = try takeSnapshot(p, area: p.area(window: window))
+            let match = try Selection().resolve(label, in: snapshot)
+            if p.focusForTyping(match) { return }
+            if match.covered == true { throw PerceptionError.covered(match.summary) }
+            try controller.click(at: match.point)
+        }
     }
 }
 

@@ -182,12 +182,11 @@ struct Tap: ParsableCommand {
             let snapshot = try takeSnapshot(p, area: p.area(window: window), source: choose.source)
             let match = try choose.selection.resolve(label, in: snapshot)
             if action || actionName != nil {
-                guard let node = match.node,
-                      let location = AccessibilityReader.locate(display: p.connection.name, windows: p.windows) else {
+                guard let node = match.node else {
                     throw PerceptionError.invalidArgument(
                         "\(match.ref) \"\(match.text)\" was read by OCR, so it has no toolkit action; tap it without --action")
                 }
-                performed = try p.accessibility.perform(actionName, on: node, at: location)
+                performed = try p.press(node, action: actionName)
             } else {
                 if match.covered == true {
                     throw PerceptionError.covered(match.summary)
