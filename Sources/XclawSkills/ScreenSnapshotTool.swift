@@ -17,10 +17,14 @@ public struct ScreenSnapshotTool: AgentTool {
 
     /// What the model reads to decide when to call it.
     public var description: String {
-        "List what is on screen: windows, controls (button, field, checkbox, menuitem) and text lines, one per line "
-            + "as: ref role \"label\" @centre_x,centre_y WxH in window (screen pixels). A leading + marks elements "
-            + "new or moved since the previous snapshot. Refs (e12, w3) stay the same while the element stays; pass "
-            + "them to tap_element. Much cheaper than a screenshot."
+        "List what is on screen: windows, controls and text lines, one per line as: ref role \"label\" "
+            + "[= value] @centre_x,centre_y WxH [states] in window (screen pixels). A window marked [atspi] lists "
+            + "its app's accessibility tree: exact roles (button, field, checkbox, radio, combobox, slider, "
+            + "spinbutton, tab, item, link, menuitem, image, text), names, values and states such as focused, "
+            + "checked, disabled or covered (hidden behind another window). A window marked [ocr] was read from "
+            + "pixels: button, field, checkbox, menuitem and text only. A leading + marks elements new or moved "
+            + "since the previous snapshot. Refs (e12, w3) stay the same while the element stays; pass them to "
+            + "tap_element or type_text's into. Much cheaper than a screenshot."
     }
 
     /// `interactive_only` drops plain text lines.
