@@ -115,8 +115,8 @@ struct AccessibleMerge {
         return texts.joined(separator: " ")
     }
 
-    /// Fields, lists, sliders and spin buttons without a name take the text just left of them or just above, as a
-    /// form reads ("Name: [      ]").
+    /// Fields, lists, sliders and spin buttons without a name take the text just left of them (or, failing that,
+    /// just above and aligned with them), as a form reads ("Name: [      ]").
     static func nameFields(_ elements: [Element]) -> [Element] {
         var out = elements
         let texts = elements.filter { $0.role == .text }
@@ -128,7 +128,8 @@ struct AccessibleMerge {
                 let leftGap = f.x - (b.x + b.width)
                 if (-4...250).contains(leftGap), b.center.y >= f.y, b.center.y < f.y + f.height { return (t, leftGap) }
                 let upGap = f.y - (b.y + b.height)
-                if (-2...30).contains(upGap), b.x < f.x + f.width, b.x + b.width > f.x { return (t, upGap + 1) }
+                // A label above counts only when nothing is on the left, and only when it starts where the field does.
+                if (-2...30).contains(upGap), abs(b.x - f.x) <= 40 { return (t, 1_000 + upGap) }
                 return nil
             }
             if let best = candidates.min(by: { $0.1 < $1.1 }) {
