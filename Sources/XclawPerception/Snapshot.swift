@@ -214,6 +214,10 @@ public struct Snapshotter {
                 let start = ContinuousClock.now
                 do {
                     tree = try perceiver.accessibility.tree(at: location)
+                    for app in tree?.apps ?? [] where app.route == "unresponsive" {
+                        warnings.append("pid \(app.pid) did not answer on the accessibility bus; its windows are "
+                            + "read by OCR")
+                    }
                 } catch {
                     if source == .atspi { throw error }
                     warnings.append("\(error); using OCR instead")

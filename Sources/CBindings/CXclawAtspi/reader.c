@@ -41,6 +41,7 @@ typedef struct app {
   int pid;
   const char *route;
   int count;
+  gboolean responded;  // answered its name: worth walking (a hung app is skipped, not waited on per level)
 } app;
 
 struct xa_reader {
@@ -265,6 +266,8 @@ static void on_reply(GObject *source, GAsyncResult *res, gpointer data) {
       if (!strcmp(type, "(a((so)(so)(so)iiassusau))")) add_items(r, c->id, v);
       break;
     case K_APP_NAME:
+      ((app *)g_ptr_array_index(r->apps, n->app))->responded = TRUE;
+      /* fall through */
     case K_NAME:
       if (!strcmp(type, "(v)")) {
         GVariant *inner;
@@ -602,6 +605,8 @@ char *xa_dump(xa_reader *r, int flags, int pid, char **error) {
   g_variant_iter_free(iter);
   g_variant_unref(reply);
 
+  // One round for every application's pid, name and (unless only one process is wanted) bulk cache, so an
+  // application that does not answer costs one call timeout, not one per step.
   for (guint i = 0; i < r->apps->len; i++) {
     app *a = g_ptr_array_index(r->apps, i);
     node *root = N(r, a->root);
@@ -609,19 +614,23 @@ char *xa_dump(xa_reader *r, int flags, int pid, char **error) {
               "GetConnectionUnixProcessID", g_variant_new("(s)", a->bus));
     send_call(r, K_APP_NAME, root->id, root->bus, root->path, "org.freedesktop.DBus.Properties", "Get",
               g_variant_new("(ss)", "org.a11y.atspi.Accessible", "Name"));
-  }
-  wait_all(r);
-  for (guint i = 0; i < r->apps->len; i++) {
-    app *a = g_ptr_array_index(r->apps, i);
-    if (pid > 0 && a->pid != pid) continue;
-    if (!(flags & XA_WALK))
+    if (!(flags & XA_WALK) && pid <= 0)
       send_call(r, K_ITEMS, (int)i, a->bus, "/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems", NULL);
   }
   wait_all(r);
+  if (!(flags & XA_WALK) && pid > 0) {
+    for (guint i = 0; i < r->apps->len; i++) {
+      app *a = g_ptr_array_index(r->apps, i);
+      if (a->pid == pid && a->responded)
+        send_call(r, K_ITEMS, (int)i, a->bus, "/org/a11y/atspi/cache", "org.a11y.atspi.Cache", "GetItems", NULL);
+    }
+    wait_all(r);
+  }
   for (guint i = 0; i < r->apps->len; i++) {
     app *a = g_ptr_array_index(r->apps, i);
     if (pid > 0 && a->pid != pid) continue;
-    if (a->count == 0) walk(r, (int)i, flags);
+    if (a->count == 0 && a->responded) walk(r, (int)i, flags);
+    if (!a->responded) a->route = "unresponsive";
   }
   for (guint i = 0; i < r->apps->len; i++) {
     app *a = g_ptr_array_index(r->apps, i);
