@@ -62,6 +62,27 @@ struct AccessibleMerge {
         windows.prefix { $0.id != window }.allSatisfy { $0.frame.intersection(box).isEmpty }
     }
 
+    /// The visible boxes of a served window's multi-line text areas (editors, documents): the tree gives their
+    /// text only as one long value, so OCR reads their lines where they show.
+    func documentBoxes(of window: WindowInfo, top: Int) -> [Rect] {
+        var boxes: [Rect] = []
+        func visit(_ index: Int) {
+            let node = tree.nodes[index]
+            if index != top, Self.role(of: node) == .field, node.has("multi-line"),
+               let rect = node.rect?.intersection(screen).intersection(area), !rect.isEmpty {
+                var pieces = [rect]
+                for higher in windows.prefix(while: { $0.id != window.id }) {
+                    pieces = pieces.flatMap { $0.subtracting(higher.frame) }
+                }
+                boxes += pieces
+                return
+            }
+            for child in children[node.id] ?? [] { visit(child) }
+        }
+        visit(top)
+        return boxes
+    }
+
     /// The elements of one served window, in tree order.
     func elements(of window: WindowInfo, top: Int, windowRef: String) -> [Element] {
         let higher = windows.prefix { $0.id != window.id }.map(\.frame)

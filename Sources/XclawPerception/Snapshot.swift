@@ -249,6 +249,7 @@ public struct Snapshotter {
         for window in windows {
             guard let top = served[window.id], let merge else { continue }
             accessible += merge.elements(of: window, top: top, windowRef: store.windowRef(window.id))
+            if source != .atspi { ocrParts += merge.documentBoxes(of: window, top: top) }
         }
         // Only small controls whose caption may be drawn as pixels (icon buttons, tabs), and only when nothing
         // covers any of them: OCR of a big text area or of a window above would name them wrongly.

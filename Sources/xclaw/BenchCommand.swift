@@ -9,7 +9,8 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmark capture, input and OCR (median/p90 in ms), against scrot, xdotool and tesseract when "
             + "installed.",
-        subcommands: [BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self])
+        subcommands: [BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self,
+                      BenchSnapshot.self])
 }
 
 /// Where a benchmark runs and how it reports: what `BenchSession` and `runBench` need from any bench's options.

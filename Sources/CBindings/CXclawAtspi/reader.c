@@ -324,8 +324,13 @@ static void on_reply(GObject *source, GAsyncResult *res, gpointer data) {
       break;
     case K_TEXT:
       if (!strcmp(type, "(s)")) {
+        const char *text;
+        g_variant_get(v, "(&s)", &text);
         g_free(n->value);
-        g_variant_get(v, "(s)", &n->value);
+        // The first MAX_VALUE characters (a document's text is read by OCR where it shows).
+        n->value = g_utf8_validate(text, -1, NULL) && g_utf8_strlen(text, -1) > MAX_VALUE
+                       ? g_utf8_substring(text, 0, MAX_VALUE)
+                       : g_strdup(text);
       }
       break;
     case K_VALUE:
@@ -493,7 +498,8 @@ static void ask_details(xa_reader *r, int flags) {
       send_call(r, K_EXTENTS, id, n->bus, n->path, "org.a11y.atspi.Component", "GetExtents", g_variant_new("(u)", 0));
     // Never read what a password field holds.
     if ((n->interfaces & IF_TEXT) && n->role != ATSPI_ROLE_PASSWORD_TEXT && wants_text(n))
-      send_call(r, K_TEXT, id, n->bus, n->path, "org.a11y.atspi.Text", "GetText", g_variant_new("(ii)", 0, MAX_VALUE));
+      // -1 = to the end: Qt answers "" for an end offset past the text.
+      send_call(r, K_TEXT, id, n->bus, n->path, "org.a11y.atspi.Text", "GetText", g_variant_new("(ii)", 0, -1));
     else if (n->interfaces & IF_VALUE)
       send_call(r, K_VALUE, id, n->bus, n->path, "org.freedesktop.DBus.Properties", "Get",
                 g_variant_new("(ss)", "org.a11y.atspi.Value", "CurrentValue"));
