@@ -68,7 +68,7 @@ struct AccessibleMerge {
         var boxes: [Rect] = []
         func visit(_ index: Int) {
             let node = tree.nodes[index]
-            if index != top, Self.role(of: node) == .field, node.has("multi-line"),
+            if index != top, Self.role(of: node, parent: nil) == .field, node.has("multi-line"),
                let rect = node.rect?.intersection(screen).intersection(area), !rect.isEmpty {
                 var pieces = [rect]
                 for higher in windows.prefix(while: { $0.id != window.id }) {
@@ -83,33 +83,53 @@ struct AccessibleMerge {
         return boxes
     }
 
-    /// The elements of one served window, in tree order.
-    func elements(of window: WindowInfo, top: Int, windowRef: String) -> [Element] {
-        let higher = windows.prefix { $0.id != window.id }.map(\.frame)
+    /// The elements of one served window, in reading order. A node drawn in a popup of the same process stacked
+    /// above the window (a combo box's open list, a menu) belongs to that popup, which then does not cover it.
+    func elements(of window: WindowInfo, top: Int, windowRef: (UInt) -> String) -> [Element] {
+        let position = windows.firstIndex { $0.id == window.id } ?? 0
+        let popups = windows.prefix(position).filter { $0.pid != nil && $0.pid == window.pid }
         var out: [Element] = []
-        func visit(_ index: Int, insideControl: Bool) {
+        func visit(_ index: Int, parent: AccessibleNode?, insideControl: Bool) {
             let node = tree.nodes[index]
             var inside = insideControl
-            if index != top, let role = Self.role(of: node) {
+            if index != top, let role = Self.role(of: node, parent: parent) {
                 let box = node.rect.map { $0.intersection(screen).intersection(area) } ?? Rect(x: 0, y: 0, width: 0, height: 0)
                 // Text inside a control is the control's label, not an element of its own.
                 if !box.isEmpty, !(insideControl && !role.isInteractive) {
                     let label = self.label(index, role: role)
                     if role.isInteractive || !label.isEmpty {
+                        let owner = popups.first { $0.frame.contains(box) } ?? window
+                        let higher = windows.prefix { $0.id != owner.id }
                         out.append(Element(
-                            ref: "", role: role, label: label, box: box, window: windowRef, windowID: window.id,
+                            ref: "", role: role, label: label, box: box, window: windowRef(owner.id), windowID: owner.id,
                             changed: false, active: nil, className: nil, confidence: nil, words: nil, source: .atspi,
                             states: Self.marks(node, role: role).nilIfEmpty, value: role == .text ? nil : node.value,
-                            covered: higher.contains { $0.contains(box.center) } ? true : nil,
+                            covered: higher.contains { $0.frame.contains(box.center) } ? true : nil,
                             toolkitRole: node.role, node: node.handle))
                     }
                 }
                 if role.isInteractive { inside = true }
             }
-            for child in children[node.id] ?? [] { visit(child, insideControl: inside) }
+            for child in children[node.id] ?? [] { visit(child, parent: node, insideControl: inside) }
         }
-        visit(top, insideControl: false)
-        return Self.nameFields(out)
+        visit(top, parent: nil, insideControl: false)
+        return Self.readingOrder(Self.nameFields(out))
+    }
+
+    /// Rows top to bottom (elements whose centres lie within half a height of the row's first one), each left to
+    /// right: the order `--nth` counts in, whatever order the toolkit keeps its children in.
+    static func readingOrder(_ elements: [Element]) -> [Element] {
+        let byTop = elements.sorted { ($0.box.center.y, $0.box.x) < ($1.box.center.y, $1.box.x) }
+        var rows: [[Element]] = []
+        for element in byTop {
+            if let first = rows.last?.first,
+               abs(element.box.center.y - first.box.center.y) <= max(4, min(first.box.height, element.box.height) / 2) {
+                rows[rows.count - 1].append(element)
+            } else {
+                rows.append([element])
+            }
+        }
+        return rows.flatMap { $0.sorted { $0.box.x < $1.box.x } }
     }
 
     /// The element's label: its accessible name; a control without one is named by the text inside it, plain text
@@ -125,7 +145,7 @@ struct AccessibleMerge {
             guard depth < 4, texts.count < 3 else { return }
             for child in children[tree.nodes[i].id] ?? [] {
                 let node = tree.nodes[child]
-                if Self.role(of: node) == .text {
+                if Self.role(of: node, parent: nil) == .text {
                     let text = Self.clean(node.name.isEmpty ? node.value ?? "" : node.name)
                     if !text.isEmpty && !texts.contains(text) { texts.append(text) }
                 }
@@ -165,8 +185,10 @@ struct AccessibleMerge {
         text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
-    /// The snapshot role of a toolkit role; nil for containers and window-level nodes, which are not elements.
-    static func role(of node: AccessibleNode) -> Role? {
+    /// The snapshot role of a toolkit role; nil for containers and window-level nodes, which are not elements. A
+    /// "menu" is an entry only inside a menu bar or another menu (a submenu); elsewhere it is a popup's container.
+    static func role(of node: AccessibleNode, parent: AccessibleNode?) -> Role? {
+        if node.role == "menu", let parent, !["menu bar", "menu"].contains(parent.role) { return nil }
         switch node.role {
         case "push button", "toggle button", "button", "push button menu": return .button
         case "check box", "switch", "toggle switch": return .checkbox

@@ -232,24 +232,27 @@ public struct Snapshotter {
 
         // OCR reads what no tree covers: the visible parts of the other windows and of the desktop, plus the boxes
         // of controls the tree left unnamed (icon buttons with a caption drawn as pixels).
+        var accessible: [Element] = []
+        var documents: [Rect] = []
+        for window in windows {
+            guard let top = served[window.id], let merge else { continue }
+            accessible += merge.elements(of: window, top: top, windowRef: { store.windowRef($0) })
+            documents += merge.documentBoxes(of: window, top: top)
+        }
+        // Popups whose entries the tree gave (an open combo box list) need no OCR either.
+        let fromTree = Set(served.keys).union(accessible.compactMap(\.windowID))
         var ocrParts: [Rect] = []
         if source != .atspi {
             var above: [Rect] = []
             for window in windows {
                 var pieces = [window.frame.intersection(area)].filter { !$0.isEmpty }
                 for higher in above { pieces = pieces.flatMap { $0.subtracting(higher) } }
-                if served[window.id] == nil { ocrParts += pieces }
+                if !fromTree.contains(window.id) { ocrParts += pieces }
                 above.append(window.frame)
             }
             var desktop = [area]
             for higher in above { desktop = desktop.flatMap { $0.subtracting(higher) } }
-            ocrParts += desktop
-        }
-        var accessible: [Element] = []
-        for window in windows {
-            guard let top = served[window.id], let merge else { continue }
-            accessible += merge.elements(of: window, top: top, windowRef: store.windowRef(window.id))
-            if source != .atspi { ocrParts += merge.documentBoxes(of: window, top: top) }
+            ocrParts += desktop + documents
         }
         // Only small controls whose caption may be drawn as pixels (icon buttons, tabs), and only when nothing
         // covers any of them: OCR of a big text area or of a window above would name them wrongly.
@@ -283,7 +286,7 @@ public struct Snapshotter {
             elements.append(Element(ref: ref, role: .window, label: window.title, box: window.frame, window: nil,
                                     windowID: window.id, changed: false, active: window.active,
                                     className: window.className, confidence: nil, words: nil,
-                                    source: served[window.id] != nil ? .atspi : (source == .atspi ? .x11 : .ocr)))
+                                    source: fromTree.contains(window.id) ? .atspi : (source == .atspi ? .x11 : .ocr)))
         }
         elements += accessible
         let pixels = PixelEvidence(frame: frame, origin: Point(x: area.x, y: area.y))

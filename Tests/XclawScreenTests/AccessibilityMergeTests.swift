@@ -66,10 +66,10 @@ final class AccessibilityMergeTests: XCTestCase {
         let screen = Rect(x: 0, y: 0, width: 640, height: 480)
         let merge = AccessibleMerge(tree: tree, windows: windows, screen: screen, area: screen)
         let dialog = try XCTUnwrap(merge.matched[10])
-        let elements = merge.elements(of: windows[1], top: dialog, windowRef: "w2")
+        let elements = merge.elements(of: windows[1], top: dialog, windowRef: { "w\($0)" })
         let summary = elements.map { "\($0.role.rawValue) \($0.label)" }
         // Containers are skipped, the hidden button dropped, the label inside "No" names it instead of being listed.
-        XCTAssertEqual(summary, ["text Save changes?", "button No", "button Yes", "text Name:", "field Name"])
+        XCTAssertEqual(summary, ["text Save changes?", "text Name:", "field Name", "button No", "button Yes"])
         let yes = try XCTUnwrap(elements.first { $0.label == "Yes" })
         XCTAssertEqual(yes.source, .atspi)
         XCTAssertEqual(yes.toolkitRole, "push button")
@@ -82,7 +82,7 @@ final class AccessibilityMergeTests: XCTestCase {
 
         // The editor's check box runs past the screen's right edge: clipped to it.
         let editor = try XCTUnwrap(merge.matched[20])
-        let wrap = try XCTUnwrap(merge.elements(of: windows[0], top: editor, windowRef: "w1").first)
+        let wrap = try XCTUnwrap(merge.elements(of: windows[0], top: editor, windowRef: { "w\($0)" }).first)
         XCTAssertEqual(wrap.role, .checkbox)
         XCTAssertEqual(wrap.states, ["checked", "disabled"])
         XCTAssertEqual(wrap.box, Rect(x: 600, y: 280, width: 40, height: 20))
@@ -98,9 +98,42 @@ final class AccessibilityMergeTests: XCTestCase {
             ("filler", [], nil), ("panel", [], nil), ("frame", [], nil), ("menu bar", [], nil),
         ]
         for (role, states, expected) in cases {
-            XCTAssertEqual(AccessibleMerge.role(of: node(1, parent: 0, role: role, states: states, rect: nil)), expected,
+            XCTAssertEqual(AccessibleMerge.role(of: node(1, parent: 0, role: role, states: states, rect: nil),
+                                                 parent: node(0, parent: -1, role: "menu bar", rect: nil)), expected,
                            role)
         }
+    }
+
+    func testPopupEntriesBelongToTheirPopupAndElementsComeInReadingOrder() throws {
+        // A combo box whose open list GTK draws in a popup window of the same process, above the main window; the
+        // toolkit keeps a column of check boxes bottom-up.
+        let nodes = [
+            node(0, parent: -1, role: "application", name: "factory", states: [], rect: nil),
+            node(1, parent: 0, role: "frame", name: "Factory", rect: Rect(x: 0, y: 0, width: 400, height: 300)),
+            node(2, parent: 1, role: "check box", name: "Bottom", rect: Rect(x: 10, y: 200, width: 80, height: 20)),
+            node(3, parent: 1, role: "check box", name: "Right", rect: Rect(x: 100, y: 100, width: 80, height: 20)),
+            node(4, parent: 1, role: "check box", name: "Left", rect: Rect(x: 10, y: 102, width: 80, height: 20)),
+            node(5, parent: 1, role: "combo box", name: "Left", rect: Rect(x: 200, y: 20, width: 100, height: 30)),
+            node(6, parent: 5, role: "menu", rect: Rect(x: 200, y: 50, width: 100, height: 90)),
+            node(7, parent: 6, role: "menu item", name: "Middle", rect: Rect(x: 200, y: 80, width: 100, height: 30)),
+        ]
+        let tree = AccessibleTree(apps: [AccessibleApp(id: 0, root: 0, bus: ":1.0", name: "factory", pid: 7,
+                                                       route: "cache", nodes: 7)], nodes: nodes, ms: 1)
+        let popup = WindowInfo(id: 2, title: "", className: "", instance: "", pid: 7,
+                               frame: Rect(x: 200, y: 50, width: 100, height: 90), mapped: true, visible: true,
+                               active: false, popup: true)
+        let main = window(1, Rect(x: 0, y: 0, width: 400, height: 300), pid: 7)
+        let screen = Rect(x: 0, y: 0, width: 640, height: 480)
+        let merge = AccessibleMerge(tree: tree, windows: [popup, main], screen: screen, area: screen)
+        let top = try XCTUnwrap(merge.matched[1])
+        let elements = merge.elements(of: main, top: top, windowRef: { "w\($0)" })
+        XCTAssertEqual(elements.map(\.label), ["Left", "Middle", "Left", "Right", "Bottom"])
+        // The list's container is not an entry; its entry belongs to the popup and is not covered by it.
+        let middle = try XCTUnwrap(elements.first { $0.label == "Middle" })
+        XCTAssertEqual(middle.role, .menuitem)
+        XCTAssertEqual(middle.window, "w2")
+        XCTAssertNil(middle.covered)
+        XCTAssertFalse(elements.contains { $0.role == .menuitem && $0.label.isEmpty })
     }
 
     func testTreeMatchesWinOverOcrAndControlsOverTheirCaptions() {
