@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# xclaw demo: on its own headless display, open a real terminal, type into it, click, capture, read the screen by
-# OCR, answer a dialog by its button's label, then let the agent loop (`xclaw run`) answer another dialog, driven by
-# a scripted model on a loopback Messages API (no API key needed), and check every result.
+# xclaw demo: on its own headless display (with an accessibility bus), open a real terminal, type into it, click,
+# capture, read the screen by OCR, snapshot a GTK dialog from its accessibility tree next to the terminal read by OCR,
+# answer the dialog by its button's label, then let the agent loop (`xclaw run`) answer another dialog, driven by a
+# scripted model on a loopback Messages API (no API key needed), and check every result.
 # Installs dependencies (idempotent) and builds on first run. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,13 +10,15 @@ bash scripts/install-deps.sh
 echo "demo: building xclaw (first build takes a minute)…" >&2
 swift build -c release --product xclaw 2>&1 | tail -1 >&2
 swift build -c release --product xclaw-mock-api 2>&1 | tail -1 >&2
+swift build -c release --product xclaw-atspi 2>&1 | tail -1 >&2
 xclaw=".build/release/xclaw"
 mockapi=".build/release/xclaw-mock-api"
 out="$(mktemp -d /tmp/xclaw-demo.XXXXXX)"
 
-display=$("$xclaw" display start --size 1920x1080)
+display=$("$xclaw" display start --size 1920x1080 --accessibility)
 trap '"$xclaw" display stop "$display" >/dev/null 2>&1 || true' EXIT
-echo "1. started a private Xvfb on $display (1920x1080)"
+eval "$("$xclaw" display env "$display")"   # DISPLAY and the session bus, for the apps started below
+echo "1. started a private Xvfb on $display (1920x1080) with a session bus and an accessibility bus"
 
 DISPLAY="$display" LC_ALL=C.UTF-8 xterm -geometry 90x20+40+40 -fa 'DejaVu Sans Mono' -fs 13 -title "xclaw demo" \
   -e sh -c "cd '$out' && exec sh -i" >/dev/null 2>&1 &
@@ -61,8 +64,11 @@ DISPLAY="$display" zenity --question --text "Delete the selected files?" --ok-la
 dialog=$!
 "$xclaw" watch --text "Keep" --timeout 15 --display "$display" >/dev/null
 "$xclaw" wait-stable --ms 200 --display "$display" >/dev/null
-echo "8. a zenity dialog opened; snapshot of its controls:"
-"$xclaw" snapshot --interactive --window Question --display "$display" | sed 's/^/     /'
+echo "8. a zenity dialog opened over the terminal; one snapshot, the dialog from its accessibility tree [atspi],"
+echo "   the terminal by OCR [ocr]:"
+"$xclaw" snapshot --interactive --display "$display" | sed 's/^/     /'
+echo "   the dialog's raw accessibility tree:"
+"$xclaw" tree --window Question --display "$display" | sed 's/^/     /'
 "$xclaw" tap Keep --role button --display "$display" | sed 's/^/     /'
 status=0; wait "$dialog" || status=$?
 if [ "$status" = 1 ]; then

@@ -25,6 +25,21 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     public var startedAt: Date
     /// Xvfb's own output, for when it fails.
     public var logPath: String
+    /// The D-Bus session bus and AT-SPI accessibility bus started for this display (`--accessibility`), so apps
+    /// launched on it expose their accessibility trees; nil when none was asked for (and in older records).
+    public var accessibility: AccessibilityBus?
+
+    /// What a process launched on this display needs: `DISPLAY`, plus the session bus address when it has an
+    /// accessibility bus. Also drop `environmentToRemove` from an inherited environment.
+    public var environment: [String: String] {
+        ["DISPLAY": name].merging(accessibility?.environment ?? [:]) { current, _ in current }
+    }
+
+    /// Variables a child must not inherit to use this display: `WAYLAND_DISPLAY` makes GTK and Qt ignore `DISPLAY`,
+    /// and an inherited `AT_SPI_BUS_ADDRESS` would send apps to another desktop's accessibility bus.
+    public var environmentToRemove: [String] {
+        accessibility == nil ? ["WAYLAND_DISPLAY"] : ["WAYLAND_DISPLAY", "AT_SPI_BUS_ADDRESS"]
+    }
 
     /// Where records and logs live: `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID`.
     public static var stateDirectory: URL {
@@ -46,9 +61,12 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     ///   - record: remember it for `xclaw display list/stop`.
     ///   - extraArguments: more Xvfb flags (e.g. `-terminate`).
     ///   - launcher: a command that runs Xvfb (e.g. `["/usr/bin/unshare", "--ipc"]` to mimic a containerised server).
+    ///   - accessibility: also start a D-Bus session bus and the AT-SPI accessibility bus for it (`AccessibilityBus`),
+    ///     so GTK and Qt apps launched with `environment` expose their trees. Only for displays xclaw owns.
+    ///   - timeout: how long Xvfb, and then the buses, may take to be ready.
     public static func start(size: Size = Size(width: 1920, height: 1080), depth: Int = 24, shm: Bool = true,
                              number: Int? = nil, detached: Bool = true, record: Bool = true,
-                             extraArguments: [String] = [], launcher: [String] = [],
+                             extraArguments: [String] = [], launcher: [String] = [], accessibility: Bool = false,
                              timeout: Duration = .seconds(10)) throws -> VirtualDisplay {
         guard [16, 24, 32].contains(depth) else {
             throw ScreenError.invalidArgument("depth must be 16, 24 or 32, not \(depth)")
@@ -81,7 +99,8 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         arguments += ["-displayfd", "3", "-screen", "0", "\(size.width)x\(size.height)x\(depth)", "-nolisten", "tcp"]
         if !shm { arguments += ["-extension", "MIT-SHM"] }
         // By default Xvfb resets (rebuilding its keymap, ~10 ms) whenever its last client leaves, so every short-lived
-        // command would wait for it. `-terminate` (tests) ends the server at that reset instead, so it keeps resets.
+        // command would wait for it; a reset would also wipe the root property `AT_SPI_BUS` that apps find the
+        // accessibility bus by. `-terminate` (tests) ends the server at that reset instead, so it keeps resets.
         if !extraArguments.contains("-terminate") { arguments.append("-noreset") }
         arguments += extraArguments
 
@@ -105,8 +124,18 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         let finalLog = displaysDirectory.appendingPathComponent("\(displayNumber).log").path
         try? fm.removeItem(atPath: finalLog)
         try? fm.moveItem(atPath: logPath, toPath: finalLog)
-        let display = VirtualDisplay(name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
+        var display = VirtualDisplay(name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
                                      depth: depth, shm: shm, startedAt: Date(), logPath: finalLog)
+        if accessibility {
+            do {
+                let busLog = displaysDirectory.appendingPathComponent("\(displayNumber)-a11y.log").path
+                display.accessibility = try AccessibilityBus.start(display: display.name, detached: detached,
+                                                                   logPath: busLog, timeout: timeout)
+            } catch {
+                try? display.stop()  // a display asked for with accessibility is useless without it
+                throw error
+            }
+        }
         if record {
             do {
                 try display.save()
@@ -127,20 +156,31 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
             let url = displaysDirectory.appendingPathComponent(file)
             guard let data = try? Data(contentsOf: url),
                   let display = try? JSONDecoder.xclaw.decode(VirtualDisplay.self, from: data) else { continue }
-            if display.isRunning { result.append(display) } else { try? fm.removeItem(at: url) }
+            if display.isRunning {
+                result.append(display)
+            } else {
+                // Its server died on its own: its buses must not outlive the record that could stop them.
+                display.accessibility?.stop()
+                try? fm.removeItem(at: url)
+            }
         }
         return result.sorted { $0.number < $1.number }
     }
 
     /// Stops a recorded display by name (`:41` or `41`).
     public static func stop(name: String, timeout: Duration = .seconds(3)) throws {
+        try find(name: name).stop(timeout: timeout)
+    }
+
+    /// The running recorded display called `name` (`:41`, `41` or `host:41.0`), for commands that act on one.
+    public static func find(name: String) throws -> VirtualDisplay {
         let number = Int(name.hasPrefix(":") ? String(name.dropFirst()) : name)
             ?? Int(name.split(separator: ":").last?.split(separator: ".").first ?? "")
         guard let number, let display = list().first(where: { $0.number == number }) else {
             throw ScreenError.virtualDisplay(
                 "no display \(name) started by xclaw is running; see `xclaw display list`")
         }
-        try display.stop(timeout: timeout)
+        return display
     }
 
     /// True while the recorded process is alive and is an Xvfb (guards against pid reuse).
@@ -152,11 +192,13 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         return String(decoding: cmdline, as: UTF8.self).contains("Xvfb")
     }
 
-    /// Terminates the server (SIGTERM, then SIGKILL after `timeout`) and forgets it.
+    /// Terminates the server (SIGTERM, then SIGKILL after `timeout`) and forgets it; its buses go first, while the
+    /// server still runs, even when the server itself has already died.
     public func stop(timeout: Duration = .seconds(3)) throws {
         defer {
             try? FileManager.default.removeItem(at: Self.displaysDirectory.appendingPathComponent("\(number).json"))
         }
+        accessibility?.stop(timeout: timeout)
         guard isRunning else { return }
         kill(pid, SIGTERM)
         let deadline = ContinuousClock.now + timeout
@@ -176,16 +218,35 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         try JSONEncoder.xclaw.encode(self).write(to: url, options: .atomic)
     }
 
-    private static func spawn(_ arguments: [String], logPath: String, displayFD: Int32, detached: Bool) throws -> pid_t {
+    /// Starts `arguments` (an absolute path first) with stdin from /dev/null and no other descriptor of ours, so
+    /// nothing leaks into a long-lived child (a test's pipes would never see EOF). Shared by the bus helpers.
+    /// - Parameters:
+    ///   - logPath: appended to with the child's stderr, and its stdout unless `stdout` is given.
+    ///   - stdout: a descriptor to give the child as its stdout (e.g. a pipe's write end).
+    ///   - displayFD: a descriptor to give the child as fd 3 (Xvfb's `-displayfd`).
+    ///   - detached: run in its own session so it outlives this process and the terminal.
+    ///   - ownGroup: when not detached, run in a process group of its own, so what it spawns can be found by group.
+    ///   - environment: the child's whole environment (nil: this process's).
+    static func spawn(_ arguments: [String], logPath: String, stdout: Int32? = nil, displayFD: Int32? = nil,
+                      detached: Bool, ownGroup: Bool = false, environment: [String: String]? = nil) throws -> pid_t {
+        guard let executable = arguments.first else {
+            throw ScreenError.invalidArgument("spawn needs a command")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        let logFlags = O_WRONLY | O_CREAT | O_APPEND
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_adddup2(&actions, displayFD, 3)
-        // Nothing else of ours may leak into the server (a test's pipes would never see EOF).
-        xclaw_spawn_closefrom(&actions, 4)
+        if let stdout {
+            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+            posix_spawn_file_actions_addopen(&actions, 2, logPath, logFlags, 0o600)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, logPath, logFlags, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
+        if let displayFD { posix_spawn_file_actions_adddup2(&actions, displayFD, 3) }
+        // Nothing else of ours may leak into the child.
+        xclaw_spawn_closefrom(&actions, displayFD == nil ? 3 : 4)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -197,14 +258,24 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         sigemptyset(&mask)
         posix_spawnattr_setsigmask(&attributes, &mask)
         let setsid: Int32 = 0x80  // POSIX_SPAWN_SETSID (glibc): outlive the terminal and this process
-        let flags = Int32(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK) | (detached ? setsid : 0)
+        var flags = Int32(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)
+        if detached {
+            flags |= setsid
+        } else if ownGroup {
+            flags |= Int32(POSIX_SPAWN_SETPGROUP)
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
         posix_spawnattr_setflags(&attributes, Int16(flags))
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var envp: [UnsafeMutablePointer<CChar>?] = (environment ?? [:]).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        let rc = environment == nil
+            ? posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
+            : posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
         guard rc == 0 else {
-            throw ScreenError.virtualDisplay("could not start \(arguments[0]): \(String(cString: strerror(rc)))")
+            throw ScreenError.virtualDisplay("could not start \(executable): \(String(cString: strerror(rc)))")
         }
         return pid
     }
@@ -227,9 +298,11 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    private static func findExecutable(_ name: String) -> String? {
+    /// The first `name` on `$PATH` (then /usr/bin) that may be executed.
+    static func findExecutable(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":") + ["/usr/bin"] {
+        // Strings, not `split`'s slices: mixed with the literal below, the slices were printed as arrays of characters.
+        for dir in path.split(separator: ":").map(String.init) + ["/usr/bin"] {
             let candidate = "\(dir)/\(name)"
             if access(candidate, X_OK) == 0 { return candidate }
         }

@@ -2,11 +2,11 @@ import ArgumentParser
 import Foundation
 import XclawScreen
 
-/// `xclaw display start|stop|list`: private headless displays.
+/// `xclaw display start|stop|list|env`: private headless displays.
 struct DisplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "display", abstract: "Start, stop and list private Xvfb displays.",
-        subcommands: [Start.self, Stop.self, List.self])
+        subcommands: [Start.self, Stop.self, List.self, Env.self])
 
     /// `xclaw display start`.
     struct Start: ParsableCommand {
@@ -15,10 +15,16 @@ struct DisplayCommand: ParsableCommand {
         @Option(help: "Screen size, WIDTHxHEIGHT.") var size = "1920x1080"
         @Option(help: "Colour depth: 16, 24 or 32.") var depth = 24
         @Flag(help: "Disable MIT-SHM (captures then use XGetImage, as on a remote display).") var noShm = false
+        @Flag(help: ArgumentHelp(
+            "Also start a D-Bus session bus and the AT-SPI accessibility bus for this display, so GTK/Qt apps "
+                + "launched on it expose their accessibility trees (launch them with `eval \"$(xclaw display env "
+                + "NAME)\"`). Only for displays xclaw starts.")) var accessibility = false
         @Flag(help: "Print the record as JSON.") var json = false
 
         func run() throws {
-            let display = try VirtualDisplay.start(size: try Size(parsing: size), depth: depth, shm: !noShm)
+            let display = try VirtualDisplay.start(size: try Size(parsing: size), depth: depth, shm: !noShm,
+                                                   accessibility: accessibility)
+            // The name alone on stdout: scripts run `D=$(xclaw display start)`.
             try emit(display, json: json) { display.name }
         }
     }
@@ -39,9 +45,45 @@ struct DisplayCommand: ParsableCommand {
         func run() throws {
             let displays = VirtualDisplay.list()
             try emit(displays, json: json) {
-                displays.map { "\($0.name)\t\($0.size)x\($0.depth)\tpid \($0.pid)\(($0.shm ? "" : "\tno-shm"))" }
-                    .joined(separator: "\n")
+                displays.map {
+                    "\($0.name)\t\($0.size)x\($0.depth)\tpid \($0.pid)\($0.shm ? "" : "\tno-shm")"
+                        + ($0.accessibility == nil ? "" : "\ta11y")
+                }.joined(separator: "\n")
             }
+        }
+    }
+}
+
+extension DisplayCommand {
+    /// `xclaw display env`: the variables an app needs to run on a display xclaw started, as shell commands.
+    struct Env: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the environment for apps on a display xclaw started: eval \"$(xclaw display env :41)\".",
+            discussion: "Prints `export DISPLAY=…`, plus `export DBUS_SESSION_BUS_ADDRESS=…` when the display was "
+                + "started with --accessibility, and an `unset` line for inherited variables that would send apps "
+                + "elsewhere (WAYLAND_DISPLAY, AT_SPI_BUS_ADDRESS).")
+        @Argument(help: "The display, e.g. :41.") var name: String
+        @Flag(help: "Print the variables as a JSON object.") var json = false
+
+        func run() throws {
+            let display = try VirtualDisplay.find(name: name)
+            try emit(display.environment, json: json) { Self.shellLines(display) }
+        }
+
+        /// `export` lines in a stable order (DISPLAY first), values quoted for POSIX shells, then one `unset` line.
+        static func shellLines(_ display: VirtualDisplay) -> String {
+            let env = display.environment
+            let keys = env.keys.sorted { ($0 == "DISPLAY" ? "" : $0) < ($1 == "DISPLAY" ? "" : $1) }
+            var lines = keys.map { "export \($0)=\(shellQuoted(env[$0] ?? ""))" }
+            lines.append("unset " + display.environmentToRemove.joined(separator: " "))
+            return lines.joined(separator: "\n")
+        }
+
+        /// `text` as one shell word: as it is when only safe characters, else in single quotes.
+        static func shellQuoted(_ text: String) -> String {
+            let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:./@%+-")
+            if !text.isEmpty && text.allSatisfy(safe.contains) { return text }
+            return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
         }
     }
 }

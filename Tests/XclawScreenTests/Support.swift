@@ -18,12 +18,17 @@ final class TestDisplay: @unchecked Sendable {
     private var keeper: DisplayConnection?
     var name: String { server.name }
 
+    /// `accessibility` also starts the session and accessibility buses (`VirtualDisplay.start`); `stop` ends them.
     init(size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
-         launcher: [String] = []) throws {
+         launcher: [String] = [], accessibility: Bool = false) throws {
         server = try VirtualDisplay.start(size: size, depth: depth, shm: shm, number: number, detached: false,
-                                          record: false, extraArguments: ["-terminate"], launcher: launcher)
+                                          record: false, extraArguments: ["-terminate"], launcher: launcher,
+                                          accessibility: accessibility)
         keeper = try DisplayConnection(name: server.name)
     }
+
+    /// What an app launched on this display needs: `DISPLAY`, plus the session bus when it has one.
+    var environment: [String: String] { server.environment }
 
     /// Opens a fresh connection.
     func connect() throws -> DisplayConnection { try DisplayConnection(name: name) }
