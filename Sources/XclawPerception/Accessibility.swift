@@ -115,6 +115,8 @@ public enum AccessibilityLocation: Sendable, Equatable, CustomStringConvertible 
 public enum AccessibilityError: Error, CustomStringConvertible, Equatable, ClassifiedError {
     /// Nothing tells where the display's accessibility bus is.
     case noBus(display: String)
+    /// xclaw started this display with an accessibility bus, and that bus is gone.
+    case busGone(display: String)
     /// The `xclaw-atspi` helper is not installed beside xclaw.
     case helperMissing
     /// The helper did not finish in time (a hung application or bus); it was killed.
@@ -127,6 +129,9 @@ public enum AccessibilityError: Error, CustomStringConvertible, Equatable, Class
         case .noBus(let display):
             return "no accessibility bus on display \(display); start the display with "
                 + "`xclaw display start --accessibility`, or run the apps in a desktop session with AT-SPI"
+        case .busGone(let display):
+            return "the accessibility bus xclaw started for display \(display) is gone (killed?); restart the display "
+                + "with `xclaw display stop \(display)` and `xclaw display start --accessibility`"
         case .helperMissing:
             return "xclaw-atspi is missing: install it beside the xclaw binary (swift build builds both), or set "
                 + "XCLAW_ATSPI to its path"
@@ -138,7 +143,7 @@ public enum AccessibilityError: Error, CustomStringConvertible, Equatable, Class
 
     public var exitStatus: ExitStatus {
         switch self {
-        case .noBus, .timedOut: return .notFound
+        case .noBus, .busGone, .timedOut: return .notFound
         case .helperMissing, .failed: return .internal
         }
     }
@@ -191,6 +196,14 @@ public struct AccessibilityReader: Sendable {
         if let address = try? windows.rootText("AT_SPI_BUS"), !address.isEmpty { return .bus(address) }
         if ours, let session = environment["DBUS_SESSION_BUS_ADDRESS"], !session.isEmpty { return .session(session) }
         return nil
+    }
+
+    /// Why `display` has no bus: `busGone` when xclaw started it with one (its record says so), else `noBus`.
+    public static func missingBus(display: String) -> AccessibilityError {
+        if let record = try? VirtualDisplay.find(name: display), record.accessibility != nil {
+            return .busGone(display: display)
+        }
+        return .noBus(display: display)
     }
 
     /// Whether two display names (`:1`, `:1.0`, `unix:1`) name the same display.

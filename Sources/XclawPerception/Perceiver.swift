@@ -64,7 +64,7 @@ extension Perceiver {
     /// Presses an element from the accessibility tree through its toolkit (`action` nil: its first action, such as
     /// GTK's "click" or Qt's "Press"), without moving the mouse; returns the action's name.
     public func press(_ node: AccessibleHandle, action: String? = nil) throws -> String {
-        guard let location = accessibilityLocation else { throw AccessibilityError.noBus(display: connection.name) }
+        guard let location = accessibilityLocation else { throw AccessibilityReader.missingBus(display: connection.name) }
         return try accessibility.perform(action, on: node, at: location)
     }
 
@@ -79,7 +79,7 @@ extension Perceiver {
 
     /// Gives an element from the accessibility tree the keyboard focus within its window.
     public func focus(_ node: AccessibleHandle) throws {
-        guard let location = accessibilityLocation else { throw AccessibilityError.noBus(display: connection.name) }
+        guard let location = accessibilityLocation else { throw AccessibilityReader.missingBus(display: connection.name) }
         try accessibility.focus(node, at: location)
     }
 }

@@ -223,8 +223,11 @@ public struct Snapshotter {
                     warnings.append("\(error); using OCR instead")
                 }
                 treeMilliseconds = (ContinuousClock.now - start).milliseconds
-            } else if source == .atspi {
-                throw AccessibilityError.noBus(display: connection.name)
+            } else {
+                // Silent when the display never had a bus; a bus xclaw started and lost is worth a warning.
+                let missing = AccessibilityReader.missingBus(display: connection.name)
+                if source == .atspi { throw missing }
+                if case .busGone = missing { warnings.append("\(missing); using OCR instead") }
             }
         }
         let merge = tree.map { AccessibleMerge(tree: $0, windows: windows, screen: Rect(size: screen), area: area) }

@@ -221,7 +221,7 @@ struct Tree: ParsableCommand {
         let connection = try target.connect()
         let windows = WindowManager(connection: connection)
         guard let location = AccessibilityReader.locate(display: connection.name, windows: windows) else {
-            throw AccessibilityError.noBus(display: connection.name)
+            throw AccessibilityReader.missingBus(display: connection.name)
         }
         let reader = AccessibilityReader()
         var tree = try reader.tree(at: location, all: all, actions: true)

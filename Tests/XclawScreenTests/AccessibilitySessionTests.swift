@@ -107,7 +107,22 @@ final class AccessibilitySessionTests: XCTestCase {
         XCTAssertEqual(unknown.status, 3)
         XCTAssertTrue(unknown.stderr.contains("xclaw display list"), unknown.stderr)
 
+        // The bus dies behind xclaw's back: snapshots say so (and use OCR), `tree` fails with what to do.
         let spawned = Self.processes(inGroups: [bus.launcherPID, bus.daemonPID])
+        kill(bus.launcherPID, SIGTERM)
+        let windows = try WindowManager(connection: DisplayConnection(name: display.name))
+        let deadline = Date().addingTimeInterval(5)
+        while (try? windows.rootText("AT_SPI_BUS")) != nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        XCTAssertNil(try windows.rootText("AT_SPI_BUS"), "the launcher removes its property when it ends")
+        let lost = try runCLI(["snapshot", "--display", display.name], environment: env,
+                              removing: ["AT_SPI_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS"])
+        XCTAssertEqual(lost.status, 0, lost.stderr)
+        XCTAssertTrue(lost.stderr.contains("warning:") && lost.stderr.contains("is gone"), lost.stderr)
+        let tree = try runCLI(["tree", "--display", display.name], environment: env,
+                              removing: ["AT_SPI_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS"])
+        XCTAssertEqual(tree.status, 1, tree.stderr)
+        XCTAssertTrue(tree.stderr.contains("is gone") && tree.stderr.contains("--accessibility"), tree.stderr)
+
         let stopped = try runCLI(["display", "stop", display.name], environment: env)
         XCTAssertEqual(stopped.status, 0, stopped.stderr)
         for pid in [bus.daemonPID, bus.launcherPID, display.pid] + spawned {
