@@ -12,7 +12,7 @@ packages=(
   xvfb xauth
   xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core openbox
   # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
-  libglib2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
+  libglib2.0-dev libatspi2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
 )
 [[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot tesseract-ocr)
 

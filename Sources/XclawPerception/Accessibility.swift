@@ -102,6 +102,12 @@ public enum AccessibilityLocation: Sendable, Equatable, CustomStringConvertible 
         }
     }
 
+    /// Only a session bus is known: it may have no accessibility bus at all, which is not a failure.
+    public var isSessionOnly: Bool {
+        if case .session = self { return true }
+        return false
+    }
+
     /// Where it came from, for messages (addresses name socket paths, not secrets).
     public var description: String {
         switch self {
@@ -121,7 +127,11 @@ public enum AccessibilityError: Error, CustomStringConvertible, Equatable, Class
     case helperMissing
     /// The helper did not finish in time (a hung application or bus); it was killed.
     case timedOut(milliseconds: Int)
-    /// The helper failed, crashed or printed something unreadable.
+    /// The bus could not be reached (a stale address, or a session bus without an accessibility bus).
+    case unreachable(String)
+    /// The application refused the call or the element is gone (no such action, a closed window).
+    case refused(String)
+    /// The helper crashed or printed something unreadable: a bug.
     case failed(String)
 
     public var description: String {
@@ -136,14 +146,17 @@ public enum AccessibilityError: Error, CustomStringConvertible, Equatable, Class
             return "xclaw-atspi is missing: install it beside the xclaw binary (swift build builds both), or set "
                 + "XCLAW_ATSPI to its path"
         case .timedOut(let ms):
-            return "the accessibility tree did not answer within \(ms) ms (a hung application or bus?)"
+            return "the accessibility tree did not answer within \(ms) ms (a hung application or bus?); "
+                + "XCLAW_ATSPI_TIMEOUT_MS gives it longer"
+        case .unreachable(let message): return "the accessibility bus cannot be reached: \(message)"
+        case .refused(let message): return message
         case .failed(let message): return "reading the accessibility tree failed: \(message)"
         }
     }
 
     public var exitStatus: ExitStatus {
         switch self {
-        case .noBus, .busGone, .timedOut: return .notFound
+        case .noBus, .busGone, .timedOut, .unreachable, .refused: return .notFound
         case .helperMissing, .failed: return .internal
         }
     }
@@ -165,7 +178,7 @@ public struct AccessibilityReader: Sendable {
                 callTimeout: Duration = .milliseconds(800)) {
         self.helper = helper
         let env = ProcessInfo.processInfo.environment["XCLAW_ATSPI_TIMEOUT_MS"].flatMap(Int.init)
-        self.timeout = timeout ?? .milliseconds(max(100, env ?? 2000))
+        self.timeout = timeout ?? .milliseconds(min(600_000, max(100, env ?? 2000)))
         self.callTimeout = min(callTimeout, self.timeout)
     }
 
@@ -258,9 +271,16 @@ public struct AccessibilityReader: Sendable {
             throw AccessibilityError.failed("xclaw-atspi was killed by signal \(signal)"
                 + Self.detail(result.stderr))
         case .exited(let status) where status != 0:
-            let message = Self.detail(result.stderr)
-            throw AccessibilityError.failed(message.isEmpty ? "xclaw-atspi exited with status \(status)"
-                                                            : String(message.dropFirst(2)))
+            let detail = Self.detail(result.stderr)
+            let message = detail.isEmpty ? "xclaw-atspi exited with status \(status)" : String(detail.dropFirst(2))
+            // The helper's documented statuses: 3 no bus or cannot connect, 4 the call failed.
+            switch status {
+            case 3: throw AccessibilityError.unreachable(message)
+            case 4: throw AccessibilityError.refused(message)
+            default: throw AccessibilityError.failed(message)
+            }
+        case .unknown:
+            throw AccessibilityError.failed("could not learn how xclaw-atspi ended")
         case .exited:
             return result.stdout
         }
@@ -282,6 +302,8 @@ struct ChildProcess {
         case exited(Int32)
         case signalled(Int32)
         case timedOut
+        /// Its status was lost (SIGCHLD ignored by whoever started us, so the kernel reaped it).
+        case unknown
     }
     var ending: Ending
     var stdout: Data
@@ -290,12 +312,14 @@ struct ChildProcess {
     /// Spawns `arguments` (stdin from /dev/null), reads both pipes until they close or `timeout` passes, and reaps
     /// it; at the deadline it is killed (SIGKILL) and reaped.
     static func run(_ arguments: [String], timeout: Duration) throws -> ChildProcess {
+        // Close-on-exec, so processes other threads start never inherit them (and never hold them open).
         var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
         guard pipe(&out) == 0 else { throw AccessibilityError.failed("pipe() failed") }
         guard pipe(&err) == 0 else {
             close(out[0]); close(out[1])
             throw AccessibilityError.failed("pipe() failed")
         }
+        for fd in out + err { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -305,8 +329,20 @@ struct ChildProcess {
         xclaw_spawn_closefrom(&actions, 3)
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        // Default dispositions and an empty mask: what this process ignores or blocks must not reach the helper.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
+        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
         close(out[1])
         close(err[1])
         defer { close(out[0]); close(err[0]) }
@@ -345,7 +381,7 @@ struct ChildProcess {
         while true {
             let reaped = waitpid(pid, &status, WNOHANG)
             if reaped == pid { break }
-            if reaped < 0 && errno != EINTR { return ChildProcess(ending: .exited(0), stdout: stdout, stderr: stderr) }
+            if reaped < 0 && errno != EINTR { return ChildProcess(ending: .unknown, stdout: stdout, stderr: stderr) }
             if ContinuousClock.now >= deadline {
                 kill(pid, SIGKILL)
                 while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

@@ -83,22 +83,27 @@ struct AccessibleMerge {
         return boxes
     }
 
-    /// The elements of one served window, in reading order. A node drawn in a popup of the same process stacked
-    /// above the window (a combo box's open list, a menu) belongs to that popup, which then does not cover it.
+    /// The elements of one served window, in reading order. A subtree whose node has the extents of a popup of the
+    /// same process stacked above the window (a combo box's open list drawn in its own X window) belongs to that
+    /// popup, which then does not cover it; any other window above covers what lies under it.
     func elements(of window: WindowInfo, top: Int, windowRef: (UInt) -> String) -> [Element] {
         let position = windows.firstIndex { $0.id == window.id } ?? 0
+        // GTK also gives such a popup an empty top-level node of its own, so matched windows count too.
         let popups = windows.prefix(position).filter { $0.pid != nil && $0.pid == window.pid }
         var out: [Element] = []
-        func visit(_ index: Int, parent: AccessibleNode?, insideControl: Bool) {
+        func visit(_ index: Int, parent: AccessibleNode?, owner: WindowInfo, insideControl: Bool) {
             let node = tree.nodes[index]
             var inside = insideControl
+            var owner = owner
+            if let rect = node.rect, let popup = popups.first(where: { Self.overlap(rect, $0.frame) >= 0.6 }) {
+                owner = popup
+            }
             if index != top, let role = Self.role(of: node, parent: parent) {
                 let box = node.rect.map { $0.intersection(screen).intersection(area) } ?? Rect(x: 0, y: 0, width: 0, height: 0)
                 // Text inside a control is the control's label, not an element of its own.
                 if !box.isEmpty, !(insideControl && !role.isInteractive) {
                     let label = self.label(index, role: role)
                     if role.isInteractive || !label.isEmpty {
-                        let owner = popups.first { $0.frame.contains(box) } ?? window
                         let higher = windows.prefix { $0.id != owner.id }
                         out.append(Element(
                             ref: "", role: role, label: label, box: box, window: windowRef(owner.id), windowID: owner.id,
@@ -110,9 +115,9 @@ struct AccessibleMerge {
                 }
                 if role.isInteractive { inside = true }
             }
-            for child in children[node.id] ?? [] { visit(child, parent: node, insideControl: inside) }
+            for child in children[node.id] ?? [] { visit(child, parent: node, owner: owner, insideControl: inside) }
         }
-        visit(top, parent: nil, insideControl: false)
+        visit(top, parent: nil, owner: window, insideControl: false)
         return Self.readingOrder(Self.nameFields(out))
     }
 

@@ -68,13 +68,27 @@ extension Perceiver {
         return try accessibility.perform(action, on: node, at: location)
     }
 
+    /// How far `focusForTyping` got.
+    public enum TypingFocus: Sendable, Equatable {
+        /// The element has the keyboard focus: type away.
+        case focused
+        /// Its window was raised and focused, but the toolkit would not focus the element: click it (nothing
+        /// covers it now).
+        case raised
+        /// Nothing was done (no tree node, or the window could not be raised): click it if nothing covers it.
+        case none
+    }
+
     /// Makes an element from the accessibility tree the place typing goes, without a click: raises and focuses its
     /// X window (the toolkit's focus moves only within its window), then focuses the element through the toolkit.
-    /// False when it has no tree node or the toolkit refuses: then the caller clicks it.
-    public func focusForTyping(_ match: Match) -> Bool {
-        guard let node = match.node else { return false }
-        if let id = match.windowID, let window = try? windows.window(id: id) { try? windows.activate(window) }
-        return (try? focus(node)) != nil
+    public func focusForTyping(_ match: Match) -> TypingFocus {
+        guard let node = match.node else { return .none }
+        var raised = false
+        if let id = match.windowID, let window = try? windows.window(id: id) {
+            raised = (try? windows.activate(window)) != nil
+        }
+        if (try? focus(node)) != nil { return .focused }
+        return raised ? .raised : .none
     }
 
     /// Gives an element from the accessibility tree the keyboard focus within its window.

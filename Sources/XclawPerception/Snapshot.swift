@@ -218,6 +218,11 @@ public struct Snapshotter {
                         warnings.append("pid \(app.pid) did not answer on the accessibility bus; its windows are "
                             + "read by OCR")
                     }
+                } catch AccessibilityError.unreachable(_) where location.isSessionOnly && source != .atspi {
+                    // The session bus has no accessibility bus: the same as having none, so no warning, unless
+                    // xclaw started this display with one.
+                    let missing = AccessibilityReader.missingBus(display: connection.name)
+                    if case .busGone = missing { warnings.append("\(missing); using OCR instead") }
                 } catch {
                     if source == .atspi { throw error }
                     warnings.append("\(error); using OCR instead")
@@ -265,7 +270,8 @@ public struct Snapshotter {
             return e.label.isEmpty && captioned.contains(e.role) && e.box.width <= 320 && e.box.height <= 80
                 && merge?.unobstructed(e.box, in: e.windowID) == true
         }
-        let parts = ocrParts + unnamed.map { accessible[$0].box.intersection(area) }.filter { !$0.isEmpty }
+        let parts = ocrParts + (source == .atspi ? [] : unnamed.map { accessible[$0].box.intersection(area) }
+            .filter { !$0.isEmpty })
         var reading = TextReading(region: area, lines: [], stats: .init(blocks: 0, recognized: 0, cached: 0,
                                                                       unchanged: false, milliseconds: 0))
         if !parts.isEmpty {

@@ -72,6 +72,8 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         do {
             var env = inheritedEnvironment()
             env["DISPLAY"] = display
+            // Marks these daemons (and what they spawn) as xclaw's, so `reapOrphans` never touches anyone else's.
+            env[Self.marker] = display
             let session = try startSessionDaemon(daemon, environment: env, logPath: log, deadline: deadline)
             bus.sessionAddress = session.address
             bus.daemonPID = session.pid
@@ -345,6 +347,45 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
             }
         }
         return result
+    }
+
+    /// The environment variable that marks the daemons xclaw started, with their display.
+    static let marker = "XCLAW_A11Y_DISPLAY"
+
+    /// Ends the bus daemons (session and accessibility `dbus-daemon`, the launcher, the registry) xclaw started for a
+    /// display that no longer runs: what a test process or an xclaw killed before its clean-up left behind. A display counts as
+    /// running while the pid in its X lock file (`/tmp/.XN-lock`) is alive. Returns how many were ended.
+    @discardableResult
+    public static func reapOrphans() -> Int {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
+        let names: Set<String> = ["dbus-daemon", "at-spi-bus-laun", "at-spi2-registr"]
+        var orphans: [Int32] = []
+        for entry in entries {
+            guard let pid = Int32(entry), pid != getpid(),
+                  let comm = readProcFile("/proc/\(pid)/comm"),
+                  names.contains(String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+                  let environ = readProcFile("/proc/\(pid)/environ") else { continue }
+            let prefix = Array("\(marker)=".utf8)
+            guard let variable = environ.split(separator: 0).first(where: { $0.starts(with: prefix) }) else { continue }
+            let display = String(decoding: variable.dropFirst(prefix.count), as: UTF8.self)
+            // Only local displays (":N" or ":N.S"); a remote one cannot be checked from here.
+            guard display.hasPrefix(":"), let number = Int(display.dropFirst().prefix { $0 != "." }) else { continue }
+            guard !serverRuns(display: number) else { continue }
+            orphans.append(pid)
+        }
+        for pid in orphans { kill(pid, SIGTERM) }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while orphans.contains(where: isAlive) && ContinuousClock.now < deadline { usleep(10_000) }
+        for pid in orphans where isAlive(pid) { kill(pid, SIGKILL) }
+        return orphans.count
+    }
+
+    /// Whether an X server runs for display `number`, by the pid in its lock file.
+    private static func serverRuns(display number: Int) -> Bool {
+        guard let bytes = readProcFile("/tmp/.X\(number)-lock"),
+              let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
     }
 
     /// A bus address without its `guid=` part, which a daemon may or may not pass on to what it spawns.

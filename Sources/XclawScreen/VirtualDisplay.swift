@@ -127,6 +127,8 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         var display = VirtualDisplay(name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
                                      depth: depth, shm: shm, startedAt: Date(), logPath: finalLog)
         if accessibility {
+            // Buses of displays that died without their clean-up would otherwise pile up.
+            AccessibilityBus.reapOrphans()
             do {
                 let busLog = displaysDirectory.appendingPathComponent("\(displayNumber)-a11y.log").path
                 display.accessibility = try AccessibilityBus.start(display: display.name, detached: detached,

@@ -48,7 +48,9 @@ public struct ScreenSnapshotTool: AgentTool {
                 _ = try session.settle()
                 return try session.snapshot()
             }
-            return .text(snapshot.render(interactiveOnly: interactive))
+            // The model should know when a window was read by OCR because its tree failed.
+            let notes = (snapshot.warnings ?? []).map { "\nnote: \($0)" }.joined()
+            return .text(snapshot.render(interactiveOnly: interactive) + notes)
         } catch {
             throw modelError(error)
         }

@@ -88,12 +88,17 @@ public struct TapElementTool: AgentTool {
             }
             let point = match.point
             let what = "\(match.ref) \(match.role.rawValue) \(quoted(match.text))"
-            // A covered element cannot be clicked (the window above would get it), but its toolkit can press it.
+            // A covered element cannot be clicked (the window above would get it), but its toolkit can press a
+            // button-like one; a right/double click or a field (whose first action may submit) is refused instead.
             if pressAction || match.covered == true {
+                let pressable = match.node != nil && button == .left && !double && match.role != .field
+                guard pressAction || pressable else {
+                    throw ToolError("\(what) is covered by another window, so a click would land there: bring its "
+                        + "window to the front first" + (match.node != nil && match.role != .field
+                            ? ", or press it with action: true" : ""))
+                }
                 guard let node = match.node else {
-                    throw ToolError(pressAction
-                        ? "\(what) was read by OCR, so it has no toolkit action: tap it without action"
-                        : "\(what) is covered by another window: bring its window to the front first")
+                    throw ToolError("\(what) was read by OCR, so it has no toolkit action: tap it without action")
                 }
                 let record = ActionRecord(tool: name, action: "press", x: point.x, y: point.y, text: wanted,
                                           result: "pending")

@@ -65,7 +65,10 @@ public struct TypeTextTool: AgentTool {
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in
                 if let target {
                     // The toolkit's own focus call moves no pointer; a click is the fallback.
-                    if !session.perceiver.focusForTyping(target) {
+                    switch session.perceiver.focusForTyping(target) {
+                    case .focused: break
+                    case .raised: try session.input.click(at: target.point)
+                    case .none:
                         if target.covered == true { throw PerceptionError.covered(target.summary) }
                         try session.input.click(at: target.point)
                     }

@@ -56,8 +56,14 @@ while index < arguments.count {
     switch argument {
     case "--bus": bus = value()
     case "--session": session = value()
-    case "--pid": pid = Int32(value()) ?? 0
-    case "--timeout": timeout = Int32(value()) ?? 1000
+    case "--pid":
+        guard let number = Int32(value()), number > 0 else { fail("--pid needs a process id", 2) }
+        pid = number
+    case "--timeout":
+        guard let number = Int32(value()), (1...600_000).contains(number) else {
+            fail("--timeout needs milliseconds (1…600000)", 2)
+        }
+        timeout = number
     case "--all": flags |= XA_ALL
     case "--actions": flags |= XA_ACTIONS
     case "--walk": flags |= XA_WALK

@@ -214,8 +214,11 @@ extension TypeText {
         try withPerceiver(target) { p in
             let snapshot = try takeSnapshot(p, area: p.area(window: window))
             let match = try Selection().resolve(label, in: snapshot)
-            if p.focusForTyping(match) { return }
-            if match.covered == true { throw PerceptionError.covered(match.summary) }
+            switch p.focusForTyping(match) {
+            case .focused: return
+            case .raised: break  // its window is on top now: the click reaches it
+            case .none: if match.covered == true { throw PerceptionError.covered(match.summary) }
+            }
             try controller.click(at: match.point)
         }
     }

@@ -134,6 +134,16 @@ final class AccessibilityMergeTests: XCTestCase {
         XCTAssertEqual(middle.window, "w2")
         XCTAssertNil(middle.covered)
         XCTAssertFalse(elements.contains { $0.role == .menuitem && $0.label.isEmpty })
+
+        // A window of the same process that is not that popup (a second dialog over the check boxes) covers them.
+        let dialog = WindowInfo(id: 3, title: "", className: "", instance: "", pid: 7,
+                                frame: Rect(x: 0, y: 90, width: 200, height: 50), mapped: true, visible: true,
+                                active: false)
+        let covering = AccessibleMerge(tree: tree, windows: [dialog, popup, main], screen: screen, area: screen)
+        let under = covering.elements(of: main, top: try XCTUnwrap(covering.matched[1]), windowRef: { "w\($0)" })
+        let left = try XCTUnwrap(under.first { $0.label == "Left" && $0.role == .checkbox })
+        XCTAssertEqual(left.window, "w1")
+        XCTAssertEqual(left.covered, true)
     }
 
     func testTreeMatchesWinOverOcrAndControlsOverTheirCaptions() {
@@ -193,7 +203,9 @@ final class AccessibilityMergeTests: XCTestCase {
         set.arguments = ["-display", display.name, "-root", "-f", "AT_SPI_BUS", "8s", "-set", "AT_SPI_BUS",
                          "unix:path=/nonexistent/bus"]
         try set.run()
-        set.waitUntilExit()
+        let deadline = Date().addingTimeInterval(10)
+        while set.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertFalse(set.isRunning, "xprop did not finish")
         XCTAssertEqual(AccessibilityReader.locate(display: display.name, windows: windows, environment: [:]),
                        .bus("unix:path=/nonexistent/bus"))
 
@@ -203,7 +215,7 @@ final class AccessibilityMergeTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("warning:") && result.stderr.contains("nonexistent"), result.stderr)
         XCTAssertTrue(result.stderr.contains("using OCR instead"), result.stderr)
         let strict = try runCLI(["snapshot", "--display", display.name, "--source", "atspi"])
-        XCTAssertNotEqual(strict.status, 0)
+        XCTAssertEqual(strict.status, 1, strict.stderr)
         XCTAssertTrue(strict.stderr.contains("nonexistent"), strict.stderr)
     }
 }

@@ -33,6 +33,8 @@ typedef struct node {
   GArray *children;    // int ids, in order
   int index_in_parent;
   int kept;            // -1 unknown, 0 dropped, 1 kept
+  gboolean queried;    // its role, name and states were asked for (a walk cut at its cap leaves some unasked)
+  int characters;      // Text.CharacterCount, -1 unknown
 } node;
 
 typedef struct app {
@@ -79,6 +81,7 @@ static node *node_new(xa_reader *r, const char *bus, const char *path, int paren
   n->children = g_array_new(FALSE, FALSE, sizeof(int));
   n->index_in_parent = -1;
   n->kept = -1;
+  n->characters = -1;
   g_ptr_array_add(r->nodes, n);
   return n;
 }
@@ -193,7 +196,7 @@ void xa_close(xa_reader *r) {
 
 typedef enum {
   K_PID, K_APP_NAME, K_ITEMS, K_CHILDREN, K_ROLE, K_STATE, K_NAME, K_INTERFACES, K_EXTENTS, K_TEXT, K_VALUE,
-  K_ACTIONS
+  K_ACTIONS, K_CHARACTERS
 } kind;
 
 typedef struct pending_call {
@@ -246,8 +249,13 @@ static void add_items(xa_reader *r, int app_index, GVariant *items);
 static void on_reply(GObject *source, GAsyncResult *res, gpointer data) {
   pending_call *c = data;
   xa_reader *r = c->reader;
-  GVariant *v = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
+  GError *err = NULL;
+  GVariant *v = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &err);
   r->pending--;
+  // An application that answers, even with an error, is alive and worth walking; only a timeout means it hangs.
+  if (c->kind == K_APP_NAME && (v || !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_TIMED_OUT)))
+    ((app *)g_ptr_array_index(r->apps, N(r, c->id)->app))->responded = TRUE;
+  g_clear_error(&err);
   if (!v) {  // a node that vanished or an app that does not answer keeps its defaults
     g_free(c);
     return;
@@ -266,8 +274,6 @@ static void on_reply(GObject *source, GAsyncResult *res, gpointer data) {
       if (!strcmp(type, "(a((so)(so)(so)iiassusau))")) add_items(r, c->id, v);
       break;
     case K_APP_NAME:
-      ((app *)g_ptr_array_index(r->apps, n->app))->responded = TRUE;
-      /* fall through */
     case K_NAME:
       if (!strcmp(type, "(v)")) {
         GVariant *inner;
@@ -344,6 +350,14 @@ static void on_reply(GObject *source, GAsyncResult *res, gpointer data) {
         g_variant_unref(inner);
       }
       break;
+    case K_CHARACTERS:
+      if (!strcmp(type, "(v)")) {
+        GVariant *inner;
+        g_variant_get(v, "(v)", &inner);
+        if (g_variant_is_of_type(inner, G_VARIANT_TYPE_INT32)) n->characters = g_variant_get_int32(inner);
+        g_variant_unref(inner);
+      }
+      break;
     case K_ACTIONS:
       if (!strcmp(type, "(a(sss))")) {
         GVariantIter *iter;
@@ -391,6 +405,7 @@ static void add_items(xa_reader *r, int app_index, GVariant *items) {
       count++;
     }
     n->index_in_parent = index;
+    n->queried = TRUE;
     n->role = role;
     g_free(n->name);
     n->name = g_strdup(name);
@@ -426,6 +441,7 @@ static gint by_index(gconstpointer pa, gconstpointer pb, gpointer data) {
 // The walk route
 
 static void ask_node(xa_reader *r, node *n) {
+  n->queried = TRUE;
   int id = n->id;
   const char *bus = n->bus, *path = n->path;
   send_call(r, K_CHILDREN, id, bus, path, "org.a11y.atspi.Accessible", "GetChildren", NULL);
@@ -472,7 +488,8 @@ static int kept(xa_reader *r, node *n, int flags) {
   if (n->kept >= 0) return n->kept;
   app *a = g_ptr_array_index(r->apps, n->app);
   if (n->id == a->root) return n->kept = 1;
-  if (n->parent < 0) return n->kept = 0;
+  if (n->parent < 0 || !n->queried) return n->kept = 0;
+  n->kept = 0;  // until the parent is known: a parent loop from a broken application ends here, not in the stack
   if (flags & XA_ALL) return n->kept = kept(r, N(r, n->parent), flags);
   n->kept = has_state(n, ATSPI_STATE_SHOWING) && has_state(n, ATSPI_STATE_VISIBLE) && !has_state(n, ATSPI_STATE_DEFUNCT)
             && kept(r, N(r, n->parent), flags);
@@ -496,15 +513,27 @@ static void ask_details(xa_reader *r, int flags) {
     int id = n->id;
     if (n->interfaces & IF_COMPONENT)
       send_call(r, K_EXTENTS, id, n->bus, n->path, "org.a11y.atspi.Component", "GetExtents", g_variant_new("(u)", 0));
-    // Never read what a password field holds.
+    // Never read what a password field holds. The length first: only the start of a long text crosses the bus.
     if ((n->interfaces & IF_TEXT) && n->role != ATSPI_ROLE_PASSWORD_TEXT && wants_text(n))
-      // -1 = to the end: Qt answers "" for an end offset past the text.
-      send_call(r, K_TEXT, id, n->bus, n->path, "org.a11y.atspi.Text", "GetText", g_variant_new("(ii)", 0, -1));
+      send_call(r, K_CHARACTERS, id, n->bus, n->path, "org.freedesktop.DBus.Properties", "Get",
+                g_variant_new("(ss)", "org.a11y.atspi.Text", "CharacterCount"));
     else if (n->interfaces & IF_VALUE)
       send_call(r, K_VALUE, id, n->bus, n->path, "org.freedesktop.DBus.Properties", "Get",
                 g_variant_new("(ss)", "org.a11y.atspi.Value", "CurrentValue"));
     if ((flags & XA_ACTIONS) && (n->interfaces & IF_ACTION))
       send_call(r, K_ACTIONS, id, n->bus, n->path, "org.a11y.atspi.Action", "GetActions", NULL);
+  }
+  wait_all(r);
+  for (guint i = 0; i < r->nodes->len; i++) {
+    node *n = N(r, (int)i);
+    if (n->characters < 0 || n->kept != 1) continue;
+    if (n->characters == 0) {
+      n->value = g_strdup("");
+      continue;
+    }
+    // An end past the text gets nothing from Qt, so it is the text's own length when that is shorter.
+    int end = n->characters < MAX_VALUE ? n->characters : MAX_VALUE;
+    send_call(r, K_TEXT, n->id, n->bus, n->path, "org.a11y.atspi.Text", "GetText", g_variant_new("(ii)", 0, end));
   }
   wait_all(r);
 }
@@ -636,7 +665,7 @@ char *xa_dump(xa_reader *r, int flags, int pid, char **error) {
     app *a = g_ptr_array_index(r->apps, i);
     if (pid > 0 && a->pid != pid) continue;
     if (a->count == 0 && a->responded) walk(r, (int)i, flags);
-    if (!a->responded) a->route = "unresponsive";
+    if (a->count == 0 && !a->responded) a->route = "unresponsive";
   }
   for (guint i = 0; i < r->apps->len; i++) {
     app *a = g_ptr_array_index(r->apps, i);
