@@ -138,22 +138,31 @@ struct BenchReport: Encodable {
             let recall = r.recallPercent.map { String(format: "%.2f", $0) } ?? ""
             return timing + [optional(r.bytes), exact, recall, r.ocrCell, optional(r.chars), optional(r.tokens)]
         }
-        let widths = head.indices.map { i in ([head[i]] + cells.map { $0[i] }).map(\.count).max() ?? 0 }
-        let shown = head.indices.filter { i in i < 6 || cells.contains { !$0[i].isEmpty } }
-        let line = { (c: [String]) in
-            shown.map { i in
-                let pad = String(repeating: " ", count: widths[i] - c[i].count)
-                return i == 0 ? c[i] + pad : pad + c[i]
-            }.joined(separator: "  ").replacingOccurrences(of: " +$", with: "", options: .regularExpression)
-        }
-        var out = ["xclaw bench \(benchmark) on \(display) (\(screen))", line(head)]
-        var section: String?
-        for (row, c) in zip(rows, cells) {
-            if row.section != section { out.append(row.section + ":"); section = row.section }
-            out.append(line(c))
-        }
+        let out = benchTable(title: "xclaw bench \(benchmark) on \(display) (\(screen))", head: head,
+                             rows: zip(rows, cells).map { ($0.section, $1) })
         return (out + notes.map { "note: " + $0 }).joined(separator: "\n")
     }
+}
+
+/// Lays out a bench table: the title, the header, then the rows under their section names; the first column is
+/// left-aligned, the rest right-aligned, and columns after the six timing ones that no row fills are left out.
+func benchTable(title: String, head: [String], rows: [(section: String, cells: [String])]) -> [String] {
+    let cells = rows.map(\.cells)
+    let widths = head.indices.map { i in ([head[i]] + cells.map { $0[i] }).map(\.count).max() ?? 0 }
+    let shown = head.indices.filter { i in i < 6 || cells.contains { !$0[i].isEmpty } }
+    let line = { (c: [String]) in
+        shown.map { i in
+            let pad = String(repeating: " ", count: widths[i] - c[i].count)
+            return i == 0 ? c[i] + pad : pad + c[i]
+        }.joined(separator: "  ").replacingOccurrences(of: " +$", with: "", options: .regularExpression)
+    }
+    var out = [title, line(head)]
+    var section: String?
+    for row in rows {
+        if row.section != section { out.append(row.section + ":"); section = row.section }
+        out.append(line(row.cells))
+    }
+    return out
 }
 
 /// The display a benchmark runs on and the programs it started there; `close()` ends them all.

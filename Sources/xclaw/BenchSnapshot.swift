@@ -168,20 +168,8 @@ struct SnapshotBenchReport: Encodable {
                     r.treeMs.map(f) ?? "", r.ocrMs.map(f) ?? "", optional(r.nodes), elements, r.ocrCell,
                     optional(r.chars), optional(r.tokens)]
         }
-        let widths = head.indices.map { i in ([head[i]] + cells.map { $0[i] }).map(\.count).max() ?? 0 }
-        let shown = head.indices.filter { i in i < 6 || cells.contains { !$0[i].isEmpty } }
-        let line = { (c: [String]) in
-            shown.map { i in
-                let pad = String(repeating: " ", count: widths[i] - c[i].count)
-                return i == 0 ? c[i] + pad : pad + c[i]
-            }.joined(separator: "  ").replacingOccurrences(of: " +$", with: "", options: .regularExpression)
-        }
-        var out = ["xclaw bench \(benchmark) on \(display) (\(screen))", line(head)]
-        var section: String?
-        for (row, c) in zip(rows, cells) {
-            if row.section != section { out.append(row.section + ":"); section = row.section }
-            out.append(line(c))
-        }
+        var out = benchTable(title: "xclaw bench \(benchmark) on \(display) (\(screen))", head: head,
+                             rows: zip(rows, cells).map { ($0.section, $1) })
         out += notes.map { "note: " + $0 }
         if !summary.isEmpty { out.append("summary: " + summary) }
         if let rendering { out += ["", "rendering of the full-screen auto snapshot:", rendering] }
