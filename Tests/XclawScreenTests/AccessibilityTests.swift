@@ -40,6 +40,26 @@ final class AccessibilityTests: XCTestCase {
 
     // MARK: - 1. GTK: zenity from the tree, geometry exact, pixels where the boxes say
 
+    func testRefsStayTheSameAcrossSources() throws {
+        let d = try startDisplay(accessibility: true)
+        let zenity = try launchApp("/usr/bin/zenity", ["--question", "--text", "Save changes?"])
+        let window = try waitForWindow(of: zenity, on: d)
+        let fromTree = try waitForZenity(window, on: d)
+        let byOCR = try takeSnapshot(on: d, ["--source", "ocr"])
+        let again = try takeSnapshot(on: d)
+        for label in ["Yes", "No"] {
+            let tree = try XCTUnwrap(Self.element(fromTree, .button, label, in: window.id), fromTree.render())
+            let ocr = try XCTUnwrap(Self.element(byOCR, .button, label, in: window.id), byOCR.render())
+            let back = try XCTUnwrap(Self.element(again, .button, label, in: window.id), again.render())
+            XCTAssertEqual(tree.source, .atspi)
+            XCTAssertEqual(ocr.source, .ocr)
+            // The same button keeps its ref whichever source saw it, so a ref from one snapshot taps in the next.
+            XCTAssertEqual(ocr.ref, tree.ref, "\(ocr.line()) vs \(tree.line())")
+            XCTAssertEqual(back.ref, tree.ref)
+        }
+        XCTAssertEqual(byOCR.elements.first { $0.windowID == window.id && $0.role == .window }?.source, .ocr)
+    }
+
     func testZenityDialogComesFromTheTreeWithExactGeometry() throws {
         let d = try startDisplay(accessibility: true)
         let zenity = try launchApp("/usr/bin/zenity", ["--question", "--text", "Save changes?"])
