@@ -72,11 +72,12 @@ struct SnapshotSample {
     }
 }
 
-/// One row of the snapshot benchmark: the timing and OCR figures of `BenchRow`, plus the accessibility figures.
+/// One row of the snapshot benchmark: a `BenchRow` (timing, OCR, rendering size) plus the accessibility figures,
+/// encoded flat as one object.
+@dynamicMemberLookup
 struct SnapshotBenchRow: Encodable {
-    var section, name: String
-    var runs: Int
-    var medianMs, p90Ms, minMs, maxMs: Double
+    /// The timing, OCR and rendering figures every bench row has.
+    var base: BenchRow
     /// Median wall time of the tree read inside the snapshot (tree rows: the helper's own reading time).
     var treeMs: Double?
     /// Median time of the OCR read inside the snapshot.
@@ -85,22 +86,12 @@ struct SnapshotBenchRow: Encodable {
     var nodes: Int?
     /// Median elements of the snapshot, and of them from the accessibility tree.
     var elements, accessibleElements: Int?
-    /// Median text blocks the OCR layout found, recognised in the timed read, and took from the cache.
-    var blocks, recognized, cached: Int?
     /// The most OCR blocks any timed run found.
     var maxBlocks: Int?
-    /// True when every timed read found the whole frame unchanged.
-    var unchanged: Bool?
-    /// Median characters of the rendering, and the tokens that makes at 4 characters a token.
-    var chars, tokens: Int?
 
     /// Summarises samples (at least one) into a row.
     init(_ section: String, _ name: String, _ samples: [SnapshotSample]) {
-        let base = BenchRow(section, name, samples.map(\.sample))
-        self.section = section; self.name = name; runs = base.runs
-        medianMs = base.medianMs; p90Ms = base.p90Ms; minMs = base.minMs; maxMs = base.maxMs
-        blocks = base.blocks; recognized = base.recognized; cached = base.cached; unchanged = base.unchanged
-        chars = base.chars; tokens = base.tokens
+        base = BenchRow(section, name, samples.map(\.sample))
         /// The median of the values present, nil when there are none.
         func median<T: Comparable>(_ values: [T]) -> T? {
             values.isEmpty ? nil : values.sorted()[values.count / 2]
@@ -113,11 +104,21 @@ struct SnapshotBenchRow: Encodable {
         maxBlocks = samples.compactMap { $0.sample.ocr?.blocks }.max()
     }
 
-    /// The OCR work as a table cell: "unchanged", or blocks recognised now and from the cache.
-    var ocrCell: String {
-        if unchanged == true { return "unchanged" }
-        guard let blocks, let recognized, let cached else { return "" }
-        return "\(recognized) new + \(cached) cached = \(blocks)"
+    /// The base row's figures, read as if they were this row's own (`row.medianMs`, `row.ocrCell`).
+    subscript<T>(dynamicMember path: KeyPath<BenchRow, T>) -> T { base[keyPath: path] }
+
+    private enum Extra: String, CodingKey { case treeMs, ocrMs, nodes, elements, accessibleElements, maxBlocks }
+
+    /// The base row's keys and the accessibility figures, side by side in one object.
+    func encode(to encoder: Encoder) throws {
+        try base.encode(to: encoder)
+        var container = encoder.container(keyedBy: Extra.self)
+        try container.encodeIfPresent(treeMs, forKey: .treeMs)
+        try container.encodeIfPresent(ocrMs, forKey: .ocrMs)
+        try container.encodeIfPresent(nodes, forKey: .nodes)
+        try container.encodeIfPresent(elements, forKey: .elements)
+        try container.encodeIfPresent(accessibleElements, forKey: .accessibleElements)
+        try container.encodeIfPresent(maxBlocks, forKey: .maxBlocks)
     }
 }
 
