@@ -1,5 +1,6 @@
 // swift-tools-version:6.0
-// xclaw: desktop automation for Linux/X11. Layers, bottom to top: C bindings → screen → (perception, agent) → CLI.
+// xclaw: desktop automation for Linux/X11. Layers, bottom to top: C bindings → base → screen → perception;
+// messages → (client, agent loop, store); skills; runtime; surfaces (the CLI). ARCHITECTURE.md draws the graph.
 import PackageDescription
 
 /// A system-library module over a Debian `-dev` package, found through pkg-config.
@@ -13,6 +14,8 @@ let package = Package(
         .executable(name: "xclaw", targets: ["xclaw"]),
         .library(name: "XclawScreen", targets: ["XclawScreen"]),
         .library(name: "XclawPerception", targets: ["XclawPerception"]),
+        .library(name: "XclawMessages", targets: ["XclawMessages"]),
+        .library(name: "XclawClient", targets: ["XclawClient"]),
         .library(name: "XclawAgent", targets: ["XclawAgent"]),
         .library(name: "XclawSkills", targets: ["XclawSkills"]),
         .library(name: "XclawStore", targets: ["XclawStore"]),
@@ -57,7 +60,8 @@ let package = Package(
         // The helper process that reads the accessibility tree, so an abort or a hung bus never takes xclaw down.
         .executableTarget(name: "xclaw-atspi", dependencies: ["CXclawAtspi"], path: "Sources/xclaw-atspi"),
 
-        // Layer 0: what every layer shares (exit-status classification of errors, the JSON output conventions).
+        // Layer 0: what every layer shares: exit-status classification of errors, JSON output conventions, the
+        // sync-to-async bridge of the synchronous commands.
         .target(name: "XclawBase", path: "Sources/XclawBase"),
 
         // Layer 2: the screen: display connection, capture, PNG, scaling, input, windows, monitors, Xvfb.
@@ -73,68 +77,154 @@ let package = Package(
         // Layer 3: perception: OCR, snapshots with stable refs, find-by-label, watch conditions, settle detection.
         .target(
             name: "XclawPerception",
-            dependencies: [
-                "XclawBase", "XclawScreen", "CTesseract", "CXclawShim",
-            ],
+            dependencies: ["XclawBase", "XclawScreen", "CTesseract", "CXclawShim"],
             path: "Sources/XclawPerception"
         ),
 
-        // Layer 4: the agent core: the Claude Messages client (SSE over libcurl), tools and skills, the agent loop,
-        // the model catalog. It knows nothing of the screen: the screen reaches it only as tools (layer 5).
+        // Layer 4, agent core. Pure Swift first: the Messages API's wire types, the streaming seam and the model
+        // catalog, which the store, the client and the loop all speak.
+        .target(name: "XclawMessages", dependencies: ["XclawBase"], path: "Sources/XclawMessages"),
+        // The Claude Messages client: SSE over libcurl, retries, configuration and keys.
+        .target(
+            name: "XclawClient",
+            dependencies: ["XclawBase", "XclawMessages", "CCurl", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/XclawClient"
+        ),
+        // The agent loop, tools and their registry, the per-agent queue. It knows nothing of the screen (the screen
+        // reaches it only as tools, layer 5) nor of libcurl (it streams through `MessageStreaming`).
         .target(
             name: "XclawAgent",
-            dependencies: ["XclawBase", "CCurl", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["XclawBase", "XclawMessages", .product(name: "Logging", package: "swift-log")],
             path: "Sources/XclawAgent"
         ),
-
-        // Layer 4: persistence: agents, their messages, cursors, sessions, memory, usage and tasks in one SQLite file
-        // (WAL, shared by every xclaw process).
+        // Persistence: agents, their messages, cursors, sessions, memory, usage and tasks in one SQLite file (WAL,
+        // shared by every xclaw process). It names messages only, so it links no client and no loop.
         .target(
             name: "XclawStore",
-            dependencies: ["XclawBase", "XclawAgent", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["XclawBase", "XclawMessages", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Sources/XclawStore"
-        ),
-
-        // Layer 4: the runtime: agents from the store run through the queue and the loop, streamed into the store.
-        .target(
-            name: "XclawRuntime",
-            dependencies: ["XclawBase", "XclawAgent", "XclawStore"],
-            path: "Sources/XclawRuntime"
         ),
 
         // Layer 5: skills: the computer-use tool, the custom screen tools, memory.
         .target(
             name: "XclawSkills",
-            dependencies: ["XclawBase", "XclawScreen", "XclawPerception", "XclawAgent"],
+            dependencies: ["XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent"],
             path: "Sources/XclawSkills"
         ),
 
-        // Test support: a loopback server speaking the Messages API wire format, replaying scripted turns.
-        .target(name: "XclawMockAPI", dependencies: [], path: "Sources/XclawMockAPI"),
-        .executableTarget(name: "xclaw-mock-api", dependencies: ["XclawMockAPI"], path: "Sources/xclaw-mock-api"),
+        // The runtime, where the layers meet: the one builder that turns an agent's config into a running service
+        // (catalog → computer-tool version → screen session → skills → vision → service), and the service that runs
+        // agents from the store through the queue and the loop. Every surface wires agents through it.
+        .target(
+            name: "XclawRuntime",
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawSkills",
+            ],
+            path: "Sources/XclawRuntime"
+        ),
 
-        // Layer 6: the command line.
+        // Layer 6: the command line: what every xclaw binary shares (exit-status mapping, output, signals, display
+        // options), then the `xclaw` commands.
+        .target(
+            name: "XclawCommandLine",
+            dependencies: [
+                "XclawBase", "XclawScreen", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/XclawCommandLine"
+        ),
         .executableTarget(
             name: "xclaw",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills", "XclawStore",
-                "XclawRuntime", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
+                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/xclaw"
         ),
 
-        // Test fixture: an X client that draws known rectangles and reports every event it receives.
-        .executableTarget(name: "xclaw-fixture", dependencies: ["XclawBase", "XclawScreen"], path: "Sources/xclaw-fixture"),
+        // Test support, linked by no product module: the loopback server speaking the Messages API wire format
+        // (also the demo's scripted model), and XclawTesting: the event probe, test displays, the fixture, scenes and
+        // the CLI runner that the fixture, the benchmarks and the tests share.
+        .target(name: "XclawMockAPI", dependencies: [], path: "Sources/XclawMockAPI"),
+        .executableTarget(name: "xclaw-mock-api", dependencies: ["XclawMockAPI"], path: "Sources/xclaw-mock-api"),
+        .target(
+            name: "XclawTesting",
+            dependencies: ["XclawBase", "XclawScreen", "CX11", "CXclawShim"],
+            path: "Sources/XclawTesting"
+        ),
+        // Agent-side doubles (a tool of the tests' own, a text sink), free of X, for the agent and runtime tests.
+        .target(
+            name: "XclawAgentTesting", dependencies: ["XclawMessages", "XclawAgent"], path: "Sources/XclawAgentTesting"
+        ),
+        // The test fixture: an X client that draws known rectangles and reports every event it receives.
+        .executableTarget(
+            name: "xclaw-fixture", dependencies: ["XclawBase", "XclawScreen", "XclawTesting"],
+            path: "Sources/xclaw-fixture"
+        ),
 
+        // The benchmarks (`scripts/bench.sh`; `xclaw bench` hands over to this binary), with their peers measured
+        // side by side in the same run.
+        .executableTarget(
+            name: "xclaw-bench",
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
+                "XclawRuntime", "XclawCommandLine", "XclawTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/xclaw-bench"
+        ),
+
+        // One test target per layer; each depends on its layer and what lies below it, plus the test support and the
+        // executables it starts.
+        .testTarget(name: "XclawBaseTests", dependencies: ["XclawBase"], path: "Tests/XclawBaseTests"),
         .testTarget(
             name: "XclawScreenTests",
-            dependencies: [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawAgent", "XclawSkills", "XclawStore", "XclawRuntime",
-                "XclawMockAPI",
-                "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi", "CX11",
-            ],
+            dependencies: ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"],
             path: "Tests/XclawScreenTests"
+        ),
+        .testTarget(
+            name: "XclawPerceptionTests",
+            dependencies: ["XclawBase", "XclawScreen", "XclawPerception", "XclawTesting", "xclaw-fixture", "xclaw-atspi"],
+            path: "Tests/XclawPerceptionTests"
+        ),
+        .testTarget(
+            name: "XclawAgentTests",
+            dependencies: [
+                "XclawBase", "XclawMessages", "XclawClient", "XclawAgent", "XclawMockAPI", "XclawAgentTesting",
+                "xclaw-mock-api",
+            ],
+            path: "Tests/XclawAgentTests"
+        ),
+        .testTarget(
+            name: "XclawRuntimeTests",
+            dependencies: [
+                "XclawBase", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawRuntime", "XclawMockAPI",
+                "XclawAgentTesting",
+            ],
+            path: "Tests/XclawRuntimeTests"
+        ),
+        .testTarget(
+            name: "XclawSkillsTests",
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawSkills",
+                "XclawTesting", "xclaw-fixture",
+            ],
+            path: "Tests/XclawSkillsTests"
+        ),
+        .testTarget(
+            name: "XclawCLITests",
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore", "XclawRuntime",
+                "XclawMockAPI", "XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
+            ],
+            path: "Tests/XclawCLITests"
+        ),
+        .testTarget(
+            name: "XclawExamplesTests",
+            dependencies: ["XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"],
+            path: "Tests/XclawExamplesTests"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import XclawBase
+import XclawMessages
 
 /// The action log of a run: one JSON line per action, appended and flushed as it happens so a crash loses nothing.
 public final class ActionLog: @unchecked Sendable {

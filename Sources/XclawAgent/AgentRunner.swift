@@ -1,12 +1,5 @@
 import Foundation
-
-/// Something that streams one Messages request: the libcurl client in production; tests use the same client
-/// against the loopback server, so this seam exists only to keep the loop free of transport details.
-public protocol MessageStreaming: Sendable {
-    /// Sends one request, reporting stream events as they arrive, and returns the assembled reply.
-    func send(_ request: MessagesRequest, onEvent: @escaping @Sendable (StreamEvent) -> Void) async throws
-        -> ModelResponse
-}
+import XclawMessages
 
 /// How a run ended.
 public enum RunOutcome: Sendable, Equatable, CustomStringConvertible {
@@ -350,4 +343,3 @@ public enum ConversationCheck {
     }
 }
 
-extension ClaudeClient: MessageStreaming {}

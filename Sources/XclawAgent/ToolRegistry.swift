@@ -1,4 +1,6 @@
 import Foundation
+import XclawBase
+import XclawMessages
 
 /// Resolves tool names and runs tools so that every tool_use gets exactly one tool_result: an unknown name, an input
 /// that does not fit the schema, a thrown error or a cancellation all become `is_error` results the model can act

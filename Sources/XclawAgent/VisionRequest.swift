@@ -1,4 +1,5 @@
 import Foundation
+import XclawMessages
 
 /// A one-shot vision question about a screenshot, for tools that ask Claude to look (analyze_screen,
 /// find_and_tap's fallback). No tools, one image, the answer's text.

@@ -186,12 +186,7 @@ public struct AccessibilityReader: Sendable {
     public static func findHelper() -> String? {
         let env = ProcessInfo.processInfo.environment
         if let path = env["XCLAW_ATSPI"], !path.isEmpty { return access(path, X_OK) == 0 ? path : nil }
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-            if dir.lastPathComponent.hasSuffix(".xctest") { dir.deleteLastPathComponent() }
-            let beside = dir.appendingPathComponent("xclaw-atspi").path
-            if access(beside, X_OK) == 0 { return beside }
-        }
+        if let beside = XclawPaths.sibling("xclaw-atspi") { return beside }
         for dir in (env["PATH"] ?? "").split(separator: ":") where access("\(dir)/xclaw-atspi", X_OK) == 0 {
             return "\(dir)/xclaw-atspi"
         }

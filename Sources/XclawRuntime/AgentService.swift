@@ -2,6 +2,8 @@ import Foundation
 import XclawAgent
 import XclawBase
 import XclawStore
+import XclawMessages
+import XclawClient
 
 /// What the service reports while agents work, for the terminal.
 public enum ServiceEvent: Sendable {

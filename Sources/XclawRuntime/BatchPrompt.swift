@@ -1,5 +1,6 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 
 /// The prompt a batch of queued user messages becomes: nanoclaw's XML format, every attribute and content escaped so
 /// a message cannot close its own tag and pose as another sender.

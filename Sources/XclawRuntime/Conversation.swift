@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawStore
+import XclawMessages
 
 /// Rebuilds the conversation a run sends from the stored history. A run stores the batch prompt it sent (the
 /// queued chat messages in nanoclaw's XML format) as a message of its own, so the rebuild is exactly what the model

@@ -66,12 +66,12 @@ private let installErrorHandlers: Void = {
 public final class DisplayConnection: @unchecked Sendable {
     /// The display name as given (`:41`, `host:0.0`).
     public let name: String
-    /// The Xlib handle. Never escapes the screen module.
-    let handle: OpaquePointer
+    /// The Xlib handle. Never escapes the package: only the screen module and the test support's event probe use it.
+    package let handle: OpaquePointer
     /// The default screen number.
-    let screenNumber: Int32
+    package let screenNumber: Int32
     /// The root window of the default screen.
-    let root: Window
+    package let root: Window
     /// Serialises error trapping so an error lands in the call that caused it.
     private let trapLock = NSLock()
     private let atoms = Mutex<[String: Atom]>([:])
@@ -124,7 +124,7 @@ public final class DisplayConnection: @unchecked Sendable {
     public var isAlive: Bool { !lostDisplays.withLock { $0.contains(displayKey(handle)) } }
 
     /// Throws `displayLost` when the server has gone away.
-    func checkAlive() throws {
+    package func checkAlive() throws {
         if !isAlive { throw ScreenError.displayLost(name) }
     }
 
@@ -161,7 +161,7 @@ public final class DisplayConnection: @unchecked Sendable {
     }
 
     /// Sends buffered requests without waiting (`XFlush`).
-    func flush() { XFlush(handle) }
+    package func flush() { XFlush(handle) }
 
     /// The root window's size, asked of the server (`XGetGeometry`) so RandR resizes are seen.
     public func screenSize() throws -> Size {
@@ -178,7 +178,7 @@ public final class DisplayConnection: @unchecked Sendable {
     public func screenRect() throws -> Rect { Rect(size: try screenSize()) }
 
     /// Interns an atom once and caches it (`XInternAtom`).
-    func atom(_ atomName: String) -> Atom {
+    package func atom(_ atomName: String) -> Atom {
         if let cached = atoms.withLock({ $0[atomName] }) { return cached }
         let value = XInternAtom(handle, atomName, 0)
         atoms.withLock { $0[atomName] = value }

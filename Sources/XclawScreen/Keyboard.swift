@@ -1,6 +1,7 @@
 import CX11
 import CXTest
 import Foundation
+import XclawBase
 
 /// Sends keys through XTest and types any Unicode text exactly.
 ///
@@ -315,13 +316,5 @@ public final class Keyboard: @unchecked Sendable {
             connection.flush()
         }
         try body()
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, for `Thread.sleep`.
-    var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) / 1e18
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawScreen
+import XclawMessages
 
 /// Asks a vision model a question about a PNG screenshot (base64) of the given size and returns its answer. Injected
 /// so the skills do not depend on the HTTP client: the agent passes a closure over its Claude client, tests a stub.

@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// Which built-in computer-use tool the model was trained on; the model decides, not us (see the model catalog).
 public enum ComputerToolVersion: String, Sendable, CaseIterable, Codable {

@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// `find_and_tap`: clicks something described in words. OCR first (fast, exact, free): a single strong match on a
 /// snapshot is tapped; otherwise Claude's vision is asked for the point on a screenshot, which is bounds-checked in

@@ -1,5 +1,6 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 
 /// `memory`: a small key-value notebook the model keeps across steps (and, once persisted, across runs): facts it
 /// found, where things are, what is left to do. It is not an input action: no confirmation, nothing on screen.

@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawScreen
+import XclawMessages
 
 /// `press_button`: keyboard keys and shortcuts in xdotool syntax ("ctrl+s", "alt+Tab", "Return").
 public struct PressButtonTool: AgentTool {

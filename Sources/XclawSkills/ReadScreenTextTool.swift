@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// `read_screen_text`: OCR of the screen or a region, line by line with positions, so the model can read text
 /// exactly (a screenshot's small text is often illegible to it) and tap what it read.

@@ -3,6 +3,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// A screenshot as the model receives it: a PNG of the model-sized image, base64-encoded for an image block.
 public struct Screenshot: Sendable {

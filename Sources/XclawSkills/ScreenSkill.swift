@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// The screen skill: the computer tool and the custom screen tools over one session, with the prerequisites
 /// (a reachable display, OCR data) checked before a run instead of failing in the middle of a task.

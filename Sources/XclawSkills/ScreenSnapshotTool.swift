@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// `screen_snapshot`: the screen as a compact list of windows, controls and text with refs, a fraction of a
 /// screenshot's tokens; refs stay stable for the run, so the model can tap `e7` without re-reading the screen.

@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawScreen
+import XclawMessages
 
 /// `scroll`: mouse-wheel clicks at a position (the content under the pointer scrolls, not the focused window).
 public struct ScrollTool: AgentTool {

@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawBase
 import XclawScreen
+import XclawMessages
 
 /// Why the skills could not be set up, with what the user can do about it.
 public enum SkillError: ClassifiedError, Equatable {

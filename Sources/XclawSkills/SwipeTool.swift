@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawScreen
+import XclawMessages
 
 /// `swipe`: a left-button drag between two positions given as fractions of the screen (sliders, selections,
 /// moving windows or items).

@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// `tap_element`: clicks what a label or a ref names on a fresh snapshot (the accessibility tree where the app exposes
 /// one, OCR and pixel evidence elsewhere), or presses it through its toolkit. It refuses to guess: when several

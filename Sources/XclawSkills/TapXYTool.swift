@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawScreen
+import XclawMessages
 
 /// `tap_xy`: a click at a position given as fractions of the screen, for things OCR cannot name (icons, images).
 public struct TapXYTool: AgentTool {

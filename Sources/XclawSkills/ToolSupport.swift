@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 // What the tools of this module share: the gate-act-settle-log path of input actions, normalized coordinates, and
 // turning lower layers' errors into messages the model can act on.

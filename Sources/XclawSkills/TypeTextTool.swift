@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// `type_text`: types any Unicode text exactly into the focused window or a field it focuses first (through the
 /// accessibility tree when it can), optionally pressing Return after.

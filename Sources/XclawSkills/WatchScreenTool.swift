@@ -2,6 +2,7 @@ import Foundation
 import XclawAgent
 import XclawPerception
 import XclawScreen
+import XclawMessages
 
 /// `watch_screen`: waits for something to happen (text to appear or vanish, any change, stillness) instead of the
 /// model polling with screenshots; cheap, because frames are compared by hash and OCR runs only on changed pixels.

@@ -1,6 +1,7 @@
 import Foundation
 @_implementationOnly import GRDB
 import XclawAgent
+import XclawMessages
 
 // MARK: - Messages
 

@@ -5,6 +5,7 @@ import Foundation
 @_implementationOnly import GRDB
 import XclawAgent
 import XclawBase
+import XclawMessages
 
 /// xclaw's persistent state (agents, conversations, cursors, sessions, memory, usage, scheduled tasks) in one SQLite
 /// file that several xclaw processes share safely: WAL, `synchronous = NORMAL`, foreign keys on, a 5 s busy timeout,

@@ -1,5 +1,6 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 
 /// A named agent's settings: what `xclaw agent create` writes and every run of that agent starts from.
 public struct AgentConfig: Sendable, Hashable, Codable {

@@ -1,6 +1,7 @@
 // Parsers for the fixture's drawing options (--text, --button, --field, --checkbox, --animate), kept apart from
 // main.swift so the grammar is in one place.
 import Foundation
+import XclawTesting
 import XclawScreen
 
 /// Splits `HEAD:TAIL` at the first ':' (texts and labels may hold commas and colons); throws when there is none.

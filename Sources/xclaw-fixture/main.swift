@@ -10,6 +10,7 @@
 // Animated rectangles flip between red and blue every 40 ms. Button presses on a widget carry
 // "target": the button's or check box's label, or "field@X,Y".
 import Foundation
+import XclawTesting
 import XclawScreen
 import XclawBase
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import XclawCommandLine
 import Dispatch
 import Foundation
 import XclawAgent
@@ -7,6 +8,8 @@ import XclawRuntime
 import XclawScreen
 import XclawSkills
 import XclawStore
+import XclawMessages
+import XclawClient
 
 /// Where the agents' database is.
 struct StoreOptions: ParsableArguments {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import XclawCommandLine
 import Foundation
 import XclawScreen
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import XclawCommandLine
 import Dispatch
 import Foundation
 import XclawAgent
@@ -8,6 +9,8 @@ import XclawScreen
 import XclawRuntime
 import XclawSkills
 import XclawStore
+import XclawMessages
+import XclawClient
 
 /// `xclaw run`: Claude drives the screen until the task is done.
 struct Run: ParsableCommand {
@@ -234,16 +237,6 @@ enum CancellableRun {
         let value = wait()
         sources.forEach { $0.cancel() }
         return value
-    }
-}
-
-/// A value handed across threads under a lock.
-final class ResultBox<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T?
-    var value: T? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import XclawCommandLine
 import Foundation
 import XclawBase
 import XclawScreen
@@ -19,101 +20,4 @@ struct Xclaw: ParsableCommand {
             Bench.self,
         ]
     )
-
-    /// Parses the arguments, runs the command, and maps every outcome to a documented exit status.
-    static func runAndReportExitStatus() -> Int32 {
-        do {
-            var command = try parseAsRoot()
-            try command.run()
-            return ExitStatus.ok.rawValue
-        } catch let error as ClassifiedError {
-            printError("xclaw: \(error)")
-            return error.exitStatus.rawValue
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success {  // --help, --version
-                print(fullMessage(for: error))
-                return ExitStatus.ok.rawValue
-            }
-            if let exit = error as? ExitCode { return exit.rawValue }
-            printError(fullMessage(for: error))
-            // ArgumentParser reports bad usage as 64 (EX_USAGE); xclaw documents 2.
-            return code == .validationFailure || error is ValidationError ? ExitStatus.usage.rawValue
-                : ExitStatus.internal.rawValue
-        }
-    }
-}
-
-/// Writes a line to stderr.
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
-}
-
-/// Options every command that touches a display takes.
-struct DisplayOptions: ParsableArguments {
-    @Option(name: .long, help: "X display to use (default: $DISPLAY). Start a private one with `xclaw display start`.")
-    var display: String?
-
-    /// Opens the connection the options name.
-    func connect() throws -> DisplayConnection { try DisplayConnection(name: display) }
-}
-
-/// Prints a result: JSON when asked, else the text.
-func emit<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
-    if json {
-        let data = try JSONEncoder.xclaw.encode(value)
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
-    } else {
-        let out = text()
-        if !out.isEmpty { print(out) }
-    }
-}
-
-/// Parses modifier names (`ctrl+shift`) to keysyms.
-func parseModifiers(_ text: String?) throws -> [UInt] {
-    guard let text, !text.isEmpty else { return [] }
-    let combo = try KeyCombo.parse(text)
-    return combo.modifiers + [combo.key]
-}
-
-/// Ctrl-C and SIGTERM end the process at once, except inside `Interrupt.guarded`, where they set a flag so the
-/// running action can release held keys and buttons first.
-enum Interrupt {
-    private static let state = SignalState()
-
-    /// Installs the handlers.
-    static func install() {
-        _ = state  // created now: a lazy global's first use inside a signal handler could allocate
-        signal(SIGINT) { signal in Interrupt.state.raise(signal) }
-        signal(SIGTERM) { signal in Interrupt.state.raise(signal) }
-    }
-
-    /// Runs `body` with signals deferred; `body` polls `requested` and stops early. A signal that arrived ends the
-    /// command afterwards with 128 + its number (130 for Ctrl-C), as shells expect.
-    static func guarded<T>(_ body: () throws -> T) throws -> T {
-        state.guarding.store(true, ordering: .sequentiallyConsistent)
-        defer { state.guarding.store(false, ordering: .sequentiallyConsistent) }
-        let result = try body()
-        let signal = state.raised.load(ordering: .sequentiallyConsistent)
-        if signal != 0 { throw ExitCode(128 + signal) }
-        return result
-    }
-
-    /// True once a signal arrived inside `guarded`.
-    static var requested: Bool { state.raised.load(ordering: .sequentiallyConsistent) != 0 }
-}
-
-import Synchronization
-
-/// Signal state; atomics are async-signal-safe, and so is `_exit`.
-final class SignalState: Sendable {
-    let guarding = Atomic<Bool>(false)
-    let raised = Atomic<Int32>(0)
-    func raise(_ signal: Int32) {
-        if guarding.load(ordering: .sequentiallyConsistent) {
-            raised.store(signal, ordering: .sequentiallyConsistent)
-        } else {
-            _exit(128 + signal)
-        }
-    }
 }

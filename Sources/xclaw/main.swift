@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import XclawBase
+import XclawCommandLine
 import XclawScreen
 
 setlocale(LC_ALL, "")
@@ -14,7 +15,7 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 Interrupt.install()
-let status = Xclaw.runAndReportExitStatus()
+let status = CommandRunner.run(Xclaw.self)
 // _exit, not exit: run/send/chat leave worker threads (X connections, SQLite, the concurrency pool) winding down,
 // and exit()'s library destructors racing them crashed a finished run now and then. Everything a command must
 // write is written by now; only stdio buffers remain.

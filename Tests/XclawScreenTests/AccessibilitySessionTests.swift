@@ -1,4 +1,5 @@
 import Foundation
+import XclawTesting
 import XCTest
 import XclawBase
 import XclawScreen

@@ -1,4 +1,5 @@
 import XCTest
+import XclawTesting
 import XclawScreen
 
 /// Pixel-exact capture against a real Xvfb: known rectangles drawn by the fixture, read back both ways.
@@ -14,7 +15,9 @@ final class CaptureTests: XCTestCase {
 
     override class func setUp() {
         super.setUp()
-        scene = Scene.start(title: "capture target", frame: frame, background: "#202830", rects: rects)
+        do { scene = try Scene(title: "capture target", frame: frame, background: "#202830", rects: rects) } catch {
+            XCTFail("could not start the display and fixture: \(error)")
+        }
     }
 
     override class func tearDown() {

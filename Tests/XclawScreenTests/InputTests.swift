@@ -1,4 +1,5 @@
 import XCTest
+import XclawTesting
 @testable import XclawScreen
 
 /// XTest input against a real Xvfb: the fixture reports exactly what arrived.
@@ -8,7 +9,9 @@ final class InputTests: XCTestCase {
 
     override class func setUp() {
         super.setUp()
-        scene = Scene.start(title: "input target", frame: Rect(x: origin.x, y: origin.y, width: 600, height: 400))
+        do { scene = try Scene(title: "input target", frame: Rect(x: origin.x, y: origin.y, width: 600, height: 400)) } catch {
+            XCTFail("could not start the display and fixture: \(error)")
+        }
     }
 
     override class func tearDown() {

@@ -1,4 +1,5 @@
 import Foundation
+import XclawTesting
 import XCTest
 @testable import XclawScreen
 import CX11

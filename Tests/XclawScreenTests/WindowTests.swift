@@ -1,4 +1,5 @@
 import XCTest
+import XclawTesting
 import XclawScreen
 
 /// Window listing, lookup, activation and monitors on a real Xvfb with no window manager.

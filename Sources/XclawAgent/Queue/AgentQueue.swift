@@ -1,4 +1,5 @@
 import Foundation
+import XclawMessages
 
 /// What a run is asked to do, so tasks can be ordered before messages and de-duplicated by id.
 public enum QueueWork: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Foundation
+import XclawMessages
 
 /// FIFO turns per display, so agents sharing one never interleave input and capture; not reentrant.
 public actor DisplayLocks {

@@ -1,0 +1,122 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+import XclawMessages
+#endif
+
+/// An Anthropic API key, wrapped so that printing, logging or dumping it can never leak the secret.
+public struct APIKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The secret itself; only the HTTP header builder should read it.
+    public let value: String
+
+    /// Wraps a key (surrounding whitespace, e.g. a pasted newline, would make every request fail with 401).
+    public init(_ value: String) { self.value = value.trimmingCharacters(in: .whitespacesAndNewlines) }
+
+    /// Enough to tell two keys apart in an error report, never enough to use one: a known prefix and the last 4.
+    public var description: String {
+        let prefix = value.hasPrefix("sk-ant-") ? "sk-ant-" : ""
+        let tail = value.count >= 24 ? String(value.suffix(4)) : ""
+        return "\(prefix)…\(tail)(redacted)"
+    }
+
+    /// Same as `description`, so `debugPrint` and string interpolation in debuggers stay redacted.
+    public var debugDescription: String { description }
+
+    /// Redacted, so `dump()` and Mirror-based printers do not show the stored value.
+    public var customMirror: Mirror { Mirror(self, children: ["value": description]) }
+}
+
+/// Where and how the Claude client connects; built once from the environment or the config file.
+public struct ClientConfiguration: Sendable {
+    /// The API root; overridable so proxies and the loopback test server work.
+    public var baseURL: String {
+        didSet { baseURL = Self.normalize(baseURL) }
+    }
+    /// The key sent as `x-api-key`.
+    public var apiKey: APIKey
+    /// Retries after the first attempt, so transient overloads do not end a long agent run.
+    public var maxRetries: Int
+    /// How long to wait for the TCP/TLS connection before counting the attempt as a network failure.
+    public var connectTimeout: Duration
+    /// No byte received for this long counts as a (retried) network failure; the API pings idle streams.
+    public var idleTimeout: Duration
+
+    /// The default API root.
+    public static let defaultBaseURL = "https://api.anthropic.com"
+
+    /// Creates a configuration; a trailing slash on `baseURL` is dropped so paths join cleanly.
+    public init(baseURL: String = ClientConfiguration.defaultBaseURL, apiKey: APIKey, maxRetries: Int = 5,
+                connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(300)) {
+        self.baseURL = Self.normalize(baseURL)
+        self.apiKey = apiKey
+        self.maxRetries = max(0, maxRetries)
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+    }
+
+    private static func normalize(_ url: String) -> String {
+        var s = url.trimmingCharacters(in: .whitespacesAndNewlines)
+        while s.hasSuffix("/") { s.removeLast() }
+        return s.isEmpty ? defaultBaseURL : s
+    }
+
+    /// ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from env; else the key from the config file
+    /// (default ~/.config/xclaw/config, respecting XDG_CONFIG_HOME; lines `api_key = ...`, `base_url = ...`, `#` comments).
+    /// Refuse a config file that is group/other-readable (mode & 0o077 != 0) like ssh does, with an error telling the user `chmod 600 PATH`.
+    public static func load(environment: [String: String] = ProcessInfo.processInfo.environment,
+                            configPath: String? = nil) throws -> ClientConfiguration {
+        let envKey = environment["ANTHROPIC_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let envBase = environment["ANTHROPIC_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = configPath ?? defaultConfigPath(environment: environment)
+        let file = try ConfigFile.read(path: path)
+        guard let key = envKey ?? file?.apiKey else { throw ClientError.noAPIKey }
+        return ClientConfiguration(baseURL: envBase ?? file?.baseURL ?? defaultBaseURL, apiKey: APIKey(key))
+    }
+
+    /// `$XDG_CONFIG_HOME/xclaw/config`, else `~/.config/xclaw/config`.
+    static func defaultConfigPath(environment: [String: String]) -> String {
+        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg + "/xclaw/config" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.config/xclaw/config"
+    }
+}
+
+/// The parsed `key = value` config file; unknown keys are ignored so other parts of xclaw can add their own.
+struct ConfigFile: Sendable, Hashable {
+    var apiKey: String?
+    var baseURL: String?
+
+    /// Reads `path`; nil when it does not exist. A file holding a key must not be readable by group or others.
+    static func read(path: String) throws -> ConfigFile? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        let parsed = try parse(String(decoding: data, as: UTF8.self), path: path)
+        let mode = Int(st.st_mode) & 0o777
+        if parsed.apiKey != nil, mode & 0o077 != 0 { throw ClientError.insecureConfig(path: path, mode: mode) }
+        return parsed
+    }
+
+    /// Parses the text; a non-comment line without `=` is an error naming its line number.
+    static func parse(_ text: String, path: String) throws -> ConfigFile {
+        var file = ConfigFile()
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        for (i, raw) in lines.enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let eq = line.firstIndex(of: "=") else { throw ClientError.badConfig(path: path, line: i + 1) }
+            let key = line[..<eq].trimmingCharacters(in: .whitespaces).lowercased()
+            var value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let q = value.first, q == "\"" || q == "'", value.last == q {
+                value = String(value.dropFirst().dropLast())
+            }
+            guard !key.isEmpty else { throw ClientError.badConfig(path: path, line: i + 1) }
+            switch key {
+            case "api_key": file.apiKey = value.isEmpty ? nil : value
+            case "base_url": file.baseURL = value.isEmpty ? nil : value
+            default: break
+            }
+        }
+        return file
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import Synchronization
+import XclawBase
+import XclawScreen
+
+/// The directory holding the built products (`xclaw`, `xclaw-fixture`): the test bundle's own directory.
+public let productsDirectory: URL = XclawPaths.executableDirectory
+
+/// A private Xvfb for one test class. Started with `-terminate` and held open by a keeper connection, so the server
+/// also ends if the test process dies without running its tear-down.
+/// Safe because `keeper` is written only by `init` and `stop`, which a test calls from one thread.
+public final class TestDisplay: @unchecked Sendable {
+    /// The Xvfb.
+    public let server: VirtualDisplay
+    private var keeper: DisplayConnection?
+    /// Its name, `:N`.
+    public var name: String { server.name }
+
+    /// `accessibility` also starts the session and accessibility buses (`VirtualDisplay.start`); `stop` ends them.
+    public init(size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
+         launcher: [String] = [], accessibility: Bool = false) throws {
+        server = try VirtualDisplay.start(size: size, depth: depth, shm: shm, number: number, detached: false,
+                                          record: false, extraArguments: ["-terminate"], launcher: launcher,
+                                          accessibility: accessibility)
+        keeper = try DisplayConnection(name: server.name)
+    }
+
+    /// What an app launched on this display needs: `DISPLAY`, plus the session bus when it has one.
+    public var environment: [String: String] { server.environment }
+
+    /// Opens a fresh connection.
+    public func connect() throws -> DisplayConnection { try DisplayConnection(name: name) }
+
+    /// Stops the server; safe to call twice.
+    public func stop() {
+        keeper = nil
+        try? server.stop()
+    }
+
+    deinit { stop() }
+}
+
+/// A display with one fixture window, shared by the tests of a class (started in `class setUp`).
+/// Safe because both members are immutable references to classes that are themselves thread-safe.
+public final class Scene: @unchecked Sendable {
+    /// The display.
+    public let display: TestDisplay
+    /// The fixture window on it.
+    public let fixture: Fixture
+
+    /// Starts both; a test class records the error as a failure so every test of the class fails clearly.
+    public init(title: String, frame: Rect, background: String = "#ffffff", rects: [(Rect, String)] = []) throws {
+        display = try TestDisplay()
+        fixture = try Fixture(display: display.name, title: title, frame: frame, background: background, rects: rects)
+    }
+
+    /// Ends the fixture, then the display.
+    public func stop() {
+        fixture.stop()
+        display.stop()
+    }
+}
+
+/// A running `xclaw-fixture`: a window that paints rectangles and reports every event as a JSON line.
+/// Safe because the window id, the buffer and the events are guarded by `lock`; `process` is set up before it runs.
+public final class Fixture: @unchecked Sendable {
+    /// The fixture process.
+    public let process = Process()
+    /// Its window, once it reported ready.
+    public private(set) var window: UInt = 0
+    private let lock = NSLock()
+    private var buffer = Data()
+    private var events: [ProbeEvent] = []
+
+    /// `extra` passes more fixture options (`--text`, `--button`, `--animate` …) as they are.
+    public init(display: String, title: String = "xclaw fixture", frame: Rect, background: String = "#ffffff",
+         rects: [(Rect, String)] = [], extra: [String] = []) throws {
+        process.executableURL = productsDirectory.appendingPathComponent("xclaw-fixture")
+        var args = ["--display", display, "--title", title,
+                    "--geometry", "\(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)", "--bg", background]
+        for (rect, color) in rects { args += ["--rect", "\(rect),\(color)"] }
+        process.arguments = args + extra
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.standardError
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock {
+                self.buffer.append(data)
+                while let nl = self.buffer.firstIndex(of: 0x0a) {
+                    let line = self.buffer[self.buffer.startIndex..<nl]
+                    self.buffer.removeSubrange(self.buffer.startIndex...nl)
+                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
+                       object["kind"] as? String == "ready", let id = object["window"] as? Int {
+                        self.window = UInt(id)
+                    } else if let event = try? JSONDecoder().decode(ProbeEvent.self, from: line) {
+                        self.events.append(event)
+                    }
+                }
+            }
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while lock.withLock({ window == 0 }) {
+            guard Date() < deadline, process.isRunning else { throw ScreenError.virtualDisplay("fixture did not start") }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    /// Every event received so far.
+    public var received: [ProbeEvent] { lock.withLock { events } }
+
+    /// Forgets the events received so far.
+    public func clear() { lock.withLock { events.removeAll() } }
+
+    /// Moves the pointer to `sentinel` (from a point beside it, so a motion event is sure) and forgets every event
+    /// up to that motion: whatever an earlier test sent has arrived by then.
+    public func settlePointer(at sentinel: Point, via input: InputController) throws {
+        try input.move(to: Point(x: sentinel.x - 1, y: sentinel.y - 1))
+        try input.move(to: sentinel)
+        wait { $0.contains { $0.kind == "motion" && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
+        clear()
+    }
+
+    /// Middle-clicks `sentinel` and returns every other button press received up to it: anything sent before the
+    /// sentinel has arrived by then.
+    public func pressesUntilSentinel(at sentinel: Point, via input: InputController) throws -> [ProbeEvent] {
+        try input.click(at: sentinel, button: .middle)
+        wait { $0.contains { $0.kind == "button_press" && $0.rootX == sentinel.x && $0.button == 2 } }
+        return received.filter { $0.kind == "button_press" && !($0.rootX == sentinel.x && $0.button == 2) }
+    }
+
+    /// Waits until `done` holds for the received events (at most `timeout` s), then returns them.
+    @discardableResult
+    public func wait(timeout: TimeInterval = 5, until done: ([ProbeEvent]) -> Bool) -> [ProbeEvent] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !done(received) && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        return received
+    }
+
+    /// Waits for `count` events of `kind`.
+    public func wait(for kind: String, count: Int = 1, timeout: TimeInterval = 5) -> [ProbeEvent] {
+        wait(timeout: timeout) { $0.filter { $0.kind == kind }.count >= count }.filter { $0.kind == kind }
+    }
+
+    /// Waits until the key presses received have typed `count` characters (Unicode scalars; Shift presses type
+    /// none) and returns the text.
+    public func typed(count: Int, timeout: TimeInterval = 5) -> String {
+        EventProbe.typedText(wait(timeout: timeout) { EventProbe.typedText($0).unicodeScalars.count >= count })
+    }
+
+    /// Ends the fixture. Polls instead of `waitUntilExit`, which never returns when called from an async test
+    /// (it waits on the run loop of a thread that is not the one that started the process).
+    public func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    deinit { stop() }
+}
+
+/// The outcome of running the `xclaw` binary.
+public struct CLIResult {
+    /// The exit status.
+    public var status: Int32
+    /// What it printed on stdout.
+    public var stdout: Data
+    /// What it printed on stderr.
+    public var stderr: String
+    /// stdout as text.
+    public var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs `xclaw` with arguments, an optional stdin and extra environment, and waits for it.
+@discardableResult
+public func runCLI(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+            removing: [String] = []) throws -> CLIResult {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent("xclaw")
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    for key in removing { env.removeValue(forKey: key) }
+    env.merge(environment) { $1 }
+    process.environment = env
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try input.fileHandleForWriting.close()
+    // Read both pipes before waiting so a large output cannot block the child.
+    let errBox = DataBox()
+    let reader = Thread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }
+    reader.start()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    while !errBox.isSet { Thread.sleep(forTimeInterval: 0.001) }
+    return CLIResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errBox.data, as: UTF8.self))
+}
+
+/// Starts `xclaw` in the background with extra environment; stdin, stdout and stderr default to nothing, so a
+/// test that kills or interrupts it can pass pipes only for what it reads.
+public func launchCLI(_ arguments: [String], environment: [String: String], stdin: Pipe? = nil, stdout: Pipe? = nil,
+               stderr: Pipe? = nil) throws -> Process {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent("xclaw")
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    if let stdin { process.standardInput = stdin }
+    process.standardOutput = stdout ?? FileHandle.nullDevice
+    process.standardError = stderr ?? FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
+/// Data written by one thread and read by another.
+public final class DataBox: Sendable {
+    private let value = Mutex<Data?>(nil)
+    /// An empty box.
+    public init() {}
+    /// Stores the data.
+    public func set(_ data: Data) { value.withLock { $0 = data } }
+    /// Whether data was stored.
+    public var isSet: Bool { value.withLock { $0 != nil } }
+    /// The data, empty until stored.
+    public var data: Data { value.withLock { $0 ?? Data() } }
+}
+
+/// Every printable ASCII character.
+public let printableASCII = String((0x20...0x7e).map { Character(Unicode.Scalar($0)!) })

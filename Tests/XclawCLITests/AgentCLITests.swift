@@ -1,0 +1,242 @@
+import Foundation
+import XclawTesting
+import XCTest
+import XclawAgent
+import XclawMockAPI
+import XclawRuntime
+import XclawStore
+import XclawMessages
+
+/// The multi-agent commands as a user runs them: separate processes sharing one SQLite file, a scripted model on
+/// the loopback Messages API, and a process killed with SIGKILL in the middle of a reply.
+final class AgentCLITests: XCTestCase {
+    private var dir: URL!
+    private var db: String { dir.appendingPathComponent("agents.sqlite").path }
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-agentcli-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        if let dir { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    private func env(_ server: MockMessagesServer) -> [String: String] {
+        ["ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-cli-SECRET"), "XCLAW_DB": db,
+         "HOME": dir.path, "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path]
+    }
+
+    private func lastResultsText(_ r: RecordedRequest) -> String {
+        let body = (try? JSONValue.parse(r.body)) ?? .null
+        return (body["messages"]?.array?.last?["content"]?.array ?? []).flatMap { block -> [String] in
+            (block["content"]?.array ?? []).compactMap { $0["text"]?.string }
+        }.joined(separator: " ")
+    }
+
+    func testMemorySurvivesARestartAndExportRoundTrips() throws {
+        let server = try MockMessagesServer(replies: [
+            .stream(.turn(blocks: [.text("Noting it."), .toolUse(id: "m1", name: "memory",
+                                                                 input: "{\"action\": \"set\", \"key\": \"colour\", \"value\": \"blue ✓\"}")],
+                          stopReason: "tool_use")),
+            .stream(.turn(blocks: [.text("Saved: blue.")])),
+            .stream(.turn(blocks: [.text("Let me look."), .toolUse(id: "m2", name: "memory",
+                                                                   input: "{\"action\": \"get\", \"key\": \"colour\"}")],
+                          stopReason: "tool_use")),
+            .stream(.turn(blocks: [.text("Your colour is blue ✓.")])),
+        ])
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "bob", "--tools", "memory"], environment: e).status, 0)
+        let again = try runCLI(["agent", "create", "bob"], environment: e)
+        XCTAssertEqual(again.status, 2, again.stderr)
+        XCTAssertTrue(again.stderr.contains("bob"), again.stderr)
+        let first = try runCLI(["send", "bob", "remember my colour: blue ✓"], environment: e)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertTrue(first.text.contains("Saved: blue."), first.text)
+        // A new process: the memory is read back from the file.
+        let second = try runCLI(["send", "bob", "what is my colour?"], environment: e)
+        XCTAssertEqual(second.status, 0, second.stderr)
+        XCTAssertTrue(second.text.contains("Your colour is blue ✓."))
+        XCTAssertEqual(lastResultsText(server.requests[3]), "blue ✓")
+        // The second run's request carries the first run's turns (history from the store).
+        let body = try JSONValue.parse(server.requests[2].body)
+        XCTAssertEqual(body["messages"]?.array?.count, 5)
+
+        let agents = try runCLI(["agents", "--json"], environment: e)
+        XCTAssertEqual(try JSONValue.parse(agents.stdout).array?.first?["name"]?.string, "bob")
+        let json = try runCLI(["export", "bob", "--format", "json"], environment: e)
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let exported = try XCTUnwrap(try JSONValue.parse(json.stdout).array)
+        XCTAssertEqual(exported.count, 8, "2 user messages, 4 replies, 2 tool results")
+        for m in exported {
+            XCTAssertNotNil(m["role"]?.string)
+            XCTAssertNotNil(m["timestamp"]?.string)
+            XCTAssertNotNil(m["content"]?.array)
+        }
+        let file = dir.appendingPathComponent("bob.md").path
+        XCTAssertEqual(try runCLI(["export", "bob", "--format", "md", "-o", file], environment: e).status, 0)
+        let markdown = try String(contentsOfFile: file, encoding: .utf8)
+        for text in ["remember my colour: blue ✓", "Noting it.", "Saved: blue.", "what is my colour?", "Let me look.",
+                     "Your colour is blue ✓.", "stored \"colour\""] {
+            XCTAssertTrue(markdown.contains(text), "\(text) verbatim in the Markdown export")
+        }
+        let usage = try runCLI(["usage", "--json"], environment: e)
+        let row = try XCTUnwrap(try JSONValue.parse(usage.stdout).array?.first)
+        XCTAssertEqual(row["requests"]?.int, 4)
+        XCTAssertEqual(row["sessions"]?.int, 2)
+        XCTAssertEqual(try runCLI(["history", "nobody"], environment: e).status, 1)
+    }
+
+    func testKilledMidReplyTheHistoryKeepsThePartialAndTheAgentContinues() throws {
+        let long = (1...60).map { "word\($0)" }.joined(separator: " ")
+        var slow = MockStream.turn(blocks: [.text(long)], textFragments: 60)
+        slow.chunking = .perFrame
+        slow.interChunkDelay = .milliseconds(60)
+        let server = try MockMessagesServer(replies: [.stream(slow), .stream(.turn(blocks: [.text("Continuing.")]))])
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "kim", "--tools", "memory"], environment: e).status, 0)
+        let process = try launchCLI(["send", "kim", "write a long answer"], environment: e)
+        // Wait until part of the reply is saved, then kill the process without a chance to clean up.
+        let store = try AgentStore(path: db)
+        var partial: StoredMessage?
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            partial = try store.messages(agent: "kim").last { $0.role == .assistant && $0.status == .partial }
+            if let p = partial, Message(role: .assistant, content: p.content).text.contains("word10") { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        let saved = Message(role: .assistant, content: try XCTUnwrap(partial).content).text
+        XCTAssertTrue(saved.hasPrefix("word1 word2"), saved)
+        XCTAssertFalse(saved.contains("word60"), "killed before the end")
+
+        let history = try runCLI(["history", "kim"], environment: e)
+        XCTAssertEqual(history.status, 0, history.stderr)
+        XCTAssertTrue(history.stderr.contains("interrupted"), history.stderr)
+        XCTAssertTrue(history.text.contains("[partial]"), history.text)
+        XCTAssertTrue(history.text.contains("write a long answer"))
+        XCTAssertEqual(try AgentStore(path: db).sessions(agent: "kim").map(\.status), ["interrupted"])
+
+        let next = try runCLI(["send", "kim", "go on"], environment: e)
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertTrue(next.text.contains("Continuing."))
+        // The model saw the interrupted reply, marked, then the new message: a valid conversation.
+        let body = try JSONValue.parse(server.requests[1].body)
+        let messages = try XCTUnwrap(body["messages"]?.array)
+        XCTAssertEqual(messages.map { $0["role"]?.string ?? "" }, ["user", "assistant", "user"])
+        let replyText = (messages[1]["content"]?.array ?? []).compactMap { $0["text"]?.string }.joined()
+        XCTAssertTrue(replyText.hasPrefix("word1 word2"), replyText)
+        XCTAssertTrue(replyText.hasSuffix(Conversation.interruptedMark))
+        XCTAssertTrue(body.jsonText.contains("go on"))
+    }
+
+    func testTwoProcessesSendingToOneAgentTakeTurns() throws {
+        let server = try MockMessagesServer(handler: { _, _ in
+            var stream = MockStream.turn(blocks: [.text((1...20).map { "w\($0)" }.joined(separator: " "))], textFragments: 20)
+            stream.chunking = .perFrame
+            stream.interChunkDelay = .milliseconds(25)
+            return .stream(stream)
+        })
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "duo", "--tools", "memory"], environment: e).status, 0)
+        let results = ResultsBox()
+        let group = DispatchGroup()
+        for text in ["from process one", "from process two"] {
+            group.enter()
+            Thread {
+                results.append((try? runCLI(["send", "duo", text], environment: e))?.status ?? -1)
+                group.leave()
+            }.start()
+            // The second starts once the first is streaming its reply (its batch taken, the agent's lock held), so
+            // the second message needs a run of its own.
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                let store = try AgentStore(path: db)
+                if try store.messages(agent: "duo").contains(where: { $0.role == .assistant }) { break }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+        group.wait()
+        XCTAssertEqual(results.values, [0, 0])
+        let requests = server.requests
+        // Each message reached the model once; the runs did not overlap (the second waited for the first).
+        let all = requests.map { String(decoding: $0.body, as: UTF8.self) }
+        for text in ["from process one", "from process two"] {
+            XCTAssertEqual(all.filter { $0.contains(">\(text)</message>") }.isEmpty, false, text)
+        }
+        // A reply streams for at least 20 × 25 ms: the second request came after the first reply had ended.
+        XCTAssertEqual(requests.count, 2)
+        if requests.count == 2 {
+            XCTAssertGreaterThan(requests[1].receivedAt.timeIntervalSince(requests[0].receivedAt), 0.45,
+                                 "the two runs of one agent overlapped")
+        }
+        let store = try AgentStore(path: db)
+        let sessions = try store.sessions(agent: "duo")
+        XCTAssertTrue(sessions.allSatisfy { $0.status == "completed" })
+        let history = try store.messages(agent: "duo")
+        XCTAssertTrue(history.allSatisfy { $0.status == .complete })
+        let conversation = Conversation.build(history)
+        XCTAssertEqual(ConversationCheck.unansweredToolUses(conversation), [])
+        for (a, b) in zip(conversation, conversation.dropFirst()) { XCTAssertNotEqual(a.role, b.role) }
+    }
+
+    func testKilledBeforeAnsweringTheNextRunAnswersThoseMessages() throws {
+        let server = try MockMessagesServer(replies: [.hang, .stream(.turn(blocks: [.text("Both answered.")]))])
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "lee", "--tools", "memory"], environment: e).status, 0)
+        let process = try launchCLI(["send", "lee", "the first question"], environment: e)
+        XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
+        kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        let next = try runCLI(["send", "lee", "the second question"], environment: e)
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertTrue(next.stderr.contains("had not answered yet"), next.stderr)
+        XCTAssertTrue(next.text.contains("Both answered."))
+        // The killed run's batch was undone, so the next run carried both questions, once each.
+        let body = String(decoding: server.requests[1].body, as: UTF8.self)
+        XCTAssertEqual(body.components(separatedBy: ">the first question</message>").count - 1, 1)
+        XCTAssertEqual(body.components(separatedBy: ">the second question</message>").count - 1, 1)
+        let messages = try XCTUnwrap(try JSONValue.parse(server.requests[1].body)["messages"]?.array)
+        XCTAssertEqual(messages.count, 1, "one batch, nothing left from the killed run")
+    }
+
+    func testChatCtrlCCancelsTheTurnNotTheProgram() throws {
+        let server = try MockMessagesServer(replies: [.hang, .stream(.turn(blocks: [.text("Second answer.")]))])
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "cat", "--tools", "memory"], environment: e).status, 0)
+        let input = Pipe(), output = Pipe()
+        let process = try launchCLI(["chat", "cat"], environment: e, stdin: input, stdout: output)
+        input.fileHandleForWriting.write(Data("first question\n".utf8))
+        XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
+        kill(process.processIdentifier, SIGINT)
+        XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(5)), "the turn's request was aborted")
+        let store = try AgentStore(path: db)
+        let deadline = Date().addingTimeInterval(10)
+        while try store.sessions(agent: "cat").first?.status != "cancelled" && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        XCTAssertTrue(process.isRunning, "Ctrl-C cancelled the turn, not the program")
+        input.fileHandleForWriting.write(Data("second question\n".utf8))
+        XCTAssertTrue(server.waitForRequests(2, timeout: .seconds(20)))
+        try input.fileHandleForWriting.close()
+        let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertTrue(out.contains("Second answer."), out)
+        XCTAssertEqual(try store.sessions(agent: "cat").map(\.status), ["cancelled", "completed"])
+    }
+}
+
+/// Exit statuses collected from several threads.
+final class ResultsBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [Int32] = []
+    func append(_ v: Int32) { lock.withLock { stored.append(v) } }
+    var values: [Int32] { lock.withLock { stored } }
+}

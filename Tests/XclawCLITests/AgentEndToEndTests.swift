@@ -1,0 +1,264 @@
+import Foundation
+import XclawTesting
+import XCTest
+import XclawAgent
+import XclawMockAPI
+import XclawScreen
+import XclawMessages
+
+/// `xclaw run` end to end: the real binary on a real 1920x1080 Xvfb with the fixture app, a scripted "model" on the
+/// loopback Messages API. The fixture reports every event, so each click is checked to the screen pixel.
+final class AgentEndToEndTests: XCTestCase {
+    private var display: TestDisplay!
+    private var fixture: Fixture!
+    private var workDir: URL!
+    private let frame = Rect(x: 200, y: 150, width: 800, height: 400)
+    /// The Submit button, in screen pixels.
+    private var button: Rect { Rect(x: frame.x + 300, y: frame.y + 40, width: 120, height: 36) }
+    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080))
+
+    override func setUpWithError() throws {
+        display = try TestDisplay(size: Size(width: 1920, height: 1080))
+        fixture = try Fixture(display: display.name, title: "form", frame: frame, extra: [
+            "--text", "20,40,10x20,#000000:Order form",
+            "--button", "300,40,120,36:Submit",
+            "--text", "20,120,10x20,#000000:Status: waiting",
+        ])
+        workDir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-e2e-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
+        Thread.sleep(forTimeInterval: 0.2)  // first paint
+    }
+
+    override func tearDown() {
+        fixture?.stop()
+        display?.stop()
+        if let workDir { try? FileManager.default.removeItem(at: workDir) }
+    }
+
+    private func environment(_ server: MockMessagesServer, key: String = ("sk-" + "ant-e2e-SECRET")) -> [String: String] {
+        ["ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": key, "HOME": workDir.path,
+         "XDG_STATE_HOME": workDir.appendingPathComponent("state").path,
+         "XDG_CONFIG_HOME": workDir.appendingPathComponent("config").path]
+    }
+
+    private static func tool(_ id: String, _ name: String, _ input: String) -> MockReply {
+        .stream(.turn(blocks: [.text("Step \(id). "), .toolUse(id: id, name: name, input: input)], stopReason: "tool_use",
+                      usage: MockUsage(input: 1500, output: 60, cacheRead: 800, cacheWrite: 300), jsonFragments: 6,
+                      chunking: .random(seed: 3, max: 40)))
+    }
+
+    /// Width and height from a base64 PNG's IHDR.
+    private static func pngSize(_ base64: String) -> Size? {
+        guard let data = Data(base64Encoded: base64), data.count > 24 else { return nil }
+        let b = [UInt8](data)
+        func be(_ i: Int) -> Int { Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3]) }
+        return Size(width: be(16), height: be(20))
+    }
+
+    /// Images and texts of the tool_results in a request's last message.
+    private static func lastResult(_ request: RecordedRequest) -> (images: [String], text: String, ids: [String]) {
+        let body = (try? JSONValue.parse(request.body)) ?? .null
+        var images: [String] = [], texts: [String] = [], ids: [String] = []
+        for block in body["messages"]?.array?.last?["content"]?.array ?? [] where block["type"]?.string == "tool_result" {
+            ids.append(block["tool_use_id"]?.string ?? "")
+            for c in block["content"]?.array ?? [] {
+                if let d = c["source"]?["data"]?.string { images.append(d) }
+                if let t = c["text"]?.string { texts.append(t) }
+            }
+        }
+        return (images, texts.joined(separator: "\n"), ids)
+    }
+
+    func testScriptedModelClicksTypesAndReadsOnARealDisplay() throws {
+        let target = geometry.toModel(button.center)
+        let server = try MockMessagesServer(replies: [
+            Self.tool("toolu_1", "computer", "{\"action\": \"screenshot\"}"),
+            Self.tool("toolu_2", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
+            Self.tool("toolu_3", "computer", "{\"action\": \"type\", \"text\": \"héllo 世界\"}"),
+            Self.tool("toolu_4", "read_screen_text", "{}"),
+            .stream(.turn(blocks: [.text("Done: clicked Submit and typed the text.")], chunking: .every(3))),
+        ])
+        defer { server.stop() }
+        let log = workDir.appendingPathComponent("actions.jsonl").path
+        let result = try runCLI(["run", "Submit the order form", "--display", display.name, "--log", log,
+                                 "--tools", "computer,read_screen_text"], environment: environment(server))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.text.contains("Done: clicked Submit and typed the text."), result.text)
+        XCTAssertTrue(result.stderr.contains("step 5"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("$"), "prints the cost: \(result.stderr)")
+
+        let requests = server.requests
+        XCTAssertEqual(requests.count, 5)
+        // What xclaw offered: the computer tool at the model's size, its beta header, the untrusted-data warning.
+        let body = try JSONValue.parse(requests[0].body)
+        let computer = body["tools"]?.array?.first { $0["name"]?.string == "computer" }
+        XCTAssertEqual(computer?["type"]?.string, "computer_20251124")
+        XCTAssertEqual(computer?["display_width_px"]?.int, 1429)
+        XCTAssertEqual(computer?["display_height_px"]?.int, 804)
+        XCTAssertEqual(computer?["enable_zoom"], true)
+        XCTAssertEqual(requests[0].headers["anthropic-beta"], "computer-use-2025-11-24")
+        XCTAssertTrue(body.jsonText.contains("untrusted"), "system prompt says screen text is data")
+        // The screenshot is scaled for the model.
+        let shot = Self.lastResult(requests[1])
+        XCTAssertEqual(shot.ids, ["toolu_1"])
+        XCTAssertEqual(shot.images.count, 1)
+        XCTAssertEqual(shot.images.first.flatMap(Self.pngSize), Size(width: 1429, height: 804))
+        // The click landed on the screen pixel under the model's coordinate, inside the button.
+        let presses = fixture.wait(for: "button_press")
+        let expected = geometry.toScreen(target)
+        XCTAssertEqual(presses.first?.rootX, expected.x)
+        XCTAssertEqual(presses.first?.rootY, expected.y)
+        XCTAssertTrue(button.contains(expected))
+        XCTAssertEqual(Self.lastResult(requests[2]).ids, ["toolu_2"])
+        XCTAssertEqual(Self.lastResult(requests[2]).images.count, 1, "a click returns the settled screenshot")
+        // Exact Unicode typing.
+        XCTAssertEqual(fixture.typed(count: 8), "héllo 世界")
+        // OCR read the form back to the model.
+        let read = Self.lastResult(requests[4])
+        XCTAssertEqual(read.ids, ["toolu_4"])
+        XCTAssertTrue(read.text.contains("Order form"), read.text)
+        XCTAssertTrue(read.text.contains("Submit"), read.text)
+        // The action log holds the click in screen pixels.
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        let click = try XCTUnwrap(lines.compactMap { try? JSONValue.parse(String($0)) }
+            .first { $0["action"]?.string == "left_click" })
+        XCTAssertEqual(click["x"]?.int, expected.x)
+        XCTAssertEqual(click["y"]?.int, expected.y)
+        XCTAssertEqual(click["result"]?.string, "ok")
+    }
+
+    func testVisionToolsAskClaudeWithTheScreenshotAndTapWhereItPoints() throws {
+        // The fixture's red square has no text, so find_and_tap must ask vision; the scripted "vision model" points
+        // at the square's centre in the screenshot's pixels.
+        let square = Rect(x: frame.x + 600, y: frame.y + 200, width: 60, height: 60)
+        fixture.stop()
+        fixture = try Fixture(display: display.name, title: "icons", frame: frame, rects: [
+            (Rect(x: 600, y: 200, width: 60, height: 60), "#cc0000"),
+        ], extra: ["--text", "20,40,10x20,#000000:Order form"])
+        Thread.sleep(forTimeInterval: 0.2)
+        let target = geometry.toModel(square.center)
+        let server = try MockMessagesServer(replies: [
+            Self.tool("toolu_1", "analyze_screen", "{\"question\": \"What is the form called?\"}"),
+            .stream(.turn(blocks: [.text("The form is called Order form.")])),  // the vision sub-request
+            Self.tool("toolu_2", "find_and_tap", "{\"description\": \"the red square\"}"),
+            .stream(.turn(blocks: [.text("{\"x\": \(target.x), \"y\": \(target.y)}")])),  // the vision sub-request
+            .stream(.turn(blocks: [.text("Tapped the red square.")])),
+        ])
+        defer { server.stop() }
+        let result = try runCLI(["run", "Tap the red square", "--display", display.name, "--json",
+                                 "--tools", "analyze_screen,find_and_tap"], environment: environment(server))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("incl. 2 vision question(s)"), result.stderr)
+        // The cost counts the two side questions too (100 in / 20 out each, like the three steps).
+        let summary = try JSONValue.parse(result.stdout)
+        XCTAssertEqual(summary["usage"]?["inputTokens"]?.int, 1500 * 2 + 100 * 3)
+        let requests = server.requests
+        XCTAssertEqual(requests.count, 5)
+        // The sub-requests carry the model-sized screenshot and the question, and offer no tools.
+        for i in [1, 3] {
+            let body = try JSONValue.parse(requests[i].body)
+            XCTAssertNil(body["tools"], "request \(i) is a plain vision question")
+            let content = body["messages"]?.array?.first?["content"]?.array ?? []
+            let image = try XCTUnwrap(content.first { $0["type"]?.string == "image" }?["source"]?["data"]?.string)
+            XCTAssertEqual(Self.pngSize(image), Size(width: 1429, height: 804))
+        }
+        XCTAssertTrue(try JSONValue.parse(requests[1].body).jsonText.contains("What is the form called?"))
+        XCTAssertTrue(Self.lastResult(requests[2]).text.contains("The form is called Order form."))
+        // The tap landed where vision pointed, mapped back to the screen.
+        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), geometry.toScreen(target))
+        XCTAssertTrue(square.contains(geometry.toScreen(target)))
+        XCTAssertTrue(Self.lastResult(requests[4]).text.contains("vision"), Self.lastResult(requests[4]).text)
+    }
+
+    func testDryRunInjectsNothing() throws {
+        let target = geometry.toModel(button.center)
+        let server = try MockMessagesServer(replies: [
+            Self.tool("toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
+            Self.tool("toolu_2", "computer", "{\"action\": \"type\", \"text\": \"nothing\"}"),
+            .stream(.turn(blocks: [.text("planned")])),
+        ])
+        defer { server.stop() }
+        let log = workDir.appendingPathComponent("dry.jsonl").path
+        let result = try runCLI(["run", "Plan it", "--display", display.name, "--dry-run", "--log", log],
+                                environment: environment(server))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertTrue(fixture.received.filter { $0.kind == "button_press" || $0.kind == "key_press" }.isEmpty)
+        XCTAssertTrue(Self.lastResult(server.requests[1]).text.lowercased().contains("dry run"))
+        let logText = try String(contentsOfFile: log, encoding: .utf8)
+        XCTAssertTrue(logText.contains("\"dry-run\""), logText)
+        XCTAssertTrue(try JSONValue.parse(server.requests[0].body).jsonText.contains("DRY RUN"))
+    }
+
+    func testRetriesAreShownOnStderrAndJSONSummaryOnStdout() throws {
+        let overloaded = MockReply.error(status: 529, type: "overloaded_error", message: "Overloaded",
+                                         headers: ["retry-after-ms": "10"])
+        let server = try MockMessagesServer(replies: [
+            overloaded, overloaded,
+            .stream(.turn(blocks: [.text("Nothing to do.")], usage: MockUsage(input: 2000, output: 100))),
+        ])
+        defer { server.stop() }
+        let result = try runCLI(["run", "Look only", "--display", display.name, "--json"], environment: environment(server))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("retry 1/5"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("retry 2/5"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("req_mock_1"), "names the request id: \(result.stderr)")
+        let summary = try JSONValue.parse(result.stdout)
+        XCTAssertEqual(summary["outcome"]?.string, "completed")
+        XCTAssertEqual(summary["text"]?.string, "Nothing to do.")
+        XCTAssertEqual(summary["steps"]?.array?.count, 1)
+        XCTAssertEqual(summary["costUSD"]?.double ?? 0, (2000.0 * 3 + 100.0 * 15) / 1e6, accuracy: 1e-9)
+        XCTAssertEqual(server.requests.count, 3)
+    }
+
+    func testInvalidKeyExitsFourWithoutPrintingIt() throws {
+        let server = try MockMessagesServer(replies: [.error(status: 401, type: "authentication_error", message: "invalid x-api-key")])
+        defer { server.stop() }
+        let result = try runCLI(["run", "anything", "--display", display.name], environment: environment(server))
+        XCTAssertEqual(result.status, 4, result.stderr)
+        XCTAssertTrue(result.stderr.lowercased().contains("invalid api key"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("SECRET"))
+        XCTAssertFalse(result.text.contains("SECRET"))
+        XCTAssertEqual(server.requests.count, 1)
+    }
+
+    func testBadUsageExitsTwoAndSendsNothing() throws {
+        let server = try MockMessagesServer(replies: [])
+        defer { server.stop() }
+        let env = environment(server)
+        let cases: [([String], String)] = [
+            (["run", "x", "--display", display.name, "--model", "claude-nonexistent-9"], "unknown model"),
+            (["run", "x", "--display", display.name, "--tools", "computer,teleport"], "teleport"),
+            (["run", "x", "--display", display.name, "--max-steps", "0"], "--max-steps"),
+            (["run", "x", "--display", display.name, "--settle-ms", "0"], "--settle-ms"),
+            (["run", "x", "--display", display.name, "--log", "/proc/nope/run.jsonl"], "--log"),
+        ]
+        for (args, expected) in cases {
+            let result = try runCLI(args, environment: env)
+            XCTAssertEqual(result.status, 2, "\(args): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains(expected), "\(args): \(result.stderr)")
+        }
+        var noKey = env
+        noKey.removeValue(forKey: "ANTHROPIC_API_KEY")
+        let result = try runCLI(["run", "x", "--display", display.name], environment: noKey, removing: ["ANTHROPIC_API_KEY"])
+        XCTAssertEqual(result.status, 2, result.stderr)
+        XCTAssertTrue(result.stderr.contains("ANTHROPIC_API_KEY"), result.stderr)
+        XCTAssertEqual(server.requests.count, 0)
+    }
+
+    func testCtrlCStopsTheRunAndExits130() throws {
+        let server = try MockMessagesServer(replies: [.hang])
+        defer { server.stop() }
+        let err = Pipe()
+        let process = try launchCLI(["run", "wait forever", "--display", display.name], environment: environment(server),
+                                    stdout: Pipe(), stderr: err)
+        XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
+        kill(process.processIdentifier, SIGINT)
+        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 130, errText)
+        XCTAssertTrue(errText.contains("interrupted"), errText)
+        XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(10)), "the transfer was aborted")
+    }
+}

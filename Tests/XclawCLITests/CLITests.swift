@@ -1,0 +1,164 @@
+import XCTest
+import XclawTesting
+import XclawScreen
+import XclawBase
+
+/// The command line's contract: results on stdout, errors on stderr, documented exit codes, nothing lost.
+final class CLITests: XCTestCase {
+    nonisolated(unsafe) static var display: TestDisplay?
+
+    override class func setUp() {
+        super.setUp()
+        display = try? TestDisplay()
+    }
+
+    override class func tearDown() {
+        display?.stop()
+        super.tearDown()
+    }
+
+    private var displayName: String { get throws { try XCTUnwrap(Self.display).name } }
+
+    func testHelpDocumentsExitCodes() throws {
+        let help = try runCLI(["--help"])
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.text.contains("Exit codes: 0 ok; 1 not found"), help.text)
+        XCTAssertEqual(try runCLI(["--version"]).text, "0.1.0\n")
+    }
+
+    func testMissingOrUnreachableDisplayExitsThree() throws {
+        let none = try runCLI(["click", "1", "1"], removing: ["DISPLAY"])
+        XCTAssertEqual(none.status, 3)
+        XCTAssertTrue(none.stderr.contains("xclaw display start"), none.stderr)
+        XCTAssertTrue(none.text.isEmpty)
+        let gone = try runCLI(["capture", "-o", "-", "--display", ":987"])
+        XCTAssertEqual(gone.status, 3)
+        XCTAssertTrue(gone.stderr.contains("cannot open display :987"), gone.stderr)
+    }
+
+    func testBadInputExitsTwoWithAClearMessage() throws {
+        let d = try displayName
+        // "D" stands for the test display.
+        let cases: [([String], String)] = [
+            (["click", "1280", "10", "--display", "D"], "outside the screen (1280x800)"),
+            (["move", "10", "800", "--display", "D"], "outside the screen (1280x800)"),
+            (["move", "--display", "D", "--", "-5", "10"], "outside the screen (1280x800)"),
+            (["drag", "0", "0", "10", "900", "--display", "D"], "outside the screen (1280x800)"),
+            (["scroll", "down", "--at", "10,5000", "--display", "D"], "outside the screen (1280x800)"),
+            (["key", "ctrl+retrun", "--display", "D"], "did you mean \"Return\""),
+            (["key", "Return", "nosuchkey", "--display", "D"], "unknown key name \"nosuchkey\""),
+            (["type", "bell\u{07}", "--display", "D"], "U+0007"),
+            (["capture", "--region", "10,10,0,5", "-o", "-", "--display", "D"], "empty"),
+            (["capture", "--region", "1200,0,200,10", "-o", "-", "--display", "D"], "not inside"),
+            (["click", "10", "--display", "D"], "give both X and Y"),
+            (["click", "1", "1", "--count", "4", "--display", "D"], "--count"),
+            (["scroll", "sideways", "--display", "D"], "sideways"),
+            (["scroll", "up", "--amount", "100000000", "--display", "D"], "--amount"),
+            (["drag", "0", "0", "5", "5", "--steps", "0", "--display", "D"], "--steps"),
+            (["capture", "--region", "10,0,9223372036854775800,10", "-o", "-", "--display", "D"], "out of range"),
+            (["scroll", "up", "--at", "9223372036854775800,1", "--display", "D"], "is not a point"),
+            (["type", "x", "--delay", "-1", "--display", "D"], "--delay"),
+            (["display", "start", "--size", "big"], "WIDTHxHEIGHT"),
+            (["nosuchcommand"], "nosuchcommand"),
+        ]
+        for (args, message) in cases {
+            let result = try runCLI(args.map { $0 == "D" ? d : $0 })
+            XCTAssertEqual(result.status, 2, "\(args): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains(message), "\(args): \(result.stderr)")
+            XCTAssertTrue(result.stdout.isEmpty, "\(args) printed to stdout")
+        }
+    }
+
+    func testNotFoundExitsOne() throws {
+        let result = try runCLI(["activate", "no such window", "--display", try displayName])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("no window matches"), result.stderr)
+    }
+
+    func testBadKeyInAListSendsNoKeysAtAll() throws {
+        let d = try displayName
+        let fixture = try Fixture(display: d, frame: Rect(x: 0, y: 0, width: 200, height: 200))
+        defer { fixture.stop() }
+        XCTAssertEqual(try runCLI(["activate", String(fixture.window), "--display", d]).status, 0)
+        XCTAssertEqual(try runCLI(["key", "a", "b", "nosuchkey", "--display", d]).status, 2)
+        XCTAssertEqual(try runCLI(["key", "x", "--display", d]).status, 0)
+        // Only the x arrived: the failing command sent nothing.
+        XCTAssertEqual(fixture.typed(count: 1), "x")
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(EventProbe.typedText(fixture.received), "x")
+    }
+
+    func testInputCommandsEndToEnd() throws {
+        let d = try displayName
+        let fixture = try Fixture(display: d, frame: Rect(x: 50, y: 50, width: 400, height: 300))
+        defer { fixture.stop() }
+        XCTAssertEqual(try runCLI(["activate", String(fixture.window), "--display", d]).status, 0)
+        let stdinText = "from stdin: ünïcödé ✓\nline two\n"
+        let typed = try runCLI(["type", "-", "--display", d], stdin: Data(stdinText.utf8))
+        XCTAssertEqual(typed.status, 0, typed.stderr)
+        XCTAssertEqual(fixture.typed(count: stdinText.unicodeScalars.count), stdinText)
+        fixture.clear()
+        XCTAssertEqual(try runCLI(["click", "60", "70", "--button", "right", "--count", "2", "--with", "shift", "--display", d]).status, 0)
+        let presses = fixture.wait(for: "button_press", count: 2)
+        XCTAssertEqual(presses.map(\.button), [3, 3])
+        XCTAssertEqual(presses.map { ($0.state ?? 0) & 1 }, [1, 1])
+        XCTAssertEqual(presses.first?.rootX, 60)
+        XCTAssertEqual(try runCLI(["move", "123", "234", "--display", d]).status, 0)
+        XCTAssertEqual(try runCLI(["cursor", "--display", d]).text, "123 234\n")
+        XCTAssertEqual(try runCLI(["cursor", "--json", "--display", d]).text, "{\"x\":123,\"y\":234}\n")
+        fixture.clear()
+        XCTAssertEqual(try runCLI(["drag", "100", "100", "200", "150", "--steps", "5", "--display", d]).status, 0)
+        XCTAssertEqual(fixture.wait(for: "button_release").first?.rootX, 200)
+        fixture.clear()
+        XCTAssertEqual(try runCLI(["scroll", "down", "--amount", "4", "--at", "300,300", "--display", d]).status, 0)
+        XCTAssertEqual(fixture.wait(for: "button_press", count: 4).map(\.button), [5, 5, 5, 5])
+        fixture.clear()
+        XCTAssertEqual(try runCLI(["mousedown", "200", "200", "--display", d]).status, 0)
+        XCTAssertEqual(try runCLI(["mouseup", "--display", d]).status, 0)
+        XCTAssertEqual(fixture.wait(for: "button_release").count, 1)
+        fixture.clear()
+        XCTAssertEqual(try runCLI(["key", "--hold", "0.2", "shift", "--display", d]).status, 0)
+        let shift = fixture.wait { $0.contains { $0.kind == "key_release" } }
+        XCTAssertEqual(shift.map(\.kind), ["key_press", "key_release"])
+    }
+
+    func testCtrlCDuringHoldReleasesTheKeyAndExits130() throws {
+        let d = try displayName
+        let fixture = try Fixture(display: d, frame: Rect(x: 0, y: 0, width: 200, height: 200))
+        defer { fixture.stop() }
+        XCTAssertEqual(try runCLI(["activate", String(fixture.window), "--display", d]).status, 0)
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
+        process.arguments = ["key", "--hold", "30", "shift", "--display", d]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        XCTAssertEqual(fixture.wait(for: "key_press").first?.keysym, "Shift_L")
+        process.interrupt()  // SIGINT, as Ctrl-C sends
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 130)
+        XCTAssertEqual(fixture.wait(for: "key_release").first?.keysym, "Shift_L", "shift released before exiting")
+    }
+
+    func testDisplayStartListStop() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-state-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let env = ["XCLAW_STATE_DIR": state.path]
+        let started = try runCLI(["display", "start", "--size", "800x600", "--json"], environment: env)
+        XCTAssertEqual(started.status, 0, started.stderr)
+        let display = try JSONDecoder.xclaw.decode(VirtualDisplay.self, from: started.stdout)
+        defer { try? display.stop() }
+        XCTAssertTrue(display.name.hasPrefix(":"))
+        XCTAssertTrue(display.isRunning)
+        let listed = try runCLI(["display", "list"], environment: env)
+        XCTAssertTrue(listed.text.hasPrefix("\(display.name)\t800x600x24"), listed.text)
+        // It outlives the command that started it, and accepts clients.
+        let size = try DisplayConnection(name: display.name).screenSize()
+        XCTAssertEqual(size, Size(width: 800, height: 600))
+        XCTAssertEqual(try runCLI(["display", "stop", display.name], environment: env).status, 0)
+        XCTAssertFalse(display.isRunning)
+        XCTAssertEqual(try runCLI(["display", "list"], environment: env).text, "")
+        let again = try runCLI(["display", "stop", display.name], environment: env)
+        XCTAssertEqual(again.status, 3)
+        XCTAssertTrue(again.stderr.contains("xclaw display list"), again.stderr)
+    }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import XclawTesting
+import XCTest
+@testable import XclawPerception
+@testable import XclawScreen
+
+/// The merge of an accessibility tree into snapshot elements (its rules on a tree built by hand, as the helper
+/// reports them), the helper's process guard, and bus detection on a real Xvfb.
+final class AccessibilityMergeTests: XCTestCase {
+    private func node(_ id: Int, parent: Int, app: Int = 0, role: String, name: String = "",
+                      states: [String] = ["enabled", "sensitive", "showing", "visible"], rect: Rect?,
+                      value: String? = nil) -> AccessibleNode {
+        AccessibleNode(id: id, parent: parent, app: app, bus: ":1.\(app)", path: "/n/\(id)", role: role, name: name,
+                       description: nil, states: states, x: rect?.x, y: rect?.y, w: rect?.width, h: rect?.height,
+                       value: value, actions: nil, editable: nil, children: 0)
+    }
+
+    private func window(_ id: UInt, _ frame: Rect, pid: Int?) -> WindowInfo {
+        WindowInfo(id: id, title: "w\(id)", className: "", instance: "", pid: pid, frame: frame, mapped: true,
+                   visible: true, active: false)
+    }
+
+    /// A dialog of app 0 (pid 100) at 100,100 and a bigger window of app 1 (pid 200) above part of it.
+    private func scene() -> (AccessibleTree, [WindowInfo]) {
+        let nodes = [
+            node(0, parent: -1, role: "application", name: "zenity", states: [], rect: nil),
+            node(2, parent: 0, role: "dialog", name: "Question", rect: Rect(x: 100, y: 100, width: 200, height: 120)),
+            node(3, parent: 2, role: "filler", rect: Rect(x: 100, y: 100, width: 200, height: 120)),
+            node(4, parent: 3, role: "label", name: "Save\nchanges?", rect: Rect(x: 110, y: 110, width: 100, height: 20)),
+            node(5, parent: 3, role: "push button", rect: Rect(x: 110, y: 180, width: 80, height: 30)),
+            node(6, parent: 5, role: "label", name: "No", rect: Rect(x: 130, y: 185, width: 20, height: 20)),
+            node(7, parent: 3, role: "push button", name: "Yes", states: ["enabled", "focused", "showing", "visible"],
+                 rect: Rect(x: 210, y: 180, width: 80, height: 30)),
+            node(8, parent: 3, role: "label", name: "Name:", rect: Rect(x: 110, y: 140, width: 40, height: 20)),
+            node(9, parent: 3, role: "text", name: "", states: ["editable", "enabled", "showing", "visible"],
+                 rect: Rect(x: 160, y: 138, width: 120, height: 24), value: "draft"),
+            // Hidden GTK widgets report INT_MIN extents.
+            node(10, parent: 3, role: "push button", name: "Hidden", rect: Rect(x: -2_147_483_648, y: -2_147_483_648, width: 1, height: 1)),
+            node(1, parent: -1, app: 1, role: "application", name: "editor", states: [], rect: nil),
+            node(11, parent: 1, app: 1, role: "frame", name: "Editor", rect: Rect(x: 250, y: 0, width: 400, height: 300)),
+            node(12, parent: 11, app: 1, role: "check box", name: "Wrap", states: ["checked", "showing", "visible"],
+                 rect: Rect(x: 600, y: 280, width: 80, height: 20)),
+        ]
+        let tree = AccessibleTree(apps: [
+            AccessibleApp(id: 0, root: 0, bus: ":1.0", name: "zenity", pid: 100, route: "cache", nodes: 9),
+            AccessibleApp(id: 1, root: 1, bus: ":1.1", name: "editor", pid: 200, route: "walk", nodes: 2),
+        ], nodes: nodes, ms: 1)
+        let windows = [window(20, Rect(x: 250, y: 0, width: 400, height: 300), pid: 200),
+                       window(10, Rect(x: 100, y: 100, width: 200, height: 120), pid: 100)]
+        return (tree, windows)
+    }
+
+    func testWindowsAreTiedByProcessAndExtents() {
+        let (tree, windows) = scene()
+        let merge = AccessibleMerge(tree: tree, windows: windows, screen: Rect(x: 0, y: 0, width: 640, height: 480),
+                                    area: Rect(x: 0, y: 0, width: 640, height: 480))
+        XCTAssertEqual(merge.matched[10].map { tree.nodes[$0].name }, "Question")
+        XCTAssertEqual(merge.matched[20].map { tree.nodes[$0].name }, "Editor")
+        // Same extents but another process: not tied.
+        let stranger = [window(30, Rect(x: 100, y: 100, width: 200, height: 120), pid: 999)]
+        XCTAssertTrue(AccessibleMerge(tree: tree, windows: stranger, screen: merge.screen, area: merge.area)
+            .matched.isEmpty)
+    }
+
+    func testElementsTakeRolesNamesStatesAndCoverFromTheTree() throws {
+        let (tree, windows) = scene()
+        let screen = Rect(x: 0, y: 0, width: 640, height: 480)
+        let merge = AccessibleMerge(tree: tree, windows: windows, screen: screen, area: screen)
+        let dialog = try XCTUnwrap(merge.matched[10])
+        let elements = merge.elements(of: windows[1], top: dialog, windowRef: { "w\($0)" })
+        let summary = elements.map { "\($0.role.rawValue) \($0.label)" }
+        // Containers are skipped, the hidden button dropped, the label inside "No" names it instead of being listed.
+        XCTAssertEqual(summary, ["text Save changes?", "text Name:", "field Name", "button No", "button Yes"])
+        let yes = try XCTUnwrap(elements.first { $0.label == "Yes" })
+        XCTAssertEqual(yes.source, .atspi)
+        XCTAssertEqual(yes.toolkitRole, "push button")
+        XCTAssertEqual(yes.states, ["focused"])
+        XCTAssertEqual(yes.node, AccessibleHandle(bus: ":1.0", path: "/n/7"))
+        // Yes's centre (250,195) is under the editor window, which is higher: covered. No's is not.
+        XCTAssertEqual(yes.covered, true)
+        XCTAssertNil(elements.first { $0.label == "No" }?.covered)
+        XCTAssertEqual(elements.first { $0.role == .field }?.value, "draft")
+
+        // The editor's check box runs past the screen's right edge: clipped to it.
+        let editor = try XCTUnwrap(merge.matched[20])
+        let wrap = try XCTUnwrap(merge.elements(of: windows[0], top: editor, windowRef: { "w\($0)" }).first)
+        XCTAssertEqual(wrap.role, .checkbox)
+        XCTAssertEqual(wrap.states, ["checked", "disabled"])
+        XCTAssertEqual(wrap.box, Rect(x: 600, y: 280, width: 40, height: 20))
+    }
+
+    func testToolkitRolesMapToSnapshotRoles() {
+        let cases: [(String, [String], Role?)] = [
+            ("push button", [], .button), ("toggle button", [], .button), ("check box", [], .checkbox),
+            ("radio button", [], .radio), ("combo box", [], .combobox), ("spin button", [], .spinbutton),
+            ("slider", [], .slider), ("page tab", [], .tab), ("menu", [], .menuitem), ("menu item", [], .menuitem),
+            ("entry", [], .field), ("password text", [], .field), ("text", ["editable"], .field),
+            ("text", [], .text), ("label", [], .text), ("icon", [], .image), ("list item", [], .item),
+            ("filler", [], nil), ("panel", [], nil), ("frame", [], nil), ("menu bar", [], nil),
+        ]
+        for (role, states, expected) in cases {
+            XCTAssertEqual(AccessibleMerge.role(of: node(1, parent: 0, role: role, states: states, rect: nil),
+                                                 parent: node(0, parent: -1, role: "menu bar", rect: nil)), expected,
+                           role)
+        }
+    }
+
+    func testPopupEntriesBelongToTheirPopupAndElementsComeInReadingOrder() throws {
+        // A combo box whose open list GTK draws in a popup window of the same process, above the main window; the
+        // toolkit keeps a column of check boxes bottom-up.
+        let nodes = [
+            node(0, parent: -1, role: "application", name: "factory", states: [], rect: nil),
+            node(1, parent: 0, role: "frame", name: "Factory", rect: Rect(x: 0, y: 0, width: 400, height: 300)),
+            node(2, parent: 1, role: "check box", name: "Bottom", rect: Rect(x: 10, y: 200, width: 80, height: 20)),
+            node(3, parent: 1, role: "check box", name: "Right", rect: Rect(x: 100, y: 100, width: 80, height: 20)),
+            node(4, parent: 1, role: "check box", name: "Left", rect: Rect(x: 10, y: 102, width: 80, height: 20)),
+            node(5, parent: 1, role: "combo box", name: "Left", rect: Rect(x: 200, y: 20, width: 100, height: 30)),
+            node(6, parent: 5, role: "menu", rect: Rect(x: 200, y: 50, width: 100, height: 90)),
+            node(7, parent: 6, role: "menu item", name: "Middle", rect: Rect(x: 200, y: 80, width: 100, height: 30)),
+        ]
+        let tree = AccessibleTree(apps: [AccessibleApp(id: 0, root: 0, bus: ":1.0", name: "factory", pid: 7,
+                                                       route: "cache", nodes: 7)], nodes: nodes, ms: 1)
+        let popup = WindowInfo(id: 2, title: "", className: "", instance: "", pid: 7,
+                               frame: Rect(x: 200, y: 50, width: 100, height: 90), mapped: true, visible: true,
+                               active: false, popup: true)
+        let main = window(1, Rect(x: 0, y: 0, width: 400, height: 300), pid: 7)
+        let screen = Rect(x: 0, y: 0, width: 640, height: 480)
+        let merge = AccessibleMerge(tree: tree, windows: [popup, main], screen: screen, area: screen)
+        let top = try XCTUnwrap(merge.matched[1])
+        let elements = merge.elements(of: main, top: top, windowRef: { "w\($0)" })
+        XCTAssertEqual(elements.map(\.label), ["Left", "Middle", "Left", "Right", "Bottom"])
+        // The list's container is not an entry; its entry belongs to the popup and is not covered by it.
+        let middle = try XCTUnwrap(elements.first { $0.label == "Middle" })
+        XCTAssertEqual(middle.role, .menuitem)
+        XCTAssertEqual(middle.window, "w2")
+        XCTAssertNil(middle.covered)
+        XCTAssertFalse(elements.contains { $0.role == .menuitem && $0.label.isEmpty })
+
+        // A window of the same process that is not that popup (a second dialog over the check boxes) covers them.
+        let dialog = WindowInfo(id: 3, title: "", className: "", instance: "", pid: 7,
+                                frame: Rect(x: 0, y: 90, width: 200, height: 50), mapped: true, visible: true,
+                                active: false)
+        let covering = AccessibleMerge(tree: tree, windows: [dialog, popup, main], screen: screen, area: screen)
+        let under = covering.elements(of: main, top: try XCTUnwrap(covering.matched[1]), windowRef: { "w\($0)" })
+        let left = try XCTUnwrap(under.first { $0.label == "Left" && $0.role == .checkbox })
+        XCTAssertEqual(left.window, "w1")
+        XCTAssertEqual(left.covered, true)
+    }
+
+    func testTreeMatchesWinOverOcrAndControlsOverTheirCaptions() {
+        func match(_ ref: String, _ role: Role, _ source: ElementSource?, covered: Bool? = nil) -> Match {
+            Match(text: "Save", box: Rect(x: 0, y: 0, width: 10, height: 10), score: 1, role: role, ref: ref,
+                  window: nil, source: source, covered: covered)
+        }
+        XCTAssertEqual(Selection.preferred([match("e1", .text, .ocr), match("e2", .button, .atspi)]).map(\.ref), ["e2"])
+        XCTAssertEqual(Selection.preferred([match("e1", .text, .atspi), match("e2", .button, .atspi)]).map(\.ref),
+                       ["e2"])
+        XCTAssertEqual(Selection.preferred([match("e1", .button, .atspi, covered: true), match("e2", .button, .atspi)])
+            .map(\.ref), ["e2"])
+        // OCR alone keeps refusing to guess between equal matches.
+        XCTAssertEqual(Selection.preferred([match("e1", .text, .ocr), match("e2", .button, .ocr)]).count, 2)
+    }
+
+    func testTheHelperRunsUnderADeadlineAndItsCrashesAreReported() throws {
+        let start = ContinuousClock.now
+        let hung = try ChildProcess.run(["/bin/sh", "-c", "sleep 10"], timeout: .milliseconds(200))
+        XCTAssertEqual(hung.ending, .timedOut)
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
+        let aborted = try ChildProcess.run(["/bin/sh", "-c", "echo partial; kill -ABRT $$"], timeout: .seconds(5))
+        XCTAssertEqual(aborted.ending, .signalled(SIGABRT))
+        let failed = try ChildProcess.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 3"], timeout: .seconds(5))
+        XCTAssertEqual(failed.ending, .exited(3))
+        XCTAssertEqual(String(decoding: failed.stdout, as: UTF8.self), "out\n")
+        XCTAssertEqual(String(decoding: failed.stderr, as: UTF8.self), "err\n")
+
+        let missing = AccessibilityReader(helper: nil)
+        XCTAssertThrowsError(try missing.tree(at: .bus("unix:path=/nonexistent"))) {
+            XCTAssertEqual($0 as? AccessibilityError, .helperMissing)
+        }
+    }
+
+    func testTheBusIsFoundWithoutStartingAnything() throws {
+        let display = try TestDisplay(size: Size(width: 640, height: 480))
+        defer { display.stop() }
+        let connection = try display.connect()
+        let windows = WindowManager(connection: connection)
+        // Nothing set: no bus, so snapshots stay OCR-only without trying.
+        XCTAssertNil(AccessibilityReader.locate(display: display.name, windows: windows, environment: [:]))
+        // The environment counts only for its own display.
+        let env = ["DISPLAY": display.name + ".0", "AT_SPI_BUS_ADDRESS": "unix:path=/tmp/a11y-env",
+                   "DBUS_SESSION_BUS_ADDRESS": "unix:path=/tmp/session"]
+        XCTAssertEqual(AccessibilityReader.locate(display: display.name, windows: windows, environment: env),
+                       .bus("unix:path=/tmp/a11y-env"))
+        XCTAssertNil(AccessibilityReader.locate(display: display.name, windows: windows,
+                                                environment: ["DISPLAY": ":9999", "AT_SPI_BUS_ADDRESS": "x"]))
+        XCTAssertEqual(AccessibilityReader.locate(display: display.name, windows: windows,
+                                                  environment: ["DISPLAY": display.name,
+                                                                "DBUS_SESSION_BUS_ADDRESS": "unix:path=/tmp/s"]),
+                       .session("unix:path=/tmp/s"))
+
+        // The root-window property an accessibility bus launcher sets; here it names a bus that is not there.
+        let set = Process()
+        set.executableURL = URL(fileURLWithPath: "/usr/bin/xprop")
+        set.arguments = ["-display", display.name, "-root", "-f", "AT_SPI_BUS", "8s", "-set", "AT_SPI_BUS",
+                         "unix:path=/nonexistent/bus"]
+        try set.run()
+        let deadline = Date().addingTimeInterval(10)
+        while set.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertFalse(set.isRunning, "xprop did not finish")
+        XCTAssertEqual(AccessibilityReader.locate(display: display.name, windows: windows, environment: [:]),
+                       .bus("unix:path=/nonexistent/bus"))
+
+        // A snapshot there falls back to OCR with a warning that says what failed; --source atspi fails outright.
+        let result = try runCLI(["snapshot", "--display", display.name], removing: ["AT_SPI_BUS_ADDRESS"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("warning:") && result.stderr.contains("nonexistent"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("using OCR instead"), result.stderr)
+        let strict = try runCLI(["snapshot", "--display", display.name, "--source", "atspi"])
+        XCTAssertEqual(strict.status, 1, strict.stderr)
+        XCTAssertTrue(strict.stderr.contains("nonexistent"), strict.stderr)
+    }
+}
