@@ -118,7 +118,8 @@ let package = Package(
         .target(
             name: "XclawRuntime",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawSkills",
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore",
+                "XclawSkills",
             ],
             path: "Sources/XclawRuntime"
         ),
@@ -200,8 +201,8 @@ let package = Package(
         .testTarget(
             name: "XclawRuntimeTests",
             dependencies: [
-                "XclawBase", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawRuntime", "XclawMockAPI",
-                "XclawAgentTesting",
+                "XclawBase", "XclawScreen", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawSkills",
+                "XclawRuntime", "XclawMockAPI", "XclawAgentTesting", "XclawTesting",
             ],
             path: "Tests/XclawRuntimeTests"
         ),

@@ -2,6 +2,7 @@ import ArgumentParser
 import XclawCommandLine
 import Dispatch
 import Foundation
+import Synchronization
 import XclawAgent
 import XclawBase
 import XclawPerception
@@ -68,21 +69,16 @@ struct Run: ParsableCommand {
         let client = ClaudeClient(configuration: configuration)
 
         let connection = try target.connect()
-        let settler = Settler(capturer: try ScreenCapturer(connection: connection), quiet: .milliseconds(settleMs))
-        let session = try ScreenSession(connection: connection, settler: settler)
         let sideQuestions = UsageLedger()
-        let vision: VisionAsker = { question, png, size in
-            try await VisionRequest.ask(client: client, model: info, question: question, pngBase64: png,
-                                        width: size.width, height: size.height, usage: { sideQuestions.add($0) })
-        }
         let store = try storeOptions.open()
         let agent = Self.agentName()
-        let skill = try ScreenSkill(session: session, toolNames: names, computerVersion: try Self.computerVersion(info),
-                                    vision: vision, memory: StoredMemory(store: store, agent: agent))
-        try skill.setup()
+        let builder = AgentBuilder(store: store, client: client, catalog: catalog, settleQuiet: .milliseconds(settleMs),
+                                   visionUsage: { sideQuestions.add($0) })
+        let session = try builder.session(display: connection.name, connection: connection)
+        let config = AgentConfig(name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
+                                 display: connection.name)
+        let prepared = try usageErrors { try builder.prepare(config, session: session, dryRun: dryRun) }
         let actionLog = try ActionLog(path: log ?? ActionLog.defaultPath())
-        let prompt = SystemPrompt.build(display: session.connection.name, screen: session.geometry.screen,
-                                        model: session.geometry.model, dryRun: dryRun, extra: extraSystem)
         let confirming = confirm
         let ask: @Sendable (String) async -> Bool = { question in
             confirming ? await TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
@@ -90,18 +86,15 @@ struct Run: ParsableCommand {
         let context = ToolContext(dryRun: dryRun, confirm: ask, log: { actionLog.append($0) })
 
         // A one-shot agent, recorded like any other: its task, replies, tool results, usage and session.
-        try store.createAgent(AgentConfig(name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
-                                          display: connection.name))
+        try store.createAgent(config)
         let printer = RunPrinter(quiet: json)
-        let tools = skill.tools
         let (maxSteps, maxTokens, keep) = (self.maxSteps, self.maxTokens, keepScreenshots)
-        let service = AgentService(
-            store: store, client: client, catalog: catalog, queue: QueueConfiguration(maxConcurrent: 1, maxRetries: 0),
+        let service = builder.service(
+            queue: QueueConfiguration(maxConcurrent: 1, maxRetries: 0), prepared: prepared,
             runOptions: { model, system in
                 RunOptions(model: model, system: system, maxSteps: maxSteps, maxTokens: maxTokens, keepImages: keep)
             },
-            tools: { _ in tools }, systemPrompt: { _ in prompt }, context: { _ in context },
-            events: { printer.handle($0) })
+            context: { _ in context }, events: { printer.handle($0) })
         let task = self.task
         let sent: Result<Void, any Error> = CancellableRun.execute(onInterrupt: {
             Task { await service.queue.cancel(agent: agent) }
@@ -148,32 +141,22 @@ struct Run: ParsableCommand {
         f.dateFormat = "yyyyMMdd-HHmmss"
         return "run-\(f.string(from: now))-\(getpid())"
     }
-
-    /// The computer-tool version the model was trained on; refuses a catalog entry whose beta header does not match.
-    static func computerVersion(_ info: ModelInfo) throws -> ComputerToolVersion {
-        guard let v = ComputerToolVersion(rawValue: info.computerTool) else {
-            throw ValidationError("the catalog gives \(info.id) the computer tool \(info.computerTool), which this "
-                + "xclaw does not implement (it has computer_20250124 and computer_20251124)")
-        }
-        guard v.betaHeader == info.beta else {
-            throw ValidationError("the catalog gives \(info.id) the beta header \(info.beta), but \(v.rawValue) needs "
-                + "\(v.betaHeader): fix the entry in \(ModelCatalog.userCatalogPath(environment: ProcessInfo.processInfo.environment))")
-        }
-        return v
-    }
 }
 
 /// Tokens of the vision side questions (analyze_screen, find_and_tap), which are not steps of the loop.
-final class UsageLedger: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sum = Usage()
-    private var requests = 0
+final class UsageLedger: Sendable {
+    private let state = Mutex((sum: Usage(), requests: 0))
 
     /// Adds one request's tokens.
-    func add(_ usage: Usage) { lock.withLock { sum = sum + usage; requests += 1 } }
+    func add(_ usage: Usage) { state.withLock { $0.sum = $0.sum + usage; $0.requests += 1 } }
 
     /// The total and the number of requests.
-    var total: (usage: Usage, count: Int) { lock.withLock { (sum, requests) } }
+    var total: (usage: Usage, count: Int) { state.withLock { ($0.sum, $0.requests) } }
+}
+
+/// A wrong catalog entry found while building the agent is bad usage, reported as ArgumentParser reports it.
+func usageErrors<T>(_ body: () throws -> T) throws -> T {
+    do { return try body() } catch let error as BuildError { throw ValidationError(error.description) }
 }
 
 /// The JSON summary of a run (`--json`; usage and cost include the vision side questions).

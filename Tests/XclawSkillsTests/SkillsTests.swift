@@ -2,6 +2,7 @@ import Foundation
 import XclawTesting
 import XCTest
 import XclawAgent
+import XclawBase
 import XclawPerception
 import XclawScreen
 import XclawSkills
@@ -20,24 +21,6 @@ final class VisionStub: @unchecked Sendable {
             return self.answer
         }
     }
-}
-
-/// Runs an async call to completion from synchronous test code (the main thread waits; the task runs on the pool).
-func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let box = BlockingResult<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-        done.signal()
-    }
-    done.wait()
-    guard let result = box.result else { throw CancellationError() }
-    return try result.get()
-}
-
-/// Where `blocking` leaves a task's result for the waiting thread (written before the semaphore is signalled).
-final class BlockingResult<T: Sendable>: @unchecked Sendable {
-    var result: Result<T, any Error>?
 }
 
 /// The custom screen tools, the catalog and memory, against a real Xvfb with the widget fixture (OCR for real).
@@ -93,6 +76,36 @@ final class SkillsTests: XCTestCase {
     /// Button presses received up to a sentinel click (so anything sent before it has arrived).
     private func pressesUntilSentinel() throws -> [ProbeEvent] {
         try fixture.pressesUntilSentinel(at: Point(x: Self.origin.x + 630, y: Self.origin.y + 290), via: try session.input)
+    }
+
+    func testTheToolTableIsTheOneDeclarationOfEveryTool() throws {
+        let session = try session
+        let table = SkillCatalog.table
+        XCTAssertEqual(SkillCatalog.allToolNames, table.map(\.name))
+        XCTAssertEqual(Set(SkillCatalog.allToolNames).count, table.count, "a name is declared twice")
+        // Each factory builds the tool its row names, so the name is written once.
+        let stub = VisionStub(answer: "ok")
+        for entry in table {
+            let tool = try XCTUnwrap(SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker).first)
+            XCTAssertEqual(tool.name, entry.name)
+        }
+        // The safe set, in the order it is offered; no vision tools and no coordinate-only taps in it.
+        XCTAssertEqual(SkillCatalog.defaultToolNames, [
+            "computer", "screen_snapshot", "read_screen_text", "tap_element", "type_text", "press_button", "scroll",
+            "watch_screen", "capture_screen", "memory",
+        ])
+        XCTAssertFalse(table.contains { $0.defaultPosition != nil && ($0.needsVision || $0.name == "tap_xy") })
+        XCTAssertEqual(SkillCatalog.ocrToolNames,
+                       ["read_screen_text", "screen_snapshot", "tap_element", "watch_screen", "find_and_tap"])
+        XCTAssertEqual(Set(table.filter(\.needsVision).map(\.name)), ["analyze_screen", "find_and_tap"])
+        XCTAssertEqual(Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames), ["memory"])
+        // --tools: nil is the safe set, `all` every tool, a list is trimmed and checked against the table.
+        XCTAssertEqual(try SkillCatalog.select(nil), SkillCatalog.defaultToolNames)
+        XCTAssertEqual(try SkillCatalog.select("all"), SkillCatalog.allToolNames)
+        XCTAssertEqual(try SkillCatalog.select(" tap_xy , memory,,"), ["tap_xy", "memory"])
+        XCTAssertThrowsError(try SkillCatalog.select("computer,teleport,warp")) { error in
+            XCTAssertEqual(error as? SkillError, .unknownTools(["teleport", "warp"], valid: SkillCatalog.allToolNames))
+        }
     }
 
     func testCatalogBuildsTheNamedToolsAndRefusesUnknownOnes() throws {
@@ -256,7 +269,7 @@ final class SkillsTests: XCTestCase {
         defer { timed.stop() }
         let watch = try tool("watch_screen")
         func run(_ input: JSONValue, _ context: ToolContext = ToolContext()) throws -> String {
-            try outputText(blocking { try await watch.execute(input, context: context) })
+            try outputText(Blocking.wait { try await watch.execute(input, context: context) })
         }
         func failure(_ input: JSONValue) -> String {
             do {
