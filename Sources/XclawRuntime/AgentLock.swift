@@ -23,6 +23,7 @@ public enum AgentLockError: ClassifiedError {
 /// and this keeps it across processes, so two `xclaw send` to the same agent at once run one after the other
 /// instead of building on each other's half-written turns. An advisory `flock`, released by the kernel when a
 /// process dies, so a killed run never leaves it held.
+/// Safe because its only state is an immutable file descriptor, and flock on it is safe from any thread.
 final class AgentLock: @unchecked Sendable {
     private let fd: Int32
 

@@ -212,6 +212,7 @@ public final class AgentService: Sendable {
 }
 
 /// Lets the queue's processor reach the service that owns the queue.
+/// Safe because the weak reference (which `Mutex` cannot hold) is read and written only under `lock`.
 private final class ServiceBox: @unchecked Sendable {
     private let lock = NSLock()
     private weak var stored: AgentService?
@@ -223,6 +224,7 @@ private final class ServiceBox: @unchecked Sendable {
 
 /// Persists one run as it happens: the reply's text while it streams (a partial message, saved at most every
 /// `saveInterval`), each finished message, each step's usage. A kill -9 leaves the partial reply in the store.
+/// Safe because its mutable state is touched only under `lock`; everything else is immutable.
 final class RunRecorder: @unchecked Sendable {
     let store: AgentStore
     let agent: String

@@ -119,6 +119,7 @@ enum ServiceFactory {
 }
 
 /// Prints service events: reply text to stdout as it streams, the rest to stderr.
+/// Safe because its lists are touched only under `lock`, and `streamed` is itself safe.
 final class RunPrinter: @unchecked Sendable {
     private let streamed = StreamedText()
     private let lock = NSLock()

@@ -225,6 +225,7 @@ enum CancellableRun {
 
 /// Streams the model's text to stdout unbuffered and remembers whether a line is open, so stderr lines start on
 /// their own line in a terminal. Write errors (a closed pipe) are ignored: the run and its log go on.
+/// Safe because its state and the writes to stdout happen only under `lock`, so lines never interleave.
 final class StreamedText: @unchecked Sendable {
     private let lock = NSLock()
     private var open = false

@@ -8,7 +8,8 @@ import XclawScreen
 struct Xclaw: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "xclaw",
-        abstract: "Desktop automation for Linux/X11: capture, input, windows, and (later) Claude driving the screen.",
+        abstract: "Desktop automation for Linux/X11: capture, input, windows, OCR and accessibility snapshots, find and tap "
+            + "by label, watch conditions, and Claude agents that drive the screen.",
         discussion: ExitStatus.legend,
         version: "0.1.0",
         subcommands: [
