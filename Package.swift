@@ -130,6 +130,7 @@ let package = Package(
             name: "XclawCommandLine",
             dependencies: [
                 "XclawBase", "XclawScreen", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/XclawCommandLine"
         ),

@@ -1,10 +1,31 @@
 import ArgumentParser
 import Foundation
+import Logging
 import XclawBase
 import XclawScreen
 
 /// Runs a root command the way every xclaw binary does.
 public enum CommandRunner {
+    /// The whole life of an xclaw binary: locale, logging to stderr (`XCLAW_LOG` sets the level), `prepare` (signal
+    /// handlers), the command, its documented exit status. Never returns.
+    public static func main(_ root: any ParsableCommand.Type, prepare: () -> Void = {}) -> Never {
+        setlocale(LC_ALL, "")
+        setlocale(LC_CTYPE, "C.UTF-8")  // the probe window decodes key events as UTF-8 whatever the user's locale
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            let level = ProcessInfo.processInfo.environment["XCLAW_LOG"].flatMap { Logger.Level(rawValue: $0.lowercased()) }
+            handler.logLevel = level ?? .info
+            return handler
+        }
+        prepare()
+        let status = run(root)
+        // _exit, not exit: run/send/chat leave worker threads (X connections, SQLite, the concurrency pool) winding
+        // down, and exit()'s library destructors racing them crashed a finished run now and then. Everything a
+        // command must write is written by now; only stdio buffers remain.
+        fflush(nil)  // every output stream
+        _exit(status)
+    }
+
     /// Parses the arguments, runs the command, and maps every outcome to a documented exit status.
     public static func run(_ root: any ParsableCommand.Type, arguments: [String]? = nil) -> Int32 {
         do {
