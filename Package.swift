@@ -220,6 +220,7 @@ let package = Package(
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore", "XclawRuntime",
                 "XclawMockAPI", "XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
+                "xclaw-bench",
             ],
             path: "Tests/XclawCLITests"
         ),
