@@ -38,6 +38,8 @@ let package = Package(
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
         // GDBus and AT-SPI2's tables, for the accessibility reader (which runs in its own process, xclaw-atspi).
         systemLibrary("CAtspi", pkgConfig: "atspi-2", apt: ["libatspi2.0-dev", "libglib2.0-dev"]),
+        // POSIX pieces Swift cannot import (closefrom for posix_spawn, pipe2, the wait-status macros), for Subprocess.
+        .target(name: "CXclawSystem", path: "Sources/CBindings/CXclawSystem"),
         // C kernels that must be fast even in debug builds (pixel conversion, scaling, PNG with setjmp),
         // and shims for variadic Xlib calls Swift cannot import (XCreateIC).
         .target(
@@ -61,8 +63,8 @@ let package = Package(
         .executableTarget(name: "xclaw-atspi", dependencies: ["CXclawAtspi"], path: "Sources/xclaw-atspi"),
 
         // Layer 0: what every layer shares: exit-status classification of errors, JSON output conventions, the
-        // sync-to-async bridge of the synchronous commands.
-        .target(name: "XclawBase", path: "Sources/XclawBase"),
+        // sync-to-async bridge of the synchronous commands, Subprocess, Errno, XclawPaths.
+        .target(name: "XclawBase", dependencies: ["CXclawSystem"], path: "Sources/XclawBase"),
 
         // Layer 2: the screen: display connection, capture, PNG, scaling, input, windows, monitors, Xvfb.
         .target(
@@ -148,8 +150,8 @@ let package = Package(
         // Test support, linked by no product module: the loopback server speaking the Messages API wire format
         // (also the demo's scripted model), and XclawTesting: the event probe, test displays, the fixture, scenes and
         // the CLI runner that the fixture, the benchmarks and the tests share.
-        .target(name: "XclawMockAPI", dependencies: [], path: "Sources/XclawMockAPI"),
-        .executableTarget(name: "xclaw-mock-api", dependencies: ["XclawMockAPI"], path: "Sources/xclaw-mock-api"),
+        .target(name: "XclawMockAPI", dependencies: ["XclawBase"], path: "Sources/XclawMockAPI"),
+        .executableTarget(name: "xclaw-mock-api", dependencies: ["XclawBase", "XclawMockAPI"], path: "Sources/xclaw-mock-api"),
         .target(
             name: "XclawTesting",
             dependencies: ["XclawBase", "XclawScreen", "CX11", "CXclawShim"],
@@ -171,7 +173,7 @@ let package = Package(
             name: "xclaw-bench",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
-                "XclawRuntime", "XclawCommandLine", "XclawTesting",
+                "XclawRuntime", "XclawSkills", "XclawCommandLine", "XclawTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -30,13 +30,12 @@ public final class ActionLog: @unchecked Sendable {
     /// `$XDG_STATE_HOME/xclaw/runs/<UTC time>-<pid>.jsonl` (default `~/.local/state/...`).
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment,
                                    now: Date = Date()) -> String {
-        let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/state")
+        let base = XclawPaths.userStateDirectory(environment)
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "UTC")
         f.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        return "\(base)/xclaw/runs/\(f.string(from: now))-\(getpid()).jsonl"
+        return "\(base)/runs/\(f.string(from: now))-\(getpid()).jsonl"
     }
 
     /// Appends one record.

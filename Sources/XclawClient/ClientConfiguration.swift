@@ -1,7 +1,8 @@
 import Foundation
+import XclawBase
+import XclawMessages
 #if canImport(Glibc)
 import Glibc
-import XclawMessages
 #endif
 
 /// An Anthropic API key, wrapped so that printing, logging or dumping it can never leak the secret.
@@ -75,9 +76,7 @@ public struct ClientConfiguration: Sendable {
 
     /// `$XDG_CONFIG_HOME/xclaw/config`, else `~/.config/xclaw/config`.
     static func defaultConfigPath(environment: [String: String]) -> String {
-        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg + "/xclaw/config" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return home + "/.config/xclaw/config"
+        XclawPaths.configDirectory(environment) + "/config"
     }
 }
 

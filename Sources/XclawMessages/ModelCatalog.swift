@@ -117,9 +117,7 @@ public struct ModelCatalog: Sendable, Hashable, Codable {
 
     /// `$XDG_CONFIG_HOME/xclaw/models.json` or `~/.config/xclaw/models.json`.
     public static func userCatalogPath(environment: [String: String]) -> String {
-        let base = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
-        return base + "/xclaw/models.json"
+        XclawPaths.configDirectory(environment) + "/models.json"
     }
 
     /// The model with this id or alias.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import XclawBase
 import Glibc
 import Synchronization
 
@@ -247,4 +248,4 @@ final class ServerCore: Sendable {
     }
 }
 
-func errnoText() -> String { String(cString: strerror(errno)) }
+func errnoText() -> String { Errno.current.description }

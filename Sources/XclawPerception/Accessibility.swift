@@ -1,4 +1,3 @@
-import CXclawShim
 import Foundation
 import Glibc
 import XclawBase
@@ -258,7 +257,10 @@ public struct AccessibilityReader: Sendable {
     /// Runs the helper and returns its stdout; kills it at the deadline.
     private func run(_ arguments: [String]) throws -> Data {
         guard let helper else { throw AccessibilityError.helperMissing }
-        let result = try ChildProcess.run([helper] + arguments, timeout: timeout)
+        let result: Subprocess.Outcome
+        do { result = try Subprocess.run([helper] + arguments, timeout: timeout) } catch let error as SubprocessError {
+            throw AccessibilityError.failed(error.description)
+        }
         switch result.ending {
         case .timedOut:
             throw AccessibilityError.timedOut(milliseconds: Int(timeout.milliseconds))
@@ -287,105 +289,5 @@ public struct AccessibilityReader: Sendable {
         // GLib's own warnings are noise here; the helper's last line says what failed.
         guard let last = lines.last(where: { !$0.hasPrefix("(process:") && !$0.isEmpty }) else { return "" }
         return ": " + last
-    }
-}
-
-/// A child process run to completion under a deadline, its output collected (used for the accessibility helper).
-struct ChildProcess {
-    /// How the child ended.
-    enum Ending: Equatable {
-        case exited(Int32)
-        case signalled(Int32)
-        case timedOut
-        /// Its status was lost (SIGCHLD ignored by whoever started us, so the kernel reaped it).
-        case unknown
-    }
-    var ending: Ending
-    var stdout: Data
-    var stderr: Data
-
-    /// Spawns `arguments` (stdin from /dev/null), reads both pipes until they close or `timeout` passes, and reaps
-    /// it; at the deadline it is killed (SIGKILL) and reaped.
-    static func run(_ arguments: [String], timeout: Duration) throws -> ChildProcess {
-        // Close-on-exec, so processes other threads start never inherit them (and never hold them open).
-        var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
-        guard pipe(&out) == 0 else { throw AccessibilityError.failed("pipe() failed") }
-        guard pipe(&err) == 0 else {
-            close(out[0]); close(out[1])
-            throw AccessibilityError.failed("pipe() failed")
-        }
-        for fd in out + err { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, out[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, err[1], 2)
-        xclaw_spawn_closefrom(&actions, 3)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        // Default dispositions and an empty mask: what this process ignores or blocks must not reach the helper.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
-        close(out[1])
-        close(err[1])
-        defer { close(out[0]); close(err[0]) }
-        guard rc == 0 else {
-            throw AccessibilityError.failed("could not start \(arguments[0]): \(String(cString: strerror(rc)))")
-        }
-        let deadline = ContinuousClock.now + timeout
-        var stdout = Data(), stderr = Data()
-        var open: [Int32] = [out[0], err[0]]
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        var timedOut = false
-        while !open.isEmpty {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { timedOut = true; break }
-            var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), Int32(max(1, left.milliseconds)))
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { continue }
-            for fd in fds where fd.revents != 0 {
-                let n = read(fd.fd, &buffer, buffer.count)
-                if n > 0 {
-                    if fd.fd == out[0] { stdout.append(contentsOf: buffer[0..<n]) }
-                    else { stderr.append(contentsOf: buffer[0..<n]) }
-                } else if n == 0 || (errno != EINTR && errno != EAGAIN) {
-                    open.removeAll { $0 == fd.fd }
-                }
-            }
-        }
-        var status: Int32 = 0
-        if timedOut {
-            kill(pid, SIGKILL)
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            return ChildProcess(ending: .timedOut, stdout: stdout, stderr: stderr)
-        }
-        // Both pipes closed: the child is exiting; wait for it, still under the deadline.
-        while true {
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid { break }
-            if reaped < 0 && errno != EINTR { return ChildProcess(ending: .unknown, stdout: stdout, stderr: stderr) }
-            if ContinuousClock.now >= deadline {
-                kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                return ChildProcess(ending: .timedOut, stdout: stdout, stderr: stderr)
-            }
-            usleep(500)
-        }
-        let signal = status & 0x7f
-        let ending: Ending = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
-        return ChildProcess(ending: ending, stdout: stdout, stderr: stderr)
     }
 }

@@ -36,7 +36,7 @@ final class AgentLock: @unchecked Sendable {
                                                 attributes: [.posixPermissions: 0o700])
         let path = dir + "/" + agent + ".lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw AgentLockError.cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw AgentLockError.cannotOpen(path: path, reason: Errno.current.description) }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             do { try await Task.sleep(for: .milliseconds(20)) } catch {
                 close(fd)

@@ -1,5 +1,6 @@
 import CX11
 import Foundation
+import XclawBase
 import Glibc
 
 /// The D-Bus session bus and AT-SPI2 accessibility bus of a display xclaw started (`xclaw display start
@@ -85,8 +86,9 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
                 throw StartFailure("dbus-update-activation-environment DISPLAY failed (exit status \(updated))")
             }
 
-            bus.launcherPID = try VirtualDisplay.spawn([launcher, "--launch-immediately"], logPath: log,
-                                                       detached: detached, ownGroup: true, environment: env)
+            bus.launcherPID = try VirtualDisplay.spawn([launcher, "--launch-immediately"],
+                                                       stdout: .appending(toFile: log), environment: env,
+                                                       group: detached ? .newSession : .own).pid
 
             // Wait until our launcher owns org.a11y.Bus (after starting the accessibility bus and setting the root
             // property) before calling it: a call to the name while it has no owner makes the session bus start a
@@ -194,21 +196,15 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
     /// Runs `dbus-daemon --session --fork` and reads the address and pid it prints on two lines of a pipe.
     private static func startSessionDaemon(_ daemon: String, environment: [String: String], logPath: String,
                                            deadline: ContinuousClock.Instant) throws -> (address: String, pid: Int32) {
-        let (readEnd, writeEnd) = try makePipe()
-        defer { close(readEnd) }
-        let forker: pid_t
-        do {
-            forker = try VirtualDisplay.spawn([daemon, "--session", "--fork", "--print-address=1", "--print-pid=1"],
-                                              logPath: logPath, stdout: writeEnd, detached: false,
+        let forker = try VirtualDisplay.spawn([daemon, "--session", "--fork", "--print-address=1", "--print-pid=1"],
+                                              stdout: .pipe, stderr: .appending(toFile: logPath),
                                               environment: environment)
-        } catch {
-            close(writeEnd)
-            throw error
-        }
-        close(writeEnd)
-        let text = readOutput(from: readEnd, deadline: deadline) { $0.filter { $0 == "\n" }.count >= 2 }
+        // The forked daemon keeps the pipe open: read until its two lines, not to EOF.
+        let read = forker.read(until: deadline) { $0.filter { $0 == 0x0A }.count >= 2 }
+        let text = read.complete ? String(decoding: read.stdout, as: UTF8.self) : nil
+        forker.closePipes()
         // The first process exits once the daemon has forked: reap it.
-        _ = waitForExit(forker, deadline: deadline)
+        _ = forker.wait(deadline: deadline)
         let lines = (text ?? "").split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         guard lines.count >= 2, lines[0].contains(":"), let pid = Int32(lines[1]), pid > 0 else {
             if let pid = lines.count >= 2 ? Int32(lines[1]) : nil, pid > 0 { kill(pid, SIGTERM) }
@@ -238,79 +234,20 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
     /// it had to be killed or died of a signal) and its stdout.
     private static func run(_ arguments: [String], environment: [String: String], logPath: String,
                             deadline: ContinuousClock.Instant) throws -> (status: Int32, output: String) {
-        let (readEnd, writeEnd) = try makePipe()
-        defer { close(readEnd) }
-        let pid: pid_t
-        do {
-            pid = try VirtualDisplay.spawn(arguments, logPath: logPath, stdout: writeEnd, detached: false,
-                                           environment: environment)
-        } catch {
-            close(writeEnd)
-            throw error
-        }
-        close(writeEnd)
-        let output = readOutput(from: readEnd, deadline: deadline) { _ in false } ?? ""  // to EOF
-        return (waitForExit(pid, deadline: deadline) ?? -1, output)
-    }
-
-    /// A pipe whose ends are close-on-exec, so children other threads spawn meanwhile do not inherit them
-    /// (`spawn`'s dup2 gives the write end to our child all the same). `pipe2` is not imported into Swift.
-    private static func makePipe() throws -> (read: Int32, write: Int32) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw StartFailure("pipe() failed: \(errnoText())") }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        return (fds[0], fds[1])
-    }
-
-    /// Reads from `fd` until `done` holds for the text read, or EOF; nil when `deadline` passes first.
-    private static func readOutput(from fd: Int32, deadline: ContinuousClock.Instant,
-                                   until done: (String) -> Bool) -> String? {
-        var text = ""
-        var buffer = [UInt8](repeating: 0, count: 512)
-        while !done(text) {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return nil }
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(max(1, min(60_000, left.milliseconds))))
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return nil }
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }  // EOF
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-        }
-        return text
-    }
-
-    /// Waits for our child `pid` to exit and returns its exit status; at `deadline` kills it and returns nil.
-    private static func waitForExit(_ pid: pid_t, deadline: ContinuousClock.Instant) -> Int32? {
-        var status: Int32 = 0
-        while true {
-            let rc = waitpid(pid, &status, WNOHANG)
-            if rc == pid { break }
-            if rc < 0 && errno != EINTR { return nil }
-            if ContinuousClock.now >= deadline {
-                kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                return nil
-            }
-            Thread.sleep(forTimeInterval: 0.002)
-        }
-        // WIFEXITED / WEXITSTATUS, which Swift does not import.
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : nil
+        let child = try VirtualDisplay.spawn(arguments, stdout: .pipe, stderr: .appending(toFile: logPath),
+                                             environment: environment)
+        let read = child.read(until: deadline)  // to EOF
+        child.closePipes()
+        let ending = child.wait(deadline: deadline)
+        guard case .exited(let status) = ending else { return (-1, read.complete ? String(decoding: read.stdout, as: UTF8.self) : "") }
+        return (status, read.complete ? String(decoding: read.stdout, as: UTF8.self) : "")
     }
 
     // MARK: - Processes
 
     /// True while `pid` runs. A zombie counts as gone (init reaps orphans only every few seconds), and our own
     /// exited child is reaped here.
-    static func isAlive(_ pid: Int32) -> Bool {
-        guard pid > 0 else { return false }
-        var status: Int32 = 0
-        if waitpid(pid, &status, WNOHANG) == pid { return false }
-        guard let stat = processStat(pid) else { return false }
-        return stat.state != "Z" && stat.state != "X"
-    }
+    static func isAlive(_ pid: Int32) -> Bool { Subprocess.isRunning(pid) }
 
     /// The state letter and process group of `pid`, from `/proc/PID/stat`.
     private static func processStat(_ pid: Int32) -> (state: Character, group: Int32)? {

@@ -2,6 +2,7 @@ import CX11
 import CXext
 import CXclawShim
 import Foundation
+import XclawBase
 import Logging
 
 /// How pixels are read from the server.
@@ -164,12 +165,12 @@ private final class SharedSegment {
         let bytes = Int(image.pointee.bytes_per_line) * Int(image.pointee.height)
         let id = shmget(0 /* IPC_PRIVATE */, bytes, IPC_CREAT | 0o600)
         guard id >= 0 else {
-            let why = errnoText()
+            let why = Errno.current.description
             discard(segment: nil)
             throw ScreenError.extensionMissing("MIT-SHM (shmget: \(why))")
         }
         guard let address = shmat(id, nil, 0), address != UnsafeMutableRawPointer(bitPattern: -1) else {
-            let why = errnoText()
+            let why = Errno.current.description
             shmctl(id, IPC_RMID, nil)
             discard(segment: nil)
             throw ScreenError.extensionMissing("MIT-SHM (shmat: \(why))")

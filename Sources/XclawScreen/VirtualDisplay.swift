@@ -1,5 +1,4 @@
 import Foundation
-import CXclawShim
 import Glibc
 import XclawBase
 
@@ -42,14 +41,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     }
 
     /// Where records and logs live: `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID`.
-    public static var stateDirectory: URL {
-        let env = ProcessInfo.processInfo.environment
-        if let dir = env["XCLAW_STATE_DIR"], !dir.isEmpty { return URL(fileURLWithPath: dir) }
-        if let runtime = env["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return URL(fileURLWithPath: runtime).appendingPathComponent("xclaw")
-        }
-        return URL(fileURLWithPath: "/tmp/xclaw-\(getuid())")
-    }
+    public static var stateDirectory: URL { XclawPaths.stateDirectory() }
 
     private static var displaysDirectory: URL { stateDirectory.appendingPathComponent("displays") }
 
@@ -90,7 +82,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         let logPath = displaysDirectory.appendingPathComponent("starting-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log").path
 
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw ScreenError.virtualDisplay("pipe() failed: \(errnoText())") }
+        guard pipe(&fds) == 0 else { throw ScreenError.virtualDisplay("pipe() failed: \(Errno.current)") }
         let (readEnd, writeEnd) = (fds[0], fds[1])
         defer { close(readEnd) }
 
@@ -104,18 +96,18 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         if !extraArguments.contains("-terminate") { arguments.append("-noreset") }
         arguments += extraArguments
 
-        let pid: pid_t
+        let server: Subprocess
         do {
-            pid = try spawn(arguments, logPath: logPath, displayFD: writeEnd, detached: detached)
+            server = try spawn(arguments, stdout: .appending(toFile: logPath), descriptors: [3: writeEnd],
+                               group: detached ? .newSession : .inherited)
         } catch {
             close(writeEnd)
             throw error
         }
         close(writeEnd)
+        let pid = server.pid
         guard let displayNumber = readDisplayNumber(from: readEnd, timeout: timeout) else {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            server.kill()
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             try? fm.removeItem(atPath: logPath)
             let tail = log.split(separator: "\n").suffix(5).joined(separator: "\n  ")
@@ -220,66 +212,18 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         try JSONEncoder.xclaw.encode(self).write(to: url, options: .atomic)
     }
 
-    /// Starts `arguments` (an absolute path first) with stdin from /dev/null and no other descriptor of ours, so
-    /// nothing leaks into a long-lived child (a test's pipes would never see EOF). Shared by the bus helpers.
-    /// - Parameters:
-    ///   - logPath: appended to with the child's stderr, and its stdout unless `stdout` is given.
-    ///   - stdout: a descriptor to give the child as its stdout (e.g. a pipe's write end).
-    ///   - displayFD: a descriptor to give the child as fd 3 (Xvfb's `-displayfd`).
-    ///   - detached: run in its own session so it outlives this process and the terminal.
-    ///   - ownGroup: when not detached, run in a process group of its own, so what it spawns can be found by group.
-    ///   - environment: the child's whole environment (nil: this process's).
-    static func spawn(_ arguments: [String], logPath: String, stdout: Int32? = nil, displayFD: Int32? = nil,
-                      detached: Bool, ownGroup: Bool = false, environment: [String: String]? = nil) throws -> pid_t {
-        guard let executable = arguments.first else {
-            throw ScreenError.invalidArgument("spawn needs a command")
+    /// Starts a child through `Subprocess` (stdin from /dev/null, no descriptor of ours but those given), its
+    /// failures worded as display errors; shared by the bus helpers. Its stderr goes where its stdout goes unless
+    /// `stderr` says otherwise.
+    static func spawn(_ arguments: [String], stdout: Subprocess.Stream, stderr: Subprocess.Stream = .sameAsStdout,
+                      environment: [String: String]? = nil, descriptors: [Int32: Int32] = [:],
+                      group: Subprocess.Group = .inherited) throws -> Subprocess {
+        do {
+            return try Subprocess.spawn(arguments, stdout: stdout, stderr: stderr, environment: environment,
+                                        descriptors: descriptors, group: group)
+        } catch let error as SubprocessError {
+            throw ScreenError.virtualDisplay(error.description)
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        let logFlags = O_WRONLY | O_CREAT | O_APPEND
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        if let stdout {
-            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-            posix_spawn_file_actions_addopen(&actions, 2, logPath, logFlags, 0o600)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, logPath, logFlags, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        }
-        if let displayFD { posix_spawn_file_actions_adddup2(&actions, displayFD, 3) }
-        // Nothing else of ours may leak into the child.
-        xclaw_spawn_closefrom(&actions, displayFD == nil ? 3 : 4)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        let setsid: Int32 = 0x80  // POSIX_SPAWN_SETSID (glibc): outlive the terminal and this process
-        var flags = Int32(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK)
-        if detached {
-            flags |= setsid
-        } else if ownGroup {
-            flags |= Int32(POSIX_SPAWN_SETPGROUP)
-            posix_spawnattr_setpgroup(&attributes, 0)
-        }
-        posix_spawnattr_setflags(&attributes, Int16(flags))
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var envp: [UnsafeMutablePointer<CChar>?] = (environment ?? [:]).map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = environment == nil
-            ? posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
-            : posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
-        guard rc == 0 else {
-            throw ScreenError.virtualDisplay("could not start \(executable): \(String(cString: strerror(rc)))")
-        }
-        return pid
     }
 
     private static func readDisplayNumber(from fd: Int32, timeout: Duration) -> Int? {
@@ -312,5 +256,3 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     }
 }
 
-/// `strerror(errno)` as a String.
-func errnoText() -> String { String(cString: strerror(errno)) }

@@ -1,6 +1,5 @@
 import Foundation
 @_implementationOnly import GRDB
-import XclawAgent
 import XclawMessages
 
 // MARK: - Messages

@@ -1,6 +1,5 @@
 import Foundation
 @_implementationOnly import GRDB
-import XclawAgent
 import XclawMessages
 
 /// A batch a run took: its session, the input messages, the batch prompt row and the cursor before the claim.

@@ -3,7 +3,6 @@ import Foundation
 // where they make ordinary expressions too slow to type-check. No GRDB type appears in this module's API, and the
 // only GRDB-typed stored property (`pool`, a class reference) is internal, so the layout warning is harmless here.
 @_implementationOnly import GRDB
-import XclawAgent
 import XclawBase
 import XclawMessages
 
@@ -45,17 +44,7 @@ public final class AgentStore: Sendable {
     /// `$XDG_DATA_HOME/xclaw/xclaw.sqlite`, else `~/.local/share/xclaw/xclaw.sqlite` (agents and history are user
     /// data, so the XDG data directory).
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        if let explicit = environment["XCLAW_DB"], !explicit.isEmpty {
-            // A config file or a quoted value may carry a literal `~`.
-            if explicit == "~" || explicit.hasPrefix("~/") { return home + explicit.dropFirst() }
-            return explicit
-        }
-        // The XDG spec says relative values are invalid and must be ignored.
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
-            return (data as NSString).appendingPathComponent("xclaw/xclaw.sqlite")
-        }
-        return (home as NSString).appendingPathComponent(".local/share/xclaw/xclaw.sqlite")
+        XclawPaths.database(environment)
     }
 
     // MARK: - Opening
@@ -68,7 +57,7 @@ public final class AgentStore: Sendable {
         if !parent.isEmpty { try makeDirectories(parent, for: path) }
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = Errno.current.description
             throw StoreError.unwritable(path: path, detail: reason)
         }
         close(fd)
@@ -86,7 +75,7 @@ public final class AgentStore: Sendable {
         let parent = (directory as NSString).deletingLastPathComponent
         if !parent.isEmpty, parent != directory { try makeDirectories(parent, for: path) }
         if mkdir(directory, 0o700) != 0, errno != EEXIST {
-            let reason = String(cString: strerror(errno))
+            let reason = Errno.current.description
             throw StoreError.unwritable(path: path, detail: "cannot create \(directory): \(reason)")
         }
     }

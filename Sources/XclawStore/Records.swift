@@ -1,5 +1,4 @@
 import Foundation
-import XclawAgent
 import XclawMessages
 
 /// A named agent's settings: what `xclaw agent create` writes and every run of that agent starts from.

@@ -1,6 +1,7 @@
 // xclaw-mock-api: the loopback Messages API server as a program, for demos and benchmarks without network access.
 import Dispatch
 import Foundation
+import XclawBase
 import Glibc
 import Synchronization
 import XclawMockAPI
@@ -147,6 +148,6 @@ func main() -> Never {
     withExtendedLifetime(sources) { dispatchMain() }
 }
 
-func errnoString() -> String { String(cString: strerror(errno)) }
+func errnoString() -> String { Errno.current.description }
 
 main()

@@ -31,7 +31,7 @@ struct BenchMissing: ClassifiedError {
     var errno: Int32? = nil
     var exitStatus: ExitStatus { .internal }
     var description: String {
-        if let errno { return "cannot start \(path): \(String(cString: strerror(errno)))" }
+        if let errno { return "cannot start \(path): \(Errno(rawValue: errno))" }
         return "the benchmarks are their own binary and \(path) is not built; run `bash scripts/bench.sh`, or "
             + "`swift build -c release --product xclaw-bench` and then `xclaw bench` again"
     }

@@ -1,6 +1,7 @@
 import Foundation
 import XclawTesting
 import XCTest
+import XclawBase
 @testable import XclawPerception
 @testable import XclawScreen
 
@@ -163,12 +164,12 @@ final class AccessibilityMergeTests: XCTestCase {
 
     func testTheHelperRunsUnderADeadlineAndItsCrashesAreReported() throws {
         let start = ContinuousClock.now
-        let hung = try ChildProcess.run(["/bin/sh", "-c", "sleep 10"], timeout: .milliseconds(200))
+        let hung = try Subprocess.run(["/bin/sh", "-c", "sleep 10"], timeout: .milliseconds(200))
         XCTAssertEqual(hung.ending, .timedOut)
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
-        let aborted = try ChildProcess.run(["/bin/sh", "-c", "echo partial; kill -ABRT $$"], timeout: .seconds(5))
+        let aborted = try Subprocess.run(["/bin/sh", "-c", "echo partial; kill -ABRT $$"], timeout: .seconds(5))
         XCTAssertEqual(aborted.ending, .signalled(SIGABRT))
-        let failed = try ChildProcess.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 3"], timeout: .seconds(5))
+        let failed = try Subprocess.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 3"], timeout: .seconds(5))
         XCTAssertEqual(failed.ending, .exited(3))
         XCTAssertEqual(String(decoding: failed.stdout, as: UTF8.self), "out\n")
         XCTAssertEqual(String(decoding: failed.stderr, as: UTF8.self), "err\n")

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <X11/Xlib.h>
-#include <spawn.h>
 
 /// Copies an XImage's pixels into tightly packed BGRX (4 bytes a pixel; the X byte is padding, never read). Handles 32 bpp BGRX directly and
 /// any TrueColor layout (16/24/32 bpp, either byte order) through its channel masks. Returns 0, or -1 if unsupported.
@@ -40,9 +39,6 @@ void xclaw_free(void *p);
 
 /// XCreateIC is variadic and does not import into Swift: an input context for a client window.
 XIC xclaw_create_ic(XIM im, Window window);
-
-/// posix_spawn_file_actions_addclosefrom_np is a GNU extension Swift does not see: close every fd >= from in the child.
-int xclaw_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
 
 // --- OCR preparation (textlayout.c) ---
 

@@ -1,0 +1,19 @@
+#ifndef XCLAW_SYSTEM_H
+#define XCLAW_SYSTEM_H
+// POSIX pieces Swift cannot import (GNU extensions and function-like macros), for XclawBase's Subprocess.
+#include <spawn.h>
+
+/// posix_spawn_file_actions_addclosefrom_np is a GNU extension Swift does not see: close every fd >= from in the child.
+int xclaw_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
+
+/// POSIX_SPAWN_SETSID (glibc 2.26+), which Swift does not import.
+int xclaw_spawn_setsid_flag(void);
+
+/// pipe2(O_CLOEXEC): both ends close-on-exec from the start, so a child another thread spawns never inherits them.
+int xclaw_pipe_cloexec(int fds[2]);
+
+/// WIFEXITED/WEXITSTATUS/WIFSIGNALED/WTERMSIG, which are macros: 1 and the code when `status` is an exit,
+/// 2 and the signal when it is a death by signal, 0 otherwise.
+int xclaw_wait_status(int status, int *value);
+
+#endif

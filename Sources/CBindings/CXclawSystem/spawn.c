@@ -1,0 +1,20 @@
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "xclaw_system.h"
+
+int xclaw_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int xclaw_spawn_setsid_flag(void) { return POSIX_SPAWN_SETSID; }
+
+int xclaw_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int xclaw_wait_status(int status, int *value) {
+    if (WIFEXITED(status)) { *value = WEXITSTATUS(status); return 1; }
+    if (WIFSIGNALED(status)) { *value = WTERMSIG(status); return 2; }
+    return 0;
+}
