@@ -196,117 +196,212 @@ public struct Snapshotter {
     /// Takes a snapshot of `area` (default: the screen). `refs` carries refs over from the previous snapshot and
     /// is updated; pass nil for throwaway refs. `source` picks the accessibility tree, OCR, or each where it serves
     /// (`auto`): windows whose app exposes a tree take their elements from it, the rest are read by OCR.
+    /// The work is done in stages (`SnapshotStages`): capture → tree → tree elements → OCR partitions → OCR →
+    /// naming → elements → refs.
     public func snapshot(area: Rect? = nil, refs: RefStore?, source: SnapshotSource = .auto) throws -> Snapshot {
+        let scene = try capture(area)
+        let store = refs ?? RefStore()
+        let tree = try readTree(source: source)
+        var fromTree = SnapshotStages.treeElements(scene, tree: tree.tree, refs: store)
+        let plan = SnapshotStages.partitions(scene, fromTree, source: source)
+        var reading = TextReading(region: scene.area, lines: [], stats: .init(blocks: 0, recognized: 0, cached: 0,
+                                                                            unchanged: false, milliseconds: 0))
+        if !plan.parts.isEmpty {
+            reading = try perceiver.recognizer.read(scene.frame, origin: Point(x: scene.area.x, y: scene.area.y),
+                                                    partitions: plan.parts)
+        }
+        let lines = SnapshotStages.nameUnnamed(&fromTree.elements, plan.unnamed, lines: reading.lines)
+        let elements = store.assign(SnapshotStages.elements(scene, fromTree, lines: lines, source: source,
+                                                             refs: store))
+        return SnapshotStages.assemble(scene, elements: elements, ocr: reading.stats, tree: tree, fromTree: fromTree)
+    }
+
+    /// Stage 1: the frame of `area` (default: the screen), with the visible windows over it and the monitors.
+    public func capture(_ area: Rect? = nil) throws -> SnapshotScene {
         let connection = perceiver.connection
         let screen = try connection.screenSize()
         let area = try area ?? connection.screenRect()
         let frame = try perceiver.capturer.capture(area)
         let windows = try perceiver.windows.list().filter { !$0.frame.intersection(area).isEmpty && $0.visible }
-        let monitors = (try? connection.monitors()) ?? []
-        let store = refs ?? RefStore()
-        var warnings: [String] = []
+        return SnapshotScene(screen: screen, area: area, frame: frame, windows: windows,
+                             monitors: (try? connection.monitors()) ?? [])
+    }
 
-        // The accessibility tree, where the display has one; any failure falls back to OCR with a warning.
-        var tree: AccessibleTree?
-        var treeMilliseconds = 0.0
-        if source != .ocr {
-            if let location = AccessibilityReader.locate(display: connection.name, windows: perceiver.windows) {
-                let start = ContinuousClock.now
-                do {
-                    tree = try perceiver.accessibility.tree(at: location)
-                    for app in tree?.apps ?? [] where app.route == "unresponsive" {
-                        warnings.append("pid \(app.pid) did not answer on the accessibility bus; its windows are "
-                            + "read by OCR")
-                    }
-                } catch AccessibilityError.unreachable(_) where location.isSessionOnly && source != .atspi {
-                    // The session bus has no accessibility bus: the same as having none, so no warning, unless
-                    // xclaw started this display with one.
-                    let missing = AccessibilityReader.missingBus(display: connection.name)
-                    if case .busGone = missing { warnings.append("\(missing); using OCR instead") }
-                } catch {
-                    if source == .atspi { throw error }
-                    warnings.append("\(error); using OCR instead")
-                }
-                treeMilliseconds = (ContinuousClock.now - start).milliseconds
-            } else {
-                // Silent when the display never had a bus; a bus xclaw started and lost is worth a warning.
-                let missing = AccessibilityReader.missingBus(display: connection.name)
-                if source == .atspi { throw missing }
-                if case .busGone = missing { warnings.append("\(missing); using OCR instead") }
-            }
+    /// Stage 2: the accessibility tree, where the display has one; any failure falls back to OCR with a warning
+    /// (`source == .atspi` throws instead).
+    public func readTree(source: SnapshotSource) throws -> TreeReading {
+        var result = TreeReading()
+        guard source != .ocr else { return result }
+        let connection = perceiver.connection
+        guard let location = AccessibilityReader.locate(display: connection.name, windows: perceiver.windows) else {
+            // Silent when the display never had a bus; a bus xclaw started and lost is worth a warning.
+            let missing = AccessibilityReader.missingBus(display: connection.name)
+            if source == .atspi { throw missing }
+            if case .busGone = missing { result.warnings.append("\(missing); using OCR instead") }
+            return result
         }
-        let merge = tree.map { AccessibleMerge(tree: $0, windows: windows, screen: Rect(size: screen), area: area) }
-        let served = merge?.matched ?? [:]
+        let start = ContinuousClock.now
+        do {
+            result.tree = try perceiver.accessibility.tree(at: location)
+            for app in result.tree?.apps ?? [] where app.route == "unresponsive" {
+                result.warnings.append("pid \(app.pid) did not answer on the accessibility bus; its windows are "
+                    + "read by OCR")
+            }
+        } catch AccessibilityError.unreachable(_) where location.isSessionOnly && source != .atspi {
+            // The session bus has no accessibility bus: the same as having none, so no warning, unless xclaw
+            // started this display with one.
+            let missing = AccessibilityReader.missingBus(display: connection.name)
+            if case .busGone = missing { result.warnings.append("\(missing); using OCR instead") }
+        } catch {
+            if source == .atspi { throw error }
+            result.warnings.append("\(error); using OCR instead")
+        }
+        result.milliseconds = (ContinuousClock.now - start).milliseconds
+        return result
+    }
+}
 
-        // OCR reads what no tree covers: the visible parts of the other windows and of the desktop, plus the boxes
-        // of controls the tree left unnamed (icon buttons with a caption drawn as pixels).
-        var accessible: [Element] = []
-        var documents: [Rect] = []
-        for window in windows {
-            guard let top = served[window.id], let merge else { continue }
-            accessible += merge.elements(of: window, top: top, windowRef: { store.windowRef($0) })
-            documents += merge.documentBoxes(of: window, top: top)
+/// What a snapshot is taken of: one captured frame and the window tree at that moment.
+public struct SnapshotScene: Sendable {
+    /// The whole screen's size.
+    public var screen: Size
+    /// The area captured, in screen coordinates.
+    public var area: Rect
+    /// Its pixels.
+    public var frame: Frame
+    /// The visible windows over the area, top-most first.
+    public var windows: [WindowInfo]
+    /// The monitors.
+    public var monitors: [Monitor]
+
+    /// A scene from parts, for stages run on a fixed frame.
+    public init(screen: Size, area: Rect, frame: Frame, windows: [WindowInfo], monitors: [Monitor] = []) {
+        self.screen = screen
+        self.area = area
+        self.frame = frame
+        self.windows = windows
+        self.monitors = monitors
+    }
+}
+
+/// Stage 2's result: the tree (nil when there is none or it failed), how long it took, and what to tell the user.
+public struct TreeReading: Sendable {
+    /// The tree.
+    public var tree: AccessibleTree?
+    /// How long reading it took.
+    public var milliseconds = 0.0
+    /// Why some or all windows are read by OCR instead.
+    public var warnings: [String] = []
+
+    /// No tree.
+    public init(tree: AccessibleTree? = nil) { self.tree = tree }
+}
+
+/// Stage 3's result: the windows the tree serves and the elements it gives them.
+public struct TreeElements {
+    /// The windows the tree covers, by X window id, with their top-level node.
+    public var served: [UInt: Int] = [:]
+    /// Elements from the tree.
+    public var elements: [Element] = []
+    /// Multi-line editors and documents: OCR reads their lines.
+    public var documents: [Rect] = []
+    /// Windows whose elements come from the tree (the served ones and popups that belong to them).
+    public var windows: Set<UInt> = []
+    let merge: AccessibleMerge?
+}
+
+/// Stage 4's result: the regions OCR must read, and which tree elements it should name.
+public struct OCRPlan: Equatable {
+    /// Screen regions to recognise.
+    public var parts: [Rect]
+    /// Indices into the tree elements of unnamed small controls whose caption OCR may read.
+    public var unnamed: [Int]
+}
+
+/// The stages of a snapshot after capture, each a function of its inputs, so each is tested on a fixed frame.
+public enum SnapshotStages {
+    /// Stage 3: the tree merged with the window list: which windows it serves and their elements.
+    public static func treeElements(_ scene: SnapshotScene, tree: AccessibleTree?, refs: RefStore) -> TreeElements {
+        guard let tree else { return TreeElements(merge: nil) }
+        let merge = AccessibleMerge(tree: tree, windows: scene.windows, screen: Rect(size: scene.screen), area: scene.area)
+        var result = TreeElements(served: merge.matched, merge: merge)
+        for window in scene.windows {
+            guard let top = merge.matched[window.id] else { continue }
+            result.elements += merge.elements(of: window, top: top, windowRef: { refs.windowRef($0) })
+            result.documents += merge.documentBoxes(of: window, top: top)
         }
         // Popups whose entries the tree gave (an open combo box list) need no OCR either.
-        let fromTree = Set(served.keys).union(accessible.compactMap(\.windowID))
-        var ocrParts: [Rect] = []
-        if source != .atspi {
-            var above: [Rect] = []
-            for window in windows {
-                var pieces = [window.frame.intersection(area)].filter { !$0.isEmpty }
-                for higher in above { pieces = pieces.flatMap { $0.subtracting(higher) } }
-                if !fromTree.contains(window.id) { ocrParts += pieces }
-                above.append(window.frame)
-            }
-            var desktop = [area]
-            for higher in above { desktop = desktop.flatMap { $0.subtracting(higher) } }
-            ocrParts += desktop + documents
+        result.windows = Set(merge.matched.keys).union(result.elements.compactMap(\.windowID))
+        return result
+    }
+
+    /// Stage 4: OCR reads what no tree covers: the visible parts of the other windows and of the desktop, the
+    /// documents, plus the boxes of small controls the tree left unnamed (icon buttons with a caption drawn as
+    /// pixels) when nothing covers them. `.atspi` reads nothing.
+    public static func partitions(_ scene: SnapshotScene, _ fromTree: TreeElements, source: SnapshotSource) -> OCRPlan {
+        guard source != .atspi else { return OCRPlan(parts: [], unnamed: []) }
+        var parts: [Rect] = []
+        var above: [Rect] = []
+        for window in scene.windows {
+            var pieces = [window.frame.intersection(scene.area)].filter { !$0.isEmpty }
+            for higher in above { pieces = pieces.flatMap { $0.subtracting(higher) } }
+            if !fromTree.windows.contains(window.id) { parts += pieces }
+            above.append(window.frame)
         }
+        var desktop = [scene.area]
+        for higher in above { desktop = desktop.flatMap { $0.subtracting(higher) } }
+        parts += desktop + fromTree.documents
         // Only small controls whose caption may be drawn as pixels (icon buttons, tabs), and only when nothing
         // covers any of them: OCR of a big text area or of a window above would name them wrongly.
         let captioned: Set<Role> = [.button, .checkbox, .radio, .tab, .menuitem, .link, .item]
-        let unnamed = accessible.indices.filter { index in
-            let e = accessible[index]
+        let elements = fromTree.elements
+        let unnamed = elements.indices.filter { index in
+            let e = elements[index]
             return e.label.isEmpty && captioned.contains(e.role) && e.box.width <= 320 && e.box.height <= 80
-                && merge?.unobstructed(e.box, in: e.windowID) == true
+                && fromTree.merge?.unobstructed(e.box, in: e.windowID) == true
         }
-        let parts = ocrParts + (source == .atspi ? [] : unnamed.map { accessible[$0].box.intersection(area) }
-            .filter { !$0.isEmpty })
-        var reading = TextReading(region: area, lines: [], stats: .init(blocks: 0, recognized: 0, cached: 0,
-                                                                      unchanged: false, milliseconds: 0))
-        if !parts.isEmpty {
-            reading = try perceiver.recognizer.read(frame, origin: Point(x: area.x, y: area.y), partitions: parts)
-        }
-        var lines = reading.lines
+        parts += unnamed.map { elements[$0].box.intersection(scene.area) }.filter { !$0.isEmpty }
+        return OCRPlan(parts: parts, unnamed: unnamed)
+    }
+
+    /// Stage 6: names the unnamed controls by the confident words OCR read inside them, and returns the lines left
+    /// for elements of their own.
+    public static func nameUnnamed(_ elements: inout [Element], _ unnamed: [Int], lines: [TextLine]) -> [TextLine] {
         for index in unnamed {
-            let box = accessible[index].box
+            let box = elements[index].box
             // An icon read as letters is noise: only confident words name a control.
             let inside = lines.filter { box.contains($0.box.center) && $0.confidence >= 80
                 && $0.text.filter(\.isLetter).count >= 2 }
             guard !inside.isEmpty else { continue }
-            accessible[index].label = inside.map(\.text).joined(separator: " ")
-            accessible[index].confidence = inside.map(\.confidence).min()
+            elements[index].label = inside.map(\.text).joined(separator: " ")
+            elements[index].confidence = inside.map(\.confidence).min()
         }
-        lines.removeAll { line in unnamed.contains { accessible[$0].box.contains(line.box.center) } }
+        let claimed = unnamed.map { elements[$0].box }
+        return lines.filter { line in !claimed.contains { $0.contains(line.box.center) } }
+    }
 
+    /// Stage 7: the elements without refs: the windows, the tree's elements, and the OCR lines as text or controls
+    /// by the pixels around them (a box, a square beside), with empty fields named by the label on their left.
+    public static func elements(_ scene: SnapshotScene, _ fromTree: TreeElements, lines: [TextLine],
+                                source: SnapshotSource, refs: RefStore) -> [Element] {
         var elements: [Element] = []
-        for window in windows {
-            let ref = store.windowRef(window.id)
-            elements.append(Element(ref: ref, role: .window, label: window.title, box: window.frame, window: nil,
-                                    windowID: window.id, changed: false, active: window.active,
-                                    className: window.className, confidence: nil, words: nil,
-                                    source: fromTree.contains(window.id) ? .atspi : (source == .atspi ? .x11 : .ocr)))
+        for window in scene.windows {
+            let windowSource: ElementSource = fromTree.windows.contains(window.id) ? .atspi : (source == .atspi ? .x11 : .ocr)
+            elements.append(Element(ref: refs.windowRef(window.id), role: .window, label: window.title,
+                                    box: window.frame, window: nil, windowID: window.id, changed: false,
+                                    active: window.active, className: window.className, confidence: nil, words: nil,
+                                    source: windowSource))
         }
-        elements += accessible
-        let pixels = PixelEvidence(frame: frame, origin: Point(x: area.x, y: area.y))
+        elements += fromTree.elements
+        let pixels = PixelEvidence(frame: scene.frame, origin: Point(x: scene.area.x, y: scene.area.y))
         var recognized: [Element] = []
         for read in lines {
             var (role, box, line) = pixels.classify(read)
-            let owner = windows.first { $0.frame.contains(box.center) }
+            let owner = scene.windows.first { $0.frame.contains(box.center) }
             // Menus are popups placed by the application: their short lines are its entries.
             if role == .text, owner?.popup == true, line.words.count <= 4 { role = .menuitem }
             recognized.append(Element(ref: "", role: role, label: line.text, box: box,
-                                      window: owner.map { store.windowRef($0.id) }, windowID: owner?.id,
+                                      window: owner.map { refs.windowRef($0.id) }, windowID: owner?.id,
                                       changed: false, active: nil, className: nil, confidence: line.confidence,
                                       words: line.words, source: .ocr))
         }
@@ -318,17 +413,21 @@ public struct Snapshotter {
                                    windowID: label.windowID, changed: false, active: nil, className: nil,
                                    confidence: nil, words: nil, source: .ocr)]
         }
-        elements += recognized
-        elements = store.assign(elements)
+        return elements + recognized
+    }
+
+    /// Stage 8: the snapshot from the elements (refs assigned), with the OCR and tree figures and the warnings.
+    public static func assemble(_ scene: SnapshotScene, elements: [Element], ocr: TextReading.Stats,
+                                tree: TreeReading, fromTree: TreeElements) -> Snapshot {
         let active = elements.first { $0.role == .window && $0.active == true }?.ref
-        var snapshot = Snapshot(screen: screen, monitors: monitors, activeWindow: active, area: area,
-                                elements: elements, ocr: reading.stats)
-        if let tree {
+        var snapshot = Snapshot(screen: scene.screen, monitors: scene.monitors, activeWindow: active, area: scene.area,
+                                elements: elements, ocr: ocr)
+        if let full = tree.tree {
             snapshot.accessibility = Snapshot.AccessibilityStats(
-                apps: tree.apps.count, nodes: tree.nodes.count, windows: served.count, elements: accessible.count,
-                milliseconds: treeMilliseconds)
+                apps: full.apps.count, nodes: full.nodes.count, windows: fromTree.served.count,
+                elements: fromTree.elements.count, milliseconds: tree.milliseconds)
         }
-        snapshot.warnings = warnings.isEmpty ? nil : warnings
+        snapshot.warnings = tree.warnings.isEmpty ? nil : tree.warnings
         return snapshot
     }
 }

@@ -18,23 +18,6 @@ private func recall(truth: [String], read: [String]) -> Double {
     return Double(hits) / Double(max(1, truth.count))
 }
 
-/// A fixture window with known text in several fonts, sizes and themes, buttons, check boxes, an empty field beside
-/// its label and a repeated label.
-private let fixtureWidgets: [String] = [
-    "--text", "20,20,9x15,#000000:Plain label nine",
-    "--text", "20,60,6x13,#000000:small six thirteen",
-    "--text", "20,100,12x24,#000000:Large twelve",
-    "--text", "20,150,10x20,#ffffff,#202020:Dark Mode Label",
-    "--text", "20,200,9x15bold,#1a1a80:Bold blue words",
-    "--button", "300,20,100,30:Save",
-    "--button", "420,20,100,30:Cancel",
-    "--checkbox", "300,130:Remember me",
-    "--checkbox", "300,158:Keep me posted",
-    "--text", "300,80,9x15,#000000:Name",
-    "--field", "360,74,200,28",
-    "--text", "20,250,9x15,#000000:Repeat",
-    "--text", "300,250,9x15,#000000:Repeat",
-]
 
 /// OCR, snapshots, find/tap and watch on a real Xvfb with the fixture and real Debian apps.
 final class PerceptionTests: XCTestCase {
@@ -46,7 +29,7 @@ final class PerceptionTests: XCTestCase {
     override func setUpWithError() throws {
         display = try TestDisplay(size: Size(width: 1280, height: 800))
         fixture = try Fixture(display: display.name, title: "widgets",
-                              frame: Rect(x: origin.x, y: origin.y, width: 640, height: 300), extra: fixtureWidgets)
+                              frame: Rect(x: origin.x, y: origin.y, width: 640, height: 300), extra: perceptionWidgets)
         perceiver = try Perceiver(connection: display.connect())
         Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
