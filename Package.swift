@@ -157,6 +157,8 @@ let package = Package(
             dependencies: ["XclawBase", "XclawScreen", "CX11", "CXclawShim"],
             path: "Sources/XclawTesting"
         ),
+        // A test clock (time moves when something sleeps on it), for the timing logic of every layer.
+        .target(name: "XclawTimeTesting", path: "Sources/XclawTimeTesting"),
         // Agent-side doubles (a tool of the tests' own, a text sink), free of X, for the agent and runtime tests.
         .target(
             name: "XclawAgentTesting", dependencies: ["XclawMessages", "XclawAgent"], path: "Sources/XclawAgentTesting"
@@ -190,14 +192,17 @@ let package = Package(
         ),
         .testTarget(
             name: "XclawPerceptionTests",
-            dependencies: ["XclawBase", "XclawScreen", "XclawPerception", "XclawTesting", "xclaw-fixture", "xclaw-atspi"],
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawTesting", "XclawTimeTesting", "xclaw-fixture",
+                "xclaw-atspi",
+            ],
             path: "Tests/XclawPerceptionTests"
         ),
         .testTarget(
             name: "XclawAgentTests",
             dependencies: [
                 "XclawBase", "XclawMessages", "XclawClient", "XclawAgent", "XclawMockAPI", "XclawAgentTesting",
-                "xclaw-mock-api",
+                "XclawTimeTesting", "xclaw-mock-api",
             ],
             path: "Tests/XclawAgentTests"
         ),

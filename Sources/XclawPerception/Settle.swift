@@ -1,5 +1,6 @@
 import CXclawShim
 import Foundation
+import XclawBase
 import XclawScreen
 
 /// How a settle ended. The last frame is kept so a screenshot taken right after settling costs no extra capture.
@@ -22,55 +23,74 @@ public struct SettleResult: Sendable {
 /// every `interval` and returns once the pixels hashed the same for `quiet`. On a static 1080p screen that is about
 /// three polls (~30 ms) where the reference demo slept 2 s; a busy screen is bounded by `timeout`.
 public struct Settler: Sendable {
-    /// Where frames come from.
-    public let capturer: ScreenCapturer
     /// Time between polls: short, because each poll (capture + hash) is cheap and the budget is per action.
     public var interval: Duration
     /// How long the pixels must stay unchanged to count as settled.
     public var quiet: Duration
     /// Upper bound for screens that never settle (animations, a blinking cursor in the area).
     public var timeout: Duration
+    /// What time is measured and waited on: the real clock, or a test clock for the timing logic.
+    public var clock: any Clock<Duration>
+    /// Where frames come from: the screen, or a fixed sequence.
+    private let frames: @Sendable (Rect?) throws -> Frame
 
     /// Creates a settler; the defaults keep a static screen's overhead under 50 ms at 1080p.
     public init(capturer: ScreenCapturer, interval: Duration = .milliseconds(8), quiet: Duration = .milliseconds(24),
-                timeout: Duration = .seconds(3)) {
-        self.capturer = capturer
+                timeout: Duration = .seconds(3), clock: any Clock<Duration> = ContinuousClock()) {
         self.interval = interval
         self.quiet = quiet
         self.timeout = timeout
+        self.clock = clock
+        frames = { try capturer.capture($0) }
+    }
+
+    /// A settler over any source of frames (a fixed sequence, in tests of the timing logic).
+    public init(frames: @escaping @Sendable (Rect?) throws -> Frame, interval: Duration = .milliseconds(8),
+                quiet: Duration = .milliseconds(24), timeout: Duration = .seconds(3),
+                clock: any Clock<Duration> = ContinuousClock()) {
+        self.interval = interval
+        self.quiet = quiet
+        self.timeout = timeout
+        self.clock = clock
+        self.frames = frames
     }
 
     /// Polls `area` (nil: the whole screen) until its pixels are unchanged for `quiet` or `timeout` passes. A
     /// timeout is reported in the result, not thrown: the caller still wants the latest frame.
     public func settle(area: Rect? = nil) throws -> SettleResult {
-        let clock = ContinuousClock()
+        let clock = self.clock  // a local, so the existential opens for the generic call
+        return try poll(area: area, on: clock)
+    }
+
+    private func poll<C: Clock<Duration>>(area: Rect?, on clock: C) throws -> SettleResult {
         let start = clock.now
-        var frame = try capturer.capture(area)
+        var frame = try frames(area)
         var last = Self.hash(frame)
         var lastChange = start
         var polls = 1
         var changed = false
         let region = area ?? Rect(size: frame.size)
+        let deadline = start.advanced(by: timeout)
         while true {
             let now = clock.now
-            if now - start >= timeout {
-                return SettleResult(frame: frame, area: region, elapsedMs: (now - start).milliseconds, polls: polls,
-                                    timedOut: true, changed: changed)
+            if start.duration(to: now) >= timeout {
+                return SettleResult(frame: frame, area: region, elapsedMs: start.duration(to: now).milliseconds,
+                                    polls: polls, timedOut: true, changed: changed)
             }
             // Sleep one interval, but not past the moment the quiet period would be over, nor past the deadline.
-            let wake = min(now + interval, lastChange + quiet, start + timeout)
-            if wake > now { Thread.sleep(forTimeInterval: (wake - now).milliseconds / 1000) }
+            let wake = min(now.advanced(by: interval), lastChange.advanced(by: quiet), deadline)
+            ClockSleep.until(wake, on: clock)
             let taken = clock.now
-            frame = try capturer.capture(area)
+            frame = try frames(area)
             polls += 1
             let hash = Self.hash(frame)
             if hash != last {
                 last = hash
                 lastChange = taken
                 changed = true
-            } else if taken - lastChange >= quiet {
+            } else if lastChange.duration(to: taken) >= quiet {
                 // Unchanged from `lastChange` up to this capture: settled.
-                return SettleResult(frame: frame, area: region, elapsedMs: (clock.now - start).milliseconds,
+                return SettleResult(frame: frame, area: region, elapsedMs: start.duration(to: clock.now).milliseconds,
                                     polls: polls, timedOut: false, changed: changed)
             }
         }

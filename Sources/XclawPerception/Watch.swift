@@ -1,5 +1,6 @@
 import CXclawShim
 import Foundation
+import XclawBase
 import XclawScreen
 
 /// What `watch` waits for.
@@ -50,18 +51,32 @@ public struct Watcher {
     /// Time between polls.
     public var interval: Duration
 
+    /// What time is measured and waited on: the real clock, or a test clock for the timing logic.
+    public var clock: any Clock<Duration>
+    /// Where frames of an area come from: the screen unless a test gives a fixed sequence.
+    public var frames: @Sendable (Rect) throws -> Frame
+
     /// Creates a watcher polling every `interval` (default 50 ms).
-    public init(perceiver: Perceiver, interval: Duration = .milliseconds(50)) {
+    public init(perceiver: Perceiver, interval: Duration = .milliseconds(50),
+                clock: any Clock<Duration> = ContinuousClock()) {
         self.perceiver = perceiver
         self.interval = interval
+        self.clock = clock
+        let capturer = perceiver.capturer
+        frames = { try capturer.capture($0) }
     }
 
     /// Waits until `condition` holds in `area` (default: the screen) or `timeout` passes; a timeout throws
     /// `PerceptionError.timedOut` with what was last observed.
     public func wait(for condition: WatchCondition, area: Rect? = nil, timeout: Duration) throws -> WatchResult {
-        let clock = ContinuousClock()
+        let clock = self.clock  // a local, so the existential opens for the generic call
+        return try poll(for: condition, area: area, timeout: timeout, on: clock)
+    }
+
+    private func poll<C: Clock<Duration>>(for condition: WatchCondition, area: Rect?, timeout: Duration,
+                                          on clock: C) throws -> WatchResult {
         let start = clock.now
-        let deadline = start + timeout
+        let deadline = start.advanced(by: timeout)
         let area = try area ?? perceiver.connection.screenRect()
         var polls = 0, ocrPasses = 0
         var firstHash: UInt64?, lastHash: UInt64?
@@ -69,16 +84,16 @@ public struct Watcher {
         var lastText = ""
         var lastMatch: Match?
         func result(match: Match? = nil, colour: String? = nil) -> WatchResult {
-            WatchResult(condition: condition.description, elapsedMs: (clock.now - start).milliseconds, polls: polls,
+            WatchResult(condition: condition.description, elapsedMs: start.duration(to: clock.now).milliseconds, polls: polls,
                         ocrPasses: ocrPasses, match: match, colour: colour)
         }
         while true {
             let now = clock.now
             let frame: Frame
             if case .pixel(let p, _) = condition {
-                frame = try perceiver.capturer.capture(Rect(x: p.x, y: p.y, width: 1, height: 1))
+                frame = try frames(Rect(x: p.x, y: p.y, width: 1, height: 1))
             } else {
-                frame = try perceiver.capturer.capture(area)
+                frame = try frames(area)
             }
             polls += 1
             let hash = Self.hash(frame)
@@ -94,8 +109,8 @@ public struct Watcher {
                 if firstHash == nil { firstHash = hash } else if hash != firstHash { return result() }
                 lastText = "no change in \(area)"
             case .stable(let quiet):
-                if lastHash != nil && now - lastChange >= quiet { return result() }
-                lastText = "last change \(Int((now - lastChange).milliseconds)) ms ago"
+                if lastHash != nil && lastChange.duration(to: now) >= quiet { return result() }
+                lastText = "last change \(Int(lastChange.duration(to: now).milliseconds)) ms ago"
             case .textAppears(let label), .textGone(let label):
                 if changed {
                     ocrPasses += 1
@@ -118,7 +133,7 @@ public struct Watcher {
             if now >= deadline {
                 throw PerceptionError.timedOut(condition: condition.description, lastObserved: lastText)
             }
-            Thread.sleep(forTimeInterval: max(0, min((deadline - clock.now).milliseconds, interval.milliseconds)) / 1000)
+            ClockSleep.until(min(deadline, clock.now.advanced(by: interval)), on: clock)
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import XclawAgent
 @testable import XclawMessages
+import XclawTimeTesting
 
 // MARK: - Helpers (private to this file)
 
@@ -290,8 +291,9 @@ final class AgentQueueTests: XCTestCase {
         let runs = AQLocked(0)
         let retries = AQLocked<[(Int, Duration)]>([])
         let gaveUp = AQLocked(0)
+        let clock = TestClock()  // the backoff waits on it: no real time passes
         let queue = AgentQueue(
-            configuration: QueueConfiguration(retryBase: .milliseconds(10)),
+            configuration: QueueConfiguration(retryBase: .milliseconds(10), clock: clock),
             processor: { _, _ in
                 let n = runs.with { $0 += 1; return $0 }
                 return n <= 3 ? .failure("boom \(n)") : .success
@@ -309,6 +311,23 @@ final class AgentQueueTests: XCTestCase {
         XCTAssertEqual(retries.snapshot.map(\.0), [1, 2, 3])
         XCTAssertEqual(retries.snapshot.map(\.1), [.milliseconds(10), .milliseconds(20), .milliseconds(40)])
         XCTAssertEqual(gaveUp.snapshot, 0)
+        XCTAssertEqual(clock.sleeps, [.milliseconds(10), .milliseconds(20), .milliseconds(40)], "waited on the clock")
+    }
+
+    func testTheDefaultBackoffScheduleWithoutWaitingForIt() async {
+        // nanoclaw's 5 s base, doubled per retry, then give up: 155 s of backoff, checked in no real time.
+        let clock = TestClock()
+        let gaveUp = AQLocked(0)
+        let queue = AgentQueue(configuration: QueueConfiguration(clock: clock),
+                               processor: { _, _ in .failure("down") },
+                               events: { if case .gaveUp = $0 { gaveUp.with { $0 += 1 } } })
+        let start = ContinuousClock.now
+        await queue.enqueueMessages(agent: "a")
+        await queue.waitUntilIdle()
+        XCTAssertEqual(clock.sleeps, [5, 10, 20, 40, 80].map { Duration.seconds($0) })
+        XCTAssertEqual(clock.now.offset, .seconds(155))
+        XCTAssertEqual(gaveUp.snapshot, 1)
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5), "no real backoff")
     }
 
     func testGiveUpAfterMaxRetriesUntilNextMessage() async {
@@ -317,7 +336,7 @@ final class AgentQueueTests: XCTestCase {
         let retries = AQLocked<[Duration]>([])
         let gaveUp = AQLocked<[String]>([])
         let queue = AgentQueue(
-            configuration: QueueConfiguration(retryBase: .milliseconds(10)),
+            configuration: QueueConfiguration(retryBase: .milliseconds(10), clock: TestClock()),
             processor: { _, _ in
                 let n = runs.with { $0 += 1; return $0 }
                 return n <= failUntil.snapshot ? .failure("boom \(n)") : .success

@@ -26,11 +26,17 @@ public struct QueueConfiguration: Sendable {
     /// First retry delay, doubled per retry (5, 10, 20, 40, 80 s), so a failing API is not hammered.
     public var retryBase: Duration
 
+    /// What the backoff waits on: the real clock, or a test clock so the retry schedule is tested without waiting
+    /// (the scheduler takes the same seam).
+    public var clock: any Clock<Duration>
+
     /// Defaults are nanoclaw's proven figures: 5 runs at once, 5 retries, 5 s base backoff.
-    public init(maxConcurrent: Int = 5, maxRetries: Int = 5, retryBase: Duration = .seconds(5)) {
+    public init(maxConcurrent: Int = 5, maxRetries: Int = 5, retryBase: Duration = .seconds(5),
+                clock: any Clock<Duration> = ContinuousClock()) {
         self.maxConcurrent = max(1, maxConcurrent)
         self.maxRetries = max(0, maxRetries)
         self.retryBase = retryBase
+        self.clock = clock
     }
 }
 
@@ -240,8 +246,9 @@ public actor AgentQueue {
             nextToken &+= 1
             let token = nextToken
             state.retryToken = token
+            let clock = configuration.clock
             state.retryTimer = Task { [weak self] in
-                do { try await Task.sleep(for: delay) } catch { return }
+                do { try await clock.sleep(for: delay) } catch { return }
                 await self?.retryFired(agent: agent, token: token)
             }
             scheduledRetries += 1
