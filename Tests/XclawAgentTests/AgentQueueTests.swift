@@ -425,16 +425,14 @@ final class AgentQueueTests: XCTestCase {
 
     func testCancelDropsScheduledRetry() async {
         let runs = AQLocked(0)
+        let scheduled = AQSignal()
         let queue = AgentQueue(
             configuration: QueueConfiguration(retryBase: .seconds(60)),
-            processor: { _, _ in runs.with { $0 += 1 }; return .failure("boom") })
+            processor: { _, _ in runs.with { $0 += 1 }; return .failure("boom") },
+            events: { if case .retryScheduled = $0 { Task { await scheduled.fire() } } })
         await queue.enqueueMessages(agent: "a")
         // Wait for the first run to end and its 60 s retry to be scheduled, then cancel: idle at once.
-        while true {
-            let active = await queue.activeCount
-            if runs.snapshot > 0, active == 0 { break }
-            try? await Task.sleep(for: .milliseconds(1))
-        }
+        await scheduled.wait(until: 1)
         let wasRunning = await queue.cancel(agent: "a")
         XCTAssertFalse(wasRunning)
         await queue.waitUntilIdle()
