@@ -6,16 +6,11 @@ import XclawScreen
 final class CaptureTests: XCTestCase {
     nonisolated(unsafe) static var scene: Scene?
     static var fixture: Fixture? { scene?.fixture }
-    static let frame = Rect(x: 100, y: 50, width: 300, height: 200)
-    static let rects: [(Rect, String)] = [
-        (Rect(x: 10, y: 10, width: 40, height: 30), "#ff0000"), (Rect(x: 60, y: 10, width: 40, height: 30), "#00ff00"),
-        (Rect(x: 110, y: 10, width: 40, height: 30), "#0000ff"), (Rect(x: 10, y: 100, width: 1, height: 1), "#123456"),
-        (Rect(x: 200, y: 150, width: 99, height: 49), "#fedcba"),
-    ]
+    static let frame = CaptureScene.frame
 
     override class func setUp() {
         super.setUp()
-        do { scene = try Scene(title: "capture target", frame: frame, background: "#202830", rects: rects) } catch {
+        do { scene = try CaptureScene.start() } catch {
             XCTFail("could not start the display and fixture: \(error)")
         }
     }
@@ -31,20 +26,8 @@ final class CaptureTests: XCTestCase {
 
     /// Checks every drawn rectangle and the background in a frame whose top-left is at `origin` on screen.
     private func assertFixturePixels(_ frame: Frame, origin: Point, file: StaticString = #filePath, line: UInt = #line) throws {
-        let window = Self.frame
-        for (rect, hex) in Self.rects {
-            let expected = try RGB(hex: hex)
-            for (dx, dy) in [(0, 0), (rect.width - 1, 0), (0, rect.height - 1), (rect.width - 1, rect.height - 1)] {
-                let x = window.x + rect.x + dx - origin.x, y = window.y + rect.y + dy - origin.y
-                XCTAssertEqual(frame.pixel(x: x, y: y), expected, "\(hex) at \(x),\(y)", file: file, line: line)
-            }
-            // Just outside the rectangle is background.
-            XCTAssertEqual(frame.pixel(x: window.x + rect.x - 1 - origin.x, y: window.y + rect.y - origin.y),
-                           try RGB(hex: "#202830"), file: file, line: line)
-        }
-        // The root window outside the fixture is black on Xvfb (when the frame reaches that far).
-        if let outside = frame.pixel(x: window.x - 1 - origin.x, y: window.y - origin.y) {
-            XCTAssertEqual(outside, RGB(r: 0, g: 0, b: 0), file: file, line: line)
+        for check in try CaptureScene.pixelChecks(frame, origin: origin) {
+            XCTAssertEqual(check.seen, check.expected, check.what, file: file, line: line)
         }
     }
 
@@ -100,39 +83,6 @@ final class CaptureTests: XCTestCase {
         try assertFixturePixels(frame, origin: Point(x: Self.frame.x, y: Self.frame.y))
     }
 
-    func testCLICapturesPNGToFileAndStdout() throws {
-        let d = try display()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-capture-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let file = dir.appendingPathComponent("shot.png").path
-        let result = try runCLI(["capture", "--display", d.name, "--window", "capture target", "-o", file, "--json"])
-        XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.text.contains("\"width\":300"), result.text)
-        let decoded = try PNG.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
-        try assertFixturePixels(decoded, origin: Point(x: Self.frame.x, y: Self.frame.y))
-
-        let stdout = try runCLI(["capture", "--display", d.name, "--region", "100,50,300,200", "-o", "-"])
-        XCTAssertEqual(stdout.status, 0, stdout.stderr)
-        XCTAssertEqual(try PNG.decode(Array(stdout.stdout)).rgb(), decoded.rgb())
-
-        let scaled = try runCLI(["capture", "--display", d.name, "--scale-for-model", "-o", file, "--json"])
-        XCTAssertEqual(scaled.status, 0, scaled.stderr)
-        // 1280x800 is within Claude's limits except the area: 1280*800 = 1.02 MP, so it stays as it is.
-        XCTAssertEqual(try PNG.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file)))).size,
-                       Size(width: 1280, height: 800))
-
-        // An unwritable path fails with exit 2 and leaves nothing behind.
-        let bad = try runCLI(["capture", "--display", d.name, "-o", dir.path + "/missing/dir/x.png"])
-        XCTAssertEqual(bad.status, 2, bad.stderr)
-        XCTAssertTrue(bad.stderr.contains("cannot write"), bad.stderr)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["shot.png"])
-
-        let empty = try runCLI(["capture", "--display", d.name, "--region", "0,0,0,10", "-o", file])
-        XCTAssertEqual(empty.status, 2, empty.stderr)
-        XCTAssertTrue(empty.stderr.contains("empty"), empty.stderr)
-    }
-
     func testModelScaledCaptureOfAFullHDScreen() throws {
         let big = try TestDisplay(size: Size(width: 1920, height: 1080))
         defer { big.stop() }
@@ -149,45 +99,6 @@ final class CaptureTests: XCTestCase {
 
 /// A server without MIT-SHM (as a remote display is): auto falls back to XGetImage, shm is refused clearly.
 final class NoSharedMemoryCaptureTests: XCTestCase {
-    func testFallsBackToGetImage() throws {
-        let display = try TestDisplay(size: Size(width: 640, height: 480), shm: false)
-        defer { display.stop() }
-        let fixture = try Fixture(display: display.name, frame: Rect(x: 10, y: 10, width: 100, height: 100),
-                                  background: "#00ff00")
-        defer { fixture.stop() }
-        let connection = try display.connect()
-        let auto = try ScreenCapturer(connection: connection)
-        XCTAssertEqual(auto.method, .getImage)
-        let frame = try auto.capture()
-        XCTAssertEqual(frame.pixel(x: 10, y: 10), RGB(r: 0, g: 255, b: 0))
-        XCTAssertEqual(frame.pixel(x: 9, y: 9), RGB(r: 0, g: 0, b: 0))
-        XCTAssertThrowsError(try ScreenCapturer(connection: connection, method: .shm)) { error in
-            XCTAssertEqual(error as? ScreenError, .extensionMissing("MIT-SHM"))
-        }
-        let cli = try runCLI(["capture", "--display", display.name, "-o", "-", "--method", "shm"])
-        XCTAssertEqual(cli.status, 3, cli.stderr)
-        XCTAssertTrue(cli.stderr.contains("MIT-SHM"), cli.stderr)
-    }
-
-    func testServerThatCannotAttachOurSegmentFallsBack() throws {
-        // Xvfb in its own IPC namespace (as in a container) offers MIT-SHM but cannot see our segment.
-        let display = try TestDisplay(size: Size(width: 320, height: 240), launcher: ["/usr/bin/unshare", "--ipc"])
-        defer { display.stop() }
-        let fixture = try Fixture(display: display.name, frame: Rect(x: 0, y: 0, width: 50, height: 50),
-                                  background: "#ff00ff")
-        defer { fixture.stop() }
-        let connection = try display.connect()
-        let auto = try ScreenCapturer(connection: connection)
-        XCTAssertEqual(auto.method, .getImage)
-        XCTAssertEqual(try auto.capture().pixel(x: 5, y: 5), RGB(r: 255, g: 0, b: 255))
-        XCTAssertThrowsError(try ScreenCapturer(connection: connection, method: .shm)) { error in
-            XCTAssertEqual((error as? ScreenError)?.exitStatus, .display, "\(error)")
-        }
-        let cli = try runCLI(["capture", "--display", display.name, "-o", "-"])
-        XCTAssertEqual(cli.status, 0, cli.stderr)
-        XCTAssertEqual(try PNG.decode(Array(cli.stdout)).pixel(x: 5, y: 5), RGB(r: 255, g: 0, b: 255))
-        XCTAssertEqual(try runCLI(["capture", "--display", display.name, "-o", "-", "--method", "shm"]).status, 3)
-    }
 
     func testSixteenBitDepthConvertsThroughTheMasks() throws {
         let display = try TestDisplay(size: Size(width: 320, height: 240), depth: 16)
