@@ -98,6 +98,7 @@ struct BenchAgents: ParsableCommand {
 
 /// A model that answers at once ("ok", streamed as one delta), and notes when each queued message first reached
 /// it, so the benchmark measures the runtime alone.
+/// Safe because its counters are touched only under `lock`.
 final class InstantModel: MessageStreaming, @unchecked Sendable {
     private let lock = NSLock()
     private var sentAt: [String: ContinuousClock.Instant] = [:]

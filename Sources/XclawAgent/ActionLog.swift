@@ -3,6 +3,7 @@ import XclawBase
 import XclawMessages
 
 /// The action log of a run: one JSON line per action, appended and flushed as it happens so a crash loses nothing.
+/// Safe because the file handle and the warning flag are touched only under `lock`; `path` is immutable.
 public final class ActionLog: @unchecked Sendable {
     /// The file.
     public let path: String

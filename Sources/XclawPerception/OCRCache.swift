@@ -4,6 +4,7 @@ import XclawScreen
 /// Recognised text keyed by a hash of the pixels it was read from, so a block that is still on screen (or has moved,
 /// or comes back) is never recognised twice. Lines are stored relative to the block's origin. Least recently used
 /// entries are dropped beyond `capacity`. The cache can be saved to a file so separate CLI calls share it.
+/// Safe because the entries and the use counter are touched only under `lock`; `capacity` is immutable.
 public final class OCRCache: @unchecked Sendable {
     private struct Entry { var lines: [TextLine]; var used: UInt64 }
     private var entries: [UInt64: Entry] = [:]

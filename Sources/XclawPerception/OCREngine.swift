@@ -31,6 +31,7 @@ enum SegmentationMode: Sendable {
 
 /// One tesseract instance (`TessBaseAPI`). Initialising costs ~50 ms, so engines are created once and reused; an
 /// instance is not thread-safe, so each is used by one thread at a time (the lock makes misuse safe, not fast).
+/// Safe because the tesseract handle is used only under `lock`, so one thread at a time.
 final class OCREngine: @unchecked Sendable {
     private let api: OpaquePointer
     private let lock = NSLock()

@@ -3,6 +3,7 @@ import XclawScreen
 
 /// Everything perception needs on one display: the connection, a capturer, the window list and the OCR engines with
 /// their cache. Long-lived users (the agent, `watch`) keep one; each CLI call makes one and saves the cache at exit.
+/// Safe because every member is immutable and itself safe to share.
 public final class Perceiver: @unchecked Sendable {
     /// The display connection.
     public let connection: DisplayConnection

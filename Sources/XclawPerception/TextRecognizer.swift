@@ -8,6 +8,7 @@ import XclawScreen
 /// layout pass (ruling lines removed, recursive XY-cut) splits it into text blocks; each block is normalised to dark
 /// text on a light background (inverted when its background is dark) and small text is upscaled; blocks already
 /// seen (same pixels, anywhere) come from the cache; the rest are recognised on one engine per core.
+/// Safe because the engine pool is guarded by `engineLock`, each engine locks itself, the cache locks itself, and `minimumConfidence` is set before the recognizer is shared.
 public final class TextRecognizer: @unchecked Sendable {
     /// The cache shared by every reading; save it to share it between processes.
     public let cache: OCRCache

@@ -17,6 +17,7 @@ public enum CaptureMethod: String, Sendable, CaseIterable, Codable {
 
 /// Reads pixels from the root window. Keeps one shared-memory segment sized for the whole screen and reuses it for
 /// every capture, full or partial; falls back to `XGetImage` when MIT-SHM is missing (remote display) or refused.
+/// Safe because the shared segment and the method are read and changed only under `lock`.
 public final class ScreenCapturer: @unchecked Sendable {
     /// The connection captures go through.
     public let connection: DisplayConnection

@@ -31,6 +31,7 @@ public enum ScrollDirection: String, Sendable, CaseIterable, Codable {
 
 /// Synthetic mouse and keyboard input through XTest, in process: no helper program, no sleeps.
 /// Every point is checked against the screen first; modifiers are released even when an action fails.
+/// Safe because Xlib is thread-safe here (XInitThreads), the keyboard is made once under `keyboardLock`, and the cached screen size is only a hint: a point outside it is checked against a fresh size before it is refused.
 public final class InputController: @unchecked Sendable {
     /// The connection input goes through.
     public let connection: DisplayConnection

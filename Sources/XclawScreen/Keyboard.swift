@@ -9,6 +9,7 @@ import XclawBase
 /// bound to spare keycodes (ones with no keysym) with `XChangeKeyboardMapping`, typed, and unbound later. A client
 /// translates a keycode when it reads the event, not when we send it, so a spare keycode is rebound or restored only
 /// `settleDelay` after its last use: xdotool restores at once and drops non-ASCII text at `--delay 0`.
+/// Safe because the keymap tables and the spare keycodes are read and changed only under `lock`; `settleDelay` is set before the keyboard is shared.
 public final class Keyboard: @unchecked Sendable {
     /// The connection keys are sent on.
     public let connection: DisplayConnection

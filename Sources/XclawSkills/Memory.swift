@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Where the `memory` tool keeps its notes. A protocol so the in-process store can later be swapped for a
 /// persistent one (SQLite) without touching the tool.
@@ -14,24 +15,23 @@ public protocol MemoryBackend: Sendable {
 }
 
 /// The in-process memory: lives as long as the process, shared by every tool that holds it.
-public final class MemoryStore: MemoryBackend, @unchecked Sendable {
-    private let lock = NSLock()
-    private var entries: [String: String]
+public final class MemoryStore: MemoryBackend, Sendable {
+    private let entries: Mutex<[String: String]>
 
     /// An empty store, or one seeded with `entries`.
-    public init(_ entries: [String: String] = [:]) { self.entries = entries }
+    public init(_ entries: [String: String] = [:]) { self.entries = Mutex(entries) }
 
     /// Stores `value` under `key`.
-    public func set(_ key: String, value: String) { lock.withLock { entries[key] = value } }
+    public func set(_ key: String, value: String) { entries.withLock { $0[key] = value } }
 
     /// The value under `key`.
-    public func get(_ key: String) -> String? { lock.withLock { entries[key] } }
+    public func get(_ key: String) -> String? { entries.withLock { $0[key] } }
 
     /// Every entry.
-    public func list() -> [String: String] { lock.withLock { entries } }
+    public func list() -> [String: String] { entries.withLock { $0 } }
 
     /// Removes `key`; false when it was absent.
     @discardableResult public func delete(_ key: String) -> Bool {
-        lock.withLock { entries.removeValue(forKey: key) != nil }
+        entries.withLock { $0.removeValue(forKey: key) != nil }
     }
 }

@@ -7,6 +7,7 @@ import XclawTimeTesting
 // MARK: - Helpers (private to this file)
 
 /// A value shared between tasks under a lock.
+/// Safe because the value is read and changed only under `lock`.
 private final class AQLocked<Value>: @unchecked Sendable {
     private var value: Value
     private let lock = NSLock()
@@ -58,6 +59,7 @@ private struct AQInterval {
 }
 
 /// Tracks how many runs are in flight and the most seen at once.
+/// Safe because its only state is an AQLocked.
 private final class AQConcurrency: @unchecked Sendable {
     private let state = AQLocked((current: 0, max: 0))
     func enter() { state.with { $0.current += 1; $0.max = Swift.max($0.max, $0.current) } }
@@ -84,6 +86,7 @@ private func workName(_ work: QueueWork) -> String {
 }
 
 /// Per-agent inboxes: enqueues append numbered messages, each run consumes everything after its cursor.
+/// Safe because its only state is an AQLocked.
 private final class AQInbox: @unchecked Sendable {
     private let state = AQLocked((inbox: [String: [Int]](), cursor: [String: Int](), processed: [String: [Int]]()))
     func append(_ agent: String, _ n: Int) { state.with { $0.inbox[agent, default: []].append(n) } }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 @testable import XclawAgent
 import XclawBase
@@ -256,9 +257,8 @@ final class ClientTests: XCTestCase {
 }
 
 /// Retry notices collected across threads.
-final class NoticeSink: @unchecked Sendable {
-    private let lock = NSLock()
-    private var notices: [RetryNotice] = []
-    func append(_ n: RetryNotice) { lock.withLock { notices.append(n) } }
-    var all: [RetryNotice] { lock.withLock { notices } }
+final class NoticeSink: Sendable {
+    private let notices = Mutex<[RetryNotice]>([])
+    func append(_ n: RetryNotice) { notices.withLock { $0.append(n) } }
+    var all: [RetryNotice] { notices.withLock { $0 } }
 }

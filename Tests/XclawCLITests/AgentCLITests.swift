@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XclawTesting
 import XCTest
 import XclawAgent
@@ -234,9 +235,8 @@ final class AgentCLITests: XCTestCase {
 }
 
 /// Exit statuses collected from several threads.
-final class ResultsBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [Int32] = []
-    func append(_ v: Int32) { lock.withLock { stored.append(v) } }
-    var values: [Int32] { lock.withLock { stored } }
+final class ResultsBox: Sendable {
+    private let stored = Mutex<[Int32]>([])
+    func append(_ v: Int32) { stored.withLock { $0.append(v) } }
+    var values: [Int32] { stored.withLock { $0 } }
 }

@@ -37,6 +37,7 @@ final class ExamplesTests: XCTestCase {
 }
 
 /// One example script running under bash, its stdout and stderr collected in one buffer as they arrive.
+/// Safe because the output buffer is touched only under `lock`; the process and pipe are set up before it runs.
 private final class ScriptRun: @unchecked Sendable {
     private let process = Process()
     private let pipe = Pipe()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 import XclawAgent
 import XclawBase
@@ -530,11 +531,10 @@ final class StoreTests: XCTestCase {
 }
 
 /// A thread-safe list of failure texts for concurrent test bodies.
-private final class LockedList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [String] = []
+private final class LockedList: Sendable {
+    private let storage = Mutex<[String]>([])
     /// Appends one item.
-    func append(_ item: String) { lock.lock(); storage.append(item); lock.unlock() }
+    func append(_ item: String) { storage.withLock { $0.append(item) } }
     /// A copy of the items.
-    var items: [String] { lock.lock(); defer { lock.unlock() }; return storage }
+    var items: [String] { storage.withLock { $0 } }
 }

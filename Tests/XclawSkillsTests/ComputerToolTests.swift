@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XclawTesting
 import XCTest
 import XclawAgent
@@ -8,11 +9,10 @@ import XclawSkills
 import XclawMessages
 
 /// Collects the action log of a tool context.
-final class SkillActionLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [ActionRecord] = []
-    func append(_ record: ActionRecord) { lock.withLock { list.append(record) } }
-    var records: [ActionRecord] { lock.withLock { list } }
+final class SkillActionLog: Sendable {
+    private let list = Mutex<[ActionRecord]>([])
+    func append(_ record: ActionRecord) { list.withLock { $0.append(record) } }
+    var records: [ActionRecord] { list.withLock { $0 } }
 }
 
 /// A tool context that records its log and answers confirmations with `confirm`.

@@ -9,6 +9,7 @@ import XclawSkills
 import XclawMessages
 
 /// What a stub vision model was asked, and what it answers.
+/// Safe because the calls are recorded and read only under `lock`; the answer is immutable.
 final class VisionStub: @unchecked Sendable {
     private let lock = NSLock()
     private var asked: [(question: String, png: String, size: Size)] = []
