@@ -103,7 +103,7 @@ public final class AgentService: Sendable {
         let config: AgentConfig
         do {
             config = try store.agent(named: agent)
-            guard let claimed = try store.claimBatch(agent: agent, kind: "message", batchSender: Conversation.batchSender,
+            guard let claimed = try store.claimBatch(agent: agent, kind: .message, batchSender: Conversation.batchSender,
                                                      isInput: Conversation.isChat, prompt: { Conversation.batch($0) })
             else { return .success }
             claim = claimed
@@ -130,7 +130,7 @@ public final class AgentService: Sendable {
         let lost = recorder.storeError.map { "the store could not save part of this run: \($0)" }
         switch result.outcome {
         case .completed, .refused, .maxSteps, .cancelled:
-            let status = result.outcome == .cancelled ? "cancelled" : (lost == nil ? "completed" : "failed")
+            let status: SessionStatus = result.outcome == .cancelled ? .cancelled : (lost == nil ? .completed : .failed)
             do { try store.finishSession(session, status: status, error: lost, steps: steps, usd: usd) } catch {
                 events(.failed(agent: agent, message: "cannot record the end of session \(session): \(error)",
                                willRetry: false, status: .internal))
@@ -152,7 +152,7 @@ public final class AgentService: Sendable {
         let status = (error as? ClassifiedError)?.exitStatus ?? .internal
         let retry = !reachedUser && !Self.isPermanent(error) && queueRetries > 0
         if let session {
-            try? store.finishSession(session, status: "failed", error: why, steps: steps, usd: usd)
+            try? store.finishSession(session, status: .failed, error: why, steps: steps, usd: usd)
             if !reachedUser {
                 do { try store.rollBackRun(session: session) } catch {
                     events(.failed(agent: agent, message: "cannot undo session \(session): \(error)", willRetry: false,
@@ -201,7 +201,7 @@ public final class AgentService: Sendable {
     /// answered by the next run; returns each with whether it was undone.
     public static func recover(store: AgentStore) throws -> [(session: SessionRecord, undone: Bool)] {
         try store.recoverInterrupted().map { session in
-            guard session.kind == "message",
+            guard session.kind == .message,
                   try store.outputCount(session: session.id, batchSender: Conversation.batchSender) == 0 else {
                 return (session, false)
             }

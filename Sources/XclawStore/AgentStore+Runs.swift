@@ -21,7 +21,7 @@ extension AgentStore {
     /// (`isInput` decides which user rows are input), advances the cursor, starts the session (remembering both
     /// cursors) and stores the batch prompt `prompt` builds. A crash leaves either nothing or all of it, so input
     /// is never consumed without a trace. Nil when nothing is pending.
-    public func claimBatch(agent: String, kind: String, batchSender: String,
+    public func claimBatch(agent: String, kind: SessionKind, batchSender: String,
                            isInput: (StoredMessage) -> Bool,
                            prompt: ([StoredMessage]) -> String) throws -> ClaimedBatch? {
         let process = ProcessIdentity.current
@@ -42,7 +42,7 @@ extension AgentStore {
             try db.execute(sql: """
                 INSERT INTO sessions (agent, kind, status, pid, process, started_at, previous_cursor, claimed_cursor)
                 VALUES (?, ?, 'running', ?, ?, ?, ?, ?)
-                """, arguments: [agent, kind, getpid(), process, now, previous, last.id])
+                """, arguments: [agent, kind.rawValue, getpid(), process, now, previous, last.id])
             let session = db.lastInsertedRowID
             try db.execute(sql: """
                 INSERT INTO messages (agent, role, sender, content, status, session_id, created_at, updated_at)

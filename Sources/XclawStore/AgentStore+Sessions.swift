@@ -5,42 +5,33 @@ import XclawMessages
 // MARK: - Sessions
 
 extension AgentStore {
-    /// The values `startSession`'s `kind` accepts: a message batch, a scheduled task, an `xclaw run`.
-    public static let sessionKinds = ["message", "task", "run"]
-    /// The values a session's status takes; all but `running` are final.
-    public static let sessionStatuses = ["running", "completed", "failed", "cancelled", "interrupted"]
-
     /// Records that a process starts running an agent, so a crash leaves a trace `recoverInterrupted` finds.
     /// `pid` is this process unless a supervisor records the worker it spawned.
-    public func startSession(agent: String, kind: String, pid: Int32 = getpid()) throws -> Int64 {
+    public func startSession(agent: String, kind: SessionKind, pid: Int32 = getpid()) throws -> Int64 {
         try startSession(agent: agent, kind: kind, pid: pid,
                          process: pid == getpid() ? ProcessIdentity.current : ProcessIdentity.of(pid: pid))
     }
 
     /// `startSession` with the process identity given (nil when /proc cannot tell).
-    func startSession(agent: String, kind: String, pid: Int32, process: String?) throws -> Int64 {
-        guard Self.sessionKinds.contains(kind) else {
-            throw StoreError.invalidArgument("session kind \"\(kind)\" is not one of "
-                + Self.sessionKinds.joined(separator: ", "))
-        }
-        return try write { db in
+    func startSession(agent: String, kind: SessionKind, pid: Int32, process: String?) throws -> Int64 {
+        try write { db in
             try requireAgent(db, agent)
             try db.execute(
                 sql: """
                     INSERT INTO sessions (agent, kind, status, pid, process, started_at)
                     VALUES (?, ?, 'running', ?, ?, ?)
                     """,
-                arguments: [agent, kind, pid, process, Self.now()])
+                arguments: [agent, kind.rawValue, pid, process, Self.now()])
             return db.lastInsertedRowID
         }
     }
 
     /// Records how a session ended (`completed`, `failed`, `cancelled` or `interrupted`), its turns and cost.
-    public func finishSession(_ id: Int64, status: String, error: String? = nil, steps: Int, usd: Double) throws {
-        let finals = Self.sessionStatuses.filter { $0 != "running" }
-        guard finals.contains(status) else {
+    public func finishSession(_ id: Int64, status: SessionStatus, error: String? = nil, steps: Int, usd: Double) throws {
+        guard status.isFinal else {
+            let finals = SessionStatus.allCases.filter(\.isFinal).map(\.rawValue)
             throw StoreError.invalidArgument("a session ends as one of \(finals.joined(separator: ", ")), "
-                + "not \"\(status)\"")
+                + "not \"\(status.rawValue)\"")
         }
         guard steps >= 0, usd >= 0, usd.isFinite else {
             throw StoreError.invalidArgument("steps and cost cannot be negative (steps \(steps), usd \(usd))")
@@ -48,7 +39,7 @@ extension AgentStore {
         try write { db in
             try db.execute(
                 sql: "UPDATE sessions SET status = ?, error = ?, steps = ?, usd = ?, ended_at = ? WHERE id = ?",
-                arguments: [status, error, steps, usd, Self.now(), id])
+                arguments: [status.rawValue, error, steps, usd, Self.now(), id])
             if db.changesCount == 0 { throw StoreError.unknownSession(id) }
         }
     }
@@ -81,7 +72,7 @@ extension AgentStore {
                 try db.execute(
                     sql: "UPDATE sessions SET status = 'interrupted', error = ?, ended_at = ? WHERE id = ?",
                     arguments: [reason, now, session.id])
-                session.status = "interrupted"
+                session.status = .interrupted
                 session.error = reason
                 session.endedAt = StoreDate.parse(now)
                 recovered.append(session)
@@ -99,7 +90,12 @@ extension AgentStore {
 
     /// Builds a `SessionRecord` from a `sessions` row (possibly joined; only the sessions columns are read).
     func sessionRecord(_ row: Row) throws -> SessionRecord {
-        SessionRecord(id: row["id"], agent: row["agent"], kind: row["kind"], status: row["status"],
+        let kindText: String = row["kind"], statusText: String = row["status"]
+        guard let kind = SessionKind(rawValue: kindText), let status = SessionStatus(rawValue: statusText) else {
+            throw StoreError.corrupt(path: path, detail: "a session has kind \"\(kindText)\" and status \"\(statusText)\", "
+                + "which this xclaw does not know (a newer version wrote it?)")
+        }
+        return SessionRecord(id: row["id"], agent: row["agent"], kind: kind, status: status,
                       error: row["error"], steps: row["steps"], usd: row["usd"], pid: row["pid"],
                       startedAt: try date(row["started_at"] as String, "sessions.started_at"),
                       endedAt: try dateIfAny(row["ended_at"], "sessions.ended_at"))

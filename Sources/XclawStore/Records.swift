@@ -109,6 +109,33 @@ public struct AgentState: Sendable, Hashable, Codable {
     }
 }
 
+/// What started a session; stored as its raw value.
+public enum SessionKind: String, Codable, Sendable, CaseIterable {
+    /// A batch of queued messages.
+    case message
+    /// A scheduled task.
+    case task
+    /// `xclaw run`.
+    case run
+}
+
+/// Where a session is; stored as its raw value. All but `running` are final.
+public enum SessionStatus: String, Codable, Sendable, CaseIterable {
+    /// Its process is running it.
+    case running
+    /// It ended normally.
+    case completed
+    /// It ended with an error.
+    case failed
+    /// The user stopped it.
+    case cancelled
+    /// Its process died while it ran (found at the next start).
+    case interrupted
+
+    /// True for every status a session ends in.
+    public var isFinal: Bool { self != .running }
+}
+
 /// One run of an agent (a message batch, a scheduled task or `xclaw run`), as recorded for `ps`-like listings and
 /// crash recovery.
 public struct SessionRecord: Sendable, Hashable, Codable {
@@ -116,10 +143,10 @@ public struct SessionRecord: Sendable, Hashable, Codable {
     public var id: Int64
     /// The agent it ran.
     public var agent: String
-    /// What started it: one of `AgentStore.sessionKinds`.
-    public var kind: String
-    /// Where it is: one of `AgentStore.sessionStatuses`.
-    public var status: String
+    /// What started it.
+    public var kind: SessionKind
+    /// Where it is.
+    public var status: SessionStatus
     /// Why it failed or was interrupted.
     public var error: String?
     /// Model turns taken.
@@ -134,7 +161,7 @@ public struct SessionRecord: Sendable, Hashable, Codable {
     public var endedAt: Date?
 
     /// Creates a record value.
-    public init(id: Int64, agent: String, kind: String, status: String, error: String?, steps: Int, usd: Double,
+    public init(id: Int64, agent: String, kind: SessionKind, status: SessionStatus, error: String?, steps: Int, usd: Double,
                 pid: Int32, startedAt: Date, endedAt: Date?) {
         self.id = id
         self.agent = agent

@@ -412,7 +412,7 @@ struct UsageCommand: ParsableCommand {
             let runs = try store.usageBySession(agent: name)
             try emit(runs.map(RunUsage.init), json: json) {
                 runs.isEmpty ? "no runs yet" : runs.map { r in
-                    "session \(r.session.id) \(r.session.status): \(ToolSummary.usage(r.usage)) · $\(String(format: "%.4f", r.usd))"
+                    "session \(r.session.id) \(r.session.status.rawValue): \(ToolSummary.usage(r.usage)) · $\(String(format: "%.4f", r.usd))"
                 }.joined(separator: "\n")
             }
         } else {
@@ -437,7 +437,7 @@ struct RunUsage: Encodable {
 
     init(_ r: SessionUsage) {
         session = r.session.id
-        status = r.session.status
+        status = r.session.status.rawValue
         requests = r.requests
         usage = r.usage
         usd = r.usd

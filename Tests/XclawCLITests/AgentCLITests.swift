@@ -119,7 +119,7 @@ final class AgentCLITests: XCTestCase {
         XCTAssertTrue(history.stderr.contains("interrupted"), history.stderr)
         XCTAssertTrue(history.text.contains("[partial]"), history.text)
         XCTAssertTrue(history.text.contains("write a long answer"))
-        XCTAssertEqual(try AgentStore(path: db).sessions(agent: "kim").map(\.status), ["interrupted"])
+        XCTAssertEqual(try AgentStore(path: db).sessions(agent: "kim").map(\.status), [.interrupted])
 
         let next = try runCLI(["send", "kim", "go on"], environment: e)
         XCTAssertEqual(next.status, 0, next.stderr)
@@ -177,7 +177,7 @@ final class AgentCLITests: XCTestCase {
         }
         let store = try AgentStore(path: db)
         let sessions = try store.sessions(agent: "duo")
-        XCTAssertTrue(sessions.allSatisfy { $0.status == "completed" })
+        XCTAssertTrue(sessions.allSatisfy { $0.status == .completed })
         let history = try store.messages(agent: "duo")
         XCTAssertTrue(history.allSatisfy { $0.status == .complete })
         let conversation = Conversation.build(history)
@@ -219,7 +219,7 @@ final class AgentCLITests: XCTestCase {
         XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(5)), "the turn's request was aborted")
         let store = try AgentStore(path: db)
         let deadline = Date().addingTimeInterval(10)
-        while try store.sessions(agent: "cat").first?.status != "cancelled" && Date() < deadline {
+        while try store.sessions(agent: "cat").first?.status != .cancelled && Date() < deadline {
             Thread.sleep(forTimeInterval: 0.02)
         }
         XCTAssertTrue(process.isRunning, "Ctrl-C cancelled the turn, not the program")
@@ -230,7 +230,7 @@ final class AgentCLITests: XCTestCase {
         while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(process.terminationStatus, 0)
         XCTAssertTrue(out.contains("Second answer."), out)
-        XCTAssertEqual(try store.sessions(agent: "cat").map(\.status), ["cancelled", "completed"])
+        XCTAssertEqual(try store.sessions(agent: "cat").map(\.status), [.cancelled, .completed])
     }
 }
 

@@ -165,7 +165,7 @@ final class RuntimeTests: XCTestCase {
         XCTAssertEqual(server.requests.count, 2)
         XCTAssertEqual(Self.lastUserText(server.requests[0]), Self.lastUserText(server.requests[1]), "the same batch again")
         XCTAssertEqual(try store.state(agent: "a").cursor, id)
-        XCTAssertEqual(try store.sessions(agent: "a").map(\.status), ["failed", "completed"])
+        XCTAssertEqual(try store.sessions(agent: "a").map(\.status), [.failed, .completed])
     }
 
     func testAFailureAfterOutputReachedTheUserIsNotRunAgain() async throws {
@@ -220,7 +220,7 @@ final class RuntimeTests: XCTestCase {
         _ = await svc.queue.cancel(agent: "a")
         await svc.queue.waitUntilIdle()
         XCTAssertLessThan(Date().timeIntervalSince(start), 1.0)
-        XCTAssertEqual(try store.sessions(agent: "a").map(\.status), ["cancelled"])
+        XCTAssertEqual(try store.sessions(agent: "a").map(\.status), [.cancelled])
         XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(5)))
     }
 

@@ -33,6 +33,24 @@ final class StoreTests: XCTestCase {
         return store
     }
 
+    /// Session kinds and statuses are typed, and the file itself refuses others (the schema's CHECK), so a typed
+    /// read never meets a value it cannot name.
+    func testTheFileRefusesASessionKindThatIsNotTyped() throws {
+        let store = try storeWithAgent()
+        let id = try store.startSession(agent: "alice", kind: .run)
+        XCTAssertEqual(try store.sessions(agent: "alice").map(\.kind), [.run])
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        shell.arguments = ["-cmd", ".timeout 5000", dbPath(), "UPDATE sessions SET kind = 'chat' WHERE id = \(id)"]
+        shell.standardError = FileHandle.nullDevice
+        try shell.run()
+        shell.waitUntilExit()
+        XCTAssertEqual(shell.terminationStatus, 19, "SQLITE_CONSTRAINT")
+        XCTAssertEqual(try store.sessions(agent: "alice").map(\.kind), [.run])
+        XCTAssertEqual(Set(SessionKind.allCases.map(\.rawValue)), ["message", "task", "run"])
+        XCTAssertEqual(SessionStatus.allCases.filter { !$0.isFinal }, [.running])
+    }
+
     /// Asserts that `body` throws a `StoreError` and hands it over.
     private func assertStoreError(_ body: @autoclosure () throws -> some Any, file: StaticString = #filePath,
                                   line: UInt = #line, _ check: (StoreError) -> Void) {
@@ -134,7 +152,7 @@ final class StoreTests: XCTestCase {
         // Deleting cascades to everything the agent owns.
         let id = try store.appendMessage(agent: "alice", role: .user, content: [.text("hi")])
         try store.setMemory(agent: "alice", key: "k", value: "v")
-        _ = try store.startSession(agent: "alice", kind: "message")
+        _ = try store.startSession(agent: "alice", kind: .message)
         try store.deleteAgent(named: "alice")
         assertStoreError(try store.message(id: id)) { XCTAssertEqual($0, .unknownMessage(id)) }
         XCTAssertEqual(try store.sessions(agent: nil).count, 0)
@@ -315,19 +333,19 @@ final class StoreTests: XCTestCase {
         child.waitUntilExit()
         let deadPID = child.processIdentifier
 
-        let dead = try store.startSession(agent: "alice", kind: "message", pid: deadPID)
+        let dead = try store.startSession(agent: "alice", kind: .message, pid: deadPID)
         let partial = try store.appendMessage(agent: "alice", role: .assistant, content: [.text("half a repl")],
                                               status: .partial, sessionID: dead)
         // A session this process really runs, and one of a live process we do not own (pid 1).
-        let live = try store.startSession(agent: "alice", kind: "run")
-        let other = try store.startSession(agent: "alice", kind: "run", pid: 1)
+        let live = try store.startSession(agent: "alice", kind: .run)
+        let other = try store.startSession(agent: "alice", kind: .run, pid: 1)
         // This process's pid as recorded by an earlier process that had it: rewrite a session's process identity
         // (boot id and start time) with the sqlite3 shell (scripts/install-deps.sh installs it).
         var expected = [dead]
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"),
                       "/usr/bin/sqlite3 is not installed: run scripts/install-deps.sh")
         do {
-            let earlier = try store.startSession(agent: "alice", kind: "task")
+            let earlier = try store.startSession(agent: "alice", kind: .task)
             let shell = Process()
             shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
             shell.arguments = ["-cmd", ".timeout 5000", dbPath(),
@@ -341,28 +359,28 @@ final class StoreTests: XCTestCase {
 
         let recovered = try store.recoverInterrupted()
         XCTAssertEqual(recovered.map(\.id), expected)
-        XCTAssertTrue(recovered.allSatisfy { $0.status == "interrupted" && $0.endedAt != nil })
+        XCTAssertTrue(recovered.allSatisfy { $0.status == .interrupted && $0.endedAt != nil })
         XCTAssertTrue(recovered[0].error?.contains("pid \(deadPID)") ?? false, "\(recovered[0])")
         let byID = Dictionary(uniqueKeysWithValues: try store.sessions(agent: "alice").map { ($0.id, $0) })
-        XCTAssertEqual(byID[dead]?.status, "interrupted")
-        XCTAssertEqual(byID[live]?.status, "running")
+        XCTAssertEqual(byID[dead]?.status, .interrupted)
+        XCTAssertEqual(byID[live]?.status, .running)
         XCTAssertEqual(byID[live]?.pid, getpid())
-        XCTAssertEqual(byID[other]?.status, "running")
+        XCTAssertEqual(byID[other]?.status, .running)
         XCTAssertEqual(try store.message(id: partial).status, .partial)
         XCTAssertEqual(try store.message(id: partial).sessionID, dead)
         XCTAssertEqual(try store.recoverInterrupted(), [], "idempotent")
 
-        try store.finishSession(live, status: "completed", steps: 3, usd: 0.25)
+        try store.finishSession(live, status: .completed, steps: 3, usd: 0.25)
         let finished = try store.sessions(agent: "alice").first { $0.id == live }
-        XCTAssertEqual(finished?.status, "completed")
+        XCTAssertEqual(finished?.status, .completed)
         XCTAssertEqual(finished?.steps, 3)
         XCTAssertEqual(finished?.usd, 0.25)
         XCTAssertNotNil(finished?.endedAt)
-        assertStoreError(try store.finishSession(live, status: "running", steps: 0, usd: 0)) {
+        assertStoreError(try store.finishSession(live, status: .running, steps: 0, usd: 0)) {
             XCTAssertEqual($0.exitStatus, .usage)
         }
-        assertStoreError(try store.startSession(agent: "alice", kind: "chat")) { XCTAssertEqual($0.exitStatus, .usage) }
-        assertStoreError(try store.finishSession(424_242, status: "failed", steps: 0, usd: 0)) {
+        XCTAssertNil(SessionKind(rawValue: "chat"), "an unknown kind cannot be asked for")
+        assertStoreError(try store.finishSession(424_242, status: .failed, steps: 0, usd: 0)) {
             XCTAssertEqual($0, .unknownSession(424_242))
         }
     }
@@ -392,8 +410,8 @@ final class StoreTests: XCTestCase {
         let store = try storeWithAgent("zoe")
         try store.createAgent(AgentConfig(name: "adam", model: "m"))
         try store.createAgent(AgentConfig(name: "idle", model: "m"))
-        let s1 = try store.startSession(agent: "zoe", kind: "message")
-        let s2 = try store.startSession(agent: "zoe", kind: "task")
+        let s1 = try store.startSession(agent: "zoe", kind: .message)
+        let s2 = try store.startSession(agent: "zoe", kind: .task)
         try store.recordUsage(agent: "zoe", sessionID: s1, model: "m",
                               usage: Usage(inputTokens: 100, outputTokens: 10, cacheCreationInputTokens: 5,
                                            cacheReadInputTokens: 1), usd: 0.5)
