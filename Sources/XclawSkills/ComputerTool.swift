@@ -23,6 +23,47 @@ public enum ComputerToolVersion: String, Sendable, CaseIterable, Codable {
     public var supportsZoom: Bool { self == .v20251124 }
 }
 
+/// The computer tool's actions, as the model names them (the raw values), in the order error messages list them.
+public enum ComputerAction: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// `screenshot`.
+    case screenshot = "screenshot"
+    /// `cursor_position`.
+    case cursorPosition = "cursor_position"
+    /// `mouse_move`.
+    case mouseMove = "mouse_move"
+    /// `left_click`.
+    case leftClick = "left_click"
+    /// `right_click`.
+    case rightClick = "right_click"
+    /// `middle_click`.
+    case middleClick = "middle_click"
+    /// `double_click`.
+    case doubleClick = "double_click"
+    /// `triple_click`.
+    case tripleClick = "triple_click"
+    /// `left_click_drag`.
+    case leftClickDrag = "left_click_drag"
+    /// `left_mouse_down`.
+    case leftMouseDown = "left_mouse_down"
+    /// `left_mouse_up`.
+    case leftMouseUp = "left_mouse_up"
+    /// `key`.
+    case key = "key"
+    /// `hold_key`.
+    case holdKey = "hold_key"
+    /// `type`.
+    case `type` = "type"
+    /// `scroll`.
+    case scroll = "scroll"
+    /// `wait`.
+    case wait = "wait"
+    /// `zoom`.
+    case zoom = "zoom"
+
+    /// The name the model uses, so messages read as the API's.
+    public var description: String { rawValue }
+}
+
 /// Claude's built-in computer-use tool (`computer_20250124` / `computer_20251124`) over the session's screen. The
 /// model sees screenshots downscaled exactly to `geometry.model` and answers in those pixels: every coordinate is
 /// checked against the model's size first, then mapped to the screen with `geometry.toScreen`, so a click lands on
@@ -69,37 +110,33 @@ public struct ComputerTool: AgentTool {
     }
 
     /// Every action of the version, in the order the error message lists them.
-    public var actions: [String] {
-        var list = ["screenshot", "cursor_position", "mouse_move", "left_click", "right_click", "middle_click",
-                    "double_click", "triple_click", "left_click_drag", "left_mouse_down", "left_mouse_up", "key",
-                    "hold_key", "type", "scroll", "wait"]
-        if version.supportsZoom { list.append("zoom") }
-        return list
+    public var actions: [ComputerAction] {
+        ComputerAction.allCases.filter { $0 != .zoom || version.supportsZoom }
     }
 
     /// Runs one action; invalid input is a `ToolError` that names the valid values.
     public func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
-        guard let action = input["action"]?.string else {
-            throw ToolError("action is required: one of \(actions.joined(separator: ", "))")
+        guard let name = input["action"]?.string else {
+            throw ToolError("action is required: one of \(actions.map(\.rawValue).joined(separator: ", "))")
         }
         let geometry = session.geometry
         do {
+            guard let action = ComputerAction(rawValue: name) else {  // zoom says itself which version it needs
+                throw ToolError("Unknown action \"\(name)\". Actions: \(actions.map(\.rawValue).joined(separator: ", ")).")
+            }
             switch action {
-            case "screenshot":
+            case .screenshot:
                 let shot = try await session.perform { try $0.screenshot() }
                 return ToolOutput(content: [shot.imageBlock])
-            case "cursor_position":
+            case .cursorPosition:
                 let p = try await session.perform { try $0.input.cursorPosition() }
                 let m = geometry.toModel(p)
                 return .text("X=\(m.x),Y=\(m.y)")
-            case "wait":
+            case .wait:
                 return try await wait(input, context: context)
-            case "zoom":
+            case .zoom:
                 return try await zoom(input, geometry: geometry)
             default:
-                guard actions.contains(action) else {
-                    throw ToolError("Unknown action \"\(action)\". Actions: \(actions.joined(separator: ", ")).")
-                }
                 return try await act(action, input, geometry: geometry, context: context)
             }
         } catch {
@@ -110,9 +147,9 @@ public struct ComputerTool: AgentTool {
     // MARK: - Input actions
 
     /// Validates everything, then gates, acts, settles and answers with a line and the settled screenshot.
-    private func act(_ action: String, _ input: JSONValue, geometry g: ScreenGeometry,
+    private func act(_ action: ComputerAction, _ input: JSONValue, geometry g: ScreenGeometry,
                      context: ToolContext) async throws -> ToolOutput {
-        var record = ActionRecord(tool: "computer", action: action, result: "pending")
+        var record = ActionRecord(tool: "computer", action: action.rawValue, result: "pending")
         let describe: String
         let done: String
         let perform: @Sendable (ScreenSession) throws -> Void
@@ -124,7 +161,7 @@ public struct ComputerTool: AgentTool {
         }
 
         switch action {
-        case "mouse_move":
+        case .mouseMove:
             let m = try coordinate(input, "coordinate", for: action, required: true, g) ?? Point(x: 0, y: 0)
             let (s, text) = at(m)
             (record.x, record.y) = (s.x, s.y)
@@ -132,11 +169,11 @@ public struct ComputerTool: AgentTool {
             done = "moved the pointer to (\(m.x), \(m.y))"
             perform = { try $0.input.move(to: s) }
 
-        case "left_click", "right_click", "middle_click", "double_click", "triple_click":
+        case .leftClick, .rightClick, .middleClick, .doubleClick, .tripleClick:
             let m = try coordinate(input, "coordinate", for: action, required: false, g)
             let mods = try modifiers(input)
-            let button: MouseButton = action == "right_click" ? .right : action == "middle_click" ? .middle : .left
-            let count = action == "double_click" ? 2 : action == "triple_click" ? 3 : 1
+            let button: MouseButton = action == .rightClick ? .right : action == .middleClick ? .middle : .left
+            let count = action == .doubleClick ? 2 : action == .tripleClick ? 3 : 1
             let point = m.map { at($0) }
             (record.x, record.y) = (point?.0.x, point?.0.y)
             record.text = mods.text
@@ -145,7 +182,7 @@ public struct ComputerTool: AgentTool {
             done = "\(action) at \(m.map { "(\($0.x), \($0.y))" } ?? "the pointer")\(with)"
             perform = { try $0.input.click(at: point?.0, button: button, count: count, modifiers: mods.syms) }
 
-        case "left_click_drag":
+        case .leftClickDrag:
             let from = try coordinate(input, "start_coordinate", for: action, required: true, g) ?? Point(x: 0, y: 0)
             let to = try coordinate(input, "coordinate", for: action, required: true, g) ?? Point(x: 0, y: 0)
             let (s0, t0) = at(from), (s1, t1) = at(to)
@@ -158,20 +195,20 @@ public struct ComputerTool: AgentTool {
                                        interrupted: cancelled)
             }
 
-        case "left_mouse_down", "left_mouse_up":
+        case .leftMouseDown, .leftMouseUp:
             let m = try coordinate(input, "coordinate", for: action, required: false, g)
             let point = m.map { at($0) }
             (record.x, record.y) = (point?.0.x, point?.0.y)
             describe = "\(action) at \(point?.1 ?? "the pointer")"
-            done = "\(action == "left_mouse_down" ? "pressed" : "released") the left button at "
+            done = "\(action == .leftMouseDown ? "pressed" : "released") the left button at "
                 + (m.map { "(\($0.x), \($0.y))" } ?? "the pointer")
-            let down = action == "left_mouse_down"
+            let down = action == .leftMouseDown
             perform = { session in
                 if down { try session.input.buttonDown(.left, at: point?.0) }
                 else { try session.input.buttonUp(.left, at: point?.0) }
             }
 
-        case "key":
+        case .key:
             let text = try requiredText(input, for: action, example: "\"ctrl+s\" or \"Return\"")
             let combos = try keyCombos(text)
             record.text = text
@@ -179,7 +216,7 @@ public struct ComputerTool: AgentTool {
             done = "pressed \(text)"
             perform = { try $0.input.keyboard.press(combos) }
 
-        case "hold_key":
+        case .holdKey:
             let text = try requiredText(input, for: action, example: "\"shift\"")
             let combos = try keyCombos(text)
             let seconds = try duration(input, for: action)
@@ -199,7 +236,7 @@ public struct ComputerTool: AgentTool {
                 try session.input.keyboard.hold(held, for: .milliseconds(Int(seconds * 1000)), interrupted: cancelled)
             }
 
-        case "type":
+        case .type:
             let text = try requiredText(input, for: action, example: "\"hello\\n\"")
             _ = try Keyboard.keysyms(for: text)  // refuse untypeable text before anything is sent
             record.text = text
@@ -207,7 +244,7 @@ public struct ComputerTool: AgentTool {
             done = "typed \(text.count) characters"
             perform = { try $0.input.keyboard.type(text, interrupted: cancelled) }
 
-        case "scroll":
+        case .scroll:
             let m = try coordinate(input, "coordinate", for: action, required: false, g)
             guard let dirName = input["scroll_direction"]?.string, let direction = ScrollDirection(rawValue: dirName)
             else {
@@ -233,7 +270,7 @@ public struct ComputerTool: AgentTool {
             }
 
         default:
-            throw ToolError("Unknown action \"\(action)\". Actions: \(actions.joined(separator: ", ")).")
+            throw ToolError("Unknown action \"\(action)\". Actions: \(actions.map(\.rawValue).joined(separator: ", ")).")
         }
 
         switch try await session.runInput(record, describe: describe, context: context, screenshot: true,
@@ -251,7 +288,7 @@ public struct ComputerTool: AgentTool {
 
     /// Waits (cancellably, without blocking a thread), then answers with a fresh screenshot.
     private func wait(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
-        let seconds = try duration(input, for: "wait")
+        let seconds = try duration(input, for: .wait)
         let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < end {
             if context.isCancelled() { throw CancellationError() }
@@ -302,7 +339,7 @@ public struct ComputerTool: AgentTool {
     // MARK: - Input parsing
 
     /// A model-space coordinate `[x, y]`, bounds-checked in the model's space (nil when optional and absent).
-    private func coordinate(_ input: JSONValue, _ key: String, for action: String, required: Bool,
+    private func coordinate(_ input: JSONValue, _ key: String, for action: ComputerAction, required: Bool,
                             _ g: ScreenGeometry) throws -> Point? {
         let W = g.model.width, H = g.model.height
         guard let value = input[key] else {
@@ -339,7 +376,7 @@ public struct ComputerTool: AgentTool {
     }
 
     /// The non-empty `text` an action needs.
-    private func requiredText(_ input: JSONValue, for action: String, example: String) throws -> String {
+    private func requiredText(_ input: JSONValue, for action: ComputerAction, example: String) throws -> String {
         guard let text = input["text"]?.string, !text.isEmpty else {
             throw ToolError("text is required for \(action), e.g. \(example)")
         }
@@ -347,7 +384,7 @@ public struct ComputerTool: AgentTool {
     }
 
     /// A `duration` in seconds, 0–100.
-    private func duration(_ input: JSONValue, for action: String) throws -> Double {
+    private func duration(_ input: JSONValue, for action: ComputerAction) throws -> Double {
         guard let value = input["duration"]?.double, value.isFinite, (0...100).contains(value) else {
             throw ToolError("duration is required for \(action): a number of seconds from 0 to 100"
                 + (input["duration"].map { ", got \($0.jsonText)" } ?? ""))
