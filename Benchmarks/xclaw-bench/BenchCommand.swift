@@ -410,7 +410,7 @@ struct BenchInput: ParsableCommand {
 
     /// The text of each character-producing key press, in order (Return and Tab as `\n` and `\t`).
     static func presses(_ events: [ProbeEvent]) -> [String] {
-        events.filter { e in e.kind == "key_press" && !modifiers.contains { e.keysym?.hasPrefix($0) == true } }.map {
+        events.filter { e in e.kind == .keyPress && !modifiers.contains { e.keysym?.hasPrefix($0) == true } }.map {
             $0.keysym == "Return" ? "\n" : $0.keysym == "Tab" ? "\t" : $0.text ?? ""
         }
     }
@@ -448,10 +448,10 @@ struct BenchInput: ParsableCommand {
             try drain(probe)
             let start = ContinuousClock.now
             let process = try send(point)
-            let events = try probe.collect(timeout: .seconds(5)) { $0.contains { $0.kind == "button_release" } }
+            let events = try probe.collect(timeout: .seconds(5)) { $0.contains { $0.kind == .buttonRelease } }
             let elapsed = ContinuousClock.now - start
             if let process { try session.finish(process) }
-            let release = events.last { $0.kind == "button_release" }
+            let release = events.last { $0.kind == .buttonRelease }
             let hit = release?.button == 1 && release?.rootX == point.x && release?.rootY == point.y
             return Sample(elapsed: elapsed, exact: hit ? 100 : 0)
         }

@@ -5,9 +5,34 @@ import Foundation
 
 /// One input event as a window received it; what tests and benchmarks compare against what was sent.
 public struct ProbeEvent: Codable, Sendable, Equatable {
-    /// What happened: `button_press`, `button_release`, `motion`, `key_press`, `key_release`, `focus_in`,
-    /// `focus_out`, `enter`, `configure`, `map`.
-    public var kind: String
+    /// What happened; the raw values are the `kind` of the fixture's JSON lines.
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        /// `button_press`.
+        case buttonPress = "button_press"
+        /// `button_release`.
+        case buttonRelease = "button_release"
+        /// `motion`.
+        case motion = "motion"
+        /// `key_press`.
+        case keyPress = "key_press"
+        /// `key_release`.
+        case keyRelease = "key_release"
+        /// `focus_in`.
+        case focusIn = "focus_in"
+        /// `focus_out`.
+        case focusOut = "focus_out"
+        /// `enter`.
+        case enter = "enter"
+        /// `configure`.
+        case configure = "configure"
+        /// `map`.
+        case map = "map"
+        /// `ready` (the fixture is ready; carries its window id).
+        case ready = "ready"
+    }
+
+    /// What happened.
+    public var kind: Kind
     /// Position in the window, x.
     public var x: Int?
     /// Position in the window, y.
@@ -37,7 +62,7 @@ public struct ProbeEvent: Codable, Sendable, Equatable {
     public var target: String?
 
     /// An event of a kind with no fields set.
-    public init(kind: String) { self.kind = kind }
+    public init(kind: Kind) { self.kind = kind }
 }
 
 /// Text a probe window draws with an X core font, so OCR tests know exactly what is on screen and where.
@@ -262,7 +287,7 @@ public final class EventProbe: @unchecked Sendable {
 
     /// The text the key presses in `events` typed, with Return as "\n" and Tab as "\t".
     public static func typedText(_ events: [ProbeEvent]) -> String {
-        events.filter { $0.kind == "key_press" }.map { event -> String in
+        events.filter { $0.kind == .keyPress }.map { event -> String in
             switch event.keysym {
             case "Return", "KP_Enter": return "\n"
             case "Tab": return "\t"
@@ -300,20 +325,20 @@ public final class EventProbe: @unchecked Sendable {
         switch raw.type {
         case ButtonPress, ButtonRelease:
             let b = raw.xbutton
-            var e = ProbeEvent(kind: raw.type == ButtonPress ? "button_press" : "button_release")
+            var e = ProbeEvent(kind: raw.type == ButtonPress ? .buttonPress : .buttonRelease)
             e.x = Int(b.x); e.y = Int(b.y); e.rootX = Int(b.x_root); e.rootY = Int(b.y_root)
             e.button = Int(b.button); e.state = UInt(b.state); e.time = UInt(b.time)
             if raw.type == ButtonPress { e.target = target(at: Point(x: Int(b.x), y: Int(b.y))) }
             return e
         case MotionNotify:
             let m = raw.xmotion
-            var e = ProbeEvent(kind: "motion")
+            var e = ProbeEvent(kind: .motion)
             e.x = Int(m.x); e.y = Int(m.y); e.rootX = Int(m.x_root); e.rootY = Int(m.y_root)
             e.state = UInt(m.state); e.time = UInt(m.time)
             return e
         case KeyPress, KeyRelease:
             if XFilterEvent(&event, 0) != 0 { return nil }  // consumed by the input method (compose)
-            var e = ProbeEvent(kind: raw.type == KeyPress ? "key_press" : "key_release")
+            var e = ProbeEvent(kind: raw.type == KeyPress ? .keyPress : .keyRelease)
             e.keycode = Int(raw.xkey.keycode); e.state = UInt(raw.xkey.state); e.time = UInt(raw.xkey.time)
             var keysym: KeySym = 0
             var buffer = [CChar](repeating: 0, count: 64)
@@ -330,16 +355,16 @@ public final class EventProbe: @unchecked Sendable {
             e.keysym = KeyNames.name(of: keysym)
             return e
         case FocusIn, FocusOut:
-            return ProbeEvent(kind: raw.type == FocusIn ? "focus_in" : "focus_out")
+            return ProbeEvent(kind: raw.type == FocusIn ? .focusIn : .focusOut)
         case EnterNotify:
-            return ProbeEvent(kind: "enter")
+            return ProbeEvent(kind: .enter)
         case ConfigureNotify:
-            var e = ProbeEvent(kind: "configure")
+            var e = ProbeEvent(kind: .configure)
             e.x = Int(raw.xconfigure.x); e.y = Int(raw.xconfigure.y)
             e.width = Int(raw.xconfigure.width); e.height = Int(raw.xconfigure.height)
             return e
         case MapNotify:
-            return ProbeEvent(kind: "map")
+            return ProbeEvent(kind: .map)
         case Expose:
             if raw.xexpose.count == 0 {
                 try advance()

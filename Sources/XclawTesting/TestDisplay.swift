@@ -92,7 +92,7 @@ public final class Fixture: @unchecked Sendable {
                     let line = self.buffer[self.buffer.startIndex..<nl]
                     self.buffer.removeSubrange(self.buffer.startIndex...nl)
                     if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
-                       object["kind"] as? String == "ready", let id = object["window"] as? Int {
+                       object["kind"] as? String == ProbeEvent.Kind.ready.rawValue, let id = object["window"] as? Int {
                         self.window = UInt(id)
                     } else if let event = try? JSONDecoder().decode(ProbeEvent.self, from: line) {
                         self.events.append(event)
@@ -119,7 +119,7 @@ public final class Fixture: @unchecked Sendable {
     public func settlePointer(at sentinel: Point, via input: InputController) throws {
         try input.move(to: Point(x: sentinel.x - 1, y: sentinel.y - 1))
         try input.move(to: sentinel)
-        wait { $0.contains { $0.kind == "motion" && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
+        wait { $0.contains { $0.kind == .motion && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
         clear()
     }
 
@@ -127,8 +127,8 @@ public final class Fixture: @unchecked Sendable {
     /// sentinel has arrived by then.
     public func pressesUntilSentinel(at sentinel: Point, via input: InputController) throws -> [ProbeEvent] {
         try input.click(at: sentinel, button: .middle)
-        wait { $0.contains { $0.kind == "button_press" && $0.rootX == sentinel.x && $0.button == 2 } }
-        return received.filter { $0.kind == "button_press" && !($0.rootX == sentinel.x && $0.button == 2) }
+        wait { $0.contains { $0.kind == .buttonPress && $0.rootX == sentinel.x && $0.button == 2 } }
+        return received.filter { $0.kind == .buttonPress && !($0.rootX == sentinel.x && $0.button == 2) }
     }
 
     /// Waits until `done` holds for the received events (at most `timeout` s), then returns them.
@@ -140,7 +140,7 @@ public final class Fixture: @unchecked Sendable {
     }
 
     /// Waits for `count` events of `kind`.
-    public func wait(for kind: String, count: Int = 1, timeout: TimeInterval = 5) -> [ProbeEvent] {
+    public func wait(for kind: ProbeEvent.Kind, count: Int = 1, timeout: TimeInterval = 5) -> [ProbeEvent] {
         wait(timeout: timeout) { $0.filter { $0.kind == kind }.count >= count }.filter { $0.kind == kind }
     }
 

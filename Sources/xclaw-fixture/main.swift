@@ -78,7 +78,7 @@ func emit(_ event: ProbeEvent, window: UInt? = nil) {
 do {
     let probe = try EventProbe(display: display, title: title, frame: frame, background: background, rects: rects,
                                texts: texts, widgets: widgets, animated: animated, popup: popup)
-    emit(ProbeEvent(kind: "ready"), window: probe.window)
+    emit(ProbeEvent(kind: .ready), window: probe.window)
     // The probe repaints timed content (show=/hide=, --animate) on schedule while it waits; a short timeout keeps
     // this loop responsive too when there is any.
     let timed = !animated.isEmpty || texts.contains { $0.showAfter != nil || $0.hideAfter != nil }

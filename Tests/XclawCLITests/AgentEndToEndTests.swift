@@ -104,7 +104,7 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(shot.images.count, 1)
         XCTAssertEqual(shot.images.first.flatMap(Self.pngSize), Size(width: 1429, height: 804))
         // The click landed on the screen pixel under the model's coordinate, inside the button.
-        let presses = fixture.wait(for: "button_press")
+        let presses = fixture.wait(for: .buttonPress)
         let expected = geometry.toScreen(target)
         XCTAssertEqual(presses.first?.rootX, expected.x)
         XCTAssertEqual(presses.first?.rootY, expected.y)
@@ -165,7 +165,7 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertTrue(try JSONValue.parse(requests[1].body).jsonText.contains("What is the form called?"))
         XCTAssertTrue(Self.lastResult(requests[2]).text.contains("The form is called Order form."))
         // The tap landed where vision pointed, mapped back to the screen.
-        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), geometry.toScreen(target))
         XCTAssertTrue(square.contains(geometry.toScreen(target)))
         XCTAssertTrue(Self.lastResult(requests[4]).text.contains("vision"), Self.lastResult(requests[4]).text)
@@ -184,7 +184,7 @@ final class AgentEndToEndTests: XCTestCase {
                                 environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
         Thread.sleep(forTimeInterval: 0.3)
-        XCTAssertTrue(fixture.received.filter { $0.kind == "button_press" || $0.kind == "key_press" }.isEmpty)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress || $0.kind == .keyPress }.isEmpty)
         XCTAssertTrue(Self.lastResult(server.requests[1]).text.lowercased().contains("dry run"))
         let logText = try String(contentsOfFile: log, encoding: .utf8)
         XCTAssertTrue(logText.contains("\"dry-run\""), logText)

@@ -99,7 +99,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(fixture.typed(count: stdinText.unicodeScalars.count), stdinText)
         fixture.clear()
         XCTAssertEqual(try runCLI(["click", "60", "70", "--button", "right", "--count", "2", "--with", "shift", "--display", d]).status, 0)
-        let presses = fixture.wait(for: "button_press", count: 2)
+        let presses = fixture.wait(for: .buttonPress, count: 2)
         XCTAssertEqual(presses.map(\.button), [3, 3])
         XCTAssertEqual(presses.map { ($0.state ?? 0) & 1 }, [1, 1])
         XCTAssertEqual(presses.first?.rootX, 60)
@@ -108,18 +108,18 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["cursor", "--json", "--display", d]).text, "{\"x\":123,\"y\":234}\n")
         fixture.clear()
         XCTAssertEqual(try runCLI(["drag", "100", "100", "200", "150", "--steps", "5", "--display", d]).status, 0)
-        XCTAssertEqual(fixture.wait(for: "button_release").first?.rootX, 200)
+        XCTAssertEqual(fixture.wait(for: .buttonRelease).first?.rootX, 200)
         fixture.clear()
         XCTAssertEqual(try runCLI(["scroll", "down", "--amount", "4", "--at", "300,300", "--display", d]).status, 0)
-        XCTAssertEqual(fixture.wait(for: "button_press", count: 4).map(\.button), [5, 5, 5, 5])
+        XCTAssertEqual(fixture.wait(for: .buttonPress, count: 4).map(\.button), [5, 5, 5, 5])
         fixture.clear()
         XCTAssertEqual(try runCLI(["mousedown", "200", "200", "--display", d]).status, 0)
         XCTAssertEqual(try runCLI(["mouseup", "--display", d]).status, 0)
-        XCTAssertEqual(fixture.wait(for: "button_release").count, 1)
+        XCTAssertEqual(fixture.wait(for: .buttonRelease).count, 1)
         fixture.clear()
         XCTAssertEqual(try runCLI(["key", "--hold", "0.2", "shift", "--display", d]).status, 0)
-        let shift = fixture.wait { $0.contains { $0.kind == "key_release" } }
-        XCTAssertEqual(shift.map(\.kind), ["key_press", "key_release"])
+        let shift = fixture.wait { $0.contains { $0.kind == .keyRelease } }
+        XCTAssertEqual(shift.map(\.kind), [.keyPress, .keyRelease])
     }
 
     func testCtrlCDuringHoldReleasesTheKeyAndExits130() throws {
@@ -132,11 +132,11 @@ final class CLITests: XCTestCase {
         process.arguments = ["key", "--hold", "30", "shift", "--display", d]
         process.standardError = FileHandle.nullDevice
         try process.run()
-        XCTAssertEqual(fixture.wait(for: "key_press").first?.keysym, "Shift_L")
+        XCTAssertEqual(fixture.wait(for: .keyPress).first?.keysym, "Shift_L")
         process.interrupt()  // SIGINT, as Ctrl-C sends
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 130)
-        XCTAssertEqual(fixture.wait(for: "key_release").first?.keysym, "Shift_L", "shift released before exiting")
+        XCTAssertEqual(fixture.wait(for: .keyRelease).first?.keysym, "Shift_L", "shift released before exiting")
     }
 
     func testDisplayStartListStop() throws {

@@ -34,10 +34,10 @@ final class PerceptionCLITests: XCTestCase {
         fixture.clear()
         let tapped = try runCLI(["tap", ref] + d, environment: env)
         XCTAssertEqual(tapped.status, 0, tapped.stderr)
-        XCTAssertEqual(fixture.wait(for: "button_press").first?.target, "Save")
+        XCTAssertEqual(fixture.wait(for: .buttonPress).first?.target, "Save")
         fixture.clear()
         XCTAssertEqual(try runCLI(["tap", "Cancel", "--window", "widgets"] + d, environment: env).status, 0)
-        XCTAssertEqual(fixture.wait(for: "button_press").first?.target, "Cancel")
+        XCTAssertEqual(fixture.wait(for: .buttonPress).first?.target, "Cancel")
         fixture.clear()
 
         let ambiguous = try runCLI(["tap", "Repeat"] + d, environment: env)
@@ -55,7 +55,7 @@ final class PerceptionCLITests: XCTestCase {
         let stale = try runCLI(["tap", "e9999"] + d, environment: env)
         XCTAssertEqual(stale.status, 1)
         XCTAssertTrue(stale.stderr.contains("run `xclaw snapshot` again"), stale.stderr)
-        XCTAssertEqual(fixture.received.filter { $0.kind == "button_press" }.count, 0, "refused taps click nothing")
+        XCTAssertEqual(fixture.received.filter { $0.kind == .buttonPress }.count, 0, "refused taps click nothing")
         let ocr = try runCLI(["ocr", "--window", "widgets"] + d, environment: env)
         XCTAssertTrue(ocr.text.contains("Large twelve"), ocr.text)
         // A window can be named by its application's class too.

@@ -90,7 +90,7 @@ final class PerceptionTests: XCTestCase {
         menu.clear()
         let match = try Selection(role: .menuitem).resolve("save as", in: snapshot)
         try InputController(connection: perceiver.connection).click(at: match.point)
-        let press = try XCTUnwrap(menu.wait(for: "button_press").first)
+        let press = try XCTUnwrap(menu.wait(for: .buttonPress).first)
         XCTAssertTrue((38..<53).contains(press.y ?? -1), "pressed at \(String(describing: press.y))")
     }
 
@@ -216,7 +216,7 @@ final class PerceptionTests: XCTestCase {
             fixture.clear()
             let match = try selection.resolve(label, in: snapshot)
             try input.click(at: match.point)
-            return fixture.wait(for: "button_press").first
+            return fixture.wait(for: .buttonPress).first
         }
         XCTAssertEqual(try tap("Save")?.target, "Save")
         XCTAssertEqual(try tap("cancel")?.target, "Cancel")

@@ -32,7 +32,7 @@ final class InputTests: XCTestCase {
         let sentinel = Point(x: Self.origin.x + 2, y: Self.origin.y + 3)
         try input.move(to: Point(x: Self.origin.x + 1, y: Self.origin.y + 1))
         try input.move(to: sentinel)
-        XCTAssertFalse(fixture.wait { $0.contains { $0.kind == "motion" && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
+        XCTAssertFalse(fixture.wait { $0.contains { $0.kind == .motion && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
             .isEmpty)
         fixture.clear()
         return input
@@ -45,8 +45,8 @@ final class InputTests: XCTestCase {
                                        (Point(x: 345, y: 217), .middle, 2), (Point(x: 101, y: 498), .left, 3)] {
             fixture.clear()
             try input.click(at: point, button: button, count: count)
-            let presses = fixture.wait(for: "button_release", count: count).isEmpty ? [] :
-                fixture.received.filter { $0.kind == "button_press" }
+            let presses = fixture.wait(for: .buttonRelease, count: count).isEmpty ? [] :
+                fixture.received.filter { $0.kind == .buttonPress }
             XCTAssertEqual(presses.count, count, "\(point) \(button)")
             for press in presses {
                 XCTAssertEqual(press.rootX, point.x)
@@ -63,22 +63,22 @@ final class InputTests: XCTestCase {
         let input = try controller()
         let fixture = try fixture
         try input.click(at: Point(x: 200, y: 200), modifiers: try parse("ctrl+shift"))
-        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual((press.state ?? 0) & 0xff, 4 | 1, "Control and Shift held")
         fixture.clear()
         try input.click(at: Point(x: 210, y: 200))
-        XCTAssertEqual((fixture.wait(for: "button_press").first?.state ?? 99) & 0xff, 0, "nothing held afterwards")
+        XCTAssertEqual((fixture.wait(for: .buttonPress).first?.state ?? 99) & 0xff, 0, "nothing held afterwards")
     }
 
     func testMouseDownAndUp() throws {
         let input = try controller()
         let fixture = try fixture
         try input.buttonDown(.left, at: Point(x: 300, y: 300))
-        XCTAssertEqual(fixture.wait(for: "button_press").first?.rootX, 300)
-        XCTAssertTrue(fixture.received.filter { $0.kind == "button_release" }.isEmpty)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).first?.rootX, 300)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonRelease }.isEmpty)
         try input.move(to: Point(x: 320, y: 310))
         try input.buttonUp(.left)
-        let release = try XCTUnwrap(fixture.wait(for: "button_release").first)
+        let release = try XCTUnwrap(fixture.wait(for: .buttonRelease).first)
         XCTAssertEqual(release.rootX, 320)
         XCTAssertEqual(release.rootY, 310)
     }
@@ -87,18 +87,18 @@ final class InputTests: XCTestCase {
         let input = try controller()
         let fixture = try fixture
         try input.drag(from: Point(x: 150, y: 150), to: Point(x: 450, y: 350), steps: 10)
-        let events = fixture.wait { $0.contains { $0.kind == "button_release" } }
-        let press = try XCTUnwrap(events.first { $0.kind == "button_press" })
+        let events = fixture.wait { $0.contains { $0.kind == .buttonRelease } }
+        let press = try XCTUnwrap(events.first { $0.kind == .buttonPress })
         XCTAssertEqual(press.rootX, 150)
         XCTAssertEqual(press.rootY, 150)
-        let dragged = events.filter { $0.kind == "motion" && ($0.state ?? 0) & 256 != 0 }  // Button1Mask
+        let dragged = events.filter { $0.kind == .motion && ($0.state ?? 0) & 256 != 0 }  // Button1Mask
         XCTAssertEqual(dragged.count, 10, "one motion per step with the button held")
         let xs = dragged.compactMap(\.rootX)
         XCTAssertEqual(xs, xs.sorted())
         XCTAssertEqual(dragged.last?.rootX, 450)
         XCTAssertEqual(dragged.last?.rootY, 350)
         XCTAssertTrue(dragged.contains { $0.rootX == 300 && $0.rootY == 250 }, "passes the midpoint")
-        let release = try XCTUnwrap(events.last { $0.kind == "button_release" })
+        let release = try XCTUnwrap(events.last { $0.kind == .buttonRelease })
         XCTAssertEqual(release.rootX, 450)
     }
 
@@ -108,14 +108,14 @@ final class InputTests: XCTestCase {
         for direction in ScrollDirection.allCases {
             fixture.clear()
             try input.scroll(direction, amount: 3, at: Point(x: 400, y: 300))
-            let presses = fixture.wait(for: "button_release", count: 3).isEmpty ? [] :
-                fixture.received.filter { $0.kind == "button_press" }
+            let presses = fixture.wait(for: .buttonRelease, count: 3).isEmpty ? [] :
+                fixture.received.filter { $0.kind == .buttonPress }
             XCTAssertEqual(presses.map(\.button), Array(repeating: Int(direction.button), count: 3), "\(direction)")
             XCTAssertEqual(presses.first?.rootX, 400)
         }
         fixture.clear()
         try input.scroll(.up, amount: 1, modifiers: try parse("ctrl"))
-        XCTAssertEqual((fixture.wait(for: "button_press").first?.state ?? 0) & 0xff, 4)
+        XCTAssertEqual((fixture.wait(for: .buttonPress).first?.state ?? 0) & 0xff, 4)
     }
 
     func testKeyCombinationsInXdotoolSyntax() throws {
@@ -123,7 +123,7 @@ final class InputTests: XCTestCase {
         let fixture = try fixture
         try input.keyboard.press(try ["ctrl+shift+t", "alt+Tab", "F5", "KP_0", "Return", "Enter", "super", "A"]
             .map(KeyCombo.parse))
-        let presses = fixture.wait(for: "key_press", count: 12)
+        let presses = fixture.wait(for: .keyPress, count: 12)
         XCTAssertEqual(presses.count, 12, "ctrl shift t alt Tab F5 KP_0 Return Return super shift A")
         let names = presses.compactMap(\.keysym)
         XCTAssertEqual(Array(names.prefix(3)), ["Control_L", "Shift_L", "T"])
@@ -133,7 +133,7 @@ final class InputTests: XCTestCase {
         XCTAssertEqual(names.filter { $0 == "Return" }.count, 2)
         XCTAssertEqual(presses.last?.text, "A", "A adds Shift by itself")
         // Every key went back up.
-        let releases = fixture.wait(for: "key_release", count: presses.count)
+        let releases = fixture.wait(for: .keyRelease, count: presses.count)
         XCTAssertEqual(releases.count, presses.count)
     }
 
@@ -141,9 +141,9 @@ final class InputTests: XCTestCase {
         let input = try controller()
         let fixture = try fixture
         try input.keyboard.hold(try KeyCombo.parse("shift+a"), for: .milliseconds(300))
-        let events = fixture.wait { $0.filter { $0.kind == "key_release" }.count >= 2 }
-        let press = try XCTUnwrap(events.first { $0.kind == "key_press" && $0.keysym == "A" })
-        let release = try XCTUnwrap(events.first { $0.kind == "key_release" })
+        let events = fixture.wait { $0.filter { $0.kind == .keyRelease }.count >= 2 }
+        let press = try XCTUnwrap(events.first { $0.kind == .keyPress && $0.keysym == "A" })
+        let release = try XCTUnwrap(events.first { $0.kind == .keyRelease })
         // Server timestamps: the key stayed down at least as long as asked (a correctness bound, not a speed one).
         XCTAssertGreaterThanOrEqual((release.time ?? 0) - (press.time ?? 0), 290)
     }
@@ -173,7 +173,7 @@ final class InputTests: XCTestCase {
         let fixture = try fixture
         // Sys_Req is Alt+Print and KP_1 needs NumLock: both are bound to a spare keycode instead of sent with Shift.
         try input.keyboard.press(try ["Sys_Req", "KP_1", "Break"].map(KeyCombo.parse))
-        let names = fixture.wait(for: "key_press", count: 3).compactMap(\.keysym)
+        let names = fixture.wait(for: .keyPress, count: 3).compactMap(\.keysym)
         XCTAssertEqual(names, ["Sys_Req", "KP_1", "Break"])
         try input.keyboard.restoreMapping()
     }
@@ -229,11 +229,11 @@ final class InputTests: XCTestCase {
         XCTAssertThrowsError(try input.click(at: Point(x: -1, y: 10)))
         // The sentinel click arrives after anything the failed calls might have sent.
         try input.click(at: Point(x: 250, y: 250))
-        let press = fixture.wait(for: "button_press")
+        let press = fixture.wait(for: .buttonPress)
         XCTAssertEqual(press.count, 1)
         XCTAssertEqual(press.first?.rootX, 250)
         XCTAssertEqual((press.first?.state ?? 99) & 0xff, 0, "no modifier left down")
-        XCTAssertTrue(fixture.received.filter { !["motion", "enter", "button_press", "button_release"].contains($0.kind) }
+        XCTAssertTrue(fixture.received.filter { ![.motion, .enter, .buttonPress, .buttonRelease].contains($0.kind) }
             .isEmpty, "\(fixture.received)")
     }
 

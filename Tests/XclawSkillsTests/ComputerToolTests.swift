@@ -125,11 +125,11 @@ final class ComputerToolTests: XCTestCase {
         let log = SkillActionLog()
         let output = try await ComputerTool(session: session).execute(
             ["action": "left_click", "coordinate": [.int(model.x), .int(model.y)]], context: skillContext(log))
-        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(press.rootX, expected.x)
         XCTAssertEqual(press.rootY, expected.y)
         XCTAssertEqual(press.button, 1)
-        XCTAssertEqual(fixture.received.filter { $0.kind == "button_press" }.count, 1)
+        XCTAssertEqual(fixture.received.filter { $0.kind == .buttonPress }.count, 1)
         // A line and the settled screenshot, at the model's size.
         XCTAssertTrue(outputText(output).contains("left_click at (\(model.x), \(model.y))"), outputText(output))
         let shots = try outputImages(output)
@@ -158,7 +158,7 @@ final class ComputerToolTests: XCTestCase {
             fixture.clear()
             _ = try await tool.execute(["action": "right_click", "coordinate": [.int(model.x), .int(model.y)]],
                                        context: ToolContext())
-            let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+            let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
             XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), geometry.toScreen(model))
             XCTAssertEqual(press.button, 3)
         }
@@ -226,7 +226,7 @@ final class ComputerToolTests: XCTestCase {
         let output = try await ComputerTool(session: try session).execute(["action": "type", "text": .string(text)],
                                                                          context: ToolContext())
         XCTAssertEqual(fixture.typed(count: text.unicodeScalars.count), text)
-        XCTAssertTrue(fixture.received.contains { $0.kind == "key_press" && $0.keysym == "Return" }, "\\n is Return")
+        XCTAssertTrue(fixture.received.contains { $0.kind == .keyPress && $0.keysym == "Return" }, "\\n is Return")
         XCTAssertEqual(try outputImages(output).count, 1)
     }
 
@@ -235,31 +235,31 @@ final class ComputerToolTests: XCTestCase {
         let fixture = try fixture
         let tool = ComputerTool(session: try session)
         _ = try await tool.execute(["action": "key", "text": "ctrl+a"], context: ToolContext())
-        let presses = fixture.wait(for: "key_press", count: 2)
+        let presses = fixture.wait(for: .keyPress, count: 2)
         XCTAssertEqual(presses.compactMap(\.keysym), ["Control_L", "a"])
         XCTAssertEqual((presses.last?.state ?? 0) & 4, 4, "a pressed with Control held")
-        XCTAssertEqual(fixture.wait(for: "key_release", count: 2).count, 2, "both released")
+        XCTAssertEqual(fixture.wait(for: .keyRelease, count: 2).count, 2, "both released")
         fixture.clear()
         _ = try await tool.execute(["action": "key", "text": "ctrl+a Delete"], context: ToolContext())
-        XCTAssertEqual(fixture.wait(for: "key_press", count: 3).compactMap(\.keysym), ["Control_L", "a", "Delete"])
+        XCTAssertEqual(fixture.wait(for: .keyPress, count: 3).compactMap(\.keysym), ["Control_L", "a", "Delete"])
         fixture.clear()
         // A click with shift held (the `text` of a click action).
         let model = try session.geometry.toModel(Self.red.center)
         _ = try await tool.execute(["action": "left_click", "coordinate": [.int(model.x), .int(model.y)], "text": "shift"],
                                    context: ToolContext())
-        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual((press.state ?? 0) & 0xff, 1, "Shift held during the click")
         fixture.clear()
         _ = try await tool.execute(["action": "triple_click", "coordinate": [.int(model.x), .int(model.y)]],
                                    context: ToolContext())
-        XCTAssertEqual(fixture.wait(for: "button_release", count: 3).count, 3)
-        XCTAssertEqual(fixture.received.filter { $0.kind == "button_press" }.count, 3)
+        XCTAssertEqual(fixture.wait(for: .buttonRelease, count: 3).count, 3)
+        XCTAssertEqual(fixture.received.filter { $0.kind == .buttonPress }.count, 3)
         // hold_key keeps the key down for the duration (server timestamps: a correctness bound, not a speed one).
         fixture.clear()
         _ = try await tool.execute(["action": "hold_key", "text": "shift", "duration": 0.2], context: ToolContext())
-        let held = fixture.wait { $0.contains { $0.kind == "key_release" } }
-        let down = try XCTUnwrap(held.first { $0.kind == "key_press" })
-        let up = try XCTUnwrap(held.first { $0.kind == "key_release" })
+        let held = fixture.wait { $0.contains { $0.kind == .keyRelease } }
+        let down = try XCTUnwrap(held.first { $0.kind == .keyPress })
+        let up = try XCTUnwrap(held.first { $0.kind == .keyRelease })
         XCTAssertEqual(down.keysym, "Shift_L")
         XCTAssertGreaterThanOrEqual((up.time ?? 0) - (down.time ?? 0), 190)
     }
@@ -272,7 +272,7 @@ final class ComputerToolTests: XCTestCase {
         let at = Point(x: 600, y: 400)
         _ = try await tool.execute(["action": "scroll", "coordinate": [.int(at.x), .int(at.y)], "scroll_direction": "down",
                                     "scroll_amount": 3], context: ToolContext())
-        let presses = fixture.wait(for: "button_press", count: 3)
+        let presses = fixture.wait(for: .buttonPress, count: 3)
         XCTAssertEqual(presses.map(\.button), [5, 5, 5])
         XCTAssertEqual(presses.first?.rootX, g.toScreen(at).x)
         XCTAssertEqual(presses.first?.rootY, g.toScreen(at).y)
@@ -280,19 +280,19 @@ final class ComputerToolTests: XCTestCase {
         let from = Point(x: 300, y: 250), to = Point(x: 500, y: 450)
         _ = try await tool.execute(["action": "left_click_drag", "start_coordinate": [.int(from.x), .int(from.y)],
                                     "coordinate": [.int(to.x), .int(to.y)]], context: ToolContext())
-        let events = fixture.wait { $0.contains { $0.kind == "button_release" } }
-        let press = try XCTUnwrap(events.first { $0.kind == "button_press" })
-        let release = try XCTUnwrap(events.first { $0.kind == "button_release" })
+        let events = fixture.wait { $0.contains { $0.kind == .buttonRelease } }
+        let press = try XCTUnwrap(events.first { $0.kind == .buttonPress })
+        let release = try XCTUnwrap(events.first { $0.kind == .buttonRelease })
         XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), g.toScreen(from))
         XCTAssertEqual(Point(x: release.rootX ?? -1, y: release.rootY ?? -1), g.toScreen(to))
-        XCTAssertTrue(events.contains { $0.kind == "motion" && ($0.state ?? 0) & 256 != 0 }, "moved with the button held")
+        XCTAssertTrue(events.contains { $0.kind == .motion && ($0.state ?? 0) & 256 != 0 }, "moved with the button held")
         fixture.clear()
         _ = try await tool.execute(["action": "left_mouse_down", "coordinate": [400, 300]], context: ToolContext())
         _ = try await tool.execute(["action": "mouse_move", "coordinate": [420, 310]], context: ToolContext())
         _ = try await tool.execute(["action": "left_mouse_up"], context: ToolContext())
-        let upEvents = fixture.wait { $0.contains { $0.kind == "button_release" } }
-        XCTAssertEqual(upEvents.first { $0.kind == "button_press" }?.rootX, g.toScreen(Point(x: 400, y: 300)).x)
-        XCTAssertEqual(upEvents.first { $0.kind == "button_release" }?.rootX, g.toScreen(Point(x: 420, y: 310)).x)
+        let upEvents = fixture.wait { $0.contains { $0.kind == .buttonRelease } }
+        XCTAssertEqual(upEvents.first { $0.kind == .buttonPress }?.rootX, g.toScreen(Point(x: 400, y: 300)).x)
+        XCTAssertEqual(upEvents.first { $0.kind == .buttonRelease }?.rootX, g.toScreen(Point(x: 420, y: 310)).x)
     }
 
     func testScreenshotAndCursorPositionAreInModelSpace() async throws {
@@ -347,7 +347,7 @@ final class ComputerToolTests: XCTestCase {
         XCTAssertEqual(log.records.map(\.result), ["dry-run", "dry-run", "declined"])
         XCTAssertEqual(log.records.first?.x, screen.x)
         XCTAssertEqual(try pressesUntilSentinel(), [], "nothing reached the window")
-        XCTAssertFalse(fixture.received.contains { $0.kind == "key_press" })
+        XCTAssertFalse(fixture.received.contains { $0.kind == .keyPress })
     }
 
     func testSettlerOnAStaticScreenAndOnAnAnimation() throws {

@@ -155,22 +155,22 @@ final class SkillsTests: XCTestCase {
         fixture.clear()
         let log = SkillActionLog()
         let tapped = try await tool("tap_element").execute(["label": "Cancel"], context: skillContext(log))
-        XCTAssertEqual(fixture.wait(for: "button_press").first?.target, "Cancel")
+        XCTAssertEqual(fixture.wait(for: .buttonPress).first?.target, "Cancel")
         XCTAssertTrue(outputText(tapped).hasPrefix("tapped "), outputText(tapped))
         XCTAssertTrue(outputText(tapped).contains("button \"Cancel\""), outputText(tapped))
         XCTAssertEqual(log.records.last?.result, "ok")
         XCTAssertEqual(log.records.last?.tool, "tap_element")
         fixture.clear()
         _ = try await tool("tap_element").execute(["ref": .string(ref)], context: context)
-        XCTAssertEqual(fixture.wait(for: "button_press").first?.target, "Save")
+        XCTAssertEqual(fixture.wait(for: .buttonPress).first?.target, "Save")
         fixture.clear()
         _ = try await tool("tap_element").execute(["label": "Repeat", "nth": 2], context: context)
-        let second = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        let second = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(Double(second.rootX ?? 0), Double(Self.origin.x + 300 + 27), accuracy: 6)
         fixture.clear()
         _ = try await tool("tap_element").execute(["label": "Large twelve", "button": "right", "double": true],
                                                   context: context)
-        XCTAssertEqual(fixture.wait(for: "button_press", count: 2).map(\.button), [3, 3])
+        XCTAssertEqual(fixture.wait(for: .buttonPress, count: 2).map(\.button), [3, 3])
     }
 
     func testTapElementRefusesToGuessAndNamesTheCandidates() async throws {
@@ -222,7 +222,7 @@ final class SkillsTests: XCTestCase {
         let context = ToolContext()
         // tap_xy: round(x·(W−1)), round(y·(H−1)).
         _ = try await tool("tap_xy").execute(["x": 0.5, "y": 0.25], context: context)
-        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(press.rootX, Int((0.5 * 1279).rounded()))
         XCTAssertEqual(press.rootY, Int((0.25 * 799).rounded()))
         let outside = await ToolRegistry([try tool("tap_xy")]).run(id: "t", name: "tap_xy", input: ["x": 1.5, "y": 0.2],
@@ -237,7 +237,7 @@ final class SkillsTests: XCTestCase {
 
         fixture.clear()
         _ = try await tool("press_button").execute(["name": "ctrl+s alt+Tab"], context: context)
-        XCTAssertEqual(fixture.wait(for: "key_press", count: 4).compactMap(\.keysym), ["Control_L", "s", "Alt_L", "Tab"])
+        XCTAssertEqual(fixture.wait(for: .keyPress, count: 4).compactMap(\.keysym), ["Control_L", "s", "Alt_L", "Tab"])
         let typo = await expectToolError { try await tool("press_button").execute(["name": "ctrl+s Retrun"], context: context) }
         XCTAssertTrue(typo?.message.contains("Did you mean \"Return\"") ?? false, typo?.message ?? "")
 
@@ -245,7 +245,7 @@ final class SkillsTests: XCTestCase {
         let at = (x: 0.3, y: 0.3)
         _ = try await tool("scroll").execute(["direction": "up", "amount": 2, "x": .number(at.x), "y": .number(at.y)],
                                              context: context)
-        let wheel = fixture.wait(for: "button_press", count: 2)
+        let wheel = fixture.wait(for: .buttonPress, count: 2)
         XCTAssertEqual(wheel.map(\.button), [4, 4])
         XCTAssertEqual(wheel.first?.rootX, Int((at.x * 1279).rounded()))
         let half = await expectToolError { try await tool("scroll").execute(["direction": "up", "x": 0.3], context: context) }
@@ -254,9 +254,9 @@ final class SkillsTests: XCTestCase {
         fixture.clear()
         _ = try await tool("swipe").execute(["from_x": 0.2, "from_y": 0.2, "to_x": 0.4, "to_y": 0.3, "duration_ms": 50],
                                             context: context)
-        let events = fixture.wait { $0.contains { $0.kind == "button_release" } }
-        XCTAssertEqual(events.first { $0.kind == "button_press" }?.rootX, Int((0.2 * 1279).rounded()))
-        let release = try XCTUnwrap(events.first { $0.kind == "button_release" })
+        let events = fixture.wait { $0.contains { $0.kind == .buttonRelease } }
+        XCTAssertEqual(events.first { $0.kind == .buttonPress }?.rootX, Int((0.2 * 1279).rounded()))
+        let release = try XCTUnwrap(events.first { $0.kind == .buttonRelease })
         XCTAssertEqual(release.rootX, Int((0.4 * 1279).rounded()))
         XCTAssertEqual(release.rootY, Int((0.3 * 799).rounded()))
     }
@@ -316,7 +316,7 @@ final class SkillsTests: XCTestCase {
         let unused = VisionStub(answer: "{\"found\": false}")
         let byOCR = try await tool("find_and_tap", vision: unused.asker).execute(["description": "Cancel"],
                                                                                  context: ToolContext())
-        XCTAssertEqual(fixture.wait(for: "button_press").first?.target, "Cancel")
+        XCTAssertEqual(fixture.wait(for: .buttonPress).first?.target, "Cancel")
         XCTAssertTrue(outputText(byOCR).contains("found by OCR"), outputText(byOCR))
         XCTAssertTrue(unused.calls.isEmpty)
 
@@ -327,7 +327,7 @@ final class SkillsTests: XCTestCase {
         let log = SkillActionLog()
         let byVision = try await tool("find_and_tap", vision: stub.asker).execute(
             ["description": "the blue square icon"], context: skillContext(log))
-        let press = try XCTUnwrap(fixture.wait(for: "button_press").first)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), try session.geometry.toScreen(centre))
         XCTAssertTrue(outputText(byVision).contains("located by vision at (\(centre.x), \(centre.y))"), outputText(byVision))
         XCTAssertTrue(stub.calls.first?.question.contains("{\"x\": <integer>, \"y\": <integer>}") ?? false)
