@@ -8,6 +8,12 @@ func systemLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
     .systemLibrary(name: name, path: "Sources/CBindings/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
 
+/// A layer's test target, in `Tests/NAME`: its layer and the layers below, the test support and the executables its
+/// tests start.
+func layerTests(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .testTarget(name: name, dependencies: dependencies, path: "Tests/\(name)")
+}
+
 let package = Package(
     name: "xclaw",
     products: [
@@ -184,58 +190,30 @@ let package = Package(
 
         // One test target per layer; each depends on its layer and what lies below it, plus the test support and the
         // executables it starts.
-        .testTarget(name: "XclawBaseTests", dependencies: ["XclawBase"], path: "Tests/XclawBaseTests"),
-        .testTarget(
-            name: "XclawScreenTests",
-            dependencies: ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"],
-            path: "Tests/XclawScreenTests"
-        ),
-        .testTarget(
-            name: "XclawPerceptionTests",
-            dependencies: [
+        layerTests("XclawBaseTests", ["XclawBase"]),
+        layerTests("XclawScreenTests", ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"]),
+        layerTests("XclawPerceptionTests", [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawTesting", "XclawTimeTesting", "xclaw-fixture",
                 "xclaw-atspi",
-            ],
-            path: "Tests/XclawPerceptionTests"
-        ),
-        .testTarget(
-            name: "XclawAgentTests",
-            dependencies: [
+            ]),
+        layerTests("XclawAgentTests", [
                 "XclawBase", "XclawMessages", "XclawClient", "XclawAgent", "XclawMockAPI", "XclawAgentTesting",
                 "XclawTimeTesting", "xclaw-mock-api",
-            ],
-            path: "Tests/XclawAgentTests"
-        ),
-        .testTarget(
-            name: "XclawRuntimeTests",
-            dependencies: [
+            ]),
+        layerTests("XclawRuntimeTests", [
                 "XclawBase", "XclawScreen", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawSkills",
                 "XclawRuntime", "XclawMockAPI", "XclawAgentTesting", "XclawTesting",
-            ],
-            path: "Tests/XclawRuntimeTests"
-        ),
-        .testTarget(
-            name: "XclawSkillsTests",
-            dependencies: [
+            ]),
+        layerTests("XclawSkillsTests", [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawSkills",
                 "XclawTesting", "xclaw-fixture",
-            ],
-            path: "Tests/XclawSkillsTests"
-        ),
-        .testTarget(
-            name: "XclawCLITests",
-            dependencies: [
+            ]),
+        layerTests("XclawCLITests", [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore", "XclawRuntime",
                 "XclawMockAPI", "XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
                 "xclaw-bench",
-            ],
-            path: "Tests/XclawCLITests"
-        ),
-        .testTarget(
-            name: "XclawExamplesTests",
-            dependencies: ["XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"],
-            path: "Tests/XclawExamplesTests"
-        ),
+            ]),
+        layerTests("XclawExamplesTests", ["XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -276,11 +276,8 @@ public struct SnapshotScene: Sendable {
 
     /// A scene from parts, for stages run on a fixed frame.
     public init(screen: Size, area: Rect, frame: Frame, windows: [WindowInfo], monitors: [Monitor] = []) {
-        self.screen = screen
-        self.area = area
-        self.frame = frame
-        self.windows = windows
-        self.monitors = monitors
+        (self.screen, self.area, self.frame) = (screen, area, frame)
+        (self.windows, self.monitors) = (windows, monitors)
     }
 }
 

@@ -85,11 +85,8 @@ public struct AgentBuilder: Sendable {
     /// A builder over a store, a client and a catalog the caller loaded (in the order its errors should surface).
     public init(store: AgentStore, client: any MessageStreaming, catalog: ModelCatalog, settleQuiet: Duration? = nil,
                 visionUsage: @escaping @Sendable (Usage) -> Void = { _ in }) {
-        self.store = store
-        self.client = client
-        self.catalog = catalog
-        self.settleQuiet = settleQuiet
-        self.visionUsage = visionUsage
+        (self.store, self.client, self.catalog) = (store, client, catalog)
+        (self.settleQuiet, self.visionUsage) = (settleQuiet, visionUsage)
     }
 
     /// The computer-tool version the model was trained on; refuses a catalog entry whose beta header does not match.

@@ -25,40 +25,11 @@ public enum ComputerToolVersion: String, Sendable, CaseIterable, Codable {
 
 /// The computer tool's actions, as the model names them (the raw values), in the order error messages list them.
 public enum ComputerAction: String, CaseIterable, Sendable, CustomStringConvertible {
-    /// `screenshot`.
-    case screenshot = "screenshot"
-    /// `cursor_position`.
-    case cursorPosition = "cursor_position"
-    /// `mouse_move`.
-    case mouseMove = "mouse_move"
-    /// `left_click`.
-    case leftClick = "left_click"
-    /// `right_click`.
-    case rightClick = "right_click"
-    /// `middle_click`.
-    case middleClick = "middle_click"
-    /// `double_click`.
-    case doubleClick = "double_click"
-    /// `triple_click`.
-    case tripleClick = "triple_click"
-    /// `left_click_drag`.
-    case leftClickDrag = "left_click_drag"
-    /// `left_mouse_down`.
-    case leftMouseDown = "left_mouse_down"
-    /// `left_mouse_up`.
-    case leftMouseUp = "left_mouse_up"
-    /// `key`.
-    case key = "key"
-    /// `hold_key`.
-    case holdKey = "hold_key"
-    /// `type`.
-    case `type` = "type"
-    /// `scroll`.
-    case scroll = "scroll"
-    /// `wait`.
-    case wait = "wait"
-    /// `zoom`.
-    case zoom = "zoom"
+    // Each case is the API's name; the raw values are how the model spells them.
+    case screenshot, cursorPosition = "cursor_position", mouseMove = "mouse_move", leftClick = "left_click"
+    case rightClick = "right_click", middleClick = "middle_click", doubleClick = "double_click"
+    case tripleClick = "triple_click", leftClickDrag = "left_click_drag", leftMouseDown = "left_mouse_down"
+    case leftMouseUp = "left_mouse_up", key, holdKey = "hold_key", `type`, scroll, wait, zoom
 
     /// The name the model uses, so messages read as the API's.
     public var description: String { rawValue }

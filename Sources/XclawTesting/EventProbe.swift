@@ -7,28 +7,9 @@ import Foundation
 public struct ProbeEvent: Codable, Sendable, Equatable {
     /// What happened; the raw values are the `kind` of the fixture's JSON lines.
     public enum Kind: String, Codable, Sendable, CaseIterable {
-        /// `button_press`.
-        case buttonPress = "button_press"
-        /// `button_release`.
-        case buttonRelease = "button_release"
-        /// `motion`.
-        case motion = "motion"
-        /// `key_press`.
-        case keyPress = "key_press"
-        /// `key_release`.
-        case keyRelease = "key_release"
-        /// `focus_in`.
-        case focusIn = "focus_in"
-        /// `focus_out`.
-        case focusOut = "focus_out"
-        /// `enter`.
-        case enter = "enter"
-        /// `configure`.
-        case configure = "configure"
-        /// `map`.
-        case map = "map"
-        /// `ready` (the fixture is ready; carries its window id).
-        case ready = "ready"
+        // `ready` is the fixture's first line (with its window id); the rest are X events.
+        case buttonPress = "button_press", buttonRelease = "button_release", motion, keyPress = "key_press"
+        case keyRelease = "key_release", focusIn = "focus_in", focusOut = "focus_out", enter, configure, map, ready
     }
 
     /// What happened.

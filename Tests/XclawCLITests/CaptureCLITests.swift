@@ -5,33 +5,10 @@ import XclawTesting
 
 /// `xclaw capture` on the capture scene: files, stdout, model scaling and bad paths.
 final class CaptureCLITests: XCTestCase {
-    nonisolated(unsafe) static var scene: Scene?
-
-    override class func setUp() {
-        super.setUp()
-        do { scene = try CaptureScene.start() } catch {
-            XCTFail("could not start the display and fixture: \(error)")
-        }
-    }
-
-    override class func tearDown() {
-        scene?.stop()
-        super.tearDown()
-    }
-
-    private func display() throws -> TestDisplay {
-        try XCTUnwrap(Self.scene?.display, "no display")
-    }
-
-    /// Checks every drawn rectangle and the background in a frame whose top-left is at `origin` on screen.
-    private func assertFixturePixels(_ frame: Frame, origin: Point, file: StaticString = #filePath, line: UInt = #line) throws {
-        for check in try CaptureScene.pixelChecks(frame, origin: origin) {
-            XCTAssertEqual(check.seen, check.expected, check.what, file: file, line: line)
-        }
-    }
-
     func testCLICapturesPNGToFileAndStdout() throws {
-        let d = try display()
+        let scene = try CaptureScene.start()
+        defer { scene.stop() }
+        let d = scene.display
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-capture-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -40,7 +17,9 @@ final class CaptureCLITests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.text.contains("\"width\":300"), result.text)
         let decoded = try PNG.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
-        try assertFixturePixels(decoded, origin: Point(x: CaptureScene.frame.x, y: CaptureScene.frame.y))
+        for check in try CaptureScene.pixelChecks(decoded, origin: Point(x: CaptureScene.frame.x, y: CaptureScene.frame.y)) {
+            XCTAssertEqual(check.seen, check.expected, check.what)
+        }
 
         let stdout = try runCLI(["capture", "--display", d.name, "--region", "100,50,300,200", "-o", "-"])
         XCTAssertEqual(stdout.status, 0, stdout.stderr)

@@ -25,27 +25,18 @@ final class SettleClockTests: XCTestCase {
         }
     }
 
-    func testAStaticScreenSettlesAfterExactlyTheQuietTime() throws {
-        let clock = TestClock()
-        let frames = Frames(changing: 0, size: size)
-        let result = try Settler(frames: frames.next, clock: clock).settle()
-        // Captures at 0, 8, 16 and 24 ms: unchanged for the 24 ms quiet.
-        XCTAssertFalse(result.timedOut)
-        XCTAssertFalse(result.changed)
-        XCTAssertEqual(result.polls, 4)
-        XCTAssertEqual(result.elapsedMs, 24)
-        XCTAssertEqual(clock.sleeps, [8, 8, 8].map { Duration.milliseconds($0) })
-    }
-
-    func testAChangeRestartsTheQuietTime() throws {
-        let clock = TestClock()
-        let frames = Frames(changing: 5, size: size)
-        let result = try Settler(frames: frames.next, clock: clock).settle()
-        // Five changing polls (the last change seen at 40 ms), then quiet until 64 ms.
-        XCTAssertTrue(result.changed)
-        XCTAssertFalse(result.timedOut)
-        XCTAssertEqual(result.elapsedMs, 64)
-        XCTAssertEqual(result.polls, 9)
+    func testTheScreenSettlesExactlyTheQuietTimeAfterItsLastChange() throws {
+        // Static: captures at 0, 8, 16 and 24 ms, unchanged for the 24 ms quiet. Five changing polls: the last
+        // change is seen at 40 ms, then quiet until 64 ms.
+        for (changing, polls, elapsed) in [(0, 4, 24.0), (5, 9, 64.0)] {
+            let clock = TestClock()
+            let result = try Settler(frames: Frames(changing: changing, size: size).next, clock: clock).settle()
+            XCTAssertFalse(result.timedOut)
+            XCTAssertEqual(result.changed, changing > 0)
+            XCTAssertEqual(result.polls, polls)
+            XCTAssertEqual(result.elapsedMs, elapsed)
+            XCTAssertTrue(clock.sleeps.allSatisfy { $0 == .milliseconds(8) }, "\(clock.sleeps)")
+        }
     }
 
     func testAScreenThatNeverSettlesTimesOutOnTheDeadline() throws {

@@ -14,15 +14,14 @@ import XclawTesting
 /// The one composition root: an agent's config becomes tools, a prompt and a service the same way for every surface,
 /// on a real Xvfb, a real SQLite store and the loopback Messages API.
 final class AgentBuilderTests: XCTestCase {
-    private var dir: URL!
+    private var temporary: TemporaryStore?
     private var store: AgentStore!
     private var display: TestDisplay!
     private var server: MockMessagesServer!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-builder-\(getpid())-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        store = try AgentStore(path: dir.appendingPathComponent("db.sqlite").path)
+        temporary = try TemporaryStore("builder")
+        store = temporary?.store
         display = try TestDisplay(size: Size(width: 1024, height: 768))
         server = try MockMessagesServer()
     }
@@ -31,7 +30,7 @@ final class AgentBuilderTests: XCTestCase {
         server?.stop()
         display?.stop()
         store = nil
-        if let dir { try? FileManager.default.removeItem(at: dir) }
+        temporary?.remove()
     }
 
     private func builder() throws -> AgentBuilder {

@@ -10,18 +10,17 @@ import XclawClient
 
 /// Agents from the store through the queue and the loop, against the loopback Messages API and real SQLite files.
 final class RuntimeTests: XCTestCase {
-    private var dir: URL!
+    private var temporary: TemporaryStore?
     private var store: AgentStore!
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-runtime-\(getpid())-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        store = try AgentStore(path: dir.appendingPathComponent("db.sqlite").path)
+        temporary = try TemporaryStore("runtime")
+        store = temporary?.store
     }
 
     override func tearDown() {
         store = nil
-        if let dir { try? FileManager.default.removeItem(at: dir) }
+        temporary?.remove()
     }
 
     private func service(_ server: MockMessagesServer, retryBase: Duration = .milliseconds(10), maxConcurrent: Int = 5,
