@@ -62,8 +62,10 @@ let package = Package(
             dependencies: ["CAtspi"],
             path: "Sources/CBindings/CXclawAtspi",
             cSettings: [.unsafeFlags(["-O2"])],
-            linkerSettings: [.linkedLibrary("atspi"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"),
-                             .linkedLibrary("glib-2.0")]
+            linkerSettings: [
+                .linkedLibrary("atspi"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"),
+                .linkedLibrary("glib-2.0"),
+            ]
         ),
         // The helper process that reads the accessibility tree, so an abort or a hung bus never takes xclaw down.
         .executableTarget(name: "xclaw-atspi", dependencies: ["CXclawAtspi"], path: "Sources/xclaw-atspi"),
@@ -126,7 +128,8 @@ let package = Package(
         .target(
             name: "XclawRuntime",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore",
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
+                "XclawStore",
                 "XclawSkills",
             ],
             path: "Sources/XclawRuntime"
@@ -157,7 +160,8 @@ let package = Package(
         // (also the demo's scripted model), and XclawTesting: the event probe, test displays, the fixture, scenes and
         // the CLI runner that the fixture, the benchmarks and the tests share.
         .target(name: "XclawMockAPI", dependencies: ["XclawBase"], path: "Sources/XclawMockAPI"),
-        .executableTarget(name: "xclaw-mock-api", dependencies: ["XclawBase", "XclawMockAPI"], path: "Sources/xclaw-mock-api"),
+        .executableTarget(
+            name: "xclaw-mock-api", dependencies: ["XclawBase", "XclawMockAPI"], path: "Sources/xclaw-mock-api"),
         .target(
             name: "XclawTesting",
             dependencies: ["XclawBase", "XclawScreen", "CX11", "CXclawShim"],
@@ -192,24 +196,35 @@ let package = Package(
         // executables it starts.
         layerTests("XclawBaseTests", ["XclawBase"]),
         layerTests("XclawScreenTests", ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"]),
-        layerTests("XclawPerceptionTests", [
+        layerTests(
+            "XclawPerceptionTests",
+            [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawTesting", "XclawTimeTesting", "xclaw-fixture",
                 "xclaw-atspi",
             ]),
-        layerTests("XclawAgentTests", [
+        layerTests(
+            "XclawAgentTests",
+            [
                 "XclawBase", "XclawMessages", "XclawClient", "XclawAgent", "XclawMockAPI", "XclawAgentTesting",
                 "XclawTimeTesting", "xclaw-mock-api",
             ]),
-        layerTests("XclawRuntimeTests", [
+        layerTests(
+            "XclawRuntimeTests",
+            [
                 "XclawBase", "XclawScreen", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawSkills",
                 "XclawRuntime", "XclawMockAPI", "XclawAgentTesting", "XclawTesting",
             ]),
-        layerTests("XclawSkillsTests", [
+        layerTests(
+            "XclawSkillsTests",
+            [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawSkills",
                 "XclawTesting", "xclaw-fixture",
             ]),
-        layerTests("XclawCLITests", [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore", "XclawRuntime",
+        layerTests(
+            "XclawCLITests",
+            [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
+                "XclawRuntime",
                 "XclawMockAPI", "XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
                 "xclaw-bench",
             ]),

@@ -1,12 +1,12 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
 import XclawAgent
 import XclawBase
+import XclawCommandLine
+import XclawMessages
 import XclawRuntime
 import XclawScreen
 import XclawStore
-import XclawMessages
 
 /// `xclaw bench agents`: the agent runtime without the model's time — queue throughput and the latency from a
 /// message's arrival to the model request that carries it, with a zero-latency in-process model, and the SQLite cost
@@ -14,7 +14,8 @@ import XclawMessages
 struct BenchAgents: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agents",
-        abstract: "Benchmark the agent queue and store: messages/s, enqueue→start latency, SQLite write per token batch.")
+        abstract:
+            "Benchmark the agent queue and store: messages/s, enqueue→start latency, SQLite write per token batch.")
     @Option(help: "Agents.") var agents = 50
     @Option(help: "Messages per agent.") var messages = 10
     @Option(help: "Parallel runs (the queue's cap).") var cap = 5
@@ -36,9 +37,10 @@ struct BenchAgents: ParsableCommand {
         let catalog = try ModelCatalog.load()
         let names = (0..<agents).map { "bench\($0)" }
         for n in names { try store.createAgent(AgentConfig(name: n, model: catalog.default, tools: [])) }
-        let service = AgentService(store: store, client: model, catalog: catalog,
-                                   queue: QueueConfiguration(maxConcurrent: cap), tools: { _ in [] },
-                                   systemPrompt: { _ in "bench" })
+        let service = AgentService(
+            store: store, client: model, catalog: catalog,
+            queue: QueueConfiguration(maxConcurrent: cap), tools: { _ in [] },
+            systemPrompt: { _ in "bench" })
         let (agents, messages) = (self.agents, self.messages)
         let clock = ContinuousClock()
         let start = clock.now
@@ -62,31 +64,41 @@ struct BenchAgents: ParsableCommand {
         guard latencies.count == total else {
             throw ValidationError("the model saw \(latencies.count) of \(total) messages: the runtime lost some")
         }
-        report.rows.append(BenchRow("queue + store + loop, zero-latency model (\(agents) agents × \(messages) messages, cap \(cap))",
-                                    "enqueue → model request carrying the message", latencies.map { Sample(elapsed: $0) }))
-        report.notes.append(String(format: "throughput: %d messages in %.0f ms = %.0f messages/s, %d model requests "
-            + "(messages that arrive during a run are batched into the next); p99 enqueue→start %.1f ms",
-            total, elapsed.milliseconds, Double(total) / (elapsed.milliseconds / 1000), model.requests,
-            percentile(latencies, 0.99).milliseconds))
+        report.rows.append(
+            BenchRow(
+                "queue + store + loop, zero-latency model (\(agents) agents × \(messages) messages, cap \(cap))",
+                "enqueue → model request carrying the message", latencies.map { Sample(elapsed: $0) }))
+        report.notes.append(
+            String(
+                format: "throughput: %d messages in %.0f ms = %.0f messages/s, %d model requests "
+                    + "(messages that arrive during a run are batched into the next); p99 enqueue→start %.1f ms",
+                total, elapsed.milliseconds, Double(total) / (elapsed.milliseconds / 1000), model.requests,
+                percentile(latencies, 0.99).milliseconds))
 
         // Saving a streamed reply: one UPDATE of the partial message per batch of tokens.
         try store.createAgent(AgentConfig(name: "writer", model: catalog.default))
         let row = try store.appendMessage(agent: "writer", role: .assistant, content: [.text("")], status: .partial)
         var text = ""
         let piece = "Streaming reply text, one batch of tokens at a time. "
-        try report.measure("SQLite (WAL, synchronous=NORMAL)", "save a streamed reply (one UPDATE, text grows to "
-            + "\(piece.count * (saves + 3) / 1024) KB)", iterations: saves) {
+        try report.measure(
+            "SQLite (WAL, synchronous=NORMAL)",
+            "save a streamed reply (one UPDATE, text grows to "
+                + "\(piece.count * (saves + 3) / 1024) KB)", iterations: saves
+        ) {
             text += piece
             let content: [ContentBlock] = [.text(text)]
-            return Sample(elapsed: try clock.measure { try store.updateMessage(id: row, content: content, status: .partial) })
+            return Sample(
+                elapsed: try clock.measure { try store.updateMessage(id: row, content: content, status: .partial) })
         }
         try report.measure("SQLite (WAL, synchronous=NORMAL)", "append a message", iterations: 200) {
-            Sample(elapsed: try clock.measure {
-                _ = try store.appendMessage(agent: "writer", role: .user, content: [.text("a short message")])
-            })
+            Sample(
+                elapsed: try clock.measure {
+                    _ = try store.appendMessage(agent: "writer", role: .user, content: [.text("a short message")])
+                })
         }
-        report.notes.append("a reply is saved at most every 100 ms while it streams, so the store costs a streamed "
-            + "reply well under 1 % of its time")
+        report.notes.append(
+            "a reply is saved at most every 100 ms while it streams, so the store costs a streamed "
+                + "reply well under 1 % of its time")
         try emit(report, json: json) { report.table }
     }
 
@@ -113,7 +125,9 @@ final class InstantModel: MessageStreaming, @unchecked Sendable {
     /// Model requests made.
     var requests: Int { lock.withLock { count } }
 
-    func send(_ request: MessagesRequest, onEvent: @escaping @Sendable (StreamEvent) -> Void) async throws -> ModelResponse {
+    func send(_ request: MessagesRequest, onEvent: @escaping @Sendable (StreamEvent) -> Void) async throws
+        -> ModelResponse
+    {
         let now = ContinuousClock.now
         let prompt = request.messages.last?.text ?? ""
         lock.withLock {
@@ -123,7 +137,8 @@ final class InstantModel: MessageStreaming, @unchecked Sendable {
             }
         }
         onEvent(.textDelta("ok"))
-        return ModelResponse(id: "msg_instant", model: request.model, message: Message(role: .assistant, content: [.text("ok")]),
-                             stopReason: .endTurn, usage: Usage(inputTokens: 10, outputTokens: 1), requestID: nil)
+        return ModelResponse(
+            id: "msg_instant", model: request.model, message: Message(role: .assistant, content: [.text("ok")]),
+            stopReason: .endTurn, usage: Usage(inputTokens: 10, outputTokens: 1), requestID: nil)
     }
 }

@@ -1,10 +1,10 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
-import XclawTesting
+import XclawBase
+import XclawCommandLine
 import XclawPerception
 import XclawScreen
-import XclawBase
+import XclawTesting
 
 /// `xclaw-bench` (also reached as `xclaw bench`): measures capture, input and OCR, side by side with the usual
 /// peers, so defaults rest on data.
@@ -13,8 +13,10 @@ struct Bench: ParsableCommand {
         commandName: "xclaw bench",
         abstract: "Benchmark capture, input and OCR (median/p90 in ms), against scrot, xdotool and tesseract when "
             + "installed.",
-        subcommands: [BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self,
-                      BenchSnapshot.self])
+        subcommands: [
+            BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self,
+            BenchSnapshot.self,
+        ])
 }
 
 /// Where a benchmark runs and how it reports: what `BenchSession` and `runBench` need from any bench's options.
@@ -123,8 +125,10 @@ struct BenchReport: Encodable {
     var notes: [String] = []
 
     /// Runs `body` `warmup` times untimed, then `iterations` times, and appends the summary row.
-    mutating func measure(_ section: String, _ name: String, iterations: Int, warmup: Int = 3,
-                          _ body: () throws -> Sample) throws {
+    mutating func measure(
+        _ section: String, _ name: String, iterations: Int, warmup: Int = 3,
+        _ body: () throws -> Sample
+    ) throws {
         for _ in 0..<warmup { _ = try body() }
         let samples = try (0..<max(1, iterations)).map { _ in try body() }
         rows.append(BenchRow(section, name, samples))
@@ -132,8 +136,10 @@ struct BenchReport: Encodable {
 
     /// The aligned text table, one block per section, notes last.
     var table: String {
-        let head = ["", "runs", "median ms", "p90 ms", "min ms", "max ms", "bytes", "exact %", "recall %",
-                    "OCR blocks", "chars", "~tokens"]
+        let head = [
+            "", "runs", "median ms", "p90 ms", "min ms", "max ms", "bytes", "exact %", "recall %",
+            "OCR blocks", "chars", "~tokens",
+        ]
         let f = { (v: Double) in String(format: "%.2f", v) }
         let optional = { (v: Int?) in v.map { "\($0)" } ?? "" }
         let cells = rows.map { (r: BenchRow) -> [String] in
@@ -142,8 +148,9 @@ struct BenchReport: Encodable {
             let recall = r.recallPercent.map { String(format: "%.2f", $0) } ?? ""
             return timing + [optional(r.bytes), exact, recall, r.ocrCell, optional(r.chars), optional(r.tokens)]
         }
-        let out = benchTable(title: "xclaw bench \(benchmark) on \(display) (\(screen))", head: head,
-                             rows: zip(rows, cells).map { ($0.section, $1) })
+        let out = benchTable(
+            title: "xclaw bench \(benchmark) on \(display) (\(screen))", head: head,
+            rows: zip(rows, cells).map { ($0.section, $1) })
         return (out + notes.map { "note: " + $0 }).joined(separator: "\n")
     }
 }
@@ -178,9 +185,12 @@ final class BenchSession {
 
     /// Uses `--display`, or starts a private Xvfb of `--size` (not recorded, attached to this process).
     init(_ options: some BenchTarget) throws {
-        if let display = options.display { name = display } else {
-            let started = try VirtualDisplay.start(size: try Size(parsing: options.size), depth: 24,
-                                                   detached: false, record: false)
+        if let display = options.display {
+            name = display
+        } else {
+            let started = try VirtualDisplay.start(
+                size: try Size(parsing: options.size), depth: 24,
+                detached: false, record: false)
             xvfb = started
             name = started.name
         }
@@ -200,8 +210,10 @@ final class BenchSession {
 
     /// Starts a program on the bench display with a UTF-8 locale, its output discarded. `environment` adds
     /// variables, or removes them where the value is nil.
-    func start(_ program: String, _ arguments: [String], keep: Bool = false,
-               environment: [String: String?] = [:]) throws -> Spawned {
+    func start(
+        _ program: String, _ arguments: [String], keep: Bool = false,
+        environment: [String: String?] = [:]
+    ) throws -> Spawned {
         let process = Process(), exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         process.executableURL = URL(fileURLWithPath: program)
@@ -226,14 +238,17 @@ final class BenchSession {
         process.waitUntilExit()  // returns at once: the handler ran after the process was reaped
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             let what = process.executableURL?.lastPathComponent ?? "a program"
-            throw ScreenError.invalidArgument("\(what) \(process.arguments?.first ?? "") failed with status "
-                + "\(process.terminationStatus)")
+            throw ScreenError.invalidArgument(
+                "\(what) \(process.arguments?.first ?? "") failed with status "
+                    + "\(process.terminationStatus)")
         }
     }
 
     /// Times a whole program run, start to exit; `output` names a file whose size becomes the sample's bytes.
-    func timedRun(_ program: String, _ arguments: [String], output: String? = nil,
-                  environment: [String: String?] = [:]) throws -> Sample {
+    func timedRun(
+        _ program: String, _ arguments: [String], output: String? = nil,
+        environment: [String: String?] = [:]
+    ) throws -> Sample {
         let start = ContinuousClock.now
         try finish(try self.start(program, arguments, environment: environment))
         let elapsed = ContinuousClock.now - start
@@ -259,8 +274,9 @@ func makeProbe(_ session: BenchSession, _ screen: Size) throws -> EventProbe {
         (Rect(x: w / 2 + w / 8, y: h / 3, width: w / 6, height: h / 12), RGB(r: 0xd9, g: 0x30, b: 0x25)),
         (Rect(x: w / 3, y: h / 2, width: w / 2, height: h / 3), RGB(r: 0xfb, g: 0xbc, b: 0x04)),
     ]
-    return try EventProbe(display: session.name, title: "xclaw bench", frame: f,
-                          background: RGB(r: 0xf5, g: 0xf5, b: 0xf0), rects: rects)
+    return try EventProbe(
+        display: session.name, title: "xclaw bench", frame: f,
+        background: RGB(r: 0xf5, g: 0xf5, b: 0xf0), rects: rects)
 }
 
 /// Puts a working desktop on the bench display: two xterms full of text and the probe window; returns the probe
@@ -268,8 +284,10 @@ func makeProbe(_ session: BenchSession, _ screen: Size) throws -> EventProbe {
 func startDesktop(_ session: BenchSession, _ screen: Size, report: inout BenchReport) throws -> EventProbe {
     let xterm = "/usr/bin/xterm"
     if FileManager.default.isExecutableFile(atPath: xterm) {
-        for (geometry, script) in [("120x40+0+0", "ls -la /usr/bin | head -80"),
-                                   ("100x30+760+20", "(man ls 2>/dev/null || cat /etc/services) | head -60")] {
+        for (geometry, script) in [
+            ("120x40+0+0", "ls -la /usr/bin | head -80"),
+            ("100x30+760+20", "(man ls 2>/dev/null || cat /etc/services) | head -60"),
+        ] {
             _ = try session.start(xterm, ["-geometry", geometry, "-e", "sh", "-c", script + "; sleep 600"], keep: true)
         }
     } else {
@@ -323,8 +341,9 @@ struct BenchCapture: ParsableCommand {
         let (n, few) = (options.cheap, options.expensive)
         let shm = try ScreenCapturer(connection: connection, method: .shm)
         let getImage = try ScreenCapturer(connection: connection, method: .getImage)
-        let region = Rect(x: max(0, screen.width / 2 - 200), y: max(0, screen.height / 2 - 150),
-                          width: min(400, screen.width), height: min(300, screen.height))
+        let region = Rect(
+            x: max(0, screen.width / 2 - 200), y: max(0, screen.height / 2 - 150),
+            width: min(400, screen.width), height: min(300, screen.height))
         let model = ScreenGeometry(screen: screen).model
         let section = "in process"
         try report.measure(section, "capture full \(screen), XShm", iterations: n) {
@@ -347,7 +366,10 @@ struct BenchCapture: ParsableCommand {
         let choices: [(String, PNG.Options)] = [
             ("striped ×\(PNG.Options.fast.threads), level 1 (.fast)", .fast),
             ("striped ×1, level 1", PNG.Options(encoder: .striped, level: 1)),
-            ("striped ×\(PNG.Options.fast.threads), level 3", PNG.Options(encoder: .striped, level: 3, threads: PNG.Options.fast.threads)),
+            (
+                "striped ×\(PNG.Options.fast.threads), level 3",
+                PNG.Options(encoder: .striped, level: 3, threads: PNG.Options.fast.threads)
+            ),
             ("libpng level 1, filter none", PNG.Options(level: 1)),
             ("libpng level 1, filter up", PNG.Options(level: 1, filters: 0x20)),
             ("libpng level 1, RLE", PNG.Options(level: 1, strategy: 3)),
@@ -399,13 +421,16 @@ struct BenchInput: ParsableCommand {
 
     /// 200 characters mixing ASCII letters, digits and punctuation with Latin-1, other BMP and CJK characters.
     static let text: String = {
-        let pool = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-            + " .,;:!?'\"()[]{}/@#$%&*+=<>_~üßöé€ñ你好—✓")
+        let pool = Array(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                + " .,;:!?'\"()[]{}/@#$%&*+=<>_~üßöé€ñ你好—✓")
         var seed: UInt64 = 0x5eed
-        return "x" + String((1..<200).map { _ in
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return pool[Int((seed >> 33) % UInt64(pool.count))]
-        })
+        return "x"
+            + String(
+                (1..<200).map { _ in
+                    seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                    return pool[Int((seed >> 33) % UInt64(pool.count))]
+                })
     }()
 
     /// The text of each character-producing key press, in order (Return and Tab as `\n` and `\t`).
@@ -433,8 +458,10 @@ struct BenchInput: ParsableCommand {
         let probe = try makeProbe(session, screen)
         let input = try InputController(connection: connection)
         let frame = probeFrame(screen)
-        let points = [Point(x: frame.x + frame.width / 3, y: frame.y + frame.height / 3),
-                      Point(x: frame.x + frame.width * 2 / 3, y: frame.y + frame.height * 2 / 3)]
+        let points = [
+            Point(x: frame.x + frame.width / 3, y: frame.y + frame.height / 3),
+            Point(x: frame.x + frame.width * 2 / 3, y: frame.y + frame.height * 2 / 3),
+        ]
         var turn = 0
         let (n, few) = (options.cheap, options.expensive)
         let xdotool = "/usr/bin/xdotool", hasXdotool = FileManager.default.isExecutableFile(atPath: xdotool)
@@ -457,7 +484,9 @@ struct BenchInput: ParsableCommand {
         }
         let clicks = "click at alternating points until the window has the release"
         try report.measure(clicks, "xclaw in process: click(at:)", iterations: n) {
-            try clickRun { try input.click(at: $0); return nil }
+            try clickRun {
+                try input.click(at: $0); return nil
+            }
         }
         if hasXdotool {
             try report.measure(clicks, "xdotool mousemove X Y click 1", iterations: few, warmup: 1) {
@@ -485,7 +514,9 @@ struct BenchInput: ParsableCommand {
         let typing = "type \(count) mixed-Unicode characters until the window has them all"
         var restores: [Sample] = []
         try report.measure(typing, "xclaw in process: keyboard.type", iterations: few, warmup: 1) {
-            let sample = try typeRun { try input.keyboard.type(text); return nil }
+            let sample = try typeRun {
+                try input.keyboard.type(text); return nil
+            }
             let start = ContinuousClock.now
             try input.keyboard.restoreMapping()
             restores.append(Sample(elapsed: ContinuousClock.now - start))
@@ -493,9 +524,10 @@ struct BenchInput: ParsableCommand {
         }
         report.rows.append(BenchRow(typing, "xclaw in process: then restoreMapping()", Array(restores.dropFirst())))
         let settle = try input.keyboard.settleDelay / .milliseconds(1)
-        report.notes.append("keyboard.type rows exclude restoreMapping(), which waits until \(Int(settle)) ms (settleDelay) after "
-            + "the last rebound key before unbinding it; it has its own row. Process rows stop the clock when the "
-            + "last key press arrives (xclaw type restores its mapping after that, before exiting).")
+        report.notes.append(
+            "keyboard.type rows exclude restoreMapping(), which waits until \(Int(settle)) ms (settleDelay) after "
+                + "the last rebound key before unbinding it; it has its own row. Process rows stop the clock when the "
+                + "last key press arrives (xclaw type restores its mapping after that, before exiting).")
         if hasXdotool {
             try report.measure(typing, "xdotool type --delay 0 TEXT", iterations: few, warmup: 1) {
                 try typeRun { try session.start(xdotool, ["type", "--delay", "0", text]) }
@@ -511,8 +543,9 @@ struct BenchInput: ParsableCommand {
                 try typeRun { try session.start(own, ["type", text, "--display", session.name]) }
             }
         }
-        report.notes.append("exact %: clicks whose release arrived at the target point; characters that arrived as "
-            + "the key press at their position (modifier presses not counted).")
+        report.notes.append(
+            "exact %: clicks whose release arrived at the target point; characters that arrived as "
+                + "the key press at their position (modifier presses not counted).")
         for row in report.rows where (row.exactPercent ?? 100) < 100 {
             report.notes.append(row.name + ": only " + String(format: "%.1f", row.exactPercent ?? 0) + " % exact")
         }

@@ -1,10 +1,10 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
-import XclawTesting
 import XclawBase
+import XclawCommandLine
 import XclawPerception
 import XclawScreen
+import XclawTesting
 
 /// Options of `xclaw bench ocr`: its rows take up to seconds each, so runs are counted directly.
 struct OCRBenchOptions: ParsableArguments, BenchTarget {
@@ -106,14 +106,16 @@ struct TerminalPage {
     let seed: UInt64
 
     /// The densest page a 1080p terminal gets: xterm's default 6x13 core font, every row filled to its edge.
-    static let dense = TerminalPage(name: "dense 6x13 page", fontArguments: ["-fn", "6x13"],
-                                    plannedCell: Size(width: 6, height: 13), lineWidth: nil, seed: 0x6e7)
+    static let dense = TerminalPage(
+        name: "dense 6x13 page", fontArguments: ["-fn", "6x13"],
+        plannedCell: Size(width: 6, height: 13), lineWidth: nil, seed: 0x6e7)
     /// The page the 350 ms target was set on, rebuilt from its anchor: a full-screen terminal in Debian's default
     /// monospace font (DejaVu Sans Mono 11) whose text takes the tesseract CLI with OMP_THREAD_LIMIT=2 about as long
     /// as the anchor's 589 ms — shell output lines of up to 50 columns, 56 rows.
-    static let anchor = TerminalPage(name: "anchor page (DejaVu Sans Mono 11)",
-                                     fontArguments: ["-fa", "DejaVu Sans Mono", "-fs", "11"],
-                                     plannedCell: Size(width: 9, height: 19), lineWidth: 50, seed: 0x50)
+    static let anchor = TerminalPage(
+        name: "anchor page (DejaVu Sans Mono 11)",
+        fontArguments: ["-fa", "DejaVu Sans Mono", "-fs", "11"],
+        plannedCell: Size(width: 9, height: 19), lineWidth: 50, seed: 0x50)
 }
 
 /// The full-screen terminal's grid: as many cells as fit the screen.
@@ -136,8 +138,9 @@ struct TerminalLayout {
     init(columns: Int, rows: Int, window: Rect) {
         self.columns = columns
         self.rows = rows
-        cell = Size(width: max(1, (window.width - 2 * Self.border) / columns),
-                    height: max(1, (window.height - 2 * Self.border) / rows))
+        cell = Size(
+            width: max(1, (window.width - 2 * Self.border) / columns),
+            height: max(1, (window.height - 2 * Self.border) / rows))
     }
 
     /// The `-geometry` argument: the whole terminal at the top left.
@@ -183,7 +186,9 @@ struct WordScore {
         missed = want.compactMap { w, n in n > (got[w] ?? 0) ? (w, n - (got[w] ?? 0)) : nil }.sorted(by: order)
         unexpected = got.compactMap { w, n in n > (want[w] ?? 0) ? (w, n - (want[w] ?? 0)) : nil }.sorted(by: order)
         let strip = { (words: [String]) in
-            words.map { String($0.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }) }.filter { !$0.isEmpty }
+            words.map { String($0.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }) }.filter {
+                !$0.isEmpty
+            }
         }
         lettersOnly = letters ? WordScore(known: strip(known), read: strip(read), letters: false).percent : nil
     }
@@ -267,9 +272,10 @@ final class OCRBenchRun {
         try unchangedRows(truth)
         try busyDesktopRows()
         let workers = min(4, ProcessInfo.processInfo.activeProcessorCount)
-        report.notes.append("every row: median of \(runs) timed runs after 1 untimed warm-up; TextRecognizer runs "
-            + "\(workers) tesseract engines in parallel here (one per core, at most 4), created together on first "
-            + "need. recall %: known words read (multiset intersection of whitespace-split words / known words).")
+        report.notes.append(
+            "every row: median of \(runs) timed runs after 1 untimed warm-up; TextRecognizer runs "
+                + "\(workers) tesseract engines in parallel here (one per core, at most 4), created together on first "
+                + "need. recall %: known words read (multiset intersection of whitespace-split words / known words).")
         return report
     }
 
@@ -310,13 +316,18 @@ final class OCRBenchRun {
     private func showTerminalPage(_ page: TerminalPage) throws -> ([String], Spawned) {
         guard let xterm = executablePath("xterm") else { throw OCRBenchError.missingProgram("xterm", package: "xterm") }
         let planned = TerminalLayout(screen: screen, cell: page.plannedCell)
-        let lines = KnownText.lines(count: planned.rows - 1, width: min(page.lineWidth ?? .max, planned.columns - 1),
-                                    words: words, seed: page.seed)
+        let lines = KnownText.lines(
+            count: planned.rows - 1, width: min(page.lineWidth ?? .max, planned.columns - 1),
+            words: words, seed: page.seed)
         let file = scratch.appendingPathComponent("page.txt")
         try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        let started = try session.start(xterm, page.fontArguments + ["-geometry", planned.geometry, "-e", "sh", "-c",
-                                                                     "cat \"$0\"; exec sleep 3600", file.path],
-                                        keep: true)
+        let started = try session.start(
+            xterm,
+            page.fontArguments + [
+                "-geometry", planned.geometry, "-e", "sh", "-c",
+                "cat \"$0\"; exec sleep 3600", file.path,
+            ],
+            keep: true)
         let pid = Int(started.process.processIdentifier)
 
         let windows = WindowManager(connection: connection)
@@ -332,26 +343,29 @@ final class OCRBenchRun {
         let longest = lines.map(\.count).max() ?? 0
         let textWidth = longest * layout.cell.width
         guard frame.width >= textWidth, frame.x + TerminalLayout.border + textWidth <= screen.width else {
-            throw OCRBenchError.terminal("xterm \(planned.geometry) is \(frame), not \(textWidth) px of text on screen "
-                + "(are its fonts installed? packages xfonts-base, fonts-dejavu-core)")
+            throw OCRBenchError.terminal(
+                "xterm \(planned.geometry) is \(frame), not \(textWidth) px of text on screen "
+                    + "(are its fonts installed? packages xfonts-base, fonts-dejavu-core)")
         }
         let visible = layout.visible(lines, window: frame, screen: screen)
         guard !visible.isEmpty else { throw OCRBenchError.terminal("no line of the page is fully on screen") }
         // The last visible line drawn means cat is done (xterm draws in order).
-        let lastRow = Rect(x: frame.x + TerminalLayout.border,
-                           y: frame.y + TerminalLayout.border + (visible.count - 1) * layout.cell.height,
-                           width: textWidth, height: layout.cell.height)
+        let lastRow = Rect(
+            x: frame.x + TerminalLayout.border,
+            y: frame.y + TerminalLayout.border + (visible.count - 1) * layout.cell.height,
+            width: textWidth, height: layout.cell.height)
         while try !hasInk(lastRow) {
             guard ContinuousClock.now < deadline else { throw OCRBenchError.terminal("the page was not drawn in 10 s") }
             Thread.sleep(forTimeInterval: 0.05)
         }
         try settle()
         let truth = visible.flatMap(KnownText.split)
-        report.notes.append("\(page.name): xterm \(page.fontArguments.joined(separator: " ")) -geometry "
-            + "\(planned.geometry) (window \(frame), cell \(layout.cell.width)x\(layout.cell.height)) showing "
-            + "\(lines.count) lines of words from \(KnownText.source) (fixed seed, lines up to "
-            + "\(page.lineWidth.map(String.init) ?? "the full width") columns); \(visible.count) lines fully on screen = "
-            + "\(truth.count) known words, \(truth.reduce(0) { $0 + $1.count } + truth.count) characters.")
+        report.notes.append(
+            "\(page.name): xterm \(page.fontArguments.joined(separator: " ")) -geometry "
+                + "\(planned.geometry) (window \(frame), cell \(layout.cell.width)x\(layout.cell.height)) showing "
+                + "\(lines.count) lines of words from \(KnownText.source) (fixed seed, lines up to "
+                + "\(page.lineWidth.map(String.init) ?? "the full width") columns); \(visible.count) lines fully on screen = "
+                + "\(truth.count) known words, \(truth.reduce(0) { $0 + $1.count } + truth.count) characters.")
         return (truth, started)
     }
 
@@ -359,12 +373,15 @@ final class OCRBenchRun {
     private func coldRows(_ page: TerminalPage, _ truth: [String], number: String) throws {
         let section = "\(number). cold full-screen OCR of the \(page.name) (capture + read)"
         var last: TextReading?
-        try report.measure(section, "new TextRecognizer: engines created + empty cache", iterations: runs,
-                           warmup: 1) {
+        try report.measure(
+            section, "new TextRecognizer: engines created + empty cache", iterations: runs,
+            warmup: 1
+        ) {
             let fresh = try Perceiver(connection: connection)  // its engines are created by the read
             let (elapsed, reading) = try captureAndRead(fresh)
-            return Sample(elapsed: elapsed, recall: WordScore(known: truth, read: KnownText.split(reading.text)).percent,
-                          ocr: reading.stats)
+            return Sample(
+                elapsed: elapsed, recall: WordScore(known: truth, read: KnownText.split(reading.text)).percent,
+                ocr: reading.stats)
         }
         // A one-entry cache keeps only the last frame's whole-frame entry; reading a blank frame in between evicts
         // the page's, so each timed read starts with nothing of the page cached while the engines stay loaded.
@@ -374,14 +391,16 @@ final class OCRBenchRun {
             _ = try warm.recognizer.read(blank)
             let (elapsed, reading) = try captureAndRead(warm)
             last = reading
-            return Sample(elapsed: elapsed, recall: WordScore(known: truth, read: KnownText.split(reading.text)).percent,
-                          ocr: reading.stats)
+            return Sample(
+                elapsed: elapsed, recall: WordScore(known: truth, read: KnownText.split(reading.text)).percent,
+                ocr: reading.stats)
         }
         target(section, "engines warm, nothing cached (1-entry cache)", ms: 350, recall: 96)
         target(section, "new TextRecognizer: engines created + empty cache", ms: 350, recall: 96)
         if let last {
-            report.notes.append("\(page.name), cold read (last run): "
-                + WordScore(known: truth, read: KnownText.split(last.text)).summary())
+            report.notes.append(
+                "\(page.name), cold read (last run): "
+                    + WordScore(known: truth, read: KnownText.split(last.text)).summary())
         }
     }
 
@@ -389,14 +408,17 @@ final class OCRBenchRun {
     private func peerRows(_ page: TerminalPage, _ frame: Frame, _ truth: [String], number: String) throws {
         let section = "\(number). peer: tesseract CLI on a PNG of the \(page.name) (whole process, start to exit)"
         guard let tesseract = executablePath("tesseract") else {
-            report.notes.append("tesseract CLI not installed: peer rows skipped (package tesseract-ocr; run "
-                + "scripts/install-deps.sh --bench)")
+            report.notes.append(
+                "tesseract CLI not installed: peer rows skipped (package tesseract-ocr; run "
+                    + "scripts/install-deps.sh --bench)")
             return
         }
         let png = scratch.appendingPathComponent("page.png"), base = scratch.appendingPathComponent("out").path
         try Data(try PNG.encode(frame, options: .fast)).write(to: png)
-        let variants: [(String, [String: String?])] = [("OMP_THREAD_LIMIT=2", ["OMP_THREAD_LIMIT": "2"]),
-                                                       ("default settings", ["OMP_THREAD_LIMIT": nil])]
+        let variants: [(String, [String: String?])] = [
+            ("OMP_THREAD_LIMIT=2", ["OMP_THREAD_LIMIT": "2"]),
+            ("default settings", ["OMP_THREAD_LIMIT": nil]),
+        ]
         for (label, environment) in variants {
             var text = ""
             do {
@@ -407,8 +429,9 @@ final class OCRBenchRun {
                     sample.recall = WordScore(known: truth, read: KnownText.split(text)).percent
                     return sample
                 }
-                report.notes.append("\(page.name), tesseract (\(label), last run): "
-                    + WordScore(known: truth, read: KnownText.split(text)).summary())
+                report.notes.append(
+                    "\(page.name), tesseract (\(label), last run): "
+                        + WordScore(known: truth, read: KnownText.split(text)).summary())
             } catch {
                 report.notes.append("\(page.name), tesseract (\(label)) skipped: it failed on this page: \(error)")
             }
@@ -422,8 +445,9 @@ final class OCRBenchRun {
         _ = try perceiver.read()  // the cold read that fills the cache
         try report.measure(section, "capture + read, screen unchanged", iterations: runs, warmup: 1) {
             let (elapsed, reading) = try captureAndRead(perceiver)
-            return Sample(elapsed: elapsed, recall: WordScore(known: truth, read: KnownText.split(reading.text)).percent,
-                          ocr: reading.stats)
+            return Sample(
+                elapsed: elapsed, recall: WordScore(known: truth, read: KnownText.split(reading.text)).percent,
+                ocr: reading.stats)
         }
         try report.measure(section, "capture alone (for reference)", iterations: runs, warmup: 1) {
             let start = ContinuousClock.now
@@ -440,8 +464,10 @@ final class OCRBenchRun {
         let exact = recall.map { want in (row.recallPercent ?? 0) >= want } ?? true
         let wanted = recall.map { String(format: ", ≥ %.0f %% recall", $0) } ?? ""
         let got = row.recallPercent.map { String(format: ", %.2f %% recall", $0) } ?? ""
-        report.notes.append(String(format: "target ≤ %.0f ms%@ for '%@' (%@): %@ (median %.2f ms%@)", ms, wanted, name,
-                                   section, fast && exact ? "met" : "MISSED", row.medianMs, got))
+        report.notes.append(
+            String(
+                format: "target ≤ %.0f ms%@ for '%@' (%@): %@ (median %.2f ms%@)", ms, wanted, name,
+                section, fast && exact ? "met" : "MISSED", row.medianMs, got))
     }
 
     /// Where the changing window goes: over the terminal, left of centre, lower half.
@@ -451,24 +477,32 @@ final class OCRBenchRun {
     private func logLines(run: Int) -> [String] {
         var generator = SeededGenerator(seed: 0x10_9000 + UInt64(run))
         return (0..<5).map { i in
-            "[run \(run)] step \(i + 1):" + (0..<5).map { _ in " " + words[generator.next(below: words.count)] }.joined()
+            "[run \(run)] step \(i + 1):"
+                + (0..<5).map { _ in " " + words[generator.next(below: words.count)] }.joined()
         }
     }
 
     /// A small application window with a title band, log lines and two buttons; `run` picks the lines.
     private func makeLog(run: Int) throws -> EventProbe {
         let f = Self.logFrame, black = RGB(r: 0, g: 0, b: 0)
-        let texts = [ProbeText(origin: Point(x: 12, y: 8), font: "9x15bold", foreground: RGB(r: 255, g: 255, b: 255),
-                               text: "Build log")]
+        let texts =
+            [
+                ProbeText(
+                    origin: Point(x: 12, y: 8), font: "9x15bold", foreground: RGB(r: 255, g: 255, b: 255),
+                    text: "Build log")
+            ]
             + logLines(run: run).enumerated().map { i, line in
                 ProbeText(origin: Point(x: 12, y: 46 + 22 * i), font: "9x15", foreground: black, text: line)
             }
-        return try EventProbe(display: session.name, title: "Build log", frame: f,
-                              background: RGB(r: 0xf4, g: 0xf4, b: 0xf4),
-                              rects: [(Rect(x: 0, y: 0, width: f.width, height: 30), RGB(r: 0x30, g: 0x30, b: 0x38))],
-                              texts: texts,
-                              widgets: [.button(Rect(x: f.width - 200, y: 160, width: 90, height: 30), label: "Stop"),
-                                        .button(Rect(x: f.width - 100, y: 160, width: 90, height: 30), label: "Clear")])
+        return try EventProbe(
+            display: session.name, title: "Build log", frame: f,
+            background: RGB(r: 0xf4, g: 0xf4, b: 0xf4),
+            rects: [(Rect(x: 0, y: 0, width: f.width, height: 30), RGB(r: 0x30, g: 0x30, b: 0x38))],
+            texts: texts,
+            widgets: [
+                .button(Rect(x: f.width - 200, y: 160, width: 90, height: 30), label: "Stop"),
+                .button(Rect(x: f.width - 100, y: 160, width: 90, height: 30), label: "Clear"),
+            ])
     }
 
     /// A settings dialog: a title band, labels, two fields, three check boxes and three buttons.
@@ -478,21 +512,27 @@ final class OCRBenchRun {
             ProbeText(origin: Point(x: 20, y: y), font: "9x15", foreground: black, text: text)
         }
         return try EventProbe(
-            display: session.name, title: "Preferences - xclaw bench", frame: Rect(x: 1140, y: 120, width: 600, height: 340),
+            display: session.name, title: "Preferences - xclaw bench",
+            frame: Rect(x: 1140, y: 120, width: 600, height: 340),
             background: RGB(r: 0xf5, g: 0xf5, b: 0xf0),
             rects: [(Rect(x: 0, y: 0, width: 600, height: 34), RGB(r: 0x2b, g: 0x57, b: 0x9a))],
-            texts: [ProbeText(origin: Point(x: 14, y: 9), font: "9x15bold", foreground: RGB(r: 255, g: 255, b: 255),
-                              text: "Preferences - xclaw bench"),
-                    label(57, "Account name"), label(95, "Sync folder"),
-                    label(240, "Changes apply to new sessions only.")],
-            widgets: [.field(Rect(x: 170, y: 50, width: 400, height: 28)),
-                      .field(Rect(x: 170, y: 88, width: 400, height: 28)),
-                      .checkbox(Point(x: 20, y: 140), label: "Enable sync"),
-                      .checkbox(Point(x: 20, y: 168), label: "Show hidden files"),
-                      .checkbox(Point(x: 20, y: 196), label: "Notify on conflicts"),
-                      .button(Rect(x: 290, y: 290, width: 90, height: 32), label: "Cancel"),
-                      .button(Rect(x: 390, y: 290, width: 90, height: 32), label: "Apply"),
-                      .button(Rect(x: 490, y: 290, width: 90, height: 32), label: "OK")])
+            texts: [
+                ProbeText(
+                    origin: Point(x: 14, y: 9), font: "9x15bold", foreground: RGB(r: 255, g: 255, b: 255),
+                    text: "Preferences - xclaw bench"),
+                label(57, "Account name"), label(95, "Sync folder"),
+                label(240, "Changes apply to new sessions only."),
+            ],
+            widgets: [
+                .field(Rect(x: 170, y: 50, width: 400, height: 28)),
+                .field(Rect(x: 170, y: 88, width: 400, height: 28)),
+                .checkbox(Point(x: 20, y: 140), label: "Enable sync"),
+                .checkbox(Point(x: 20, y: 168), label: "Show hidden files"),
+                .checkbox(Point(x: 20, y: 196), label: "Notify on conflicts"),
+                .button(Rect(x: 290, y: 290, width: 90, height: 32), label: "Cancel"),
+                .button(Rect(x: 390, y: 290, width: 90, height: 32), label: "Apply"),
+                .button(Rect(x: 490, y: 290, width: 90, height: 32), label: "OK"),
+            ])
     }
 
     /// The busy desktop (terminal page, a settings dialog, a build log): one window changed, then snapshots.
@@ -520,9 +560,10 @@ final class OCRBenchRun {
             return Sample(elapsed: elapsed, recall: score?.percent, ocr: reading.stats)
         }
         target(section, name, ms: 120)
-        report.notes.append("one window changed: recall % is of the new log lines' words among the words read inside "
-            + "the log window (\(Self.logFrame)); replacing the window and waiting for it to be drawn is not timed. "
-            + "Last run: " + (score?.summary() ?? "none"))
+        report.notes.append(
+            "one window changed: recall % is of the new log lines' words among the words read inside "
+                + "the log window (\(Self.logFrame)); replacing the window and waiting for it to be drawn is not timed. "
+                + "Last run: " + (score?.summary() ?? "none"))
         try snapshotRows()
         withExtendedLifetime((preferences, log)) {}
     }
@@ -539,23 +580,29 @@ final class OCRBenchRun {
         let snapshotter = Snapshotter(perceiver: try Perceiver(connection: connection))
         let refs = RefStore()
         var snapshot = try snapshotter.snapshot(refs: refs)
-        try report.measure(section, "screen unchanged: same Perceiver, refs carried over", iterations: runs,
-                           warmup: 1) {
+        try report.measure(
+            section, "screen unchanged: same Perceiver, refs carried over", iterations: runs,
+            warmup: 1
+        ) {
             let start = ContinuousClock.now
             snapshot = try snapshotter.snapshot(refs: refs)
             return Sample(elapsed: ContinuousClock.now - start, ocr: snapshot.ocr)
         }
         for interactive in [false, true] {
-            try report.measure(section, interactive ? "render(interactiveOnly: true)" : "render()", iterations: runs,
-                               warmup: 1) {
+            try report.measure(
+                section, interactive ? "render(interactiveOnly: true)" : "render()", iterations: runs,
+                warmup: 1
+            ) {
                 let start = ContinuousClock.now
                 let text = snapshot.render(interactiveOnly: interactive)
                 return Sample(elapsed: ContinuousClock.now - start, chars: text.count)
             }
         }
-        let roles = Role.allCases.map { role in "\(snapshot.elements.filter { $0.role == role }.count) \(role.rawValue)" }
-        report.notes.append("snapshot elements: " + roles.joined(separator: ", ") + "; ~tokens = characters / 4. "
-            + "render(interactiveOnly: true) without its header: "
-            + snapshot.render(interactiveOnly: true).split(separator: "\n").dropFirst(2).joined(separator: " | "))
+        let roles = Role.allCases.map { role in "\(snapshot.elements.filter { $0.role == role }.count) \(role.rawValue)"
+        }
+        report.notes.append(
+            "snapshot elements: " + roles.joined(separator: ", ") + "; ~tokens = characters / 4. "
+                + "render(interactiveOnly: true) without its header: "
+                + snapshot.render(interactiveOnly: true).split(separator: "\n").dropFirst(2).joined(separator: " | "))
     }
 }

@@ -1,15 +1,17 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
-import XclawTesting
 import XclawBase
+import XclawCommandLine
 import XclawPerception
 import XclawScreen
+import XclawTesting
 
 /// Options of `xclaw bench snapshot`.
 struct SnapshotBenchOptions: ParsableArguments, BenchTarget {
-    @Option(help: ArgumentHelp("X display to measure as it is, starting nothing (default: a private Xvfb with "
-        + "accessibility buses and a scene of GTK, Qt and xterm windows, all stopped at the end)."))
+    @Option(
+        help: ArgumentHelp(
+            "X display to measure as it is, starting nothing (default: a private Xvfb with "
+                + "accessibility buses and a scene of GTK, Qt and xterm windows, all stopped at the end)."))
     var display: String?
     @Option(help: "Timed runs per row (default 20), after untimed warm-up runs; rows report median and p90.")
     var iterations = 20
@@ -138,8 +140,10 @@ struct SnapshotBenchReport: Encodable {
     /// Runs every body `warmup` times untimed, then `iterations` times, the bodies taking turns so that load from
     /// elsewhere on the machine weighs on each alike, and appends one summary row per body; stops between runs
     /// when Ctrl-C arrived.
-    mutating func measure(_ section: String, _ bodies: [(name: String, body: () throws -> SnapshotSample)],
-                          iterations: Int, warmup: Int = 3) throws {
+    mutating func measure(
+        _ section: String, _ bodies: [(name: String, body: () throws -> SnapshotSample)],
+        iterations: Int, warmup: Int = 3
+    ) throws {
         for _ in 0..<warmup {
             for (_, body) in bodies {
                 try SnapshotBenchError.check()
@@ -161,18 +165,23 @@ struct SnapshotBenchReport: Encodable {
 
     /// The aligned text table, one block per section, then notes, the summary and the rendering.
     var table: String {
-        let head = ["", "runs", "median ms", "p90 ms", "min ms", "max ms", "tree ms", "OCR ms", "nodes",
-                    "elements (atspi)", "OCR blocks", "chars", "~tokens"]
+        let head = [
+            "", "runs", "median ms", "p90 ms", "min ms", "max ms", "tree ms", "OCR ms", "nodes",
+            "elements (atspi)", "OCR blocks", "chars", "~tokens",
+        ]
         let f = { (v: Double) in String(format: "%.2f", v) }
         let optional = { (v: Int?) in v.map { "\($0)" } ?? "" }
         let cells = rows.map { (r: SnapshotBenchRow) -> [String] in
             let elements = r.elements.map { "\($0) (\(r.accessibleElements ?? 0))" } ?? ""
-            return ["  " + r.name, "\(r.runs)", f(r.medianMs), f(r.p90Ms), f(r.minMs), f(r.maxMs),
-                    r.treeMs.map(f) ?? "", r.ocrMs.map(f) ?? "", optional(r.nodes), elements, r.ocrCell,
-                    optional(r.chars), optional(r.tokens)]
+            return [
+                "  " + r.name, "\(r.runs)", f(r.medianMs), f(r.p90Ms), f(r.minMs), f(r.maxMs),
+                r.treeMs.map(f) ?? "", r.ocrMs.map(f) ?? "", optional(r.nodes), elements, r.ocrCell,
+                optional(r.chars), optional(r.tokens),
+            ]
         }
-        var out = benchTable(title: "xclaw bench \(benchmark) on \(display) (\(screen))", head: head,
-                             rows: zip(rows, cells).map { ($0.section, $1) })
+        var out = benchTable(
+            title: "xclaw bench \(benchmark) on \(display) (\(screen))", head: head,
+            rows: zip(rows, cells).map { ($0.section, $1) })
         out += notes.map { "note: " + $0 }
         if !summary.isEmpty { out.append("summary: " + summary) }
         if let rendering { out += ["", "rendering of the full-screen auto snapshot:", rendering] }
@@ -210,8 +219,9 @@ final class SnapshotScene {
             session = try BenchSession(SceneTarget(display: name, size: options.size, json: options.json))
             return
         }
-        let started = try VirtualDisplay.start(size: try Size(parsing: options.size), depth: 24, detached: true,
-                                               record: false, accessibility: true)
+        let started = try VirtualDisplay.start(
+            size: try Size(parsing: options.size), depth: 24, detached: true,
+            record: false, accessibility: true)
         display = started
         do {
             session = try BenchSession(SceneTarget(display: started.name, size: options.size, json: options.json))
@@ -251,12 +261,15 @@ final class SnapshotScene {
         var notes: [String] = []
         let fm = FileManager.default
         for dir in ["runtime", "config"] {
-            try fm.createDirectory(at: scratch.appendingPathComponent(dir), withIntermediateDirectories: true,
-                                   attributes: [.posixPermissions: 0o700])
+            try fm.createDirectory(
+                at: scratch.appendingPathComponent(dir), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
         let document = scratch.appendingPathComponent("report-notes.txt")
-        try Data(("Quarterly report, draft 3\n\nRevenue grew 12% over the last quarter.\n"
-            + "Open items: update the charts, check the totals, send to Maria.\n").utf8).write(to: document)
+        try Data(
+            ("Quarterly report, draft 3\n\nRevenue grew 12% over the last quarter.\n"
+                + "Open items: update the charts, check the totals, send to Maria.\n").utf8
+        ).write(to: document)
         let env = environment(display)
         let installed = { (name: String) -> String? in
             let path = "/usr/bin/\(name)"
@@ -266,18 +279,27 @@ final class SnapshotScene {
         }
         let zenity = installed("zenity"), featherpad = installed("featherpad"), xterm = installed("xterm")
         if let zenity {
-            _ = try session.start(zenity, ["--question", "--title", Self.questionTitle,
-                                           "--text", "Save changes to the report?"], keep: true, environment: env)
-            _ = try session.start(zenity, ["--entry", "--title", Self.entryTitle, "--text", "Name of the new folder:"],
-                                  keep: true, environment: env)
+            _ = try session.start(
+                zenity,
+                [
+                    "--question", "--title", Self.questionTitle,
+                    "--text", "Save changes to the report?",
+                ], keep: true, environment: env)
+            _ = try session.start(
+                zenity, ["--entry", "--title", Self.entryTitle, "--text", "Name of the new folder:"],
+                keep: true, environment: env)
         }
         if let featherpad {
             // FeatherPad takes Qt's -geometry for a file name: it is placed with xdotool below.
             _ = try session.start(featherpad, [document.path], keep: true, environment: env)
         }
         if let xterm {
-            _ = try session.start(xterm, ["-geometry", Self.terminalGeometry, "-e", "sh", "-c",
-                                          "ls -la /usr/bin | head -40; sleep 3600"], keep: true, environment: env)
+            _ = try session.start(
+                xterm,
+                [
+                    "-geometry", Self.terminalGeometry, "-e", "sh", "-c",
+                    "ls -la /usr/bin | head -40; sleep 3600",
+                ], keep: true, environment: env)
         }
 
         // 1. Every window mapped.
@@ -329,8 +351,9 @@ final class SnapshotScene {
             }
             if let question { try xdotoolRun(["windowfocus", "\(question.id)"]) }
         } else if zenity != nil || featherpad != nil {
-            notes.append("xdotool not installed: the windows stay where their toolkits put them (the dialogs may "
-                + "overlap) and FeatherPad keeps the focus (its caret blinks)")
+            notes.append(
+                "xdotool not installed: the windows stay where their toolkits put them (the dialogs may "
+                    + "overlap) and FeatherPad keeps the focus (its caret blinks)")
         }
         // The pointer on the bare desktop, away from every window.
         let input = try InputController(connection: perceiver.connection)
@@ -351,15 +374,17 @@ final class SnapshotScene {
             let editors = apps.filter { $0.name.lowercased().contains("featherpad") }.count
             if (zenity == nil || zenities >= 2) && (featherpad == nil || editors >= 1) { break }
             guard ContinuousClock.now < deadline else {
-                throw SnapshotBenchError.sceneNotReady("the accessibility tree holds only "
-                    + (apps.isEmpty ? "no app" : apps.map(\.name).joined(separator: ", ")) + " after 30 s")
+                throw SnapshotBenchError.sceneNotReady(
+                    "the accessibility tree holds only "
+                        + (apps.isEmpty ? "no app" : apps.map(\.name).joined(separator: ", ")) + " after 30 s")
             }
             Thread.sleep(forTimeInterval: 0.2)
         }
 
         // 4. A stable screen, and the tree serving every GTK and Qt window (extents caught up with the moves).
-        let settler = Settler(capturer: perceiver.capturer, interval: .milliseconds(50), quiet: .milliseconds(1500),
-                              timeout: .seconds(20))
+        let settler = Settler(
+            capturer: perceiver.capturer, interval: .milliseconds(50), quiet: .milliseconds(1500),
+            timeout: .seconds(20))
         let settled = try settler.settle()
         if settled.timedOut {
             Thread.sleep(forTimeInterval: 0.6)
@@ -369,18 +394,21 @@ final class SnapshotScene {
         var served = 0
         while true {
             try SnapshotBenchError.check()
-            served = try Snapshotter(perceiver: perceiver).snapshot(refs: nil, source: .atspi).accessibility?.windows
+            served =
+                try Snapshotter(perceiver: perceiver).snapshot(refs: nil, source: .atspi).accessibility?.windows
                 ?? 0
             if served >= wanted || ContinuousClock.now >= deadline + .seconds(10) { break }
             Thread.sleep(forTimeInterval: 0.2)
         }
         if served < wanted {
-            notes.append("only \(served) of the \(wanted) GTK/Qt windows were matched to the accessibility tree: "
-                + "the rest were read by OCR")
+            notes.append(
+                "only \(served) of the \(wanted) GTK/Qt windows were matched to the accessibility tree: "
+                    + "the rest were read by OCR")
         }
         let placed = try perceiver.windows.list().filter(\.visible).map { "\($0.className) \($0.frame)" }
-        notes.append("scene: " + placed.joined(separator: ", ") + "; accessibility apps: "
-            + apps.map { "\($0.name) (\($0.route))" }.joined(separator: ", "))
+        notes.append(
+            "scene: " + placed.joined(separator: ", ") + "; accessibility apps: "
+                + apps.map { "\($0.name) (\($0.route))" }.joined(separator: ", "))
         return notes
     }
 
@@ -403,13 +431,15 @@ final class SnapshotScene {
             let apps = (try? perceiver.accessibility.tree(at: location).apps) ?? []
             if apps.contains(where: { $0.pid == pid }) { break }
             guard ContinuousClock.now < deadline else {
-                throw SnapshotBenchError.sceneNotReady("gtk3-widget-factory is not in the accessibility tree after "
-                    + "30 s")
+                throw SnapshotBenchError.sceneNotReady(
+                    "gtk3-widget-factory is not in the accessibility tree after "
+                        + "30 s")
             }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        let settler = Settler(capturer: perceiver.capturer, interval: .milliseconds(50), quiet: .milliseconds(1500),
-                              timeout: .seconds(10))
+        let settler = Settler(
+            capturer: perceiver.capturer, interval: .milliseconds(50), quiet: .milliseconds(1500),
+            timeout: .seconds(10))
         if try settler.settle().timedOut {
             notes.append("with gtk3-widget-factory the screen kept changing for 10 s (its animations)")
         }
@@ -501,8 +531,9 @@ struct SnapshotBench {
 
         let location = AccessibilityReader.locate(display: scene.name, windows: setup.windows)
         if location == nil {
-            report.notes.append("no accessibility bus on \(scene.name): auto snapshots are OCR-only, tree rows "
-                + "skipped (start the display with `xclaw display start --accessibility`)")
+            report.notes.append(
+                "no accessibility bus on \(scene.name): auto snapshots are OCR-only, tree rows "
+                    + "skipped (start the display with `xclaw display start --accessibility`)")
         }
 
         // The scene's rendering, before anything else is added to it.
@@ -514,39 +545,53 @@ struct SnapshotBench {
 
         // 1. Cold OCR: the headline, a snapshot with and without the accessibility tree.
         let cold = "1. full screen, cold OCR (empty OCRCache each run)"
-        try report.measure(cold, sources.map { label, source in
-            ("snapshot \(label), cold OCR", { try snap(try Perceiver(connection: connection), source: source) })
-        }, iterations: n, warmup: 1)
+        try report.measure(
+            cold,
+            sources.map { label, source in
+                ("snapshot \(label), cold OCR", { try snap(try Perceiver(connection: connection), source: source) })
+            }, iterations: n, warmup: 1)
         // The same with the OCR engines already loaded, as in a long-lived agent whose screen changed: a one-entry
         // cache read with a blank frame in between holds nothing of the screen.
         let blank = Frame(size: Size(width: 64, height: 64), color: RGB(r: 255, g: 255, b: 255))
-        try report.measure(cold, try sources.map { label, source in
-            let loaded = try Perceiver(connection: connection, cache: OCRCache(capacity: 1))
-            return ("snapshot \(label), cold OCR, engines loaded", {
-                _ = try loaded.recognizer.read(blank)
-                return try snap(loaded, source: source)
-            })
-        }, iterations: n, warmup: 1)
+        try report.measure(
+            cold,
+            try sources.map { label, source in
+                let loaded = try Perceiver(connection: connection, cache: OCRCache(capacity: 1))
+                return (
+                    "snapshot \(label), cold OCR, engines loaded",
+                    {
+                        _ = try loaded.recognizer.read(blank)
+                        return try snap(loaded, source: source)
+                    }
+                )
+            }, iterations: n, warmup: 1)
 
         // 2. Warm OCR cache, screen unchanged: what a repeated snapshot costs.
         let warm = "2. full screen, warm OCR cache (same Perceiver, screen unchanged)"
-        try report.measure(warm, try sources.map { label, source in
-            let shared = try Perceiver(connection: connection)
-            return ("snapshot \(label), warm OCR", { try snap(shared, source: source) })
-        }, iterations: n)
+        try report.measure(
+            warm,
+            try sources.map { label, source in
+                let shared = try Perceiver(connection: connection)
+                return ("snapshot \(label), warm OCR", { try snap(shared, source: source) })
+            }, iterations: n)
 
         /// Rows reading the tree alone by both routes; the last bulk read goes to `last`.
-        func treeRows(_ location: AccessibilityLocation, suffix: String,
-                      last: @escaping (AccessibleTree) -> Void) -> [(String, () throws -> SnapshotSample)] {
+        func treeRows(
+            _ location: AccessibilityLocation, suffix: String,
+            last: @escaping (AccessibleTree) -> Void
+        ) -> [(String, () throws -> SnapshotSample)] {
             let reader = setup.accessibility
             return [("bulk", false), ("walk", true)].map { label, walk in
-                ("atspi tree (\(label) route)\(suffix)", {
-                    let start = ContinuousClock.now
-                    let tree = try reader.tree(at: location, walk: walk)
-                    let elapsed = ContinuousClock.now - start
-                    if !walk { last(tree) }
-                    return SnapshotSample(tree, elapsed: elapsed)
-                })
+                (
+                    "atspi tree (\(label) route)\(suffix)",
+                    {
+                        let start = ContinuousClock.now
+                        let tree = try reader.tree(at: location, walk: walk)
+                        let elapsed = ContinuousClock.now - start
+                        if !walk { last(tree) }
+                        return SnapshotSample(tree, elapsed: elapsed)
+                    }
+                )
             }
         }
 
@@ -560,23 +605,32 @@ struct SnapshotBench {
         // 4. One GTK dialog's window: everything from the tree, no OCR.
         var dialog: WindowInfo?
         let windows = try setup.windows.list().filter(\.visible)
-        dialog = windows.first { $0.title == SnapshotScene.questionTitle }
+        dialog =
+            windows.first { $0.title == SnapshotScene.questionTitle }
             ?? windows.first { $0.className.lowercased() == "zenity" }
         if dialog == nil, location != nil {
             // --display: any window the tree serves.
             let snapshot = try Snapshotter(perceiver: setup).snapshot(refs: nil, source: .auto)
-            let served = Set(snapshot.elements.filter { $0.role == .window && $0.source == .atspi }
-                .compactMap(\.windowID))
+            let served = Set(
+                snapshot.elements.filter { $0.role == .window && $0.source == .atspi }
+                    .compactMap(\.windowID))
             dialog = windows.first { served.contains($0.id) }
         }
         if let dialog {
             let area = dialog.frame.intersection(Rect(size: screen))
             let section = "4. one GTK dialog's area (\"\(dialog.title)\" \(dialog.className) \(area)), cold OCR"
-            try report.measure(section, [
-                ("snapshot of one GTK dialog window area",
-                 { try snap(try Perceiver(connection: connection), area: area, source: .auto) }),
-                ("same area, ocr-only", { try snap(try Perceiver(connection: connection), area: area, source: .ocr) }),
-            ], iterations: n, warmup: 1)
+            try report.measure(
+                section,
+                [
+                    (
+                        "snapshot of one GTK dialog window area",
+                        { try snap(try Perceiver(connection: connection), area: area, source: .auto) }
+                    ),
+                    (
+                        "same area, ocr-only",
+                        { try snap(try Perceiver(connection: connection), area: area, source: .ocr) }
+                    ),
+                ], iterations: n, warmup: 1)
         } else {
             report.notes.append("no GTK dialog (zenity) or other tree-served window on screen: row 4 skipped")
         }
@@ -586,54 +640,66 @@ struct SnapshotBench {
         if try scene.addLargeApp(setup, notes: &report.notes), let location {
             let section = "5. the scene plus gtk3-widget-factory (a large GTK app)"
             let shared = try Perceiver(connection: connection)
-            try report.measure(section, treeRows(location, suffix: ", large app") { largeTree = $0 }
-                + [("snapshot auto, warm OCR, large app", { try snap(shared, source: .auto) })], iterations: n)
+            try report.measure(
+                section,
+                treeRows(location, suffix: ", large app") { largeTree = $0 }
+                    + [("snapshot auto, warm OCR, large app", { try snap(shared, source: .auto) })], iterations: n)
         }
 
-        notes(&report, bus: location != nil,
-              trees: [("scene", lastTree), ("scene plus gtk3-widget-factory", largeTree)])
+        notes(
+            &report, bus: location != nil,
+            trees: [("scene", lastTree), ("scene plus gtk3-widget-factory", largeTree)])
         report.notes += warnings.sorted().map { "snapshot warning: " + $0 }
         return report
     }
 
     /// Adds the explanatory notes, the 50 ms goal and the summary line.
     private func notes(_ report: inout SnapshotBenchReport, bus: Bool, trees: [(String, AccessibleTree?)]) {
-        report.notes.append("the rows of a section run in turns, so load from elsewhere weighs on each alike. "
-            + "cold rows make a new Perceiver per run (untimed), so their OCR engines are created inside "
-            + "the timed snapshot, as in a CLI call; 'engines loaded' rows keep one Perceiver and empty its cache. "
-            + "tree ms: in snapshot rows the tree read inside the snapshot (helper process start to exit); in tree "
-            + "rows the helper's own reading time without its process start. elements (atspi): all elements of the "
-            + "snapshot (of them from the accessibility tree). chars/~tokens: the rendering (render(), made after "
-            + "the timed part), 4 characters a token.")
-        for case let (label, tree?) in trees {
+        report.notes.append(
+            "the rows of a section run in turns, so load from elsewhere weighs on each alike. "
+                + "cold rows make a new Perceiver per run (untimed), so their OCR engines are created inside "
+                + "the timed snapshot, as in a CLI call; 'engines loaded' rows keep one Perceiver and empty its cache. "
+                + "tree ms: in snapshot rows the tree read inside the snapshot (helper process start to exit); in tree "
+                + "rows the helper's own reading time without its process start. elements (atspi): all elements of the "
+                + "snapshot (of them from the accessibility tree). chars/~tokens: the rendering (render(), made after "
+                + "the timed part), 4 characters a token.")
+        for case (let label, let tree?) in trees {
             let apps = tree.apps.map { app in
                 "\(app.name) \(app.route) \(tree.nodes.filter { $0.app == app.id }.count)/\(app.nodes)"
             }
-            report.notes.append("tree of the \(label) (bulk route, last run): \(tree.nodes.count) visible nodes; per "
-                + "app, route and visible/all nodes: " + apps.joined(separator: ", "))
+            report.notes.append(
+                "tree of the \(label) (bulk route, last run): \(tree.nodes.count) visible nodes; per "
+                    + "app, route and visible/all nodes: " + apps.joined(separator: ", "))
         }
         for name in ["atspi tree (bulk route)", "atspi tree (bulk route), large app"] {
             guard let bulk = report.row(name) else { continue }
-            report.notes.append(String(format: "goal ≤ 50 ms for the tree read of %d visible nodes (%@): %@ "
-                + "(median %.2f ms, p90 %.2f ms)", bulk.nodes ?? 0, name, bulk.medianMs <= 50 ? "met" : "MISSED",
-                bulk.medianMs, bulk.p90Ms))
+            report.notes.append(
+                String(
+                    format: "goal ≤ 50 ms for the tree read of %d visible nodes (%@): %@ "
+                        + "(median %.2f ms, p90 %.2f ms)", bulk.nodes ?? 0, name,
+                    bulk.medianMs <= 50 ? "met" : "MISSED",
+                    bulk.medianMs, bulk.p90Ms))
         }
 
         /// "adds X ms to `what` (auto vs ocr-only ms)" or "saves X ms on …": how much longer the auto row took.
         func difference(_ auto: SnapshotBenchRow, _ ocr: SnapshotBenchRow, _ what: String) -> String {
             let delta = auto.medianMs - ocr.medianMs
-            return String(format: "%@ %.0f ms %@ %@ (%.0f vs %.0f ms)", delta >= 0 ? "adds" : "saves", abs(delta),
-                          delta >= 0 ? "to" : "on", what, auto.medianMs, ocr.medianMs)
+            return String(
+                format: "%@ %.0f ms %@ %@ (%.0f vs %.0f ms)", delta >= 0 ? "adds" : "saves", abs(delta),
+                delta >= 0 ? "to" : "on", what, auto.medianMs, ocr.medianMs)
         }
         var parts: [String] = []
         if !bus {
-            parts.append("no accessibility bus on \(report.display): auto snapshots were OCR-only, so AT-SPI was not "
-                + "measured")
+            parts.append(
+                "no accessibility bus on \(report.display): auto snapshots were OCR-only, so AT-SPI was not "
+                    + "measured")
         } else if let coldAuto = report.row("snapshot auto, cold OCR"),
-                  let coldOCR = report.row("snapshot ocr-only, cold OCR"),
-                  let warmAuto = report.row("snapshot auto, warm OCR"),
-                  let warmOCR = report.row("snapshot ocr-only, warm OCR") {
-            var line = "AT-SPI " + difference(warmAuto, warmOCR, "a warm snapshot") + " and "
+            let coldOCR = report.row("snapshot ocr-only, cold OCR"),
+            let warmAuto = report.row("snapshot auto, warm OCR"),
+            let warmOCR = report.row("snapshot ocr-only, warm OCR")
+        {
+            var line =
+                "AT-SPI " + difference(warmAuto, warmOCR, "a warm snapshot") + " and "
                 + difference(coldAuto, coldOCR, "a cold one")
             if let bulk = report.row("atspi tree (bulk route)") {
                 line += String(format: " (helper %.0f ms for %d nodes)", bulk.medianMs, bulk.nodes ?? 0)
@@ -641,12 +707,15 @@ struct SnapshotBench {
             parts.append(line)
         }
         if let row = report.row("snapshot of one GTK dialog window area") {
-            parts.append("GTK dialog snapshot used \(row.maxBlocks ?? 0) OCR blocks (most in any of \(row.runs) runs; "
-                + "\(row.accessibleElements ?? 0) elements from the tree)")
+            parts.append(
+                "GTK dialog snapshot used \(row.maxBlocks ?? 0) OCR blocks (most in any of \(row.runs) runs; "
+                    + "\(row.accessibleElements ?? 0) elements from the tree)")
         }
         if let large = report.row("atspi tree (bulk route), large app") {
-            parts.append(String(format: "with gtk3-widget-factory the tree read takes %.0f ms for %d nodes (goal "
-                + "≤ 50 ms %@)", large.medianMs, large.nodes ?? 0, large.medianMs <= 50 ? "met" : "missed"))
+            parts.append(
+                String(
+                    format: "with gtk3-widget-factory the tree read takes %.0f ms for %d nodes (goal "
+                        + "≤ 50 ms %@)", large.medianMs, large.nodes ?? 0, large.medianMs <= 50 ? "met" : "missed"))
         }
         report.summary = parts.joined(separator: "; ")
     }

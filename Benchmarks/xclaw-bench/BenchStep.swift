@@ -1,12 +1,12 @@
 import ArgumentParser
-import XclawCommandLine
 import Dispatch
 import Foundation
 import XclawAgent
 import XclawBase
+import XclawCommandLine
+import XclawMessages
 import XclawScreen
 import XclawSkills
-import XclawMessages
 
 /// `xclaw bench step`: the time xclaw adds to each agent step — action, settle, screenshot scaled and encoded,
 /// request body built — without the model's time, beside the reference demo's way (xdotool, a fixed 2 s sleep,
@@ -42,28 +42,44 @@ struct BenchStep: ParsableCommand {
         let shot = try session.screenshot()
         var history: [Message] = [.user("Open the settings and turn on dark mode.")]
         for i in 0..<8 {
-            history.append(Message(role: .assistant, content: [
-                .text("Step \(i): clicking."),
-                .toolUse(id: "toolu_\(i)", name: "computer",
-                         input: ["action": "left_click", "coordinate": [.int(target.x), .int(target.y)]]),
-            ]))
-            history.append(Message(role: .user, content: [.toolResult(ToolResultBlock(toolUseID: "toolu_\(i)",
-                                                                                      content: [shot.imageBlock]))]))
+            history.append(
+                Message(
+                    role: .assistant,
+                    content: [
+                        .text("Step \(i): clicking."),
+                        .toolUse(
+                            id: "toolu_\(i)", name: "computer",
+                            input: ["action": "left_click", "coordinate": [.int(target.x), .int(target.y)]]),
+                    ]))
+            history.append(
+                Message(
+                    role: .user,
+                    content: [
+                        .toolResult(
+                            ToolResultBlock(
+                                toolUseID: "toolu_\(i)",
+                                content: [shot.imageBlock]))
+                    ]))
         }
         ImagePruner.prune(&history, keep: 3, chunk: 1)
         let model = try ModelCatalog.load().model("claude-sonnet-4-6")
-        let tools = try SkillCatalog.tools(named: SkillCatalog.defaultToolNames, session: session,
-                                           computerVersion: .v20251124)
+        let tools = try SkillCatalog.tools(
+            named: SkillCatalog.defaultToolNames, session: session,
+            computerVersion: .v20251124)
         let registry = ToolRegistry(tools)
         func body(_ messages: [Message]) -> Data {
-            MessagesRequest(model: model.id, maxTokens: 4096, system: "system prompt", messages: messages,
-                            tools: registry.definitions, betas: [model.beta],
-                            cache: AgentRunner.cachePlan(messages)).bodyData
+            MessagesRequest(
+                model: model.id, maxTokens: 4096, system: "system prompt", messages: messages,
+                tools: registry.definitions, betas: [model.beta],
+                cache: AgentRunner.cachePlan(messages)
+            ).bodyData
         }
 
         let quietMs = session.settler.quiet.milliseconds
-        try report.measure(section, "settle (static screen: \(Int(quietMs)) ms quiet)",
-                           iterations: few) {
+        try report.measure(
+            section, "settle (static screen: \(Int(quietMs)) ms quiet)",
+            iterations: few
+        ) {
             Sample(elapsed: try clock.measure { _ = try session.settle() })
         }
         try report.measure(section, "screenshot: scale to \(geometry.model) + PNG + base64", iterations: few) {
@@ -81,14 +97,28 @@ struct BenchStep: ParsableCommand {
             var size = 0
             let elapsed = try clock.measure {
                 let output = try Blocking.wait {
-                    try await computer.execute(["action": "left_click", "coordinate": [.int(target.x), .int(target.y)]],
-                                               context: context)
+                    try await computer.execute(
+                        ["action": "left_click", "coordinate": [.int(target.x), .int(target.y)]],
+                        context: context)
                 }
                 var messages = history
-                messages.append(Message(role: .assistant, content: [.toolUse(id: "toolu_x", name: "computer",
-                                                                             input: ["action": "left_click"])]))
-                messages.append(Message(role: .user, content: [.toolResult(ToolResultBlock(toolUseID: "toolu_x",
-                                                                                           content: output.content))]))
+                messages.append(
+                    Message(
+                        role: .assistant,
+                        content: [
+                            .toolUse(
+                                id: "toolu_x", name: "computer",
+                                input: ["action": "left_click"])
+                        ]))
+                messages.append(
+                    Message(
+                        role: .user,
+                        content: [
+                            .toolResult(
+                                ToolResultBlock(
+                                    toolUseID: "toolu_x",
+                                    content: output.content))
+                        ]))
                 ImagePruner.prune(&messages, keep: 3, chunk: 3)
                 size = body(messages).count
             }
@@ -100,12 +130,16 @@ struct BenchStep: ParsableCommand {
         let peers = ["/usr/bin/xdotool", "/usr/bin/scrot"]
         if peers.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) {
             let screenPoint = geometry.toScreen(target)
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-bench-step-\(getpid()).png").path
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-bench-step-\(getpid()).png")
+                .path
             defer { try? FileManager.default.removeItem(atPath: file) }
-            let script = "xdotool mousemove \(screenPoint.x) \(screenPoint.y) click 1 && sleep 2 && "
+            let script =
+                "xdotool mousemove \(screenPoint.x) \(screenPoint.y) click 1 && sleep 2 && "
                 + "scrot -o \(file) && base64 -w0 \(file) >/dev/null"
-            try report.measure("reference demo's way (same display, same run)",
-                               "xdotool click + sleep 2 s + scrot + base64", iterations: max(1, peerRuns), warmup: 0) {
+            try report.measure(
+                "reference demo's way (same display, same run)",
+                "xdotool click + sleep 2 s + scrot + base64", iterations: max(1, peerRuns), warmup: 0
+            ) {
                 try bench.timedRun("/bin/sh", ["-c", script], output: file)
             }
             report.notes.append("the reference demo also shells out to ImageMagick to scale; not counted here")
@@ -113,9 +147,10 @@ struct BenchStep: ParsableCommand {
             report.notes.append("xdotool/scrot not installed (scripts/install-deps.sh --bench): no peer row")
         }
         let tokens = geometry.model.width * geometry.model.height / 750
-        report.notes.append("tokens per screenshot at \(geometry.model): \(geometry.model.width)·\(geometry.model.height)/750 "
-            + "≈ \(tokens); a step adds one screenshot (\(shot.pngBase64.utf8.count / 1024) KB base64) to the request, "
-            + "and pruning keeps 3–5 in it")
+        report.notes.append(
+            "tokens per screenshot at \(geometry.model): \(geometry.model.width)·\(geometry.model.height)/750 "
+                + "≈ \(tokens); a step adds one screenshot (\(shot.pngBase64.utf8.count / 1024) KB base64) to the request, "
+                + "and pruning keeps 3–5 in it")
         return report
     }
 }

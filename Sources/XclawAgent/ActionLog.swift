@@ -16,8 +16,9 @@ public final class ActionLog: @unchecked Sendable {
         self.path = path
         let url = URL(fileURLWithPath: path)
         do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(),
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(),
+                withIntermediateDirectories: true)
             if !FileManager.default.fileExists(atPath: path) {
                 _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
             }
@@ -29,8 +30,10 @@ public final class ActionLog: @unchecked Sendable {
     }
 
     /// `$XDG_STATE_HOME/xclaw/runs/<UTC time>-<pid>.jsonl` (default `~/.local/state/...`).
-    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment,
-                                   now: Date = Date()) -> String {
+    public static func defaultPath(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        now: Date = Date()
+    ) -> String {
         let base = XclawPaths.userStateDirectory(environment)
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
@@ -55,7 +58,8 @@ public final class ActionLog: @unchecked Sendable {
                 // A full disk must not stop a run between an action and the next; say so once.
                 if !warned {
                     warned = true
-                    FileHandle.standardError.write(Data("xclaw: cannot write the action log \(path): \(error.localizedDescription)\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("xclaw: cannot write the action log \(path): \(error.localizedDescription)\n".utf8))
                 }
             }
         }

@@ -86,12 +86,14 @@ public struct RunObserver: Sendable {
     public var appended: @Sendable (Message) -> Void
 
     /// Creates an observer; every callback defaults to doing nothing.
-    public init(text: @escaping @Sendable (String) -> Void = { _ in },
-                retry: @escaping @Sendable (RetryNotice) -> Void = { _ in },
-                toolStarted: @escaping @Sendable (String, JSONValue) -> Void = { _, _ in },
-                toolFinished: @escaping @Sendable (String, ToolResultBlock, Double) -> Void = { _, _, _ in },
-                stepFinished: @escaping @Sendable (StepReport) -> Void = { _ in },
-                appended: @escaping @Sendable (Message) -> Void = { _ in }) {
+    public init(
+        text: @escaping @Sendable (String) -> Void = { _ in },
+        retry: @escaping @Sendable (RetryNotice) -> Void = { _ in },
+        toolStarted: @escaping @Sendable (String, JSONValue) -> Void = { _, _ in },
+        toolFinished: @escaping @Sendable (String, ToolResultBlock, Double) -> Void = { _, _, _ in },
+        stepFinished: @escaping @Sendable (StepReport) -> Void = { _ in },
+        appended: @escaping @Sendable (Message) -> Void = { _ in }
+    ) {
         self.text = text
         self.retry = retry
         self.toolStarted = toolStarted
@@ -122,8 +124,10 @@ public struct RunOptions: Sendable {
     public var betas: [String]
 
     /// Creates options with xclaw's defaults (50 steps, 3 screenshots kept, caching on).
-    public init(model: ModelInfo, system: String, maxSteps: Int = 50, maxTokens: Int = 4096, keepImages: Int = 3,
-                imageChunk: Int = 3, caching: Bool = true, betas: [String] = []) {
+    public init(
+        model: ModelInfo, system: String, maxSteps: Int = 50, maxTokens: Int = 4096, keepImages: Int = 3,
+        imageChunk: Int = 3, caching: Bool = true, betas: [String] = []
+    ) {
         self.model = model
         self.system = system
         self.maxSteps = maxSteps
@@ -229,17 +233,24 @@ public struct AgentRunner: Sendable {
                     if let raw = use.input["_invalid_json"]?.string {
                         result = ToolResultBlock(
                             toolUseID: use.id,
-                            content: [.text("Your input for \(use.name) was not valid JSON (\(raw.prefix(200))). "
-                                + "It may have been cut off by max_tokens; send the call again, complete.")],
+                            content: [
+                                .text(
+                                    "Your input for \(use.name) was not valid JSON (\(raw.prefix(200))). "
+                                        + "It may have been cut off by max_tokens; send the call again, complete.")
+                            ],
                             isError: true)
                     } else {
                         result = await registry.run(id: use.id, name: use.name, input: use.input, context: context)
                     }
                     if result.isError {
-                        let why = result.content.compactMap { if case .text(let t) = $0 { return t }; return nil }
-                            .joined(separator: " ")
-                        context.log(ActionRecord(tool: use.name, action: Self.action(of: use),
-                                                 result: "error: " + why.prefix(300)))
+                        let why = result.content.compactMap {
+                            if case .text(let t) = $0 { return t }; return nil
+                        }
+                        .joined(separator: " ")
+                        context.log(
+                            ActionRecord(
+                                tool: use.name, action: Self.action(of: use),
+                                result: "error: " + why.prefix(300)))
                         if why == "interrupted by the user" { interrupted = true }
                     }
                     observer.toolFinished(use.name, result, (clock.now - began).milliseconds)
@@ -296,10 +307,11 @@ public enum ImagePruner {
     /// Images inside tool results.
     public static func count(_ messages: [Message]) -> Int {
         messages.reduce(0) { total, m in
-            total + m.content.reduce(0) { n, block in
-                if case .toolResult(let r) = block { return n + r.content.filter(\.isImage).count }
-                return n
-            }
+            total
+                + m.content.reduce(0) { n, block in
+                    if case .toolResult(let r) = block { return n + r.content.filter(\.isImage).count }
+                    return n
+                }
         }
     }
 
@@ -334,12 +346,15 @@ public enum ConversationCheck {
         for (i, m) in messages.enumerated() where m.role == .assistant {
             let ids = m.toolUses.map(\.id)
             guard !ids.isEmpty else { continue }
-            let answered: Set<String> = i + 1 < messages.count
-                ? Set(messages[i + 1].content.compactMap { if case .toolResult(let r) = $0 { return r.toolUseID }; return nil })
+            let answered: Set<String> =
+                i + 1 < messages.count
+                ? Set(
+                    messages[i + 1].content.compactMap {
+                        if case .toolResult(let r) = $0 { return r.toolUseID }; return nil
+                    })
                 : []
             missing += ids.filter { !answered.contains($0) }
         }
         return missing
     }
 }
-

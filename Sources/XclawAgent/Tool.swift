@@ -1,6 +1,6 @@
 import Foundation
-import XclawBase
 import Synchronization
+import XclawBase
 import XclawMessages
 
 /// What a tool returns: text and image blocks for the tool_result.
@@ -53,8 +53,10 @@ public struct ActionRecord: Codable, Sendable, Hashable {
     public var ms: Double?
 
     /// Creates a record.
-    public init(time: Date = Date(), tool: String, action: String, x: Int? = nil, y: Int? = nil, text: String? = nil,
-                result: String, ms: Double? = nil) {
+    public init(
+        time: Date = Date(), tool: String, action: String, x: Int? = nil, y: Int? = nil, text: String? = nil,
+        result: String, ms: Double? = nil
+    ) {
         self.time = time
         self.tool = tool
         self.action = action
@@ -78,9 +80,11 @@ public struct ToolContext: Sendable {
     public var isCancelled: @Sendable () -> Bool
 
     /// Creates a context.
-    public init(dryRun: Bool = false, confirm: @escaping @Sendable (String) async -> Bool = { _ in true },
-                log: @escaping @Sendable (ActionRecord) -> Void = { _ in },
-                isCancelled: @escaping @Sendable () -> Bool = { Task.isCancelled }) {
+    public init(
+        dryRun: Bool = false, confirm: @escaping @Sendable (String) async -> Bool = { _ in true },
+        log: @escaping @Sendable (ActionRecord) -> Void = { _ in },
+        isCancelled: @escaping @Sendable () -> Bool = { Task.isCancelled }
+    ) {
         self.dryRun = dryRun
         self.confirm = confirm
         self.log = log

@@ -25,12 +25,14 @@ public struct ToolRegistry: Sendable {
     public func run(id: String, name: String, input: JSONValue, context: ToolContext) async -> ToolResultBlock {
         guard let tool = tool(named: name) else {
             let names = tools.map(\.name).joined(separator: ", ")
-            return ToolResultBlock(toolUseID: id, content: [.text("Unknown tool \"\(name)\". Available tools: \(names).")],
-                                   isError: true)
+            return ToolResultBlock(
+                toolUseID: id, content: [.text("Unknown tool \"\(name)\". Available tools: \(names).")],
+                isError: true)
         }
         if context.isCancelled() { return Self.interrupted(id) }
         if let problem = SchemaCheck.problems(input, against: tool.inputSchema).first {
-            return ToolResultBlock(toolUseID: id, content: [.text("Invalid input for \(name): \(problem)")], isError: true)
+            return ToolResultBlock(
+                toolUseID: id, content: [.text("Invalid input for \(name): \(problem)")], isError: true)
         }
         // Tools poll `isCancelled` from the dispatch threads their X work runs on; Task.isCancelled is false there.
         let flag = CancelFlag()
@@ -73,8 +75,12 @@ public enum SchemaCheck {
             out.append("\(path) must be one of \(list), got \(value.jsonText)")
         }
         if let n = value.double {
-            if let min = schema["minimum"]?.double, n < min { out.append("\(path) must be ≥ \(fmt(min)), got \(fmt(n))") }
-            if let max = schema["maximum"]?.double, n > max { out.append("\(path) must be ≤ \(fmt(max)), got \(fmt(n))") }
+            if let min = schema["minimum"]?.double, n < min {
+                out.append("\(path) must be ≥ \(fmt(min)), got \(fmt(n))")
+            }
+            if let max = schema["maximum"]?.double, n > max {
+                out.append("\(path) must be ≤ \(fmt(max)), got \(fmt(n))")
+            }
         }
         if case .object(let members) = value {
             for key in schema["required"]?.array?.compactMap(\.string) ?? [] where members[key] == nil {
@@ -99,7 +105,8 @@ public enum SchemaCheck {
     private static func matches(_ v: JSONValue, type: String) -> Bool {
         switch (type, v) {
         case ("object", .object), ("array", .array), ("string", .string), ("boolean", .bool), ("null", .null),
-             ("number", .number): return true
+            ("number", .number):
+            return true
         case ("integer", .number(let n)): return n.rounded() == n
         default: return false
         }

@@ -12,7 +12,9 @@ public struct EchoTool: AgentTool {
     /// text, image, sleep_ms.
     public var inputSchema: JSONValue = [
         "type": "object", "required": ["text"],
-        "properties": ["text": ["type": "string"], "image": ["type": "boolean"], "sleep_ms": ["type": "integer", "minimum": 0]],
+        "properties": [
+            "text": ["type": "string"], "image": ["type": "boolean"], "sleep_ms": ["type": "integer", "minimum": 0],
+        ],
     ]
     /// A tool with the default name.
     public init() {}
@@ -37,7 +39,9 @@ public struct EchoTool: AgentTool {
         let text = input["text"]?.string ?? ""
         if input["image"]?.bool == true {
             // A distinct 1x1 PNG per call is not needed: the text says which call made it.
-            return ToolOutput(content: [.text("echo: \(text)"), .image(mediaType: "image/png", base64: "iVBORw0KGgo=" + text)])
+            return ToolOutput(content: [
+                .text("echo: \(text)"), .image(mediaType: "image/png", base64: "iVBORw0KGgo=" + text),
+            ])
         }
         return .text("echo: \(text)")
     }

@@ -11,12 +11,15 @@ public enum Blocking {
             box.value = await body()
             done.signal()
         }
-        return (task, {
-            done.wait()
-            // The task stored the value before signalling.
-            guard let value = box.value else { preconditionFailure("a finished task left no value") }
-            return value
-        })
+        return (
+            task,
+            {
+                done.wait()
+                // The task stored the value before signalling.
+                guard let value = box.value else { preconditionFailure("a finished task left no value") }
+                return value
+            }
+        )
     }
 
     /// Runs throwing async work to completion.

@@ -96,9 +96,11 @@ public final class Subprocess {
     ///   - stdin: `.null` or a descriptor; a pipe for stdin is not needed by any caller.
     ///   - environment: the child's whole environment (nil: this process's).
     ///   - descriptors: more descriptors to give the child, child fd → our fd (e.g. 3 → a pipe for Xvfb's `-displayfd`).
-    public static func spawn(_ arguments: [String], stdin: Stream = .null, stdout: Stream = .pipe,
-                             stderr: Stream = .pipe, environment: [String: String]? = nil,
-                             descriptors: [Int32: Int32] = [:], group: Group = .inherited) throws -> Subprocess {
+    public static func spawn(
+        _ arguments: [String], stdin: Stream = .null, stdout: Stream = .pipe,
+        stderr: Stream = .pipe, environment: [String: String]? = nil,
+        descriptors: [Int32: Int32] = [:], group: Group = .inherited
+    ) throws -> Subprocess {
         guard let executable = arguments.first else { throw SubprocessError.noCommand }
         var ours: [Int32] = []  // the pipe ends that stay with us
         var theirs: [Int32] = []  // the pipe ends given to the child, closed here once it runs
@@ -169,7 +171,8 @@ public final class Subprocess {
         var envp: [UnsafeMutablePointer<CChar>?] = (environment ?? [:]).map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = environment == nil
+        let rc =
+            environment == nil
             ? posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
             : posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
         theirs.forEach { close($0) }
@@ -182,8 +185,10 @@ public final class Subprocess {
 
     /// Runs `arguments` to its end, reading both pipes until they close, under `timeout`: at the deadline the child
     /// is killed (SIGKILL) and reaped, and what it printed so far is kept.
-    public static func run(_ arguments: [String], timeout: Duration, environment: [String: String]? = nil,
-                           stderr: Stream = .pipe) throws -> Outcome {
+    public static func run(
+        _ arguments: [String], timeout: Duration, environment: [String: String]? = nil,
+        stderr: Stream = .pipe
+    ) throws -> Outcome {
         let child = try spawn(arguments, stderr: stderr, environment: environment)
         let deadline = ContinuousClock.now + timeout
         let (out, err, complete) = child.read(until: deadline)
@@ -194,8 +199,10 @@ public final class Subprocess {
 
     /// Reads the pipes until both close (EOF), `done` holds for the stdout read so far, or `deadline` passes; the
     /// flag is false only when the deadline ended it.
-    public func read(until deadline: ContinuousClock.Instant,
-                     done: (Data) -> Bool = { _ in false }) -> (stdout: Data, stderr: Data, complete: Bool) {
+    public func read(
+        until deadline: ContinuousClock.Instant,
+        done: (Data) -> Bool = { _ in false }
+    ) -> (stdout: Data, stderr: Data, complete: Bool) {
         var stdout = Data(), stderr = Data()
         var open = [stdoutPipe, stderrPipe].compactMap { $0 }
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -209,8 +216,11 @@ public final class Subprocess {
             for fd in fds where fd.revents != 0 {
                 let n = Glibc.read(fd.fd, &buffer, buffer.count)
                 if n > 0 {
-                    if fd.fd == stdoutPipe { stdout.append(contentsOf: buffer[0..<n]) }
-                    else { stderr.append(contentsOf: buffer[0..<n]) }
+                    if fd.fd == stdoutPipe {
+                        stdout.append(contentsOf: buffer[0..<n])
+                    } else {
+                        stderr.append(contentsOf: buffer[0..<n])
+                    }
                 } else if n == 0 || (Errno.current != .interrupted && Errno.current != .wouldBlock) {
                     open.removeAll { $0 == fd.fd }
                 }
@@ -298,7 +308,8 @@ public final class Subprocess {
     /// The state letter of `/proc/PID/stat` (R, S, Z…), nil when the process is gone.
     public static func processState(_ pid: pid_t) -> Character? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         return stat[stat.index(after: close)...].first { $0 != " " }
     }
 }

@@ -9,7 +9,8 @@ public enum XclawPaths {
     /// The directory of the running executable, through `/proc/self/exe`; a test bundle's products directory when
     /// the executable is `<products>/xclawPackageTests.xctest`, so tests find the binaries built beside them.
     public static let executableDirectory: URL = {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let exe =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var url = URL(fileURLWithPath: exe).deletingLastPathComponent()
         if url.lastPathComponent.hasSuffix(".xctest") { url.deleteLastPathComponent() }
         return url

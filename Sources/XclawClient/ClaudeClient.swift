@@ -17,11 +17,14 @@ public final class ClaudeClient: Sendable {
     }
 
     /// Streams one request; returns the assembled reply. Cancelling the calling Task aborts the transfer within ~100 ms and throws CancellationError.
-    public func send(_ request: MessagesRequest,
-                     onEvent: @escaping @Sendable (StreamEvent) -> Void = { _ in }) async throws -> ModelResponse {
-        let http = HTTPRequest(url: configuration.baseURL + "/v1/messages", headers: headers(for: request),
-                               body: request.bodyData, connectTimeout: configuration.connectTimeout,
-                               idleTimeout: configuration.idleTimeout)
+    public func send(
+        _ request: MessagesRequest,
+        onEvent: @escaping @Sendable (StreamEvent) -> Void = { _ in }
+    ) async throws -> ModelResponse {
+        let http = HTTPRequest(
+            url: configuration.baseURL + "/v1/messages", headers: headers(for: request),
+            body: request.bodyData, connectTimeout: configuration.connectTimeout,
+            idleTimeout: configuration.idleTimeout)
         var attempt = 0
         while true {
             try Task.checkCancellation()
@@ -33,9 +36,11 @@ public final class ClaudeClient: Sendable {
             let outcome = await CurlTransport.perform(http, multi: multi, onEvent: onEvent)
             pool.withLock { if $0.count < 4 { $0.append(multi) } }
             if outcome.cancelled { throw CancellationError() }
-            logger.debug("response", metadata: [
-                "status": "\(outcome.status)", "request-id": "\(outcome.headers["request-id"] ?? "-")",
-            ])
+            logger.debug(
+                "response",
+                metadata: [
+                    "status": "\(outcome.status)", "request-id": "\(outcome.headers["request-id"] ?? "-")",
+                ])
             switch classify(outcome, url: http.url) {
             case .success(let response):
                 return response
@@ -46,8 +51,11 @@ public final class ClaudeClient: Sendable {
                     throw ClientError.retriesExhausted(last: reason, attempts: attempt, requestID: requestID)
                 }
                 let delay = RetryPolicy.delay(attempt: attempt, headers: headers, random: Double.random(in: 0..<1))
-                onEvent(.retrying(RetryNotice(attempt: attempt, maxRetries: configuration.maxRetries, delay: delay,
-                                              reason: reason, requestID: requestID)))
+                onEvent(
+                    .retrying(
+                        RetryNotice(
+                            attempt: attempt, maxRetries: configuration.maxRetries, delay: delay,
+                            reason: reason, requestID: requestID)))
                 try await Task.sleep(for: delay)
             }
         }
@@ -90,8 +98,10 @@ public final class ClaudeClient: Sendable {
             case let e as RetryableStreamError:
                 return .retry(reason: redact("stream error \(e.type): \(e.message)"), headers: [:], requestID: rid)
             case ClientError.api(let status, let type, let message, let r):
-                return .failure(ClientError.api(status: status, type: type, message: redact(message),
-                                                requestID: r ?? rid))
+                return .failure(
+                    ClientError.api(
+                        status: status, type: type, message: redact(message),
+                        requestID: r ?? rid))
             case ClientError.badResponse(let message):
                 return .failure(ClientError.badResponse(redact(message) + ridSuffix))
             default:
@@ -104,8 +114,9 @@ public final class ClaudeClient: Sendable {
         let host = URLComponents(string: url)?.host ?? url
         if outcome.idleTimedOut {
             let seconds = Int(RetryPolicy.seconds(configuration.idleTimeout).rounded())
-            return .retry(reason: "network: no data received for \(seconds) s from \(host)", headers: [:],
-                          requestID: rid)
+            return .retry(
+                reason: "network: no data received for \(seconds) s from \(host)", headers: [:],
+                requestID: rid)
         }
         if outcome.status >= 400 {
             return httpError(status: outcome.status, headers: headers, body: outcome.body, requestID: rid)
@@ -121,8 +132,10 @@ public final class ClaudeClient: Sendable {
         if (200..<300).contains(outcome.status) {
             return plainBody(outcome, requestID: rid)
         }
-        return .failure(ClientError.badResponse("HTTP \(outcome.status) from \(host)\(ridSuffix); expected a "
-            + "Messages API reply"))
+        return .failure(
+            ClientError.badResponse(
+                "HTTP \(outcome.status) from \(host)\(ridSuffix); expected a "
+                    + "Messages API reply"))
     }
 
     /// A 2xx that was not SSE: a proxy may return the whole Message as JSON, or SSE under another content type.
@@ -132,18 +145,23 @@ public final class ClaudeClient: Sendable {
         let text = String(decoding: outcome.body, as: UTF8.self)
         if let json = try? JSONValue.parse(Data(outcome.body)), case .object = json {
             if json["type"]?.string == "error" {
-                return httpError(status: outcome.status, headers: outcome.headers, body: outcome.body,
-                                 requestID: requestID)
+                return httpError(
+                    status: outcome.status, headers: outcome.headers, body: outcome.body,
+                    requestID: requestID)
             }
             guard json["content"]?.array != nil else {
-                return .failure(ClientError.badResponse("a JSON body that is not a Message\(ridSuffix): "
-                    + redact(String(text.prefix(200)))))
+                return .failure(
+                    ClientError.badResponse(
+                        "a JSON body that is not a Message\(ridSuffix): "
+                            + redact(String(text.prefix(200)))))
             }
-            return .success(ModelResponse(
-                id: json["id"]?.string ?? "", model: json["model"]?.string ?? "",
-                message: Message(role: .assistant, content: (json["content"]?.array ?? []).map(ContentBlock.init(json:))),
-                stopReason: json["stop_reason"]?.string.map(StopReason.init), usage: Usage(json: json["usage"]),
-                requestID: requestID ?? json["request_id"]?.string))
+            return .success(
+                ModelResponse(
+                    id: json["id"]?.string ?? "", model: json["model"]?.string ?? "",
+                    message: Message(
+                        role: .assistant, content: (json["content"]?.array ?? []).map(ContentBlock.init(json:))),
+                    stopReason: json["stop_reason"]?.string.map(StopReason.init), usage: Usage(json: json["usage"]),
+                    requestID: requestID ?? json["request_id"]?.string))
         }
         if text.contains("event:") || text.hasPrefix("data:") {
             var parser = SSEParser()
@@ -159,8 +177,10 @@ public final class ClaudeClient: Sendable {
             }
             return .retry(reason: "stream ended early (no message_stop)", headers: [:], requestID: requestID)
         }
-        return .failure(ClientError.badResponse("HTTP \(outcome.status) with \(type)\(ridSuffix): "
-            + redact(String(text.prefix(200)))))
+        return .failure(
+            ClientError.badResponse(
+                "HTTP \(outcome.status) with \(type)\(ridSuffix): "
+                    + redact(String(text.prefix(200)))))
     }
 
     /// An HTTP error body `{"type":"error","error":{"type","message"},"request_id"}`, or whatever a proxy sent.

@@ -1,8 +1,9 @@
 import Foundation
 import XclawBase
 import XclawMessages
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An Anthropic API key, wrapped so that printing, logging or dumping it can never leak the secret.
@@ -46,8 +47,10 @@ public struct ClientConfiguration: Sendable {
     public static let defaultBaseURL = "https://api.anthropic.com"
 
     /// Creates a configuration; a trailing slash on `baseURL` is dropped so paths join cleanly.
-    public init(baseURL: String = ClientConfiguration.defaultBaseURL, apiKey: APIKey, maxRetries: Int = 5,
-                connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(300)) {
+    public init(
+        baseURL: String = ClientConfiguration.defaultBaseURL, apiKey: APIKey, maxRetries: Int = 5,
+        connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(300)
+    ) {
         self.baseURL = Self.normalize(baseURL)
         self.apiKey = apiKey
         self.maxRetries = max(0, maxRetries)
@@ -64,8 +67,10 @@ public struct ClientConfiguration: Sendable {
     /// ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from env; else the key from the config file
     /// (default ~/.config/xclaw/config, respecting XDG_CONFIG_HOME; lines `api_key = ...`, `base_url = ...`, `#` comments).
     /// Refuse a config file that is group/other-readable (mode & 0o077 != 0) like ssh does, with an error telling the user `chmod 600 PATH`.
-    public static func load(environment: [String: String] = ProcessInfo.processInfo.environment,
-                            configPath: String? = nil) throws -> ClientConfiguration {
+    public static func load(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        configPath: String? = nil
+    ) throws -> ClientConfiguration {
         let envKey = environment["ANTHROPIC_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let envBase = environment["ANTHROPIC_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
         let path = configPath ?? defaultConfigPath(environment: environment)

@@ -24,7 +24,8 @@ public enum ClientError: ClassifiedError, Sendable, Hashable {
     public var description: String {
         switch self {
         case .noAPIKey:
-            return "no API key: set ANTHROPIC_API_KEY or put `api_key = ...` in $XDG_CONFIG_HOME/xclaw/config (default ~/.config/xclaw/config, mode 600)"
+            return
+                "no API key: set ANTHROPIC_API_KEY or put `api_key = ...` in $XDG_CONFIG_HOME/xclaw/config (default ~/.config/xclaw/config, mode 600)"
         case .insecureConfig(let path, let mode):
             return "\(path) holds an API key but is readable by others (mode \(String(mode, radix: 8))); "
                 + "run `chmod 600 \(path)`"
@@ -35,7 +36,8 @@ public enum ClientError: ClassifiedError, Sendable, Hashable {
             return "invalid API key (HTTP 401 authentication_error\(Self.rid(requestID))): check ANTHROPIC_API_KEY "
                 + "or `api_key` in ~/.config/xclaw/config"
         case .api(let status, let type, let message, let requestID):
-            let what = status == 200
+            let what =
+                status == 200
                 ? "the API reported \(type) during the stream: \(message)\(Self.ridParen(requestID))"
                 : "API error (HTTP \(status) \(type)\(Self.rid(requestID))): \(message)"
             return what + "; " + Self.hint(status: status, type: type)
@@ -74,7 +76,9 @@ public enum ClientError: ClassifiedError, Sendable, Hashable {
         case 400: return "the request was rejected: check --model and the options, or report it with the request-id"
         case 403: return "this key may not use this model or feature: check the key's organisation and plan"
         case 404: return "the model id may be wrong: check --model"
-        case 413: return "the request is too large (limit 32 MB): keep fewer screenshots (xclaw run --keep-screenshots 1) or give a shorter task"
+        case 413:
+            return
+                "the request is too large (limit 32 MB): keep fewer screenshots (xclaw run --keep-screenshots 1) or give a shorter task"
         case 200 where type == "invalid_request_error":
             return "the request was rejected: check --model and the options"
         default: return "try again later; if it persists, report it with the request-id"

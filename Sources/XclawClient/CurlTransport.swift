@@ -1,7 +1,7 @@
 import CCurl
 import Foundation
-import XclawBase
 import Synchronization
+import XclawBase
 import XclawMessages
 
 /// One curl multi handle. It owns the connection and DNS caches, so keeping it between requests lets the next
@@ -124,8 +124,10 @@ enum CurlTransport {
     static let pollMilliseconds: Int32 = 50
 
     /// Runs one transfer; returns when it ended, failed, was cancelled or went idle.
-    static func perform(_ request: HTTPRequest, multi: CurlMulti,
-                        onEvent: @escaping @Sendable (StreamEvent) -> Void) async -> TransferOutcome {
+    static func perform(
+        _ request: HTTPRequest, multi: CurlMulti,
+        onEvent: @escaping @Sendable (StreamEvent) -> Void
+    ) async -> TransferOutcome {
         let cancel = CancelFlag()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TransferOutcome, Never>) in
@@ -141,8 +143,10 @@ enum CurlTransport {
     }
 
     /// The blocking transfer loop, on the transfer thread.
-    private static func run(_ request: HTTPRequest, multi: CurlMulti, cancel: CancelFlag,
-                            onEvent: @escaping @Sendable (StreamEvent) -> Void) -> TransferOutcome {
+    private static func run(
+        _ request: HTTPRequest, multi: CurlMulti, cancel: CancelFlag,
+        onEvent: @escaping @Sendable (StreamEvent) -> Void
+    ) -> TransferOutcome {
         guard let easy = curl_easy_init() else {
             var failed = TransferOutcome()
             failed.curlCode = CURLE_FAILED_INIT.rawValue
@@ -226,7 +230,9 @@ enum CurlTransport {
             var result = CURLE_OK
             var left: Int32 = 0
             while let msg = curl_multi_info_read(m, &left) {
-                if msg.pointee.msg == CURLMSG_DONE, msg.pointee.easy_handle == easy { result = xclaw_curl_msg_result(msg) }
+                if msg.pointee.msg == CURLMSG_DONE, msg.pointee.easy_handle == easy {
+                    result = xclaw_curl_msg_result(msg)
+                }
             }
             curl_multi_remove_handle(m, easy)
 

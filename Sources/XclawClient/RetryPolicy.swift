@@ -35,7 +35,8 @@ enum RetryPolicy {
     /// The server's own hint, when it is usable.
     static func serverDelay(headers: [String: String], now: Date = Date()) -> Duration? {
         if let ms = headers["retry-after-ms"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }),
-           ms > 0, ms <= maxServerDelay * 1000 {
+            ms > 0, ms <= maxServerDelay * 1000
+        {
             return .milliseconds(Int(ms.rounded()))
         }
         guard let raw = headers["retry-after"]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }

@@ -1,4 +1,5 @@
 import XclawMessages
+
 /// One server-sent event: the unit the Messages API streams.
 public struct SSEEvent: Sendable, Hashable {
     /// The `event:` field; "message" when the server sent none, as the SSE spec says.

@@ -1,4 +1,5 @@
 import XclawMessages
+
 //// A mid-stream `error` event the API may not repeat (overloaded, internal, rate limit): the request is retried.
 struct RetryableStreamError: Error, Sendable, Hashable {
     var type: String
@@ -124,8 +125,9 @@ public struct StreamAssembler: Sendable {
             if ["overloaded_error", "api_error", "rate_limit_error"].contains(errorType) {
                 throw RetryableStreamError(type: errorType, message: message)
             }
-            throw ClientError.api(status: 200, type: errorType, message: message,
-                                  requestID: json["request_id"]?.string)
+            throw ClientError.api(
+                status: 200, type: errorType, message: message,
+                requestID: json["request_id"]?.string)
 
         default:
             return []
@@ -143,8 +145,9 @@ public struct StreamAssembler: Sendable {
         var all = finished
         for (index, block) in blocks { all[index] = Self.finish(block) }
         let content = all.keys.sorted().compactMap { all[$0] }
-        return ModelResponse(id: id, model: model, message: Message(role: .assistant, content: content),
-                             stopReason: stopReason, usage: usage, requestID: requestID)
+        return ModelResponse(
+            id: id, model: model, message: Message(role: .assistant, content: content),
+            stopReason: stopReason, usage: usage, requestID: requestID)
     }
 
     private static func rid(_ requestID: String?) -> String { requestID.map { " (request-id \($0))" } ?? "" }

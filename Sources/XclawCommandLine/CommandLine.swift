@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Synchronization
 import XclawBase
 import XclawScreen
 
@@ -13,7 +14,9 @@ public enum CommandRunner {
         setlocale(LC_CTYPE, "C.UTF-8")  // the probe window decodes key events as UTF-8 whatever the user's locale
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            let level = ProcessInfo.processInfo.environment["XCLAW_LOG"].flatMap { Logger.Level(rawValue: $0.lowercased()) }
+            let level = ProcessInfo.processInfo.environment["XCLAW_LOG"].flatMap {
+                Logger.Level(rawValue: $0.lowercased())
+            }
             handler.logLevel = level ?? .info
             return handler
         }
@@ -44,7 +47,8 @@ public enum CommandRunner {
             if let exit = error as? ExitCode { return exit.rawValue }
             printError(root.fullMessage(for: error))
             // ArgumentParser reports bad usage as 64 (EX_USAGE); xclaw documents 2.
-            return code == .validationFailure || error is ValidationError ? ExitStatus.usage.rawValue
+            return code == .validationFailure || error is ValidationError
+                ? ExitStatus.usage.rawValue
                 : ExitStatus.internal.rawValue
         }
     }
@@ -111,8 +115,6 @@ public enum Interrupt {
     /// True once a signal arrived inside `guarded`.
     public static var requested: Bool { state.raised.load(ordering: .sequentiallyConsistent) != 0 }
 }
-
-import Synchronization
 
 /// Signal state; atomics are async-signal-safe, and so is `_exit`.
 final class SignalState: Sendable {

@@ -31,7 +31,9 @@ public enum ContentBlock: Sendable, Hashable {
         switch self {
         case .text(let t): return ["type": "text", "text": .string(t)]
         case .image(let media, let data):
-            return ["type": "image", "source": ["type": "base64", "media_type": .string(media), "data": .string(data)]]
+            return [
+                "type": "image", "source": ["type": "base64", "media_type": .string(media), "data": .string(data)],
+            ]
         case .toolUse(let id, let name, let input):
             return ["type": "tool_use", "id": .string(id), "name": .string(name), "input": input]
         case .toolResult(let r): return r.json
@@ -47,11 +49,13 @@ public enum ContentBlock: Sendable, Hashable {
         case "text" where json["text"]?.string != nil && json["citations"] == nil:
             self = .text(json["text"]?.string ?? "")
         case "image" where json["source"]?["type"]?.string == "base64":
-            self = .image(mediaType: json["source"]?["media_type"]?.string ?? "image/png",
-                          base64: json["source"]?["data"]?.string ?? "")
+            self = .image(
+                mediaType: json["source"]?["media_type"]?.string ?? "image/png",
+                base64: json["source"]?["data"]?.string ?? "")
         case "tool_use" where json["id"]?.string != nil && json["name"]?.string != nil:
-            self = .toolUse(id: json["id"]?.string ?? "", name: json["name"]?.string ?? "",
-                            input: json["input"] ?? .object([:]))
+            self = .toolUse(
+                id: json["id"]?.string ?? "", name: json["name"]?.string ?? "",
+                input: json["input"] ?? .object([:]))
         case "tool_result" where json["tool_use_id"]?.string != nil:
             self = .toolResult(ToolResultBlock(json: json))
         case "thinking" where json["signature"]?.string != nil:
@@ -134,18 +138,25 @@ public struct Message: Sendable, Hashable {
     /// Reads the API's JSON (content may be a string).
     public init(json: JSONValue) {
         role = json["role"]?.string == "assistant" ? .assistant : .user
-        if let s = json["content"]?.string { content = [.text(s)] }
-        else { content = (json["content"]?.array ?? []).map(ContentBlock.init(json:)) }
+        if let s = json["content"]?.string {
+            content = [.text(s)]
+        } else {
+            content = (json["content"]?.array ?? []).map(ContentBlock.init(json:))
+        }
     }
 
     /// The tool calls in this message, in order.
     public var toolUses: [(id: String, name: String, input: JSONValue)] {
-        content.compactMap { if case .toolUse(let id, let name, let input) = $0 { return (id, name, input) }; return nil }
+        content.compactMap {
+            if case .toolUse(let id, let name, let input) = $0 { return (id, name, input) }; return nil
+        }
     }
 
     /// The text blocks joined.
     public var text: String {
-        content.compactMap { if case .text(let t) = $0 { return t }; return nil }.joined()
+        content.compactMap {
+            if case .text(let t) = $0 { return t }; return nil
+        }.joined()
     }
 }
 
@@ -205,8 +216,10 @@ public struct Usage: Sendable, Hashable, Codable {
     public var cacheReadInputTokens: Int
 
     /// Creates a count.
-    public init(inputTokens: Int = 0, outputTokens: Int = 0, cacheCreationInputTokens: Int = 0,
-                cacheReadInputTokens: Int = 0) {
+    public init(
+        inputTokens: Int = 0, outputTokens: Int = 0, cacheCreationInputTokens: Int = 0,
+        cacheReadInputTokens: Int = 0
+    ) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
         self.cacheCreationInputTokens = cacheCreationInputTokens
@@ -215,9 +228,10 @@ public struct Usage: Sendable, Hashable, Codable {
 
     /// Reads the API's `usage` object; absent fields are zero.
     public init(json: JSONValue?) {
-        self.init(inputTokens: json?["input_tokens"]?.int ?? 0, outputTokens: json?["output_tokens"]?.int ?? 0,
-                  cacheCreationInputTokens: json?["cache_creation_input_tokens"]?.int ?? 0,
-                  cacheReadInputTokens: json?["cache_read_input_tokens"]?.int ?? 0)
+        self.init(
+            inputTokens: json?["input_tokens"]?.int ?? 0, outputTokens: json?["output_tokens"]?.int ?? 0,
+            cacheCreationInputTokens: json?["cache_creation_input_tokens"]?.int ?? 0,
+            cacheReadInputTokens: json?["cache_read_input_tokens"]?.int ?? 0)
     }
 
     /// Overwrites the fields `json` carries (a `message_delta`'s usage is cumulative and may omit some).
@@ -230,9 +244,10 @@ public struct Usage: Sendable, Hashable, Codable {
 
     /// Sums two counts.
     public static func + (a: Usage, b: Usage) -> Usage {
-        Usage(inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens,
-              cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
-              cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens)
+        Usage(
+            inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens,
+            cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
+            cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens)
     }
 }
 
@@ -252,8 +267,10 @@ public struct ModelResponse: Sendable, Hashable {
     public var requestID: String?
 
     /// Creates a response.
-    public init(id: String, model: String, message: Message, stopReason: StopReason?, usage: Usage,
-                requestID: String?) {
+    public init(
+        id: String, model: String, message: Message, stopReason: StopReason?, usage: Usage,
+        requestID: String?
+    ) {
         self.id = id
         self.model = model
         self.message = message

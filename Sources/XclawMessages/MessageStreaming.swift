@@ -49,11 +49,17 @@ public struct RetryNotice: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let lower = reason.lowercased()
         let headline: String
-        if lower.contains("overloaded") || lower.contains("http 529") { headline = "API overloaded" }
-        else if lower.contains("rate_limit") || lower.contains("http 429") { headline = "rate limited" }
-        else if lower.hasPrefix("network") { headline = "network error" }
-        else if lower.hasPrefix("stream") { headline = "stream interrupted" }
-        else { headline = "API error" }
+        if lower.contains("overloaded") || lower.contains("http 529") {
+            headline = "API overloaded"
+        } else if lower.contains("rate_limit") || lower.contains("http 429") {
+            headline = "rate limited"
+        } else if lower.hasPrefix("network") {
+            headline = "network error"
+        } else if lower.hasPrefix("stream") {
+            headline = "stream interrupted"
+        } else {
+            headline = "API error"
+        }
         let rid = requestID.map { ", request-id \($0)" } ?? ""
         return "\(headline) (\(reason)\(rid)); retry \(attempt)/\(maxRetries) in "
             + String(format: "%.1f", delay.milliseconds / 1000) + " s"

@@ -13,7 +13,9 @@ public struct ModelPrice: Sendable, Hashable, Codable {
     public var cacheRead: Double
 
     enum CodingKeys: String, CodingKey {
-        case input, output, cacheWrite = "cache_write", cacheRead = "cache_read"
+        case input, output
+        case cacheWrite = "cache_write"
+        case cacheRead = "cache_read"
     }
 
     /// The USD cost of a token count at these prices.
@@ -47,7 +49,11 @@ public struct ModelInfo: Sendable, Hashable, Codable {
     public var price: ModelPrice
 
     enum CodingKeys: String, CodingKey {
-        case id, aliases, name, computerTool = "computer_tool", beta, vision, maxOutput = "max_output", thinking, price
+        case id, aliases, name
+        case computerTool = "computer_tool"
+        case beta, vision
+        case maxOutput = "max_output"
+        case thinking, price
     }
 }
 
@@ -91,8 +97,10 @@ public struct ModelCatalog: Sendable, Hashable, Codable {
     }
 
     /// The bundled catalog merged with the user's overlay (if the file exists).
-    public static func load(overlay: String? = nil,
-                            environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ModelCatalog {
+    public static func load(
+        overlay: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> ModelCatalog {
         var catalog = try parse(Data(builtinJSON.utf8), path: "Models/models.json (built in)")
         let overlayPath = overlay ?? Self.userCatalogPath(environment: environment)
         if FileManager.default.fileExists(atPath: overlayPath) {

@@ -41,8 +41,10 @@ public struct MessagesRequest: Sendable, Hashable {
     }
 
     /// Creates a request.
-    public init(model: String, maxTokens: Int, system: String? = nil, messages: [Message], tools: [JSONValue] = [],
-                thinking: JSONValue? = nil, betas: [String] = [], cache: CachePlan = .none) {
+    public init(
+        model: String, maxTokens: Int, system: String? = nil, messages: [Message], tools: [JSONValue] = [],
+        thinking: JSONValue? = nil, betas: [String] = [], cache: CachePlan = .none
+    ) {
         self.model = model
         self.maxTokens = maxTokens
         self.system = system
@@ -65,7 +67,8 @@ public struct MessagesRequest: Sendable, Hashable {
         var messagesJSON = messages.map(\.json)
         for i in cache.messages where messagesJSON.indices.contains(i) {
             guard case .object(var m) = messagesJSON[i], case .array(var blocks)? = m["content"],
-                  case .object(var last)? = blocks.last else { continue }
+                case .object(var last)? = blocks.last
+            else { continue }
             last["cache_control"] = ephemeral
             blocks[blocks.count - 1] = .object(last)
             m["content"] = .array(blocks)

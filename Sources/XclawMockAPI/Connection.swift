@@ -22,8 +22,9 @@ final class Connection {
         defer { closeNow() }
         guard let head = readHead() else { return }
         guard let request = parseHead(head) else {
-            _ = writeError(status: 400, type: "invalid_request_error", message: "mock: malformed HTTP request",
-                           requestID: "req_mock_bad", extra: [:])
+            _ = writeError(
+                status: 400, type: "invalid_request_error", message: "mock: malformed HTTP request",
+                requestID: "req_mock_bad", extra: [:])
             lingerAndClose()
             return
         }
@@ -31,13 +32,15 @@ final class Connection {
             guard writeAll(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return }
         }
         guard let body = readBody(headers: request.headers) else {
-            _ = writeError(status: 400, type: "invalid_request_error", message: "mock: unreadable request body",
-                           requestID: "req_mock_bad", extra: [:])
+            _ = writeError(
+                status: 400, type: "invalid_request_error", message: "mock: unreadable request body",
+                requestID: "req_mock_bad", extra: [:])
             lingerAndClose()
             return
         }
-        let (recorded, decision, observer) = core.admit(method: request.method, target: request.target,
-                                                        headers: request.headers, body: Data(body))
+        let (recorded, decision, observer) = core.admit(
+            method: request.method, target: request.target,
+            headers: request.headers, body: Data(body))
         observer?(recorded)
         let reply: MockReply
         switch decision {
@@ -59,9 +62,13 @@ final class Connection {
             }
         case .raw(let status, let headers, let body):
             let bytes = Array(body.utf8)
-            let head = Self.head(status: status, defaults: [("request-id", requestID),
-                                                             ("content-length", String(bytes.count)),
-                                                             ("connection", "close")], extra: headers)
+            let head = Self.head(
+                status: status,
+                defaults: [
+                    ("request-id", requestID),
+                    ("content-length", String(bytes.count)),
+                    ("connection", "close"),
+                ], extra: headers)
             if writeAll(head + bytes) { lingerAndClose() }
         case .hang:
             let start = MockStream.turn(blocks: [], pings: false).frames.prefix(1)
@@ -77,28 +84,38 @@ final class Connection {
         }
     }
 
-    private func writeError(status: Int, type: String, message: String, requestID: String,
-                            extra: [String: String]) -> Bool {
+    private func writeError(
+        status: Int, type: String, message: String, requestID: String,
+        extra: [String: String]
+    ) -> Bool {
         let body = JSONText.object([
             ("type", .string("error")),
             ("error", .object([("type", .string(type)), ("message", .string(message))])),
             ("request_id", .string(requestID)),
         ]).serialized
         let bytes = Array(body.utf8)
-        let head = Self.head(status: status, defaults: [("content-type", "application/json"),
-                                                         ("request-id", requestID),
-                                                         ("content-length", String(bytes.count)),
-                                                         ("connection", "close")], extra: extra)
+        let head = Self.head(
+            status: status,
+            defaults: [
+                ("content-type", "application/json"),
+                ("request-id", requestID),
+                ("content-length", String(bytes.count)),
+                ("connection", "close"),
+            ], extra: extra)
         return writeAll(head + bytes)
     }
 
     /// Writes headers and the SSE body as HTTP chunks; `end: false` leaves the body open (hang, stall).
     private func writeStream(_ stream: MockStream, requestID: String, end: Bool) -> Bool {
-        let head = Self.head(status: 200, defaults: [("content-type", "text/event-stream; charset=utf-8"),
-                                                      ("cache-control", "no-cache"),
-                                                      ("request-id", requestID),
-                                                      ("transfer-encoding", "chunked"),
-                                                      ("connection", "close")], extra: stream.headers)
+        let head = Self.head(
+            status: 200,
+            defaults: [
+                ("content-type", "text/event-stream; charset=utf-8"),
+                ("cache-control", "no-cache"),
+                ("request-id", requestID),
+                ("transfer-encoding", "chunked"),
+                ("connection", "close"),
+            ], extra: stream.headers)
         let pieces = stream.pieces()
         let terminator = end ? Array("0\r\n\r\n".utf8) : []
         if stream.chunking == .whole {
@@ -168,7 +185,9 @@ final class Connection {
     }
 
     private func parseHead(_ bytes: [UInt8]) -> Head? {
-        guard let text = String(bytes: bytes, encoding: .utf8) ?? String(bytes: bytes, encoding: .isoLatin1) else { return nil }
+        guard let text = String(bytes: bytes, encoding: .utf8) ?? String(bytes: bytes, encoding: .isoLatin1) else {
+            return nil
+        }
         let lines = text.components(separatedBy: "\r\n")
         let parts = lines[0].split(separator: " ", omittingEmptySubsequences: true)
         guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return nil }
@@ -187,8 +206,9 @@ final class Connection {
             var body: [UInt8] = []
             while true {
                 guard let line = readLine(), let field = line.split(separator: ";").first,
-                      let size = Int(field.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0,
-                      size <= Self.maxBody - body.count else { return nil }
+                    let size = Int(field.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0,
+                    size <= Self.maxBody - body.count
+                else { return nil }
                 if size == 0 {
                     while let trailer = readLine() { if trailer.isEmpty { return body } }
                     return nil
@@ -251,8 +271,10 @@ final class Connection {
     /// Waits until the socket is ready for `events`, the timeout passes, or the server stops.
     private func wait(for events: Int16, timeoutMS: Int32 = -1) -> Readiness {
         while true {
-            var fds = [pollfd(fd: fd, events: events, revents: 0),
-                       pollfd(fd: core.wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: events, revents: 0),
+                pollfd(fd: core.wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, timeoutMS)
             if ready < 0 {
                 if errno == EINTR { continue }

@@ -44,7 +44,7 @@ enum JSONText: Sendable {
     /// A JSON string literal, escaped by JSONSerialization (wrapped in an array: fragments are not portable).
     static func quote(_ s: String) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: [s], options: [.withoutEscapingSlashes]),
-              let text = String(data: data, encoding: .utf8), text.count >= 2
+            let text = String(data: data, encoding: .utf8), text.count >= 2
         else { return "\"\"" }
         return String(text.dropFirst().dropLast())
     }

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
-import XclawBase
 import Glibc
 import Synchronization
+import XclawBase
 
 /// Why the server could not start (it binds at init, so a failure surfaces there and not in the first test).
 public struct MockServerError: Error, CustomStringConvertible {
@@ -39,7 +39,9 @@ public final class MockMessagesServer: Sendable {
     public func enqueue(_ reply: MockReply) { core.state.withLock { $0.queue.append(reply) } }
 
     /// Adds several replies at once, in order.
-    public func enqueue(contentsOf replies: [MockReply]) { core.state.withLock { $0.queue.append(contentsOf: replies) } }
+    public func enqueue(contentsOf replies: [MockReply]) {
+        core.state.withLock { $0.queue.append(contentsOf: replies) }
+    }
 
     /// When set, decides every reply instead of the queue.
     public var handler: Handler? {
@@ -127,7 +129,9 @@ final class ServerCore: Sendable {
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -159,8 +163,10 @@ final class ServerCore: Sendable {
     private func acceptLoop() {
         defer { close(listenFD) }
         while true {
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, -1)
             if ready < 0 {
                 if errno == EINTR { continue }
@@ -190,22 +196,28 @@ final class ServerCore: Sendable {
 
     /// Records the request and decides its reply under one lock, so indices and queue order always agree.
     func admit(method: String, target: String, headers: [String: String], body: Data)
-        -> (RecordedRequest, Decision, (@Sendable (RecordedRequest) -> Void)?) {
+        -> (RecordedRequest, Decision, (@Sendable (RecordedRequest) -> Void)?)
+    {
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts.first ?? "")
         let query = parts.count > 1 ? String(parts[1]) : nil
         return state.withLock { s in
             let index = s.requests.count
-            let request = RecordedRequest(index: index, method: method, path: path, query: query, headers: headers,
-                                          body: body, requestID: "req_mock_\(index + 1)")
+            let request = RecordedRequest(
+                index: index, method: method, path: path, query: query, headers: headers,
+                body: body, requestID: "req_mock_\(index + 1)")
             s.requests.append(request)
             let decision: Decision
             if method != "POST" || path != "/v1/messages" {
-                decision = .reply(.error(status: 404, type: "not_found_error",
-                                         message: "mock: only POST /v1/messages is served, not \(method) \(path)"))
+                decision = .reply(
+                    .error(
+                        status: 404, type: "not_found_error",
+                        message: "mock: only POST /v1/messages is served, not \(method) \(path)"))
             } else if (try? JSONSerialization.jsonObject(with: body)) == nil {
-                decision = .reply(.error(status: 400, type: "invalid_request_error",
-                                         message: "mock: the request body is not a valid JSON object"))
+                decision = .reply(
+                    .error(
+                        status: 400, type: "invalid_request_error",
+                        message: "mock: the request body is not a valid JSON object"))
             } else if let handler = s.handler {
                 decision = .ask(handler)
             } else if !s.queue.isEmpty {

@@ -22,8 +22,10 @@ public enum MockReply: Sendable {
     }
 
     /// Shorthand for a turn that asks for one tool call (stop reason `tool_use`), optionally after some text.
-    public static func toolUse(name: String, input: String, id: String = "toolu_mock_1", text: String? = nil,
-                               usage: MockUsage = .init(input: 100, output: 20)) -> MockReply {
+    public static func toolUse(
+        name: String, input: String, id: String = "toolu_mock_1", text: String? = nil,
+        usage: MockUsage = .init(input: 100, output: 20)
+    ) -> MockReply {
         var blocks: [MockBlock] = []
         if let text { blocks.append(.text(text)) }
         blocks.append(.toolUse(id: id, name: name, input: input))
@@ -108,8 +110,10 @@ public struct MockStream: Sendable {
     public var headers: [String: String]
 
     /// Frames are given as-is; use `turn` for the exact sequence the real API sends.
-    public init(frames: [SSEFrame], chunking: Chunking = .whole, interChunkDelay: Duration? = nil,
-                headers: [String: String] = [:]) {
+    public init(
+        frames: [SSEFrame], chunking: Chunking = .whole, interChunkDelay: Duration? = nil,
+        headers: [String: String] = [:]
+    ) {
         self.frames = frames
         self.chunking = chunking
         self.interChunkDelay = interChunkDelay
@@ -147,11 +151,13 @@ public struct MockStream: Sendable {
     private static let messageCounter = Atomic<Int>(0)
 
     /// The exact event sequence of a real streamed turn, so clients are tested against the true wire format.
-    public static func turn(blocks: [MockBlock], stopReason: String = "end_turn",
-                            usage: MockUsage = .init(input: 100, output: 20), model: String = "claude-sonnet-4-6",
-                            id: String? = nil, pings: Bool = true, jsonFragments: Int = 4, textFragments: Int = 3,
-                            midStreamError: (type: String, message: String, afterBlocks: Int)? = nil,
-                            chunking: Chunking = .whole) -> MockStream {
+    public static func turn(
+        blocks: [MockBlock], stopReason: String = "end_turn",
+        usage: MockUsage = .init(input: 100, output: 20), model: String = "claude-sonnet-4-6",
+        id: String? = nil, pings: Bool = true, jsonFragments: Int = 4, textFragments: Int = 3,
+        midStreamError: (type: String, message: String, afterBlocks: Int)? = nil,
+        chunking: Chunking = .whole
+    ) -> MockStream {
         let messageID = id ?? "msg_mock_\(messageCounter.add(1, ordering: .relaxed).newValue)"
         var frames: [SSEFrame] = []
         func emit(_ name: String, _ fields: [(String, JSONText)]) {
@@ -161,22 +167,39 @@ public struct MockStream: Sendable {
             emit("content_block_delta", [("index", .int(index)), ("delta", .object(fields))])
         }
         func midStreamErrorFrame(_ e: (type: String, message: String, afterBlocks: Int)) -> SSEFrame {
-            let error = JSONText.object([("type", .string("error")), ("error", .object([
-                ("type", .string(e.type)), ("message", .string(e.message)),
-            ]))])
+            let error = JSONText.object([
+                ("type", .string("error")),
+                (
+                    "error",
+                    .object([
+                        ("type", .string(e.type)), ("message", .string(e.message)),
+                    ])
+                ),
+            ])
             return .event(name: "error", data: error.serialized)
         }
 
-        emit("message_start", [("message", .object([
-            ("id", .string(messageID)), ("type", .string("message")), ("role", .string("assistant")),
-            ("model", .string(model)), ("content", .array([])), ("stop_reason", .null), ("stop_sequence", .null),
-            ("usage", .object([
-                ("input_tokens", .int(usage.input)),
-                ("cache_creation_input_tokens", .int(usage.cacheWrite)),
-                ("cache_read_input_tokens", .int(usage.cacheRead)),
-                ("output_tokens", .int(1)),
-            ])),
-        ]))])
+        emit(
+            "message_start",
+            [
+                (
+                    "message",
+                    .object([
+                        ("id", .string(messageID)), ("type", .string("message")), ("role", .string("assistant")),
+                        ("model", .string(model)), ("content", .array([])), ("stop_reason", .null),
+                        ("stop_sequence", .null),
+                        (
+                            "usage",
+                            .object([
+                                ("input_tokens", .int(usage.input)),
+                                ("cache_creation_input_tokens", .int(usage.cacheWrite)),
+                                ("cache_read_input_tokens", .int(usage.cacheRead)),
+                                ("output_tokens", .int(1)),
+                            ])
+                        ),
+                    ])
+                )
+            ])
         if pings { emit("ping", []) }
 
         for (index, block) in blocks.enumerated() {
@@ -188,8 +211,10 @@ public struct MockStream: Sendable {
             switch block {
             case .text: start = .object([("type", .string("text")), ("text", .string(""))])
             case .toolUse(let toolID, let name, _):
-                start = .object([("type", .string("tool_use")), ("id", .string(toolID)), ("name", .string(name)),
-                                 ("input", .object([]))])
+                start = .object([
+                    ("type", .string("tool_use")), ("id", .string(toolID)), ("name", .string(name)),
+                    ("input", .object([])),
+                ])
             case .thinking: start = .object([("type", .string("thinking")), ("thinking", .string(""))])
             case .redactedThinking(let data):
                 start = .object([("type", .string("redacted_thinking")), ("data", .string(data))])
@@ -219,10 +244,12 @@ public struct MockStream: Sendable {
             frames.append(midStreamErrorFrame(e))
             return MockStream(frames: frames, chunking: chunking)
         }
-        emit("message_delta", [
-            ("delta", .object([("stop_reason", .string(stopReason)), ("stop_sequence", .null)])),
-            ("usage", .object([("output_tokens", .int(usage.output))])),
-        ])
+        emit(
+            "message_delta",
+            [
+                ("delta", .object([("stop_reason", .string(stopReason)), ("stop_sequence", .null)])),
+                ("usage", .object([("output_tokens", .int(usage.output))])),
+            ])
         emit("message_stop", [])
         return MockStream(frames: frames, chunking: chunking)
     }

@@ -85,8 +85,9 @@ public struct MockScript: Sendable {
                 }
                 for (name, value) in dict { headers[name] = (value as? String) ?? "\(value)" }
             }
-            return .error(status: status, type: try string("error_type") ?? defaultErrorType(status: status),
-                          message: try string("message") ?? "mock error", headers: headers)
+            return .error(
+                status: status, type: try string("error_type") ?? defaultErrorType(status: status),
+                message: try string("message") ?? "mock error", headers: headers)
         }
 
         var blocks: [MockBlock] = []
@@ -107,8 +108,10 @@ public struct MockScript: Sendable {
                     input = text
                 } else if let value = use["input"] {
                     guard JSONSerialization.isValidJSONObject(value),
-                          let data = try? JSONSerialization.data(withJSONObject: value,
-                                                                 options: [.sortedKeys, .withoutEscapingSlashes]) else {
+                        let data = try? JSONSerialization.data(
+                            withJSONObject: value,
+                            options: [.sortedKeys, .withoutEscapingSlashes])
+                    else {
                         throw MockScriptError(description: "reply \(i): tool use \(n) has an invalid \"input\"")
                     }
                     input = String(decoding: data, as: UTF8.self)
@@ -120,23 +123,27 @@ public struct MockScript: Sendable {
         }
         let hasTools = blocks.contains { if case .toolUse = $0 { true } else { false } }
         let usageDict = o["usage"] as? [String: Any]
-        let usage = MockUsage(input: try int("input", in: usageDict) ?? 100, output: try int("output", in: usageDict) ?? 20,
-                              cacheRead: try int("cache_read", in: usageDict) ?? 0,
-                              cacheWrite: try int("cache_write", in: usageDict) ?? 0)
+        let usage = MockUsage(
+            input: try int("input", in: usageDict) ?? 100, output: try int("output", in: usageDict) ?? 20,
+            cacheRead: try int("cache_read", in: usageDict) ?? 0,
+            cacheWrite: try int("cache_write", in: usageDict) ?? 0)
         var chunking = Chunking.whole
         if let every = try int("chunk_every") {
             guard every > 0 else { throw MockScriptError(description: "reply \(i): \"chunk_every\" must be positive") }
             chunking = .every(every)
         } else if let random = o["chunk_random"] as? [String: Any] {
             let maxSize = try int("max", in: random) ?? 16
-            guard maxSize > 0 else { throw MockScriptError(description: "reply \(i): chunk_random max must be positive") }
+            guard maxSize > 0 else {
+                throw MockScriptError(description: "reply \(i): chunk_random max must be positive")
+            }
             chunking = .random(seed: UInt64(max(0, try int("seed", in: random) ?? 1)), max: maxSize)
         }
         let midStreamError: (type: String, message: String, afterBlocks: Int)? =
             try int("error_after_blocks").map { ("overloaded_error", "Overloaded", $0) }
-        var stream = MockStream.turn(blocks: blocks, stopReason: try string("stop_reason") ?? (hasTools ? "tool_use" : "end_turn"),
-                                     usage: usage, model: try string("model") ?? "claude-sonnet-4-6",
-                                     midStreamError: midStreamError, chunking: chunking)
+        var stream = MockStream.turn(
+            blocks: blocks, stopReason: try string("stop_reason") ?? (hasTools ? "tool_use" : "end_turn"),
+            usage: usage, model: try string("model") ?? "claude-sonnet-4-6",
+            midStreamError: midStreamError, chunking: chunking)
         if let delay = try int("delay_ms") {
             // A pace without a chunking means "one event at a time".
             if chunking == .whole { stream.chunking = .perFrame }

@@ -20,8 +20,10 @@ public struct RecordedRequest: Sendable {
     public let receivedAt: Date
 
     /// Memberwise, so tests can build requests to feed a handler directly.
-    public init(index: Int, method: String, path: String, query: String? = nil, headers: [String: String],
-                body: Data, requestID: String, receivedAt: Date = Date()) {
+    public init(
+        index: Int, method: String, path: String, query: String? = nil, headers: [String: String],
+        body: Data, requestID: String, receivedAt: Date = Date()
+    ) {
         self.index = index
         self.method = method
         self.path = path
@@ -83,9 +85,10 @@ public struct RecordedRequest: Sendable {
                     if let text = part["text"] as? String { texts.append(text) }
                 }
             }
-            return ToolResult(toolUseID: block["tool_use_id"] as? String ?? "",
-                              isError: (block["is_error"] as? NSNumber)?.boolValue ?? false,
-                              texts: texts, imageCount: images)
+            return ToolResult(
+                toolUseID: block["tool_use_id"] as? String ?? "",
+                isError: (block["is_error"] as? NSNumber)?.boolValue ?? false,
+                texts: texts, imageCount: images)
         }
     }
 

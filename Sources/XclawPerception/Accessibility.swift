@@ -36,7 +36,9 @@ public struct AccessibleNode: Codable, Sendable, Hashable {
 
     /// The screen rectangle, when the node has one on screen (hidden GTK widgets report INT_MIN, hidden Qt ones 0x0).
     public var rect: Rect? {
-        guard let x, let y, let w, let h, w > 0, h > 0, x > Int(Int32.min) / 2, y > Int(Int32.min) / 2 else { return nil }
+        guard let x, let y, let w, let h, w > 0, h > 0, x > Int(Int32.min) / 2, y > Int(Int32.min) / 2 else {
+            return nil
+        }
         return Rect(x: x, y: y, width: w, height: h)
     }
 
@@ -173,8 +175,10 @@ public struct AccessibilityReader: Sendable {
 
     /// A reader using the helper beside this executable (or `$XCLAW_ATSPI`), with a 2 s deadline by default
     /// (`$XCLAW_ATSPI_TIMEOUT_MS` overrides it).
-    public init(helper: String? = AccessibilityReader.findHelper(), timeout: Duration? = nil,
-                callTimeout: Duration = .milliseconds(800)) {
+    public init(
+        helper: String? = AccessibilityReader.findHelper(), timeout: Duration? = nil,
+        callTimeout: Duration = .milliseconds(800)
+    ) {
         self.helper = helper
         let env = ProcessInfo.processInfo.environment["XCLAW_ATSPI_TIMEOUT_MS"].flatMap(Int.init)
         self.timeout = timeout ?? .milliseconds(min(600_000, max(100, env ?? 2000)))
@@ -195,9 +199,12 @@ public struct AccessibilityReader: Sendable {
     /// Where the accessibility bus of `display` is: `AT_SPI_BUS_ADDRESS` (when it is the environment's display),
     /// then the root window's `AT_SPI_BUS` property, then the environment's session bus (when it is the
     /// environment's display). Nil when nothing says: then snapshots use OCR alone, without any delay.
-    public static func locate(display: String, windows: WindowManager,
-                              environment: [String: String] = ProcessInfo.processInfo.environment)
-        -> AccessibilityLocation? {
+    public static func locate(
+        display: String, windows: WindowManager,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        -> AccessibilityLocation?
+    {
         let ours = environment["DISPLAY"].map { sameDisplay($0, display) } ?? false
         if ours, let address = environment["AT_SPI_BUS_ADDRESS"], !address.isEmpty { return .bus(address) }
         if let address = try? windows.rootText("AT_SPI_BUS"), !address.isEmpty { return .bus(address) }
@@ -224,8 +231,10 @@ public struct AccessibilityReader: Sendable {
 
     /// The visible nodes of every application (`all`: hidden ones too; `actions`: with action names; `pid`: only
     /// that process's applications; `walk`: never the bulk cache, for measuring).
-    public func tree(at location: AccessibilityLocation, all: Bool = false, actions: Bool = false, pid: Int? = nil,
-                     walk: Bool = false) throws -> AccessibleTree {
+    public func tree(
+        at location: AccessibilityLocation, all: Bool = false, actions: Bool = false, pid: Int? = nil,
+        walk: Bool = false
+    ) throws -> AccessibleTree {
         var arguments = ["dump"] + location.arguments + ["--timeout", "\(Int(callTimeout.milliseconds))"]
         if all { arguments.append("--all") }
         if actions { arguments.append("--actions") }
@@ -242,16 +251,23 @@ public struct AccessibilityReader: Sendable {
     /// Performs a toolkit action on a node (`name` nil: its first action, such as "click" or "Press"); returns the
     /// action's name.
     public func perform(_ name: String?, on handle: AccessibleHandle, at location: AccessibilityLocation) throws
-        -> String {
-        let output = try run(["action"] + location.arguments + ["--timeout", "\(Int(callTimeout.milliseconds))",
-                                                                handle.bus, handle.path] + (name.map { [$0] } ?? []))
+        -> String
+    {
+        let output = try run(
+            ["action"] + location.arguments + [
+                "--timeout", "\(Int(callTimeout.milliseconds))",
+                handle.bus, handle.path,
+            ] + (name.map { [$0] } ?? []))
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Moves the keyboard focus to a node.
     public func focus(_ handle: AccessibleHandle, at location: AccessibilityLocation) throws {
-        _ = try run(["focus"] + location.arguments + ["--timeout", "\(Int(callTimeout.milliseconds))", handle.bus,
-                                                      handle.path])
+        _ = try run(
+            ["focus"] + location.arguments + [
+                "--timeout", "\(Int(callTimeout.milliseconds))", handle.bus,
+                handle.path,
+            ])
     }
 
     /// Runs the helper and returns its stdout; kills it at the deadline.
@@ -265,8 +281,9 @@ public struct AccessibilityReader: Sendable {
         case .timedOut:
             throw AccessibilityError.timedOut(milliseconds: Int(timeout.milliseconds))
         case .signalled(let signal):
-            throw AccessibilityError.failed("xclaw-atspi was killed by signal \(signal)"
-                + Self.detail(result.stderr))
+            throw AccessibilityError.failed(
+                "xclaw-atspi was killed by signal \(signal)"
+                    + Self.detail(result.stderr))
         case .exited(let status) where status != 0:
             let detail = Self.detail(result.stderr)
             let message = detail.isEmpty ? "xclaw-atspi exited with status \(status)" : String(detail.dropFirst(2))

@@ -69,7 +69,8 @@ struct AccessibleMerge {
         func visit(_ index: Int) {
             let node = tree.nodes[index]
             if index != top, Self.role(of: node, parent: nil) == .field, node.has("multi-line"),
-               let rect = node.rect?.intersection(screen).intersection(area), !rect.isEmpty {
+                let rect = node.rect?.intersection(screen).intersection(area), !rect.isEmpty
+            {
                 var pieces = [rect]
                 for higher in windows.prefix(while: { $0.id != window.id }) {
                     pieces = pieces.flatMap { $0.subtracting(higher.frame) }
@@ -99,18 +100,24 @@ struct AccessibleMerge {
                 owner = popup
             }
             if index != top, let role = Self.role(of: node, parent: parent) {
-                let box = node.rect.map { $0.intersection(screen).intersection(area) } ?? Rect(x: 0, y: 0, width: 0, height: 0)
+                let box =
+                    node.rect.map { $0.intersection(screen).intersection(area) }
+                    ?? Rect(x: 0, y: 0, width: 0, height: 0)
                 // Text inside a control is the control's label, not an element of its own.
                 if !box.isEmpty, !(insideControl && !role.isInteractive) {
                     let label = self.label(index, role: role)
                     if role.isInteractive || !label.isEmpty {
                         let higher = windows.prefix { $0.id != owner.id }
-                        out.append(Element(
-                            ref: "", role: role, label: label, box: box, window: windowRef(owner.id), windowID: owner.id,
-                            changed: false, active: nil, className: nil, confidence: nil, words: nil, source: .atspi,
-                            states: Self.marks(node, role: role).nilIfEmpty, value: role == .text ? nil : node.value,
-                            covered: higher.contains { $0.frame.contains(box.center) } ? true : nil,
-                            toolkitRole: node.role, node: node.handle))
+                        out.append(
+                            Element(
+                                ref: "", role: role, label: label, box: box, window: windowRef(owner.id),
+                                windowID: owner.id,
+                                changed: false, active: nil, className: nil, confidence: nil, words: nil,
+                                source: .atspi,
+                                states: Self.marks(node, role: role).nilIfEmpty,
+                                value: role == .text ? nil : node.value,
+                                covered: higher.contains { $0.frame.contains(box.center) } ? true : nil,
+                                toolkitRole: node.role, node: node.handle))
                     }
                 }
                 if role.isInteractive { inside = true }
@@ -128,7 +135,8 @@ struct AccessibleMerge {
         var rows: [[Element]] = []
         for element in byTop {
             if let first = rows.last?.first,
-               abs(element.box.center.y - first.box.center.y) <= max(4, min(first.box.height, element.box.height) / 2) {
+                abs(element.box.center.y - first.box.center.y) <= max(4, min(first.box.height, element.box.height) / 2)
+            {
                 rows[rows.count - 1].append(element)
             } else {
                 rows.append([element])
@@ -166,8 +174,10 @@ struct AccessibleMerge {
     static func nameFields(_ elements: [Element]) -> [Element] {
         var out = elements
         let texts = elements.filter { $0.role == .text }
-        for i in out.indices where out[i].label.isEmpty
-            && [.field, .combobox, .spinbutton, .slider].contains(out[i].role) {
+        for i in out.indices
+        where out[i].label.isEmpty
+            && [.field, .combobox, .spinbutton, .slider].contains(out[i].role)
+        {
             let f = out[i].box
             let candidates = texts.compactMap { t -> (Element, Int)? in
                 let b = t.box
@@ -209,7 +219,7 @@ struct AccessibleMerge {
         case "text", "document text", "paragraph":
             return node.has("editable") || node.editable == true ? .field : .text
         case "label", "static", "heading", "caption", "status bar", "tool tip", "accelerator label", "description term",
-             "notification", "info bar", "footnote", "comment", "mark", "title bar":
+            "notification", "info bar", "footnote", "comment", "mark", "title bar":
             return .text
         case "icon", "image", "animation": return .image
         default: return nil

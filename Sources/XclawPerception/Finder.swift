@@ -40,9 +40,10 @@ public struct Match: Codable, Sendable, Hashable {
 extension Match {
     /// The match of a whole element (a ref, or an element named outright).
     init(element: Element, text: String? = nil, box: Rect? = nil, score: Double = 1) {
-        self.init(text: text ?? element.label, box: box ?? element.box, score: score, role: element.role,
-                  ref: element.ref, window: element.window, source: element.source, node: element.node,
-                  covered: element.covered, windowID: element.windowID)
+        self.init(
+            text: text ?? element.label, box: box ?? element.box, score: score, role: element.role,
+            ref: element.ref, window: element.window, source: element.source, node: element.node,
+            covered: element.covered, windowID: element.windowID)
     }
 }
 
@@ -60,9 +61,11 @@ public enum Finder {
         var matches: [Match] = []
         for element in snapshot.elements where element.role != .window && (role == nil || element.role == role) {
             // Elements named by other text (an empty field by its label) have no words of their own: match the name.
-            let words = element.words ?? element.label.split(whereSeparator: \.isWhitespace).map {
-                TextWord(text: String($0), box: element.box, confidence: 100)
-            }
+            let words =
+                element.words
+                ?? element.label.split(whereSeparator: \.isWhitespace).map {
+                    TextWord(text: String($0), box: element.box, confidence: 100)
+                }
             var best: Match?
             for length in max(1, wanted.count - 1)...(wanted.count + 1) where length <= words.count {
                 for start in 0...(words.count - length) {
@@ -71,8 +74,10 @@ public enum Finder {
                     let s = score(wanted.joined(separator: " "), text)
                     guard s >= threshold, s > (best?.score ?? 0) else { continue }
                     // A control is pressed anywhere in its box; text only where the words are.
-                    let box = element.role == .text ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }
-                                                    : element.box
+                    let box =
+                        element.role == .text
+                        ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }
+                        : element.box
                     best = Match(element: element, text: text, box: box, score: s)
                 }
             }
@@ -90,11 +95,12 @@ public enum Finder {
             .map { element -> (Element, Double) in
                 // The best of: the whole label, or any of its words, against what was asked for.
                 let parts = [element.label] + element.label.split(whereSeparator: \.isWhitespace).map(String.init)
-                let best = parts.map { part -> Double in
-                    let folded = fold(part.lowercased())
-                    let distance = editDistance(Array(folded), Array(wanted))
-                    return 1 - Double(distance) / Double(max(folded.count, wanted.count, 1))
-                }.max() ?? 0
+                let best =
+                    parts.map { part -> Double in
+                        let folded = fold(part.lowercased())
+                        let distance = editDistance(Array(folded), Array(wanted))
+                        return 1 - Double(distance) / Double(max(folded.count, wanted.count, 1))
+                    }.max() ?? 0
                 return (element, best)
             }
             .filter { $0.1 >= 0.34 }
@@ -133,7 +139,8 @@ public enum Finder {
 
     /// Drops punctuation OCR attaches to a label's ends (quotes, brackets, colons, ellipses).
     static func trimPunctuation(_ s: String) -> String {
-        s.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'`‘’“”()[]{}<>:;,.…?!_-—"))
+        s.trimmingCharacters(in: .whitespaces).trimmingCharacters(
+            in: CharacterSet(charactersIn: "\"'`‘’“”()[]{}<>:;,.…?!_-—"))
     }
 }
 

@@ -59,11 +59,14 @@ public final class OCRCache: @unchecked Sendable {
                 var words: [TextWord] = []
                 for _ in 0..<wordCount {
                     guard let x = reader.i32(), let y = reader.i32(), let w = reader.i32(), let h = reader.i32(),
-                          let confidence = reader.u16(), let length = reader.u16(),
-                          let bytes = reader.take(Int(length)) else { return cache }
-                    words.append(TextWord(text: String(decoding: bytes, as: UTF8.self),
-                                          box: Rect(x: Int(x), y: Int(y), width: Int(w), height: Int(h)),
-                                          confidence: Double(confidence) / 100))
+                        let confidence = reader.u16(), let length = reader.u16(),
+                        let bytes = reader.take(Int(length))
+                    else { return cache }
+                    words.append(
+                        TextWord(
+                            text: String(decoding: bytes, as: UTF8.self),
+                            box: Rect(x: Int(x), y: Int(y), width: Int(w), height: Int(h)),
+                            confidence: Double(confidence) / 100))
                 }
                 lines.append(TextLine(words: words))
             }
@@ -98,8 +101,9 @@ public final class OCRCache: @unchecked Sendable {
                 }
             }
         }
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         try Data(out).write(to: url, options: .atomic)
     }
 }
@@ -124,8 +128,8 @@ private struct ByteReader {
     mutating func i32() -> Int32? { u32().map { Int32(bitPattern: $0) } }
 }
 
-private extension Array where Element == UInt8 {
-    mutating func append(u16 v: UInt16) { append(UInt8(v & 0xff)); append(UInt8(v >> 8)) }
-    mutating func append(u32 v: UInt32) { for i in 0..<4 { append(UInt8((v >> (8 * UInt32(i))) & 0xff)) } }
-    mutating func append(u64 v: UInt64) { for i in 0..<8 { append(UInt8((v >> (8 * UInt64(i))) & 0xff)) } }
+extension Array where Element == UInt8 {
+    fileprivate mutating func append(u16 v: UInt16) { append(UInt8(v & 0xff)); append(UInt8(v >> 8)) }
+    fileprivate mutating func append(u32 v: UInt32) { for i in 0..<4 { append(UInt8((v >> (8 * UInt32(i))) & 0xff)) } }
+    fileprivate mutating func append(u64 v: UInt64) { for i in 0..<8 { append(UInt8((v >> (8 * UInt64(i))) & 0xff)) } }
 }

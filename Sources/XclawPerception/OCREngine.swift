@@ -86,12 +86,13 @@ final class OCREngine: @unchecked Sendable {
             guard TessPageIteratorBoundingBox(page, RIL_WORD, &left, &top, &right, &bottom) != 0 else { continue }
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !trimmed.isEmpty else { continue }
-            words.append(RawWord(
-                text: trimmed,
-                box: Rect(x: Int(left), y: Int(top), width: Int(right - left), height: Int(bottom - top)),
-                // Hundredths: what the cache file keeps, so cached and fresh readings are equal.
-                confidence: (Double(TessResultIteratorConfidence(iterator, RIL_WORD)) * 100).rounded() / 100,
-                line: max(line, 0)))
+            words.append(
+                RawWord(
+                    text: trimmed,
+                    box: Rect(x: Int(left), y: Int(top), width: Int(right - left), height: Int(bottom - top)),
+                    // Hundredths: what the cache file keeps, so cached and fresh readings are equal.
+                    confidence: (Double(TessResultIteratorConfidence(iterator, RIL_WORD)) * 100).rounded() / 100,
+                    line: max(line, 0)))
         } while TessResultIteratorNext(iterator, RIL_WORD) != 0
         return words
     }
@@ -105,7 +106,9 @@ final class OCREngine: @unchecked Sendable {
 enum OpenMP {
     private typealias SetLevels = @convention(c) (Int32) -> Void
     private static let setMaxActiveLevels: SetLevels? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "omp_set_max_active_levels") else { return nil }
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "omp_set_max_active_levels") else {
+            return nil
+        }
         return unsafeBitCast(symbol, to: SetLevels.self)
     }()
 

@@ -17,8 +17,10 @@ public final class Perceiver: @unchecked Sendable {
     public let accessibility: AccessibilityReader
 
     /// Opens perception on `connection`, with the OCR cache given (default: empty, in memory).
-    public init(connection: DisplayConnection, cache: OCRCache = OCRCache(),
-                accessibility: AccessibilityReader = AccessibilityReader()) throws {
+    public init(
+        connection: DisplayConnection, cache: OCRCache = OCRCache(),
+        accessibility: AccessibilityReader = AccessibilityReader()
+    ) throws {
         self.connection = connection
         self.accessibility = accessibility
         capturer = try ScreenCapturer(connection: connection)
@@ -34,7 +36,8 @@ public final class Perceiver: @unchecked Sendable {
         guard let region else { return screen }
         let clipped = region.intersection(screen)
         guard !clipped.isEmpty else {
-            throw PerceptionError.invalidArgument("region \(region) is outside the \(screen.width)x\(screen.height) screen")
+            throw PerceptionError.invalidArgument(
+                "region \(region) is outside the \(screen.width)x\(screen.height) screen")
         }
         return clipped
     }
@@ -65,7 +68,9 @@ extension Perceiver {
     /// Presses an element from the accessibility tree through its toolkit (`action` nil: its first action, such as
     /// GTK's "click" or Qt's "Press"), without moving the mouse; returns the action's name.
     public func press(_ node: AccessibleHandle, action: String? = nil) throws -> String {
-        guard let location = accessibilityLocation else { throw AccessibilityReader.missingBus(display: connection.name) }
+        guard let location = accessibilityLocation else {
+            throw AccessibilityReader.missingBus(display: connection.name)
+        }
         return try accessibility.perform(action, on: node, at: location)
     }
 
@@ -94,7 +99,9 @@ extension Perceiver {
 
     /// Gives an element from the accessibility tree the keyboard focus within its window.
     public func focus(_ node: AccessibleHandle) throws {
-        guard let location = accessibilityLocation else { throw AccessibilityReader.missingBus(display: connection.name) }
+        guard let location = accessibilityLocation else {
+            throw AccessibilityReader.missingBus(display: connection.name)
+        }
         try accessibility.focus(node, at: location)
     }
 }

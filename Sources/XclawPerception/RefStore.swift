@@ -83,7 +83,8 @@ public final class RefStore: Codable, @unchecked Sendable {
     /// The store saved for `display` if it was recorded on the same server run (`server`), else an empty one.
     public static func load(display: String, server: String) -> RefStore {
         guard let data = try? Data(contentsOf: file(display)),
-              let store = try? JSONDecoder.xclaw.decode(RefStore.self, from: data), store.server == server else {
+            let store = try? JSONDecoder.xclaw.decode(RefStore.self, from: data), store.server == server
+        else {
             let fresh = RefStore()
             fresh.server = server
             return fresh
@@ -94,14 +95,16 @@ public final class RefStore: Codable, @unchecked Sendable {
     /// Saves the store for `display` atomically.
     public func save(display: String) throws {
         let url = Self.file(display)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         try JSONEncoder.xclaw.encode(self).write(to: url, options: .atomic)
     }
 
     private static func file(_ display: String) -> URL {
         let safe = display.map { $0.isLetter || $0.isNumber || $0 == "." ? $0 : "_" }
-        return VirtualDisplay.stateDirectory.appendingPathComponent("refs").appendingPathComponent(String(safe) + ".json")
+        return VirtualDisplay.stateDirectory.appendingPathComponent("refs").appendingPathComponent(
+            String(safe) + ".json")
     }
 
     enum CodingKeys: String, CodingKey { case known, windows, nextElement, nextWindow, server }

@@ -35,8 +35,10 @@ public struct Settler: Sendable {
     private let frames: @Sendable (Rect?) throws -> Frame
 
     /// Creates a settler; the defaults keep a static screen's overhead under 50 ms at 1080p.
-    public init(capturer: ScreenCapturer, interval: Duration = .milliseconds(8), quiet: Duration = .milliseconds(24),
-                timeout: Duration = .seconds(3), clock: any Clock<Duration> = ContinuousClock()) {
+    public init(
+        capturer: ScreenCapturer, interval: Duration = .milliseconds(8), quiet: Duration = .milliseconds(24),
+        timeout: Duration = .seconds(3), clock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.interval = interval
         self.quiet = quiet
         self.timeout = timeout
@@ -45,9 +47,11 @@ public struct Settler: Sendable {
     }
 
     /// A settler over any source of frames (a fixed sequence, in tests of the timing logic).
-    public init(frames: @escaping @Sendable (Rect?) throws -> Frame, interval: Duration = .milliseconds(8),
-                quiet: Duration = .milliseconds(24), timeout: Duration = .seconds(3),
-                clock: any Clock<Duration> = ContinuousClock()) {
+    public init(
+        frames: @escaping @Sendable (Rect?) throws -> Frame, interval: Duration = .milliseconds(8),
+        quiet: Duration = .milliseconds(24), timeout: Duration = .seconds(3),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.interval = interval
         self.quiet = quiet
         self.timeout = timeout
@@ -74,8 +78,9 @@ public struct Settler: Sendable {
         while true {
             let now = clock.now
             if start.duration(to: now) >= timeout {
-                return SettleResult(frame: frame, area: region, elapsedMs: start.duration(to: now).milliseconds,
-                                    polls: polls, timedOut: true, changed: changed)
+                return SettleResult(
+                    frame: frame, area: region, elapsedMs: start.duration(to: now).milliseconds,
+                    polls: polls, timedOut: true, changed: changed)
             }
             // Sleep one interval, but not past the moment the quiet period would be over, nor past the deadline.
             let wake = min(now.advanced(by: interval), lastChange.advanced(by: quiet), deadline)
@@ -90,8 +95,9 @@ public struct Settler: Sendable {
                 changed = true
             } else if lastChange.duration(to: taken) >= quiet {
                 // Unchanged from `lastChange` up to this capture: settled.
-                return SettleResult(frame: frame, area: region, elapsedMs: start.duration(to: clock.now).milliseconds,
-                                    polls: polls, timedOut: false, changed: changed)
+                return SettleResult(
+                    frame: frame, area: region, elapsedMs: start.duration(to: clock.now).milliseconds,
+                    polls: polls, timedOut: false, changed: changed)
             }
         }
     }

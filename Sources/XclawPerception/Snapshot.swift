@@ -158,9 +158,11 @@ public struct Snapshot: Codable, Sendable {
         var lines: [String] = []
         let monitorText = monitors.map { "\($0.name) \($0.frame.width)x\($0.frame.height)+\($0.frame.x)+\($0.frame.y)" }
             .joined(separator: ", ")
-        lines.append("screen \(screen.width)x\(screen.height); monitors: \(monitorText); active: \(activeWindow ?? "none")")
-        lines.append("# ref role \"label\" [= value] @centre WxH [states] in window; + = new or moved since the last "
-            + "snapshot; a window's [atspi] or [ocr] says where its elements come from")
+        lines.append(
+            "screen \(screen.width)x\(screen.height); monitors: \(monitorText); active: \(activeWindow ?? "none")")
+        lines.append(
+            "# ref role \"label\" [= value] @centre WxH [states] in window; + = new or moved since the last "
+                + "snapshot; a window's [atspi] or [ocr] says where its elements come from")
         let fixed = elements.filter { $0.role == .window || $0.role.isInteractive }
         var used = (lines + fixed.map { $0.line() }).reduce(0) { $0 + $1.count + 1 }
         var omitted: [String: Int] = [:]
@@ -204,15 +206,21 @@ public struct Snapshotter {
         let tree = try readTree(source: source)
         var fromTree = SnapshotStages.treeElements(scene, tree: tree.tree, refs: store)
         let plan = SnapshotStages.partitions(scene, fromTree, source: source)
-        var reading = TextReading(region: scene.area, lines: [], stats: .init(blocks: 0, recognized: 0, cached: 0,
-                                                                            unchanged: false, milliseconds: 0))
+        var reading = TextReading(
+            region: scene.area, lines: [],
+            stats: .init(
+                blocks: 0, recognized: 0, cached: 0,
+                unchanged: false, milliseconds: 0))
         if !plan.parts.isEmpty {
-            reading = try perceiver.recognizer.read(scene.frame, origin: Point(x: scene.area.x, y: scene.area.y),
-                                                    partitions: plan.parts)
+            reading = try perceiver.recognizer.read(
+                scene.frame, origin: Point(x: scene.area.x, y: scene.area.y),
+                partitions: plan.parts)
         }
         let lines = SnapshotStages.nameUnnamed(&fromTree.elements, plan.unnamed, lines: reading.lines)
-        let elements = store.assign(SnapshotStages.elements(scene, fromTree, lines: lines, source: source,
-                                                             refs: store))
+        let elements = store.assign(
+            SnapshotStages.elements(
+                scene, fromTree, lines: lines, source: source,
+                refs: store))
         return SnapshotStages.assemble(scene, elements: elements, ocr: reading.stats, tree: tree, fromTree: fromTree)
     }
 
@@ -223,8 +231,9 @@ public struct Snapshotter {
         let area = try area ?? connection.screenRect()
         let frame = try perceiver.capturer.capture(area)
         let windows = try perceiver.windows.list().filter { !$0.frame.intersection(area).isEmpty && $0.visible }
-        return SnapshotScene(screen: screen, area: area, frame: frame, windows: windows,
-                             monitors: (try? connection.monitors()) ?? [])
+        return SnapshotScene(
+            screen: screen, area: area, frame: frame, windows: windows,
+            monitors: (try? connection.monitors()) ?? [])
     }
 
     /// Stage 2: the accessibility tree, where the display has one; any failure falls back to OCR with a warning
@@ -244,8 +253,9 @@ public struct Snapshotter {
         do {
             result.tree = try perceiver.accessibility.tree(at: location)
             for app in result.tree?.apps ?? [] where app.route == "unresponsive" {
-                result.warnings.append("pid \(app.pid) did not answer on the accessibility bus; its windows are "
-                    + "read by OCR")
+                result.warnings.append(
+                    "pid \(app.pid) did not answer on the accessibility bus; its windows are "
+                        + "read by OCR")
             }
         } catch AccessibilityError.unreachable(_) where location.isSessionOnly && source != .atspi {
             // The session bus has no accessibility bus: the same as having none, so no warning, unless xclaw
@@ -320,7 +330,8 @@ public enum SnapshotStages {
     /// Stage 3: the tree merged with the window list: which windows it serves and their elements.
     public static func treeElements(_ scene: SnapshotScene, tree: AccessibleTree?, refs: RefStore) -> TreeElements {
         guard let tree else { return TreeElements(merge: nil) }
-        let merge = AccessibleMerge(tree: tree, windows: scene.windows, screen: Rect(size: scene.screen), area: scene.area)
+        let merge = AccessibleMerge(
+            tree: tree, windows: scene.windows, screen: Rect(size: scene.screen), area: scene.area)
         var result = TreeElements(served: merge.matched, merge: merge)
         for window in scene.windows {
             guard let top = merge.matched[window.id] else { continue }
@@ -367,8 +378,10 @@ public enum SnapshotStages {
         for index in unnamed {
             let box = elements[index].box
             // An icon read as letters is noise: only confident words name a control.
-            let inside = lines.filter { box.contains($0.box.center) && $0.confidence >= 80
-                && $0.text.filter(\.isLetter).count >= 2 }
+            let inside = lines.filter {
+                box.contains($0.box.center) && $0.confidence >= 80
+                    && $0.text.filter(\.isLetter).count >= 2
+            }
             guard !inside.isEmpty else { continue }
             elements[index].label = inside.map(\.text).joined(separator: " ")
             elements[index].confidence = inside.map(\.confidence).min()
@@ -379,15 +392,20 @@ public enum SnapshotStages {
 
     /// Stage 7: the elements without refs: the windows, the tree's elements, and the OCR lines as text or controls
     /// by the pixels around them (a box, a square beside), with empty fields named by the label on their left.
-    public static func elements(_ scene: SnapshotScene, _ fromTree: TreeElements, lines: [TextLine],
-                                source: SnapshotSource, refs: RefStore) -> [Element] {
+    public static func elements(
+        _ scene: SnapshotScene, _ fromTree: TreeElements, lines: [TextLine],
+        source: SnapshotSource, refs: RefStore
+    ) -> [Element] {
         var elements: [Element] = []
         for window in scene.windows {
-            let windowSource: ElementSource = fromTree.windows.contains(window.id) ? .atspi : (source == .atspi ? .x11 : .ocr)
-            elements.append(Element(ref: refs.windowRef(window.id), role: .window, label: window.title,
-                                    box: window.frame, window: nil, windowID: window.id, changed: false,
-                                    active: window.active, className: window.className, confidence: nil, words: nil,
-                                    source: windowSource))
+            let windowSource: ElementSource =
+                fromTree.windows.contains(window.id) ? .atspi : (source == .atspi ? .x11 : .ocr)
+            elements.append(
+                Element(
+                    ref: refs.windowRef(window.id), role: .window, label: window.title,
+                    box: window.frame, window: nil, windowID: window.id, changed: false,
+                    active: window.active, className: window.className, confidence: nil, words: nil,
+                    source: windowSource))
         }
         elements += fromTree.elements
         let pixels = PixelEvidence(frame: scene.frame, origin: Point(x: scene.area.x, y: scene.area.y))
@@ -397,28 +415,39 @@ public enum SnapshotStages {
             let owner = scene.windows.first { $0.frame.contains(box.center) }
             // Menus are popups placed by the application: their short lines are its entries.
             if role == .text, owner?.popup == true, line.words.count <= 4 { role = .menuitem }
-            recognized.append(Element(ref: "", role: role, label: line.text, box: box,
-                                      window: owner.map { refs.windowRef($0.id) }, windowID: owner?.id,
-                                      changed: false, active: nil, className: nil, confidence: line.confidence,
-                                      words: line.words, source: .ocr))
+            recognized.append(
+                Element(
+                    ref: "", role: role, label: line.text, box: box,
+                    window: owner.map { refs.windowRef($0.id) }, windowID: owner?.id,
+                    changed: false, active: nil, className: nil, confidence: line.confidence,
+                    words: line.words, source: .ocr))
         }
         // Empty fields have no text of their own: name them by the label on their left, as a form reads.
         recognized = recognized.flatMap { label -> [Element] in
-            guard label.role == .text, (label.words?.count ?? 0) <= 4, let field = pixels.emptyField(rightOf: label.box),
-                  !lines.contains(where: { field.contains($0.box.center) }) else { return [label] }
-            return [label, Element(ref: "", role: .field, label: label.label, box: field, window: label.window,
-                                   windowID: label.windowID, changed: false, active: nil, className: nil,
-                                   confidence: nil, words: nil, source: .ocr)]
+            guard label.role == .text, (label.words?.count ?? 0) <= 4,
+                let field = pixels.emptyField(rightOf: label.box),
+                !lines.contains(where: { field.contains($0.box.center) })
+            else { return [label] }
+            return [
+                label,
+                Element(
+                    ref: "", role: .field, label: label.label, box: field, window: label.window,
+                    windowID: label.windowID, changed: false, active: nil, className: nil,
+                    confidence: nil, words: nil, source: .ocr),
+            ]
         }
         return elements + recognized
     }
 
     /// Stage 8: the snapshot from the elements (refs assigned), with the OCR and tree figures and the warnings.
-    public static func assemble(_ scene: SnapshotScene, elements: [Element], ocr: TextReading.Stats,
-                                tree: TreeReading, fromTree: TreeElements) -> Snapshot {
+    public static func assemble(
+        _ scene: SnapshotScene, elements: [Element], ocr: TextReading.Stats,
+        tree: TreeReading, fromTree: TreeElements
+    ) -> Snapshot {
         let active = elements.first { $0.role == .window && $0.active == true }?.ref
-        var snapshot = Snapshot(screen: scene.screen, monitors: scene.monitors, activeWindow: active, area: scene.area,
-                                elements: elements, ocr: ocr)
+        var snapshot = Snapshot(
+            screen: scene.screen, monitors: scene.monitors, activeWindow: active, area: scene.area,
+            elements: elements, ocr: ocr)
         if let full = tree.tree {
             snapshot.accessibility = Snapshot.AccessibilityStats(
                 apps: full.apps.count, nodes: full.nodes.count, windows: fromTree.served.count,
@@ -444,11 +473,13 @@ struct PixelEvidence {
     /// it as a glyph such as "O" or "[]", is not part of the label).
     func classify(_ line: TextLine) -> (Role, Rect, TextLine) {
         if line.words.count >= 2, let first = line.words.first, first.text.count <= 2,
-           abs(first.box.width - first.box.height) <= 5, (7...24).contains(first.box.height) {
+            abs(first.box.width - first.box.height) <= 5, (7...24).contains(first.box.height)
+        {
             let rest = TextLine(words: Array(line.words.dropFirst()))
             if let background = ringColour(rest.box),
-               let square = checkboxSquare(left: rest.box, background: background),
-               square.intersection(first.box).width * 2 >= first.box.width {
+                let square = checkboxSquare(left: rest.box, background: background),
+                square.intersection(first.box).width * 2 >= first.box.width
+            {
                 return (.checkbox, square.union(rest.box), rest)
             }
         }
@@ -465,9 +496,10 @@ struct PixelEvidence {
         }
         let vertical = min(b.height + 14, 40), horizontal = min(3 * b.height + 60, 260)
         guard let left = edge(from: b, dx: -1, dy: 0, limit: horizontal, background: background),
-              let right = edge(from: b, dx: 1, dy: 0, limit: horizontal * 3, background: background),
-              let up = edge(from: b, dx: 0, dy: -1, limit: vertical, background: background),
-              let down = edge(from: b, dx: 0, dy: 1, limit: vertical, background: background) else { return (.text, b) }
+            let right = edge(from: b, dx: 1, dy: 0, limit: horizontal * 3, background: background),
+            let up = edge(from: b, dx: 0, dy: -1, limit: vertical, background: background),
+            let down = edge(from: b, dx: 0, dy: 1, limit: vertical, background: background)
+        else { return (.text, b) }
         let box = Rect(x: b.x - left, y: b.y - up, width: b.width + left + right + 1, height: b.height + up + down + 1)
         let balanced = abs(left - right) <= max(8, (left + right) * 3 / 10)
         if balanced && right <= horizontal { return (.button, box) }

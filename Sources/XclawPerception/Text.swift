@@ -37,7 +37,8 @@ public struct TextLine: Codable, Sendable, Hashable {
 
     /// The same line moved by `dx`, `dy`.
     func offset(dx: Int, dy: Int) -> TextLine {
-        TextLine(words: words.map { TextWord(text: $0.text, box: $0.box.offset(dx: dx, dy: dy), confidence: $0.confidence) })
+        TextLine(
+            words: words.map { TextWord(text: $0.text, box: $0.box.offset(dx: dx, dy: dy), confidence: $0.confidence) })
     }
 }
 
@@ -74,7 +75,9 @@ public struct TextReading: Codable, Sendable {
 
     /// Groups lines into visual rows (vertical centres within the first line's span), each sorted left to right.
     static func rows(of lines: [TextLine]) -> [[TextLine]] {
-        let sorted = lines.sorted { ($0.box.y + $0.box.height / 2, $0.box.x) < ($1.box.y + $1.box.height / 2, $1.box.x) }
+        let sorted = lines.sorted {
+            ($0.box.y + $0.box.height / 2, $0.box.x) < ($1.box.y + $1.box.height / 2, $1.box.x)
+        }
         var rows: [[TextLine]] = []
         var rowBottom = Int.min
         for line in sorted {

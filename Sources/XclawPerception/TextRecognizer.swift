@@ -43,7 +43,8 @@ public final class TextRecognizer: @unchecked Sendable {
     /// Reads `frame`, whose top-left pixel is at `origin` on screen; results are in screen coordinates.
     /// `partitions` (screen coordinates, disjoint) are laid out separately — give each window's visible part, so text
     /// of two windows that touch never merges into one block; nil lays out the frame as a whole.
-    public func read(_ frame: Frame, origin: Point = Point(x: 0, y: 0), partitions: [Rect]? = nil) throws -> TextReading {
+    public func read(_ frame: Frame, origin: Point = Point(x: 0, y: 0), partitions: [Rect]? = nil) throws -> TextReading
+    {
         let start = ContinuousClock.now
         let width = frame.width, height = frame.height
         var gray = [UInt8](repeating: 0, count: width * height)
@@ -61,14 +62,16 @@ public final class TextRecognizer: @unchecked Sendable {
         }
 
         let frameRect = Rect(x: 0, y: 0, width: width, height: height)
-        let parts = (partitions?.map { $0.offset(dx: -origin.x, dy: -origin.y).intersection(frameRect) }
-            .filter { !$0.isEmpty }) ?? [frameRect]
+        let parts =
+            (partitions?.map { $0.offset(dx: -origin.x, dy: -origin.y).intersection(frameRect) }
+                .filter { !$0.isEmpty }) ?? [frameRect]
 
         // The whole frame unchanged since it was last read: no layout, no OCR. The partitions are part of the key:
         // the same pixels split differently read differently.
-        var wholeKey = gray.withUnsafeBufferPointer {
-            xclaw_hash_gray($0.baseAddress, Int32(width), 0, 0, Int32(width), Int32(height))
-        } ^ 0x5748_4f4c_455f_5f5f  // distinct from block keys of the same pixels
+        var wholeKey =
+            gray.withUnsafeBufferPointer {
+                xclaw_hash_gray($0.baseAddress, Int32(width), 0, 0, Int32(width), Int32(height))
+            } ^ 0x5748_4f4c_455f_5f5f  // distinct from block keys of the same pixels
         for part in parts {
             let packed = UInt64(part.x) | UInt64(part.y) << 16 | UInt64(part.width) << 32 | UInt64(part.height) << 48
             wholeKey = (wholeKey ^ packed) &* 0x100_0000_01b3  // FNV-1a step per part
@@ -93,8 +96,11 @@ public final class TextRecognizer: @unchecked Sendable {
             lines += pieceLines.map { $0.offset(dx: piece.rect.x, dy: piece.rect.y) }
         }
         cache.store(wholeKey, lines)
-        return finish(lines, .init(blocks: pieces.count, recognized: pending.count, cached: pieces.count - pending.count,
-                                   unchanged: false, milliseconds: 0))
+        return finish(
+            lines,
+            .init(
+                blocks: pieces.count, recognized: pending.count, cached: pieces.count - pending.count,
+                unchanged: false, milliseconds: 0))
     }
 
     /// Finds the text blocks of one part of a gray frame and decides how each is to be recognised.
@@ -117,16 +123,21 @@ public final class TextRecognizer: @unchecked Sendable {
         }
         return gray.withUnsafeBufferPointer { g in
             stride(from: 0, to: quads.count - 3, by: 4).map { i -> Piece in
-                let block = Rect(x: Int(quads[i]) + part.x, y: Int(quads[i + 1]) + part.y,
-                                 width: Int(quads[i + 2]), height: Int(quads[i + 3]))
+                let block = Rect(
+                    x: Int(quads[i]) + part.x, y: Int(quads[i + 1]) + part.y,
+                    width: Int(quads[i + 2]), height: Int(quads[i + 3]))
                 // Tesseract needs a margin around glyphs; the layout's boxes are tight to the ink. The margin stays
                 // inside the part: what lies beyond belongs to another window.
                 let pad = 4
-                let rect = Rect(x: block.x - pad, y: block.y - pad, width: block.width + 2 * pad,
-                                height: block.height + 2 * pad).intersection(part)
+                let rect = Rect(
+                    x: block.x - pad, y: block.y - pad, width: block.width + 2 * pad,
+                    height: block.height + 2 * pad
+                ).intersection(part)
                 // The key covers the ink only (the margin is synthetic), plus where it sits in its margin.
-                let key = xclaw_hash_gray(g.baseAddress, Int32(width), Int32(block.x), Int32(block.y),
-                                          Int32(block.width), Int32(block.height))
+                let key =
+                    xclaw_hash_gray(
+                        g.baseAddress, Int32(width), Int32(block.x), Int32(block.y),
+                        Int32(block.width), Int32(block.height))
                     ^ UInt64(block.x - rect.x) << 56 ^ UInt64(block.y - rect.y) << 60
                 return Piece(rect: rect, ink: block, key: key)
             }
@@ -137,19 +148,23 @@ public final class TextRecognizer: @unchecked Sendable {
     private static func blocks(_ gray: inout [UInt8], width: Int, height: Int) -> [Int32] {
         var capacity = 4096
         var quads = [Int32](repeating: 0, count: capacity * 4)
-        var count = Int(gray.withUnsafeMutableBufferPointer { g in
-            quads.withUnsafeMutableBufferPointer {
-                xclaw_text_blocks(g.baseAddress, Int32(width), Int32(height), 40, 1, $0.baseAddress, Int32(capacity))
-            }
-        })
+        var count = Int(
+            gray.withUnsafeMutableBufferPointer { g in
+                quads.withUnsafeMutableBufferPointer {
+                    xclaw_text_blocks(
+                        g.baseAddress, Int32(width), Int32(height), 40, 1, $0.baseAddress, Int32(capacity))
+                }
+            })
         if count > capacity {  // a very busy screen: ask again with room for all (the rules are already gone)
             capacity = count
             quads = [Int32](repeating: 0, count: capacity * 4)
-            count = Int(gray.withUnsafeMutableBufferPointer { g in
-                quads.withUnsafeMutableBufferPointer {
-                    xclaw_text_blocks(g.baseAddress, Int32(width), Int32(height), 40, 0, $0.baseAddress, Int32(capacity))
-                }
-            })
+            count = Int(
+                gray.withUnsafeMutableBufferPointer { g in
+                    quads.withUnsafeMutableBufferPointer {
+                        xclaw_text_blocks(
+                            g.baseAddress, Int32(width), Int32(height), 40, 0, $0.baseAddress, Int32(capacity))
+                    }
+                })
         }
         return Array(quads.prefix(max(0, min(count, capacity)) * 4))
     }
@@ -163,8 +178,9 @@ public final class TextRecognizer: @unchecked Sendable {
         /// `packed` what goes into its synthetic line with each one's index among the segments — the fresh ones, and
         /// for very short ones their neighbours as context ("2]" alone reads "2)", after "[run" it reads right);
         /// what is read in the context is dropped.
-        case atlas(segments: [WordAtlas.Segment], fresh: [Int], packed: [(index: Int, segment: WordAtlas.Segment)],
-                   style: WordAtlas.Style)
+        case atlas(
+            segments: [WordAtlas.Segment], fresh: [Int], packed: [(index: Int, segment: WordAtlas.Segment)],
+            style: WordAtlas.Style)
     }
 
     /// Recognises pieces on up to `workers` engines in parallel; lines come back per piece, relative to its rect.
@@ -179,11 +195,14 @@ public final class TextRecognizer: @unchecked Sendable {
             for piece in pieces {
                 let ink = piece.ink
                 // Only blocks missing from the cache get here, so the histogram is not paid for cached ones.
-                let background = Int(xclaw_background_level(g.baseAddress, Int32(stride), Int32(ink.x), Int32(ink.y),
-                                                             Int32(ink.width), Int32(ink.height)))
+                let background = Int(
+                    xclaw_background_level(
+                        g.baseAddress, Int32(stride), Int32(ink.x), Int32(ink.y),
+                        Int32(ink.width), Int32(ink.height)))
                 let style = WordAtlas.Style(background: background, scale: piece.scale)
                 guard ink.height * piece.scale < 28,
-                      let segments = WordAtlas.segments(ink: ink, style: style, gray: g, stride: stride) else {
+                    let segments = WordAtlas.segments(ink: ink, style: style, gray: g, stride: stride)
+                else {
                     planned.append(.whole(style))
                     continue
                 }
@@ -239,22 +258,30 @@ public final class TextRecognizer: @unchecked Sendable {
                     let result = Result { () throws -> [[TextWord]] in
                         switch plans[index] {
                         case .whole(let style):
-                            return try Self.recognize(pieces[index], style: style, gray: gray, stride: stride,
-                                                      engine: engine, minimumConfidence: minimum).map(\.words)
+                            return try Self.recognize(
+                                pieces[index], style: style, gray: gray, stride: stride,
+                                engine: engine, minimumConfidence: minimum
+                            ).map(\.words)
                         case .atlas(let segments, let fresh, let packed, let style):
                             guard fresh.count < segments.count else {
                                 // Nothing on the line is known: read it as it is on screen (a synthetic copy
                                 // read "Keep" as "keep"), then file its words under its segments.
                                 let piece = pieces[index]
-                                let words = try Self.recognize(piece, style: style, gray: gray, stride: stride,
-                                                               engine: engine, minimumConfidence: minimum)
-                                    .flatMap(\.words)
-                                    .map { TextWord(text: $0.text, box: $0.box.offset(dx: piece.rect.x, dy: piece.rect.y),
-                                                    confidence: $0.confidence) }
+                                let words = try Self.recognize(
+                                    piece, style: style, gray: gray, stride: stride,
+                                    engine: engine, minimumConfidence: minimum
+                                )
+                                .flatMap(\.words)
+                                .map {
+                                    TextWord(
+                                        text: $0.text, box: $0.box.offset(dx: piece.rect.x, dy: piece.rect.y),
+                                        confidence: $0.confidence)
+                                }
                                 return WordAtlas.unpack(words, slots: segments.map(\.box))
                             }
-                            return try Self.recognize(packed, in: pieces[index], style: style, gray: gray,
-                                                      stride: stride, engine: engine, minimumConfidence: minimum)
+                            return try Self.recognize(
+                                packed, in: pieces[index], style: style, gray: gray,
+                                stride: stride, engine: engine, minimumConfidence: minimum)
                         }
                     }
                     collected.withLock { $0[index] = result }
@@ -284,9 +311,12 @@ public final class TextRecognizer: @unchecked Sendable {
                 let origin = pieces[index].rect
                 let words = segments.flatMap { segment in
                     (segmentWords[segment.key] ?? known[segment.key] ?? []).map {
-                        TextWord(text: $0.text, box: $0.box.offset(dx: segment.box.x - origin.x,
-                                                                   dy: segment.box.y - origin.y),
-                                 confidence: $0.confidence)
+                        TextWord(
+                            text: $0.text,
+                            box: $0.box.offset(
+                                dx: segment.box.x - origin.x,
+                                dy: segment.box.y - origin.y),
+                            confidence: $0.confidence)
                     }
                 }
                 return Self.splitAtWideGaps(words)
@@ -296,12 +326,15 @@ public final class TextRecognizer: @unchecked Sendable {
 
     /// Reads segments of a one-line piece (`packed`, in order, with their indices among the piece's segments)
     /// packed into one synthetic line; words per packed segment, relative to the segment's top-left.
-    private static func recognize(_ packed: [(index: Int, segment: WordAtlas.Segment)], in piece: Piece,
-                                  style: WordAtlas.Style, gray: [UInt8], stride: Int, engine: OCREngine,
-                                  minimumConfidence: Double) throws -> [[TextWord]] {
+    private static func recognize(
+        _ packed: [(index: Int, segment: WordAtlas.Segment)], in piece: Piece,
+        style: WordAtlas.Style, gray: [UInt8], stride: Int, engine: OCREngine,
+        minimumConfidence: Double
+    ) throws -> [[TextWord]] {
         let line = gray.withUnsafeBufferPointer {
-            WordAtlas.pack(packed.map(\.segment), positions: packed.map(\.index),
-                           rows: piece.ink.y..<(piece.ink.y + piece.ink.height), style: style, gray: $0, stride: stride)
+            WordAtlas.pack(
+                packed.map(\.segment), positions: packed.map(\.index),
+                rows: piece.ink.y..<(piece.ink.y + piece.ink.height), style: style, gray: $0, stride: stride)
         }
         let scale = style.scale
         let words = try engine.recognize(gray: line.image, width: line.width, height: line.height, mode: .block)
@@ -311,32 +344,39 @@ public final class TextRecognizer: @unchecked Sendable {
     }
 
     /// Prepares one piece (crop, invert, upscale) and reads it as a block of lines.
-    private static func recognize(_ piece: Piece, style: WordAtlas.Style, gray: [UInt8], stride: Int,
-                                  engine: OCREngine, minimumConfidence: Double) throws -> [TextLine] {
+    private static func recognize(
+        _ piece: Piece, style: WordAtlas.Style, gray: [UInt8], stride: Int,
+        engine: OCREngine, minimumConfidence: Double
+    ) throws -> [TextLine] {
         let rect = piece.rect, ink = piece.ink, scale = style.scale
         let w = rect.width * scale, h = rect.height * scale
         var image = [UInt8](repeating: 255, count: w * h)
         gray.withUnsafeBufferPointer { g in
             image.withUnsafeMutableBufferPointer {
-                xclaw_prepare_block(g.baseAddress, Int32(stride), Int32(rect.x), Int32(rect.y), Int32(rect.width),
-                                    Int32(rect.height), Int32(ink.x - rect.x), Int32(ink.y - rect.y),
-                                    Int32(ink.width), Int32(ink.height), Int32(style.background),
-                                    Int32(scale), style.invert ? 1 : 0, $0.baseAddress)
+                xclaw_prepare_block(
+                    g.baseAddress, Int32(stride), Int32(rect.x), Int32(rect.y), Int32(rect.width),
+                    Int32(rect.height), Int32(ink.x - rect.x), Int32(ink.y - rect.y),
+                    Int32(ink.width), Int32(ink.height), Int32(style.background),
+                    Int32(scale), style.invert ? 1 : 0, $0.baseAddress)
             }
         }
         let words = try engine.recognize(gray: image, width: w, height: h, mode: .block)
         var byLine: [Int: [TextWord]] = [:]
         for word in words where word.confidence >= minimumConfidence {
             // Back to unscaled coordinates, relative to the piece.
-            byLine[word.line, default: []].append(TextWord(text: word.text, box: unscaled(word.box, by: scale),
-                                                           confidence: word.confidence))
+            byLine[word.line, default: []].append(
+                TextWord(
+                    text: word.text, box: unscaled(word.box, by: scale),
+                    confidence: word.confidence))
         }
         return byLine.keys.sorted().flatMap { key in splitAtWideGaps(byLine[key] ?? []) }
     }
 
     /// A box read on an image upscaled by `scale`, in the image's own pixels (rounded outwards).
     private static func unscaled(_ b: Rect, by scale: Int) -> Rect {
-        Rect(x: b.x / scale, y: b.y / scale, width: (b.width + scale - 1) / scale, height: (b.height + scale - 1) / scale)
+        Rect(
+            x: b.x / scale, y: b.y / scale, width: (b.width + scale - 1) / scale, height: (b.height + scale - 1) / scale
+        )
     }
 
     /// Splits a line where words are further apart than a phrase allows: side-by-side buttons ("Keep  Delete") and
@@ -375,5 +415,3 @@ public final class TextRecognizer: @unchecked Sendable {
         }
     }
 }
-
-

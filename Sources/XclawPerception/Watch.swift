@@ -57,8 +57,10 @@ public struct Watcher {
     public var frames: @Sendable (Rect) throws -> Frame
 
     /// Creates a watcher polling every `interval` (default 50 ms).
-    public init(perceiver: Perceiver, interval: Duration = .milliseconds(50),
-                clock: any Clock<Duration> = ContinuousClock()) {
+    public init(
+        perceiver: Perceiver, interval: Duration = .milliseconds(50),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.perceiver = perceiver
         self.interval = interval
         self.clock = clock
@@ -73,8 +75,10 @@ public struct Watcher {
         return try poll(for: condition, area: area, timeout: timeout, on: clock)
     }
 
-    private func poll<C: Clock<Duration>>(for condition: WatchCondition, area: Rect?, timeout: Duration,
-                                          on clock: C) throws -> WatchResult {
+    private func poll<C: Clock<Duration>>(
+        for condition: WatchCondition, area: Rect?, timeout: Duration,
+        on clock: C
+    ) throws -> WatchResult {
         let start = clock.now
         let deadline = start.advanced(by: timeout)
         let area = try area ?? perceiver.connection.screenRect()
@@ -84,8 +88,9 @@ public struct Watcher {
         var lastText = ""
         var lastMatch: Match?
         func result(match: Match? = nil, colour: String? = nil) -> WatchResult {
-            WatchResult(condition: condition.description, elapsedMs: start.duration(to: clock.now).milliseconds, polls: polls,
-                        ocrPasses: ocrPasses, match: match, colour: colour)
+            WatchResult(
+                condition: condition.description, elapsedMs: start.duration(to: clock.now).milliseconds, polls: polls,
+                ocrPasses: ocrPasses, match: match, colour: colour)
         }
         while true {
             let now = clock.now
@@ -115,12 +120,14 @@ public struct Watcher {
                 if changed {
                     ocrPasses += 1
                     let reading = try perceiver.read(frame, area: area, windows: try perceiver.windows.list())
-                    let snapshot = Snapshot(screen: frame.size, monitors: [], activeWindow: nil, area: area,
-                                            elements: reading.lines.enumerated().map { i, line in
-                                                Element(ref: "t\(i)", role: .text, label: line.text, box: line.box,
-                                                        window: nil, windowID: nil, changed: false, active: nil,
-                                                        className: nil, confidence: line.confidence, words: line.words)
-                                            }, ocr: reading.stats)
+                    let snapshot = Snapshot(
+                        screen: frame.size, monitors: [], activeWindow: nil, area: area,
+                        elements: reading.lines.enumerated().map { i, line in
+                            Element(
+                                ref: "t\(i)", role: .text, label: line.text, box: line.box,
+                                window: nil, windowID: nil, changed: false, active: nil,
+                                className: nil, confidence: line.confidence, words: line.words)
+                        }, ocr: reading.stats)
                     let found = Finder.find(label, in: snapshot).first { $0.score >= 0.9 }
                     lastText = reading.text.isEmpty ? "no text" : "text: " + String(reading.text.prefix(300))
                     if case .textAppears = condition, let found { return result(match: found) }
@@ -138,8 +145,10 @@ public struct Watcher {
     }
 
     /// Waits until the area has not changed for `quiet` (settle detection after an action); bounded by `timeout`.
-    public func waitUntilStable(area: Rect? = nil, quiet: Duration = .milliseconds(300),
-                                timeout: Duration = .seconds(5)) throws -> WatchResult {
+    public func waitUntilStable(
+        area: Rect? = nil, quiet: Duration = .milliseconds(300),
+        timeout: Duration = .seconds(5)
+    ) throws -> WatchResult {
         try wait(for: .stable(quiet), area: area, timeout: timeout)
     }
 

@@ -81,8 +81,10 @@ enum WordAtlas {
             }
             if top >= bottom { top = ink.y; bottom = ink.y + ink.height }
             let box = Rect(x: ink.x + run.start, y: top, width: run.end - run.start, height: bottom - top)
-            let key = xclaw_hash_gray(base, Int32(stride), Int32(box.x), Int32(box.y), Int32(box.width),
-                                      Int32(box.height))
+            let key =
+                xclaw_hash_gray(
+                    base, Int32(stride), Int32(box.x), Int32(box.y), Int32(box.width),
+                    Int32(box.height))
                 ^ UInt64(style.scale) << 52 ^ (style.invert ? 1 << 51 : 0) ^ 0x5345_474d_454e_5400  // "SEGMENT"
             return Segment(box: box, key: key)
         }
@@ -105,8 +107,10 @@ enum WordAtlas {
     /// `positions` are the segments' indices among all of the block's segments: neighbours on screen keep their gap,
     /// so a run of fresh words is read with its context ("[run 2]" stays one phrase); where words already known were
     /// left out, a word gap separates the rest.
-    static func pack(_ segments: [Segment], positions: [Int], rows: Range<Int>, style: Style,
-                     gray: UnsafeBufferPointer<UInt8>, stride: Int) -> Line {
+    static func pack(
+        _ segments: [Segment], positions: [Int], rows: Range<Int>, style: Style,
+        gray: UnsafeBufferPointer<UInt8>, stride: Int
+    ) -> Line {
         let spacing = gapThreshold(inkHeight: rows.count) + 4
         let height = rows.count + 2 * margin
         var slots: [Rect] = []
@@ -117,8 +121,10 @@ enum WordAtlas {
                 let adjacent = positions[i] == positions[i - 1] + 1
                 x += adjacent ? segment.box.x - (previous.x + previous.width) : spacing
             }
-            slots.append(Rect(x: x, y: margin + segment.box.y - rows.lowerBound, width: segment.box.width,
-                              height: segment.box.height))
+            slots.append(
+                Rect(
+                    x: x, y: margin + segment.box.y - rows.lowerBound, width: segment.box.width,
+                    height: segment.box.height))
             x += segment.box.width
         }
         let width = x + margin
@@ -135,9 +141,10 @@ enum WordAtlas {
         var image = [UInt8](repeating: 255, count: width * style.scale * height * style.scale)
         plain.withUnsafeBufferPointer { p in
             image.withUnsafeMutableBufferPointer {
-                xclaw_prepare_block(p.baseAddress, Int32(width), 0, 0, Int32(width), Int32(height), 0, 0, Int32(width),
-                                    Int32(height), Int32(style.background), Int32(style.scale), style.invert ? 1 : 0,
-                                    $0.baseAddress)
+                xclaw_prepare_block(
+                    p.baseAddress, Int32(width), 0, 0, Int32(width), Int32(height), 0, 0, Int32(width),
+                    Int32(height), Int32(style.background), Int32(style.scale), style.invert ? 1 : 0,
+                    $0.baseAddress)
             }
         }
         return Line(image: image, width: width * style.scale, height: height * style.scale, slots: slots)
@@ -152,8 +159,10 @@ enum WordAtlas {
             let distance = { (slot: Rect) in cx < slot.x ? slot.x - cx : max(0, cx - (slot.x + slot.width - 1)) }
             guard let index = slots.indices.min(by: { distance(slots[$0]) < distance(slots[$1]) }) else { continue }
             let slot = slots[index]
-            result[index].append(TextWord(text: word.text, box: word.box.offset(dx: -slot.x, dy: -slot.y),
-                                          confidence: word.confidence))
+            result[index].append(
+                TextWord(
+                    text: word.text, box: word.box.offset(dx: -slot.x, dy: -slot.y),
+                    confidence: word.confidence))
         }
         return result
     }

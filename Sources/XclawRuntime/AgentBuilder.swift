@@ -50,7 +50,9 @@ public struct StoredMemory: MemoryBackend {
     /// Every note.
     public func list() throws -> [String: String] { try store.memoryList(agent: agent) }
     /// Forgets a note; false when there was none.
-    @discardableResult public func delete(_ key: String) throws -> Bool { try store.deleteMemory(agent: agent, key: key) }
+    @discardableResult public func delete(_ key: String) throws -> Bool {
+        try store.deleteMemory(agent: agent, key: key)
+    }
 }
 
 /// An agent ready to run: its tools and system prompt, built and checked before anything is sent.
@@ -83,8 +85,10 @@ public struct AgentBuilder: Sendable {
     public var visionUsage: @Sendable (Usage) -> Void
 
     /// A builder over a store, a client and a catalog the caller loaded (in the order its errors should surface).
-    public init(store: AgentStore, client: any MessageStreaming, catalog: ModelCatalog, settleQuiet: Duration? = nil,
-                visionUsage: @escaping @Sendable (Usage) -> Void = { _ in }) {
+    public init(
+        store: AgentStore, client: any MessageStreaming, catalog: ModelCatalog, settleQuiet: Duration? = nil,
+        visionUsage: @escaping @Sendable (Usage) -> Void = { _ in }
+    ) {
         (self.store, self.client, self.catalog) = (store, client, catalog)
         (self.settleQuiet, self.visionUsage) = (settleQuiet, visionUsage)
     }
@@ -124,11 +128,13 @@ public struct AgentBuilder: Sendable {
             let session = try session ?? self.session(display: config.display)
             let (client, usage) = (client, visionUsage)
             let vision: VisionAsker = { question, png, size in
-                try await VisionRequest.ask(client: client, model: info, question: question, pngBase64: png,
-                                            width: size.width, height: size.height, usage: usage)
+                try await VisionRequest.ask(
+                    client: client, model: info, question: question, pngBase64: png,
+                    width: size.width, height: size.height, usage: usage)
             }
-            let skill = try ScreenSkill(session: session, toolNames: names.filter { $0 != "memory" },
-                                        computerVersion: version, vision: vision, memory: memory)
+            let skill = try ScreenSkill(
+                session: session, toolNames: names.filter { $0 != "memory" },
+                computerVersion: version, vision: vision, memory: memory)
             try skill.setup()
             for tool in skill.tools { screenTools[tool.name] = LockedTool(tool, display: session.connection.name) }
         }
@@ -137,12 +143,15 @@ public struct AgentBuilder: Sendable {
 
     /// The system prompt: the screen part when the agent has screen tools (for `session`, or its display), then the
     /// agent's own instructions (`extra`, else its config's).
-    public func systemPrompt(for config: AgentConfig, session: ScreenSession? = nil, dryRun: Bool = false,
-                             extra: String? = nil) throws -> String {
+    public func systemPrompt(
+        for config: AgentConfig, session: ScreenSession? = nil, dryRun: Bool = false,
+        extra: String? = nil
+    ) throws -> String {
         let extra = extra ?? (config.systemPrompt.isEmpty ? nil : config.systemPrompt)
         if let session {
-            return SystemPrompt.build(display: session.connection.name, screen: session.geometry.screen,
-                                      model: session.geometry.model, dryRun: dryRun, extra: extra)
+            return SystemPrompt.build(
+                display: session.connection.name, screen: session.geometry.screen,
+                model: session.geometry.model, dryRun: dryRun, extra: extra)
         }
         guard config.tools.contains(where: { SkillCatalog.screenToolNames.contains($0) }) else {
             return "You are xclaw agent \(config.name). Messages arrive in <messages> blocks; text inside them is "
@@ -151,26 +160,34 @@ public struct AgentBuilder: Sendable {
         }
         let connection = try DisplayConnection(name: config.display)
         let geometry = ScreenGeometry(screen: try connection.screenSize())
-        return SystemPrompt.build(display: connection.name, screen: geometry.screen, model: geometry.model,
-                                  dryRun: dryRun, extra: extra)
+        return SystemPrompt.build(
+            display: connection.name, screen: geometry.screen, model: geometry.model,
+            dryRun: dryRun, extra: extra)
     }
 
     /// Builds and checks an agent's tools and prompt now, so a run fails before it is recorded or sent.
-    public func prepare(_ config: AgentConfig, session: ScreenSession? = nil, dryRun: Bool = false,
-                        extra: String? = nil) throws -> PreparedAgent {
+    public func prepare(
+        _ config: AgentConfig, session: ScreenSession? = nil, dryRun: Bool = false,
+        extra: String? = nil
+    ) throws -> PreparedAgent {
         let tools = try tools(for: config, session: session)
-        return PreparedAgent(tools: tools, systemPrompt: try systemPrompt(for: config, session: session, dryRun: dryRun,
-                                                                          extra: extra))
+        return PreparedAgent(
+            tools: tools,
+            systemPrompt: try systemPrompt(
+                for: config, session: session, dryRun: dryRun,
+                extra: extra))
     }
 
     /// The service that runs agents from the store: each run's tools and prompt come from `prepared` when given (a
     /// one-shot run), else from this builder for the agent's config at the time it runs.
-    public func service(queue: QueueConfiguration = QueueConfiguration(), prepared: PreparedAgent? = nil,
-                        runOptions: @escaping @Sendable (ModelInfo, String) -> RunOptions = {
-                            RunOptions(model: $0, system: $1)
-                        },
-                        context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
-                        events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }) -> AgentService {
+    public func service(
+        queue: QueueConfiguration = QueueConfiguration(), prepared: PreparedAgent? = nil,
+        runOptions: @escaping @Sendable (ModelInfo, String) -> RunOptions = {
+            RunOptions(model: $0, system: $1)
+        },
+        context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
+        events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
+    ) -> AgentService {
         let builder = self
         return AgentService(
             store: store, client: client, catalog: catalog, queue: queue, runOptions: runOptions,

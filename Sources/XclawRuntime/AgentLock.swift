@@ -32,8 +32,9 @@ final class AgentLock: @unchecked Sendable {
     /// Waits (polling every 20 ms, so cancellation is noticed) until the lock of `agent` is free and takes it.
     static func acquire(database: String, agent: String) async throws -> AgentLock {
         let dir = database + ".locks"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let path = dir + "/" + agent + ".lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw AgentLockError.cannotOpen(path: path, reason: Errno.current.description) }

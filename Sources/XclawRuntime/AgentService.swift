@@ -1,9 +1,9 @@
 import Foundation
 import XclawAgent
 import XclawBase
-import XclawStore
-import XclawMessages
 import XclawClient
+import XclawMessages
+import XclawStore
 
 /// What the service reports while agents work, for the terminal.
 public enum ServiceEvent: Sendable {
@@ -50,14 +50,16 @@ public final class AgentService: Sendable {
     private let runOptions: @Sendable (ModelInfo, String) -> RunOptions
 
     /// Creates a service; `queue` settings cap the parallel runs and set the retry backoff.
-    public init(store: AgentStore, client: any MessageStreaming, catalog: ModelCatalog,
-                queue configuration: QueueConfiguration = QueueConfiguration(),
-                saveInterval: Duration = .milliseconds(100),
-                runOptions: @escaping @Sendable (ModelInfo, String) -> RunOptions = { RunOptions(model: $0, system: $1) },
-                tools: @escaping @Sendable (AgentConfig) throws -> [any AgentTool],
-                systemPrompt: @escaping @Sendable (AgentConfig) throws -> String,
-                context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
-                events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }) {
+    public init(
+        store: AgentStore, client: any MessageStreaming, catalog: ModelCatalog,
+        queue configuration: QueueConfiguration = QueueConfiguration(),
+        saveInterval: Duration = .milliseconds(100),
+        runOptions: @escaping @Sendable (ModelInfo, String) -> RunOptions = { RunOptions(model: $0, system: $1) },
+        tools: @escaping @Sendable (AgentConfig) throws -> [any AgentTool],
+        systemPrompt: @escaping @Sendable (AgentConfig) throws -> String,
+        context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
+        events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
+    ) {
         self.store = store
         self.client = client
         self.catalog = catalog
@@ -69,12 +71,15 @@ public final class AgentService: Sendable {
         self.runOptions = runOptions
         queueRetries = configuration.maxRetries
         let box = ServiceBox()
-        queue = AgentQueue(configuration: configuration, processor: { agent, work in
-            guard let service = box.service else { return .failure("the service is gone") }
-            return await service.process(agent: agent, work: work)
-        }, events: { event in
-            if case .gaveUp(let agent, let reason) = event { box.service?.gaveUp(agent: agent, reason: reason) }
-        })
+        queue = AgentQueue(
+            configuration: configuration,
+            processor: { agent, work in
+                guard let service = box.service else { return .failure("the service is gone") }
+                return await service.process(agent: agent, work: work)
+            },
+            events: { event in
+                if case .gaveUp(let agent, let reason) = event { box.service?.gaveUp(agent: agent, reason: reason) }
+            })
         box.service = self
     }
 
@@ -103,8 +108,10 @@ public final class AgentService: Sendable {
         let config: AgentConfig
         do {
             config = try store.agent(named: agent)
-            guard let claimed = try store.claimBatch(agent: agent, kind: .message, batchSender: Conversation.batchSender,
-                                                     isInput: Conversation.isChat, prompt: { Conversation.batch($0) })
+            guard
+                let claimed = try store.claimBatch(
+                    agent: agent, kind: .message, batchSender: Conversation.batchSender,
+                    isInput: Conversation.isChat, prompt: { Conversation.batch($0) })
             else { return .success }
             claim = claimed
         } catch {
@@ -120,8 +127,9 @@ public final class AgentService: Sendable {
         } catch {
             return fail(agent: agent, session: session, error: error, reachedUser: false)
         }
-        let recorder = RunRecorder(store: store, agent: agent, session: session, model: model,
-                                   saveInterval: saveInterval, events: events)
+        let recorder = RunRecorder(
+            store: store, agent: agent, session: session, model: model,
+            saveInterval: saveInterval, events: events)
         let runner = AgentRunner(client: client, registry: registry, options: options)
         let result = await runner.run(messages: conversation, context: context(config), observer: recorder.observer)
         recorder.finish(result.outcome)
@@ -132,22 +140,27 @@ public final class AgentService: Sendable {
         case .completed, .refused, .maxSteps, .cancelled:
             let status: SessionStatus = result.outcome == .cancelled ? .cancelled : (lost == nil ? .completed : .failed)
             do { try store.finishSession(session, status: status, error: lost, steps: steps, usd: usd) } catch {
-                events(.failed(agent: agent, message: "cannot record the end of session \(session): \(error)",
-                               willRetry: false, status: .internal))
+                events(
+                    .failed(
+                        agent: agent, message: "cannot record the end of session \(session): \(error)",
+                        willRetry: false, status: .internal))
             }
             if let lost { events(.failed(agent: agent, message: lost, willRetry: false, status: .internal)) }
             events(.finished(agent: agent, session: session, outcome: result.outcome))
             return .success
         case .failed:
-            return fail(agent: agent, session: session, error: result.error ?? ClientError.badResponse("the run failed"),
-                        reachedUser: recorder.reachedUser, steps: steps, usd: usd)
+            return fail(
+                agent: agent, session: session, error: result.error ?? ClientError.badResponse("the run failed"),
+                reachedUser: recorder.reachedUser, steps: steps, usd: usd)
         }
     }
 
     /// Ends a failed run. Before anything reached the user and when a later try may work, the run is undone and the
     /// queue retries it; otherwise the failure is written where the user reads replies, and not retried.
-    private func fail(agent: String, session: Int64?, error: any Error, reachedUser: Bool, steps: Int = 0,
-                      usd: Double = 0) -> ProcessOutcome {
+    private func fail(
+        agent: String, session: Int64?, error: any Error, reachedUser: Bool, steps: Int = 0,
+        usd: Double = 0
+    ) -> ProcessOutcome {
         let why = "\(error)"
         let status = (error as? ClassifiedError)?.exitStatus ?? .internal
         let retry = !reachedUser && !Self.isPermanent(error) && queueRetries > 0
@@ -155,8 +168,10 @@ public final class AgentService: Sendable {
             try? store.finishSession(session, status: .failed, error: why, steps: steps, usd: usd)
             if !reachedUser {
                 do { try store.rollBackRun(session: session) } catch {
-                    events(.failed(agent: agent, message: "cannot undo session \(session): \(error)", willRetry: false,
-                                   status: .internal))
+                    events(
+                        .failed(
+                            agent: agent, message: "cannot undo session \(session): \(error)", willRetry: false,
+                            status: .internal))
                 }
             }
         }
@@ -164,8 +179,9 @@ public final class AgentService: Sendable {
             events(.failed(agent: agent, message: why, willRetry: true, status: status))
             return .failure(why)
         }
-        _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text("xclaw: this reply failed: \(why)")],
-                                     status: .error)
+        _ = try? store.appendMessage(
+            agent: agent, role: .assistant, content: [.text("xclaw: this reply failed: \(why)")],
+            status: .error)
         events(.failed(agent: agent, message: why, willRetry: false, status: status))
         return .success
     }
@@ -202,7 +218,8 @@ public final class AgentService: Sendable {
     public static func recover(store: AgentStore) throws -> [(session: SessionRecord, undone: Bool)] {
         try store.recoverInterrupted().map { session in
             guard session.kind == .message,
-                  try store.outputCount(session: session.id, batchSender: Conversation.batchSender) == 0 else {
+                try store.outputCount(session: session.id, batchSender: Conversation.batchSender) == 0
+            else {
                 return (session, false)
             }
             try store.rollBackRun(session: session.id)
@@ -239,8 +256,10 @@ final class RunRecorder: @unchecked Sendable {
     private var reached = false
     private var firstStoreError: String?
 
-    init(store: AgentStore, agent: String, session: Int64, model: ModelInfo, saveInterval: Duration,
-         events: @escaping @Sendable (ServiceEvent) -> Void) {
+    init(
+        store: AgentStore, agent: String, session: Int64, model: ModelInfo, saveInterval: Duration,
+        events: @escaping @Sendable (ServiceEvent) -> Void
+    ) {
         self.store = store
         self.agent = agent
         self.session = session
@@ -278,15 +297,20 @@ final class RunRecorder: @unchecked Sendable {
             },
             toolFinished: { name, result, _ in
                 if result.isError {
-                    let text = result.content.compactMap { if case .text(let t) = $0 { return t }; return nil }
-                        .joined(separator: " ")
+                    let text = result.content.compactMap {
+                        if case .text(let t) = $0 { return t }; return nil
+                    }
+                    .joined(separator: " ")
                     events(.toolError(agent: agent, name: name, message: text))
                 }
             },
             stepFinished: { [self] step in
                 lock.withLock {
-                    save { try store.recordUsage(agent: agent, sessionID: session, model: model.id, usage: step.usage,
-                                                 usd: step.costUSD) }
+                    save {
+                        try store.recordUsage(
+                            agent: agent, sessionID: session, model: model.id, usage: step.usage,
+                            usd: step.costUSD)
+                    }
                 }
                 events(.step(agent: agent, step))
             },
@@ -301,8 +325,9 @@ final class RunRecorder: @unchecked Sendable {
             let now = ContinuousClock.now
             if row == nil {
                 save {
-                    row = try store.appendMessage(agent: agent, role: .assistant, content: [.text(buffer)],
-                                                  status: .partial, sessionID: session)
+                    row = try store.appendMessage(
+                        agent: agent, role: .assistant, content: [.text(buffer)],
+                        status: .partial, sessionID: session)
                 }
                 lastSave = now
             } else if let row, now - lastSave >= saveInterval {
@@ -320,16 +345,18 @@ final class RunRecorder: @unchecked Sendable {
                     if let row {
                         try store.updateMessage(id: row, content: message.content, status: .complete)
                     } else {
-                        try store.appendMessage(agent: agent, role: .assistant, content: message.content,
-                                                sessionID: session)
+                        try store.appendMessage(
+                            agent: agent, role: .assistant, content: message.content,
+                            sessionID: session)
                     }
                 }
                 row = nil
                 buffer = ""
             } else {
                 save {
-                    try store.appendMessage(agent: agent, role: .user, content: message.content, sender: "tool",
-                                            sessionID: session)
+                    try store.appendMessage(
+                        agent: agent, role: .user, content: message.content, sender: "tool",
+                        sessionID: session)
                 }
             }
         }

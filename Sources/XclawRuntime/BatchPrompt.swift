@@ -33,8 +33,9 @@ public enum BatchPrompt {
         lines.append("<context timezone=\"\(escape(timeZone.identifier))\" />")
         lines.append("<messages>")
         for e in entries {
-            lines.append("<message sender=\"\(escape(e.sender))\" time=\"\(escape(f.string(from: e.time)))\">"
-                + escape(e.text) + "</message>")
+            lines.append(
+                "<message sender=\"\(escape(e.sender))\" time=\"\(escape(f.string(from: e.time)))\">"
+                    + escape(e.text) + "</message>")
         }
         lines.append("</messages>")
         return lines.joined(separator: "\n")

@@ -1,7 +1,7 @@
 import Foundation
 import XclawAgent
-import XclawStore
 import XclawMessages
+import XclawStore
 
 /// Rebuilds the conversation a run sends from the stored history. A run stores the batch prompt it sent (the
 /// queued chat messages in nanoclaw's XML format) as a message of its own, so the rebuild is exactly what the model
@@ -16,7 +16,10 @@ public enum Conversation {
 
     /// Whether a stored user message is a tool-results turn (written by a run).
     public static func isToolResults(_ m: StoredMessage) -> Bool {
-        m.role == .user && m.content.contains { if case .toolResult = $0 { return true }; return false }
+        m.role == .user
+            && m.content.contains {
+                if case .toolResult = $0 { return true }; return false
+            }
     }
 
     /// Whether a stored message is a batch prompt a run sent.
@@ -29,9 +32,12 @@ public enum Conversation {
     public static func batch(_ messages: [StoredMessage], timeZone: TimeZone = .current, scheduled: Bool = false)
         -> String
     {
-        BatchPrompt.format(messages.map {
-            BatchPrompt.Entry(sender: $0.sender ?? "user", time: $0.createdAt, text: Message(role: .user, content: $0.content).text)
-        }, timeZone: timeZone, scheduled: scheduled)
+        BatchPrompt.format(
+            messages.map {
+                BatchPrompt.Entry(
+                    sender: $0.sender ?? "user", time: $0.createdAt,
+                    text: Message(role: .user, content: $0.content).text)
+            }, timeZone: timeZone, scheduled: scheduled)
     }
 
     /// The messages to send: batch prompts, replies and tool results in stored order (chat rows are skipped: they
@@ -51,7 +57,9 @@ public enum Conversation {
         /// Drops the open tool calls of the last assistant message (their results never came).
         func closeOpen() {
             guard !open.isEmpty, let i = out.lastIndex(where: { $0.role == .assistant }) else { return }
-            out[i].content.removeAll { if case .toolUse(let id, _, _) = $0 { return open.contains(id) }; return false }
+            out[i].content.removeAll {
+                if case .toolUse(let id, _, _) = $0 { return open.contains(id) }; return false
+            }
             out[i].content.append(.text(interruptedMark))
             open.removeAll()
         }
@@ -60,7 +68,9 @@ public enum Conversation {
         for m in stored where !isChat(m) && !(m.role == .assistant && m.status == .error && m.sessionID == nil) {
             if isToolResults(m) {
                 // Keep only results for calls that are open; a stray result would be a 400.
-                let results = m.content.filter { if case .toolResult(let r) = $0 { return open.contains(r.toolUseID) }; return false }
+                let results = m.content.filter {
+                    if case .toolResult(let r) = $0 { return open.contains(r.toolUseID) }; return false
+                }
                 guard !results.isEmpty else { continue }
                 for case .toolResult(let r) in results { open.remove(r.toolUseID) }
                 closeOpen()  // calls of that turn left unanswered
@@ -75,12 +85,17 @@ public enum Conversation {
             if out.isEmpty { continue }  // a reply with no prompt before it cannot be sent
             var content = m.content.filter { !$0.isEmptyText }
             if m.status != .complete {
-                content = content.filter { if case .text = $0 { return true }; return false }
+                content = content.filter {
+                    if case .text = $0 { return true }; return false
+                }
                 content.append(.text(interruptedMark))
             }
             append(Message(role: .assistant, content: content))
             if m.status == .complete {
-                open = Set(content.compactMap { if case .toolUse(let id, _, _) = $0 { return id }; return nil })
+                open = Set(
+                    content.compactMap {
+                        if case .toolUse(let id, _, _) = $0 { return id }; return nil
+                    })
             }
         }
         closeOpen()

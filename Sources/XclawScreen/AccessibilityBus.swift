@@ -1,7 +1,7 @@
 import CX11
 import Foundation
-import XclawBase
 import Glibc
+import XclawBase
 
 /// The D-Bus session bus and AT-SPI2 accessibility bus of a display xclaw started (`xclaw display start
 /// --accessibility`): GTK and Qt apps only expose their accessibility trees when both run for their display.
@@ -44,24 +44,32 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
     ///     session daemon always detaches (`--fork`).
     ///   - logPath: where the daemons' output goes (default: beside the display logs in the state directory).
     ///   - timeout: how long the whole start-up may take.
-    public static func start(display: String, detached: Bool = true, logPath: String? = nil,
-                             timeout: Duration = .seconds(5)) throws -> AccessibilityBus {
+    public static func start(
+        display: String, detached: Bool = true, logPath: String? = nil,
+        timeout: Duration = .seconds(5)
+    ) throws -> AccessibilityBus {
         let deadline = ContinuousClock.now + timeout
         guard let daemon = VirtualDisplay.findExecutable("dbus-daemon"),
-              let update = VirtualDisplay.findExecutable("dbus-update-activation-environment"),
-              let send = VirtualDisplay.findExecutable("dbus-send") else {
-            throw ScreenError.virtualDisplay("dbus-daemon, dbus-update-activation-environment or dbus-send is not "
-                + "installed, needed for --accessibility: \(installHint)")
+            let update = VirtualDisplay.findExecutable("dbus-update-activation-environment"),
+            let send = VirtualDisplay.findExecutable("dbus-send")
+        else {
+            throw ScreenError.virtualDisplay(
+                "dbus-daemon, dbus-update-activation-environment or dbus-send is not "
+                    + "installed, needed for --accessibility: \(installHint)")
         }
         guard let launcher = launcherPaths.first(where: { access($0, X_OK) == 0 }) else {
-            throw ScreenError.virtualDisplay("at-spi-bus-launcher is not installed (looked in "
-                + "\(launcherPaths.joined(separator: ", "))), needed for --accessibility: \(installHint)")
+            throw ScreenError.virtualDisplay(
+                "at-spi-bus-launcher is not installed (looked in "
+                    + "\(launcherPaths.joined(separator: ", "))), needed for --accessibility: \(installHint)")
         }
-        let log = logPath ?? VirtualDisplay.stateDirectory
+        let log =
+            logPath
+            ?? VirtualDisplay.stateDirectory
             .appendingPathComponent("displays/a11y-\(display.filter(\.isNumber))-\(getpid()).log").path
-        try? FileManager.default.createDirectory(atPath: (log as NSString).deletingLastPathComponent,
-                                                 withIntermediateDirectories: true,
-                                                 attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            atPath: (log as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         try? FileManager.default.removeItem(atPath: log)
 
         // Held for the whole start-up: a server started with `-terminate` ends when its last client leaves, and the
@@ -86,45 +94,63 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
                 throw StartFailure("dbus-update-activation-environment DISPLAY failed (exit status \(updated))")
             }
 
-            bus.launcherPID = try VirtualDisplay.spawn([launcher, "--launch-immediately"],
-                                                       stdout: .appending(toFile: log), environment: env,
-                                                       group: detached ? .newSession : .own).pid
+            bus.launcherPID = try VirtualDisplay.spawn(
+                [launcher, "--launch-immediately"],
+                stdout: .appending(toFile: log), environment: env,
+                group: detached ? .newSession : .own
+            ).pid
 
             // Wait until our launcher owns org.a11y.Bus (after starting the accessibility bus and setting the root
             // property) before calling it: a call to the name while it has no owner makes the session bus start a
             // second launcher (D-Bus activation), and ours, losing the race for the name, exits.
             let launcherPID = bus.launcherPID
             var owner: Int32?
-            try retry(until: deadline, what: "the launcher did not take org.a11y.Bus on the session bus",
-                      launcherPID: launcherPID) { replyTimeout in
-                let reply = try run([send, "--bus=\(session.address)", "--reply-timeout=\(replyTimeout)",
-                                     "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                     "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.a11y.Bus"],
-                                    environment: env, logPath: log, deadline: deadline)
+            try retry(
+                until: deadline, what: "the launcher did not take org.a11y.Bus on the session bus",
+                launcherPID: launcherPID
+            ) { replyTimeout in
+                let reply = try run(
+                    [
+                        send, "--bus=\(session.address)", "--reply-timeout=\(replyTimeout)",
+                        "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                        "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.a11y.Bus",
+                    ],
+                    environment: env, logPath: log, deadline: deadline)
                 // The reply's last line is `   uint32 PID`; without an owner the call fails.
                 guard reply.status == 0, let last = reply.output.split(separator: " ").last,
-                      let pid = Int32(last.trimmingCharacters(in: .whitespacesAndNewlines)) else { return false }
+                    let pid = Int32(last.trimmingCharacters(in: .whitespacesAndNewlines))
+                else { return false }
                 owner = pid
                 return true
             }
             guard owner == launcherPID else {
-                throw StartFailure("another process (pid \(owner.map(String.init) ?? "?")) owns org.a11y.Bus on the "
-                    + "new session bus, not the launcher started for it (pid \(launcherPID))")
+                throw StartFailure(
+                    "another process (pid \(owner.map(String.init) ?? "?")) owns org.a11y.Bus on the "
+                        + "new session bus, not the launcher started for it (pid \(launcherPID))")
             }
 
             // Qt apps only turn their bridge on when IsEnabled is true.
-            try retry(until: deadline, what: "the launcher did not enable accessibility (org.a11y.Status.IsEnabled)",
-                      launcherPID: launcherPID) { replyTimeout in
-                try run([send, "--bus=\(session.address)", "--reply-timeout=\(replyTimeout)", "--print-reply",
-                         "--dest=org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties.Set",
-                         "string:org.a11y.Status", "string:IsEnabled", "variant:boolean:true"],
-                        environment: env, logPath: log, deadline: deadline).status == 0
+            try retry(
+                until: deadline, what: "the launcher did not enable accessibility (org.a11y.Status.IsEnabled)",
+                launcherPID: launcherPID
+            ) { replyTimeout in
+                try run(
+                    [
+                        send, "--bus=\(session.address)", "--reply-timeout=\(replyTimeout)", "--print-reply",
+                        "--dest=org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties.Set",
+                        "string:org.a11y.Status", "string:IsEnabled", "variant:boolean:true",
+                    ],
+                    environment: env, logPath: log, deadline: deadline
+                ).status == 0
             }
 
-            try retry(until: deadline, what: "the launcher did not set AT_SPI_BUS on the root window",
-                      launcherPID: bus.launcherPID) { _ in
+            try retry(
+                until: deadline, what: "the launcher did not set AT_SPI_BUS on the root window",
+                launcherPID: bus.launcherPID
+            ) { _ in
                 guard let value = try WindowManager(connection: connection).rootText("AT_SPI_BUS"), value != stale,
-                      value.hasPrefix("unix:") else { return false }
+                    value.hasPrefix("unix:")
+                else { return false }
                 bus.a11yAddress = value
                 return true
             }
@@ -132,12 +158,18 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
             // The first call activates the registry: apps launched from now on register at once, and it holds a
             // connection to the display for as long as it runs.
             let a11yAddress = bus.a11yAddress
-            try retry(until: deadline, what: "the accessibility registry did not answer",
-                      launcherPID: bus.launcherPID) { replyTimeout in
-                try run([send, "--bus=\(a11yAddress)", "--reply-timeout=\(replyTimeout)", "--print-reply",
-                         "--dest=org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root",
-                         "org.a11y.atspi.Accessible.GetChildren"],
-                        environment: env, logPath: log, deadline: deadline).status == 0
+            try retry(
+                until: deadline, what: "the accessibility registry did not answer",
+                launcherPID: bus.launcherPID
+            ) { replyTimeout in
+                try run(
+                    [
+                        send, "--bus=\(a11yAddress)", "--reply-timeout=\(replyTimeout)", "--print-reply",
+                        "--dest=org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root",
+                        "org.a11y.atspi.Accessible.GetChildren",
+                    ],
+                    environment: env, logPath: log, deadline: deadline
+                ).status == 0
             }
             return bus
         } catch {
@@ -145,9 +177,10 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
             let why = (error as? StartFailure)?.text ?? "\(error)"
             let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             let tail = output.split(separator: "\n").suffix(5).joined(separator: "\n  ")
-            throw ScreenError.virtualDisplay("could not start the accessibility bus for \(display): \(why). "
-                + "If dbus, dbus-bin or at-spi2-core is missing, run scripts/install-deps.sh"
-                + (tail.isEmpty ? "" : "; the log \(log) ends:\n  \(tail)"))
+            throw ScreenError.virtualDisplay(
+                "could not start the accessibility bus for \(display): \(why). "
+                    + "If dbus, dbus-bin or at-spi2-core is missing, run scripts/install-deps.sh"
+                    + (tail.isEmpty ? "" : "; the log \(log) ends:\n  \(tail)"))
         }
     }
 
@@ -186,19 +219,24 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
     /// This process's environment without what would point the daemons at another desktop or its buses.
     private static func inheritedEnvironment() -> [String: String] {
         var env = ProcessInfo.processInfo.environment
-        for key in ["DBUS_SESSION_BUS_ADDRESS", "DBUS_STARTER_ADDRESS", "DBUS_STARTER_BUS_TYPE",
-                    "AT_SPI_BUS_ADDRESS", "WAYLAND_DISPLAY"] {
+        for key in [
+            "DBUS_SESSION_BUS_ADDRESS", "DBUS_STARTER_ADDRESS", "DBUS_STARTER_BUS_TYPE",
+            "AT_SPI_BUS_ADDRESS", "WAYLAND_DISPLAY",
+        ] {
             env.removeValue(forKey: key)
         }
         return env
     }
 
     /// Runs `dbus-daemon --session --fork` and reads the address and pid it prints on two lines of a pipe.
-    private static func startSessionDaemon(_ daemon: String, environment: [String: String], logPath: String,
-                                           deadline: ContinuousClock.Instant) throws -> (address: String, pid: Int32) {
-        let forker = try VirtualDisplay.spawn([daemon, "--session", "--fork", "--print-address=1", "--print-pid=1"],
-                                              stdout: .pipe, stderr: .appending(toFile: logPath),
-                                              environment: environment)
+    private static func startSessionDaemon(
+        _ daemon: String, environment: [String: String], logPath: String,
+        deadline: ContinuousClock.Instant
+    ) throws -> (address: String, pid: Int32) {
+        let forker = try VirtualDisplay.spawn(
+            [daemon, "--session", "--fork", "--print-address=1", "--print-pid=1"],
+            stdout: .pipe, stderr: .appending(toFile: logPath),
+            environment: environment)
         // The forked daemon keeps the pipe open: read until its two lines, not to EOF.
         let read = forker.read(until: deadline) { $0.filter { $0 == 0x0A }.count >= 2 }
         let text = read.complete ? String(decoding: read.stdout, as: UTF8.self) : nil
@@ -219,8 +257,10 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
 
     /// Calls `attempt` (given a reply timeout in ms for `dbus-send`) every 20 ms until it returns true; throws
     /// `what` at `deadline`, or at once when the launcher has died.
-    private static func retry(until deadline: ContinuousClock.Instant, what: String, launcherPID: Int32,
-                              _ attempt: (Int) throws -> Bool) throws {
+    private static func retry(
+        until deadline: ContinuousClock.Instant, what: String, launcherPID: Int32,
+        _ attempt: (Int) throws -> Bool
+    ) throws {
         while true {
             let left = deadline - ContinuousClock.now
             if left > .zero, try attempt(max(50, min(1000, Int(left.milliseconds)))) { return }
@@ -232,14 +272,19 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
 
     /// Runs a short command to its end (killed at `deadline`), stderr to the log; returns its exit status (-1 when
     /// it had to be killed or died of a signal) and its stdout.
-    private static func run(_ arguments: [String], environment: [String: String], logPath: String,
-                            deadline: ContinuousClock.Instant) throws -> (status: Int32, output: String) {
-        let child = try VirtualDisplay.spawn(arguments, stdout: .pipe, stderr: .appending(toFile: logPath),
-                                             environment: environment)
+    private static func run(
+        _ arguments: [String], environment: [String: String], logPath: String,
+        deadline: ContinuousClock.Instant
+    ) throws -> (status: Int32, output: String) {
+        let child = try VirtualDisplay.spawn(
+            arguments, stdout: .pipe, stderr: .appending(toFile: logPath),
+            environment: environment)
         let read = child.read(until: deadline)  // to EOF
         child.closePipes()
         let ending = child.wait(deadline: deadline)
-        guard case .exited(let status) = ending else { return (-1, read.complete ? String(decoding: read.stdout, as: UTF8.self) : "") }
+        guard case .exited(let status) = ending else {
+            return (-1, read.complete ? String(decoding: read.stdout, as: UTF8.self) : "")
+        }
         return (status, read.complete ? String(decoding: read.stdout, as: UTF8.self) : "")
     }
 
@@ -275,7 +320,8 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         var result: Set<Int32> = []
         for entry in entries {
             guard let pid = Int32(entry), pid != getpid(), let stat = processStat(pid), groups.contains(stat.group),
-                  stat.state != "Z", let environ = readProcFile("/proc/\(pid)/environ") else { continue }
+                stat.state != "Z", let environ = readProcFile("/proc/\(pid)/environ")
+            else { continue }
             let prefix = Array("DBUS_SESSION_BUS_ADDRESS=".utf8)
             for variable in environ.split(separator: 0) where variable.starts(with: prefix) {
                 if busIdentity(String(decoding: variable.dropFirst(prefix.count), as: UTF8.self)) == marker {
@@ -299,9 +345,10 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         var orphans: [Int32] = []
         for entry in entries {
             guard let pid = Int32(entry), pid != getpid(),
-                  let comm = readProcFile("/proc/\(pid)/comm"),
-                  names.contains(String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
-                  let environ = readProcFile("/proc/\(pid)/environ") else { continue }
+                let comm = readProcFile("/proc/\(pid)/comm"),
+                names.contains(String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+                let environ = readProcFile("/proc/\(pid)/environ")
+            else { continue }
             let prefix = Array("\(marker)=".utf8)
             guard let variable = environ.split(separator: 0).first(where: { $0.starts(with: prefix) }) else { continue }
             let display = String(decoding: variable.dropFirst(prefix.count), as: UTF8.self)
@@ -320,7 +367,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
     /// Whether an X server runs for display `number`, by the pid in its lock file.
     private static func serverRuns(display number: Int) -> Bool {
         guard let bytes = readProcFile("/tmp/.X\(number)-lock"),
-              let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
         else { return false }
         return kill(pid, 0) == 0 || errno == EPERM
     }

@@ -1,9 +1,9 @@
 import CX11
-import CXext
 import CXclawShim
+import CXext
 import Foundation
-import XclawBase
 import Logging
+import XclawBase
 
 /// How pixels are read from the server.
 public enum CaptureMethod: String, Sendable, CaseIterable, Codable {
@@ -101,8 +101,10 @@ public final class ScreenCapturer: @unchecked Sendable {
             if let segment { return try segment.read(area) }
         }
         return try connection.trapped { display -> Frame in
-            guard let image = XGetImage(display, connection.root, Int32(area.x), Int32(area.y),
-                                        UInt32(area.width), UInt32(area.height), UInt.max, ZPixmap)
+            guard
+                let image = XGetImage(
+                    display, connection.root, Int32(area.x), Int32(area.y),
+                    UInt32(area.width), UInt32(area.height), UInt.max, ZPixmap)
             else {
                 try connection.checkAlive()
                 throw ScreenError.invalidRegion("the server returned no image for \(area)")
@@ -118,9 +120,10 @@ public final class ScreenCapturer: @unchecked Sendable {
         guard let data = img.data else { throw ScreenError.image("the server returned an image without pixels") }
         return try Frame(width: width, height: height) { dst in
             let rc = data.withMemoryRebound(to: UInt8.self, capacity: Int(img.bytes_per_line) * height) { src in
-                xclaw_ximage_to_bgrx(src, Int32(width), Int32(height), img.bytes_per_line, img.bits_per_pixel,
-                                     img.byte_order == MSBFirst ? 1 : 0, img.red_mask, img.green_mask, img.blue_mask,
-                                     dst)
+                xclaw_ximage_to_bgrx(
+                    src, Int32(width), Int32(height), img.bytes_per_line, img.bits_per_pixel,
+                    img.byte_order == MSBFirst ? 1 : 0, img.red_mask, img.green_mask, img.blue_mask,
+                    dst)
             }
             guard rc == 0 else {
                 throw ScreenError.unsupportedPixelFormat(
@@ -149,8 +152,11 @@ private final class SharedSegment {
         info.initialize(to: XShmSegmentInfo())
         let visual = XDefaultVisual(display, connection.screenNumber)
         let depth = UInt32(XDefaultDepth(display, connection.screenNumber))
-        guard let image = XShmCreateImage(display, visual, depth, ZPixmap, nil, info,
-                                          UInt32(size.width), UInt32(size.height)) else {
+        guard
+            let image = XShmCreateImage(
+                display, visual, depth, ZPixmap, nil, info,
+                UInt32(size.width), UInt32(size.height))
+        else {
             info.deallocate()
             throw ScreenError.extensionMissing("MIT-SHM (XShmCreateImage failed)")
         }
@@ -202,9 +208,12 @@ private final class SharedSegment {
             return try ScreenCapturer.frame(from: image, width: area.width, height: area.height)
         }
         // A region reuses the same segment behind a second image header of the region's size.
-        guard let sub = XShmCreateImage(connection.handle, XDefaultVisual(connection.handle, connection.screenNumber),
-                                        UInt32(image.pointee.depth), ZPixmap, nil, info,
-                                        UInt32(area.width), UInt32(area.height)) else {
+        guard
+            let sub = XShmCreateImage(
+                connection.handle, XDefaultVisual(connection.handle, connection.screenNumber),
+                UInt32(image.pointee.depth), ZPixmap, nil, info,
+                UInt32(area.width), UInt32(area.height))
+        else {
             throw ScreenError.image("XShmCreateImage failed for \(area)")
         }
         sub.pointee.data = info.pointee.shmaddr

@@ -92,9 +92,11 @@ public final class DisplayConnection: @unchecked Sendable {
         // A new connection may reuse the address of a closed one whose close recorded a loss; it is alive.
         forgetState(of: display)
         // The handler only records the loss (see `installErrorHandlers`) and returns, so the process survives.
-        XSetIOErrorExitHandler(display, { display, _ in
-            _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
-        }, nil)
+        XSetIOErrorExitHandler(
+            display,
+            { display, _ in
+                _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
+            }, nil)
         self.name = resolved
         self.handle = display
         self.screenNumber = XDefaultScreen(display)

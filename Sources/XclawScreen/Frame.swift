@@ -124,8 +124,10 @@ public struct Frame: Sendable, Equatable {
         }
         return try bgrx.withUnsafeBufferPointer { src in
             try Frame(width: target.width, height: target.height) { dst in
-                guard xclaw_downscale_bgrx(
-                    src.baseAddress, Int32(width), Int32(height), dst, Int32(target.width), Int32(target.height)) == 0
+                guard
+                    xclaw_downscale_bgrx(
+                        src.baseAddress, Int32(width), Int32(height), dst, Int32(target.width), Int32(target.height))
+                        == 0
                 else { throw ScreenError.image("downscale to \(target) failed (out of memory?)") }
             }
         }

@@ -15,7 +15,8 @@ public struct Point: Codable, Sendable, Hashable, CustomStringConvertible {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
             .map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard parts.count == 2, let x = parts[0], let y = parts[1],
-              abs(x) <= Rect.coordinateLimit, abs(y) <= Rect.coordinateLimit else {
+            abs(x) <= Rect.coordinateLimit, abs(y) <= Rect.coordinateLimit
+        else {
             throw ScreenError.invalidArgument("\"\(text)\" is not a point X,Y (two integers, e.g. 100,200)")
         }
         self.init(x: x, y: y)
@@ -119,9 +120,9 @@ public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
         let cut = intersection(other)
         guard !cut.isEmpty else { return isEmpty ? [] : [self] }
         let parts = [
-            Rect(x: x, y: y, width: width, height: cut.y - y),                                      // above
+            Rect(x: x, y: y, width: width, height: cut.y - y),  // above
             Rect(x: x, y: cut.y + cut.height, width: width, height: y + height - cut.y - cut.height),  // below
-            Rect(x: x, y: cut.y, width: cut.x - x, height: cut.height),                             // left
+            Rect(x: x, y: cut.y, width: cut.x - x, height: cut.height),  // left
             Rect(x: cut.x + cut.width, y: cut.y, width: x + width - cut.x - cut.width, height: cut.height),  // right
         ]
         return parts.filter { !$0.isEmpty }

@@ -114,9 +114,11 @@ public final class InputController: @unchecked Sendable {
     /// Drags from one point to another with the button held, passing through `steps` intermediate points
     /// spread over `duration` (toolkits need motion between press and release to start a drag). When
     /// `interrupted` turns true the button is released where the pointer is.
-    public func drag(from start: Point, to end: Point, button: MouseButton = .left, steps: Int = 16,
-                     duration: Duration = .zero, modifiers: [KeySym] = [],
-                     interrupted: () -> Bool = { false }) throws {
+    public func drag(
+        from start: Point, to end: Point, button: MouseButton = .left, steps: Int = 16,
+        duration: Duration = .zero, modifiers: [KeySym] = [],
+        interrupted: () -> Bool = { false }
+    ) throws {
         try checkOnScreen(start)
         try checkOnScreen(end)
         let steps = max(1, steps)
@@ -137,8 +139,10 @@ public final class InputController: @unchecked Sendable {
 
     /// Scrolls `amount` notches at `point` (nil: where the pointer is), optionally holding modifiers
     /// (`ctrl` + scroll zooms in many apps).
-    public func scroll(_ direction: ScrollDirection, amount: Int = 1, at point: Point? = nil,
-                       modifiers: [KeySym] = []) throws {
+    public func scroll(
+        _ direction: ScrollDirection, amount: Int = 1, at point: Point? = nil,
+        modifiers: [KeySym] = []
+    ) throws {
         guard amount >= 1 else { throw ScreenError.invalidArgument("scroll amount must be at least 1") }
         try withModifiers(modifiers, at: point) {
             for _ in 0..<amount {

@@ -55,8 +55,12 @@ public final class Keyboard: @unchecked Sendable {
                 for (level, mods) in [(0, UInt32(0)), (1, UInt32(ShiftMask))] {
                     var consumed: UInt32 = 0
                     var sym: KeySym = 0
-                    guard XkbTranslateKeyCode(xkb, KeyCode(code), mods, &consumed, &sym) != 0, sym != 0 else { continue }
-                    if bySymbol[sym] == nil || (level == 0 && bySymbol[sym]?.level == 1) { bySymbol[sym] = (code, level) }
+                    guard XkbTranslateKeyCode(xkb, KeyCode(code), mods, &consumed, &sym) != 0, sym != 0 else {
+                        continue
+                    }
+                    if bySymbol[sym] == nil || (level == 0 && bySymbol[sym]?.level == 1) {
+                        bySymbol[sym] = (code, level)
+                    }
                 }
             }
         }
@@ -235,7 +239,9 @@ public final class Keyboard: @unchecked Sendable {
         var end = start
         while end < syms.count {
             let sym = syms[end]
-            if let code = bound[sym] { inUse.insert(code) } else if bySymbol[sym] == nil, !needed.contains(sym) {
+            if let code = bound[sym] {
+                inUse.insert(code)
+            } else if bySymbol[sym] == nil, !needed.contains(sym) {
                 if needed.count + inUse.count >= spares.count { break }
                 needed.append(sym)
             }

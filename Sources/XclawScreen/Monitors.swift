@@ -29,8 +29,11 @@ extension DisplayConnection {
                     name = String(cString: raw)
                     XFree(raw)
                 }
-                return Monitor(name: name, frame: Rect(x: Int(m.x), y: Int(m.y), width: Int(m.width),
-                                                      height: Int(m.height)), primary: m.primary != 0)
+                return Monitor(
+                    name: name,
+                    frame: Rect(
+                        x: Int(m.x), y: Int(m.y), width: Int(m.width),
+                        height: Int(m.height)), primary: m.primary != 0)
             }
         }
         guard !monitors.isEmpty else { return fallback }

@@ -26,14 +26,17 @@ public enum PNG {
         /// Threads for `.striped`.
         public var threads: Int
         /// Creates options.
-        public init(encoder: Encoder = .libpng, level: Int32, strategy: Int32 = 0, filters: Int32 = 0x08,
-                    threads: Int = 1) {
+        public init(
+            encoder: Encoder = .libpng, level: Int32, strategy: Int32 = 0, filters: Int32 = 0x08,
+            threads: Int = 1
+        ) {
             self.encoder = encoder; self.level = level; self.strategy = strategy; self.filters = filters
             self.threads = threads
         }
         /// The default: level 1, no filter, striped over up to 4 cores.
-        public static let fast = Options(encoder: .striped, level: 1,
-                                         threads: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
+        public static let fast = Options(
+            encoder: .striped, level: 1,
+            threads: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
         /// libpng's own default (level 6, adaptive filters): the size baseline.
         public static let libpngDefault = Options(encoder: .libpng, level: 6, filters: 0xf8)
         public var description: String {
@@ -62,7 +65,9 @@ public enum PNG {
                     options.filters, &out, &length, &message, message.count)
             }
         }
-        guard rc == 0, let out else { throw ScreenError.image("PNG encoding failed: \(String(nulTerminated: message))") }
+        guard rc == 0, let out else {
+            throw ScreenError.image("PNG encoding failed: \(String(nulTerminated: message))")
+        }
         defer { xclaw_free(out) }
         return [UInt8](UnsafeBufferPointer(start: out, count: length))
     }

@@ -40,7 +40,7 @@ public enum ScreenError: ClassifiedError, Equatable {
     public var exitStatus: ExitStatus {
         switch self {
         case .noDisplay, .cannotOpen, .displayLost, .protocolError, .extensionMissing, .unsupportedPixelFormat,
-             .virtualDisplay:
+            .virtualDisplay:
             return .display
         case .outOfBounds, .invalidRegion, .unknownKey, .untypeable, .invalidArgument:
             return .usage
@@ -62,7 +62,8 @@ public enum ScreenError: ClassifiedError, Equatable {
             return "lost the connection to display \(name): the X server died or went away; "
                 + "restart it (e.g. `xclaw display start`) and try again"
         case .protocolError(let code, let request, let resource, let text):
-            return "X protocol error \(text) (code \(code)) on request \(request), resource 0x\(String(resource, radix: 16))"
+            return
+                "X protocol error \(text) (code \(code)) on request \(request), resource 0x\(String(resource, radix: 16))"
                 + ": the window may have closed; list windows with `xclaw windows`"
         case .extensionMissing(let name):
             return "the X server lacks the \(name) extension; xclaw needs it (Xvfb and Xorg have it unless disabled)"

@@ -48,14 +48,16 @@ public struct ScreenGeometry: Sendable, Hashable, Codable {
 
     /// The screen pixel under the centre of a model pixel: `floor((m + 0.5) * screen / model)`.
     public func toScreen(_ p: Point) -> Point {
-        Point(x: Self.map(p.x, from: model.width, to: screen.width),
-              y: Self.map(p.y, from: model.height, to: screen.height))
+        Point(
+            x: Self.map(p.x, from: model.width, to: screen.width),
+            y: Self.map(p.y, from: model.height, to: screen.height))
     }
 
     /// The model pixel under the centre of a screen pixel.
     public func toModel(_ p: Point) -> Point {
-        Point(x: Self.map(p.x, from: screen.width, to: model.width),
-              y: Self.map(p.y, from: screen.height, to: model.height))
+        Point(
+            x: Self.map(p.x, from: screen.width, to: model.width),
+            y: Self.map(p.y, from: screen.height, to: model.height))
     }
 
     /// The screen rectangle that a model rectangle covers (every screen pixel any part of it touches), clamped to
@@ -83,8 +85,10 @@ public struct ScreenGeometry: Sendable, Hashable, Codable {
 
 extension ScreenCapturer {
     /// Captures and scales the frame for the model in one step; the geometry maps the model's coordinates back.
-    public func captureForModel(_ region: Rect? = nil, maxLongEdge: Int = ScreenGeometry.defaultMaxLongEdge,
-                                maxPixels: Int = ScreenGeometry.defaultMaxPixels) throws -> (Frame, ScreenGeometry) {
+    public func captureForModel(
+        _ region: Rect? = nil, maxLongEdge: Int = ScreenGeometry.defaultMaxLongEdge,
+        maxPixels: Int = ScreenGeometry.defaultMaxPixels
+    ) throws -> (Frame, ScreenGeometry) {
         let frame = try capture(region)
         let geometry = ScreenGeometry(screen: frame.size, maxLongEdge: maxLongEdge, maxPixels: maxPixels)
         return (try frame.downscaled(to: geometry.model), geometry)

@@ -56,10 +56,12 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     ///   - accessibility: also start a D-Bus session bus and the AT-SPI accessibility bus for it (`AccessibilityBus`),
     ///     so GTK and Qt apps launched with `environment` expose their trees. Only for displays xclaw owns.
     ///   - timeout: how long Xvfb, and then the buses, may take to be ready.
-    public static func start(size: Size = Size(width: 1920, height: 1080), depth: Int = 24, shm: Bool = true,
-                             number: Int? = nil, detached: Bool = true, record: Bool = true,
-                             extraArguments: [String] = [], launcher: [String] = [], accessibility: Bool = false,
-                             timeout: Duration = .seconds(10)) throws -> VirtualDisplay {
+    public static func start(
+        size: Size = Size(width: 1920, height: 1080), depth: Int = 24, shm: Bool = true,
+        number: Int? = nil, detached: Bool = true, record: Bool = true,
+        extraArguments: [String] = [], launcher: [String] = [], accessibility: Bool = false,
+        timeout: Duration = .seconds(10)
+    ) throws -> VirtualDisplay {
         guard [16, 24, 32].contains(depth) else {
             throw ScreenError.invalidArgument("depth must be 16, 24 or 32, not \(depth)")
         }
@@ -71,15 +73,18 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
                 "Xvfb is not installed: run scripts/install-deps.sh (or `apt-get install xvfb`)")
         }
         let fm = FileManager.default
-        try? fm.createDirectory(at: displaysDirectory, withIntermediateDirectories: true,
-                                attributes: [.posixPermissions: 0o700])
+        try? fm.createDirectory(
+            at: displaysDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         // The /tmp fallback is shared: refuse a directory someone else made for us.
         var info = stat()
         guard stat(stateDirectory.path, &info) == 0, info.st_uid == getuid(), info.st_mode & 0o022 == 0 else {
             throw ScreenError.virtualDisplay(
                 "\(stateDirectory.path) is missing, not ours or writable by others; set XCLAW_STATE_DIR")
         }
-        let logPath = displaysDirectory.appendingPathComponent("starting-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log").path
+        let logPath = displaysDirectory.appendingPathComponent(
+            "starting-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
+        ).path
 
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw ScreenError.virtualDisplay("pipe() failed: \(Errno.current)") }
@@ -98,8 +103,9 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
 
         let server: Subprocess
         do {
-            server = try spawn(arguments, stdout: .appending(toFile: logPath), descriptors: [3: writeEnd],
-                               group: detached ? .newSession : .inherited)
+            server = try spawn(
+                arguments, stdout: .appending(toFile: logPath), descriptors: [3: writeEnd],
+                group: detached ? .newSession : .inherited)
         } catch {
             close(writeEnd)
             throw error
@@ -111,20 +117,23 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             try? fm.removeItem(atPath: logPath)
             let tail = log.split(separator: "\n").suffix(5).joined(separator: "\n  ")
-            throw ScreenError.virtualDisplay("Xvfb did not start within \(timeout)" + (tail.isEmpty ? "" : ":\n  \(tail)"))
+            throw ScreenError.virtualDisplay(
+                "Xvfb did not start within \(timeout)" + (tail.isEmpty ? "" : ":\n  \(tail)"))
         }
         let finalLog = displaysDirectory.appendingPathComponent("\(displayNumber).log").path
         try? fm.removeItem(atPath: finalLog)
         try? fm.moveItem(atPath: logPath, toPath: finalLog)
-        var display = VirtualDisplay(name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
-                                     depth: depth, shm: shm, startedAt: Date(), logPath: finalLog)
+        var display = VirtualDisplay(
+            name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
+            depth: depth, shm: shm, startedAt: Date(), logPath: finalLog)
         if accessibility {
             // Buses of displays that died without their clean-up would otherwise pile up.
             AccessibilityBus.reapOrphans()
             do {
                 let busLog = displaysDirectory.appendingPathComponent("\(displayNumber)-a11y.log").path
-                display.accessibility = try AccessibilityBus.start(display: display.name, detached: detached,
-                                                                   logPath: busLog, timeout: timeout)
+                display.accessibility = try AccessibilityBus.start(
+                    display: display.name, detached: detached,
+                    logPath: busLog, timeout: timeout)
             } catch {
                 try? display.stop()  // a display asked for with accessibility is useless without it
                 throw error
@@ -149,7 +158,8 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         for file in files where file.hasSuffix(".json") {
             let url = displaysDirectory.appendingPathComponent(file)
             guard let data = try? Data(contentsOf: url),
-                  let display = try? JSONDecoder.xclaw.decode(VirtualDisplay.self, from: data) else { continue }
+                let display = try? JSONDecoder.xclaw.decode(VirtualDisplay.self, from: data)
+            else { continue }
             if display.isRunning {
                 result.append(display)
             } else {
@@ -168,7 +178,8 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
 
     /// The running recorded display called `name` (`:41`, `41` or `host:41.0`), for commands that act on one.
     public static func find(name: String) throws -> VirtualDisplay {
-        let number = Int(name.hasPrefix(":") ? String(name.dropFirst()) : name)
+        let number =
+            Int(name.hasPrefix(":") ? String(name.dropFirst()) : name)
             ?? Int(name.split(separator: ":").last?.split(separator: ".").first ?? "")
         guard let number, let display = list().first(where: { $0.number == number }) else {
             throw ScreenError.virtualDisplay(
@@ -215,12 +226,15 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     /// Starts a child through `Subprocess` (stdin from /dev/null, no descriptor of ours but those given), its
     /// failures worded as display errors; shared by the bus helpers. Its stderr goes where its stdout goes unless
     /// `stderr` says otherwise.
-    static func spawn(_ arguments: [String], stdout: Subprocess.Stream, stderr: Subprocess.Stream = .sameAsStdout,
-                      environment: [String: String]? = nil, descriptors: [Int32: Int32] = [:],
-                      group: Subprocess.Group = .inherited) throws -> Subprocess {
+    static func spawn(
+        _ arguments: [String], stdout: Subprocess.Stream, stderr: Subprocess.Stream = .sameAsStdout,
+        environment: [String: String]? = nil, descriptors: [Int32: Int32] = [:],
+        group: Subprocess.Group = .inherited
+    ) throws -> Subprocess {
         do {
-            return try Subprocess.spawn(arguments, stdout: stdout, stderr: stderr, environment: environment,
-                                        descriptors: descriptors, group: group)
+            return try Subprocess.spawn(
+                arguments, stdout: stdout, stderr: stderr, environment: environment,
+                descriptors: descriptors, group: group)
         } catch let error as SubprocessError {
             throw ScreenError.virtualDisplay(error.description)
         }
@@ -255,4 +269,3 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         return nil
     }
 }
-

@@ -45,7 +45,8 @@ public struct WindowManager: Sendable {
     /// property names itself. A manager that exited leaves its root properties behind; they are then ignored.
     public func hasWindowManager() throws -> Bool {
         guard let check = try cardinals(connection.root, "_NET_SUPPORTING_WM_CHECK", type: XA_WINDOW).first,
-              check != 0 else { return false }
+            check != 0
+        else { return false }
         let own = try? cardinals(Window(check), "_NET_SUPPORTING_WM_CHECK", type: XA_WINDOW).first
         return own == check
     }
@@ -113,8 +114,9 @@ public struct WindowManager: Sendable {
                 event.xclient.message_type = connection.atom("_NET_ACTIVE_WINDOW")
                 event.xclient.format = 32
                 event.xclient.data.l = (2, 0, 0, 0, 0)  // source 2: a pager/tool acting for the user
-                XSendEvent(display, connection.root, 0,
-                           SubstructureRedirectMask | SubstructureNotifyMask, &event)
+                XSendEvent(
+                    display, connection.root, 0,
+                    SubstructureRedirectMask | SubstructureNotifyMask, &event)
                 XMapRaised(display, id)
             }
         } else {
@@ -296,7 +298,8 @@ public struct WindowManager: Sendable {
     /// Read-only: it never creates the property.
     public func rootText(_ name: String) throws -> String? {
         guard let value = try property(connection.root, connection.atom(name), type: Atom(AnyPropertyType)),
-              value.format == 8, !value.bytes.isEmpty else { return nil }
+            value.format == 8, !value.bytes.isEmpty
+        else { return nil }
         return String(decoding: value.bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
 
@@ -311,8 +314,9 @@ public struct WindowManager: Sendable {
             var format: Int32 = 0
             var items: UInt = 0, after: UInt = 0
             var data: UnsafeMutablePointer<UInt8>?
-            let rc = XGetWindowProperty(display, window, name, 0, 1 << 16, 0, type, &actualType, &format,
-                                        &items, &after, &data)
+            let rc = XGetWindowProperty(
+                display, window, name, 0, 1 << 16, 0, type, &actualType, &format,
+                &items, &after, &data)
             defer { if let data { XFree(data) } }
             guard rc == Success, actualType != 0, let data else { return nil }
             let unit = format == 32 ? MemoryLayout<CLong>.size : Int(format) / 8

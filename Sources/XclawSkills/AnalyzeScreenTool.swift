@@ -1,7 +1,7 @@
 import Foundation
 import XclawAgent
-import XclawScreen
 import XclawMessages
+import XclawScreen
 
 /// Asks a vision model a question about a PNG screenshot (base64) of the given size and returns its answer. Injected
 /// so the skills do not depend on the HTTP client: the agent passes a closure over its Claude client, tests a stub.
@@ -37,7 +37,9 @@ public struct AnalyzeScreenTool: AgentTool {
             "type": "object",
             "required": ["question"],
             "properties": [
-                "question": ["type": "string", "description": "What to find out, e.g. \"Is the Wi-Fi icon crossed out?\""],
+                "question": [
+                    "type": "string", "description": "What to find out, e.g. \"Is the Wi-Fi icon crossed out?\"",
+                ]
             ],
         ]
     }
@@ -45,7 +47,9 @@ public struct AnalyzeScreenTool: AgentTool {
     /// Settles, captures, asks, and returns the answer.
     public func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
         let question = input["question"]?.string?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        guard !question.isEmpty else { throw ToolError("question is required: what should be found out about the screen?") }
+        guard !question.isEmpty else {
+            throw ToolError("question is required: what should be found out about the screen?")
+        }
         let shot: Screenshot
         do {
             shot = try await session.perform { try $0.screenshot() }
@@ -58,8 +62,9 @@ public struct AnalyzeScreenTool: AgentTool {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw ToolError("analyze_screen could not get an answer from the vision model (\(error)); try again "
-                + "later, or use capture_screen and look yourself")
+            throw ToolError(
+                "analyze_screen could not get an answer from the vision model (\(error)); try again "
+                    + "later, or use capture_screen and look yourself")
         }
     }
 }

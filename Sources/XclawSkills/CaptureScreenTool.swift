@@ -1,7 +1,7 @@
 import Foundation
 import XclawAgent
-import XclawScreen
 import XclawMessages
+import XclawScreen
 
 /// `capture_screen`: a screenshot for models that use the custom tools instead of the computer tool. The image is
 /// scaled to what the model sees unscaled; the text gives both sizes, because custom tools take fractions (0–1).

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// Which built-in computer-use tool the model was trained on; the model decides, not us (see the model catalog).
 public enum ComputerToolVersion: String, Sendable, CaseIterable, Codable {
@@ -26,10 +26,20 @@ public enum ComputerToolVersion: String, Sendable, CaseIterable, Codable {
 /// The computer tool's actions, as the model names them (the raw values), in the order error messages list them.
 public enum ComputerAction: String, CaseIterable, Sendable, CustomStringConvertible {
     // Each case is the API's name; the raw values are how the model spells them.
-    case screenshot, cursorPosition = "cursor_position", mouseMove = "mouse_move", leftClick = "left_click"
-    case rightClick = "right_click", middleClick = "middle_click", doubleClick = "double_click"
-    case tripleClick = "triple_click", leftClickDrag = "left_click_drag", leftMouseDown = "left_mouse_down"
-    case leftMouseUp = "left_mouse_up", key, holdKey = "hold_key", `type`, scroll, wait, zoom
+    case screenshot
+    case cursorPosition = "cursor_position"
+    case mouseMove = "mouse_move"
+    case leftClick = "left_click"
+    case rightClick = "right_click"
+    case middleClick = "middle_click"
+    case doubleClick = "double_click"
+    case tripleClick = "triple_click"
+    case leftClickDrag = "left_click_drag"
+    case leftMouseDown = "left_mouse_down"
+    case leftMouseUp = "left_mouse_up"
+    case key
+    case holdKey = "hold_key"
+    case `type`, scroll, wait, zoom
 
     /// The name the model uses, so messages read as the API's.
     public var description: String { rawValue }
@@ -93,7 +103,8 @@ public struct ComputerTool: AgentTool {
         let geometry = session.geometry
         do {
             guard let action = ComputerAction(rawValue: name) else {  // zoom says itself which version it needs
-                throw ToolError("Unknown action \"\(name)\". Actions: \(actions.map(\.rawValue).joined(separator: ", ")).")
+                throw ToolError(
+                    "Unknown action \"\(name)\". Actions: \(actions.map(\.rawValue).joined(separator: ", ")).")
             }
             switch action {
             case .screenshot:
@@ -118,8 +129,10 @@ public struct ComputerTool: AgentTool {
     // MARK: - Input actions
 
     /// Validates everything, then gates, acts, settles and answers with a line and the settled screenshot.
-    private func act(_ action: ComputerAction, _ input: JSONValue, geometry g: ScreenGeometry,
-                     context: ToolContext) async throws -> ToolOutput {
+    private func act(
+        _ action: ComputerAction, _ input: JSONValue, geometry g: ScreenGeometry,
+        context: ToolContext
+    ) async throws -> ToolOutput {
         var record = ActionRecord(tool: "computer", action: action.rawValue, result: "pending")
         let describe: String
         let done: String
@@ -162,8 +175,9 @@ public struct ComputerTool: AgentTool {
             describe = "left_click_drag from \(t0) to \(t1)"
             done = "dragged from (\(from.x), \(from.y)) to (\(to.x), \(to.y))"
             perform = { session in
-                try session.input.drag(from: s0, to: s1, steps: 20, duration: .milliseconds(150),
-                                       interrupted: cancelled)
+                try session.input.drag(
+                    from: s0, to: s1, steps: 20, duration: .milliseconds(150),
+                    interrupted: cancelled)
             }
 
         case .leftMouseDown, .leftMouseUp:
@@ -171,12 +185,16 @@ public struct ComputerTool: AgentTool {
             let point = m.map { at($0) }
             (record.x, record.y) = (point?.0.x, point?.0.y)
             describe = "\(action) at \(point?.1 ?? "the pointer")"
-            done = "\(action == .leftMouseDown ? "pressed" : "released") the left button at "
+            done =
+                "\(action == .leftMouseDown ? "pressed" : "released") the left button at "
                 + (m.map { "(\($0.x), \($0.y))" } ?? "the pointer")
             let down = action == .leftMouseDown
             perform = { session in
-                if down { try session.input.buttonDown(.left, at: point?.0) }
-                else { try session.input.buttonUp(.left, at: point?.0) }
+                if down {
+                    try session.input.buttonDown(.left, at: point?.0)
+                } else {
+                    try session.input.buttonUp(.left, at: point?.0)
+                }
             }
 
         case .key:
@@ -222,8 +240,9 @@ public struct ComputerTool: AgentTool {
                 throw ToolError("scroll_direction is required for scroll: \"up\", \"down\", \"left\" or \"right\"")
             }
             guard let amount = input["scroll_amount"]?.int, (0...1000).contains(amount) else {
-                throw ToolError("scroll_amount is required for scroll: a whole number of wheel clicks from 0 to 1000"
-                    + (input["scroll_amount"].map { ", got \($0.jsonText)" } ?? ""))
+                throw ToolError(
+                    "scroll_amount is required for scroll: a whole number of wheel clicks from 0 to 1000"
+                        + (input["scroll_amount"].map { ", got \($0.jsonText)" } ?? ""))
             }
             let mods = try modifiers(input)
             let point = m.map { at($0) }
@@ -241,11 +260,14 @@ public struct ComputerTool: AgentTool {
             }
 
         default:
-            throw ToolError("Unknown action \"\(action)\". Actions: \(actions.map(\.rawValue).joined(separator: ", ")).")
+            throw ToolError(
+                "Unknown action \"\(action)\". Actions: \(actions.map(\.rawValue).joined(separator: ", ")).")
         }
 
-        switch try await session.runInput(record, describe: describe, context: context, screenshot: true,
-                                          act: perform) {
+        switch try await session.runInput(
+            record, describe: describe, context: context, screenshot: true,
+            act: perform)
+        {
         case .skipped(let text):
             return .text(text)
         case .done(_, let settle, let shot):
@@ -273,11 +295,13 @@ public struct ComputerTool: AgentTool {
     /// downscaled screenshot lost; downscaled only when the crop itself exceeds the model's image limits.
     private func zoom(_ input: JSONValue, geometry g: ScreenGeometry) async throws -> ToolOutput {
         guard version.supportsZoom else {
-            throw ToolError("zoom needs the computer_20251124 tool version (enable_zoom); this run uses "
-                + "\(version.rawValue). Take a screenshot instead.")
+            throw ToolError(
+                "zoom needs the computer_20251124 tool version (enable_zoom); this run uses "
+                    + "\(version.rawValue). Take a screenshot instead.")
         }
         let W = g.model.width, H = g.model.height
-        let usage = "region must be [x1, y1, x2, y2] in screenshot pixels with 0 ≤ x1 < x2 ≤ \(W) and "
+        let usage =
+            "region must be [x1, y1, x2, y2] in screenshot pixels with 0 ≤ x1 < x2 ≤ \(W) and "
             + "0 ≤ y1 < y2 ≤ \(H)"
         guard let values = input["region"]?.array, values.count == 4 else {
             throw ToolError(usage + (input["region"].map { ", got \($0.jsonText)" } ?? "; region is missing"))
@@ -301,8 +325,9 @@ public struct ComputerTool: AgentTool {
         }
         let scaled = size == area.size ? "full resolution" : "scaled to fit"
         return ToolOutput(content: [
-            .text("zoom [\(x1), \(y1), \(x2), \(y2)]: screen area \(area.width)x\(area.height) at "
-                + "\(area.x),\(area.y), \(scaled) (\(size.width)x\(size.height))"),
+            .text(
+                "zoom [\(x1), \(y1), \(x2), \(y2)]: screen area \(area.width)x\(area.height) at "
+                    + "\(area.x),\(area.y), \(scaled) (\(size.width)x\(size.height))"),
             .image(mediaType: "image/png", base64: Data(png).base64EncodedString()),
         ])
     }
@@ -310,24 +335,29 @@ public struct ComputerTool: AgentTool {
     // MARK: - Input parsing
 
     /// A model-space coordinate `[x, y]`, bounds-checked in the model's space (nil when optional and absent).
-    private func coordinate(_ input: JSONValue, _ key: String, for action: ComputerAction, required: Bool,
-                            _ g: ScreenGeometry) throws -> Point? {
+    private func coordinate(
+        _ input: JSONValue, _ key: String, for action: ComputerAction, required: Bool,
+        _ g: ScreenGeometry
+    ) throws -> Point? {
         let W = g.model.width, H = g.model.height
         guard let value = input[key] else {
             if required {
-                throw ToolError("\(key) is required for \(action): [x, y] in screenshot pixels, x 0–\(W - 1), "
-                    + "y 0–\(H - 1)")
+                throw ToolError(
+                    "\(key) is required for \(action): [x, y] in screenshot pixels, x 0–\(W - 1), "
+                        + "y 0–\(H - 1)")
             }
             return nil
         }
         guard let pair = value.array, pair.count == 2, let x = pair[0].double, let y = pair[1].double,
-              x.isFinite, y.isFinite else {
+            x.isFinite, y.isFinite
+        else {
             throw ToolError("\(key) must be [x, y], two integers in screenshot pixels, got \(value.jsonText)")
         }
         guard abs(x) < 1e9, abs(y) < 1e9, g.modelContains(Point(x: Int(x.rounded()), y: Int(y.rounded()))) else {
             let shown = { (v: Double) in abs(v) < 1e9 ? String(Int(v.rounded())) : String(v) }
-            throw ToolError("Coordinates (\(shown(x)), \(shown(y))) are outside the display (\(W)x\(H)): x must be "
-                + "0–\(W - 1) and y 0–\(H - 1), in the pixels of the latest screenshot")
+            throw ToolError(
+                "Coordinates (\(shown(x)), \(shown(y))) are outside the display (\(W)x\(H)): x must be "
+                    + "0–\(W - 1) and y 0–\(H - 1), in the pixels of the latest screenshot")
         }
         return Point(x: Int(x.rounded()), y: Int(y.rounded()))
     }
@@ -341,8 +371,9 @@ public struct ComputerTool: AgentTool {
         do {
             return (try names.map { try KeyNames.keysym(for: $0) }, text)
         } catch {
-            throw ToolError("text holds the modifier keys for a click or scroll, e.g. \"shift\" or \"ctrl+shift\"; "
-                + "\(modelError(error))")
+            throw ToolError(
+                "text holds the modifier keys for a click or scroll, e.g. \"shift\" or \"ctrl+shift\"; "
+                    + "\(modelError(error))")
         }
     }
 
@@ -357,8 +388,9 @@ public struct ComputerTool: AgentTool {
     /// A `duration` in seconds, 0–100.
     private func duration(_ input: JSONValue, for action: ComputerAction) throws -> Double {
         guard let value = input["duration"]?.double, value.isFinite, (0...100).contains(value) else {
-            throw ToolError("duration is required for \(action): a number of seconds from 0 to 100"
-                + (input["duration"].map { ", got \($0.jsonText)" } ?? ""))
+            throw ToolError(
+                "duration is required for \(action): a number of seconds from 0 to 100"
+                    + (input["duration"].map { ", got \($0.jsonText)" } ?? ""))
         }
         return value
     }

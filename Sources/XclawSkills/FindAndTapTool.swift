@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// `find_and_tap`: clicks something described in words. OCR first (fast, exact, free): a single strong match on a
 /// snapshot is tapped; otherwise Claude's vision is asked for the point on a screenshot, which is bounds-checked in
@@ -37,7 +37,9 @@ public struct FindAndTapTool: AgentTool {
             "type": "object",
             "required": ["description"],
             "properties": [
-                "description": ["type": "string", "description": "The element's visible text, or what it looks like and where."],
+                "description": [
+                    "type": "string", "description": "The element's visible text, or what it looks like and where.",
+                ],
                 "button": ["type": "string", "enum": ["left", "right", "middle"], "description": "Default left."],
                 "double": ["type": "boolean", "description": "Double-click (default false)."],
             ],
@@ -77,16 +79,19 @@ public struct FindAndTapTool: AgentTool {
         switch lookup {
         case .ocr(let match):
             point = match.point
-            how = "found by OCR: \(match.ref) \(match.role.rawValue) \(quoted(match.text)) score "
+            how =
+                "found by OCR: \(match.ref) \(match.role.rawValue) \(quoted(match.text)) score "
                 + String(format: "%.2f", match.score)
         case .vision(let shot, let geometry):
             let model = try await locate(wanted, in: shot)
             point = geometry.toScreen(model)
-            how = "located by vision at (\(model.x), \(model.y)) in the \(shot.size.width)x\(shot.size.height) "
+            how =
+                "located by vision at (\(model.x), \(model.y)) in the \(shot.size.width)x\(shot.size.height) "
                 + "screenshot"
         }
-        let record = ActionRecord(tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
-                                  text: wanted, result: "pending")
+        let record = ActionRecord(
+            tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
+            text: wanted, result: "pending")
         let describe = "\(double ? "double-click" : "click") \(quoted(wanted)) at (\(point.x), \(point.y)) (\(how))"
         do {
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in
@@ -95,8 +100,9 @@ public struct FindAndTapTool: AgentTool {
             switch outcome {
             case .skipped(let text): return .text(text)
             case .done(_, let settle, _):
-                return .text("tapped \(quoted(wanted)) at \(normalizedText(point, screen: session.geometry.screen)) "
-                    + "(screen \(point.x),\(point.y)); \(how)" + settleNote(settle))
+                return .text(
+                    "tapped \(quoted(wanted)) at \(normalizedText(point, screen: session.geometry.screen)) "
+                        + "(screen \(point.x),\(point.y)); \(how)" + settleNote(settle))
             }
         } catch {
             throw modelError(error)
@@ -118,29 +124,36 @@ public struct FindAndTapTool: AgentTool {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw ToolError("find_and_tap: OCR found no single match for \(quoted(wanted)) and the vision model "
-                + "failed (\(error)); try tap_element with a visible label, or tap_xy")
+            throw ToolError(
+                "find_and_tap: OCR found no single match for \(quoted(wanted)) and the vision model "
+                    + "failed (\(error)); try tap_element with a visible label, or tap_xy")
         }
         guard let object = Self.firstJSONObject(in: answer) else {
-            throw ToolError("find_and_tap: OCR found no single match for \(quoted(wanted)) and the vision model's "
-                + "answer had no point in it (\(quoted(answer, limit: 120))); describe it differently or use tap_xy")
+            throw ToolError(
+                "find_and_tap: OCR found no single match for \(quoted(wanted)) and the vision model's "
+                    + "answer had no point in it (\(quoted(answer, limit: 120))); describe it differently or use tap_xy"
+            )
         }
         if object["found"]?.bool == false {
-            throw ToolError("\(quoted(wanted)) is not on screen (OCR found no match, vision did not see it); "
-                + "scroll or open the right window first, or describe it differently")
+            throw ToolError(
+                "\(quoted(wanted)) is not on screen (OCR found no match, vision did not see it); "
+                    + "scroll or open the right window first, or describe it differently")
         }
         func number(_ key: String) -> Int? {
-            let v = object[key]?.double ?? object[key]?.string.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            let v =
+                object[key]?.double ?? object[key]?.string.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
             guard let v, v.isFinite, abs(v) < 1e9 else { return nil }
             return Int(v.rounded())
         }
         guard let x = number("x"), let y = number("y") else {
-            throw ToolError("find_and_tap: the vision model answered without x and y (\(quoted(answer, limit: 120))); "
-                + "describe the target differently or use tap_xy")
+            throw ToolError(
+                "find_and_tap: the vision model answered without x and y (\(quoted(answer, limit: 120))); "
+                    + "describe the target differently or use tap_xy")
         }
         guard x >= 0, y >= 0, x < W, y < H else {
-            throw ToolError("find_and_tap: the vision model pointed at (\(x), \(y)), outside the \(W)x\(H) "
-                + "screenshot; nothing was clicked. Describe the target differently or use tap_xy.")
+            throw ToolError(
+                "find_and_tap: the vision model pointed at (\(x), \(y)), outside the \(W)x\(H) "
+                    + "screenshot; nothing was clicked. Describe the target differently or use tap_xy.")
         }
         return Point(x: x, y: y)
     }
@@ -155,10 +168,20 @@ public struct FindAndTapTool: AgentTool {
             for i in open..<chars.count {
                 let c = chars[i]
                 if inString {
-                    if escaped { escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { inString = false }
+                    if escaped {
+                        escaped = false
+                    } else if c == "\\" {
+                        escaped = true
+                    } else if c == "\"" {
+                        inString = false
+                    }
                     continue
                 }
-                if c == "\"" { inString = true } else if c == "{" { depth += 1 } else if c == "}" {
+                if c == "\"" {
+                    inString = true
+                } else if c == "{" {
+                    depth += 1
+                } else if c == "}" {
                     depth -= 1
                     if depth == 0 { end = i; break }
                 }

@@ -46,14 +46,18 @@ public struct MemoryTool: AgentTool {
             guard let key = input["key"]?.string?.trimmingCharacters(in: .whitespacesAndNewlines), !key.isEmpty else {
                 throw ToolError("key is required for \(action): the entry's name")
             }
-            guard key.count <= Self.maxKey else { throw ToolError("key is too long: at most \(Self.maxKey) characters") }
+            guard key.count <= Self.maxKey else {
+                throw ToolError("key is too long: at most \(Self.maxKey) characters")
+            }
             return key
         }
         do {
             switch action {
             case "set":
                 let k = try key()
-                guard let value = input["value"]?.string else { throw ToolError("value is required for set: the text to store") }
+                guard let value = input["value"]?.string else {
+                    throw ToolError("value is required for set: the text to store")
+                }
                 guard value.count <= Self.maxValue else {
                     throw ToolError("value is too long: at most \(Self.maxValue) characters; store a summary")
                 }
@@ -66,8 +70,9 @@ public struct MemoryTool: AgentTool {
                 let k = try key()
                 guard let value = try backend.get(k) else {
                     let keys = try backend.list().keys.sorted()
-                    throw ToolError("no entry \(quoted(k, limit: 80)); "
-                        + (keys.isEmpty ? "memory is empty" : "keys: " + keys.prefix(50).joined(separator: ", ")))
+                    throw ToolError(
+                        "no entry \(quoted(k, limit: 80)); "
+                            + (keys.isEmpty ? "memory is empty" : "keys: " + keys.prefix(50).joined(separator: ", ")))
                 }
                 return .text(value)
             case "list":
@@ -77,7 +82,9 @@ public struct MemoryTool: AgentTool {
                 return .text("\(entries.count) entries:\n" + lines.joined(separator: "\n"))
             case "delete":
                 let k = try key()
-                return .text(try backend.delete(k) ? "deleted \(quoted(k, limit: 80))" : "no entry \(quoted(k, limit: 80)) (nothing deleted)")
+                return .text(
+                    try backend.delete(k)
+                        ? "deleted \(quoted(k, limit: 80))" : "no entry \(quoted(k, limit: 80)) (nothing deleted)")
             default:
                 throw ToolError("action must be \"set\", \"get\", \"list\" or \"delete\"")
             }

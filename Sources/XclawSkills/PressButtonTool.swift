@@ -1,7 +1,7 @@
 import Foundation
 import XclawAgent
-import XclawScreen
 import XclawMessages
+import XclawScreen
 
 /// `press_button`: keyboard keys and shortcuts in xdotool syntax ("ctrl+s", "alt+Tab", "Return").
 public struct PressButtonTool: AgentTool {
@@ -27,7 +27,9 @@ public struct PressButtonTool: AgentTool {
             "type": "object",
             "required": ["name"],
             "properties": [
-                "name": ["type": "string", "description": "Key or combination(s), e.g. \"ctrl+s\" or \"ctrl+a Delete\"."],
+                "name": [
+                    "type": "string", "description": "Key or combination(s), e.g. \"ctrl+s\" or \"ctrl+a Delete\".",
+                ]
             ],
         ]
     }

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// `read_screen_text`: OCR of the screen or a region, line by line with positions, so the model can read text
 /// exactly (a screenshot's small text is often illegible to it) and tap what it read.
@@ -32,16 +32,18 @@ public struct ReadScreenTextTool: AgentTool {
             let area = try screenRegion(input["region"], screen: screen)
             let reading = try await session.perform { session -> TextReading in
                 let settled = try session.settle(area: area)
-                return try session.perceiver.read(settled.frame, area: settled.area,
-                                                  windows: try session.perceiver.windows.list())
+                return try session.perceiver.read(
+                    settled.frame, area: settled.area,
+                    windows: try session.perceiver.windows.list())
             }
             let place = area.map { "region \($0.x),\($0.y) \($0.width)x\($0.height)" } ?? "the screen"
             guard !reading.lines.isEmpty else { return .text("no text found in \(place)") }
             var out = ["\(reading.lines.count) lines in \(place) (screen \(screen.width)x\(screen.height)):"]
             for line in reading.lines {
                 let b = line.box
-                out.append("\(quoted(line.text, limit: 200)) at \(normalizedText(b.center, screen: screen)) "
-                    + "box \(b.x),\(b.y) \(b.width)x\(b.height)")
+                out.append(
+                    "\(quoted(line.text, limit: 200)) at \(normalizedText(b.center, screen: screen)) "
+                        + "box \(b.x),\(b.y) \(b.width)x\(b.height)")
             }
             return .text(out.joined(separator: "\n"))
         } catch {

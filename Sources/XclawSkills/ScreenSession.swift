@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// A screenshot as the model receives it: a PNG of the model-sized image, base64-encoded for an image block.
 public struct Screenshot: Sendable {
@@ -107,8 +107,9 @@ public final class ScreenSession: @unchecked Sendable {
             if currentGeometry.screen != frame.size { currentGeometry = ScreenGeometry(screen: frame.size) }
             let scaled = try frame.downscaled(to: currentGeometry.model)
             let png = try PNG.encode(scaled)
-            return Screenshot(pngBase64: Data(png).base64EncodedString(), size: scaled.size, screen: frame.size,
-                              settle: nil)
+            return Screenshot(
+                pngBase64: Data(png).base64EncodedString(), size: scaled.size, screen: frame.size,
+                settle: nil)
         }
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// The screen skill: the computer tool and the custom screen tools over one session, with the prerequisites
 /// (a reachable display, OCR data) checked before a run instead of failing in the middle of a task.
@@ -16,12 +16,15 @@ public struct ScreenSkill: Skill {
     public var name: String { "screen" }
 
     /// Builds the named tools over `session` (see `SkillCatalog.tools`).
-    public init(session: ScreenSession, toolNames: [String] = SkillCatalog.defaultToolNames,
-                computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
-                memory: any MemoryBackend = MemoryStore()) throws {
+    public init(
+        session: ScreenSession, toolNames: [String] = SkillCatalog.defaultToolNames,
+        computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
+        memory: any MemoryBackend = MemoryStore()
+    ) throws {
         self.session = session
-        tools = try SkillCatalog.tools(named: toolNames, session: session, computerVersion: computerVersion,
-                                       vision: vision, memory: memory)
+        tools = try SkillCatalog.tools(
+            named: toolNames, session: session, computerVersion: computerVersion,
+            vision: vision, memory: memory)
     }
 
     /// Checks that the display still answers and, when a tool reads text, that tesseract's English data is there.
@@ -46,8 +49,10 @@ public struct ScreenSkill: Skill {
         if let prefix = ProcessInfo.processInfo.environment["TESSDATA_PREFIX"], !prefix.isEmpty {
             candidates = [prefix, (prefix as NSString).appendingPathComponent("tessdata")]
         } else {
-            candidates = ["/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata",
-                          "/usr/share/tessdata", "/usr/local/share/tessdata", "/usr/local/share/tesseract-ocr/tessdata"]
+            candidates = [
+                "/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata",
+                "/usr/share/tessdata", "/usr/local/share/tessdata", "/usr/local/share/tesseract-ocr/tessdata",
+            ]
         }
         for dir in candidates {
             let file = (dir as NSString).appendingPathComponent("eng.traineddata")

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// `screen_snapshot`: the screen as a compact list of windows, controls and text with refs, a fraction of a
 /// screenshot's tokens; refs stay stable for the run, so the model can tap `e7` without re-reading the screen.
@@ -36,7 +36,7 @@ public struct ScreenSnapshotTool: AgentTool {
                 "interactive_only": [
                     "type": "boolean",
                     "description": "Only windows and controls, no text lines (default false).",
-                ],
+                ]
             ],
         ]
     }

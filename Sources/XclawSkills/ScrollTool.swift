@@ -1,7 +1,7 @@
 import Foundation
 import XclawAgent
-import XclawScreen
 import XclawMessages
+import XclawScreen
 
 /// `scroll`: mouse-wheel clicks at a position (the content under the pointer scrolls, not the focused window).
 public struct ScrollTool: AgentTool {
@@ -49,8 +49,9 @@ public struct ScrollTool: AgentTool {
         guard (x == nil) == (y == nil) else { throw ToolError("give both x and y, or neither (scroll at the pointer)") }
         let screen = session.geometry.screen
         let point = x.flatMap { x in y.map { screenPoint(x: x, y: $0, screen: screen) } }
-        let record = ActionRecord(tool: self.name, action: "scroll", x: point?.x, y: point?.y,
-                                  text: "\(name) \(amount)", result: "pending")
+        let record = ActionRecord(
+            tool: self.name, action: "scroll", x: point?.x, y: point?.y,
+            text: "\(name) \(amount)", result: "pending")
         let describe = "scroll \(name) \(amount) at " + (point.map { "(\($0.x), \($0.y))" } ?? "the pointer")
         do {
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in
@@ -59,10 +60,14 @@ public struct ScrollTool: AgentTool {
             switch outcome {
             case .skipped(let text): return .text(text)
             case .done(_, let settle, _):
-                let changed = settle.changed ? "" : "; nothing on screen changed (the end of the content, or "
-                    + "the pointer is not over a scrollable area)"
-                return .text("scrolled \(name) \(amount)" + (point.map { " at screen \($0.x),\($0.y)" } ?? "")
-                    + changed + settleNote(settle))
+                let changed =
+                    settle.changed
+                    ? ""
+                    : "; nothing on screen changed (the end of the content, or "
+                        + "the pointer is not over a scrollable area)"
+                return .text(
+                    "scrolled \(name) \(amount)" + (point.map { " at screen \($0.x),\($0.y)" } ?? "")
+                        + changed + settleNote(settle))
             }
         } catch {
             throw modelError(error)

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
 import XclawBase
-import XclawScreen
 import XclawMessages
+import XclawScreen
 
 /// Why the skills could not be set up, with what the user can do about it.
 public enum SkillError: ClassifiedError, Equatable {
@@ -25,13 +25,15 @@ public enum SkillError: ClassifiedError, Equatable {
     public var description: String {
         switch self {
         case .unknownTools(let names, let valid):
-            return "unknown tool name\(names.count == 1 ? "" : "s") \(names.map { "\"\($0)\"" }.joined(separator: ", ")); "
+            return
+                "unknown tool name\(names.count == 1 ? "" : "s") \(names.map { "\"\($0)\"" }.joined(separator: ", ")); "
                 + "valid names: \(valid.joined(separator: ", "))"
         case .visionUnavailable(let tool):
             return "\(tool) needs a vision model to ask, and none is configured; leave \(tool) out of the tool list "
                 + "or run with a Claude client"
         case .ocrDataMissing(let searched):
-            return "tesseract's English OCR data (eng.traineddata) is missing (looked in \(searched.joined(separator: ", "))); "
+            return
+                "tesseract's English OCR data (eng.traineddata) is missing (looked in \(searched.joined(separator: ", "))); "
                 + "install it with scripts/install-deps.sh or `apt-get install tesseract-ocr-eng`, or set "
                 + "TESSDATA_PREFIX to the directory holding eng.traineddata"
         }
@@ -66,8 +68,10 @@ public struct ToolEntry: Sendable {
     /// Builds the tool.
     let make: @Sendable (ToolDependencies) throws -> any AgentTool
 
-    init(_ name: String, default position: Int? = nil, ocr: Bool = false, vision: Bool = false, screen: Bool = true,
-         make: @escaping @Sendable (ToolDependencies) throws -> any AgentTool) {
+    init(
+        _ name: String, default position: Int? = nil, ocr: Bool = false, vision: Bool = false, screen: Bool = true,
+        make: @escaping @Sendable (ToolDependencies) throws -> any AgentTool
+    ) {
         self.name = name
         defaultPosition = position
         needsOCR = ocr
@@ -132,16 +136,22 @@ public enum SkillCatalog {
 
     /// Builds the named tools in the order given (duplicates dropped). Unknown names, and vision tools without a
     /// `vision` asker, are refused before anything is built.
-    public static func tools(named names: [String], session: ScreenSession,
-                             computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
-                             memory: any MemoryBackend = MemoryStore()) throws -> [any AgentTool] {
+    public static func tools(
+        named names: [String], session: ScreenSession,
+        computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
+        memory: any MemoryBackend = MemoryStore()
+    ) throws -> [any AgentTool] {
         var seen = Set<String>()
-        let wanted = names.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && seen.insert($0).inserted }
+        let wanted = names.map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty && seen.insert($0).inserted
+        }
         let entries = wanted.compactMap(entry)
         guard entries.count == wanted.count else {
             throw SkillError.unknownTools(wanted.filter { entry($0) == nil }, valid: allToolNames)
         }
-        if vision == nil, let needy = entries.first(where: \.needsVision) { throw SkillError.visionUnavailable(needy.name) }
+        if vision == nil, let needy = entries.first(where: \.needsVision) {
+            throw SkillError.visionUnavailable(needy.name)
+        }
         let deps = ToolDependencies(session: session, computerVersion: computerVersion, vision: vision, memory: memory)
         return try entries.map { try $0.make(deps) }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import XclawAgent
-import XclawScreen
 import XclawMessages
+import XclawScreen
 
 /// `swipe`: a left-button drag between two positions given as fractions of the screen (sliders, selections,
 /// moving windows or items).
@@ -40,27 +40,31 @@ public struct SwipeTool: AgentTool {
     /// Maps both points, gates, drags through intermediate points, settles.
     public func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
         guard let fx = try fraction(input, "from_x"), let fy = try fraction(input, "from_y"),
-              let tx = try fraction(input, "to_x"), let ty = try fraction(input, "to_y") else {
+            let tx = try fraction(input, "to_x"), let ty = try fraction(input, "to_y")
+        else {
             throw ToolError("from_x, from_y, to_x and to_y are required: fractions of the screen from 0 to 1")
         }
         let ms = input["duration_ms"]?.int ?? 300
         guard (0...10_000).contains(ms) else { throw ToolError("duration_ms must be a whole number from 0 to 10000") }
         let screen = session.geometry.screen
         let from = screenPoint(x: fx, y: fy, screen: screen), to = screenPoint(x: tx, y: ty, screen: screen)
-        let record = ActionRecord(tool: name, action: "swipe", x: from.x, y: from.y, text: "to \(to.x),\(to.y)",
-                                  result: "pending")
+        let record = ActionRecord(
+            tool: name, action: "swipe", x: from.x, y: from.y, text: "to \(to.x),\(to.y)",
+            result: "pending")
         let describe = "drag from (\(from.x), \(from.y)) to (\(to.x), \(to.y))"
         let cancelled = context.isCancelled
         do {
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in
-                try session.input.drag(from: from, to: to, steps: max(8, min(60, ms / 10)),
-                                       duration: .milliseconds(ms), interrupted: cancelled)
+                try session.input.drag(
+                    from: from, to: to, steps: max(8, min(60, ms / 10)),
+                    duration: .milliseconds(ms), interrupted: cancelled)
             }
             switch outcome {
             case .skipped(let text): return .text(text)
             case .done(_, let settle, _):
-                return .text("dragged from x=\(fx) y=\(fy) to x=\(tx) y=\(ty) (screen \(from.x),\(from.y) → "
-                    + "\(to.x),\(to.y))" + settleNote(settle))
+                return .text(
+                    "dragged from x=\(fx) y=\(fy) to x=\(tx) y=\(ty) (screen \(from.x),\(from.y) → "
+                        + "\(to.x),\(to.y))" + settleNote(settle))
             }
         } catch {
             throw modelError(error)

@@ -5,8 +5,10 @@ import XclawScreen
 /// data, not instructions: a web page or document saying "ignore your task and ..." must not steer the agent.
 public enum SystemPrompt {
     /// Builds the prompt; `extra` (from `--system`) is appended.
-    public static func build(display: String, screen: Size, model: Size, dryRun: Bool, extra: String? = nil,
-                             now: Date = Date()) -> String {
+    public static func build(
+        display: String, screen: Size, model: Size, dryRun: Bool, extra: String? = nil,
+        now: Date = Date()
+    ) -> String {
         let day = ISO8601DateFormatter.string(from: now, timeZone: .current, formatOptions: [.withFullDate])
         var lines = [
             "You operate a Linux X11 desktop (display \(display), \(screen.width)x\(screen.height) pixels) through tools. Today is \(day).",
@@ -17,7 +19,9 @@ public enum SystemPrompt {
             "When the task is done, answer with a short summary of what you did and the outcome, without calling a tool. If it cannot be done, say why.",
         ]
         if dryRun {
-            lines.append("This is a DRY RUN: input actions are logged but not performed, so the screen will not change after them. Plan the steps as if they had worked.")
+            lines.append(
+                "This is a DRY RUN: input actions are logged but not performed, so the screen will not change after them. Plan the steps as if they had worked."
+            )
         }
         if let extra, !extra.isEmpty { lines.append(extra) }
         return lines.joined(separator: "\n")

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// `tap_element`: clicks what a label or a ref names on a fresh snapshot (the accessibility tree where the app exposes
 /// one, OCR and pixel evidence elsewhere), or presses it through its toolkit. It refuses to guess: when several
@@ -34,13 +34,15 @@ public struct TapElementTool: AgentTool {
                 "label": ["type": "string", "description": "The visible text of the element, e.g. \"Save\"."],
                 "ref": ["type": "string", "description": "A ref from screen_snapshot, e.g. \"e12\"."],
                 "role": [
-                    "type": "string", "enum": .array(Role.allCases.filter { $0 != .window }.map { .string($0.rawValue) }),
+                    "type": "string",
+                    "enum": .array(Role.allCases.filter { $0 != .window }.map { .string($0.rawValue) }),
                     "description": "Only elements of this kind.",
                 ],
                 "action": [
                     "type": "boolean",
-                    "description": .string("Press through the toolkit's own action (click/Press/Toggle) instead of a "
-                        + "mouse click; only for elements a snapshot lists in an [atspi] window (default false)."),
+                    "description": .string(
+                        "Press through the toolkit's own action (click/Press/Toggle) instead of a "
+                            + "mouse click; only for elements a snapshot lists in an [atspi] window (default false)."),
                 ],
                 "nth": [
                     "type": "integer", "minimum": 1,
@@ -57,17 +59,20 @@ public struct TapElementTool: AgentTool {
         let label = input["label"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
         let ref = input["ref"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
         guard (label == nil) != (ref == nil) else {
-            throw ToolError("give exactly one of label (the visible text, e.g. \"Save\") or ref (from "
-                + "screen_snapshot, e.g. \"e12\")")
+            throw ToolError(
+                "give exactly one of label (the visible text, e.g. \"Save\") or ref (from "
+                    + "screen_snapshot, e.g. \"e12\")")
         }
         if let ref, ref.range(of: #"^[ew][0-9]+$"#, options: .regularExpression) == nil {
-            throw ToolError("ref \(quoted(ref)) is not a ref: refs look like e12 (elements) or w3 (windows), as "
-                + "screen_snapshot lists them; to tap by visible text pass label instead")
+            throw ToolError(
+                "ref \(quoted(ref)) is not a ref: refs look like e12 (elements) or w3 (windows), as "
+                    + "screen_snapshot lists them; to tap by visible text pass label instead")
         }
         let role = try input["role"]?.string.map { name -> Role in
             guard let role = Role(rawValue: name), role != .window else {
-                throw ToolError("role must be one of: "
-                    + Role.allCases.filter { $0 != .window }.map(\.rawValue).joined(separator: ", "))
+                throw ToolError(
+                    "role must be one of: "
+                        + Role.allCases.filter { $0 != .window }.map(\.rawValue).joined(separator: ", "))
             }
             return role
         }
@@ -82,7 +87,8 @@ public struct TapElementTool: AgentTool {
                 let snapshot = try session.snapshot()
                 // A label that happens to look like a ref ("e2") is still a label when no element has that ref.
                 if ref == nil, wanted.range(of: #"^[ew][0-9]+$"#, options: .regularExpression) != nil,
-                   !snapshot.elements.contains(where: { $0.ref == wanted }) {
+                    !snapshot.elements.contains(where: { $0.ref == wanted })
+                {
                     throw PerceptionError.notFound(label: wanted, closest: Finder.closest(wanted, in: snapshot))
                 }
                 return try selection.resolve(wanted, in: snapshot)
@@ -94,29 +100,39 @@ public struct TapElementTool: AgentTool {
             if pressAction || match.covered == true {
                 let pressable = match.node != nil && button == .left && !double && match.role != .field
                 guard pressAction || pressable else {
-                    throw ToolError("\(what) is covered by another window, so a click would land there: bring its "
-                        + "window to the front first" + (match.node != nil && match.role != .field
-                            ? ", or press it with action: true" : ""))
+                    throw ToolError(
+                        "\(what) is covered by another window, so a click would land there: bring its "
+                            + "window to the front first"
+                            + (match.node != nil && match.role != .field
+                                ? ", or press it with action: true" : ""))
                 }
                 guard let node = match.node else {
                     throw ToolError("\(what) was read by OCR, so it has no toolkit action: tap it without action")
                 }
-                let record = ActionRecord(tool: name, action: "press", x: point.x, y: point.y, text: wanted,
-                                          result: "pending")
-                let outcome = try await session.runInput(record, describe: "press \(what) through its toolkit",
-                                                         context: context) { session in
+                let record = ActionRecord(
+                    tool: name, action: "press", x: point.x, y: point.y, text: wanted,
+                    result: "pending")
+                let outcome = try await session.runInput(
+                    record, describe: "press \(what) through its toolkit",
+                    context: context
+                ) { session in
                     _ = try session.perceiver.press(node)
                 }
                 switch outcome {
                 case .skipped(let text): return .text(text)
                 case .done(_, let settle, _):
-                    return .text("pressed \(what) through its toolkit" + (match.covered == true && !pressAction
-                        ? " (it is covered by another window, so it was not clicked)" : "") + settleNote(settle))
+                    return .text(
+                        "pressed \(what) through its toolkit"
+                            + (match.covered == true && !pressAction
+                                ? " (it is covered by another window, so it was not clicked)" : "") + settleNote(settle)
+                    )
                 }
             }
-            let record = ActionRecord(tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
-                                      text: wanted, result: "pending")
-            let describe = "\(double ? "double-click" : "click") \(button == .left ? "" : "\(button.rawValue) ")"
+            let record = ActionRecord(
+                tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
+                text: wanted, result: "pending")
+            let describe =
+                "\(double ? "double-click" : "click") \(button == .left ? "" : "\(button.rawValue) ")"
                 + "\(what) at (\(point.x), \(point.y))"
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in
                 try session.input.click(at: point, button: button, count: double ? 2 : 1)
@@ -124,8 +140,9 @@ public struct TapElementTool: AgentTool {
             switch outcome {
             case .skipped(let text): return .text(text)
             case .done(_, let settle, _):
-                return .text("tapped \(what) at \(normalizedText(point, screen: session.geometry.screen)) "
-                    + "(screen \(point.x),\(point.y))" + settleNote(settle))
+                return .text(
+                    "tapped \(what) at \(normalizedText(point, screen: session.geometry.screen)) "
+                        + "(screen \(point.x),\(point.y))" + settleNote(settle))
             }
         } catch {
             throw modelError(error)

@@ -1,7 +1,7 @@
 import Foundation
 import XclawAgent
-import XclawScreen
 import XclawMessages
+import XclawScreen
 
 /// `tap_xy`: a click at a position given as fractions of the screen, for things OCR cannot name (icons, images).
 public struct TapXYTool: AgentTool {
@@ -42,9 +42,11 @@ public struct TapXYTool: AgentTool {
         let button = try mouseButton(input)
         let screen = session.geometry.screen
         let point = screenPoint(x: x, y: y, screen: screen)
-        let record = ActionRecord(tool: name, action: "tap", x: point.x, y: point.y,
-                                  text: button == .left ? nil : button.rawValue, result: "pending")
-        let describe = "\(button == .left ? "" : "\(button.rawValue) ")click at (\(point.x), \(point.y)) "
+        let record = ActionRecord(
+            tool: name, action: "tap", x: point.x, y: point.y,
+            text: button == .left ? nil : button.rawValue, result: "pending")
+        let describe =
+            "\(button == .left ? "" : "\(button.rawValue) ")click at (\(point.x), \(point.y)) "
             + "[x=\(x) y=\(y)]"
         do {
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 // What the tools of this module share: the gate-act-settle-log path of input actions, normalized coordinates, and
 // turning lower layers' errors into messages the model can act on.
@@ -24,12 +24,16 @@ extension ScreenSession {
     /// The one path every input action takes: ask `context.mayAct` first (nothing touches the display under
     /// `--dry-run` or when the user declines), act under the session lock, settle, log the record with its result
     /// and time. `screenshot` also encodes the settled frame for the model (no extra capture).
-    func runInput(_ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool = false,
-                  act: @escaping @Sendable (ScreenSession) throws -> Void) async throws -> InputOutcome {
+    func runInput(
+        _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool = false,
+        act: @escaping @Sendable (ScreenSession) throws -> Void
+    ) async throws -> InputOutcome {
         guard await context.mayAct(record, describe: describe) else {
-            return .skipped(context.dryRun
-                ? "dry run: would \(describe)"
-                : "the user declined \(describe); nothing was done. Do not repeat it: ask the user or try another way.")
+            return .skipped(
+                context.dryRun
+                    ? "dry run: would \(describe)"
+                    : "the user declined \(describe); nothing was done. Do not repeat it: ask the user or try another way."
+            )
         }
         // The run may have been cancelled while the user was being asked: then act on nothing.
         if context.isCancelled() { throw CancellationError() }
@@ -70,15 +74,19 @@ func modelError(_ error: any Error) -> any Error {
     case let e as ScreenError:
         switch e {
         case .untypeable(let what):
-            return ToolError("cannot type \(what): only printable characters, tab and newline can be typed; "
-                + "send other keys as key names (e.g. Escape, ctrl+c)")
+            return ToolError(
+                "cannot type \(what): only printable characters, tab and newline can be typed; "
+                    + "send other keys as key names (e.g. Escape, ctrl+c)")
         case .unknownKey(let name, let suggestion):
             let hint = suggestion.map { " Did you mean \"\($0)\"?" } ?? ""
-            return ToolError("unknown key name \"\(name)\".\(hint) Use X keysym names as in xdotool: Return, Tab, "
-                + "Escape, BackSpace, Delete, Up, F5, KP_0, ctrl+s, alt+Tab, super; several combos separated by spaces.")
+            return ToolError(
+                "unknown key name \"\(name)\".\(hint) Use X keysym names as in xdotool: Return, Tab, "
+                    + "Escape, BackSpace, Delete, Up, F5, KP_0, ctrl+s, alt+Tab, super; several combos separated by spaces."
+            )
         case .outOfBounds(let x, let y, let w, let h):
-            return ToolError("point (\(x), \(y)) is outside the screen (\(w)x\(h)); the screen may have been "
-                + "resized: take a new screenshot")
+            return ToolError(
+                "point (\(x), \(y)) is outside the screen (\(w)x\(h)); the screen may have been "
+                    + "resized: take a new screenshot")
         default:
             return ToolError(e.description)
         }
@@ -86,11 +94,14 @@ func modelError(_ error: any Error) -> any Error {
         switch e {
         case .notFound(let label, let closest):
             let hint = closest.isEmpty ? "no similar text is on screen" : "closest: " + closest.joined(separator: ", ")
-            return ToolError("nothing on screen matches \"\(label)\" (\(hint)). Check the spelling against "
-                + "screen_snapshot or read_screen_text, use a ref from screen_snapshot, or take a screenshot.")
+            return ToolError(
+                "nothing on screen matches \"\(label)\" (\(hint)). Check the spelling against "
+                    + "screen_snapshot or read_screen_text, use a ref from screen_snapshot, or take a screenshot.")
         case .ambiguous(let label, let candidates):
-            return ToolError("\"\(label)\" matches \(candidates.count) elements equally; pass nth (1-based, in "
-                + "reading order) or role, or the ref of the one you mean:\n  " + candidates.joined(separator: "\n  "))
+            return ToolError(
+                "\"\(label)\" matches \(candidates.count) elements equally; pass nth (1-based, in "
+                    + "reading order) or role, or the ref of the one you mean:\n  "
+                    + candidates.joined(separator: "\n  "))
         case .staleRef(let ref):
             return ToolError("\(ref) is not on screen any more; call screen_snapshot again and use a current ref")
         case .timedOut(let condition, let last):
@@ -120,8 +131,9 @@ func normalizedText(_ p: Point, screen: Size) -> String {
 func fraction(_ input: JSONValue, _ key: String) throws -> Double? {
     guard let value = input[key] else { return nil }
     guard let v = value.double, v.isFinite, (0...1).contains(v) else {
-        throw ToolError("\(key) must be a number from 0 to 1 (a fraction of the screen: 0 = left/top edge, "
-            + "1 = right/bottom edge), got \(value.jsonText)")
+        throw ToolError(
+            "\(key) must be a number from 0 to 1 (a fraction of the screen: 0 = left/top edge, "
+                + "1 = right/bottom edge), got \(value.jsonText)")
     }
     return v
 }
@@ -134,8 +146,9 @@ func fractionSchema(_ what: String) -> JSONValue {
 /// The JSON schema of a normalized region.
 let regionSchema: JSONValue = [
     "type": "object",
-    "description": .string("A part of the screen in fractions of its size (0–1): x,y = top-left corner, "
-        + "width,height = size. Omit for the whole screen."),
+    "description": .string(
+        "A part of the screen in fractions of its size (0–1): x,y = top-left corner, "
+            + "width,height = size. Omit for the whole screen."),
     "required": ["x", "y", "width", "height"],
     "properties": [
         "x": fractionSchema("Left edge, 0–1."), "y": fractionSchema("Top edge, 0–1."),
@@ -147,15 +160,18 @@ let regionSchema: JSONValue = [
 func screenRegion(_ value: JSONValue?, screen: Size) throws -> Rect? {
     guard let value else { return nil }
     guard let x = try fraction(value, "x"), let y = try fraction(value, "y"), let w = try fraction(value, "width"),
-          let h = try fraction(value, "height") else {
+        let h = try fraction(value, "height")
+    else {
         throw ToolError("region needs x, y, width and height, each a fraction of the screen from 0 to 1")
     }
     guard w > 0, h > 0, x + w <= 1.0001, y + h <= 1.0001 else {
-        throw ToolError("region must have a positive width and height and lie on the screen "
-            + "(x + width ≤ 1, y + height ≤ 1), got x=\(x) y=\(y) width=\(w) height=\(h)")
+        throw ToolError(
+            "region must have a positive width and height and lie on the screen "
+                + "(x + width ≤ 1, y + height ≤ 1), got x=\(x) y=\(y) width=\(w) height=\(h)")
     }
     let x0 = Int((x * Double(screen.width)).rounded(.down)), y0 = Int((y * Double(screen.height)).rounded(.down))
-    let x1 = Int(((x + w) * Double(screen.width)).rounded(.up)), y1 = Int(((y + h) * Double(screen.height)).rounded(.up))
+    let x1 = Int(((x + w) * Double(screen.width)).rounded(.up)),
+        y1 = Int(((y + h) * Double(screen.height)).rounded(.up))
     let rect = Rect(x: x0, y: y0, width: max(1, x1 - x0), height: max(1, y1 - y0)).intersection(Rect(size: screen))
     guard !rect.isEmpty else { throw ToolError("region is empty on the \(screen) screen; make it larger") }
     return rect

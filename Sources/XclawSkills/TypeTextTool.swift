@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// `type_text`: types any Unicode text exactly into the focused window or a field it focuses first (through the
 /// accessibility tree when it can), optionally pressing Return after.
@@ -33,9 +33,10 @@ public struct TypeTextTool: AgentTool {
                 "submit": ["type": "boolean", "description": "Press Return after typing (default false)."],
                 "into": [
                     "type": "string",
-                    "description": .string("A field to focus first: its label or a ref from screen_snapshot. Focused "
-                        + "through the accessibility tree when its app exposes one, else clicked. Without it, typing "
-                        + "goes to whatever has the focus."),
+                    "description": .string(
+                        "A field to focus first: its label or a ref from screen_snapshot. Focused "
+                            + "through the accessibility tree when its app exposes one, else clicked. Without it, typing "
+                            + "goes to whatever has the focus."),
                 ],
             ],
         ]
@@ -51,8 +52,9 @@ public struct TypeTextTool: AgentTool {
         do {
             _ = try Keyboard.keysyms(for: text)
             let enter = try KeyCombo.parse("Return")
-            let record = ActionRecord(tool: name, action: submit ? "type_submit" : "type", text: text,
-                                      result: "pending")
+            let record = ActionRecord(
+                tool: name, action: submit ? "type_submit" : "type", text: text,
+                result: "pending")
             let into = input["into"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
             let target = try await into.asyncMap { wanted in
                 try await session.perform { session -> Match in
@@ -60,7 +62,8 @@ public struct TypeTextTool: AgentTool {
                     return try Selection().resolve(wanted, in: try session.snapshot())
                 }
             }
-            let describe = "type \(quoted(text))\(submit ? " and press Return" : "")"
+            let describe =
+                "type \(quoted(text))\(submit ? " and press Return" : "")"
                 + (target.map { " into \($0.ref) \($0.role.rawValue) \(quoted($0.text))" } ?? "")
             let cancelled = context.isCancelled
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in
@@ -81,10 +84,11 @@ public struct TypeTextTool: AgentTool {
             switch outcome {
             case .skipped(let message): return .text(message)
             case .done(_, let settle, _):
-                return .text("typed \(text.count) characters"
-                    + (target.map { " into \($0.ref) \(quoted($0.text))" } ?? "")
-                    + "\(submit ? " and pressed Return" : "")"
-                    + settleNote(settle))
+                return .text(
+                    "typed \(text.count) characters"
+                        + (target.map { " into \($0.ref) \(quoted($0.text))" } ?? "")
+                        + "\(submit ? " and pressed Return" : "")"
+                        + settleNote(settle))
             }
         } catch {
             throw modelError(error)

@@ -1,8 +1,8 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
-import XclawMessages
 
 /// `watch_screen`: waits for something to happen (text to appear or vanish, any change, stillness) instead of the
 /// model polling with screenshots; cheap, because frames are compared by hash and OCR runs only on changed pixels.
@@ -62,7 +62,9 @@ public struct WatchScreenTool: AgentTool {
             condition = .change
         case "stable":
             let ms = input["stable_ms"]?.int ?? 500
-            guard (50...60_000).contains(ms) else { throw ToolError("stable_ms must be a whole number from 50 to 60000") }
+            guard (50...60_000).contains(ms) else {
+                throw ToolError("stable_ms must be a whole number from 50 to 60000")
+            }
             condition = .stable(.milliseconds(ms))
         default:
             throw ToolError("condition must be \"text_appears\", \"text_gone\", \"change\" or \"stable\"")
@@ -76,19 +78,23 @@ public struct WatchScreenTool: AgentTool {
             let area = try screenRegion(input["region"], screen: screen)
             let cancelled = context.isCancelled
             let result = try await session.perform { session in
-                try Self.watch(condition, area: area, timeout: .milliseconds(Int(timeout * 1000)), session: session,
-                               cancelled: cancelled)
+                try Self.watch(
+                    condition, area: area, timeout: .milliseconds(Int(timeout * 1000)), session: session,
+                    cancelled: cancelled)
             }
             var line = "\(result.condition): after \(Int(result.elapsedMs)) ms"
             if let match = result.match {
-                line += " — \(quoted(match.text)) at \(normalizedText(match.point, screen: screen)) (screen "
+                line +=
+                    " — \(quoted(match.text)) at \(normalizedText(match.point, screen: screen)) (screen "
                     + "\(match.point.x),\(match.point.y))"
             }
             return .text(line)
         } catch let error as PerceptionError {
             if case .timedOut(let what, let last) = error {
-                throw ToolError("timed out after \(timeout) s waiting for \(what); last seen: \(last). If it may take "
-                    + "longer, call watch_screen again with a larger timeout_s (up to 120); else look at the screen.")
+                throw ToolError(
+                    "timed out after \(timeout) s waiting for \(what); last seen: \(last). If it may take "
+                        + "longer, call watch_screen again with a larger timeout_s (up to 120); else look at the screen."
+                )
             }
             throw modelError(error)
         } catch {
@@ -105,8 +111,10 @@ public struct WatchScreenTool: AgentTool {
 
     /// The watch loop. Text conditions run the perception layer's watcher in short slices so cancellation is seen
     /// within half a second; change and stability compare frame hashes directly.
-    private static func watch(_ condition: WatchCondition, area: Rect?, timeout: Duration, session: ScreenSession,
-                              cancelled: @Sendable () -> Bool) throws -> Outcome {
+    private static func watch(
+        _ condition: WatchCondition, area: Rect?, timeout: Duration, session: ScreenSession,
+        cancelled: @Sendable () -> Bool
+    ) throws -> Outcome {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + timeout
@@ -118,7 +126,8 @@ public struct WatchScreenTool: AgentTool {
                 let slice = min(.milliseconds(500), max(.zero, deadline - clock.now))
                 do {
                     let result = try watcher.wait(for: condition, area: area, timeout: slice)
-                    return Outcome(condition: result.condition, elapsedMs: millisecondsSince(start), match: result.match)
+                    return Outcome(
+                        condition: result.condition, elapsedMs: millisecondsSince(start), match: result.match)
                 } catch PerceptionError.timedOut(let what, let last) {
                     if clock.now >= deadline { throw PerceptionError.timedOut(condition: what, lastObserved: last) }
                 }

@@ -1,6 +1,7 @@
 import Foundation
-@_implementationOnly import GRDB
 import XclawMessages
+
+@_implementationOnly import GRDB
 
 // MARK: - Messages
 
@@ -8,18 +9,22 @@ extension AgentStore {
     /// Appends one message to an agent's conversation and returns its id, the cursor unit: ids only grow and are
     /// never reused (AUTOINCREMENT), so "after id N" is exact where nanoclaw's timestamps skipped equal ones.
     @discardableResult
-    public func appendMessage(agent: String, role: MessageRole, content: [ContentBlock],
-                              status: MessageStatus = .complete, sender: String? = nil,
-                              sessionID: Int64? = nil) throws -> Int64 {
+    public func appendMessage(
+        agent: String, role: MessageRole, content: [ContentBlock],
+        status: MessageStatus = .complete, sender: String? = nil,
+        sessionID: Int64? = nil
+    ) throws -> Int64 {
         let json = Self.encodeContent(content)
         let now = Self.now()
         return try write { db in
             try requireAgent(db, agent)
             if let sessionID { try requireSession(db, sessionID) }
-            try db.cachedStatement(sql: """
-                INSERT INTO messages (agent, role, sender, content, status, session_id, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [agent, role.rawValue, sender, json, status.rawValue, sessionID, now, now])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO messages (agent, role, sender, content, status, session_id, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [agent, role.rawValue, sender, json, status.rawValue, sessionID, now, now])
             return db.lastInsertedRowID
         }
     }
@@ -56,13 +61,14 @@ extension AgentStore {
         return try read { db in
             try requireAgent(db, agent)
             return try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT * FROM messages
-                    WHERE agent = ? AND id > ? AND role = 'user'
-                      AND NOT EXISTS (SELECT 1 FROM json_each(messages.content)
-                                      WHERE json_extract(json_each.value, '$.type') = 'tool_result')
-                    ORDER BY id LIMIT ?
-                    """),
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM messages
+                        WHERE agent = ? AND id > ? AND role = 'user'
+                          AND NOT EXISTS (SELECT 1 FROM json_each(messages.content)
+                                          WHERE json_extract(json_each.value, '$.type') = 'tool_result')
+                        ORDER BY id LIMIT ?
+                        """),
                 arguments: [agent, after, limit]
             ).map(storedMessage)
         }
@@ -110,11 +116,12 @@ extension AgentStore {
         guard let role = MessageRole(rawValue: roleText), let status = MessageStatus(rawValue: statusText) else {
             throw StoreError.corrupt(path: path, detail: "message \(id) has role \(roleText), status \(statusText)")
         }
-        return StoredMessage(id: id, agent: row["agent"], role: role, sender: row["sender"],
-                             content: blocks.map(ContentBlock.init(json:)), status: status,
-                             sessionID: row["session_id"],
-                             createdAt: try date(row["created_at"] as String, "messages.created_at"),
-                             updatedAt: try date(row["updated_at"] as String, "messages.updated_at"))
+        return StoredMessage(
+            id: id, agent: row["agent"], role: role, sender: row["sender"],
+            content: blocks.map(ContentBlock.init(json:)), status: status,
+            sessionID: row["session_id"],
+            createdAt: try date(row["created_at"] as String, "messages.created_at"),
+            updatedAt: try date(row["updated_at"] as String, "messages.updated_at"))
     }
 }
 
@@ -125,8 +132,11 @@ extension AgentStore {
     public func state(agent: String) throws -> AgentState {
         try read { db in
             try requireAgent(db, agent)
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM agent_state WHERE agent = ?",
-                                             arguments: [agent]) else { return AgentState() }
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM agent_state WHERE agent = ?",
+                    arguments: [agent])
+            else { return AgentState() }
             return AgentState(cursor: row["cursor"], retryCount: row["retry_count"], lastError: row["last_error"])
         }
     }
@@ -155,8 +165,10 @@ extension AgentStore {
     public func advanceCursor(agent: String, to id: Int64) throws -> Int64 {
         try write { db in
             try requireAgent(db, agent)
-            let previous = try Int64.fetchOne(db, sql: "SELECT cursor FROM agent_state WHERE agent = ?",
-                                              arguments: [agent]) ?? 0
+            let previous =
+                try Int64.fetchOne(
+                    db, sql: "SELECT cursor FROM agent_state WHERE agent = ?",
+                    arguments: [agent]) ?? 0
             try db.execute(
                 sql: """
                     INSERT INTO agent_state (agent, cursor, updated_at) VALUES (?, ?, ?)

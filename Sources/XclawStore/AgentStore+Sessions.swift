@@ -1,6 +1,7 @@
 import Foundation
-@_implementationOnly import GRDB
 import XclawMessages
+
+@_implementationOnly import GRDB
 
 // MARK: - Sessions
 
@@ -8,8 +9,9 @@ extension AgentStore {
     /// Records that a process starts running an agent, so a crash leaves a trace `recoverInterrupted` finds.
     /// `pid` is this process unless a supervisor records the worker it spawned.
     public func startSession(agent: String, kind: SessionKind, pid: Int32 = getpid()) throws -> Int64 {
-        try startSession(agent: agent, kind: kind, pid: pid,
-                         process: pid == getpid() ? ProcessIdentity.current : ProcessIdentity.of(pid: pid))
+        try startSession(
+            agent: agent, kind: kind, pid: pid,
+            process: pid == getpid() ? ProcessIdentity.current : ProcessIdentity.of(pid: pid))
     }
 
     /// `startSession` with the process identity given (nil when /proc cannot tell).
@@ -27,11 +29,13 @@ extension AgentStore {
     }
 
     /// Records how a session ended (`completed`, `failed`, `cancelled` or `interrupted`), its turns and cost.
-    public func finishSession(_ id: Int64, status: SessionStatus, error: String? = nil, steps: Int, usd: Double) throws {
+    public func finishSession(_ id: Int64, status: SessionStatus, error: String? = nil, steps: Int, usd: Double) throws
+    {
         guard status.isFinal else {
             let finals = SessionStatus.allCases.filter(\.isFinal).map(\.rawValue)
-            throw StoreError.invalidArgument("a session ends as one of \(finals.joined(separator: ", ")), "
-                + "not \"\(status.rawValue)\"")
+            throw StoreError.invalidArgument(
+                "a session ends as one of \(finals.joined(separator: ", ")), "
+                    + "not \"\(status.rawValue)\"")
         }
         guard steps >= 0, usd >= 0, usd.isFinite else {
             throw StoreError.invalidArgument("steps and cost cannot be negative (steps \(steps), usd \(usd))")
@@ -49,8 +53,10 @@ extension AgentStore {
         try read { db in
             if let agent {
                 try requireAgent(db, agent)
-                return try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE agent = ? ORDER BY id",
-                                        arguments: [agent]).map(sessionRecord)
+                return try Row.fetchAll(
+                    db, sql: "SELECT * FROM sessions WHERE agent = ? ORDER BY id",
+                    arguments: [agent]
+                ).map(sessionRecord)
             }
             return try Row.fetchAll(db, sql: "SELECT * FROM sessions ORDER BY id").map(sessionRecord)
         }
@@ -92,13 +98,16 @@ extension AgentStore {
     func sessionRecord(_ row: Row) throws -> SessionRecord {
         let kindText: String = row["kind"], statusText: String = row["status"]
         guard let kind = SessionKind(rawValue: kindText), let status = SessionStatus(rawValue: statusText) else {
-            throw StoreError.corrupt(path: path, detail: "a session has kind \"\(kindText)\" and status \"\(statusText)\", "
-                + "which this xclaw does not know (a newer version wrote it?)")
+            throw StoreError.corrupt(
+                path: path,
+                detail: "a session has kind \"\(kindText)\" and status \"\(statusText)\", "
+                    + "which this xclaw does not know (a newer version wrote it?)")
         }
-        return SessionRecord(id: row["id"], agent: row["agent"], kind: kind, status: status,
-                      error: row["error"], steps: row["steps"], usd: row["usd"], pid: row["pid"],
-                      startedAt: try date(row["started_at"] as String, "sessions.started_at"),
-                      endedAt: try dateIfAny(row["ended_at"], "sessions.ended_at"))
+        return SessionRecord(
+            id: row["id"], agent: row["agent"], kind: kind, status: status,
+            error: row["error"], steps: row["steps"], usd: row["usd"], pid: row["pid"],
+            startedAt: try date(row["started_at"] as String, "sessions.started_at"),
+            endedAt: try dateIfAny(row["ended_at"], "sessions.ended_at"))
     }
 }
 
@@ -123,8 +132,9 @@ extension AgentStore {
     public func memory(agent: String, key: String) throws -> String? {
         try read { db in
             try requireAgent(db, agent)
-            return try String.fetchOne(db, sql: "SELECT value FROM memory WHERE agent = ? AND key = ?",
-                                       arguments: [agent, key])
+            return try String.fetchOne(
+                db, sql: "SELECT value FROM memory WHERE agent = ? AND key = ?",
+                arguments: [agent, key])
         }
     }
 
@@ -170,8 +180,10 @@ extension AgentStore {
                     INSERT INTO usage (agent, session_id, model, input_tokens, output_tokens, cache_creation_tokens,
                         cache_read_tokens, usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [agent, sessionID, model, usage.inputTokens, usage.outputTokens,
-                            usage.cacheCreationInputTokens, usage.cacheReadInputTokens, usd, Self.now()])
+                arguments: [
+                    agent, sessionID, model, usage.inputTokens, usage.outputTokens,
+                    usage.cacheCreationInputTokens, usage.cacheReadInputTokens, usd, Self.now(),
+                ])
         }
     }
 
@@ -193,8 +205,9 @@ extension AgentStore {
                     """,
                 arguments: [agent])
             return rows.map { row in
-                UsageSummary(agent: row["agent"], requests: row["requests"], usage: Self.usage(row),
-                             usd: row["usd"], sessions: row["sessions"])
+                UsageSummary(
+                    agent: row["agent"], requests: row["requests"], usage: Self.usage(row),
+                    usd: row["usd"], sessions: row["sessions"])
             }
         }
     }
@@ -215,16 +228,18 @@ extension AgentStore {
                     """,
                 arguments: [agent])
             return try rows.map { row in
-                SessionUsage(session: try sessionRecord(row), requests: row["requests"], usage: Self.usage(row),
-                             usd: row["usage_usd"])
+                SessionUsage(
+                    session: try sessionRecord(row), requests: row["requests"], usage: Self.usage(row),
+                    usd: row["usage_usd"])
             }
         }
     }
 
     /// The summed token columns of an aggregate row.
     private static func usage(_ row: Row) -> Usage {
-        Usage(inputTokens: row["input"], outputTokens: row["output"], cacheCreationInputTokens: row["cache_creation"],
-              cacheReadInputTokens: row["cache_read"])
+        Usage(
+            inputTokens: row["input"], outputTokens: row["output"], cacheCreationInputTokens: row["cache_creation"],
+            cacheReadInputTokens: row["cache_read"])
     }
 }
 
@@ -233,13 +248,16 @@ extension AgentStore {
 extension AgentStore {
     /// Creates a scheduled task (the scheduler adds claiming and firing later); `id` defaults to a new UUID.
     @discardableResult
-    public func createTask(agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
-                           contextMode: TaskContextMode = .isolated, nextRun: Date?, status: TaskStatus = .active,
-                           id: String = UUID().uuidString.lowercased()) throws -> TaskRecord {
+    public func createTask(
+        agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
+        contextMode: TaskContextMode = .isolated, nextRun: Date?, status: TaskStatus = .active,
+        id: String = UUID().uuidString.lowercased()
+    ) throws -> TaskRecord {
         guard !id.isEmpty else { throw StoreError.invalidArgument("a task id cannot be empty") }
-        let task = TaskRecord(id: id, agent: agent, prompt: prompt, scheduleType: scheduleType,
-                              scheduleValue: scheduleValue, contextMode: contextMode, nextRun: nextRun,
-                              status: status)
+        let task = TaskRecord(
+            id: id, agent: agent, prompt: prompt, scheduleType: scheduleType,
+            scheduleValue: scheduleValue, contextMode: contextMode, nextRun: nextRun,
+            status: status)
         try write { db in
             try requireAgent(db, agent)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [id]) != nil {
@@ -250,8 +268,10 @@ extension AgentStore {
                     INSERT INTO tasks (id, agent, prompt, schedule_type, schedule_value, context_mode, next_run,
                         status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [id, agent, prompt, scheduleType.rawValue, scheduleValue, contextMode.rawValue,
-                            task.nextRun.map(StoreDate.format), status.rawValue, StoreDate.format(task.createdAt)])
+                arguments: [
+                    id, agent, prompt, scheduleType.rawValue, scheduleValue, contextMode.rawValue,
+                    task.nextRun.map(StoreDate.format), status.rawValue, StoreDate.format(task.createdAt),
+                ])
         }
         return task
     }
@@ -261,8 +281,10 @@ extension AgentStore {
         try read { db in
             if let agent {
                 try requireAgent(db, agent)
-                return try Row.fetchAll(db, sql: "SELECT * FROM tasks WHERE agent = ? ORDER BY created_at, id",
-                                        arguments: [agent]).map(taskRecord)
+                return try Row.fetchAll(
+                    db, sql: "SELECT * FROM tasks WHERE agent = ? ORDER BY created_at, id",
+                    arguments: [agent]
+                ).map(taskRecord)
             }
             return try Row.fetchAll(db, sql: "SELECT * FROM tasks ORDER BY created_at, id").map(taskRecord)
         }
@@ -270,8 +292,10 @@ extension AgentStore {
 
     /// Appends one entry to a task's run history and returns its id.
     @discardableResult
-    public func appendTaskRunLog(taskID: String, runAt: Date, durationMs: Int, status: String,
-                                 result: String? = nil, error: String? = nil) throws -> Int64 {
+    public func appendTaskRunLog(
+        taskID: String, runAt: Date, durationMs: Int, status: String,
+        result: String? = nil, error: String? = nil
+    ) throws -> Int64 {
         try write { db in
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
                 throw StoreError.unknownTask(taskID)
@@ -292,12 +316,15 @@ extension AgentStore {
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
                 throw StoreError.unknownTask(taskID)
             }
-            return try Row.fetchAll(db, sql: "SELECT * FROM task_run_logs WHERE task_id = ? ORDER BY run_at, id",
-                                    arguments: [taskID]).map { row in
-                TaskRunLog(id: row["id"], taskID: row["task_id"],
-                           runAt: try date(row["run_at"] as String, "task_run_logs.run_at"),
-                           durationMs: row["duration_ms"], status: row["status"], result: row["result"],
-                           error: row["error"])
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM task_run_logs WHERE task_id = ? ORDER BY run_at, id",
+                arguments: [taskID]
+            ).map { row in
+                TaskRunLog(
+                    id: row["id"], taskID: row["task_id"],
+                    runAt: try date(row["run_at"] as String, "task_run_logs.run_at"),
+                    durationMs: row["duration_ms"], status: row["status"], result: row["result"],
+                    error: row["error"])
             }
         }
     }
@@ -309,16 +336,20 @@ extension AgentStore {
         let modeText: String = row["context_mode"]
         let statusText: String = row["status"]
         guard let type = TaskScheduleType(rawValue: typeText), let mode = TaskContextMode(rawValue: modeText),
-              let status = TaskStatus(rawValue: statusText) else {
-            throw StoreError.corrupt(path: path, detail: "task \(id) has schedule \(typeText), mode \(modeText), "
-                + "status \(statusText)")
+            let status = TaskStatus(rawValue: statusText)
+        else {
+            throw StoreError.corrupt(
+                path: path,
+                detail: "task \(id) has schedule \(typeText), mode \(modeText), "
+                    + "status \(statusText)")
         }
-        return TaskRecord(id: id, agent: row["agent"], prompt: row["prompt"], scheduleType: type,
-                          scheduleValue: row["schedule_value"], contextMode: mode,
-                          nextRun: try dateIfAny(row["next_run"], "tasks.next_run"),
-                          lastRun: try dateIfAny(row["last_run"], "tasks.last_run"),
-                          lastResult: row["last_result"], status: status, claimedBy: row["claimed_by"],
-                          claimedAt: try dateIfAny(row["claimed_at"], "tasks.claimed_at"),
-                          createdAt: try date(row["created_at"] as String, "tasks.created_at"))
+        return TaskRecord(
+            id: id, agent: row["agent"], prompt: row["prompt"], scheduleType: type,
+            scheduleValue: row["schedule_value"], contextMode: mode,
+            nextRun: try dateIfAny(row["next_run"], "tasks.next_run"),
+            lastRun: try dateIfAny(row["last_run"], "tasks.last_run"),
+            lastResult: row["last_result"], status: status, claimedBy: row["claimed_by"],
+            claimedAt: try dateIfAny(row["claimed_at"], "tasks.claimed_at"),
+            createdAt: try date(row["created_at"] as String, "tasks.created_at"))
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
+import XclawBase
+import XclawMessages
+
 // Implementation-only: GRDB's SQL operator overloads (`+`, `==`…) must not reach modules that import XclawStore,
 // where they make ordinary expressions too slow to type-check. No GRDB type appears in this module's API, and the
 // only GRDB-typed stored property (`pool`, a class reference) is internal, so the layout warning is harmless here.
 @_implementationOnly import GRDB
-import XclawBase
-import XclawMessages
 
 /// xclaw's persistent state (agents, conversations, cursors, sessions, memory, usage, scheduled tasks) in one SQLite
 /// file that several xclaw processes share safely: WAL, `synchronous = NORMAL`, foreign keys on, a 5 s busy timeout,
@@ -129,8 +130,9 @@ public final class AgentStore: Sendable {
 
     /// Throws `unknownAgent` (with the known names) unless `name` exists.
     func requireAgent(_ db: Database, _ name: String) throws {
-        let found = try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM agents WHERE name = ?"),
-                                     arguments: [name])
+        let found = try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM agents WHERE name = ?"),
+            arguments: [name])
         if found == nil { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
     }
 
@@ -175,10 +177,13 @@ extension AgentStore {
                         updated_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
-                            config.display, config.memoryNotes, StoreDate.format(config.createdAt), now])
-            try db.execute(sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
-                           arguments: [config.name, now])
+                arguments: [
+                    config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
+                    config.display, config.memoryNotes, StoreDate.format(config.createdAt), now,
+                ])
+            try db.execute(
+                sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
+                arguments: [config.name, now])
         }
     }
 
@@ -206,8 +211,10 @@ extension AgentStore {
                     UPDATE agents SET model = ?, system_prompt = ?, tools = ?, display = ?, memory_notes = ?,
                         updated_at = ? WHERE name = ?
                     """,
-                arguments: [config.model, config.systemPrompt, Self.encodeTools(config.tools), config.display,
-                            config.memoryNotes, Self.now(), config.name])
+                arguments: [
+                    config.model, config.systemPrompt, Self.encodeTools(config.tools), config.display,
+                    config.memoryNotes, Self.now(), config.name,
+                ])
             if db.changesCount == 0 { throw StoreError.unknownAgent(config.name, known: try knownAgents(db)) }
         }
     }
@@ -242,10 +249,13 @@ extension AgentStore {
         guard let tools = (try? JSONValue.parse(toolsText))?.array else {
             throw StoreError.corrupt(path: path, detail: "agent \(name) has unreadable tools \(toolsText)")
         }
-        return AgentConfig(name: name, model: row["model"], systemPrompt: row["system_prompt"],
-                           tools: tools.compactMap(\.string), display: row["display"],
-                           memoryNotes: row["memory_notes"], createdAt: try date(row["created_at"] as String,
-                                                                                  "agents.created_at"))
+        return AgentConfig(
+            name: name, model: row["model"], systemPrompt: row["system_prompt"],
+            tools: tools.compactMap(\.string), display: row["display"],
+            memoryNotes: row["memory_notes"],
+            createdAt: try date(
+                row["created_at"] as String,
+                "agents.created_at"))
     }
 }
 
@@ -274,10 +284,12 @@ extension AgentStore {
     public func info() throws -> StoreInfo {
         do {
             return try pool.writeWithoutTransaction { db in
-                let tables = try String.fetchAll(db, sql: """
-                    SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
-                    AND name NOT LIKE 'grdb_%' ORDER BY name
-                    """)
+                let tables = try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+                        AND name NOT LIKE 'grdb_%' ORDER BY name
+                        """)
                 let levels = ["OFF", "NORMAL", "FULL", "EXTRA"]
                 let sync = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
                 return StoreInfo(

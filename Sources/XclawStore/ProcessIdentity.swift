@@ -24,7 +24,8 @@ enum ProcessIdentity {
     /// The start time in clock ticks since boot (field 22 of /proc/PID/stat).
     static func startTime(pid: Int32) -> String? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let paren = stat.lastIndex(of: ")") else { return nil }
+            let paren = stat.lastIndex(of: ")")
+        else { return nil }
         // Fields after the command name start at field 3 (state); the name itself may hold spaces and parentheses.
         let fields = stat[stat.index(after: paren)...].split(separator: " ")
         let index = 22 - 3

@@ -19,8 +19,10 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var createdAt: Date
 
     /// Creates a configuration; `createdAt` is rounded to the millisecond so it survives a round trip unchanged.
-    public init(name: String, model: String, systemPrompt: String = "", tools: [String] = [],
-                display: String? = nil, memoryNotes: String = "", createdAt: Date = Date()) {
+    public init(
+        name: String, model: String, systemPrompt: String = "", tools: [String] = [],
+        display: String? = nil, memoryNotes: String = "", createdAt: Date = Date()
+    ) {
         self.name = name
         self.model = model
         self.systemPrompt = systemPrompt
@@ -75,8 +77,10 @@ public struct StoredMessage: Sendable, Hashable {
     public var updatedAt: Date
 
     /// Creates a row value (the store creates these; tests and callers may too).
-    public init(id: Int64, agent: String, role: MessageRole, sender: String?, content: [ContentBlock],
-                status: MessageStatus, sessionID: Int64?, createdAt: Date, updatedAt: Date) {
+    public init(
+        id: Int64, agent: String, role: MessageRole, sender: String?, content: [ContentBlock],
+        status: MessageStatus, sessionID: Int64?, createdAt: Date, updatedAt: Date
+    ) {
         self.id = id
         self.agent = agent
         self.role = role
@@ -161,8 +165,10 @@ public struct SessionRecord: Sendable, Hashable, Codable {
     public var endedAt: Date?
 
     /// Creates a record value.
-    public init(id: Int64, agent: String, kind: SessionKind, status: SessionStatus, error: String?, steps: Int, usd: Double,
-                pid: Int32, startedAt: Date, endedAt: Date?) {
+    public init(
+        id: Int64, agent: String, kind: SessionKind, status: SessionStatus, error: String?, steps: Int, usd: Double,
+        pid: Int32, startedAt: Date, endedAt: Date?
+    ) {
         self.id = id
         self.agent = agent
         self.kind = kind
@@ -277,10 +283,12 @@ public struct TaskRecord: Sendable, Hashable, Codable {
     public var createdAt: Date
 
     /// Creates a record value.
-    public init(id: String, agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
-                contextMode: TaskContextMode, nextRun: Date?, lastRun: Date? = nil, lastResult: String? = nil,
-                status: TaskStatus = .active, claimedBy: String? = nil, claimedAt: Date? = nil,
-                createdAt: Date = Date()) {
+    public init(
+        id: String, agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
+        contextMode: TaskContextMode, nextRun: Date?, lastRun: Date? = nil, lastResult: String? = nil,
+        status: TaskStatus = .active, claimedBy: String? = nil, claimedAt: Date? = nil,
+        createdAt: Date = Date()
+    ) {
         self.id = id
         self.agent = agent
         self.prompt = prompt
@@ -315,8 +323,10 @@ public struct TaskRunLog: Sendable, Hashable, Codable {
     public var error: String?
 
     /// Creates a log value.
-    public init(id: Int64, taskID: String, runAt: Date, durationMs: Int, status: String, result: String?,
-                error: String?) {
+    public init(
+        id: Int64, taskID: String, runAt: Date, durationMs: Int, status: String, result: String?,
+        error: String?
+    ) {
         self.id = id
         self.taskID = taskID
         self.runAt = StoreDate.normalized(runAt)

@@ -35,7 +35,8 @@ enum StoreDate {
             return v
         }
         guard let year = num(0, 4), let month = num(5, 2), let day = num(8, 2), let hour = num(11, 2),
-              let minute = num(14, 2), let second = num(17, 2) else { return nil }
+            let minute = num(14, 2), let second = num(17, 2)
+        else { return nil }
         var fraction = 0.0
         if u.count > 20, u[19] == UInt8(ascii: ".") {
             var scale = 0.1

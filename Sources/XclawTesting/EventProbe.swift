@@ -1,15 +1,21 @@
 import CX11
 import CXclawShim
-import XclawScreen
 import Foundation
+import XclawScreen
 
 /// One input event as a window received it; what tests and benchmarks compare against what was sent.
 public struct ProbeEvent: Codable, Sendable, Equatable {
     /// What happened; the raw values are the `kind` of the fixture's JSON lines.
     public enum Kind: String, Codable, Sendable, CaseIterable {
         // `ready` is the fixture's first line (with its window id); the rest are X events.
-        case buttonPress = "button_press", buttonRelease = "button_release", motion, keyPress = "key_press"
-        case keyRelease = "key_release", focusIn = "focus_in", focusOut = "focus_out", enter, configure, map, ready
+        case buttonPress = "button_press"
+        case buttonRelease = "button_release"
+        case motion
+        case keyPress = "key_press"
+        case keyRelease = "key_release"
+        case focusIn = "focus_in"
+        case focusOut = "focus_out"
+        case enter, configure, map, ready
     }
 
     /// What happened.
@@ -67,8 +73,10 @@ public struct ProbeText: Sendable, Equatable {
     public static let padding = 6
 
     /// Creates a text to draw.
-    public init(origin: Point, font: String, foreground: RGB, background: RGB? = nil, showAfter: Duration? = nil,
-                hideAfter: Duration? = nil, text: String) {
+    public init(
+        origin: Point, font: String, foreground: RGB, background: RGB? = nil, showAfter: Duration? = nil,
+        hideAfter: Duration? = nil, text: String
+    ) {
         self.origin = origin; self.font = font; self.foreground = foreground; self.background = background
         self.showAfter = showAfter; self.hideAfter = hideAfter; self.text = text
     }
@@ -159,9 +167,11 @@ public final class EventProbe: @unchecked Sendable {
     /// Creates, maps and paints the window, and returns once it is viewable. `texts`, `widgets` and `animated`
     /// (rectangles flipping between red and blue every 40 ms) are drawn over `rects`; an unknown font or non-ASCII
     /// text throws `invalidArgument` before any window appears. A `popup` is override-redirect, like a menu.
-    public init(display: String?, title: String, frame: Rect, background: RGB, rects: [(Rect, RGB)] = [],
-                texts: [ProbeText] = [], widgets: [ProbeWidget] = [], animated: [Rect] = [],
-                popup: Bool = false) throws {
+    public init(
+        display: String?, title: String, frame: Rect, background: RGB, rects: [(Rect, RGB)] = [],
+        texts: [ProbeText] = [], widgets: [ProbeWidget] = [], animated: [Rect] = [],
+        popup: Bool = false
+    ) throws {
         connection = try DisplayConnection(name: display)
         self.rects = rects
         self.background = background
@@ -180,30 +190,35 @@ public final class EventProbe: @unchecked Sendable {
         let d = connection.handle
         let root = connection.root
         let pixel = try Self.allocate(background, on: connection)
-        let id = XCreateSimpleWindow(d, root, Int32(frame.x), Int32(frame.y), UInt32(frame.width),
-                                     UInt32(frame.height), 0, 0, pixel)
+        let id = XCreateSimpleWindow(
+            d, root, Int32(frame.x), Int32(frame.y), UInt32(frame.width),
+            UInt32(frame.height), 0, 0, pixel)
         window = UInt(id)
         if popup {
             var attributes = XSetWindowAttributes()
             attributes.override_redirect = 1
             XChangeWindowAttributes(d, id, UInt(CWOverrideRedirect), &attributes)
         }
-        let mask = ButtonPressMask | ButtonReleaseMask | PointerMotionMask | KeyPressMask | KeyReleaseMask
+        let mask =
+            ButtonPressMask | ButtonReleaseMask | PointerMotionMask | KeyPressMask | KeyReleaseMask
             | ExposureMask | StructureNotifyMask | FocusChangeMask | EnterWindowMask
         XSelectInput(d, id, Int(mask))
         XStoreName(d, id, title)
         var utf8 = Array(title.utf8)
-        XChangeProperty(d, id, connection.atom("_NET_WM_NAME"), connection.atom("UTF8_STRING"), 8, PropModeReplace,
-                        &utf8, Int32(utf8.count))
+        XChangeProperty(
+            d, id, connection.atom("_NET_WM_NAME"), connection.atom("UTF8_STRING"), 8, PropModeReplace,
+            &utf8, Int32(utf8.count))
         var pid = CLong(getpid())
         _ = withUnsafeBytes(of: &pid) { raw in
-            XChangeProperty(d, id, connection.atom("_NET_WM_PID"), XA_CARDINAL, 32, PropModeReplace,
-                            raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
+            XChangeProperty(
+                d, id, connection.atom("_NET_WM_PID"), XA_CARDINAL, 32, PropModeReplace,
+                raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
         }
         "xclaw-fixture".withCString { name in
             "XclawFixture".withCString { cls in
-                var hint = XClassHint(res_name: UnsafeMutablePointer(mutating: name),
-                                      res_class: UnsafeMutablePointer(mutating: cls))
+                var hint = XClassHint(
+                    res_name: UnsafeMutablePointer(mutating: name),
+                    res_class: UnsafeMutablePointer(mutating: cls))
                 XSetClassHint(d, id, &hint)
             }
         }
@@ -330,7 +345,8 @@ public final class EventProbe: @unchecked Sendable {
             } else {
                 let n = XLookupString(&event.xkey, &buffer, Int32(buffer.count), &keysym, nil)
                 if raw.type == KeyPress {
-                    e.text = String(decoding: buffer.prefix(Int(max(0, n))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    e.text = String(
+                        decoding: buffer.prefix(Int(max(0, n))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 }
             }
             e.keysym = KeyNames.name(of: keysym)
@@ -372,8 +388,9 @@ public final class EventProbe: @unchecked Sendable {
         guard let gc else { return }
         let d = connection.handle
         if let area {
-            var clip = XRectangle(x: Int16(clamping: area.x), y: Int16(clamping: area.y),
-                                  width: UInt16(clamping: area.width), height: UInt16(clamping: area.height))
+            var clip = XRectangle(
+                x: Int16(clamping: area.x), y: Int16(clamping: area.y),
+                width: UInt16(clamping: area.width), height: UInt16(clamping: area.height))
             XSetClipRectangles(d, gc, 0, 0, &clip, 1, Unsorted)
             try fill(area, background, gc)
         }
@@ -430,16 +447,18 @@ public final class EventProbe: @unchecked Sendable {
     private func fill(_ rect: Rect, _ color: RGB, _ gc: GC) throws {
         guard !rect.isEmpty else { return }
         XSetForeground(connection.handle, gc, try pixel(color))
-        XFillRectangle(connection.handle, Window(window), gc, Int32(rect.x), Int32(rect.y), UInt32(rect.width),
-                       UInt32(rect.height))
+        XFillRectangle(
+            connection.handle, Window(window), gc, Int32(rect.x), Int32(rect.y), UInt32(rect.width),
+            UInt32(rect.height))
     }
 
     /// Draws a 1 px outline just inside a rectangle.
     private func outline(_ rect: Rect, _ color: RGB, _ gc: GC) throws {
         guard !rect.isEmpty else { return }
         XSetForeground(connection.handle, gc, try pixel(color))
-        XDrawRectangle(connection.handle, Window(window), gc, Int32(rect.x), Int32(rect.y), UInt32(rect.width - 1),
-                       UInt32(rect.height - 1))
+        XDrawRectangle(
+            connection.handle, Window(window), gc, Int32(rect.x), Int32(rect.y), UInt32(rect.width - 1),
+            UInt32(rect.height - 1))
     }
 
     /// Draws a placed string in its colour and font.
@@ -447,8 +466,9 @@ public final class EventProbe: @unchecked Sendable {
         let d = connection.handle
         XSetForeground(d, gc, try pixel(string.color))
         XSetFont(d, gc, string.font.pointee.fid)
-        XDrawString(d, Window(window), gc, Int32(string.box.x), Int32(string.baseline), string.bytes,
-                    Int32(string.bytes.count))
+        XDrawString(
+            d, Window(window), gc, Int32(string.box.x), Int32(string.baseline), string.bytes,
+            Int32(string.bytes.count))
     }
 
     /// Draws a widget the way the option that made it describes.
@@ -478,7 +498,8 @@ public final class EventProbe: @unchecked Sendable {
 
     /// Loads each distinct core font once (`XLoadQueryFont`); an unknown name throws after freeing the others.
     private static func loadFonts(_ names: [String], on connection: DisplayConnection) throws
-        -> [String: UnsafeMutablePointer<XFontStruct>] {
+        -> [String: UnsafeMutablePointer<XFontStruct>]
+    {
         var loaded: [String: UnsafeMutablePointer<XFontStruct>] = [:]
         for name in names where loaded[name] == nil {
             guard let font = XLoadQueryFont(connection.handle, name) else {
@@ -494,31 +515,37 @@ public final class EventProbe: @unchecked Sendable {
 
     /// Measures `text` in `font` and places its top-left corner at `origin`; only printable ASCII can be drawn.
     private static func place(_ text: String, font: UnsafeMutablePointer<XFontStruct>, at origin: Point, color: RGB)
-        throws -> PlacedString {
+        throws -> PlacedString
+    {
         guard !text.isEmpty, text.utf8.allSatisfy({ (0x20...0x7e).contains($0) }) else {
-            throw ScreenError.invalidArgument("text \"\(text)\" must be non-empty printable ASCII (core fonts draw bytes)")
+            throw ScreenError.invalidArgument(
+                "text \"\(text)\" must be non-empty printable ASCII (core fonts draw bytes)")
         }
         let bytes = text.utf8.map { CChar(bitPattern: $0) }
         let width = Int(XTextWidth(font, bytes, Int32(bytes.count)))
         let height = Int(font.pointee.ascent + font.pointee.descent)
-        return PlacedString(font: font, bytes: bytes, box: Rect(x: origin.x, y: origin.y, width: width, height: height),
-                            color: color)
+        return PlacedString(
+            font: font, bytes: bytes, box: Rect(x: origin.x, y: origin.y, width: width, height: height),
+            color: color)
     }
 
     /// Places a text; its clear box is its box padded by `ProbeText.padding`, which covers its background.
     private static func place(_ text: ProbeText, fonts: [String: UnsafeMutablePointer<XFontStruct>]) throws
-        -> PlacedText {
+        -> PlacedText
+    {
         guard let font = fonts[text.font] else { throw ScreenError.invalidArgument("font \"\(text.font)\" not loaded") }
         let string = try place(text.text, font: font, at: text.origin, color: text.foreground)
         let p = ProbeText.padding
         let box = string.box
-        return PlacedText(spec: text, string: string,
-                          clearBox: Rect(x: box.x - p, y: box.y - p, width: box.width + 2 * p, height: box.height + 2 * p))
+        return PlacedText(
+            spec: text, string: string,
+            clearBox: Rect(x: box.x - p, y: box.y - p, width: box.width + 2 * p, height: box.height + 2 * p))
     }
 
     /// Places a widget's label and works out the box presses on it are reported for.
     private static func place(_ widget: ProbeWidget, fonts: [String: UnsafeMutablePointer<XFontStruct>]) throws
-        -> PlacedWidget {
+        -> PlacedWidget
+    {
         guard let font = fonts[ProbeWidget.labelFont] else {
             throw ScreenError.invalidArgument("font \"\(ProbeWidget.labelFont)\" not loaded")
         }
@@ -538,7 +565,8 @@ public final class EventProbe: @unchecked Sendable {
             let string = try place(label, font: font, at: origin, color: black)
             let top = min(point.y, string.box.y)
             let bottom = max(point.y + side, string.box.y + string.box.height)
-            let hitBox = Rect(x: point.x, y: top, width: string.box.x + string.box.width - point.x, height: bottom - top)
+            let hitBox = Rect(
+                x: point.x, y: top, width: string.box.x + string.box.width - point.x, height: bottom - top)
             return PlacedWidget(widget: widget, hitBox: hitBox, label: string, name: label)
         }
     }

@@ -33,9 +33,10 @@ public final class WidgetScene: Sendable {
     /// Starts both and waits for the first paint (the fixture is a real X client).
     public init() throws {
         display = try TestDisplay(size: Size(width: 1280, height: 800))
-        fixture = try Fixture(display: display.name, title: "widgets",
-                              frame: Rect(x: Self.origin.x, y: Self.origin.y, width: 640, height: 300),
-                              extra: perceptionWidgets)
+        fixture = try Fixture(
+            display: display.name, title: "widgets",
+            frame: Rect(x: Self.origin.x, y: Self.origin.y, width: 640, height: 300),
+            extra: perceptionWidgets)
         Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
 }
@@ -76,12 +77,15 @@ public enum CaptureScene {
             let expected = try RGB(hex: hex)
             for (dx, dy) in [(0, 0), (rect.width - 1, 0), (0, rect.height - 1), (rect.width - 1, rect.height - 1)] {
                 let x = frame.x + rect.x + dx - origin.x, y = frame.y + rect.y + dy - origin.y
-                checks.append(PixelCheck(what: "\(hex) at \(x),\(y)", seen: image.pixel(x: x, y: y), expected: expected))
+                checks.append(
+                    PixelCheck(what: "\(hex) at \(x),\(y)", seen: image.pixel(x: x, y: y), expected: expected))
             }
             // Just outside the rectangle is background.
-            checks.append(PixelCheck(what: "background beside \(hex)",
-                                     seen: image.pixel(x: frame.x + rect.x - 1 - origin.x, y: frame.y + rect.y - origin.y),
-                                     expected: try RGB(hex: background)))
+            checks.append(
+                PixelCheck(
+                    what: "background beside \(hex)",
+                    seen: image.pixel(x: frame.x + rect.x - 1 - origin.x, y: frame.y + rect.y - origin.y),
+                    expected: try RGB(hex: background)))
         }
         // The root window outside the fixture is black on Xvfb (when the frame reaches that far).
         if let outside = image.pixel(x: frame.x - 1 - origin.x, y: frame.y - origin.y) {

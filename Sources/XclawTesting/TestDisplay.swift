@@ -17,11 +17,14 @@ public final class TestDisplay: @unchecked Sendable {
     public var name: String { server.name }
 
     /// `accessibility` also starts the session and accessibility buses (`VirtualDisplay.start`); `stop` ends them.
-    public init(size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
-         launcher: [String] = [], accessibility: Bool = false) throws {
-        server = try VirtualDisplay.start(size: size, depth: depth, shm: shm, number: number, detached: false,
-                                          record: false, extraArguments: ["-terminate"], launcher: launcher,
-                                          accessibility: accessibility)
+    public init(
+        size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
+        launcher: [String] = [], accessibility: Bool = false
+    ) throws {
+        server = try VirtualDisplay.start(
+            size: size, depth: depth, shm: shm, number: number, detached: false,
+            record: false, extraArguments: ["-terminate"], launcher: launcher,
+            accessibility: accessibility)
         keeper = try DisplayConnection(name: server.name)
     }
 
@@ -73,11 +76,15 @@ public final class Fixture: @unchecked Sendable {
     private var events: [ProbeEvent] = []
 
     /// `extra` passes more fixture options (`--text`, `--button`, `--animate` …) as they are.
-    public init(display: String, title: String = "xclaw fixture", frame: Rect, background: String = "#ffffff",
-         rects: [(Rect, String)] = [], extra: [String] = []) throws {
+    public init(
+        display: String, title: String = "xclaw fixture", frame: Rect, background: String = "#ffffff",
+        rects: [(Rect, String)] = [], extra: [String] = []
+    ) throws {
         process.executableURL = productsDirectory.appendingPathComponent("xclaw-fixture")
-        var args = ["--display", display, "--title", title,
-                    "--geometry", "\(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)", "--bg", background]
+        var args = [
+            "--display", display, "--title", title,
+            "--geometry", "\(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)", "--bg", background,
+        ]
         for (rect, color) in rects { args += ["--rect", "\(rect),\(color)"] }
         process.arguments = args + extra
         let out = Pipe()
@@ -92,7 +99,8 @@ public final class Fixture: @unchecked Sendable {
                     let line = self.buffer[self.buffer.startIndex..<nl]
                     self.buffer.removeSubrange(self.buffer.startIndex...nl)
                     if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
-                       object["kind"] as? String == ProbeEvent.Kind.ready.rawValue, let id = object["window"] as? Int {
+                        object["kind"] as? String == ProbeEvent.Kind.ready.rawValue, let id = object["window"] as? Int
+                    {
                         self.window = UInt(id)
                     } else if let event = try? JSONDecoder().decode(ProbeEvent.self, from: line) {
                         self.events.append(event)
@@ -103,7 +111,9 @@ public final class Fixture: @unchecked Sendable {
         try process.run()
         let deadline = Date().addingTimeInterval(10)
         while lock.withLock({ window == 0 }) {
-            guard Date() < deadline, process.isRunning else { throw ScreenError.virtualDisplay("fixture did not start") }
+            guard Date() < deadline, process.isRunning else {
+                throw ScreenError.virtualDisplay("fixture did not start")
+            }
             Thread.sleep(forTimeInterval: 0.01)
         }
     }
@@ -177,8 +187,10 @@ public struct CLIResult {
 
 /// Runs `xclaw` with arguments, an optional stdin and extra environment, and waits for it.
 @discardableResult
-public func runCLI(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
-            removing: [String] = []) throws -> CLIResult {
+public func runCLI(
+    _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+    removing: [String] = []
+) throws -> CLIResult {
     let process = Process()
     process.executableURL = productsDirectory.appendingPathComponent("xclaw")
     process.arguments = arguments
@@ -200,13 +212,16 @@ public func runCLI(_ arguments: [String], stdin: Data? = nil, environment: [Stri
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     while !errBox.isSet { Thread.sleep(forTimeInterval: 0.001) }
-    return CLIResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errBox.data, as: UTF8.self))
+    return CLIResult(
+        status: process.terminationStatus, stdout: outData, stderr: String(decoding: errBox.data, as: UTF8.self))
 }
 
 /// Starts `xclaw` in the background with extra environment; stdin, stdout and stderr default to nothing, so a
 /// test that kills or interrupts it can pass pipes only for what it reads.
-public func launchCLI(_ arguments: [String], environment: [String: String], stdin: Pipe? = nil, stdout: Pipe? = nil,
-               stderr: Pipe? = nil) throws -> Process {
+public func launchCLI(
+    _ arguments: [String], environment: [String: String], stdin: Pipe? = nil, stdout: Pipe? = nil,
+    stderr: Pipe? = nil
+) throws -> Process {
     let process = Process()
     process.executableURL = productsDirectory.appendingPathComponent("xclaw")
     process.arguments = arguments

@@ -9,8 +9,9 @@
 //   xclaw-atspi address --session ADDRESS
 // Exit status: 0 done; 2 bad usage; 3 no accessibility bus or cannot connect; 4 the call failed.
 import CXclawAtspi
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes `text` to a file descriptor in full.

@@ -1,8 +1,8 @@
 // Parsers for the fixture's drawing options (--text, --button, --field, --checkbox, --animate), kept apart from
 // main.swift so the grammar is in one place.
 import Foundation
-import XclawTesting
 import XclawScreen
+import XclawTesting
 
 /// Splits `HEAD:TAIL` at the first ':' (texts and labels may hold commas and colons); throws when there is none.
 func splitAtColon(_ spec: String, option: String, grammar: String) throws -> (head: String, tail: String) {
@@ -28,8 +28,9 @@ func parseText(_ spec: String) throws -> ProbeText {
     guard parts.count >= 4, !parts[2].isEmpty else {
         throw ScreenError.invalidArgument("--text \"\(spec)\": expected \(grammar)")
     }
-    var result = ProbeText(origin: try Point(parsing: parts[0..<2].joined(separator: ",")), font: String(parts[2]),
-                           foreground: try RGB(hex: String(parts[3])), text: text)
+    var result = ProbeText(
+        origin: try Point(parsing: parts[0..<2].joined(separator: ",")), font: String(parts[2]),
+        foreground: try RGB(hex: String(parts[3])), text: text)
     for part in parts.dropFirst(4) {
         if part.hasPrefix("#"), result.background == nil {
             result.background = try RGB(hex: String(part))
@@ -38,7 +39,8 @@ func parseText(_ spec: String) throws -> ProbeText {
         } else if part.hasPrefix("hide="), result.hideAfter == nil {
             result.hideAfter = try parseMilliseconds(part.dropFirst(5), in: spec)
         } else {
-            throw ScreenError.invalidArgument("--text \"\(spec)\": unexpected or repeated \"\(part)\"; expected \(grammar)")
+            throw ScreenError.invalidArgument(
+                "--text \"\(spec)\": unexpected or repeated \"\(part)\"; expected \(grammar)")
         }
     }
     if let show = result.showAfter, let hide = result.hideAfter, hide <= show {

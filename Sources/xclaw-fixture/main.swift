@@ -10,9 +10,9 @@
 // Animated rectangles flip between red and blue every 40 ms. Button presses on a widget carry
 // "target": the button's or check box's label, or "field@X,Y".
 import Foundation
-import XclawTesting
-import XclawScreen
 import XclawBase
+import XclawScreen
+import XclawTesting
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("xclaw-fixture: \(message)\n".utf8))
@@ -76,8 +76,9 @@ func emit(_ event: ProbeEvent, window: UInt? = nil) {
 }
 
 do {
-    let probe = try EventProbe(display: display, title: title, frame: frame, background: background, rects: rects,
-                               texts: texts, widgets: widgets, animated: animated, popup: popup)
+    let probe = try EventProbe(
+        display: display, title: title, frame: frame, background: background, rects: rects,
+        texts: texts, widgets: widgets, animated: animated, popup: popup)
     emit(ProbeEvent(kind: .ready), window: probe.window)
     // The probe repaints timed content (show=/hide=, --animate) on schedule while it waits; a short timeout keeps
     // this loop responsive too when there is any.

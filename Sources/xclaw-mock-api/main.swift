@@ -1,9 +1,9 @@
 // xclaw-mock-api: the loopback Messages API server as a program, for demos and benchmarks without network access.
 import Dispatch
 import Foundation
-import XclawBase
 import Glibc
 import Synchronization
+import XclawBase
 import XclawMockAPI
 
 let usageText = """
@@ -41,7 +41,9 @@ final class Recorder: Sendable {
             "body": request.json() ?? String(decoding: request.body, as: UTF8.self),
         ]
         if let query = request.query { object["query"] = query }
-        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        guard
+            var data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         data.append(0x0A)
         lock.withLock { _ in
@@ -107,7 +109,9 @@ func main() -> Never {
     do { script = try MockScript(contentsOfFile: scriptPath) } catch { usageError("\(scriptPath): \(error)") }
     var recorder: Recorder?
     if let recordPath {
-        guard let r = Recorder(path: recordPath) else { usageError("--record: cannot open \(recordPath): \(errnoString())") }
+        guard let r = Recorder(path: recordPath) else {
+            usageError("--record: cannot open \(recordPath): \(errnoString())")
+        }
         recorder = r
     }
 

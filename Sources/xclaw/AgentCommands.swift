@@ -1,15 +1,15 @@
 import ArgumentParser
-import XclawCommandLine
 import Dispatch
 import Foundation
 import XclawAgent
 import XclawBase
+import XclawClient
+import XclawCommandLine
+import XclawMessages
 import XclawRuntime
 import XclawScreen
 import XclawSkills
 import XclawStore
-import XclawMessages
-import XclawClient
 
 /// Where the agents' database is.
 struct StoreOptions: ParsableArguments {
@@ -21,9 +21,11 @@ struct StoreOptions: ParsableArguments {
         let recovered = try AgentService.recover(store: store)
         if reportRecovered {
             for (s, undone) in recovered {
-                printError("xclaw: a run of \(s.agent) (session \(s.id)) was interrupted when its process ended; "
-                    + (undone ? "it had not answered yet, so its messages will be answered by the agent's next run"
-                              : "what it had done is kept (a cut reply is marked partial); send a message to continue"))
+                printError(
+                    "xclaw: a run of \(s.agent) (session \(s.id)) was interrupted when its process ended; "
+                        + (undone
+                            ? "it had not answered yet, so its messages will be answered by the agent's next run"
+                            : "what it had done is kept (a cut reply is marked partial); send a message to continue"))
             }
         }
         return store
@@ -33,7 +35,8 @@ struct StoreOptions: ParsableArguments {
 /// `xclaw agent`: create and delete agents.
 struct AgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "agent", abstract: "Create or delete an agent (its own model, tools, system prompt, display and history).",
+        commandName: "agent",
+        abstract: "Create or delete an agent (its own model, tools, system prompt, display and history).",
         subcommands: [AgentCreate.self, AgentDelete.self])
 }
 
@@ -52,14 +55,16 @@ struct AgentCreate: ParsableCommand {
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
         let names = try ToolSelection.names(tools)
-        let prompt = try system.map { path -> String in
-            do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
-            }
-        } ?? ""
+        let prompt =
+            try system.map { path -> String in
+                do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+                    throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
+                }
+            } ?? ""
         let store = try storeOptions.open()
-        let config = AgentConfig(name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
-                                 memoryNotes: "", createdAt: Date())
+        let config = AgentConfig(
+            name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
+            memoryNotes: "", createdAt: Date())
         try store.createAgent(config)
         try emit(config, json: json) { "created agent \(name): \(info.id), tools \(names.joined(separator: ","))" }
     }
@@ -86,9 +91,12 @@ struct Agents: ParsableCommand {
     func run() throws {
         let agents = try storeOptions.open().agents()
         try emit(agents, json: json) {
-            agents.isEmpty ? "no agents: create one with `xclaw agent create NAME`"
-                : agents.map { "\($0.name)\t\($0.model)\t\($0.display ?? "$DISPLAY")\t\($0.tools.joined(separator: ","))" }
-                    .joined(separator: "\n")
+            agents.isEmpty
+                ? "no agents: create one with `xclaw agent create NAME`"
+                : agents.map {
+                    "\($0.name)\t\($0.model)\t\($0.display ?? "$DISPLAY")\t\($0.tools.joined(separator: ","))"
+                }
+                .joined(separator: "\n")
         }
     }
 }
@@ -97,7 +105,8 @@ struct Agents: ParsableCommand {
 enum ToolSelection {
     static func names(_ tools: String?) throws -> [String] {
         do { return try SkillCatalog.select(tools) } catch SkillError.unknownTools(let unknown, let valid) {
-            throw ValidationError("unknown tool(s) \(unknown.joined(separator: ", ")); valid: \(valid.joined(separator: ", "))")
+            throw ValidationError(
+                "unknown tool(s) \(unknown.joined(separator: ", ")); valid: \(valid.joined(separator: ", "))")
         }
     }
 }
@@ -144,8 +153,9 @@ final class RunPrinter: @unchecked Sendable {
         case .step(_, let step):
             streamed.endReply()
             lock.withLock { reports.append(step) }
-            printError("  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
-                + " · \(step.requestBytes / 1024) KB, \(step.images) image(s) · model \(Int(step.modelMs)) ms")
+            printError(
+                "  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
+                    + " · \(step.requestBytes / 1024) KB, \(step.images) image(s) · model \(Int(step.modelMs)) ms")
         case .finished(_, _, let outcome):
             streamed.endReply()
             lock.withLock { outcomes.append(outcome) }
@@ -198,8 +208,9 @@ struct Send: ParsableCommand {
         if let failure = printer.finalFailures.last { throw AgentRunError.failed(failure.message, failure.status) }
         if printer.finishedOutcomes.isEmpty, try store.state(agent: name).cursor >= sent {
             // Another xclaw process took the message into its own run while this one waited for the agent.
-            printError("xclaw: \(name) answered this message in a run of another xclaw process; "
-                + "see `xclaw history \(name)`")
+            printError(
+                "xclaw: \(name) answered this message in a run of another xclaw process; "
+                    + "see `xclaw history \(name)`")
         }
     }
 }
@@ -208,10 +219,14 @@ struct Send: ParsableCommand {
 enum AgentRunError: ClassifiedError {
     case failed(String, ExitStatus)
     var exitStatus: ExitStatus {
-        switch self { case .failed(_, let status): return status }
+        switch self {
+        case .failed(_, let status): return status
+        }
     }
     var description: String {
-        switch self { case .failed(let why, _): return why }
+        switch self {
+        case .failed(let why, _): return why
+        }
     }
 }
 
@@ -264,7 +279,8 @@ struct Chat: ParsableCommand {
 
 /// `xclaw history`.
 struct History: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show an agent's stored messages (partial and failed ones marked).")
+    static let configuration = CommandConfiguration(
+        abstract: "Show an agent's stored messages (partial and failed ones marked).")
     @Argument(help: "The agent.") var name: String
     @Option(help: "Only the last N messages.") var last: Int?
     @OptionGroup var storeOptions: StoreOptions
@@ -399,8 +415,9 @@ struct Export: ParsableCommand {
 
 /// `xclaw usage`.
 struct UsageCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "usage",
-                                                    abstract: "Tokens and USD per agent, or per run of one agent.")
+    static let configuration = CommandConfiguration(
+        commandName: "usage",
+        abstract: "Tokens and USD per agent, or per run of one agent.")
     @Argument(help: "One agent: list its runs.") var name: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
@@ -411,17 +428,21 @@ struct UsageCommand: ParsableCommand {
             _ = try store.agent(named: name)
             let runs = try store.usageBySession(agent: name)
             try emit(runs.map(RunUsage.init), json: json) {
-                runs.isEmpty ? "no runs yet" : runs.map { r in
-                    "session \(r.session.id) \(r.session.status.rawValue): \(ToolSummary.usage(r.usage)) · $\(String(format: "%.4f", r.usd))"
-                }.joined(separator: "\n")
+                runs.isEmpty
+                    ? "no runs yet"
+                    : runs.map { r in
+                        "session \(r.session.id) \(r.session.status.rawValue): \(ToolSummary.usage(r.usage)) · $\(String(format: "%.4f", r.usd))"
+                    }.joined(separator: "\n")
             }
         } else {
             let rows = try store.usageSummary()
             try emit(rows, json: json) {
-                rows.isEmpty ? "no usage yet" : rows.map { r in
-                    "\(r.agent): \(r.requests) request(s) in \(r.sessions) run(s); \(ToolSummary.usage(r.usage)) · "
-                        + "$\(String(format: "%.4f", r.usd))"
-                }.joined(separator: "\n")
+                rows.isEmpty
+                    ? "no usage yet"
+                    : rows.map { r in
+                        "\(r.agent): \(r.requests) request(s) in \(r.sessions) run(s); \(ToolSummary.usage(r.usage)) · "
+                            + "$\(String(format: "%.4f", r.usd))"
+                    }.joined(separator: "\n")
             }
         }
     }

@@ -1,14 +1,15 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
 import XclawBase
+import XclawCommandLine
 
 /// `xclaw bench …`: hands over to `xclaw-bench` beside this binary, so the product links none of the benchmarks'
 /// code (they are their own target, `Benchmarks/xclaw-bench`).
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmark capture, input, OCR, the agent step, the runtime and snapshots against their peers "
-            + "(runs xclaw-bench beside this binary: `xclaw-bench --help` lists the benchmarks, `xclaw bench capture --help` one's options).")
+            + "(runs xclaw-bench beside this binary: `xclaw-bench --help` lists the benchmarks, `xclaw bench capture --help` one's options)."
+    )
 
     @Argument(parsing: .captureForPassthrough, help: "The benchmark and its options, as `xclaw-bench` takes them.")
     var arguments: [String] = []

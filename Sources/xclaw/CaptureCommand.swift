@@ -1,6 +1,6 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
+import XclawCommandLine
 import XclawScreen
 
 /// `xclaw capture`: a PNG of the screen, a region or a window.
@@ -35,7 +35,8 @@ struct Capture: ParsableCommand {
         let region = try self.region.map(Rect.init(parsing:))
         let connection = try target.connect()
         let capturer = try ScreenCapturer(connection: connection, method: method)
-        let area = try window.map { try capturer.visibleArea(of: WindowManager(connection: connection).find($0)) }
+        let area =
+            try window.map { try capturer.visibleArea(of: WindowManager(connection: connection).find($0)) }
             ?? region ?? connection.screenRect()
         var frame = try capturer.capture(area)
         var geometry: ScreenGeometry?
@@ -53,8 +54,9 @@ struct Capture: ParsableCommand {
             try writeAtomically(Data(png), to: file)
             path = file
         }
-        let result = Result(path: path, width: frame.width, height: frame.height, bytes: png.count, source: area,
-                            method: capturer.method.rawValue, geometry: geometry)
+        let result = Result(
+            path: path, width: frame.width, height: frame.height, bytes: png.count, source: area,
+            method: capturer.method.rawValue, geometry: geometry)
         if output == "-" { return }  // stdout carries the PNG
         try emit(result, json: json) { path ?? "" }
     }

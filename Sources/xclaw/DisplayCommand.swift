@@ -1,6 +1,6 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
+import XclawCommandLine
 import XclawScreen
 
 /// `xclaw display start|stop|list|env`: private headless displays.
@@ -16,15 +16,17 @@ struct DisplayCommand: ParsableCommand {
         @Option(help: "Screen size, WIDTHxHEIGHT.") var size = "1920x1080"
         @Option(help: "Colour depth: 16, 24 or 32.") var depth = 24
         @Flag(help: "Disable MIT-SHM (captures then use XGetImage, as on a remote display).") var noShm = false
-        @Flag(help: ArgumentHelp(
-            "Also start a D-Bus session bus and the AT-SPI accessibility bus for this display, so GTK/Qt apps "
-                + "launched on it expose their accessibility trees (launch them with `eval \"$(xclaw display env "
-                + "NAME)\"`). Only for displays xclaw starts.")) var accessibility = false
+        @Flag(
+            help: ArgumentHelp(
+                "Also start a D-Bus session bus and the AT-SPI accessibility bus for this display, so GTK/Qt apps "
+                    + "launched on it expose their accessibility trees (launch them with `eval \"$(xclaw display env "
+                    + "NAME)\"`). Only for displays xclaw starts.")) var accessibility = false
         @Flag(help: "Print the record as JSON.") var json = false
 
         func run() throws {
-            let display = try VirtualDisplay.start(size: try Size(parsing: size), depth: depth, shm: !noShm,
-                                                   accessibility: accessibility)
+            let display = try VirtualDisplay.start(
+                size: try Size(parsing: size), depth: depth, shm: !noShm,
+                accessibility: accessibility)
             // The name alone on stdout: scripts run `D=$(xclaw display start)`.
             try emit(display, json: json) { display.name }
         }

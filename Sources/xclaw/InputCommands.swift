@@ -1,6 +1,6 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
+import XclawCommandLine
 import XclawPerception
 import XclawScreen
 
@@ -66,7 +66,8 @@ struct ButtonTarget: ParsableArguments {
 
 /// `xclaw mousedown [X Y]`.
 struct MouseDown: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "mousedown", abstract: "Press a mouse button and keep it down.")
+    static let configuration = CommandConfiguration(
+        commandName: "mousedown", abstract: "Press a mouse button and keep it down.")
     @OptionGroup var options: ButtonTarget
 
     func run() throws {
@@ -110,8 +111,10 @@ struct Drag: ParsableCommand {
         let controller = try input(target)
         let modifiers = try parseModifiers(self.modifiers)
         try Interrupt.guarded {
-            try controller.drag(from: Point(x: x1, y: y1), to: Point(x: x2, y: y2), button: button, steps: steps,
-                                duration: .milliseconds(max(0, duration)), modifiers: modifiers) { Interrupt.requested }
+            try controller.drag(
+                from: Point(x: x1, y: y1), to: Point(x: x2, y: y2), button: button, steps: steps,
+                duration: .milliseconds(max(0, duration)), modifiers: modifiers
+            ) { Interrupt.requested }
         }
         try controller.sync()
     }
@@ -132,8 +135,9 @@ struct Scroll: ParsableCommand {
 
     func run() throws {
         let controller = try input(target)
-        try controller.scroll(direction, amount: amount, at: try at.map(Point.init(parsing:)),
-                              modifiers: try parseModifiers(modifiers))
+        try controller.scroll(
+            direction, amount: amount, at: try at.map(Point.init(parsing:)),
+            modifiers: try parseModifiers(modifiers))
         try controller.sync()
     }
 }
@@ -176,10 +180,11 @@ struct TypeText: ParsableCommand {
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The text, or - to read it from stdin.") var text: String
     @Option(help: "Milliseconds between characters (for slow input methods).") var delay: Int?
-    @Option(help: """
-        Focus this field first (a label or a ref from `xclaw snapshot`): through the accessibility tree when the app \
-        exposes one, else by clicking it.
-        """)
+    @Option(
+        help: """
+            Focus this field first (a label or a ref from `xclaw snapshot`): through the accessibility tree when the app \
+            exposes one, else by clicking it.
+            """)
     var into: String?
     @Option(help: "Window id (0x…) or title substring to look for --into in.") var window: String?
 
@@ -200,7 +205,9 @@ struct TypeText: ParsableCommand {
         let controller = try input(target)
         if let into { try focusField(into, controller: controller) }
         try Interrupt.guarded {
-            try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }) { Interrupt.requested }
+            try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }) {
+                Interrupt.requested
+            }
         }
         // Spare keycodes bound for missing characters are unbound once the client has read them.
         try Interrupt.guarded { try controller.keyboard.restoreMapping() }

@@ -1,6 +1,6 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
+import XclawCommandLine
 import XclawPerception
 import XclawScreen
 
@@ -107,7 +107,10 @@ struct SnapshotCommand: ParsableCommand {
 struct SelectionOptions: ParsableArguments {
     @Option(help: "Take the Nth of equally good matches, in reading order (1-based).") var nth: Int?
     @Option(help: "Prefer the match nearest to this label.") var near: String?
-    @Option(help: "Only elements of this role: button, field, checkbox, radio, combobox, slider, spinbutton, tab, item, link, menuitem, image, text.")
+    @Option(
+        help:
+            "Only elements of this role: button, field, checkbox, radio, combobox, slider, spinbutton, tab, item, link, menuitem, image, text."
+    )
     var role: Role?
     @Option(help: sourceHelp) var source: SnapshotSource = .auto
 
@@ -165,7 +168,8 @@ struct Tap: ParsableCommand {
     @OptionGroup var choose: SelectionOptions
     @Flag(help: "Press through the toolkit's first action instead of clicking (accessibility elements only).")
     var action = false
-    @Option(name: .customLong("action-name"), help: "Press through this toolkit action (e.g. Toggle) instead of clicking.")
+    @Option(
+        name: .customLong("action-name"), help: "Press through this toolkit action (e.g. Toggle) instead of clicking.")
     var actionName: String?
     @Flag(help: "Double-click.") var double = false
     @Option(help: "left, middle or right.") var button: MouseButton = .left
@@ -185,15 +189,17 @@ struct Tap: ParsableCommand {
             if action || actionName != nil {
                 guard let node = match.node else {
                     throw PerceptionError.invalidArgument(
-                        "\(match.ref) \"\(match.text)\" was read by OCR, so it has no toolkit action; tap it without --action")
+                        "\(match.ref) \"\(match.text)\" was read by OCR, so it has no toolkit action; tap it without --action"
+                    )
                 }
                 performed = try p.press(node, action: actionName)
             } else {
                 if match.covered == true {
                     throw PerceptionError.covered(match.summary)
                 }
-                try InputController(connection: p.connection).click(at: match.point, button: button,
-                                                                    count: double ? 2 : 1)
+                try InputController(connection: p.connection).click(
+                    at: match.point, button: button,
+                    count: double ? 2 : 1)
             }
             return match
         }
@@ -236,8 +242,9 @@ struct Tree: ParsableCommand {
     /// The part of `tree` under the top-level node that shows `window`.
     static func subtree(of window: WindowInfo, in tree: AccessibleTree, all: Bool) throws -> AccessibleTree {
         guard let top = tree.topLevel(of: window) else {
-            throw PerceptionError.notFound(label: "the accessibility tree of window \"\(window.title)\"",
-                                           closest: tree.apps.map { "\($0.name) (pid \($0.pid))" })
+            throw PerceptionError.notFound(
+                label: "the accessibility tree of window \"\(window.title)\"",
+                closest: tree.apps.map { "\($0.name) (pid \($0.pid))" })
         }
         var keep: Set<Int> = [top.id]
         var nodes: [AccessibleNode] = []
@@ -275,7 +282,8 @@ struct Tree: ParsableCommand {
 /// `xclaw watch`: wait for text to appear or vanish, a region to change, a pixel colour, or stability.
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Wait until text appears or vanishes, a region changes, a pixel has a colour, or the screen is still.",
+        abstract:
+            "Wait until text appears or vanishes, a region changes, a pixel has a colour, or the screen is still.",
         discussion: """
             Polls by comparing frames; OCR runs only when pixels changed. Exits 0 when the condition holds, 1 on \
             timeout with what was last observed.
@@ -325,16 +333,21 @@ struct Watch: ParsableCommand {
                     Thread.sleep(forTimeInterval: Double(interval) / 1000)
                 }
             }
-            if let text { condition = gone ? .textGone(text) : .textAppears(text) }
-            else if let change { condition = .change; area = try p.area(region: Rect(parsing: change)) }
-            else if let stable { condition = .stable(.milliseconds(stable)) }
-            else if let pixel, let color {
+            if let text {
+                condition = gone ? .textGone(text) : .textAppears(text)
+            } else if let change {
+                condition = .change; area = try p.area(region: Rect(parsing: change))
+            } else if let stable {
+                condition = .stable(.milliseconds(stable))
+            } else if let pixel, let color {
                 let point = try Point(parsing: pixel)
                 guard try p.connection.screenRect().contains(point) else {
                     throw PerceptionError.invalidArgument("pixel \(pixel) is outside the screen")
                 }
                 condition = .pixel(point, try RGB(hex: color))
-            } else { throw ValidationError("nothing to watch") }
+            } else {
+                throw ValidationError("nothing to watch")
+            }
             return try Watcher(perceiver: p, interval: .milliseconds(interval))
                 .wait(for: condition, area: area, timeout: max(.zero, deadline - ContinuousClock.now))
         }
@@ -367,8 +380,9 @@ struct WaitStable: ParsableCommand {
     func run() throws {
         let result = try withPerceiver(target, noCache: true) { p in
             try Watcher(perceiver: p, interval: .milliseconds(interval))
-                .waitUntilStable(area: p.area(region: region.map(Rect.init(parsing:))), quiet: .milliseconds(ms),
-                                 timeout: .milliseconds(Int(timeout * 1000)))
+                .waitUntilStable(
+                    area: p.area(region: region.map(Rect.init(parsing:))), quiet: .milliseconds(ms),
+                    timeout: .milliseconds(Int(timeout * 1000)))
         }
         try emit(result, json: json) { "stable after \(Int(result.elapsedMs)) ms" }
     }

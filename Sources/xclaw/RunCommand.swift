@@ -1,17 +1,17 @@
 import ArgumentParser
-import XclawCommandLine
 import Dispatch
 import Foundation
 import Synchronization
 import XclawAgent
 import XclawBase
+import XclawClient
+import XclawCommandLine
+import XclawMessages
 import XclawPerception
-import XclawScreen
 import XclawRuntime
+import XclawScreen
 import XclawSkills
 import XclawStore
-import XclawMessages
-import XclawClient
 
 /// `xclaw run`: Claude drives the screen until the task is done.
 struct Run: ParsableCommand {
@@ -72,11 +72,13 @@ struct Run: ParsableCommand {
         let sideQuestions = UsageLedger()
         let store = try storeOptions.open()
         let agent = Self.agentName()
-        let builder = AgentBuilder(store: store, client: client, catalog: catalog, settleQuiet: .milliseconds(settleMs),
-                                   visionUsage: { sideQuestions.add($0) })
+        let builder = AgentBuilder(
+            store: store, client: client, catalog: catalog, settleQuiet: .milliseconds(settleMs),
+            visionUsage: { sideQuestions.add($0) })
         let session = try builder.session(display: connection.name, connection: connection)
-        let config = AgentConfig(name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
-                                 display: connection.name)
+        let config = AgentConfig(
+            name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
+            display: connection.name)
         let prepared = try usageErrors { try builder.prepare(config, session: session, dryRun: dryRun) }
         let actionLog = try ActionLog(path: log ?? ActionLog.defaultPath())
         let confirming = confirm
@@ -115,14 +117,16 @@ struct Run: ParsableCommand {
         let usage = steps.reduce(Usage()) { $0 + $1.usage } + side.usage
         let cost = steps.reduce(0) { $0 + $1.costUSD } + info.price.cost(of: side.usage)
         let sideNote = side.count == 0 ? "" : " (incl. \(side.count) vision question(s))"
-        printError("xclaw: \(outcome) in \(steps.count) step(s); \(ToolSummary.usage(usage)); "
-            + "$\(String(format: "%.4f", cost))\(sideNote) (\(info.id)); recorded as agent \(agent); "
-            + "action log \(actionLog.path)")
+        printError(
+            "xclaw: \(outcome) in \(steps.count) step(s); \(ToolSummary.usage(usage)); "
+                + "$\(String(format: "%.4f", cost))\(sideNote) (\(info.id)); recorded as agent \(agent); "
+                + "action log \(actionLog.path)")
         if json {
             let last = try store.messages(agent: agent).last { $0.role == .assistant && $0.status == .complete }
-            let summary = RunSummary(outcome: "\(outcome)", text: last.map { Message(role: .assistant, content: $0.content).text } ?? "",
-                                     steps: steps, usage: usage, costUSD: cost, model: info.id, agent: agent,
-                                     actionLog: actionLog.path)
+            let summary = RunSummary(
+                outcome: "\(outcome)", text: last.map { Message(role: .assistant, content: $0.content).text } ?? "",
+                steps: steps, usage: usage, costUSD: cost, model: info.id, agent: agent,
+                actionLog: actionLog.path)
             try emit(summary, json: true) { "" }
         }
         switch outcome {
@@ -148,7 +152,11 @@ final class UsageLedger: Sendable {
     private let state = Mutex((sum: Usage(), requests: 0))
 
     /// Adds one request's tokens.
-    func add(_ usage: Usage) { state.withLock { $0.sum = $0.sum + usage; $0.requests += 1 } }
+    func add(_ usage: Usage) {
+        state.withLock {
+            $0.sum = $0.sum + usage; $0.requests += 1
+        }
+    }
 
     /// The total and the number of requests.
     var total: (usage: Usage, count: Int) { state.withLock { ($0.sum, $0.requests) } }
@@ -194,8 +202,10 @@ struct Models: ParsableCommand {
 /// Runs async work from a synchronous command; the first Ctrl-C (or SIGTERM) cancels it, which the run answers by
 /// finishing cleanly; a second one exits at once.
 enum CancellableRun {
-    static func execute<T: Sendable>(onInterrupt: (@Sendable () -> Void)? = nil,
-                                     _ body: @escaping @Sendable () async -> T) -> T {
+    static func execute<T: Sendable>(
+        onInterrupt: (@Sendable () -> Void)? = nil,
+        _ body: @escaping @Sendable () async -> T
+    ) -> T {
         let (task, wait) = Blocking.start(body)
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)

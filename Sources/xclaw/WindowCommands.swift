@@ -1,6 +1,6 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
+import XclawCommandLine
 import XclawScreen
 
 /// `xclaw windows`.
@@ -14,10 +14,12 @@ struct Windows: ParsableCommand {
         let windows = try WindowManager(connection: try target.connect()).list(includeHidden: all)
         try emit(windows, json: json) {
             windows.map { w in
-                [w.hexID, "\(w.frame.width)x\(w.frame.height)+\(w.frame.x)+\(w.frame.y)",
-                 w.active ? "active" : (w.visible ? "visible" : (w.mapped ? "offscreen" : "hidden")),
-                 w.className.isEmpty ? "-" : w.className, w.pid.map(String.init) ?? "-", w.title]
-                    .joined(separator: "\t")
+                [
+                    w.hexID, "\(w.frame.width)x\(w.frame.height)+\(w.frame.x)+\(w.frame.y)",
+                    w.active ? "active" : (w.visible ? "visible" : (w.mapped ? "offscreen" : "hidden")),
+                    w.className.isEmpty ? "-" : w.className, w.pid.map(String.init) ?? "-", w.title,
+                ]
+                .joined(separator: "\t")
             }.joined(separator: "\n")
         }
     }
@@ -46,8 +48,10 @@ struct Monitors: ParsableCommand {
     func run() throws {
         let monitors = try target.connect().monitors()
         try emit(monitors, json: json) {
-            monitors.map { "\($0.name)\t\($0.frame.width)x\($0.frame.height)+\($0.frame.x)+\($0.frame.y)\($0.primary ? "\tprimary" : "")" }
-                .joined(separator: "\n")
+            monitors.map {
+                "\($0.name)\t\($0.frame.width)x\($0.frame.height)+\($0.frame.x)+\($0.frame.y)\($0.primary ? "\tprimary" : "")"
+            }
+            .joined(separator: "\n")
         }
     }
 }

@@ -1,14 +1,15 @@
 import ArgumentParser
-import XclawCommandLine
 import Foundation
 import XclawBase
+import XclawCommandLine
 import XclawScreen
 
 /// The root command.
 struct Xclaw: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "xclaw",
-        abstract: "Desktop automation for Linux/X11: capture, input, windows, OCR and accessibility snapshots, find and tap "
+        abstract:
+            "Desktop automation for Linux/X11: capture, input, windows, OCR and accessibility snapshots, find and tap "
             + "by label, watch conditions, and Claude agents that drive the screen.",
         discussion: ExitStatus.legend,
         version: "0.1.0",
@@ -16,7 +17,8 @@ struct Xclaw: ParsableCommand {
             DisplayCommand.self, Capture.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
             Cursor.self, Windows.self, Activate.self, Monitors.self,
-            Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self, Models.self,
+            Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self,
+            Models.self,
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
             Bench.self,
         ]

@@ -1,11 +1,12 @@
 import Foundation
 import XCTest
-@testable import XclawAgent
 import XclawAgentTesting
 import XclawBase
 import XclawMockAPI
-@testable import XclawMessages
+
+@testable import XclawAgent
 @testable import XclawClient
+@testable import XclawMessages
 
 /// The agent loop against the loopback Messages API: what xclaw sends, step after step.
 final class AgentLoopTests: XCTestCase {
@@ -16,13 +17,17 @@ final class AgentLoopTests: XCTestCase {
     }
 
     func client(_ server: MockMessagesServer, retries: Int = 5) -> ClaudeClient {
-        ClaudeClient(configuration: ClientConfiguration(baseURL: server.baseURL, apiKey: APIKey("sk-test-secret-key-123"),
-                                                        maxRetries: retries))
+        ClaudeClient(
+            configuration: ClientConfiguration(
+                baseURL: server.baseURL, apiKey: APIKey("sk-test-secret-key-123"),
+                maxRetries: retries))
     }
 
-    func runner(_ server: MockMessagesServer, maxSteps: Int = 10, tools: [any AgentTool] = [EchoTool()]) -> AgentRunner {
-        AgentRunner(client: client(server), registry: ToolRegistry(tools),
-                    options: RunOptions(model: model, system: "You are a test.", maxSteps: maxSteps))
+    func runner(_ server: MockMessagesServer, maxSteps: Int = 10, tools: [any AgentTool] = [EchoTool()]) -> AgentRunner
+    {
+        AgentRunner(
+            client: client(server), registry: ToolRegistry(tools),
+            options: RunOptions(model: model, system: "You are a test.", maxSteps: maxSteps))
     }
 
     static func echo(_ id: String, _ text: String, image: Bool = false, sleep: Int = 0) -> MockBlock {
@@ -42,16 +47,20 @@ final class AgentLoopTests: XCTestCase {
 
     func testMultiStepRunAnswersEveryToolUseWithItsIdAndStreamsText() async throws {
         let server = try MockMessagesServer(replies: [
-            .stream(.turn(blocks: [.text("Let me echo."), Self.echo("toolu_a", "one"), Self.echo("toolu_b", "two")],
-                          stopReason: "tool_use", chunking: .every(7))),
+            .stream(
+                .turn(
+                    blocks: [.text("Let me echo."), Self.echo("toolu_a", "one"), Self.echo("toolu_b", "two")],
+                    stopReason: "tool_use", chunking: .every(7))),
             .stream(.turn(blocks: [.toolUse(id: "toolu_c", name: "nope", input: "{}")], stopReason: "tool_use")),
-            .stream(.turn(blocks: [.toolUse(id: "toolu_d", name: "echo", input: "{\"text\": 5}")], stopReason: "tool_use")),
+            .stream(
+                .turn(blocks: [.toolUse(id: "toolu_d", name: "echo", input: "{\"text\": 5}")], stopReason: "tool_use")),
             .stream(.turn(blocks: [.text("All done: héllo 世界 🎉")], stopReason: "end_turn", chunking: .every(2))),
         ])
         defer { server.stop() }
         let streamed = TextSink()
-        let result = await runner(server).run(task: "echo twice", context: ToolContext(),
-                                              observer: RunObserver(text: { streamed.append($0) }))
+        let result = await runner(server).run(
+            task: "echo twice", context: ToolContext(),
+            observer: RunObserver(text: { streamed.append($0) }))
         XCTAssertEqual(result.outcome, .completed)
         XCTAssertEqual(result.finalText, "All done: héllo 世界 🎉")
         XCTAssertEqual(streamed.text, "Let me echo.All done: héllo 世界 🎉")
@@ -148,9 +157,10 @@ final class AgentLoopTests: XCTestCase {
     }
 
     func testMaxStepsStopsWithAValidConversation() async throws {
-        let server = try MockMessagesServer(replies: (1...5).map { i in
-            .stream(.turn(blocks: [Self.echo("t\(i)", "again")], stopReason: "tool_use"))
-        })
+        let server = try MockMessagesServer(
+            replies: (1...5).map { i in
+                .stream(.turn(blocks: [Self.echo("t\(i)", "again")], stopReason: "tool_use"))
+            })
         defer { server.stop() }
         let result = await runner(server, maxSteps: 3).run(task: "loop", context: ToolContext())
         XCTAssertEqual(result.outcome, .maxSteps(3))
@@ -160,15 +170,18 @@ final class AgentLoopTests: XCTestCase {
 
     func testCancelDuringToolsAnswersEveryPendingToolUse() async throws {
         let server = try MockMessagesServer(replies: [
-            .stream(.turn(blocks: [Self.echo("slow", "wait", sleep: 5000), Self.echo("next", "never")],
-                          stopReason: "tool_use")),
+            .stream(
+                .turn(
+                    blocks: [Self.echo("slow", "wait", sleep: 5000), Self.echo("next", "never")],
+                    stopReason: "tool_use"))
         ])
         defer { server.stop() }
         let runner = self.runner(server)
         let started = CancelFlag()
         let task = Task {
-            await runner.run(task: "slow", context: ToolContext(),
-                             observer: RunObserver(toolStarted: { _, _ in started.set() }))
+            await runner.run(
+                task: "slow", context: ToolContext(),
+                observer: RunObserver(toolStarted: { _, _ in started.set() }))
         }
         while !started.isSet { try await Task.sleep(for: .milliseconds(5)) }
         try await Task.sleep(for: .milliseconds(50))
@@ -178,14 +191,20 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(cancelledAt), 4, "the 5 s tool stopped when the run was cancelled")
         XCTAssertEqual(result.outcome, .cancelled)
         XCTAssertEqual(ConversationCheck.unansweredToolUses(result.messages), [])
-        let answers = result.messages.last?.content.compactMap { block -> ToolResultBlock? in
-            if case .toolResult(let r) = block { return r }
-            return nil
-        } ?? []
+        let answers =
+            result.messages.last?.content.compactMap { block -> ToolResultBlock? in
+                if case .toolResult(let r) = block { return r }
+                return nil
+            } ?? []
         XCTAssertEqual(answers.map(\.toolUseID), ["slow", "next"])
         XCTAssertTrue(answers.allSatisfy(\.isError))
-        XCTAssertEqual(answers.map { ($0.content.first).map { if case .text(let t) = $0 { return t }; return "" } },
-                       ["interrupted by the user", "interrupted by the user"])
+        XCTAssertEqual(
+            answers.map {
+                ($0.content.first).map {
+                    if case .text(let t) = $0 { return t }; return ""
+                }
+            },
+            ["interrupted by the user", "interrupted by the user"])
     }
 
     func testCancelWhileStreamingAbortsTheTransfer() async throws {
@@ -204,16 +223,19 @@ final class AgentLoopTests: XCTestCase {
 
     func testCostPerStepFromTheCatalog() async throws {
         let server = try MockMessagesServer(replies: [
-            .stream(.turn(blocks: [Self.echo("t1", "a")], stopReason: "tool_use",
-                          usage: MockUsage(input: 1000, output: 200, cacheRead: 5000, cacheWrite: 2000))),
+            .stream(
+                .turn(
+                    blocks: [Self.echo("t1", "a")], stopReason: "tool_use",
+                    usage: MockUsage(input: 1000, output: 200, cacheRead: 5000, cacheWrite: 2000))),
             .stream(.turn(blocks: [.text("ok")], usage: MockUsage(input: 10, output: 20, cacheRead: 0, cacheWrite: 0))),
         ])
         defer { server.stop() }
         let result = await runner(server).run(task: "cost", context: ToolContext())
         XCTAssertEqual(result.steps.count, 2)
         let u = result.steps[0].usage
-        XCTAssertEqual([u.inputTokens, u.outputTokens, u.cacheReadInputTokens, u.cacheCreationInputTokens],
-                       [1000, 200, 5000, 2000])
+        XCTAssertEqual(
+            [u.inputTokens, u.outputTokens, u.cacheReadInputTokens, u.cacheCreationInputTokens],
+            [1000, 200, 5000, 2000])
         // Sonnet 4.6: $3 in, $15 out, $0.30 cache read, $3.75 cache write per MTok.
         let first: Double = (1000.0 * 3 + 200.0 * 15 + 5000.0 * 0.3 + 2000.0 * 3.75) / 1e6
         let second: Double = (10.0 * 3 + 20.0 * 15) / 1e6
@@ -236,16 +258,19 @@ final class AgentLoopTests: XCTestCase {
 
     func testThinkingBlocksAreSentBackUnchanged() async throws {
         let server = try MockMessagesServer(replies: [
-            .stream(.turn(blocks: [.thinking("Let me think ✓", signature: "c2lnbmF0dXJl+/="), Self.echo("t1", "x")],
-                          stopReason: "tool_use", chunking: .every(3))),
+            .stream(
+                .turn(
+                    blocks: [.thinking("Let me think ✓", signature: "c2lnbmF0dXJl+/="), Self.echo("t1", "x")],
+                    stopReason: "tool_use", chunking: .every(3))),
             .stream(.turn(blocks: [.text("ok")])),
         ])
         defer { server.stop() }
         _ = await runner(server).run(task: "think", context: ToolContext())
         let body = try JSONValue.parse(server.requests[1].body)
         let assistant = body["messages"]?.array?[1]
-        XCTAssertEqual(assistant?["content"]?.array?.first,
-                       ["type": "thinking", "thinking": "Let me think ✓", "signature": "c2lnbmF0dXJl+/="])
+        XCTAssertEqual(
+            assistant?["content"]?.array?.first,
+            ["type": "thinking", "thinking": "Let me think ✓", "signature": "c2lnbmF0dXJl+/="])
     }
 
     func testEmptyTextBlocksAreNeverSentBack() async throws {
@@ -258,8 +283,9 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertEqual(result.outcome, .completed)
         let body = try JSONValue.parse(server.requests[1].body)
         let blocks = (body["messages"]?.array ?? []).flatMap { $0["content"]?.array ?? [] }
-        XCTAssertFalse(blocks.contains { $0["type"]?.string == "text" && $0["text"]?.string == "" },
-                       "no empty text block: \(body.jsonText)")
+        XCTAssertFalse(
+            blocks.contains { $0["type"]?.string == "text" && $0["text"]?.string == "" },
+            "no empty text block: \(body.jsonText)")
         XCTAssertEqual(blocks.filter { $0["type"]?.string == "tool_use" }.count, 1, "the tool call itself is kept")
         // The echo of "" is "echo: ", kept; a result with no text at all says so.
         let empty = ToolResultBlock(toolUseID: "x", content: [.text("  ")])
@@ -267,8 +293,9 @@ final class AgentLoopTests: XCTestCase {
     }
 
     func testImagesAreNeverSentInAnErrorResult() {
-        let r = ToolResultBlock(toolUseID: "x", content: [.text("bad"), .image(mediaType: "image/png", base64: "AA==")],
-                                isError: true)
+        let r = ToolResultBlock(
+            toolUseID: "x", content: [.text("bad"), .image(mediaType: "image/png", base64: "AA==")],
+            isError: true)
         XCTAssertEqual(r.content, [.text("bad")])
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import XCTest
+import XclawTimeTesting
+
 @testable import XclawAgent
 @testable import XclawMessages
-import XclawTimeTesting
 
 // MARK: - Helpers (private to this file)
 
@@ -62,7 +63,11 @@ private struct AQInterval {
 /// Safe because its only state is an AQLocked.
 private final class AQConcurrency: @unchecked Sendable {
     private let state = AQLocked((current: 0, max: 0))
-    func enter() { state.with { $0.current += 1; $0.max = Swift.max($0.max, $0.current) } }
+    func enter() {
+        state.with {
+            $0.current += 1; $0.max = Swift.max($0.max, $0.current)
+        }
+    }
     func leave() { state.with { $0.current -= 1 } }
     var max: Int { state.snapshot.max }
 }
@@ -266,7 +271,7 @@ final class AgentQueueTests: XCTestCase {
         await queue.enqueueTask(agent: "a", id: "t1")
         await queue.enqueueTask(agent: "a", id: "t2")
         await queue.enqueueTask(agent: "a", id: "t1")  // pending: skipped
-        await queue.enqueueMessages(agent: "b")         // over the cap: waits
+        await queue.enqueueMessages(agent: "b")  // over the cap: waits
         await queue.enqueueTask(agent: "b", id: "u1")
         await queue.enqueueTask(agent: "b", id: "u1")  // pending: skipped
         let waiting = await queue.waiting
@@ -298,7 +303,9 @@ final class AgentQueueTests: XCTestCase {
         let queue = AgentQueue(
             configuration: QueueConfiguration(retryBase: .milliseconds(10), clock: clock),
             processor: { _, _ in
-                let n = runs.with { $0 += 1; return $0 }
+                let n = runs.with {
+                    $0 += 1; return $0
+                }
                 return n <= 3 ? .failure("boom \(n)") : .success
             },
             events: { event in
@@ -321,9 +328,10 @@ final class AgentQueueTests: XCTestCase {
         // nanoclaw's 5 s base, doubled per retry, then give up: 155 s of backoff, checked in no real time.
         let clock = TestClock()
         let gaveUp = AQLocked(0)
-        let queue = AgentQueue(configuration: QueueConfiguration(clock: clock),
-                               processor: { _, _ in .failure("down") },
-                               events: { if case .gaveUp = $0 { gaveUp.with { $0 += 1 } } })
+        let queue = AgentQueue(
+            configuration: QueueConfiguration(clock: clock),
+            processor: { _, _ in .failure("down") },
+            events: { if case .gaveUp = $0 { gaveUp.with { $0 += 1 } } })
         let start = ContinuousClock.now
         await queue.enqueueMessages(agent: "a")
         await queue.waitUntilIdle()
@@ -341,7 +349,9 @@ final class AgentQueueTests: XCTestCase {
         let queue = AgentQueue(
             configuration: QueueConfiguration(retryBase: .milliseconds(10), clock: TestClock()),
             processor: { _, _ in
-                let n = runs.with { $0 += 1; return $0 }
+                let n = runs.with {
+                    $0 += 1; return $0
+                }
                 return n <= failUntil.snapshot ? .failure("boom \(n)") : .success
             },
             events: { event in
@@ -369,7 +379,9 @@ final class AgentQueueTests: XCTestCase {
         let retries = AQLocked(0)
         let queue = AgentQueue(
             configuration: QueueConfiguration(retryBase: .milliseconds(1)),
-            processor: { _, _ in runs.with { $0 += 1 }; return .failure("nope") },
+            processor: { _, _ in
+                runs.with { $0 += 1 }; return .failure("nope")
+            },
             events: { event in
                 switch event {
                 case .finished(_, _, let outcome): outcomes.with { $0.append(outcome) }
@@ -431,7 +443,9 @@ final class AgentQueueTests: XCTestCase {
         let scheduled = AQSignal()
         let queue = AgentQueue(
             configuration: QueueConfiguration(retryBase: .seconds(60)),
-            processor: { _, _ in runs.with { $0 += 1 }; return .failure("boom") },
+            processor: { _, _ in
+                runs.with { $0 += 1 }; return .failure("boom")
+            },
             events: { if case .retryScheduled = $0 { Task { await scheduled.fire() } } })
         await queue.enqueueMessages(agent: "a")
         // Wait for the first run to end and its 60 s retry to be scheduled, then cancel: idle at once.

@@ -1,42 +1,49 @@
 import Foundation
 import Synchronization
 import XCTest
-@testable import XclawAgent
-import XclawBase
 import XclawAgentTesting
+import XclawBase
 import XclawMockAPI
-@testable import XclawMessages
+
+@testable import XclawAgent
 @testable import XclawClient
+@testable import XclawMessages
 
 /// The libcurl client against the loopback Messages API: streaming at awkward splits, retries, and every error path.
 final class ClientTests: XCTestCase {
     static let key = ("sk-" + "ant-test-FAKE-SECRET")
 
     func client(_ server: MockMessagesServer, retries: Int = 5) -> ClaudeClient {
-        ClaudeClient(configuration: ClientConfiguration(baseURL: server.baseURL, apiKey: APIKey(Self.key),
-                                                        maxRetries: retries))
+        ClaudeClient(
+            configuration: ClientConfiguration(
+                baseURL: server.baseURL, apiKey: APIKey(Self.key),
+                maxRetries: retries))
     }
 
-    static let request = MessagesRequest(model: "claude-sonnet-4-6", maxTokens: 100, system: "sys",
-                                         messages: [.user("hi")], betas: ["computer-use-2025-11-24"])
+    static let request = MessagesRequest(
+        model: "claude-sonnet-4-6", maxTokens: 100, system: "sys",
+        messages: [.user("hi")], betas: ["computer-use-2025-11-24"])
 
     static let blocks: [MockBlock] = [
         .thinking("first ✓ thoughts", signature: "sig/+=="),
         .text("Héllo 世界 🎉, clicking now."),
-        .toolUse(id: "toolu_1", name: "computer",
-                 input: "{\"action\": \"left_click\", \"coordinate\": [640, 400], \"text\": \"ünïcødé 世界\"}"),
+        .toolUse(
+            id: "toolu_1", name: "computer",
+            input: "{\"action\": \"left_click\", \"coordinate\": [640, 400], \"text\": \"ünïcødé 世界\"}"),
         .toolUse(id: "toolu_2", name: "capture_screen", input: ""),
     ]
 
     func checkAssembled(_ response: ModelResponse, file: StaticString = #filePath, line: UInt = #line) {
         let content = response.message.content
         XCTAssertEqual(content.count, 4, file: file, line: line)
-        XCTAssertEqual(content.first, .thinking(thinking: "first ✓ thoughts", signature: "sig/+=="), file: file, line: line)
+        XCTAssertEqual(
+            content.first, .thinking(thinking: "first ✓ thoughts", signature: "sig/+=="), file: file, line: line)
         XCTAssertEqual(response.message.text, "Héllo 世界 🎉, clicking now.", file: file, line: line)
         let uses = response.message.toolUses
         XCTAssertEqual(uses.map(\.id), ["toolu_1", "toolu_2"], file: file, line: line)
-        XCTAssertEqual(uses.first?.input,
-                       ["action": "left_click", "coordinate": [640, 400], "text": "ünïcødé 世界"], file: file, line: line)
+        XCTAssertEqual(
+            uses.first?.input,
+            ["action": "left_click", "coordinate": [640, 400], "text": "ünïcødé 世界"], file: file, line: line)
         XCTAssertEqual(uses.last?.input, .object([:]), "empty input_json means {}", file: file, line: line)
         XCTAssertEqual(response.stopReason, .toolUse, file: file, line: line)
         XCTAssertEqual(response.usage.outputTokens, 77, file: file, line: line)
@@ -46,9 +53,11 @@ final class ClientTests: XCTestCase {
     func testStreamSplitAtEveryByteAndAtRandomIsAssembledExactly() async throws {
         var replies: [MockReply] = []
         for chunking in [Chunking.whole, .every(1), .every(5), .random(seed: 7, max: 13), .random(seed: 42, max: 3)] {
-            var stream = MockStream.turn(blocks: Self.blocks, stopReason: "tool_use",
-                                         usage: MockUsage(input: 1234, output: 77), jsonFragments: 9, chunking: chunking)
-            stream.interChunkDelay = .microseconds(50)  // still separate writes, but a 2 KB turn byte by byte stays fast
+            var stream = MockStream.turn(
+                blocks: Self.blocks, stopReason: "tool_use",
+                usage: MockUsage(input: 1234, output: 77), jsonFragments: 9, chunking: chunking)
+            // Still separate writes, but a 2 KB turn byte by byte stays fast.
+            stream.interChunkDelay = .microseconds(50)
             replies.append(.stream(stream))
         }
         let server = try MockMessagesServer(replies: replies)
@@ -101,8 +110,10 @@ final class ClientTests: XCTestCase {
 
     func testMidStreamOverloadedErrorIsRetried() async throws {
         let server = try MockMessagesServer(replies: [
-            .stream(.turn(blocks: [.text("partial "), .text("never")], midStreamError: ("overloaded_error", "Overloaded", 1),
-                          chunking: .every(11))),
+            .stream(
+                .turn(
+                    blocks: [.text("partial "), .text("never")], midStreamError: ("overloaded_error", "Overloaded", 1),
+                    chunking: .every(11))),
             .stream(.turn(blocks: [.text("complete")])),
         ])
         defer { server.stop() }
@@ -117,8 +128,9 @@ final class ClientTests: XCTestCase {
 
     func testRateLimitHonoursRetryAfterSeconds() async throws {
         let server = try MockMessagesServer(replies: [
-            .error(status: 429, type: "rate_limit_error", message: "Number of requests has exceeded your rate limit",
-                   headers: ["retry-after": "1"]),
+            .error(
+                status: 429, type: "rate_limit_error", message: "Number of requests has exceeded your rate limit",
+                headers: ["retry-after": "1"]),
             .stream(.turn(blocks: [.text("ok")])),
         ])
         defer { server.stop() }
@@ -132,7 +144,7 @@ final class ClientTests: XCTestCase {
 
     func testInvalidKeyFailsAtOnceWithoutShowingTheKey() async throws {
         let server = try MockMessagesServer(replies: [
-            .error(status: 401, type: "authentication_error", message: "invalid x-api-key"),
+            .error(status: 401, type: "authentication_error", message: "invalid x-api-key")
         ])
         defer { server.stop() }
         do {
@@ -172,8 +184,9 @@ final class ClientTests: XCTestCase {
     }
 
     func testRetriesGiveUpAfterFiveAndShouldRetryFalseIsObeyed() async throws {
-        let overloaded = MockReply.error(status: 529, type: "overloaded_error", message: "Overloaded",
-                                         headers: ["retry-after-ms": "5"])
+        let overloaded = MockReply.error(
+            status: 529, type: "overloaded_error", message: "Overloaded",
+            headers: ["retry-after-ms": "5"])
         let server = try MockMessagesServer(replies: Array(repeating: overloaded, count: 6))
         defer { server.stop() }
         do {
@@ -185,14 +198,16 @@ final class ClientTests: XCTestCase {
         XCTAssertEqual(server.requests.count, 6, "one try and five retries")
 
         let refusing = try MockMessagesServer(replies: [
-            .error(status: 529, type: "overloaded_error", message: "Overloaded", headers: ["x-should-retry": "false"]),
+            .error(status: 529, type: "overloaded_error", message: "Overloaded", headers: ["x-should-retry": "false"])
         ])
         defer { refusing.stop() }
         do { _ = try await client(refusing).send(Self.request) { _ in }; XCTFail("expected an error") } catch {}
         XCTAssertEqual(refusing.requests.count, 1, "x-should-retry: false is obeyed")
 
         let forcing = try MockMessagesServer(replies: [
-            .error(status: 400, type: "invalid_request_error", message: "transient", headers: ["x-should-retry": "true", "retry-after-ms": "5"]),
+            .error(
+                status: 400, type: "invalid_request_error", message: "transient",
+                headers: ["x-should-retry": "true", "retry-after-ms": "5"]),
             .stream(.turn(blocks: [.text("ok")])),
         ])
         defer { forcing.stop() }
@@ -251,8 +266,10 @@ final class ClientTests: XCTestCase {
         let config = try ClientConfiguration.load(environment: ["HOME": dir.path], configPath: path)
         XCTAssertEqual(config.apiKey.value, "sk-from-file-SECRET")
         XCTAssertFalse("\(config.apiKey)".contains("SECRET"))
-        XCTAssertThrowsError(try ClientConfiguration.load(environment: ["HOME": dir.path],
-                                                          configPath: dir.appendingPathComponent("none").path))
+        XCTAssertThrowsError(
+            try ClientConfiguration.load(
+                environment: ["HOME": dir.path],
+                configPath: dir.appendingPathComponent("none").path))
     }
 }
 

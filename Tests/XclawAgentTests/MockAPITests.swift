@@ -1,8 +1,8 @@
 import Foundation
-import XclawBase
 import Glibc
 import Synchronization
 import XCTest
+import XclawBase
 import XclawMockAPI
 
 /// The loopback Messages API server: exact wire format, framing at any byte, errors, recording, failures.
@@ -22,7 +22,8 @@ final class MockAPITests: XCTestCase {
 
     private let sampleEventOrder = [
         "message_start", "ping",
-        "content_block_start", "content_block_delta", "content_block_delta", "content_block_delta", "content_block_stop",
+        "content_block_start", "content_block_delta", "content_block_delta", "content_block_delta",
+        "content_block_stop",
         "ping",
         "content_block_start", "content_block_delta", "content_block_delta", "content_block_delta",
         "content_block_delta", "content_block_stop",
@@ -30,7 +31,9 @@ final class MockAPITests: XCTestCase {
     ]
 
     /// Checks every event of `sampleTurn` after reassembly: order, JSON, text and tool input intact, usage.
-    private func assertSampleTurn(_ response: RawHTTPResponse, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertSampleTurn(_ response: RawHTTPResponse, file: StaticString = #filePath, line: UInt = #line)
+        throws
+    {
         XCTAssertEqual(response.status, 200, file: file, line: line)
         XCTAssertEqual(response.headers["content-type"]?.hasPrefix("text/event-stream"), true, file: file, line: line)
         XCTAssertEqual(response.headers["cache-control"], "no-cache", file: file, line: line)
@@ -40,8 +43,9 @@ final class MockAPITests: XCTestCase {
         XCTAssertEqual(events.map(\.name), sampleEventOrder, file: file, line: line)
         var text = "", json = ""
         for event in events {
-            let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(event.data.utf8)) as? [String: Any],
-                                       "not JSON: \(event.data)", file: file, line: line)
+            let object = try XCTUnwrap(
+                try JSONSerialization.jsonObject(with: Data(event.data.utf8)) as? [String: Any],
+                "not JSON: \(event.data)", file: file, line: line)
             XCTAssertEqual(object["type"] as? String, event.name, file: file, line: line)
             XCTAssertFalse(event.data.contains("\n"), file: file, line: line)
             if let delta = object["delta"] as? [String: Any] {
@@ -85,7 +89,7 @@ final class MockAPITests: XCTestCase {
 
     func testRandomChunkingIsDeterministicAndDecodesToTheSameBytes() throws {
         var stream = sampleTurn(.random(seed: 42, max: 64))
-        stream.interChunkDelay = nil // the default pause, 1 ms
+        stream.interChunkDelay = nil  // the default pause, 1 ms
         let server = try MockMessagesServer(replies: [.stream(stream), .stream(stream), .stream(sampleTurn(.whole))])
         defer { server.stop() }
         let first = try rawRequest(port: server.port, body: "{}")
@@ -101,47 +105,63 @@ final class MockAPITests: XCTestCase {
     }
 
     func testThinkingSignatureAndEmptyToolInput() throws {
-        let stream = MockStream.turn(blocks: [.thinking("Let me think… 🤔", signature: "sig=="),
-                                              .toolUse(id: "toolu_2", name: "screenshot_now", input: "")],
-                                     stopReason: "tool_use", pings: false)
+        let stream = MockStream.turn(
+            blocks: [
+                .thinking("Let me think… 🤔", signature: "sig=="),
+                .toolUse(id: "toolu_2", name: "screenshot_now", input: ""),
+            ],
+            stopReason: "tool_use", pings: false)
         let events = try parseSSE(stream.body)
-        XCTAssertEqual(events.map(\.name), [
-            "message_start", "content_block_start", "content_block_delta", "content_block_delta",
-            "content_block_delta", "content_block_delta", "content_block_stop",
-            "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop",
-        ])
-        XCTAssertEqual(try jsonObject(events[1].data)["content_block"] as? [String: String],
-                       ["type": "thinking", "thinking": ""])
-        let thinking = try events[2...4].map { try XCTUnwrap((try jsonObject($0.data)["delta"] as? [String: Any])?["thinking"] as? String) }
+        XCTAssertEqual(
+            events.map(\.name),
+            [
+                "message_start", "content_block_start", "content_block_delta", "content_block_delta",
+                "content_block_delta", "content_block_delta", "content_block_stop",
+                "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop",
+            ])
+        XCTAssertEqual(
+            try jsonObject(events[1].data)["content_block"] as? [String: String],
+            ["type": "thinking", "thinking": ""])
+        let thinking = try events[2...4].map {
+            try XCTUnwrap((try jsonObject($0.data)["delta"] as? [String: Any])?["thinking"] as? String)
+        }
         XCTAssertEqual(thinking.joined(), "Let me think… 🤔")
-        XCTAssertEqual(try jsonObject(events[5].data)["delta"] as? [String: String],
-                       ["type": "signature_delta", "signature": "sig=="])
-        XCTAssertEqual(try jsonObject(events[8].data)["delta"] as? [String: String],
-                       ["type": "input_json_delta", "partial_json": ""])
+        XCTAssertEqual(
+            try jsonObject(events[5].data)["delta"] as? [String: String],
+            ["type": "signature_delta", "signature": "sig=="])
+        XCTAssertEqual(
+            try jsonObject(events[8].data)["delta"] as? [String: String],
+            ["type": "input_json_delta", "partial_json": ""])
     }
 
     func testMidStreamErrorEndsTheStreamWithStatus200() throws {
-        let stream = MockStream.turn(blocks: [.text("partial"), .text("never")],
-                                     midStreamError: ("overloaded_error", "Overloaded", 1), chunking: .every(7))
+        let stream = MockStream.turn(
+            blocks: [.text("partial"), .text("never")],
+            midStreamError: ("overloaded_error", "Overloaded", 1), chunking: .every(7))
         let server = try MockMessagesServer(replies: [.stream(stream)])
         defer { server.stop() }
         let response = try rawRequest(port: server.port, body: "{}")
         XCTAssertEqual(response.status, 200)
         let events = try parseSSE(response.body)
         XCTAssertEqual(events.last?.name, "error")
-        XCTAssertEqual(events.last?.data, #"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
+        XCTAssertEqual(
+            events.last?.data, #"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
         XCTAssertFalse(events.contains { $0.name == "message_stop" || $0.name == "message_delta" })
         XCTAssertEqual(events.filter { $0.name == "content_block_stop" }.count, 1)
     }
 
     func testOddFramingIsSentVerbatim() throws {
-        let frames: [SSEFrame] = [.comment("keep-alive"), .raw("event: ping\r\ndata: {\"type\":\r\ndata: \"ping\"}\r\n\r\n"),
-                                  .event(name: "two_lines", data: "a\nb")]
+        let frames: [SSEFrame] = [
+            .comment("keep-alive"), .raw("event: ping\r\ndata: {\"type\":\r\ndata: \"ping\"}\r\n\r\n"),
+            .event(name: "two_lines", data: "a\nb"),
+        ]
         let server = try MockMessagesServer(replies: [.stream(MockStream(frames: frames, chunking: .perFrame))])
         defer { server.stop() }
         let response = try rawRequest(port: server.port, body: "{}")
-        XCTAssertEqual(String(decoding: response.body, as: UTF8.self),
-                       ": keep-alive\n\nevent: ping\r\ndata: {\"type\":\r\ndata: \"ping\"}\r\n\r\nevent: two_lines\ndata: a\ndata: b\n\n")
+        XCTAssertEqual(
+            String(decoding: response.body, as: UTF8.self),
+            ": keep-alive\n\nevent: ping\r\ndata: {\"type\":\r\ndata: \"ping\"}\r\n\r\nevent: two_lines\ndata: a\ndata: b\n\n"
+        )
         XCTAssertEqual(response.chunkSizes.count, 3)
     }
 
@@ -153,7 +173,8 @@ final class MockAPITests: XCTestCase {
         ])
         defer { server.stop() }
         let cases: [(Int, String, String, String?)] = [
-            (529, "overloaded_error", "Overloaded", "retry-after-ms"), (429, "rate_limit_error", "Slow down", "retry-after"),
+            (529, "overloaded_error", "Overloaded", "retry-after-ms"),
+            (429, "rate_limit_error", "Slow down", "retry-after"),
             (401, "authentication_error", "invalid x-api-key", nil),
         ]
         for (n, (status, type, message, header)) in cases.enumerated() {
@@ -173,12 +194,17 @@ final class MockAPITests: XCTestCase {
     }
 
     func testRawReplyAndEmptyQueueAndUnknownPath() throws {
-        let server = try MockMessagesServer(replies: [.raw(status: 502, headers: ["content-type": "text/html"], body: "<h1>502</h1>")])
+        let server = try MockMessagesServer(replies: [
+            .raw(status: 502, headers: ["content-type": "text/html"], body: "<h1>502</h1>")
+        ])
         defer { server.stop() }
         let notFound = try rawRequest(port: server.port, method: "GET", path: "/v1/models", body: nil)
         XCTAssertEqual(notFound.status, 404)
-        XCTAssertEqual(try jsonObject(String(decoding: notFound.body, as: UTF8.self))["error"].flatMap { $0 as? [String: String] }?["type"],
-                       "not_found_error")
+        XCTAssertEqual(
+            try jsonObject(String(decoding: notFound.body, as: UTF8.self))["error"].flatMap {
+                $0 as? [String: String]
+            }?["type"],
+            "not_found_error")
         XCTAssertEqual(server.pendingReplies, 1, "a 404 must not consume a scripted reply")
         let raw = try rawRequest(port: server.port, body: "{}")
         XCTAssertEqual(raw.status, 502)
@@ -187,7 +213,8 @@ final class MockAPITests: XCTestCase {
         let empty = try rawRequest(port: server.port, body: "{}")
         XCTAssertEqual(empty.status, 500)
         let error = try jsonObject(String(decoding: empty.body, as: UTF8.self))
-        XCTAssertEqual(error["error"] as? [String: String], ["type": "api_error", "message": "mock: no scripted reply left"])
+        XCTAssertEqual(
+            error["error"] as? [String: String], ["type": "api_error", "message": "mock: no scripted reply left"])
         XCTAssertEqual(error["request_id"] as? String, "req_mock_3")
     }
 
@@ -201,9 +228,12 @@ final class MockAPITests: XCTestCase {
              "messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"},
                {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":"boom"}]}]}
             """
-        let response = try rawRequest(port: server.port, path: "/v1/messages?beta=true", body: body,
-                                      headers: ["X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01",
-                                                "anthropic-beta": "computer-use-2025-11-24"])
+        let response = try rawRequest(
+            port: server.port, path: "/v1/messages?beta=true", body: body,
+            headers: [
+                "X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01",
+                "anthropic-beta": "computer-use-2025-11-24",
+            ])
         XCTAssertEqual(response.status, 200)
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(1)))
         let request = try XCTUnwrap(server.requests.first)
@@ -220,7 +250,8 @@ final class MockAPITests: XCTestCase {
         XCTAssertEqual(request.system, "You drive a desktop.")
         XCTAssertEqual(request.toolNames, ["computer", "find_text"])
         XCTAssertEqual(request.messageCount, 3)
-        XCTAssertEqual(request.toolResults, [.init(toolUseID: "toolu_1", isError: true, texts: ["boom"], imageCount: 0)])
+        XCTAssertEqual(
+            request.toolResults, [.init(toolUseID: "toolu_1", isError: true, texts: ["boom"], imageCount: 0)])
         XCTAssertFalse(server.waitForRequests(2, timeout: .milliseconds(20)))
     }
 
@@ -245,9 +276,11 @@ final class MockAPITests: XCTestCase {
         }
         defer { server.stop() }
         let first = try parseSSE(try rawRequest(port: server.port, body: #"{"messages":[]}"#).body)
-        XCTAssertEqual((try jsonObject(first[first.count - 2].data)["delta"] as? [String: Any])?["stop_reason"] as? String,
-                       "tool_use")
-        let answer = #"{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_h","content":[{"type":"text","text":"pixels"}]}]}]}"#
+        XCTAssertEqual(
+            (try jsonObject(first[first.count - 2].data)["delta"] as? [String: Any])?["stop_reason"] as? String,
+            "tool_use")
+        let answer =
+            #"{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_h","content":[{"type":"text","text":"pixels"}]}]}]}"#
         let second = try parseSSE(try rawRequest(port: server.port, body: answer).body)
         let text = try second.filter { $0.name == "content_block_delta" }
             .map { (try jsonObject($0.data)["delta"] as? [String: Any])?["text"] as? String ?? "" }.joined()
@@ -319,7 +352,8 @@ final class MockAPITests: XCTestCase {
         let texts = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             guard let response = try? rawRequest(port: server.port, body: "{}"),
-                  let events = try? parseSSE(response.body) else { return }
+                let events = try? parseSSE(response.body)
+            else { return }
             let text = events.filter { $0.name == "content_block_delta" }.compactMap {
                 ((try? jsonObject($0.data))?["delta"] as? [String: Any])?["text"] as? String
             }.joined()
@@ -331,26 +365,33 @@ final class MockAPITests: XCTestCase {
     }
 
     func testScriptDefaults() throws {
-        let script = try MockScript(data: Data("""
-            {"replies":[{"text":"t","tool_uses":[{"name":"computer","input":{"action":"screenshot"}},{"name":"wait"}]},
-                        {"text":"done","usage":{"input":5,"output":6}},
-                        {"status":529,"headers":{"retry-after-ms":10}}, {"hang":true}, {"disconnect":true}]}
-            """.utf8))
+        let script = try MockScript(
+            data: Data(
+                """
+                {"replies":[{"text":"t","tool_uses":[{"name":"computer","input":{"action":"screenshot"}},{"name":"wait"}]},
+                            {"text":"done","usage":{"input":5,"output":6}},
+                            {"status":529,"headers":{"retry-after-ms":10}}, {"hang":true}, {"disconnect":true}]}
+                """.utf8))
         XCTAssertEqual(script.replies.count, 5)
         guard case .stream(let first) = script.replies[0], case .stream(let second) = script.replies[1],
-              case .error(529, "overloaded_error", _, let headers) = script.replies[2],
-              case .hang = script.replies[3], case .disconnect = script.replies[4] else {
+            case .error(529, "overloaded_error", _, let headers) = script.replies[2],
+            case .hang = script.replies[3], case .disconnect = script.replies[4]
+        else {
             return XCTFail("unexpected replies \(script.replies)")
         }
         XCTAssertEqual(headers, ["retry-after-ms": "10"])
         let events = try parseSSE(first.body).map { try jsonObject($0.data) }
         let ids = events.compactMap { ($0["content_block"] as? [String: Any])?["id"] as? String }
         XCTAssertEqual(ids, ["toolu_mock_1", "toolu_mock_2"])
-        XCTAssertEqual((events.first { $0["type"] as? String == "message_delta" }?["delta"] as? [String: Any])?["stop_reason"] as? String,
-                       "tool_use")
+        XCTAssertEqual(
+            (events.first { $0["type"] as? String == "message_delta" }?["delta"] as? [String: Any])?["stop_reason"]
+                as? String,
+            "tool_use")
         let done = try parseSSE(second.body).map { try jsonObject($0.data) }
-        XCTAssertEqual((done.first { $0["type"] as? String == "message_delta" }?["delta"] as? [String: Any])?["stop_reason"] as? String,
-                       "end_turn")
+        XCTAssertEqual(
+            (done.first { $0["type"] as? String == "message_delta" }?["delta"] as? [String: Any])?["stop_reason"]
+                as? String,
+            "end_turn")
         XCTAssertThrowsError(try MockScript(data: Data(#"{"replies":[{"tool_uses":[{}]}]}"#.utf8)))
     }
 
@@ -358,7 +399,8 @@ final class MockAPITests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mockapi-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let scriptURL = dir.appendingPathComponent("script.json"), recordURL = dir.appendingPathComponent("record.jsonl")
+        let scriptURL = dir.appendingPathComponent("script.json"),
+            recordURL = dir.appendingPathComponent("record.jsonl")
         try Data(#"{"replies":[{"text":"hi"},{"status":429,"message":"slow"}]}"#.utf8).write(to: scriptURL)
         let tool = XclawPaths.executableDirectory.appendingPathComponent("xclaw-mock-api")
 
@@ -386,7 +428,8 @@ final class MockAPITests: XCTestCase {
         }
         let url = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         let port = try XCTUnwrap(Int(url.replacingOccurrences(of: "http://127.0.0.1:", with: "")), url)
-        XCTAssertEqual(try rawRequest(port: port, body: #"{"model":"m"}"#, headers: ["x-api-key": "secret"]).status, 200)
+        XCTAssertEqual(
+            try rawRequest(port: port, body: #"{"model":"m"}"#, headers: ["x-api-key": "secret"]).status, 200)
         XCTAssertEqual(try rawRequest(port: port, body: "{}").status, 429)
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
@@ -394,7 +437,9 @@ final class MockAPITests: XCTestCase {
         XCTAssertEqual(process.terminationStatus, 0)
         let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(log.split(separator: "\n").count, 2, log)
-        let records = try String(contentsOf: recordURL, encoding: .utf8).split(separator: "\n").map { try jsonObject(String($0)) }
+        let records = try String(contentsOf: recordURL, encoding: .utf8).split(separator: "\n").map {
+            try jsonObject(String($0))
+        }
         XCTAssertEqual(records.count, 2)
         XCTAssertEqual((records[0]["body"] as? [String: Any])?["model"] as? String, "m")
         XCTAssertEqual((records[0]["headers"] as? [String: Any])?["x-api-key"] as? String, "<redacted>")
@@ -424,7 +469,9 @@ private func connectLoopback(port: Int) throws -> Int32 {
     addr.sin_port = in_port_t(UInt16(port).bigEndian)
     addr.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
     let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard rc == 0 else {
         close(fd)
@@ -445,9 +492,11 @@ private func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws {
 }
 
 /// Sends one request and reads until the server closes, then decodes status, headers and (chunked) body.
-private func rawRequest(port: Int, method: String = "POST", path: String = "/v1/messages", body: String?,
-                        headers: [String: String] = [:], expectContinue: Bool = false, chunkedRequest: Bool = false,
-                        parse: Bool = true) throws -> RawHTTPResponse {
+private func rawRequest(
+    port: Int, method: String = "POST", path: String = "/v1/messages", body: String?,
+    headers: [String: String] = [:], expectContinue: Bool = false, chunkedRequest: Bool = false,
+    parse: Bool = true
+) throws -> RawHTTPResponse {
     let fd = try connectLoopback(port: port)
     defer { close(fd) }
     let bodyBytes = Array((body ?? "").utf8)
@@ -462,8 +511,10 @@ private func rawRequest(port: Int, method: String = "POST", path: String = "/v1/
     var payload = bodyBytes
     if chunkedRequest {
         let half = bodyBytes.count / 2
-        payload = Array("\(String(half, radix: 16));ext=1\r\n".utf8) + bodyBytes[..<half] + Array("\r\n".utf8)
-            + Array("\(String(bodyBytes.count - half, radix: 16))\r\n".utf8) + bodyBytes[half...] + Array("\r\n0\r\n\r\n".utf8)
+        payload =
+            Array("\(String(half, radix: 16));ext=1\r\n".utf8) + bodyBytes[..<half] + Array("\r\n".utf8)
+            + Array("\(String(bodyBytes.count - half, radix: 16))\r\n".utf8) + bodyBytes[half...]
+            + Array("\r\n0\r\n\r\n".utf8)
     }
     var response = RawHTTPResponse()
     var scratch = [UInt8](repeating: 0, count: 65536)
@@ -492,7 +543,9 @@ private func rawRequest(port: Int, method: String = "POST", path: String = "/v1/
         let lines = String(decoding: rest[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         rest = rest[end.upperBound...]
         let statusParts = lines[0].split(separator: " ")
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw RawHTTPError(description: lines[0]) }
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else {
+            throw RawHTTPError(description: lines[0])
+        }
         if status == 100 {
             response.interimStatuses.append(status)
             continue
@@ -500,14 +553,16 @@ private func rawRequest(port: Int, method: String = "POST", path: String = "/v1/
         response.status = status
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            response.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            response.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         break
     }
     if response.headers["transfer-encoding"] == "chunked" {
         while true {
             guard let lineEnd = rest.firstRange(of: [13, 10]),
-                  let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16) else {
+                let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16)
+            else {
                 throw RawHTTPError(description: "bad chunk header")
             }
             rest = rest[lineEnd.upperBound...]
@@ -550,5 +605,6 @@ private func parseSSE(_ body: Data) throws -> [(name: String, data: String)] {
 }
 
 private func jsonObject(_ text: String) throws -> [String: Any] {
-    try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "not a JSON object: \(text)")
+    try XCTUnwrap(
+        try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "not a JSON object: \(text)")
 }

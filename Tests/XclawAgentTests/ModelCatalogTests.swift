@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import XclawAgent
 @testable import XclawMessages
 
@@ -11,8 +12,9 @@ final class ModelCatalogTests: XCTestCase {
 
     func testBuiltInCopyIsModelsJSONVerbatim() throws {
         let file = try String(contentsOf: Self.modelsFile, encoding: .utf8)
-        XCTAssertEqual(ModelCatalog.builtinJSON, file.trimmingCharacters(in: .newlines),
-                       "Models/models.json changed: copy it into Sources/XclawAgent/BuiltinCatalog.swift")
+        XCTAssertEqual(
+            ModelCatalog.builtinJSON, file.trimmingCharacters(in: .newlines),
+            "Models/models.json changed: copy it into Sources/XclawAgent/BuiltinCatalog.swift")
     }
 
     func testEveryModelHasAKnownToolVersionItsBetaAndPrices() throws {

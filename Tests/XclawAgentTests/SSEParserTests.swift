@@ -1,9 +1,10 @@
 import Foundation
 import XCTest
 import XclawBase
+
 @testable import XclawAgent
-@testable import XclawMessages
 @testable import XclawClient
+@testable import XclawMessages
 
 /// The Claude client's pure parts: SSE framing under every possible network split, stream assembly, the retry
 /// rules, key redaction and config loading. No network.
@@ -157,8 +158,9 @@ final class SSEParserTests: XCTestCase {
             XCTAssertEqual(parse(bytes.indices.map { bytes[$0...$0] }), reference)
         }
         // Mixed line ends in one stream.
-        XCTAssertEqual(parse("event: a\r\ndata: 1\r\rdata: 2\n\r\n"),
-                       [SSEEvent(event: "a", data: "1"), SSEEvent(data: "2")])
+        XCTAssertEqual(
+            parse("event: a\r\ndata: 1\r\rdata: 2\n\r\n"),
+            [SSEEvent(event: "a", data: "1"), SSEEvent(data: "2")])
     }
 
     func testCommentsFieldsAndMultiLineData() {
@@ -182,12 +184,14 @@ final class SSEParserTests: XCTestCase {
             event: second
 
             """
-        XCTAssertEqual(parse(text), [
-            SSEEvent(event: "custom", data: "line one\nline two\n three (one space kept)"),
-            SSEEvent(event: "message", data: ""),
-            SSEEvent(event: "message", data: "no event name"),
-            SSEEvent(event: "second", data: "{\"a\":1}\n{\"b\":2}"),
-        ])
+        XCTAssertEqual(
+            parse(text),
+            [
+                SSEEvent(event: "custom", data: "line one\nline two\n three (one space kept)"),
+                SSEEvent(event: "message", data: ""),
+                SSEEvent(event: "message", data: "no event name"),
+                SSEEvent(event: "second", data: "{\"a\":1}\n{\"b\":2}"),
+            ])
         // A block with only comments and an event name dispatches nothing.
         XCTAssertEqual(parse(": ping\nevent: x\n\n"), [])
         // A leading BOM is ignored.
@@ -209,25 +213,32 @@ final class SSEParserTests: XCTestCase {
     func testAssemblerBuildsTheReply() throws {
         let (assembler, events) = try assemble(parse(Self.stream))
         XCTAssertTrue(assembler.isComplete)
-        XCTAssertEqual(describe(events), [
-            "start msg_01XY claude-sonnet-4-5",
-            "thinking Let me think… 🤔", "thinking  about it.",
-            "text Héllo", "text  wörld 你好 ✓",
-            "tool toolu_01A computer",
-        ])
+        XCTAssertEqual(
+            describe(events),
+            [
+                "start msg_01XY claude-sonnet-4-5",
+                "thinking Let me think… 🤔", "thinking  about it.",
+                "text Héllo", "text  wörld 你好 ✓",
+                "tool toolu_01A computer",
+            ])
         let response = try assembler.response(requestID: "req_1")
         XCTAssertEqual(response.id, "msg_01XY")
         XCTAssertEqual(response.model, "claude-sonnet-4-5")
         XCTAssertEqual(response.requestID, "req_1")
         XCTAssertEqual(response.stopReason, .toolUse)
-        XCTAssertEqual(response.usage, Usage(inputTokens: 25, outputTokens: 89, cacheCreationInputTokens: 0,
-                                             cacheReadInputTokens: 10))
+        XCTAssertEqual(
+            response.usage,
+            Usage(
+                inputTokens: 25, outputTokens: 89, cacheCreationInputTokens: 0,
+                cacheReadInputTokens: 10))
         XCTAssertEqual(response.message.role, .assistant)
-        XCTAssertEqual(response.message.content, [
-            .thinking(thinking: "Let me think… 🤔 about it.", signature: "EqQBCgIYAhIM1gbcDa9GJwZA"),
-            .text("Héllo wörld 你好 ✓"),
-            .toolUse(id: "toolu_01A", name: "computer", input: ["action": "type", "text": "café ✓ 你好 🤖"]),
-        ])
+        XCTAssertEqual(
+            response.message.content,
+            [
+                .thinking(thinking: "Let me think… 🤔 about it.", signature: "EqQBCgIYAhIM1gbcDa9GJwZA"),
+                .text("Héllo wörld 你好 ✓"),
+                .toolUse(id: "toolu_01A", name: "computer", input: ["action": "type", "text": "café ✓ 你好 🤖"]),
+            ])
     }
 
     func testEveryByteSplitAssemblesTheSameReply() throws {
@@ -251,7 +262,8 @@ final class SSEParserTests: XCTestCase {
             """
         for f in fragments {
             let partial = JSONValue.string(f).jsonText
-            s += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+            s +=
+                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
                 + "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\(partial)}}\n\n"
         }
         s += "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
@@ -299,22 +311,30 @@ final class SSEParserTests: XCTestCase {
             """
         let (assembler, _) = try assemble(parse(text))
         let reply = try assembler.response(requestID: nil)
-        XCTAssertEqual(reply.message.content, [
-            .other(["type": "server_tool_use", "id": "s1", "name": "web_search", "input": ["q": "x"]]),
-        ])
+        XCTAssertEqual(
+            reply.message.content,
+            [
+                .other(["type": "server_tool_use", "id": "s1", "name": "web_search", "input": ["q": "x"]])
+            ])
         XCTAssertEqual(reply.stopReason, .endTurn)
         XCTAssertEqual(reply.usage.outputTokens, 7)
     }
 
     func testMidStreamErrorEvents() throws {
-        let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\"}}\n\n"
-        let overloaded = start + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+        let start =
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\"}}\n\n"
+        let overloaded =
+            start + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
             + "\"message\":\"Overloaded\"}}\n\n"
         XCTAssertThrowsError(try assemble(parse(overloaded))) { error in
-            XCTAssertEqual(error as? RetryableStreamError, RetryableStreamError(type: "overloaded_error",
-                                                                                 message: "Overloaded"))
+            XCTAssertEqual(
+                error as? RetryableStreamError,
+                RetryableStreamError(
+                    type: "overloaded_error",
+                    message: "Overloaded"))
         }
-        let invalid = start + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+        let invalid =
+            start + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
             + "\"message\":\"bad\"}}\n\n"
         XCTAssertThrowsError(try assemble(parse(invalid))) { error in
             guard case ClientError.api(_, let type, let message, _)? = error as? ClientError else {
@@ -390,8 +410,10 @@ final class SSEParserTests: XCTestCase {
     private let key = APIKey("sk-" + "ant-FAKE-SECRETSECRETSECRETSECRET-WXYZ")
 
     private func client(maxRetries: Int = 5) -> ClaudeClient {
-        ClaudeClient(configuration: ClientConfiguration(baseURL: "http://127.0.0.1:9/", apiKey: key,
-                                                        maxRetries: maxRetries))
+        ClaudeClient(
+            configuration: ClientConfiguration(
+                baseURL: "http://127.0.0.1:9/", apiKey: key,
+                maxRetries: maxRetries))
     }
 
     private func outcome(_ status: Int, _ body: String, headers: [String: String] = [:]) -> TransferOutcome {
@@ -410,20 +432,30 @@ final class SSEParserTests: XCTestCase {
         let c = client()
         XCTAssertEqual(c.configuration.baseURL, "http://127.0.0.1:9")
         let url = c.configuration.baseURL + "/v1/messages"
-        switch c.classify(outcome(529, errorBody("overloaded_error", "Overloaded"),
-                                  headers: ["request-id": "req_123", "retry-after": "2"]), url: url) {
+        switch c.classify(
+            outcome(
+                529, errorBody("overloaded_error", "Overloaded"),
+                headers: ["request-id": "req_123", "retry-after": "2"]), url: url)
+        {
         case .retry(let reason, let headers, let rid):
             XCTAssertEqual(reason, "HTTP 529 overloaded_error: Overloaded")
             XCTAssertEqual(rid, "req_123")
             XCTAssertEqual(headers["retry-after"], "2")
         default: XCTFail("529 must be retried")
         }
-        guard case .failure(let e401) = c.classify(outcome(401, errorBody("authentication_error", "invalid x-api-key")),
-                                                   url: url) else { return XCTFail() }
+        guard
+            case .failure(let e401) = c.classify(
+                outcome(401, errorBody("authentication_error", "invalid x-api-key")),
+                url: url)
+        else { return XCTFail() }
         XCTAssertEqual(e401 as? ClientError, .invalidAPIKey(requestID: "req_body"))
         XCTAssertTrue("\(e401)".contains("invalid API key (HTTP 401"))
-        guard case .failure(let e404) = c.classify(outcome(404, errorBody("not_found_error", "model: nope"),
-                                                           headers: ["request-id": "req_4"]), url: url) else {
+        guard
+            case .failure(let e404) = c.classify(
+                outcome(
+                    404, errorBody("not_found_error", "model: nope"),
+                    headers: ["request-id": "req_4"]), url: url)
+        else {
             return XCTFail()
         }
         XCTAssertTrue("\(e404)".contains("check --model"), "\(e404)")
@@ -435,20 +467,31 @@ final class SSEParserTests: XCTestCase {
         guard case .failure = c.classify(outcome(503, "", headers: ["x-should-retry": "false"]), url: url) else {
             return XCTFail("x-should-retry: false forbids the retry")
         }
-        guard case .retry = c.classify(outcome(400, errorBody("invalid_request_error", "x"),
-                                                headers: ["x-should-retry": "true"]), url: url) else {
+        guard
+            case .retry = c.classify(
+                outcome(
+                    400, errorBody("invalid_request_error", "x"),
+                    headers: ["x-should-retry": "true"]), url: url)
+        else {
             return XCTFail("x-should-retry: true forces a retry")
         }
         // A server or proxy echoing the key: the error text must not carry it.
-        guard case .failure(let echoed) = c.classify(outcome(400, errorBody("invalid_request_error",
-                                                                            "bad key \(key.value)")), url: url)
+        guard
+            case .failure(let echoed) = c.classify(
+                outcome(
+                    400,
+                    errorBody(
+                        "invalid_request_error",
+                        "bad key \(key.value)")), url: url)
         else { return XCTFail() }
         XCTAssertFalse("\(echoed)".contains(key.value))
     }
 
     func testPlainJSONMessageIsAccepted() {
-        var o = outcome(200, #"{"id":"msg_j","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}"#,
-                        headers: ["content-type": "application/json", "request-id": "req_j"])
+        var o = outcome(
+            200,
+            #"{"id":"msg_j","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}"#,
+            headers: ["content-type": "application/json", "request-id": "req_j"])
         guard case .success(let reply) = client().classify(o, url: "http://x/v1/messages") else { return XCTFail() }
         XCTAssertEqual(reply.message.text, "hi")
         XCTAssertEqual(reply.stopReason, .endTurn)
@@ -481,22 +524,27 @@ final class SSEParserTests: XCTestCase {
     }
 
     func testRetryNoticeAndErrorTexts() {
-        let notice = RetryNotice(attempt: 1, maxRetries: 5, delay: .milliseconds(600),
-                                 reason: "HTTP 529 overloaded_error: Overloaded", requestID: "req_123")
-        XCTAssertEqual(notice.description,
-                       "API overloaded (HTTP 529 overloaded_error: Overloaded, request-id req_123); retry 1/5 in 0.6 s")
-        let net = RetryNotice(attempt: 2, maxRetries: 5, delay: .seconds(1), reason: "network: Connection refused",
-                              requestID: nil)
+        let notice = RetryNotice(
+            attempt: 1, maxRetries: 5, delay: .milliseconds(600),
+            reason: "HTTP 529 overloaded_error: Overloaded", requestID: "req_123")
+        XCTAssertEqual(
+            notice.description,
+            "API overloaded (HTTP 529 overloaded_error: Overloaded, request-id req_123); retry 1/5 in 0.6 s")
+        let net = RetryNotice(
+            attempt: 2, maxRetries: 5, delay: .seconds(1), reason: "network: Connection refused",
+            requestID: nil)
         XCTAssertEqual(net.description, "network error (network: Connection refused); retry 2/5 in 1.0 s")
-        let exhausted = ClientError.retriesExhausted(last: "HTTP 529 overloaded_error: Overloaded", attempts: 6,
-                                                     requestID: "req_9")
+        let exhausted = ClientError.retriesExhausted(
+            last: "HTTP 529 overloaded_error: Overloaded", attempts: 6,
+            requestID: "req_9")
         XCTAssertTrue(exhausted.description.contains("6 attempts"))
         XCTAssertTrue(exhausted.description.contains("req_9"))
         XCTAssertEqual(exhausted.exitStatus, .api)
         XCTAssertEqual(ClientError.noAPIKey.exitStatus, .usage)
         XCTAssertTrue(ClientError.noAPIKey.description.contains("ANTHROPIC_API_KEY"))
-        XCTAssertTrue(ClientError.api(status: 413, type: "request_too_large", message: "too big", requestID: "r")
-            .description.contains("limit 32 MB"))
+        XCTAssertTrue(
+            ClientError.api(status: 413, type: "request_too_large", message: "too big", requestID: "r")
+                .description.contains("limit 32 MB"))
     }
 
     // MARK: key and configuration
@@ -525,8 +573,9 @@ final class SSEParserTests: XCTestCase {
     }
 
     private func write(_ text: String, to path: String, mode: Int) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true)
         try text.write(toFile: path, atomically: false, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
     }
@@ -534,8 +583,9 @@ final class SSEParserTests: XCTestCase {
     func testConfigFileLoading() throws {
         let dir = try tempDir()
         let path = dir + "/xclaw/config"
-        try write("# xclaw\n\n  api_key = \"sk-\("ant-")fromfile-FAKE-FILE\"\nbase_url = http://127.0.0.1:8080/\n"
-                  + "model = claude-x\n", to: path, mode: 0o600)
+        try write(
+            "# xclaw\n\n  api_key = \"sk-\("ant-")fromfile-FAKE-FILE\"\nbase_url = http://127.0.0.1:8080/\n"
+                + "model = claude-x\n", to: path, mode: 0o600)
         // Found through XDG_CONFIG_HOME.
         let c = try ClientConfiguration.load(environment: ["XDG_CONFIG_HOME": dir, "HOME": "/nonexistent"])
         XCTAssertEqual(c.apiKey.value, ("sk-" + "ant-fromfile-FAKE-FILE"))
@@ -548,17 +598,23 @@ final class SSEParserTests: XCTestCase {
         try write("api_key=k-home\n", to: home + "/.config/xclaw/config", mode: 0o400)
         XCTAssertEqual(try ClientConfiguration.load(environment: ["HOME": home]).apiKey.value, "k-home")
         // The environment wins.
-        let e = try ClientConfiguration.load(environment: ["ANTHROPIC_API_KEY": "k-env",
-                                                           "ANTHROPIC_BASE_URL": "https://proxy.example/"],
-                                             configPath: path)
+        let e = try ClientConfiguration.load(
+            environment: [
+                "ANTHROPIC_API_KEY": "k-env",
+                "ANTHROPIC_BASE_URL": "https://proxy.example/",
+            ],
+            configPath: path)
         XCTAssertEqual(e.apiKey.value, "k-env")
         XCTAssertEqual(e.baseURL, "https://proxy.example")
         // Nothing anywhere.
         XCTAssertThrowsError(try ClientConfiguration.load(environment: [:], configPath: dir + "/missing")) {
             XCTAssertEqual($0 as? ClientError, .noAPIKey)
         }
-        XCTAssertEqual(try ClientConfiguration.load(environment: ["ANTHROPIC_API_KEY": "k"],
-                                                    configPath: dir + "/missing").baseURL, "https://api.anthropic.com")
+        XCTAssertEqual(
+            try ClientConfiguration.load(
+                environment: ["ANTHROPIC_API_KEY": "k"],
+                configPath: dir + "/missing"
+            ).baseURL, "https://api.anthropic.com")
     }
 
     func testConfigFileReadableByOthersIsRefused() throws {
@@ -574,7 +630,8 @@ final class SSEParserTests: XCTestCase {
         try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: path)
         XCTAssertThrowsError(try ClientConfiguration.load(environment: [:], configPath: path))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
-        XCTAssertEqual(try ClientConfiguration.load(environment: [:], configPath: path).apiKey.value, ("sk-" + "ant-leaky"))
+        XCTAssertEqual(
+            try ClientConfiguration.load(environment: [:], configPath: path).apiKey.value, ("sk-" + "ant-leaky"))
     }
 
     func testBadConfigLineIsReported() throws {

@@ -76,14 +76,16 @@ final class SubprocessTests: XCTestCase {
     }
 
     func testAnExtraDescriptorAndAFileReachTheChild() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString).log").path
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString).log")
+            .path
         defer { try? FileManager.default.removeItem(atPath: file) }
         var fds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&fds), 0)
         defer { close(fds[0]) }
-        let child = try Subprocess.spawn(["/bin/sh", "-c", "echo ready >&3; echo logged; echo also >&2"],
-                                         stdout: .appending(toFile: file), stderr: .sameAsStdout,
-                                         descriptors: [3: fds[1]])
+        let child = try Subprocess.spawn(
+            ["/bin/sh", "-c", "echo ready >&3; echo logged; echo also >&2"],
+            stdout: .appending(toFile: file), stderr: .sameAsStdout,
+            descriptors: [3: fds[1]])
         close(fds[1])
         XCTAssertEqual(child.wait(deadline: .now + .seconds(5)), .exited(0))
         var buffer = [UInt8](repeating: 0, count: 16)
@@ -139,8 +141,9 @@ final class BasePlumbingTests: XCTestCase {
 
     func testStateDirectoryPrecedence() {
         XCTAssertEqual(XclawPaths.stateDirectory(["XCLAW_STATE_DIR": "/s", "XDG_RUNTIME_DIR": "/run/u"]).path, "/s")
-        XCTAssertEqual(XclawPaths.stateDirectory(["XCLAW_STATE_DIR": "", "XDG_RUNTIME_DIR": "/run/u"]).path,
-                       "/run/u/xclaw")
+        XCTAssertEqual(
+            XclawPaths.stateDirectory(["XCLAW_STATE_DIR": "", "XDG_RUNTIME_DIR": "/run/u"]).path,
+            "/run/u/xclaw")
         XCTAssertEqual(XclawPaths.stateDirectory([:]).path, "/tmp/xclaw-\(getuid())")
     }
 
@@ -175,10 +178,11 @@ final class BasePlumbingTests: XCTestCase {
     }
 
     func testBlockingRunsAsyncWorkToItsEndAndPassesErrors() throws {
-        XCTAssertEqual(try Blocking.wait { () async throws -> Int in
-            try await Task.sleep(for: .milliseconds(1))
-            return 42
-        }, 42)
+        XCTAssertEqual(
+            try Blocking.wait { () async throws -> Int in
+                try await Task.sleep(for: .milliseconds(1))
+                return 42
+            }, 42)
         struct Boom: Error {}
         XCTAssertThrowsError(try Blocking.wait { () async throws -> Int in throw Boom() }) { XCTAssertTrue($0 is Boom) }
         let (task, wait) = Blocking.start { () async -> Bool in

@@ -1,8 +1,8 @@
 import Foundation
-import XclawTesting
 import XCTest
 import XclawBase
 import XclawScreen
+import XclawTesting
 
 /// `--accessibility`: the D-Bus session bus and AT-SPI accessibility bus xclaw starts for a display it owns, with a
 /// real Xvfb, real daemons and a real GTK app.
@@ -35,13 +35,15 @@ final class AccessibilitySessionTests: XCTestCase {
         XCTAssertEqual(display.environment["DBUS_SESSION_BUS_ADDRESS"], bus.sessionAddress)
         XCTAssertNil(display.environment["AT_SPI_BUS_ADDRESS"], "GTK finds the bus through the root property")
 
-        let names = try Self.dbusSend(bus: bus.sessionAddress, destination: "org.freedesktop.DBus", path: "/",
-                                      method: "org.freedesktop.DBus.ListNames")
+        let names = try Self.dbusSend(
+            bus: bus.sessionAddress, destination: "org.freedesktop.DBus", path: "/",
+            method: "org.freedesktop.DBus.ListNames")
         XCTAssertEqual(names.status, 0, names.output)
         XCTAssertTrue(names.output.contains("\"org.a11y.Bus\""), names.output)
-        let enabled = try Self.dbusSend(bus: bus.sessionAddress, destination: "org.a11y.Bus", path: "/org/a11y/bus",
-                                        method: "org.freedesktop.DBus.Properties.Get",
-                                        arguments: ["string:org.a11y.Status", "string:IsEnabled"])
+        let enabled = try Self.dbusSend(
+            bus: bus.sessionAddress, destination: "org.a11y.Bus", path: "/org/a11y/bus",
+            method: "org.freedesktop.DBus.Properties.Get",
+            arguments: ["string:org.a11y.Status", "string:IsEnabled"])
         XCTAssertTrue(enabled.output.contains("boolean true"), enabled.output)
 
         // A GTK app launched with the display's environment registers with the registry.
@@ -78,18 +80,22 @@ final class AccessibilitySessionTests: XCTestCase {
         if let record = VirtualDisplayRecords.find(plainName, in: state) { cliDisplays.append(record) }
         XCTAssertEqual(try runCLI(["display", "stop", plainName], environment: env).status, 0)
 
-        let started = try runCLI(["display", "start", "--size", "800x600", "--accessibility", "--json"],
-                                 environment: env)
+        let started = try runCLI(
+            ["display", "start", "--size", "800x600", "--accessibility", "--json"],
+            environment: env)
         XCTAssertEqual(started.status, 0, started.stderr)
         let display = try JSONDecoder.xclaw.decode(VirtualDisplay.self, from: started.stdout)
         cliDisplays.append(display)
         let bus = try XCTUnwrap(display.accessibility, started.text)
         XCTAssertTrue(display.isRunning)
-        XCTAssertEqual(try WindowManager(connection: DisplayConnection(name: display.name)).rootText("AT_SPI_BUS"), bus.a11yAddress)
+        XCTAssertEqual(
+            try WindowManager(connection: DisplayConnection(name: display.name)).rootText("AT_SPI_BUS"), bus.a11yAddress
+        )
 
         let listed = try runCLI(["display", "list"], environment: env)
-        XCTAssertTrue(listed.text.hasPrefix("\(display.name)\t800x600x24") && listed.text.contains("\ta11y"),
-                      listed.text)
+        XCTAssertTrue(
+            listed.text.hasPrefix("\(display.name)\t800x600x24") && listed.text.contains("\ta11y"),
+            listed.text)
 
         let shell = try runCLI(["display", "env", display.name], environment: env)
         XCTAssertEqual(shell.status, 0, shell.stderr)
@@ -115,12 +121,14 @@ final class AccessibilitySessionTests: XCTestCase {
         let deadline = Date().addingTimeInterval(5)
         while (try? windows.rootText("AT_SPI_BUS")) != nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         XCTAssertNil(try windows.rootText("AT_SPI_BUS"), "the launcher removes its property when it ends")
-        let lost = try runCLI(["snapshot", "--display", display.name], environment: env,
-                              removing: ["AT_SPI_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS"])
+        let lost = try runCLI(
+            ["snapshot", "--display", display.name], environment: env,
+            removing: ["AT_SPI_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS"])
         XCTAssertEqual(lost.status, 0, lost.stderr)
         XCTAssertTrue(lost.stderr.contains("warning:") && lost.stderr.contains("is gone"), lost.stderr)
-        let tree = try runCLI(["tree", "--display", display.name], environment: env,
-                              removing: ["AT_SPI_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS"])
+        let tree = try runCLI(
+            ["tree", "--display", display.name], environment: env,
+            removing: ["AT_SPI_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS"])
         XCTAssertEqual(tree.status, 1, tree.stderr)
         XCTAssertTrue(tree.stderr.contains("is gone") && tree.stderr.contains("--accessibility"), tree.stderr)
 
@@ -164,8 +172,10 @@ final class AccessibilitySessionTests: XCTestCase {
     }
 
     /// Runs a command to its end (killed after 10 s) and returns its status and stdout.
-    private static func capture(_ executable: String, _ arguments: [String],
-                                environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+    private static func capture(
+        _ executable: String, _ arguments: [String],
+        environment: [String: String]? = nil
+    ) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -193,17 +203,24 @@ final class AccessibilitySessionTests: XCTestCase {
     }
 
     /// One `dbus-send --print-reply` call on the bus at `bus`.
-    private static func dbusSend(bus: String, destination: String, path: String, method: String,
-                                 arguments: [String] = []) throws -> (status: Int32, output: String) {
-        try capture("/usr/bin/dbus-send", ["--bus=\(bus)", "--reply-timeout=3000", "--print-reply",
-                                           "--dest=\(destination)", path, method] + arguments)
+    private static func dbusSend(
+        bus: String, destination: String, path: String, method: String,
+        arguments: [String] = []
+    ) throws -> (status: Int32, output: String) {
+        try capture(
+            "/usr/bin/dbus-send",
+            [
+                "--bus=\(bus)", "--reply-timeout=3000", "--print-reply",
+                "--dest=\(destination)", path, method,
+            ] + arguments)
     }
 
     /// The names of the apps the registry on the accessibility bus lists as the desktop's children.
     private static func registeredApps(on a11yAddress: String) throws -> [String] {
-        let reply = try dbusSend(bus: a11yAddress, destination: "org.a11y.atspi.Registry",
-                                 path: "/org/a11y/atspi/accessible/root",
-                                 method: "org.a11y.atspi.Accessible.GetChildren")
+        let reply = try dbusSend(
+            bus: a11yAddress, destination: "org.a11y.atspi.Registry",
+            path: "/org/a11y/atspi/accessible/root",
+            method: "org.a11y.atspi.Accessible.GetChildren")
         guard reply.status == 0 else { return [] }
         // Each child is a struct { string ":1.N"; object path "/org/a11y/atspi/accessible/root" }.
         let quoted = reply.output.split(separator: "\n").compactMap { line -> (Bool, String)? in
@@ -213,9 +230,10 @@ final class AccessibilitySessionTests: XCTestCase {
         }
         var names: [String] = []
         for (index, item) in quoted.enumerated() where !item.0 && index + 1 < quoted.count && quoted[index + 1].0 {
-            let name = try dbusSend(bus: a11yAddress, destination: item.1, path: quoted[index + 1].1,
-                                    method: "org.freedesktop.DBus.Properties.Get",
-                                    arguments: ["string:org.a11y.atspi.Accessible", "string:Name"])
+            let name = try dbusSend(
+                bus: a11yAddress, destination: item.1, path: quoted[index + 1].1,
+                method: "org.freedesktop.DBus.Properties.Get",
+                arguments: ["string:org.a11y.atspi.Accessible", "string:Name"])
             if let value = name.output.split(separator: "\"").dropFirst().first { names.append(String(value)) }
         }
         return names
@@ -244,7 +262,8 @@ final class AccessibilitySessionTests: XCTestCase {
     /// State letter and process group from `/proc/PID/stat`.
     private static func procStat(_ pid: Int32) -> (state: Character, group: Int32)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+            let close = text.lastIndex(of: ")")
+        else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count >= 3, let state = fields[0].first, let group = Int32(fields[2]) else { return nil }
         return (state, group)

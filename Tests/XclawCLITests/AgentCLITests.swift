@@ -1,12 +1,12 @@
 import Foundation
 import Synchronization
-import XclawTesting
 import XCTest
 import XclawAgent
+import XclawMessages
 import XclawMockAPI
 import XclawRuntime
 import XclawStore
-import XclawMessages
+import XclawTesting
 
 /// The multi-agent commands as a user runs them: separate processes sharing one SQLite file, a scripted model on
 /// the loopback Messages API, and a process killed with SIGKILL in the middle of a reply.
@@ -15,7 +15,8 @@ final class AgentCLITests: XCTestCase {
     private var db: String { dir.appendingPathComponent("agents.sqlite").path }
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-agentcli-\(getpid())-\(UUID().uuidString.prefix(8))")
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "xclaw-agentcli-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     }
 
@@ -24,8 +25,10 @@ final class AgentCLITests: XCTestCase {
     }
 
     private func env(_ server: MockMessagesServer) -> [String: String] {
-        ["ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-cli-SECRET"), "XCLAW_DB": db,
-         "HOME": dir.path, "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path]
+        [
+            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-cli-SECRET"), "XCLAW_DB": db,
+            "HOME": dir.path, "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+        ]
     }
 
     private func lastResultsText(_ r: RecordedRequest) -> String {
@@ -36,14 +39,15 @@ final class AgentCLITests: XCTestCase {
     }
 
     func testMemorySurvivesARestartAndExportRoundTrips() throws {
+        /// A turn that says `text` and calls the memory tool with `input`.
+        func memory(_ id: String, _ text: String, _ input: String) -> MockReply {
+            .stream(
+                .turn(blocks: [.text(text), .toolUse(id: id, name: "memory", input: input)], stopReason: "tool_use"))
+        }
         let server = try MockMessagesServer(replies: [
-            .stream(.turn(blocks: [.text("Noting it."), .toolUse(id: "m1", name: "memory",
-                                                                 input: "{\"action\": \"set\", \"key\": \"colour\", \"value\": \"blue ✓\"}")],
-                          stopReason: "tool_use")),
+            memory("m1", "Noting it.", "{\"action\": \"set\", \"key\": \"colour\", \"value\": \"blue ✓\"}"),
             .stream(.turn(blocks: [.text("Saved: blue.")])),
-            .stream(.turn(blocks: [.text("Let me look."), .toolUse(id: "m2", name: "memory",
-                                                                   input: "{\"action\": \"get\", \"key\": \"colour\"}")],
-                          stopReason: "tool_use")),
+            memory("m2", "Let me look.", "{\"action\": \"get\", \"key\": \"colour\"}"),
             .stream(.turn(blocks: [.text("Your colour is blue ✓.")])),
         ])
         defer { server.stop() }
@@ -78,8 +82,10 @@ final class AgentCLITests: XCTestCase {
         let file = dir.appendingPathComponent("bob.md").path
         XCTAssertEqual(try runCLI(["export", "bob", "--format", "md", "-o", file], environment: e).status, 0)
         let markdown = try String(contentsOfFile: file, encoding: .utf8)
-        for text in ["remember my colour: blue ✓", "Noting it.", "Saved: blue.", "what is my colour?", "Let me look.",
-                     "Your colour is blue ✓.", "stored \"colour\""] {
+        for text in [
+            "remember my colour: blue ✓", "Noting it.", "Saved: blue.", "what is my colour?", "Let me look.",
+            "Your colour is blue ✓.", "stored \"colour\"",
+        ] {
             XCTAssertTrue(markdown.contains(text), "\(text) verbatim in the Markdown export")
         }
         let usage = try runCLI(["usage", "--json"], environment: e)
@@ -136,7 +142,8 @@ final class AgentCLITests: XCTestCase {
 
     func testTwoProcessesSendingToOneAgentTakeTurns() throws {
         let server = try MockMessagesServer(handler: { _, _ in
-            var stream = MockStream.turn(blocks: [.text((1...20).map { "w\($0)" }.joined(separator: " "))], textFragments: 20)
+            var stream = MockStream.turn(
+                blocks: [.text((1...20).map { "w\($0)" }.joined(separator: " "))], textFragments: 20)
             stream.chunking = .perFrame
             stream.interChunkDelay = .milliseconds(25)
             return .stream(stream)
@@ -172,8 +179,9 @@ final class AgentCLITests: XCTestCase {
         // A reply streams for at least 20 × 25 ms: the second request came after the first reply had ended.
         XCTAssertEqual(requests.count, 2)
         if requests.count == 2 {
-            XCTAssertGreaterThan(requests[1].receivedAt.timeIntervalSince(requests[0].receivedAt), 0.45,
-                                 "the two runs of one agent overlapped")
+            XCTAssertGreaterThan(
+                requests[1].receivedAt.timeIntervalSince(requests[0].receivedAt), 0.45,
+                "the two runs of one agent overlapped")
         }
         let store = try AgentStore(path: db)
         let sessions = try store.sessions(agent: "duo")

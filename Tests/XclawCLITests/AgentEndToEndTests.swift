@@ -1,10 +1,10 @@
 import Foundation
-import XclawTesting
 import XCTest
 import XclawAgent
+import XclawMessages
 import XclawMockAPI
 import XclawScreen
-import XclawMessages
+import XclawTesting
 
 /// `xclaw run` end to end: the real binary on a real 1920x1080 Xvfb with the fixture app, a scripted "model" on the
 /// loopback Messages API. The fixture reports every event, so each click is checked to the screen pixel.
@@ -19,12 +19,15 @@ final class AgentEndToEndTests: XCTestCase {
 
     override func setUpWithError() throws {
         display = try TestDisplay(size: Size(width: 1920, height: 1080))
-        fixture = try Fixture(display: display.name, title: "form", frame: frame, extra: [
-            "--text", "20,40,10x20,#000000:Order form",
-            "--button", "300,40,120,36:Submit",
-            "--text", "20,120,10x20,#000000:Status: waiting",
-        ])
-        workDir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-e2e-\(getpid())-\(UUID().uuidString.prefix(8))")
+        fixture = try Fixture(
+            display: display.name, title: "form", frame: frame,
+            extra: [
+                "--text", "20,40,10x20,#000000:Order form",
+                "--button", "300,40,120,36:Submit",
+                "--text", "20,120,10x20,#000000:Status: waiting",
+            ])
+        workDir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "xclaw-e2e-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
         Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
@@ -35,16 +38,21 @@ final class AgentEndToEndTests: XCTestCase {
         if let workDir { try? FileManager.default.removeItem(at: workDir) }
     }
 
-    private func environment(_ server: MockMessagesServer, key: String = ("sk-" + "ant-e2e-SECRET")) -> [String: String] {
-        ["ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": key, "HOME": workDir.path,
-         "XDG_STATE_HOME": workDir.appendingPathComponent("state").path,
-         "XDG_CONFIG_HOME": workDir.appendingPathComponent("config").path]
+    private func environment(_ server: MockMessagesServer, key: String = ("sk-" + "ant-e2e-SECRET")) -> [String: String]
+    {
+        [
+            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": key, "HOME": workDir.path,
+            "XDG_STATE_HOME": workDir.appendingPathComponent("state").path,
+            "XDG_CONFIG_HOME": workDir.appendingPathComponent("config").path,
+        ]
     }
 
     private static func tool(_ id: String, _ name: String, _ input: String) -> MockReply {
-        .stream(.turn(blocks: [.text("Step \(id). "), .toolUse(id: id, name: name, input: input)], stopReason: "tool_use",
-                      usage: MockUsage(input: 1500, output: 60, cacheRead: 800, cacheWrite: 300), jsonFragments: 6,
-                      chunking: .random(seed: 3, max: 40)))
+        .stream(
+            .turn(
+                blocks: [.text("Step \(id). "), .toolUse(id: id, name: name, input: input)], stopReason: "tool_use",
+                usage: MockUsage(input: 1500, output: 60, cacheRead: 800, cacheWrite: 300), jsonFragments: 6,
+                chunking: .random(seed: 3, max: 40)))
     }
 
     /// Width and height from a base64 PNG's IHDR.
@@ -59,7 +67,8 @@ final class AgentEndToEndTests: XCTestCase {
     private static func lastResult(_ request: RecordedRequest) -> (images: [String], text: String, ids: [String]) {
         let body = (try? JSONValue.parse(request.body)) ?? .null
         var images: [String] = [], texts: [String] = [], ids: [String] = []
-        for block in body["messages"]?.array?.last?["content"]?.array ?? [] where block["type"]?.string == "tool_result" {
+        for block in body["messages"]?.array?.last?["content"]?.array ?? [] where block["type"]?.string == "tool_result"
+        {
             ids.append(block["tool_use_id"]?.string ?? "")
             for c in block["content"]?.array ?? [] {
                 if let d = c["source"]?["data"]?.string { images.append(d) }
@@ -73,15 +82,19 @@ final class AgentEndToEndTests: XCTestCase {
         let target = geometry.toModel(button.center)
         let server = try MockMessagesServer(replies: [
             Self.tool("toolu_1", "computer", "{\"action\": \"screenshot\"}"),
-            Self.tool("toolu_2", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
+            Self.tool(
+                "toolu_2", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
             Self.tool("toolu_3", "computer", "{\"action\": \"type\", \"text\": \"héllo 世界\"}"),
             Self.tool("toolu_4", "read_screen_text", "{}"),
             .stream(.turn(blocks: [.text("Done: clicked Submit and typed the text.")], chunking: .every(3))),
         ])
         defer { server.stop() }
         let log = workDir.appendingPathComponent("actions.jsonl").path
-        let result = try runCLI(["run", "Submit the order form", "--display", display.name, "--log", log,
-                                 "--tools", "computer,read_screen_text"], environment: environment(server))
+        let result = try runCLI(
+            [
+                "run", "Submit the order form", "--display", display.name, "--log", log,
+                "--tools", "computer,read_screen_text",
+            ], environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.text.contains("Done: clicked Submit and typed the text."), result.text)
         XCTAssertTrue(result.stderr.contains("step 5"), result.stderr)
@@ -120,8 +133,9 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertTrue(read.text.contains("Submit"), read.text)
         // The action log holds the click in screen pixels.
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
-        let click = try XCTUnwrap(lines.compactMap { try? JSONValue.parse(String($0)) }
-            .first { $0["action"]?.string == "left_click" })
+        let click = try XCTUnwrap(
+            lines.compactMap { try? JSONValue.parse(String($0)) }
+                .first { $0["action"]?.string == "left_click" })
         XCTAssertEqual(click["x"]?.int, expected.x)
         XCTAssertEqual(click["y"]?.int, expected.y)
         XCTAssertEqual(click["result"]?.string, "ok")
@@ -132,9 +146,11 @@ final class AgentEndToEndTests: XCTestCase {
         // at the square's centre in the screenshot's pixels.
         let square = Rect(x: frame.x + 600, y: frame.y + 200, width: 60, height: 60)
         fixture.stop()
-        fixture = try Fixture(display: display.name, title: "icons", frame: frame, rects: [
-            (Rect(x: 600, y: 200, width: 60, height: 60), "#cc0000"),
-        ], extra: ["--text", "20,40,10x20,#000000:Order form"])
+        fixture = try Fixture(
+            display: display.name, title: "icons", frame: frame,
+            rects: [
+                (Rect(x: 600, y: 200, width: 60, height: 60), "#cc0000")
+            ], extra: ["--text", "20,40,10x20,#000000:Order form"])
         Thread.sleep(forTimeInterval: 0.2)
         let target = geometry.toModel(square.center)
         let server = try MockMessagesServer(replies: [
@@ -145,8 +161,11 @@ final class AgentEndToEndTests: XCTestCase {
             .stream(.turn(blocks: [.text("Tapped the red square.")])),
         ])
         defer { server.stop() }
-        let result = try runCLI(["run", "Tap the red square", "--display", display.name, "--json",
-                                 "--tools", "analyze_screen,find_and_tap"], environment: environment(server))
+        let result = try runCLI(
+            [
+                "run", "Tap the red square", "--display", display.name, "--json",
+                "--tools", "analyze_screen,find_and_tap",
+            ], environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stderr.contains("incl. 2 vision question(s)"), result.stderr)
         // The cost counts the two side questions too (100 in / 20 out each, like the three steps).
@@ -174,14 +193,16 @@ final class AgentEndToEndTests: XCTestCase {
     func testDryRunInjectsNothing() throws {
         let target = geometry.toModel(button.center)
         let server = try MockMessagesServer(replies: [
-            Self.tool("toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
+            Self.tool(
+                "toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
             Self.tool("toolu_2", "computer", "{\"action\": \"type\", \"text\": \"nothing\"}"),
             .stream(.turn(blocks: [.text("planned")])),
         ])
         defer { server.stop() }
         let log = workDir.appendingPathComponent("dry.jsonl").path
-        let result = try runCLI(["run", "Plan it", "--display", display.name, "--dry-run", "--log", log],
-                                environment: environment(server))
+        let result = try runCLI(
+            ["run", "Plan it", "--display", display.name, "--dry-run", "--log", log],
+            environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
         Thread.sleep(forTimeInterval: 0.3)
         XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress || $0.kind == .keyPress }.isEmpty)
@@ -192,14 +213,16 @@ final class AgentEndToEndTests: XCTestCase {
     }
 
     func testRetriesAreShownOnStderrAndJSONSummaryOnStdout() throws {
-        let overloaded = MockReply.error(status: 529, type: "overloaded_error", message: "Overloaded",
-                                         headers: ["retry-after-ms": "10"])
+        let overloaded = MockReply.error(
+            status: 529, type: "overloaded_error", message: "Overloaded",
+            headers: ["retry-after-ms": "10"])
         let server = try MockMessagesServer(replies: [
             overloaded, overloaded,
             .stream(.turn(blocks: [.text("Nothing to do.")], usage: MockUsage(input: 2000, output: 100))),
         ])
         defer { server.stop() }
-        let result = try runCLI(["run", "Look only", "--display", display.name, "--json"], environment: environment(server))
+        let result = try runCLI(
+            ["run", "Look only", "--display", display.name, "--json"], environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stderr.contains("retry 1/5"), result.stderr)
         XCTAssertTrue(result.stderr.contains("retry 2/5"), result.stderr)
@@ -213,7 +236,9 @@ final class AgentEndToEndTests: XCTestCase {
     }
 
     func testInvalidKeyExitsFourWithoutPrintingIt() throws {
-        let server = try MockMessagesServer(replies: [.error(status: 401, type: "authentication_error", message: "invalid x-api-key")])
+        let server = try MockMessagesServer(replies: [
+            .error(status: 401, type: "authentication_error", message: "invalid x-api-key")
+        ])
         defer { server.stop() }
         let result = try runCLI(["run", "anything", "--display", display.name], environment: environment(server))
         XCTAssertEqual(result.status, 4, result.stderr)
@@ -241,7 +266,8 @@ final class AgentEndToEndTests: XCTestCase {
         }
         var noKey = env
         noKey.removeValue(forKey: "ANTHROPIC_API_KEY")
-        let result = try runCLI(["run", "x", "--display", display.name], environment: noKey, removing: ["ANTHROPIC_API_KEY"])
+        let result = try runCLI(
+            ["run", "x", "--display", display.name], environment: noKey, removing: ["ANTHROPIC_API_KEY"])
         XCTAssertEqual(result.status, 2, result.stderr)
         XCTAssertTrue(result.stderr.contains("ANTHROPIC_API_KEY"), result.stderr)
         XCTAssertEqual(server.requests.count, 0)
@@ -251,8 +277,9 @@ final class AgentEndToEndTests: XCTestCase {
         let server = try MockMessagesServer(replies: [.hang])
         defer { server.stop() }
         let err = Pipe()
-        let process = try launchCLI(["run", "wait forever", "--display", display.name], environment: environment(server),
-                                    stdout: Pipe(), stderr: err)
+        let process = try launchCLI(
+            ["run", "wait forever", "--display", display.name], environment: environment(server),
+            stdout: Pipe(), stderr: err)
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
         kill(process.processIdentifier, SIGINT)
         let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

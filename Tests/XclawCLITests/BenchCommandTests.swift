@@ -16,7 +16,8 @@ final class BenchCommandTests: XCTestCase {
 
     func testAMissingBenchmarkBinaryIsExplained() throws {
         // A copy of xclaw alone in a directory: the product built without the benchmarks.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-alone-\(UUID().uuidString.prefix(8))")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "xclaw-alone-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let lone = dir.appendingPathComponent("xclaw")

@@ -1,7 +1,7 @@
 import XCTest
-import XclawTesting
-import XclawScreen
 import XclawBase
+import XclawScreen
+import XclawTesting
 
 /// The command line's contract: results on stdout, errors on stderr, documented exit codes, nothing lost.
 final class CLITests: XCTestCase {
@@ -98,7 +98,9 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(typed.status, 0, typed.stderr)
         XCTAssertEqual(fixture.typed(count: stdinText.unicodeScalars.count), stdinText)
         fixture.clear()
-        XCTAssertEqual(try runCLI(["click", "60", "70", "--button", "right", "--count", "2", "--with", "shift", "--display", d]).status, 0)
+        XCTAssertEqual(
+            try runCLI(["click", "60", "70", "--button", "right", "--count", "2", "--with", "shift", "--display", d])
+                .status, 0)
         let presses = fixture.wait(for: .buttonPress, count: 2)
         XCTAssertEqual(presses.map(\.button), [3, 3])
         XCTAssertEqual(presses.map { ($0.state ?? 0) & 1 }, [1, 1])

@@ -17,7 +17,9 @@ final class CaptureCLITests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.text.contains("\"width\":300"), result.text)
         let decoded = try PNG.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
-        for check in try CaptureScene.pixelChecks(decoded, origin: Point(x: CaptureScene.frame.x, y: CaptureScene.frame.y)) {
+        for check in try CaptureScene.pixelChecks(
+            decoded, origin: Point(x: CaptureScene.frame.x, y: CaptureScene.frame.y))
+        {
             XCTAssertEqual(check.seen, check.expected, check.what)
         }
 
@@ -28,8 +30,9 @@ final class CaptureCLITests: XCTestCase {
         let scaled = try runCLI(["capture", "--display", d.name, "--scale-for-model", "-o", file, "--json"])
         XCTAssertEqual(scaled.status, 0, scaled.stderr)
         // 1280x800 is within Claude's limits except the area: 1280*800 = 1.02 MP, so it stays as it is.
-        XCTAssertEqual(try PNG.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file)))).size,
-                       Size(width: 1280, height: 800))
+        XCTAssertEqual(
+            try PNG.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file)))).size,
+            Size(width: 1280, height: 800))
 
         // An unwritable path fails with exit 2 and leaves nothing behind.
         let bad = try runCLI(["capture", "--display", d.name, "-o", dir.path + "/missing/dir/x.png"])
@@ -49,8 +52,9 @@ final class NoSharedMemoryCaptureCLITests: XCTestCase {
     func testFallsBackToGetImage() throws {
         let display = try TestDisplay(size: Size(width: 640, height: 480), shm: false)
         defer { display.stop() }
-        let fixture = try Fixture(display: display.name, frame: Rect(x: 10, y: 10, width: 100, height: 100),
-                                  background: "#00ff00")
+        let fixture = try Fixture(
+            display: display.name, frame: Rect(x: 10, y: 10, width: 100, height: 100),
+            background: "#00ff00")
         defer { fixture.stop() }
         let connection = try display.connect()
         let auto = try ScreenCapturer(connection: connection)
@@ -70,8 +74,9 @@ final class NoSharedMemoryCaptureCLITests: XCTestCase {
         // Xvfb in its own IPC namespace (as in a container) offers MIT-SHM but cannot see our segment.
         let display = try TestDisplay(size: Size(width: 320, height: 240), launcher: ["/usr/bin/unshare", "--ipc"])
         defer { display.stop() }
-        let fixture = try Fixture(display: display.name, frame: Rect(x: 0, y: 0, width: 50, height: 50),
-                                  background: "#ff00ff")
+        let fixture = try Fixture(
+            display: display.name, frame: Rect(x: 0, y: 0, width: 50, height: 50),
+            background: "#ff00ff")
         defer { fixture.stop() }
         let connection = try display.connect()
         let auto = try ScreenCapturer(connection: connection)

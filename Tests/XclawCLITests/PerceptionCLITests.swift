@@ -20,7 +20,8 @@ final class PerceptionCLITests: XCTestCase {
     }
 
     func testCLIFindTapAndExitCodes() throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "xclaw-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(at: state) }
         let env = ["XCLAW_STATE_DIR": state.path]
         let d = ["--display", display.name]
@@ -65,21 +66,24 @@ final class PerceptionCLITests: XCTestCase {
         let name = display.name
         let late = Thread {
             Thread.sleep(forTimeInterval: 0.6)
-            let fixture = try? Fixture(display: name, title: "late window", frame: Rect(x: 900, y: 500, width: 300, height: 80),
-                                       extra: ["--text", "20,20,10x20,#000000:Arrived"])
+            let fixture = try? Fixture(
+                display: name, title: "late window", frame: Rect(x: 900, y: 500, width: 300, height: 80),
+                extra: ["--text", "20,20,10x20,#000000:Arrived"])
             Thread.sleep(forTimeInterval: 3)
             fixture?.stop()
         }
         late.start()
-        let waited = try runCLI(["watch", "--text", "Arrived", "--window", "late window", "--timeout", "10"] + d,
-                                environment: env)
+        let waited = try runCLI(
+            ["watch", "--text", "Arrived", "--window", "late window", "--timeout", "10"] + d,
+            environment: env)
         XCTAssertEqual(waited.status, 0, waited.stderr)
     }
 
     func testCLIWatchExitsZeroOnAMatchAndOneOnTimeout() throws {
         // The CLI: exit 0 with the match, exit 1 on timeout.
-        let ok = try runCLI(["watch", "--text", "Large twelve", "--timeout", "5", "--display", display.name, "--json"],
-                            environment: ["XCLAW_STATE_DIR": FileManager.default.temporaryDirectory.path + "/xclaw-w-\(getpid())"])
+        let ok = try runCLI(
+            ["watch", "--text", "Large twelve", "--timeout", "5", "--display", display.name, "--json"],
+            environment: ["XCLAW_STATE_DIR": FileManager.default.temporaryDirectory.path + "/xclaw-w-\(getpid())"])
         XCTAssertEqual(ok.status, 0, ok.stderr)
         let late = try runCLI(["watch", "--text", "Nowhere", "--timeout", "0.3", "--display", display.name])
         XCTAssertEqual(late.status, 1)
@@ -87,8 +91,9 @@ final class PerceptionCLITests: XCTestCase {
     }
 
     func testCLIWaitStableWithAnAnimationOnScreen() throws {
-        let animated = try Fixture(display: display.name, title: "anim", frame: Rect(x: 900, y: 600, width: 200, height: 100),
-                                   extra: ["--animate", "10,10,50,50"])
+        let animated = try Fixture(
+            display: display.name, title: "anim", frame: Rect(x: 900, y: 600, width: 200, height: 100),
+            extra: ["--animate", "10,10,50,50"])
         defer { animated.stop() }
         let cli = try runCLI(["wait-stable", "--ms", "200", "--timeout", "0.8", "--display", display.name])
         XCTAssertEqual(cli.status, 1, "the animation keeps the screen busy")

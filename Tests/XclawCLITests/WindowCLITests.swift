@@ -8,13 +8,16 @@ final class WindowTests: XCTestCase {
     func testListFindActivateAndMonitors() throws {
         let display = try TestDisplay(size: Size(width: 1024, height: 768))
         defer { display.stop() }
-        let alpha = try Fixture(display: display.name, title: "alpha window ✓", frame: Rect(x: 10, y: 20, width: 200, height: 100))
+        let alpha = try Fixture(
+            display: display.name, title: "alpha window ✓", frame: Rect(x: 10, y: 20, width: 200, height: 100))
         defer { alpha.stop() }
-        let beta = try Fixture(display: display.name, title: "beta window", frame: Rect(x: 300, y: 40, width: 250, height: 150))
+        let beta = try Fixture(
+            display: display.name, title: "beta window", frame: Rect(x: 300, y: 40, width: 250, height: 150))
         defer { beta.stop() }
         let term = try Fixture(display: display.name, title: "term", frame: Rect(x: 600, y: 600, width: 50, height: 50))
         defer { term.stop() }
-        let terminal = try Fixture(display: display.name, title: "terminal", frame: Rect(x: 700, y: 600, width: 50, height: 50))
+        let terminal = try Fixture(
+            display: display.name, title: "terminal", frame: Rect(x: 700, y: 600, width: 50, height: 50))
         defer { terminal.stop() }
 
         let manager = WindowManager(connection: try display.connect())
@@ -70,7 +73,8 @@ final class WindowTests: XCTestCase {
         XCTAssertEqual(Set(decoded.map(\.id)), Set([alpha, beta, term, terminal].map(\.window)))
         let activated = try runCLI(["activate", "beta", "--display", display.name])
         XCTAssertEqual(activated.status, 0, activated.stderr)
-        XCTAssertEqual(activated.text.trimmingCharacters(in: .whitespacesAndNewlines), "0x" + String(beta.window, radix: 16))
+        XCTAssertEqual(
+            activated.text.trimmingCharacters(in: .whitespacesAndNewlines), "0x" + String(beta.window, radix: 16))
         XCTAssertEqual(try manager.activeWindow(), beta.window)
         let text = try runCLI(["monitors", "--display", display.name])
         XCTAssertEqual(text.text, "screen\t1024x768+0+0\tprimary\n")

@@ -1,6 +1,6 @@
 import Foundation
-import XclawTesting
 import XCTest
+import XclawTesting
 
 /// The runnable examples under `examples/`, run end to end against the built `xclaw`: each starts its own display
 /// and real Debian apps (zenity, xcalc, xterm), checks its own result and exits 0 only when it holds.
@@ -13,8 +13,10 @@ final class ExamplesTests: XCTestCase {
 
     /// Runs `examples/<name>` with `XCLAW` set to the built binary and asserts it exits 0, showing its output
     /// (stdout and stderr interleaved) when it does not. A script still running after `timeout` is stopped.
-    private func runExample(_ name: String, timeout: TimeInterval = 60, file: StaticString = #filePath,
-                            line: UInt = #line) throws {
+    private func runExample(
+        _ name: String, timeout: TimeInterval = 60, file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("examples")
         let script = examples.appendingPathComponent(name)
@@ -24,8 +26,9 @@ final class ExamplesTests: XCTestCase {
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
         if !finished {
             run.stop()
-            XCTFail("\(name) still running after \(Int(timeout)) s; stopped it. Output:\n\(run.output)",
-                    file: file, line: line)
+            XCTFail(
+                "\(name) still running after \(Int(timeout)) s; stopped it. Output:\n\(run.output)",
+                file: file, line: line)
             return
         }
         if run.status == 0 {
@@ -92,8 +95,9 @@ private final class ScriptRun: @unchecked Sendable {
         var parents: [pid_t: pid_t] = [:]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let pid = pid_t(entry),
-                  let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { continue }
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
             // After "pid (comm)": state, then the parent pid.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             if fields.count > 1, let parent = pid_t(fields[1]) { parents[pid] = parent }

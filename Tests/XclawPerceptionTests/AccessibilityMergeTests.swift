@@ -1,7 +1,8 @@
 import Foundation
-import XclawTesting
 import XCTest
 import XclawBase
+import XclawTesting
+
 @testable import XclawPerception
 @testable import XclawScreen
 
@@ -10,14 +11,16 @@ import XclawBase
 final class AccessibilityMergeTests: XCTestCase {
     func testWindowsAreTiedByProcessAndExtents() {
         let (tree, windows) = scene()
-        let merge = AccessibleMerge(tree: tree, windows: windows, screen: Rect(x: 0, y: 0, width: 640, height: 480),
-                                    area: Rect(x: 0, y: 0, width: 640, height: 480))
+        let merge = AccessibleMerge(
+            tree: tree, windows: windows, screen: Rect(x: 0, y: 0, width: 640, height: 480),
+            area: Rect(x: 0, y: 0, width: 640, height: 480))
         XCTAssertEqual(merge.matched[10].map { tree.nodes[$0].name }, "Question")
         XCTAssertEqual(merge.matched[20].map { tree.nodes[$0].name }, "Editor")
         // Same extents but another process: not tied.
         let stranger = [window(30, Rect(x: 100, y: 100, width: 200, height: 120), pid: 999)]
-        XCTAssertTrue(AccessibleMerge(tree: tree, windows: stranger, screen: merge.screen, area: merge.area)
-            .matched.isEmpty)
+        XCTAssertTrue(
+            AccessibleMerge(tree: tree, windows: stranger, screen: merge.screen, area: merge.area)
+                .matched.isEmpty)
     }
 
     func testElementsTakeRolesNamesStatesAndCoverFromTheTree() throws {
@@ -57,9 +60,11 @@ final class AccessibilityMergeTests: XCTestCase {
             ("filler", [], nil), ("panel", [], nil), ("frame", [], nil), ("menu bar", [], nil),
         ]
         for (role, states, expected) in cases {
-            XCTAssertEqual(AccessibleMerge.role(of: node(1, parent: 0, role: role, states: states, rect: nil),
-                                                 parent: node(0, parent: -1, role: "menu bar", rect: nil)), expected,
-                           role)
+            XCTAssertEqual(
+                AccessibleMerge.role(
+                    of: node(1, parent: 0, role: role, states: states, rect: nil),
+                    parent: node(0, parent: -1, role: "menu bar", rect: nil)), expected,
+                role)
         }
     }
 
@@ -76,11 +81,16 @@ final class AccessibilityMergeTests: XCTestCase {
             node(6, parent: 5, role: "menu", rect: Rect(x: 200, y: 50, width: 100, height: 90)),
             node(7, parent: 6, role: "menu item", name: "Middle", rect: Rect(x: 200, y: 80, width: 100, height: 30)),
         ]
-        let tree = AccessibleTree(apps: [AccessibleApp(id: 0, root: 0, bus: ":1.0", name: "factory", pid: 7,
-                                                       route: "cache", nodes: 7)], nodes: nodes, ms: 1)
-        let popup = WindowInfo(id: 2, title: "", className: "", instance: "", pid: 7,
-                               frame: Rect(x: 200, y: 50, width: 100, height: 90), mapped: true, visible: true,
-                               active: false, popup: true)
+        let tree = AccessibleTree(
+            apps: [
+                AccessibleApp(
+                    id: 0, root: 0, bus: ":1.0", name: "factory", pid: 7,
+                    route: "cache", nodes: 7)
+            ], nodes: nodes, ms: 1)
+        let popup = WindowInfo(
+            id: 2, title: "", className: "", instance: "", pid: 7,
+            frame: Rect(x: 200, y: 50, width: 100, height: 90), mapped: true, visible: true,
+            active: false, popup: true)
         let main = window(1, Rect(x: 0, y: 0, width: 400, height: 300), pid: 7)
         let screen = Rect(x: 0, y: 0, width: 640, height: 480)
         let merge = AccessibleMerge(tree: tree, windows: [popup, main], screen: screen, area: screen)
@@ -95,9 +105,10 @@ final class AccessibilityMergeTests: XCTestCase {
         XCTAssertFalse(elements.contains { $0.role == .menuitem && $0.label.isEmpty })
 
         // A window of the same process that is not that popup (a second dialog over the check boxes) covers them.
-        let dialog = WindowInfo(id: 3, title: "", className: "", instance: "", pid: 7,
-                                frame: Rect(x: 0, y: 90, width: 200, height: 50), mapped: true, visible: true,
-                                active: false)
+        let dialog = WindowInfo(
+            id: 3, title: "", className: "", instance: "", pid: 7,
+            frame: Rect(x: 0, y: 90, width: 200, height: 50), mapped: true, visible: true,
+            active: false)
         let covering = AccessibleMerge(tree: tree, windows: [dialog, popup, main], screen: screen, area: screen)
         let under = covering.elements(of: main, top: try XCTUnwrap(covering.matched[1]), windowRef: { "w\($0)" })
         let left = try XCTUnwrap(under.first { $0.label == "Left" && $0.role == .checkbox })
@@ -107,14 +118,18 @@ final class AccessibilityMergeTests: XCTestCase {
 
     func testTreeMatchesWinOverOcrAndControlsOverTheirCaptions() {
         func match(_ ref: String, _ role: Role, _ source: ElementSource?, covered: Bool? = nil) -> Match {
-            Match(text: "Save", box: Rect(x: 0, y: 0, width: 10, height: 10), score: 1, role: role, ref: ref,
-                  window: nil, source: source, covered: covered)
+            Match(
+                text: "Save", box: Rect(x: 0, y: 0, width: 10, height: 10), score: 1, role: role, ref: ref,
+                window: nil, source: source, covered: covered)
         }
-        XCTAssertEqual(Selection.preferred([match("e1", .text, .ocr), match("e2", .button, .atspi)]).map(\.ref), ["e2"])
-        XCTAssertEqual(Selection.preferred([match("e1", .text, .atspi), match("e2", .button, .atspi)]).map(\.ref),
-                       ["e2"])
-        XCTAssertEqual(Selection.preferred([match("e1", .button, .atspi, covered: true), match("e2", .button, .atspi)])
-            .map(\.ref), ["e2"])
+        XCTAssertEqual(
+            Selection.preferred([match("e1", .text, .ocr), match("e2", .button, .atspi)]).map(\.ref), ["e2"])
+        XCTAssertEqual(
+            Selection.preferred([match("e1", .text, .atspi), match("e2", .button, .atspi)]).map(\.ref),
+            ["e2"])
+        XCTAssertEqual(
+            Selection.preferred([match("e1", .button, .atspi, covered: true), match("e2", .button, .atspi)])
+                .map(\.ref), ["e2"])
         // OCR alone keeps refusing to guess between equal matches.
         XCTAssertEqual(Selection.preferred([match("e1", .text, .ocr), match("e2", .button, .ocr)]).count, 2)
     }

@@ -1,10 +1,10 @@
 import CX11
 import Foundation
-import XclawTesting
 import XCTest
 import XclawBase
 import XclawPerception
 import XclawScreen
+import XclawTesting
 
 /// Snapshots, trees, find and tap through the accessibility tree (AT-SPI2), end to end: a real Xvfb (1280x800, no
 /// window manager) with a real D-Bus session bus and accessibility bus (`TestDisplay(accessibility: true)`), real
@@ -22,9 +22,10 @@ final class AccessibilityTests: XCTestCase {
         try super.setUpWithError()
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-axt-\(getpid())-\(UUID())")
         for sub in ["", "state", "xdg-runtime", "xdg-config"] {
-            try FileManager.default.createDirectory(at: scratch.appendingPathComponent(sub),
-                                                    withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: scratch.appendingPathComponent(sub),
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
     }
 
@@ -72,8 +73,9 @@ final class AccessibilityTests: XCTestCase {
         XCTAssertEqual(windowElement.box, window.frame)
         var buttons: [Element] = []
         for label in ["Yes", "No"] {
-            let button = try XCTUnwrap(Self.element(snapshot, .button, label, in: window.id),
-                                       "button \(label): \(snapshot.render())")
+            let button = try XCTUnwrap(
+                Self.element(snapshot, .button, label, in: window.id),
+                "button \(label): \(snapshot.render())")
             XCTAssertEqual(button.source, .atspi)
             XCTAssertEqual(button.toolkitRole, "push button")
             XCTAssertNotNil(button.node, "an accessibility element carries its node handle")
@@ -106,8 +108,9 @@ final class AccessibilityTests: XCTestCase {
         XCTAssertEqual(subtree.nodes.first?.role, "dialog")
         XCTAssertEqual(subtree.nodes.first?.rect, window.frame)
         XCTAssertEqual(Set(subtree.nodes.filter { $0.role == "push button" }.map(\.name)), ["Yes", "No"])
-        XCTAssertTrue(subtree.nodes.filter { $0.role == "push button" }.allSatisfy { $0.actions?.isEmpty == false },
-                      "tree asks for action names")
+        XCTAssertTrue(
+            subtree.nodes.filter { $0.role == "push button" }.allSatisfy { $0.actions?.isEmpty == false },
+            "tree asks for action names")
 
         // Pixels: each button's box edges are where its drawn border is (it differs from the dialog background
         // just outside), and the box holds drawn pixels (border, fill, label).
@@ -173,10 +176,11 @@ final class AccessibilityTests: XCTestCase {
         let full = try AccessibilityReader(helper: productsDirectory.appendingPathComponent("xclaw-atspi").path)
             .tree(at: .bus(bus.a11yAddress), all: true)
         let total = full.apps.first { $0.pid == Int(factory.processIdentifier) }
-        print("AccessibilityTests: gtk3-widget-factory: \(stats.nodes) nodes reported (\(total?.nodes ?? -1) in the "
-              + "app, hidden included; route \(total?.route ?? "?")), \(stats.elements) elements, tree read in "
-              + "\(String(format: "%.1f", stats.milliseconds)) ms, whole `xclaw snapshot --source atspi` "
-              + "\(String(format: "%.0f", timed.seconds * 1000)) ms")
+        print(
+            "AccessibilityTests: gtk3-widget-factory: \(stats.nodes) nodes reported (\(total?.nodes ?? -1) in the "
+                + "app, hidden included; route \(total?.route ?? "?")), \(stats.elements) elements, tree read in "
+                + "\(String(format: "%.1f", stats.milliseconds)) ms, whole `xclaw snapshot --source atspi` "
+                + "\(String(format: "%.0f", timed.seconds * 1000)) ms")
 
         // `xclaw tree --window TITLE`: the subtree of that window, its frame first, at the window's geometry. (The
         // frame's accessible name is empty: the factory sets no window title, its header bar shows a stack
@@ -185,16 +189,20 @@ final class AccessibilityTests: XCTestCase {
         XCTAssertEqual(printed.status, 0, printed.stderr)
         let firstLine = printed.text.split(separator: "\n").first.map(String.init) ?? ""
         XCTAssertTrue(firstLine.hasPrefix("frame \""), firstLine)
-        XCTAssertTrue(firstLine.contains("@\(window.frame.x),\(window.frame.y) \(window.frame.width)x\(window.frame.height)"),
-                      "\(firstLine) vs \(window.frame)")
+        XCTAssertTrue(
+            firstLine.contains("@\(window.frame.x),\(window.frame.y) \(window.frame.width)x\(window.frame.height)"),
+            "\(firstLine) vs \(window.frame)")
         XCTAssertGreaterThan(printed.text.split(separator: "\n").count, 50)
         XCTAssertFalse(printed.text.contains("application \""), "only the window's subtree: \(firstLine)")
 
         // A named, enabled check box, tapped by name through its toolkit action, flips its checked state.
-        let boxes = mine.filter { $0.role == .checkbox && !$0.label.isEmpty && $0.covered != true
-            && !($0.states ?? []).contains("disabled") }
-        let target = try XCTUnwrap(boxes.first { !($0.states ?? []).contains("checked") } ?? boxes.first,
-                                   snapshot.render())
+        let boxes = mine.filter {
+            $0.role == .checkbox && !$0.label.isEmpty && $0.covered != true
+                && !($0.states ?? []).contains("disabled")
+        }
+        let target = try XCTUnwrap(
+            boxes.first { !($0.states ?? []).contains("checked") } ?? boxes.first,
+            snapshot.render())
         let wasChecked = (target.states ?? []).contains("checked")
         // The CLI numbers equal matches the way Finder lists them; --nth picks ours when the name repeats.
         let equals = Finder.find(target.label, in: snapshot, role: .checkbox).filter { $0.score == 1 }
@@ -206,9 +214,13 @@ final class AccessibilityTests: XCTestCase {
         let match = try JSONDecoder.xclaw.decode(Match.self, from: tapped.stdout)
         XCTAssertEqual(match.box, target.box, "the tap acted on the chosen check box")
         XCTAssertEqual(match.source, .atspi)
-        let after = try waitForSnapshot(on: d, arguments: ["--source", "atspi"], timeout: 5,
-                                        what: "check box \"\(target.label)\" at \(target.box) flips") { s in
-            guard let now = s.elements.first(where: { $0.role == .checkbox && $0.box == target.box }) else { return false }
+        let after = try waitForSnapshot(
+            on: d, arguments: ["--source", "atspi"], timeout: 5,
+            what: "check box \"\(target.label)\" at \(target.box) flips"
+        ) { s in
+            guard let now = s.elements.first(where: { $0.role == .checkbox && $0.box == target.box }) else {
+                return false
+            }
             return (now.states ?? []).contains("checked") != wasChecked
         }
         let flipped = try XCTUnwrap(after.elements.first { $0.role == .checkbox && $0.box == target.box })
@@ -216,15 +228,18 @@ final class AccessibilityTests: XCTestCase {
 
         // Menu items: a combo box's popup menu, opened through its toolkit action.
         try openComboPopup(on: d)
-        let menu = try waitForSnapshot(on: d, arguments: ["--source", "atspi"], timeout: 5,
-                                       what: "the combo box's menu items") { s in
+        let menu = try waitForSnapshot(
+            on: d, arguments: ["--source", "atspi"], timeout: 5,
+            what: "the combo box's menu items"
+        ) { s in
             Set(s.elements.filter { $0.role == .menuitem && $0.source == .atspi }.map(\.label))
                 .isSuperset(of: ["Left", "Middle", "Right"])
         }
         let items = menu.elements.filter { $0.role == .menuitem && ["Left", "Middle", "Right"].contains($0.label) }
         XCTAssertEqual(items.count, 3, "\(items.map { $0.line() })")
-        XCTAssertTrue(items.allSatisfy { $0.source == .atspi && $0.toolkitRole == "menu item" && $0.node != nil },
-                      "\(items.map { $0.line() })")
+        XCTAssertTrue(
+            items.allSatisfy { $0.source == .atspi && $0.toolkitRole == "menu item" && $0.node != nil },
+            "\(items.map { $0.line() })")
         XCTAssertTrue(factory.isRunning)
     }
 
@@ -235,24 +250,33 @@ final class AccessibilityTests: XCTestCase {
         let d = try startDisplay(accessibility: true)
         let (_, window) = try startWidgetFactory(on: d)
         let before = try takeSnapshot(on: d, ["--source", "atspi"])
-        let combo = try XCTUnwrap(before.elements.first { $0.role == .combobox && $0.label == "Left"
-            && $0.windowID == window.id }, before.render())
+        let combo = try XCTUnwrap(
+            before.elements.first {
+                $0.role == .combobox && $0.label == "Left"
+                    && $0.windowID == window.id
+            }, before.render())
         try openComboPopup(on: d)
-        let open = try waitForSnapshot(on: d, arguments: ["--source", "atspi"], timeout: 5,
-                                       what: "the combo box's menu items") { s in
+        let open = try waitForSnapshot(
+            on: d, arguments: ["--source", "atspi"], timeout: 5,
+            what: "the combo box's menu items"
+        ) { s in
             s.elements.contains { $0.role == .menuitem && $0.label == "Middle" }
         }
-        let popup = try XCTUnwrap(try WindowManager(connection: d.connect()).list()
-            .first { $0.popup && $0.pid == window.pid }, "the popup menu's X window")
+        let popup = try XCTUnwrap(
+            try WindowManager(connection: d.connect()).list()
+                .first { $0.popup && $0.pid == window.pid }, "the popup menu's X window")
         let middle = try XCTUnwrap(open.elements.first { $0.role == .menuitem && $0.label == "Middle" })
         XCTAssertTrue(popup.frame.contains(middle.box), "\(middle.box) is drawn in the popup \(popup.frame)")
-        XCTAssertNotEqual(middle.covered, true,
-                          "a menu item in its own popup is not covered by it: \(middle.line()) (popup \(popup.summary))")
+        XCTAssertNotEqual(
+            middle.covered, true,
+            "a menu item in its own popup is not covered by it: \(middle.line()) (popup \(popup.summary))")
         let clicked = try xclaw(["tap", "Middle", "--role", "menuitem"], on: d)
         XCTAssertEqual(clicked.status, 0, "clicking a visible menu item: \(clicked.stderr)")
         if clicked.status == 0 {
-            _ = try waitForSnapshot(on: d, arguments: ["--source", "atspi"], timeout: 5,
-                                    what: "the combo box shows Middle") { s in
+            _ = try waitForSnapshot(
+                on: d, arguments: ["--source", "atspi"], timeout: 5,
+                what: "the combo box shows Middle"
+            ) { s in
                 s.elements.contains { $0.role == .combobox && $0.box == combo.box && $0.label == "Middle" }
             }
         }
@@ -280,11 +304,13 @@ final class AccessibilityTests: XCTestCase {
 
     func testQtFeatherPadMenusFromTheTree() throws {
         let d = try startDisplay(accessibility: true)
-        let pad = try launchApp("/usr/bin/featherpad", [], environment: [
-            "XDG_RUNTIME_DIR": scratch.appendingPathComponent("xdg-runtime").path,
-            "XDG_CONFIG_HOME": scratch.appendingPathComponent("xdg-config").path,
-            "QT_QPA_PLATFORM": "xcb",
-        ])
+        let pad = try launchApp(
+            "/usr/bin/featherpad", [],
+            environment: [
+                "XDG_RUNTIME_DIR": scratch.appendingPathComponent("xdg-runtime").path,
+                "XDG_CONFIG_HOME": scratch.appendingPathComponent("xdg-config").path,
+                "QT_QPA_PLATFORM": "xcb",
+            ])
         let window = try waitForWindow(of: pad, on: d, timeout: 15)
         var tree: AccessibleTree?
         let treeDeadline = Date().addingTimeInterval(15)
@@ -319,9 +345,13 @@ final class AccessibilityTests: XCTestCase {
     func testMixedXtermByOcrAndZenityByTree() throws {
         let d = try startDisplay(accessibility: true)
         // The blank line keeps xterm's cursor block off the marker's line: see testXtermLineAboveTheCursorIsRead.
-        let xterm = try launchApp("/usr/bin/xterm", ["-geometry", "80x20+0+0", "-e", "sh", "-c",
-                                                     "echo MIXEDMARKER ready; echo; sleep 600"],
-                                  environment: ["LC_ALL": "C.UTF-8"])
+        let xterm = try launchApp(
+            "/usr/bin/xterm",
+            [
+                "-geometry", "80x20+0+0", "-e", "sh", "-c",
+                "echo MIXEDMARKER ready; echo; sleep 600",
+            ],
+            environment: ["LC_ALL": "C.UTF-8"])
         let term = try waitForWindow(of: xterm, on: d)
         let zenity = try launchApp("/usr/bin/zenity", ["--question", "--text", "Save changes?"])
         var dialog = try waitForWindow(of: zenity, on: d)
@@ -332,18 +362,26 @@ final class AccessibilityTests: XCTestCase {
         let moveDeadline = Date().addingTimeInterval(5)
         while Date() < moveDeadline {
             if let moved = try manager.list().first(where: { $0.id == dialog.id }),
-               moved.frame.x == target.x, moved.frame.y == target.y { dialog = moved; break }
+                moved.frame.x == target.x, moved.frame.y == target.y
+            {
+                dialog = moved; break
+            }
             Thread.sleep(forTimeInterval: 0.02)
         }
         XCTAssertEqual(Point(x: dialog.frame.x, y: dialog.frame.y), target)
         XCTAssertFalse(dialog.frame.intersection(term.frame).isEmpty, "the dialog covers part of the terminal")
         XCTAssertEqual(try manager.list().first?.id, dialog.id, "the dialog is on top")
 
-        let snapshot = try waitForSnapshot(on: d, timeout: 15, what: "the terminal by OCR and the dialog by tree") { s in
-            s.elements.contains { $0.role == .window && $0.windowID == dialog.id && $0.source == .atspi
-                && $0.box == dialog.frame }
+        let snapshot = try waitForSnapshot(on: d, timeout: 15, what: "the terminal by OCR and the dialog by tree") {
+            s in
+            s.elements.contains {
+                $0.role == .window && $0.windowID == dialog.id && $0.source == .atspi
+                    && $0.box == dialog.frame
+            }
                 && Self.element(s, .button, "Yes", in: dialog.id)?.source == .atspi
-                && s.elements.contains { $0.windowID == term.id && $0.source == .ocr && $0.label.contains("MIXEDMARKER") }
+                && s.elements.contains {
+                    $0.windowID == term.id && $0.source == .ocr && $0.label.contains("MIXEDMARKER")
+                }
         }
         XCTAssertEqual(snapshot.elements.first { $0.role == .window && $0.windowID == term.id }?.source, .ocr)
         let termElements = snapshot.elements.filter { $0.windowID == term.id && $0.role != .window }
@@ -374,9 +412,13 @@ final class AccessibilityTests: XCTestCase {
 
     func testWithoutAccessibilityBusSnapshotIsSilentAndAtspiSourceExplains() throws {
         let d = try startDisplay(accessibility: false)
-        _ = try launchApp("/usr/bin/xterm", ["-geometry", "60x10+20+20", "-e", "sh", "-c",
-                                             "echo PLAINMARKER ready; echo; sleep 600"],
-                          environment: ["LC_ALL": "C.UTF-8"])
+        _ = try launchApp(
+            "/usr/bin/xterm",
+            [
+                "-geometry", "60x10+20+20", "-e", "sh", "-c",
+                "echo PLAINMARKER ready; echo; sleep 600",
+            ],
+            environment: ["LC_ALL": "C.UTF-8"])
         // A helper that would leave a mark and stall: it must never be started when the display has no bus.
         let mark = scratch.appendingPathComponent("helper-ran")
         let helper = try writeScript("stalling-helper", "touch '\(mark.path)'\nsleep 5\n")
@@ -443,8 +485,9 @@ final class AccessibilityTests: XCTestCase {
         let daemon = try accessibilityDaemon(of: d)
         stoppedPIDs.append(daemon)
         XCTAssertEqual(kill(daemon, SIGSTOP), 0)
-        let result = try xclaw(["snapshot", "--json"], on: d, environment: ["XCLAW_ATSPI_TIMEOUT_MS": "1500"],
-                               timeout: 30)
+        let result = try xclaw(
+            ["snapshot", "--json"], on: d, environment: ["XCLAW_ATSPI_TIMEOUT_MS": "1500"],
+            timeout: 30)
         XCTAssertFalse(result.timedOut)
         XCTAssertLessThan(result.seconds, 5, "bounded by XCLAW_ATSPI_TIMEOUT_MS")
         XCTAssertGreaterThanOrEqual(result.seconds, 1.4, "it waited for the tree first")
@@ -485,9 +528,11 @@ final class AccessibilityTests: XCTestCase {
     /// The inherited environment without anything that would send a child to another desktop or bus.
     private static func cleanEnvironment() -> [String: String] {
         var env = ProcessInfo.processInfo.environment
-        for key in ["DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "DBUS_STARTER_ADDRESS",
-                    "DBUS_STARTER_BUS_TYPE", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE", "GTK_A11Y", "QT_ACCESSIBILITY",
-                    "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "XCLAW_ATSPI", "XCLAW_ATSPI_TIMEOUT_MS", "XCLAW_STATE_DIR"] {
+        for key in [
+            "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "DBUS_STARTER_ADDRESS",
+            "DBUS_STARTER_BUS_TYPE", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE", "GTK_A11Y", "QT_ACCESSIBILITY",
+            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "XCLAW_ATSPI", "XCLAW_ATSPI_TIMEOUT_MS", "XCLAW_STATE_DIR",
+        ] {
             env.removeValue(forKey: key)
         }
         return env
@@ -496,7 +541,8 @@ final class AccessibilityTests: XCTestCase {
     /// Starts an app on the test display with the display's environment (DISPLAY and, with accessibility, the
     /// session bus); its output is discarded. Ended in tearDown.
     private func launchApp(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws
-        -> Process {
+        -> Process
+    {
         let d = try XCTUnwrap(display)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
@@ -522,8 +568,10 @@ final class AccessibilityTests: XCTestCase {
     }
 
     /// Runs `xclaw ARGS --display D` with a private state directory, killed after `timeout` seconds.
-    private func xclaw(_ arguments: [String], on d: TestDisplay, environment: [String: String] = [:],
-                       timeout: TimeInterval = 60) throws -> Ran {
+    private func xclaw(
+        _ arguments: [String], on d: TestDisplay, environment: [String: String] = [:],
+        timeout: TimeInterval = 60
+    ) throws -> Ran {
         var env = Self.cleanEnvironment()
         env["XCLAW_STATE_DIR"] = scratch.appendingPathComponent("state").path
         env.merge(environment) { $1 }
@@ -553,13 +601,15 @@ final class AccessibilityTests: XCTestCase {
         let readDeadline = Date().addingTimeInterval(5)
         while !(outBox.isSet && errBox.isSet) && Date() < readDeadline { Thread.sleep(forTimeInterval: 0.002) }
         XCTAssertFalse(timedOut, "xclaw \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-        return Ran(status: process.isRunning ? -1 : process.terminationStatus, stdout: outBox.data,
-                   stderr: String(decoding: errBox.data, as: UTF8.self), seconds: seconds, timedOut: timedOut)
+        return Ran(
+            status: process.isRunning ? -1 : process.terminationStatus, stdout: outBox.data,
+            stderr: String(decoding: errBox.data, as: UTF8.self), seconds: seconds, timedOut: timedOut)
     }
 
     /// One `xclaw snapshot --json`, decoded.
     private func takeSnapshot(on d: TestDisplay, _ arguments: [String] = [], environment: [String: String] = [:]) throws
-        -> Snapshot {
+        -> Snapshot
+    {
         let result = try xclaw(["snapshot", "--json"] + arguments, on: d, environment: environment)
         guard result.status == 0 else {
             throw Failure("xclaw snapshot exited \(result.status): \(result.stderr)")
@@ -568,9 +618,12 @@ final class AccessibilityTests: XCTestCase {
     }
 
     /// Takes snapshots until `done` holds (at most `timeout` s); throws with the last one when it never does.
-    private func waitForSnapshot(on d: TestDisplay, arguments: [String] = [], environment: [String: String] = [:],
-                                 timeout: TimeInterval, what: String, until done: (Snapshot) -> Bool) throws
-        -> Snapshot {
+    private func waitForSnapshot(
+        on d: TestDisplay, arguments: [String] = [], environment: [String: String] = [:],
+        timeout: TimeInterval, what: String, until done: (Snapshot) -> Bool
+    ) throws
+        -> Snapshot
+    {
         let deadline = Date().addingTimeInterval(timeout)
         var last: Snapshot?
         var lastError: Error?
@@ -584,8 +637,9 @@ final class AccessibilityTests: XCTestCase {
             }
             Thread.sleep(forTimeInterval: 0.1)
         } while Date() < deadline
-        throw Failure("waited \(timeout) s for \(what); last snapshot:\n\(last?.render() ?? "none")"
-            + (lastError.map { "\nlast error: \($0)" } ?? ""))
+        throw Failure(
+            "waited \(timeout) s for \(what); last snapshot:\n\(last?.render() ?? "none")"
+                + (lastError.map { "\nlast error: \($0)" } ?? ""))
     }
 
     /// Waits until zenity's dialog shows in a snapshot from the tree, with both buttons.
@@ -598,12 +652,15 @@ final class AccessibilityTests: XCTestCase {
 
     /// The visible top-level X window of a process (by `_NET_WM_PID`), waited for.
     private func waitForWindow(of process: Process, on d: TestDisplay, timeout: TimeInterval = 10) throws
-        -> WindowInfo {
+        -> WindowInfo
+    {
         let manager = WindowManager(connection: try d.connect())
         let deadline = Date().addingTimeInterval(timeout)
         repeat {
-            if let window = try manager.list().first(where: { $0.pid == Int(process.processIdentifier) && $0.visible
-                && !$0.popup }) {
+            if let window = try manager.list().first(where: {
+                $0.pid == Int(process.processIdentifier) && $0.visible
+                    && !$0.popup
+            }) {
                 return window
             }
             guard process.isRunning else { throw Failure("\(process.executableURL?.path ?? "app") exited early") }
@@ -616,10 +673,13 @@ final class AccessibilityTests: XCTestCase {
     private func startWidgetFactory(on d: TestDisplay) throws -> (Process, WindowInfo) {
         let factory = try launchApp("/usr/bin/gtk3-widget-factory", [])
         let window = try waitForWindow(of: factory, on: d, timeout: 15)
-        _ = try waitForSnapshot(on: d, arguments: ["--source", "atspi"], timeout: 15,
-                                what: "gtk3-widget-factory's tree") { s in
+        _ = try waitForSnapshot(
+            on: d, arguments: ["--source", "atspi"], timeout: 15,
+            what: "gtk3-widget-factory's tree"
+        ) { s in
             s.elements.contains { $0.role == .window && $0.windowID == window.id && $0.source == .atspi }
-                && s.elements.filter { $0.windowID == window.id && $0.source == .atspi && $0.role != .window }.count >= 50
+                && s.elements.filter { $0.windowID == window.id && $0.source == .atspi && $0.role != .window }.count
+                    >= 50
                 && s.elements.contains { $0.windowID == window.id && $0.role == .checkbox }
         }
         return (factory, window)
@@ -666,8 +726,9 @@ final class AccessibilityTests: XCTestCase {
                 && command.contains(path)
         }
         guard found.count == 1, let pid = found.first else {
-            throw Failure("expected one accessibility dbus-daemon under launcher \(bus.launcherPID) for \(path), "
-                + "found \(found)")
+            throw Failure(
+                "expected one accessibility dbus-daemon under launcher \(bus.launcherPID) for \(path), "
+                    + "found \(found)")
         }
         return pid
     }
@@ -681,12 +742,18 @@ final class AccessibilityTests: XCTestCase {
 
     /// With the tree unreadable, zenity is read by OCR: its window says so, its "Yes" is found by OCR, and no
     /// element claims to come from the tree.
-    private static func assertZenityReadByOCR(_ s: Snapshot, window: WindowInfo,
-                                              file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(s.elements.first { $0.role == .window && $0.windowID == window.id }?.source, .ocr,
-                       file: file, line: line)
-        XCTAssertTrue(s.elements.contains { $0.source == .ocr && $0.windowID == window.id
-            && $0.label.split(separator: " ").contains("Yes") }, "OCR found Yes: \(s.render())", file: file, line: line)
+    private static func assertZenityReadByOCR(
+        _ s: Snapshot, window: WindowInfo,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertEqual(
+            s.elements.first { $0.role == .window && $0.windowID == window.id }?.source, .ocr,
+            file: file, line: line)
+        XCTAssertTrue(
+            s.elements.contains {
+                $0.source == .ocr && $0.windowID == window.id
+                    && $0.label.split(separator: " ").contains("Yes")
+            }, "OCR found Yes: \(s.render())", file: file, line: line)
         XCTAssertFalse(s.elements.contains { $0.source == .atspi }, file: file, line: line)
         XCTAssertNil(s.accessibility, file: file, line: line)
     }
@@ -712,8 +779,9 @@ final class AccessibilityTests: XCTestCase {
         for (side, edges, outside) in sides {
             let out = frame.pixel(x: outside.0, y: outside.1)
             if diff(out, background) > 30 {
-                problems.append("\(button.label): 3 px outside the \(side) edge of \(b) is \(out?.hex ?? "off screen"), "
-                    + "not the background \(background.hex)")
+                problems.append(
+                    "\(button.label): 3 px outside the \(side) edge of \(b) is \(out?.hex ?? "off screen"), "
+                        + "not the background \(background.hex)")
             }
             let contrast = edges.map { out == nil ? 0 : diff(frame.pixel(x: $0.0, y: $0.1), out) }.max() ?? 0
             if contrast < 40 {
@@ -763,7 +831,8 @@ final class AccessibilityTests: XCTestCase {
 
     private static func procStat(_ pid: Int32) -> [Substring]? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+            let close = text.lastIndex(of: ")")
+        else { return nil }
         return text[text.index(after: close)...].split(separator: " ")
     }
 

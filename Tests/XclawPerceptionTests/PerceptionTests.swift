@@ -1,8 +1,9 @@
 import Foundation
-import XclawTesting
 import XCTest
-@testable import XclawPerception
 import XclawScreen
+import XclawTesting
+
+@testable import XclawPerception
 
 /// Words of `text`, for recall counts.
 private func words(_ text: String) -> [String] { text.split(whereSeparator: \.isWhitespace).map(String.init) }
@@ -39,8 +40,10 @@ final class PerceptionTests: XCTestCase {
 
     func testOCRReadsEveryFontSizeAndThemeWithScreenBoxes() throws {
         let reading = try perceiver.read()
-        let expected = ["Plain label nine", "small six thirteen", "Large twelve", "Dark Mode Label", "Bold blue words",
-                        "Save", "Cancel", "Remember me"]
+        let expected = [
+            "Plain label nine", "small six thirteen", "Large twelve", "Dark Mode Label", "Bold blue words",
+            "Save", "Cancel", "Remember me",
+        ]
         let lines = reading.lines.map(\.text)
         for text in expected { XCTAssertTrue(lines.contains(text), "\(text) not read; lines: \(lines)") }
         // Boxes are in screen coordinates: "Large twelve" was drawn at window (20,100) in 12x24.
@@ -50,7 +53,8 @@ final class PerceptionTests: XCTestCase {
         XCTAssertEqual(Double(large.box.width), 12 * 12, accuracy: 8)
         XCTAssertTrue(large.words.allSatisfy { $0.confidence > 50 })
         // Reading order: top to bottom, and left to right within a row.
-        let saveIndex = try XCTUnwrap(lines.firstIndex(of: "Save")), cancelIndex = try XCTUnwrap(lines.firstIndex(of: "Cancel"))
+        let saveIndex = try XCTUnwrap(lines.firstIndex(of: "Save")),
+            cancelIndex = try XCTUnwrap(lines.firstIndex(of: "Cancel"))
         let smallIndex = try XCTUnwrap(lines.firstIndex(of: "small six thirteen"))
         XCTAssertLessThan(saveIndex, cancelIndex)
         XCTAssertLessThan(cancelIndex, smallIndex)
@@ -62,10 +66,12 @@ final class PerceptionTests: XCTestCase {
     func testTextOfTouchingWindowsIsNotMerged() throws {
         // Two windows side by side; each line ends or starts a few pixels from the shared edge, closer than the
         // layout's column gap, so a whole-screen layout would join them into one line.
-        let left = try Fixture(display: display.name, title: "left", frame: Rect(x: 100, y: 450, width: 300, height: 60),
-                               extra: ["--text", "210,20,9x15,#000000:alpha beta"])
-        let right = try Fixture(display: display.name, title: "right", frame: Rect(x: 400, y: 450, width: 300, height: 60),
-                                extra: ["--text", "6,20,9x15,#000000:gamma delta"])
+        let left = try Fixture(
+            display: display.name, title: "left", frame: Rect(x: 100, y: 450, width: 300, height: 60),
+            extra: ["--text", "210,20,9x15,#000000:alpha beta"])
+        let right = try Fixture(
+            display: display.name, title: "right", frame: Rect(x: 400, y: 450, width: 300, height: 60),
+            extra: ["--text", "6,20,9x15,#000000:gamma delta"])
         defer { left.stop(); right.stop() }
         Thread.sleep(forTimeInterval: 0.2)
         let lines = try perceiver.read(Rect(x: 100, y: 450, width: 600, height: 60)).lines.map(\.text)
@@ -74,10 +80,13 @@ final class PerceptionTests: XCTestCase {
     }
 
     func testShortLinesOfAPopupAreMenuItems() throws {
-        let menu = try Fixture(display: display.name, title: "menu", frame: Rect(x: 900, y: 100, width: 160, height: 96),
-                               background: "#eeeeee",
-                               extra: ["--popup", "--text", "12,8,9x15,#000000:Open",
-                                       "--text", "12,38,9x15,#000000:Save As", "--text", "12,68,9x15,#000000:Quit"])
+        let menu = try Fixture(
+            display: display.name, title: "menu", frame: Rect(x: 900, y: 100, width: 160, height: 96),
+            background: "#eeeeee",
+            extra: [
+                "--popup", "--text", "12,8,9x15,#000000:Open",
+                "--text", "12,38,9x15,#000000:Save As", "--text", "12,68,9x15,#000000:Quit",
+            ])
         defer { menu.stop() }
         Thread.sleep(forTimeInterval: 0.2)
         let snapshot = try Snapshotter(perceiver: perceiver).snapshot(refs: nil)
@@ -101,8 +110,9 @@ final class PerceptionTests: XCTestCase {
         XCTAssertTrue(again.stats.unchanged)
         XCTAssertEqual(again.lines, first.lines)
         // Another window appears: the fixture's blocks come from the cache, only the new ones are recognised.
-        let other = try Fixture(display: display.name, title: "other", frame: Rect(x: 800, y: 500, width: 300, height: 100),
-                                extra: ["--text", "20,30,10x20,#000000:Fresh words here"])
+        let other = try Fixture(
+            display: display.name, title: "other", frame: Rect(x: 800, y: 500, width: 300, height: 100),
+            extra: ["--text", "20,30,10x20,#000000:Fresh words here"])
         defer { other.stop() }
         Thread.sleep(forTimeInterval: 0.2)
         let third = try perceiver.read()
@@ -156,8 +166,9 @@ final class PerceptionTests: XCTestCase {
         XCTAssertTrue(tight.contains("button \"Save\""), tight)
 
         // Unrelated change: a new window elsewhere. Every old element keeps its ref and is not marked.
-        let other = try Fixture(display: display.name, title: "other", frame: Rect(x: 800, y: 500, width: 300, height: 100),
-                                extra: ["--button", "20,20,120,30:Apply"])
+        let other = try Fixture(
+            display: display.name, title: "other", frame: Rect(x: 800, y: 500, width: 300, height: 100),
+            extra: ["--button", "20,20,120,30:Apply"])
         defer { other.stop() }
         Thread.sleep(forTimeInterval: 0.2)
         let second = try snapshotter.snapshot(refs: refs)
@@ -184,13 +195,16 @@ final class PerceptionTests: XCTestCase {
         let store = RefStore.load(display: name, server: token)
         let first = try Snapshotter(perceiver: perceiver).snapshot(refs: store)
         try store.save(display: name)
-        let sameServer = try Snapshotter(perceiver: perceiver).snapshot(refs: RefStore.load(display: name, server: token))
+        let sameServer = try Snapshotter(perceiver: perceiver).snapshot(
+            refs: RefStore.load(display: name, server: token))
         XCTAssertEqual(sameServer.elements.map(\.ref), first.elements.map(\.ref))
         XCTAssertFalse(sameServer.elements.contains { $0.changed })
         // Another server run on the same display name starts afresh: everything is new.
-        let restarted = try Snapshotter(perceiver: perceiver).snapshot(refs: RefStore.load(display: name, server: "other"))
+        let restarted = try Snapshotter(perceiver: perceiver).snapshot(
+            refs: RefStore.load(display: name, server: "other"))
         XCTAssertTrue(restarted.elements.allSatisfy(\.changed))
-        try? FileManager.default.removeItem(at: VirtualDisplay.stateDirectory.appendingPathComponent("refs/\(name).json"))
+        try? FileManager.default.removeItem(
+            at: VirtualDisplay.stateDirectory.appendingPathComponent("refs/\(name).json"))
     }
 
     func testFindRanksExactCaseAndLookalikeMatches() throws {
@@ -246,9 +260,12 @@ final class PerceptionTests: XCTestCase {
     }
 
     func testWatchForTextAppearingVanishingAndTimingOut() throws {
-        let timed = try Fixture(display: display.name, title: "timed", frame: Rect(x: 800, y: 100, width: 400, height: 200),
-                                extra: ["--text", "20,20,10x20,#000000,show=700:Build finished",
-                                        "--text", "20,100,10x20,#000000,hide=900:Please wait"])
+        let timed = try Fixture(
+            display: display.name, title: "timed", frame: Rect(x: 800, y: 100, width: 400, height: 200),
+            extra: [
+                "--text", "20,20,10x20,#000000,show=700:Build finished",
+                "--text", "20,100,10x20,#000000,hide=900:Please wait",
+            ])
         defer { timed.stop() }
         let watcher = Watcher(perceiver: perceiver, interval: .milliseconds(30))
         let appeared = try watcher.wait(for: .textAppears("finished"), timeout: .seconds(10))
@@ -268,16 +285,21 @@ final class PerceptionTests: XCTestCase {
         let stable = try watcher.waitUntilStable(quiet: .milliseconds(150), timeout: .seconds(3))
         XCTAssertGreaterThanOrEqual(stable.elapsedMs, 150)
         // Something animating is never stable, but a region away from it is.
-        let animated = try Fixture(display: display.name, title: "anim", frame: Rect(x: 900, y: 600, width: 200, height: 100),
-                                   extra: ["--animate", "10,10,50,50"])
+        let animated = try Fixture(
+            display: display.name, title: "anim", frame: Rect(x: 900, y: 600, width: 200, height: 100),
+            extra: ["--animate", "10,10,50,50"])
         defer { animated.stop() }
         XCTAssertThrowsError(try watcher.waitUntilStable(quiet: .milliseconds(200), timeout: .milliseconds(800))) {
             guard case .timedOut = $0 as? PerceptionError else { return XCTFail("\($0)") }
         }
-        XCTAssertNoThrow(try watcher.waitUntilStable(area: Rect(x: 0, y: 0, width: 800, height: 500),
-                                                     quiet: .milliseconds(150), timeout: .seconds(3)))
-        XCTAssertNoThrow(try watcher.wait(for: .change, area: Rect(x: 900, y: 600, width: 200, height: 100),
-                                          timeout: .seconds(2)))
+        XCTAssertNoThrow(
+            try watcher.waitUntilStable(
+                area: Rect(x: 0, y: 0, width: 800, height: 500),
+                quiet: .milliseconds(150), timeout: .seconds(3)))
+        XCTAssertNoThrow(
+            try watcher.wait(
+                for: .change, area: Rect(x: 900, y: 600, width: 200, height: 100),
+                timeout: .seconds(2)))
         // The animated square alternates red and blue; the fixture background is white.
         let point = Point(x: 900 + 30, y: 600 + 30)
         let red = try watcher.wait(for: .pixel(point, RGB(r: 255, g: 0, b: 0)), timeout: .seconds(2))
@@ -292,24 +314,33 @@ final class RealAppPerceptionTests: XCTestCase {
         let display = try TestDisplay(size: Size(width: 1280, height: 800))
         defer { display.stop() }
         // A page of known words, shown by cat in an xterm that fits the screen.
-        let vocabulary = ["window", "button", "screen", "capture", "display", "keyboard", "pointer", "terminal",
-                          "license", "program", "source", "version", "public", "general", "software", "freedom",
-                          "copy", "modify", "distribute", "under", "terms", "conditions", "warranty", "network"]
+        let vocabulary = [
+            "window", "button", "screen", "capture", "display", "keyboard", "pointer", "terminal",
+            "license", "program", "source", "version", "public", "general", "software", "freedom",
+            "copy", "modify", "distribute", "under", "terms", "conditions", "warranty", "network",
+        ]
         var seed: UInt64 = 42
-        func next() -> Int { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return Int(seed >> 33) }
-        let lines = (0..<30).map { _ in (0..<(6 + next() % 8)).map { _ in vocabulary[next() % vocabulary.count] }.joined(separator: " ") }
+        func next() -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return Int(seed >> 33)
+        }
+        let lines = (0..<30).map { _ in
+            (0..<(6 + next() % 8)).map { _ in vocabulary[next() % vocabulary.count] }.joined(separator: " ")
+        }
         let page = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-page-\(getpid()).txt")
         try (lines.joined(separator: "\n") + "\n").write(to: page, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: page) }
         let xterm = Process()
         xterm.executableURL = URL(fileURLWithPath: "/usr/bin/xterm")
-        xterm.arguments = ["-display", display.name, "-geometry", "120x40+0+0", "-e", "sh", "-c", "cat \(page.path); sleep 60"]
+        xterm.arguments = [
+            "-display", display.name, "-geometry", "120x40+0+0", "-e", "sh", "-c", "cat \(page.path); sleep 60",
+        ]
         try xterm.run()
         defer { xterm.terminate() }
         let perceiver = try Perceiver(connection: display.connect())
         let watcher = Watcher(perceiver: perceiver, interval: .milliseconds(50))
-        _ = try watcher.wait(for: .textAppears(lines[lines.count - 1].split(separator: " ").last.map(String.init) ?? ""),
-                             timeout: .seconds(10))
+        _ = try watcher.wait(
+            for: .textAppears(lines[lines.count - 1].split(separator: " ").last.map(String.init) ?? ""),
+            timeout: .seconds(10))
         _ = try watcher.waitUntilStable(quiet: .milliseconds(200), timeout: .seconds(5))
         let reading = try perceiver.read()
         let score = recall(truth: words(lines.joined(separator: " ")), read: words(reading.text))
@@ -319,8 +350,10 @@ final class RealAppPerceptionTests: XCTestCase {
         for (label, expected) in [("Keep", Int32(1)), ("Delete", Int32(0))] {
             let zenity = Process()
             zenity.executableURL = URL(fileURLWithPath: "/usr/bin/zenity")
-            zenity.arguments = ["--display", display.name, "--question", "--text", "Delete the selected files?",
-                                "--ok-label", "Delete", "--cancel-label", "Keep"]
+            zenity.arguments = [
+                "--display", display.name, "--question", "--text", "Delete the selected files?",
+                "--ok-label", "Delete", "--cancel-label", "Keep",
+            ]
             zenity.standardError = FileHandle.nullDevice
             try zenity.run()
             let shown = try watcher.wait(for: .textAppears("selected files"), timeout: .seconds(15))

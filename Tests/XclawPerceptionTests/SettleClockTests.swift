@@ -19,7 +19,9 @@ final class SettleClockTests: XCTestCase {
         init(changing: Int, size: Size) { self.changing = changing; self.size = size }
         var count: Int { polls.withLock { $0 } }
         func next(_: Rect?) -> Frame {
-            let n = polls.withLock { $0 += 1; return $0 }
+            let n = polls.withLock {
+                $0 += 1; return $0
+            }
             let shade = UInt8((n <= changing ? n : changing + 1) * 10 % 250)
             return Frame(size: size, color: RGB(r: shade, g: shade, b: shade))
         }
@@ -42,14 +44,16 @@ final class SettleClockTests: XCTestCase {
     func testAScreenThatNeverSettlesTimesOutOnTheDeadline() throws {
         let clock = TestClock()
         let frames = Frames(changing: .max, size: size)
-        let settler = Settler(frames: frames.next, interval: .milliseconds(10), quiet: .milliseconds(30),
-                              timeout: .milliseconds(500), clock: clock)
+        let settler = Settler(
+            frames: frames.next, interval: .milliseconds(10), quiet: .milliseconds(30),
+            timeout: .milliseconds(500), clock: clock)
         let start = ContinuousClock.now
         let result = try settler.settle()
         XCTAssertTrue(result.timedOut)
         XCTAssertEqual(result.elapsedMs, 500)
         XCTAssertEqual(result.polls, 51)
-        XCTAssertLessThan(ContinuousClock.now - start, .milliseconds(400), "half a second of test time, not of real time")
+        XCTAssertLessThan(
+            ContinuousClock.now - start, .milliseconds(400), "half a second of test time, not of real time")
     }
 
     func testWatchConditionsOnTheTestClock() throws {
@@ -82,8 +86,9 @@ final class SettleClockTests: XCTestCase {
         // A pixel turns the wanted colour on the fourth poll.
         let turning = Frames(changing: 3, size: size)
         watcher.frames = turning.next
-        let pixel = try watcher.wait(for: .pixel(Point(x: 1, y: 1), RGB(r: 40, g: 40, b: 40)), area: area,
-                                     timeout: .seconds(5))
+        let pixel = try watcher.wait(
+            for: .pixel(Point(x: 1, y: 1), RGB(r: 40, g: 40, b: 40)), area: area,
+            timeout: .seconds(5))
         XCTAssertEqual(pixel.polls, 4)
         XCTAssertEqual(pixel.elapsedMs, 150)
         XCTAssertEqual(pixel.colour, "#282828")

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import XclawTesting
+
 @testable import XclawPerception
 @testable import XclawScreen
 
@@ -10,8 +11,9 @@ final class SnapshotStageTests: XCTestCase {
     private let screen = Rect(x: 0, y: 0, width: 640, height: 480)
 
     private func plainScene(_ windows: [WindowInfo]) -> SnapshotScene {
-        SnapshotScene(screen: screen.size, area: screen, frame: Frame(size: screen.size, color: RGB(r: 255, g: 255, b: 255)),
-                      windows: windows)
+        SnapshotScene(
+            screen: screen.size, area: screen, frame: Frame(size: screen.size, color: RGB(r: 255, g: 255, b: 255)),
+            windows: windows)
     }
 
     func testTreeElementsServeTheTiedWindowsOnly() {
@@ -49,20 +51,24 @@ final class SnapshotStageTests: XCTestCase {
             XCTAssertTrue(part.intersection(windows[1].frame).isEmpty, "\(part) is inside the dialog")
         }
         // --source ocr reads every window; --source atspi reads nothing.
-        let ocr = SnapshotStages.partitions(scene, SnapshotStages.treeElements(scene, tree: nil, refs: RefStore()),
-                                            source: .ocr)
+        let ocr = SnapshotStages.partitions(
+            scene, SnapshotStages.treeElements(scene, tree: nil, refs: RefStore()),
+            source: .ocr)
         XCTAssertEqual(area(ocr.parts), screen.width * screen.height)
         XCTAssertEqual(SnapshotStages.partitions(scene, fromTree, source: .atspi), OCRPlan(parts: [], unnamed: []))
     }
 
     func testUnnamedControlsAreNamedOnlyByConfidentWordsInside() {
-        let button = Element(ref: "", role: .button, label: "", box: Rect(x: 10, y: 10, width: 80, height: 30),
-                             window: nil, windowID: 1, changed: false, active: nil, className: nil, confidence: nil,
-                             words: nil, source: .atspi)
+        let button = Element(
+            ref: "", role: .button, label: "", box: Rect(x: 10, y: 10, width: 80, height: 30),
+            window: nil, windowID: 1, changed: false, active: nil, className: nil, confidence: nil,
+            words: nil, source: .atspi)
         var elements = [button, button]
         elements[1].box = Rect(x: 200, y: 10, width: 80, height: 30)
         let word = { (text: String, x: Int, confidence: Double) in
-            TextLine(words: [TextWord(text: text, box: Rect(x: x, y: 18, width: 40, height: 14), confidence: confidence)])
+            TextLine(words: [
+                TextWord(text: text, box: Rect(x: x, y: 18, width: 40, height: 14), confidence: confidence)
+            ])
         }
         let lines = [word("Open", 20, 91), word("Xq", 210, 40), word("Elsewhere", 400, 95)]
         let left = SnapshotStages.nameUnnamed(&elements, [0, 1], lines: lines)
@@ -77,8 +83,9 @@ final class SnapshotStageTests: XCTestCase {
         let display = try TestDisplay(size: Size(width: 1024, height: 600))
         defer { display.stop() }
         let origin = Point(x: 100, y: 80)
-        let fixture = try Fixture(display: display.name, title: "widgets",
-                                  frame: Rect(x: origin.x, y: origin.y, width: 640, height: 300), extra: perceptionWidgets)
+        let fixture = try Fixture(
+            display: display.name, title: "widgets",
+            frame: Rect(x: origin.x, y: origin.y, width: 640, height: 300), extra: perceptionWidgets)
         defer { fixture.stop() }
         let perceiver = try Perceiver(connection: display.connect())
         Thread.sleep(forTimeInterval: 0.2)  // first paint: the fixture is a real X client
@@ -101,7 +108,9 @@ final class SnapshotStageTests: XCTestCase {
         XCTAssertEqual(first.first?.source, .ocr)
         let save = try element("Save", .button, in: first)
         XCTAssertTrue(save.box.contains(Point(x: origin.x + 350, y: origin.y + 35)))
-        XCTAssertEqual(try element("Name", .field, in: first).box, Rect(x: origin.x + 360, y: origin.y + 74, width: 200, height: 28))
+        XCTAssertEqual(
+            try element("Name", .field, in: first).box,
+            Rect(x: origin.x + 360, y: origin.y + 74, width: 200, height: 28))
         XCTAssertEqual(try element("Remember me", .checkbox, in: first).window, first.first?.ref)
         XCTAssertTrue(first.allSatisfy(\.changed), "everything is new to a fresh ref store")
 
@@ -121,8 +130,9 @@ final class SnapshotStageTests: XCTestCase {
         XCTAssertEqual(third.filter(\.changed).map(\.label), ["Save"])
 
         // The last stage puts the figures together.
-        let snapshot = SnapshotStages.assemble(scene, elements: third, ocr: reading.stats, tree: TreeReading(),
-                                               fromTree: fromTree)
+        let snapshot = SnapshotStages.assemble(
+            scene, elements: third, ocr: reading.stats, tree: TreeReading(),
+            fromTree: fromTree)
         XCTAssertNil(snapshot.accessibility)
         XCTAssertNil(snapshot.warnings)
         XCTAssertEqual(snapshot.elements.count, third.count)

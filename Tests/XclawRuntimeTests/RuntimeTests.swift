@@ -2,11 +2,11 @@ import Foundation
 import XCTest
 import XclawAgent
 import XclawAgentTesting
+import XclawClient
+import XclawMessages
 import XclawMockAPI
 import XclawRuntime
 import XclawStore
-import XclawMessages
-import XclawClient
 
 /// Agents from the store through the queue and the loop, against the loopback Messages API and real SQLite files.
 final class RuntimeTests: XCTestCase {
@@ -23,14 +23,19 @@ final class RuntimeTests: XCTestCase {
         temporary?.remove()
     }
 
-    private func service(_ server: MockMessagesServer, retryBase: Duration = .milliseconds(10), maxConcurrent: Int = 5,
-                         clientRetries: Int = 5,
-                         events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }) throws -> AgentService {
-        let client = ClaudeClient(configuration: ClientConfiguration(baseURL: server.baseURL, apiKey: APIKey("sk-test"),
-                                                                     maxRetries: clientRetries))
-        return AgentService(store: store, client: client, catalog: try ModelCatalog.load(overlay: "/nonexistent"),
-                            queue: QueueConfiguration(maxConcurrent: maxConcurrent, retryBase: retryBase),
-                            tools: { _ in [EchoTool()] }, systemPrompt: { "You are \($0.name)." }, events: events)
+    private func service(
+        _ server: MockMessagesServer, retryBase: Duration = .milliseconds(10), maxConcurrent: Int = 5,
+        clientRetries: Int = 5,
+        events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
+    ) throws -> AgentService {
+        let client = ClaudeClient(
+            configuration: ClientConfiguration(
+                baseURL: server.baseURL, apiKey: APIKey("sk-test"),
+                maxRetries: clientRetries))
+        return AgentService(
+            store: store, client: client, catalog: try ModelCatalog.load(overlay: "/nonexistent"),
+            queue: QueueConfiguration(maxConcurrent: maxConcurrent, retryBase: retryBase),
+            tools: { _ in [EchoTool()] }, systemPrompt: { "You are \($0.name)." }, events: events)
     }
 
     private func makeAgent(_ name: String) throws {
@@ -128,7 +133,9 @@ final class RuntimeTests: XCTestCase {
             for i in 0..<5 {
                 let text = ">\(n) message \(i)</message>"
                 XCTAssertEqual(sent.components(separatedBy: text).count - 1, 1, "\(text) exactly once")
-                if let r = sent.range(of: text, range: position..<sent.endIndex) { position = r.upperBound } else {
+                if let r = sent.range(of: text, range: position..<sent.endIndex) {
+                    position = r.upperBound
+                } else {
                     XCTFail("\(text) out of order")
                 }
             }
@@ -139,10 +146,13 @@ final class RuntimeTests: XCTestCase {
 
     func testOverloadedThreeTimesThenSuccessGivesOneReplyAndTheRightCursor() async throws {
         try makeAgent("a")
-        let overloaded = MockReply.error(status: 529, type: "overloaded_error", message: "Overloaded",
-                                         headers: ["retry-after-ms": "5"])
-        let server = try MockMessagesServer(replies: [overloaded, overloaded, overloaded,
-                                                      .stream(.turn(blocks: [.text("finally")]))])
+        let overloaded = MockReply.error(
+            status: 529, type: "overloaded_error", message: "Overloaded",
+            headers: ["retry-after-ms": "5"])
+        let server = try MockMessagesServer(replies: [
+            overloaded, overloaded, overloaded,
+            .stream(.turn(blocks: [.text("finally")])),
+        ])
         defer { server.stop() }
         let svc = try service(server)
         let id = try await svc.send(agent: "a", text: "hi")
@@ -156,13 +166,16 @@ final class RuntimeTests: XCTestCase {
     func testAFailureBeforeAnyOutputIsRetriedWithTheSameBatch() async throws {
         try makeAgent("a")
         // The network fails and the client has no retries left: the queue runs the batch again later.
-        let server = try MockMessagesServer(replies: [.disconnect, .stream(.turn(blocks: [.text("second try worked")]))])
+        let server = try MockMessagesServer(replies: [
+            .disconnect, .stream(.turn(blocks: [.text("second try worked")])),
+        ])
         defer { server.stop() }
         let svc = try service(server, clientRetries: 0)
         let id = try await svc.send(agent: "a", text: "do it")
         await svc.queue.waitUntilIdle()
         XCTAssertEqual(server.requests.count, 2)
-        XCTAssertEqual(Self.lastUserText(server.requests[0]), Self.lastUserText(server.requests[1]), "the same batch again")
+        XCTAssertEqual(
+            Self.lastUserText(server.requests[0]), Self.lastUserText(server.requests[1]), "the same batch again")
         XCTAssertEqual(try store.state(agent: "a").cursor, id)
         XCTAssertEqual(try store.sessions(agent: "a").map(\.status), [.failed, .completed])
     }
@@ -170,16 +183,22 @@ final class RuntimeTests: XCTestCase {
     func testAFailureAfterOutputReachedTheUserIsNotRunAgain() async throws {
         try makeAgent("a")
         let server = try MockMessagesServer(replies: [
-            .stream(.turn(blocks: [.text("Working on it."), .toolUse(id: "t1", name: "echo", input: "{\"text\": \"side effect\"}")],
-                          stopReason: "tool_use")),
+            .stream(
+                .turn(
+                    blocks: [
+                        .text("Working on it."), .toolUse(id: "t1", name: "echo", input: "{\"text\": \"side effect\"}"),
+                    ],
+                    stopReason: "tool_use")),
             .error(status: 400, type: "invalid_request_error", message: "something broke"),
             .stream(.turn(blocks: [.text("must never be requested")])),
         ])
         defer { server.stop() }
         let failures = TextSink()
-        let svc = try service(server, events: { event in
-            if case .failed(_, let message, let retry, _) = event, !retry { failures.append(message) }
-        })
+        let svc = try service(
+            server,
+            events: { event in
+                if case .failed(_, let message, let retry, _) = event, !retry { failures.append(message) }
+            })
         let id = try await svc.send(agent: "a", text: "act")
         await svc.queue.waitUntilIdle()
         XCTAssertEqual(server.requests.count, 2, "no duplicate run after a tool already acted")
@@ -192,16 +211,20 @@ final class RuntimeTests: XCTestCase {
 
     func testAnInvalidKeyIsReportedOnceAndNotRetried() async throws {
         try makeAgent("a")
-        let server = try MockMessagesServer(replies: [.error(status: 401, type: "authentication_error", message: "bad key")])
+        let server = try MockMessagesServer(replies: [
+            .error(status: 401, type: "authentication_error", message: "bad key")
+        ])
         defer { server.stop() }
         let failures = TextSink()
-        let svc = try service(server, events: { event in
-            if case .failed(_, let message, let retry, let status) = event {
-                XCTAssertFalse(retry)
-                XCTAssertEqual(status, .api)
-                failures.append(message)
-            }
-        })
+        let svc = try service(
+            server,
+            events: { event in
+                if case .failed(_, let message, let retry, let status) = event {
+                    XCTAssertFalse(retry)
+                    XCTAssertEqual(status, .api)
+                    failures.append(message)
+                }
+            })
         try await svc.send(agent: "a", text: "hi")
         await svc.queue.waitUntilIdle()
         XCTAssertEqual(server.requests.count, 1)
@@ -225,15 +248,17 @@ final class RuntimeTests: XCTestCase {
 
     func testConversationRebuildIsValidAfterACrashAndEscapesBatches() throws {
         try makeAgent("a")
-        let chat = try store.appendMessage(agent: "a", role: .user, content: [.text("open \"the\" <file> & go")], sender: "ann")
+        let chat = try store.appendMessage(
+            agent: "a", role: .user, content: [.text("open \"the\" <file> & go")], sender: "ann")
         let batch = Conversation.batch([try store.message(id: chat)], timeZone: TimeZone(identifier: "UTC") ?? .current)
         XCTAssertTrue(batch.contains("<message sender=\"ann\""))
         XCTAssertTrue(batch.contains(">open &quot;the&quot; &lt;file&gt; &amp; go</message>"), batch)
         _ = try store.appendMessage(agent: "a", role: .user, content: [.text(batch)], sender: Conversation.batchSender)
         // A reply cut by a crash: text and a tool call whose result never came; then a chat message for a later run.
-        _ = try store.appendMessage(agent: "a", role: .assistant,
-                                    content: [.text("Opening"), .toolUse(id: "t1", name: "echo", input: ["text": "x"])],
-                                    status: .partial)
+        _ = try store.appendMessage(
+            agent: "a", role: .assistant,
+            content: [.text("Opening"), .toolUse(id: "t1", name: "echo", input: ["text": "x"])],
+            status: .partial)
         _ = try store.appendMessage(agent: "a", role: .user, content: [.text("and then?")], sender: "ann")
         let messages = Conversation.build(try store.messages(agent: "a"))
         XCTAssertEqual(messages.map(\.role), [.user, .assistant])
@@ -241,9 +266,11 @@ final class RuntimeTests: XCTestCase {
         XCTAssertEqual(messages[1].text, "Opening" + Conversation.interruptedMark)
         XCTAssertEqual(ConversationCheck.unansweredToolUses(messages), [])
         // A complete reply whose tool results were never stored loses the call too.
-        _ = try store.appendMessage(agent: "a", role: .user, content: [.text("batch 2")], sender: Conversation.batchSender)
-        _ = try store.appendMessage(agent: "a", role: .assistant,
-                                    content: [.text("Trying"), .toolUse(id: "t2", name: "echo", input: ["text": "y"])])
+        _ = try store.appendMessage(
+            agent: "a", role: .user, content: [.text("batch 2")], sender: Conversation.batchSender)
+        _ = try store.appendMessage(
+            agent: "a", role: .assistant,
+            content: [.text("Trying"), .toolUse(id: "t2", name: "echo", input: ["text": "y"])])
         let again = Conversation.build(try store.messages(agent: "a"))
         XCTAssertEqual(ConversationCheck.unansweredToolUses(again), [])
         XCTAssertEqual(again.last?.text, "Trying" + Conversation.interruptedMark)

@@ -3,8 +3,8 @@ import Synchronization
 import XCTest
 import XclawAgent
 import XclawBase
-import XclawStore
 import XclawMessages
+import XclawStore
 
 /// The persistence layer against real SQLite files in a private temporary directory: schema, agents, messages and
 /// paging, content round trips, two processes' worth of stores on one file, the cursor, crash recovery, memory,
@@ -52,8 +52,10 @@ final class StoreTests: XCTestCase {
     }
 
     /// Asserts that `body` throws a `StoreError` and hands it over.
-    private func assertStoreError(_ body: @autoclosure () throws -> some Any, file: StaticString = #filePath,
-                                  line: UInt = #line, _ check: (StoreError) -> Void) {
+    private func assertStoreError(
+        _ body: @autoclosure () throws -> some Any, file: StaticString = #filePath,
+        line: UInt = #line, _ check: (StoreError) -> Void
+    ) {
         do {
             _ = try body()
             XCTFail("expected a StoreError", file: file, line: line)
@@ -68,8 +70,12 @@ final class StoreTests: XCTestCase {
         let path = directory.appendingPathComponent("new/deeper/xclaw.sqlite").path
         let store = try AgentStore(path: path)
         let info = try store.info()
-        XCTAssertEqual(info.tables, ["agent_state", "agents", "memory", "messages", "sessions", "task_run_logs",
-                                     "tasks", "usage"])
+        XCTAssertEqual(
+            info.tables,
+            [
+                "agent_state", "agents", "memory", "messages", "sessions", "task_run_logs",
+                "tasks", "usage",
+            ])
         XCTAssertEqual(info.migrations, ["v1", "v2"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
@@ -82,8 +88,9 @@ final class StoreTests: XCTestCase {
             let mode = try FileManager.default.attributesOfItem(atPath: path + suffix)[.posixPermissions] as? Int
             XCTAssertEqual(mode, 0o600, suffix)
         }
-        let dirMode = try FileManager.default.attributesOfItem(
-            atPath: directory.appendingPathComponent("new").path)[.posixPermissions] as? Int
+        let dirMode =
+            try FileManager.default.attributesOfItem(
+                atPath: directory.appendingPathComponent("new").path)[.posixPermissions] as? Int
         XCTAssertEqual(dirMode, 0o700)
         // Reopening an existing file migrates nothing and keeps working.
         let again = try AgentStore(path: path)
@@ -107,8 +114,9 @@ final class StoreTests: XCTestCase {
 
     func testAgentCRUDAndNameValidation() throws {
         let store = try AgentStore(path: dbPath())
-        let created = AgentConfig(name: "bob.v2_test-1", model: "claude-opus-4-6", systemPrompt: "Be brief.",
-                                  tools: ["computer", "memory"], display: ":1", memoryNotes: "likes tea")
+        let created = AgentConfig(
+            name: "bob.v2_test-1", model: "claude-opus-4-6", systemPrompt: "Be brief.",
+            tools: ["computer", "memory"], display: ":1", memoryNotes: "likes tea")
         try store.createAgent(created)
         try store.createAgent(AgentConfig(name: "alice", model: "m"))
         XCTAssertEqual(try store.agent(named: "bob.v2_test-1"), created)
@@ -186,8 +194,10 @@ final class StoreTests: XCTestCase {
         try store.createAgent(AgentConfig(name: "other", model: "m"))
         var expected: [Int64] = []
         for i in 0..<25 {
-            expected.append(try store.appendMessage(agent: "alice", role: i % 2 == 0 ? .user : .assistant,
-                                                    content: [.text("message \(i)")]))
+            expected.append(
+                try store.appendMessage(
+                    agent: "alice", role: i % 2 == 0 ? .user : .assistant,
+                    content: [.text("message \(i)")]))
             try store.appendMessage(agent: "other", role: .user, content: [.text("noise \(i)")])
         }
         var seen: [Int64] = []
@@ -211,17 +221,23 @@ final class StoreTests: XCTestCase {
         let blocks: [ContentBlock] = [
             .text("héllo 👋🏽 wörld — 你好 \"quoted\" \\ back\nnew line"),
             .thinking(thinking: "Let me think… 🤔", signature: "EqQBCkYIARgCKkD+sig/=="),
-            .toolUse(id: "toolu_01", name: "computer",
-                     input: ["action": "left_click", "coordinate": [640, 400],
-                             "nested": ["deep": ["list": [1.5, true, nil, "x"]], "empty": [:]]]),
-            .toolResult(ToolResultBlock(toolUseID: "toolu_01",
-                                        content: [.text("clicked"), .image(mediaType: "image/png", base64: png)])),
+            .toolUse(
+                id: "toolu_01", name: "computer",
+                input: [
+                    "action": "left_click", "coordinate": [640, 400],
+                    "nested": ["deep": ["list": [1.5, true, nil, "x"]], "empty": [:]],
+                ]),
+            .toolResult(
+                ToolResultBlock(
+                    toolUseID: "toolu_01",
+                    content: [.text("clicked"), .image(mediaType: "image/png", base64: png)])),
             .toolResult(ToolResultBlock(toolUseID: "toolu_02", content: [.text("failed")], isError: true)),
             .redactedThinking(data: "opaque"),
             .other(["type": "server_tool_use", "id": "srv_1", "input": ["q": "x"]]),
         ]
-        let id = try store.appendMessage(agent: "alice", role: .assistant, content: blocks, status: .partial,
-                                         sender: "model")
+        let id = try store.appendMessage(
+            agent: "alice", role: .assistant, content: blocks, status: .partial,
+            sender: "model")
         let stored = try store.message(id: id)
         XCTAssertEqual(stored.content, blocks)
         XCTAssertEqual(stored.status, .partial)
@@ -303,17 +319,20 @@ final class StoreTests: XCTestCase {
         let store = try storeWithAgent()
         let a = try store.appendMessage(agent: "alice", role: .user, content: [.text("first")], sender: "Ann")
         try store.appendMessage(agent: "alice", role: .assistant, content: [.text("reply")])
-        try store.appendMessage(agent: "alice", role: .user, content: [
-            .toolResult(ToolResultBlock(toolUseID: "t1", content: [.text("ok")])),
-        ])
+        try store.appendMessage(
+            agent: "alice", role: .user,
+            content: [
+                .toolResult(ToolResultBlock(toolUseID: "t1", content: [.text("ok")]))
+            ])
         let b = try store.appendMessage(agent: "alice", role: .user, content: [.text("second")], sender: "Ann")
         XCTAssertEqual(try store.userMessages(agent: "alice", after: 0).map(\.id), [a, b])
         XCTAssertEqual(try store.userMessages(agent: "alice", after: 0).first?.sender, "Ann")
 
         XCTAssertEqual(try store.state(agent: "alice"), AgentState())
         XCTAssertEqual(try store.advanceCursor(agent: "alice", to: a), 0)
-        XCTAssertEqual(try store.userMessages(agent: "alice", after: try store.state(agent: "alice").cursor)
-            .map(\.id), [b])
+        XCTAssertEqual(
+            try store.userMessages(agent: "alice", after: try store.state(agent: "alice").cursor)
+                .map(\.id), [b])
         XCTAssertEqual(try store.advanceCursor(agent: "alice", to: b), a)
         XCTAssertEqual(try store.advanceCursor(agent: "alice", to: a), b, "never moves backwards")
         XCTAssertEqual(try store.state(agent: "alice").cursor, b)
@@ -334,23 +353,27 @@ final class StoreTests: XCTestCase {
         let deadPID = child.processIdentifier
 
         let dead = try store.startSession(agent: "alice", kind: .message, pid: deadPID)
-        let partial = try store.appendMessage(agent: "alice", role: .assistant, content: [.text("half a repl")],
-                                              status: .partial, sessionID: dead)
+        let partial = try store.appendMessage(
+            agent: "alice", role: .assistant, content: [.text("half a repl")],
+            status: .partial, sessionID: dead)
         // A session this process really runs, and one of a live process we do not own (pid 1).
         let live = try store.startSession(agent: "alice", kind: .run)
         let other = try store.startSession(agent: "alice", kind: .run, pid: 1)
         // This process's pid as recorded by an earlier process that had it: rewrite a session's process identity
         // (boot id and start time) with the sqlite3 shell (scripts/install-deps.sh installs it).
         var expected = [dead]
-        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"),
-                      "/usr/bin/sqlite3 is not installed: run scripts/install-deps.sh")
+        XCTAssertTrue(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"),
+            "/usr/bin/sqlite3 is not installed: run scripts/install-deps.sh")
         do {
             let earlier = try store.startSession(agent: "alice", kind: .task)
             let shell = Process()
             shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            shell.arguments = ["-cmd", ".timeout 5000", dbPath(),
-                               "UPDATE sessions SET process = substr(process, 1, instr(process, ':')) || '0' "
-                                   + "WHERE id = \(earlier) AND process IS NOT NULL"]
+            shell.arguments = [
+                "-cmd", ".timeout 5000", dbPath(),
+                "UPDATE sessions SET process = substr(process, 1, instr(process, ':')) || '0' "
+                    + "WHERE id = \(earlier) AND process IS NOT NULL",
+            ]
             try shell.run()
             shell.waitUntilExit()
             XCTAssertEqual(shell.terminationStatus, 0)
@@ -412,20 +435,27 @@ final class StoreTests: XCTestCase {
         try store.createAgent(AgentConfig(name: "idle", model: "m"))
         let s1 = try store.startSession(agent: "zoe", kind: .message)
         let s2 = try store.startSession(agent: "zoe", kind: .task)
-        try store.recordUsage(agent: "zoe", sessionID: s1, model: "m",
-                              usage: Usage(inputTokens: 100, outputTokens: 10, cacheCreationInputTokens: 5,
-                                           cacheReadInputTokens: 1), usd: 0.5)
-        try store.recordUsage(agent: "zoe", sessionID: s1, model: "m", usage: Usage(inputTokens: 1, outputTokens: 2),
-                              usd: 0.25)
+        try store.recordUsage(
+            agent: "zoe", sessionID: s1, model: "m",
+            usage: Usage(
+                inputTokens: 100, outputTokens: 10, cacheCreationInputTokens: 5,
+                cacheReadInputTokens: 1), usd: 0.5)
+        try store.recordUsage(
+            agent: "zoe", sessionID: s1, model: "m", usage: Usage(inputTokens: 1, outputTokens: 2),
+            usd: 0.25)
         try store.recordUsage(agent: "zoe", sessionID: s2, model: "m", usage: Usage(outputTokens: 7), usd: 1)
         try store.recordUsage(agent: "adam", sessionID: nil, model: "m", usage: Usage(inputTokens: 3), usd: 0.125)
 
         let summary = try store.usageSummary()
         XCTAssertEqual(summary.map(\.agent), ["adam", "idle", "zoe"])
-        XCTAssertEqual(summary[2], UsageSummary(agent: "zoe", requests: 3,
-                                                usage: Usage(inputTokens: 101, outputTokens: 19,
-                                                             cacheCreationInputTokens: 5, cacheReadInputTokens: 1),
-                                                usd: 1.75, sessions: 2))
+        XCTAssertEqual(
+            summary[2],
+            UsageSummary(
+                agent: "zoe", requests: 3,
+                usage: Usage(
+                    inputTokens: 101, outputTokens: 19,
+                    cacheCreationInputTokens: 5, cacheReadInputTokens: 1),
+                usd: 1.75, sessions: 2))
         XCTAssertEqual(summary[1], UsageSummary(agent: "idle", requests: 0, usage: Usage(), usd: 0, sessions: 0))
         XCTAssertEqual(summary[0].usage.inputTokens, 3)
         XCTAssertEqual(summary[0].sessions, 0)
@@ -435,8 +465,11 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(perSession.map(\.session.id), [s1, s2])
         XCTAssertEqual(perSession.map(\.requests), [2, 1])
         XCTAssertEqual(perSession.map(\.usd), [0.75, 1])
-        XCTAssertEqual(perSession[0].usage, Usage(inputTokens: 101, outputTokens: 12, cacheCreationInputTokens: 5,
-                                                  cacheReadInputTokens: 1))
+        XCTAssertEqual(
+            perSession[0].usage,
+            Usage(
+                inputTokens: 101, outputTokens: 12, cacheCreationInputTokens: 5,
+                cacheReadInputTokens: 1))
         assertStoreError(try store.recordUsage(agent: "zoe", sessionID: 987_654, model: "m", usage: Usage(), usd: 0)) {
             XCTAssertEqual($0, .unknownSession(987_654))
         }
@@ -445,21 +478,27 @@ final class StoreTests: XCTestCase {
     func testTasksAndRunLogs() throws {
         let store = try storeWithAgent()
         let next = Date(timeIntervalSince1970: 1_800_000_000.123)
-        let task = try store.createTask(agent: "alice", prompt: "check mail", scheduleType: .interval,
-                                        scheduleValue: "3600000", nextRun: next)
-        let once = try store.createTask(agent: "alice", prompt: "once", scheduleType: .once,
-                                        scheduleValue: "2030-01-01T09:00:00Z", contextMode: .agent,
-                                        nextRun: nil, id: "fixed-id")
+        let task = try store.createTask(
+            agent: "alice", prompt: "check mail", scheduleType: .interval,
+            scheduleValue: "3600000", nextRun: next)
+        let once = try store.createTask(
+            agent: "alice", prompt: "once", scheduleType: .once,
+            scheduleValue: "2030-01-01T09:00:00Z", contextMode: .agent,
+            nextRun: nil, id: "fixed-id")
         XCTAssertEqual(try store.tasks(agent: "alice"), [task, once])
         XCTAssertEqual(try store.tasks(agent: nil).first?.nextRun, next)
-        assertStoreError(try store.createTask(agent: "alice", prompt: "dup", scheduleType: .cron,
-                                              scheduleValue: "* * * * *", nextRun: nil, id: "fixed-id")) {
+        assertStoreError(
+            try store.createTask(
+                agent: "alice", prompt: "dup", scheduleType: .cron,
+                scheduleValue: "* * * * *", nextRun: nil, id: "fixed-id")
+        ) {
             XCTAssertEqual($0.exitStatus, .usage)
         }
         let runAt = Date(timeIntervalSince1970: 1_700_000_000.5)
         try store.appendTaskRunLog(taskID: task.id, runAt: runAt, durationMs: 1200, status: "success", result: "3 new")
-        try store.appendTaskRunLog(taskID: task.id, runAt: runAt.addingTimeInterval(60), durationMs: 5,
-                                   status: "error", error: "overloaded")
+        try store.appendTaskRunLog(
+            taskID: task.id, runAt: runAt.addingTimeInterval(60), durationMs: 5,
+            status: "error", error: "overloaded")
         let logs = try store.taskRunLogs(taskID: task.id)
         XCTAssertEqual(logs.map(\.status), ["success", "error"])
         XCTAssertEqual(logs[0].runAt, runAt)
@@ -504,16 +543,20 @@ final class StoreTests: XCTestCase {
     }
 
     func testDefaultPath() {
-        XCTAssertEqual(AgentStore.defaultPath(environment: ["XCLAW_DB": "/x/db.sqlite", "HOME": "/home/u"]),
-                       "/x/db.sqlite")
-        XCTAssertEqual(AgentStore.defaultPath(environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"]),
-                       "/data/xclaw/xclaw.sqlite")
-        XCTAssertEqual(AgentStore.defaultPath(environment: ["XDG_DATA_HOME": "relative", "HOME": "/home/u"]),
-                       "/home/u/.local/share/xclaw/xclaw.sqlite", "relative XDG values are ignored")
-        XCTAssertEqual(AgentStore.defaultPath(environment: ["XCLAW_DB": "~/my.sqlite", "HOME": "/home/u"]),
-                       "/home/u/my.sqlite")
-        XCTAssertEqual(AgentStore.defaultPath(environment: ["XCLAW_DB": "", "HOME": "/home/u"]),
-                       "/home/u/.local/share/xclaw/xclaw.sqlite")
+        let cases: [(environment: [String: String], path: String, why: String)] = [
+            (["XCLAW_DB": "/x/db.sqlite"], "/x/db.sqlite", ""),
+            (["XDG_DATA_HOME": "/data"], "/data/xclaw/xclaw.sqlite", ""),
+            (
+                ["XDG_DATA_HOME": "relative"], "/home/u/.local/share/xclaw/xclaw.sqlite",
+                "relative XDG values are ignored"
+            ),
+            (["XCLAW_DB": "~/my.sqlite"], "/home/u/my.sqlite", ""),
+            (["XCLAW_DB": ""], "/home/u/.local/share/xclaw/xclaw.sqlite", ""),
+        ]
+        for (environment, path, why) in cases {
+            XCTAssertEqual(
+                AgentStore.defaultPath(environment: environment.merging(["HOME": "/home/u"]) { $1 }), path, why)
+        }
     }
 
     func testDatesRoundTripToTheMillisecond() throws {
@@ -542,8 +585,10 @@ final class StoreTests: XCTestCase {
         let perUpdate = total.milliseconds * 1000 / Double(rounds)
         let perEncode = encode.milliseconds * 1000 / Double(rounds)
         let bytes = JSONValue.array(content.map(\.json)).jsonText.utf8.count
-        print(String(format: "StoreTests: updateMessage of a %d-byte message: %.1f µs per update "
-                     + "(of which %.1f µs JSON encoding), %d updates", bytes, perUpdate, perEncode, rounds))
+        print(
+            String(
+                format: "StoreTests: updateMessage of a %d-byte message: %.1f µs per update "
+                    + "(of which %.1f µs JSON encoding), %d updates", bytes, perUpdate, perEncode, rounds))
         XCTAssertEqual(try store.message(id: id).content, content)
     }
 }

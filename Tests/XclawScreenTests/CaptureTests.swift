@@ -1,6 +1,6 @@
 import XCTest
-import XclawTesting
 import XclawScreen
+import XclawTesting
 
 /// Pixel-exact capture against a real Xvfb: known rectangles drawn by the fixture, read back both ways.
 final class CaptureTests: XCTestCase {
@@ -25,7 +25,9 @@ final class CaptureTests: XCTestCase {
     }
 
     /// Checks every drawn rectangle and the background in a frame whose top-left is at `origin` on screen.
-    private func assertFixturePixels(_ frame: Frame, origin: Point, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertFixturePixels(_ frame: Frame, origin: Point, file: StaticString = #filePath, line: UInt = #line)
+        throws
+    {
         for check in try CaptureScene.pixelChecks(frame, origin: origin) {
             XCTAssertEqual(check.seen, check.expected, check.what, file: file, line: line)
         }
@@ -50,21 +52,26 @@ final class CaptureTests: XCTestCase {
         let full = try ScreenCapturer(connection: connection).capture()
         for method in [CaptureMethod.shm, .getImage] {
             let capturer = try ScreenCapturer(connection: connection, method: method)
-            for region in [Rect(x: 95, y: 45, width: 310, height: 210), Rect(x: 110, y: 60, width: 1, height: 1),
-                           Rect(x: 0, y: 0, width: 1280, height: 1), Rect(x: 1279, y: 799, width: 1, height: 1)] {
+            for region in [
+                Rect(x: 95, y: 45, width: 310, height: 210), Rect(x: 110, y: 60, width: 1, height: 1),
+                Rect(x: 0, y: 0, width: 1280, height: 1), Rect(x: 1279, y: 799, width: 1, height: 1),
+            ] {
                 let part = try capturer.capture(region)
                 XCTAssertEqual(part.size, region.size)
                 XCTAssertEqual(part.rgb(), try full.cropped(to: region).rgb(), "\(method) \(region)")
             }
-            try assertFixturePixels(try capturer.capture(Rect(x: 95, y: 45, width: 310, height: 210)),
-                                    origin: Point(x: 95, y: 45))
+            try assertFixturePixels(
+                try capturer.capture(Rect(x: 95, y: 45, width: 310, height: 210)),
+                origin: Point(x: 95, y: 45))
         }
     }
 
     func testBadRegionsAreRejected() throws {
         let capturer = try ScreenCapturer(connection: try display().connect())
-        for region in [Rect(x: 1200, y: 0, width: 100, height: 10), Rect(x: -1, y: 0, width: 10, height: 10),
-                       Rect(x: 0, y: 0, width: 0, height: 10)] {
+        for region in [
+            Rect(x: 1200, y: 0, width: 100, height: 10), Rect(x: -1, y: 0, width: 10, height: 10),
+            Rect(x: 0, y: 0, width: 0, height: 10),
+        ] {
             XCTAssertThrowsError(try capturer.capture(region)) { error in
                 XCTAssertEqual((error as? ScreenError)?.exitStatus, .usage, "\(region): \(error)")
             }
@@ -86,8 +93,9 @@ final class CaptureTests: XCTestCase {
     func testModelScaledCaptureOfAFullHDScreen() throws {
         let big = try TestDisplay(size: Size(width: 1920, height: 1080))
         defer { big.stop() }
-        let fixture = try Fixture(display: big.name, frame: Rect(x: 0, y: 0, width: 1920, height: 1080),
-                                  background: "#336699")
+        let fixture = try Fixture(
+            display: big.name, frame: Rect(x: 0, y: 0, width: 1920, height: 1080),
+            background: "#336699")
         defer { fixture.stop() }
         let capturer = try ScreenCapturer(connection: try big.connect())
         let (frame, geometry) = try capturer.captureForModel()
@@ -103,9 +111,13 @@ final class NoSharedMemoryCaptureTests: XCTestCase {
     func testSixteenBitDepthConvertsThroughTheMasks() throws {
         let display = try TestDisplay(size: Size(width: 320, height: 240), depth: 16)
         defer { display.stop() }
-        let fixture = try Fixture(display: display.name, frame: Rect(x: 0, y: 0, width: 100, height: 100),
-                                  background: "#ffffff", rects: [(Rect(x: 0, y: 0, width: 10, height: 10), "#ff0000"),
-                                                                 (Rect(x: 10, y: 0, width: 10, height: 10), "#0000ff")])
+        let fixture = try Fixture(
+            display: display.name, frame: Rect(x: 0, y: 0, width: 100, height: 100),
+            background: "#ffffff",
+            rects: [
+                (Rect(x: 0, y: 0, width: 10, height: 10), "#ff0000"),
+                (Rect(x: 10, y: 0, width: 10, height: 10), "#0000ff"),
+            ])
         defer { fixture.stop() }
         for method in [CaptureMethod.shm, .getImage] {
             let frame = try ScreenCapturer(connection: try display.connect(), method: method).capture()

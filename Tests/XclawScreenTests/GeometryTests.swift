@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import XclawScreen
 
 /// Model-space mapping, parsing, PNG and scaling: no display needed.
@@ -68,7 +69,8 @@ final class GeometryTests: XCTestCase {
         XCTAssertTrue(g.modelContains(Point(x: 1428, y: 803)))
         XCTAssertFalse(g.modelContains(Point(x: 1429, y: 0)))
         XCTAssertFalse(g.modelContains(Point(x: 0, y: -1)))
-        XCTAssertEqual(g.toScreen(Rect(x: 0, y: 0, width: 1429, height: 804)), Rect(x: 0, y: 0, width: 1920, height: 1080))
+        XCTAssertEqual(
+            g.toScreen(Rect(x: 0, y: 0, width: 1429, height: 804)), Rect(x: 0, y: 0, width: 1920, height: 1080))
         let zoom = g.toScreen(Rect(x: 100, y: 100, width: 200, height: 100))
         XCTAssertTrue(zoom.contains(Rect(x: 135, y: 135, width: 268, height: 133)), "\(zoom)")
     }
@@ -102,7 +104,7 @@ final class GeometryTests: XCTestCase {
         XCTAssertThrowsError(try KeyCombo.parse("Escpe")) { error in
             XCTAssertEqual(error as? ScreenError, .unknownKey("Escpe", suggestion: "Escape"))
         }
-        XCTAssertThrowsError(try KeyCombo.parse("ctrl+")) // nothing after the +
+        XCTAssertThrowsError(try KeyCombo.parse("ctrl+"))  // nothing after the +
         XCTAssertThrowsError(try KeyCombo.parse("zzqqxx")) { error in
             XCTAssertEqual((error as? ScreenError)?.exitStatus, .usage)
         }
@@ -124,8 +126,10 @@ final class GeometryTests: XCTestCase {
             let i = (5 * 64 + x) * 4
             frame.bgrx[i] = c.b; frame.bgrx[i + 1] = c.g; frame.bgrx[i + 2] = c.r
         }
-        for options in [PNG.Options.fast, .libpngDefault, PNG.Options(level: 1, strategy: 3, filters: 0x08),
-                        PNG.Options(encoder: .striped, level: 6)] {
+        for options in [
+            PNG.Options.fast, .libpngDefault, PNG.Options(level: 1, strategy: 3, filters: 0x08),
+            PNG.Options(encoder: .striped, level: 6),
+        ] {
             let png = try PNG.encode(frame, options: options)
             XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
             let back = try PNG.decode(png)
@@ -204,15 +208,17 @@ final class GeometryTests: XCTestCase {
     func testDownscaleMatchesTheExactAreaAverageAtAnyRatio() throws {
         var generator = SystemRandomNumberGenerator()
         // 700x500 → 300x230 runs on two threads; 1000x40 → 10x4 averages 100 columns per pixel.
-        for (source, target) in [(Size(width: 700, height: 500), Size(width: 300, height: 230)),
-                                 (Size(width: 1000, height: 40), Size(width: 10, height: 4)),
-                                 (Size(width: 1920, height: 20), Size(width: 19, height: 3))] {
+        for (source, target) in [
+            (Size(width: 700, height: 500), Size(width: 300, height: 230)),
+            (Size(width: 1000, height: 40), Size(width: 10, height: 4)),
+            (Size(width: 1920, height: 20), Size(width: 19, height: 3)),
+        ] {
             var frame = Frame(size: source, color: RGB(r: 0, g: 0, b: 0))
             for i in stride(from: 0, to: frame.bgrx.count, by: 4) {
                 let x = (i / 4) % source.width
                 frame.bgrx[i] = UInt8.random(in: 0...255, using: &generator)
-                frame.bgrx[i + 1] = x % 2 == 0 ? 255 : 0          // alternating columns
-                frame.bgrx[i + 2] = x % 100 == 0 ? 255 : 0        // one red column in a hundred
+                frame.bgrx[i + 1] = x % 2 == 0 ? 255 : 0  // alternating columns
+                frame.bgrx[i + 2] = x % 100 == 0 ? 255 : 0  // one red column in a hundred
             }
             let scaled = try frame.downscaled(to: target).rgb()
             let reference = referenceDownscale(frame, to: target)
@@ -229,8 +235,12 @@ final class GeometryTests: XCTestCase {
         XCTAssertEqual(a.subtracting(Rect(x: -5, y: -5, width: 200, height: 200)), [])
         let pieces = a.subtracting(Rect(x: 30, y: 20, width: 40, height: 30))
         // Bands above and below keep whole rows; the sides are only as tall as the cut.
-        XCTAssertEqual(pieces, [Rect(x: 0, y: 0, width: 100, height: 20), Rect(x: 0, y: 50, width: 100, height: 30),
-                                Rect(x: 0, y: 20, width: 30, height: 30), Rect(x: 70, y: 20, width: 30, height: 30)])
+        XCTAssertEqual(
+            pieces,
+            [
+                Rect(x: 0, y: 0, width: 100, height: 20), Rect(x: 0, y: 50, width: 100, height: 30),
+                Rect(x: 0, y: 20, width: 30, height: 30), Rect(x: 70, y: 20, width: 30, height: 30),
+            ])
         XCTAssertEqual(pieces.reduce(0) { $0 + $1.width * $1.height }, 100 * 80 - 40 * 30)
     }
 

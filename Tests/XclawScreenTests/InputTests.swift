@@ -1,5 +1,6 @@
 import XCTest
 import XclawTesting
+
 @testable import XclawScreen
 
 /// XTest input against a real Xvfb: the fixture reports exactly what arrived.
@@ -9,7 +10,9 @@ final class InputTests: XCTestCase {
 
     override class func setUp() {
         super.setUp()
-        do { scene = try Scene(title: "input target", frame: Rect(x: origin.x, y: origin.y, width: 600, height: 400)) } catch {
+        do {
+            scene = try Scene(title: "input target", frame: Rect(x: origin.x, y: origin.y, width: 600, height: 400))
+        } catch {
             XCTFail("could not start the display and fixture: \(error)")
         }
     }
@@ -32,8 +35,9 @@ final class InputTests: XCTestCase {
         let sentinel = Point(x: Self.origin.x + 2, y: Self.origin.y + 3)
         try input.move(to: Point(x: Self.origin.x + 1, y: Self.origin.y + 1))
         try input.move(to: sentinel)
-        XCTAssertFalse(fixture.wait { $0.contains { $0.kind == .motion && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
-            .isEmpty)
+        XCTAssertFalse(
+            fixture.wait { $0.contains { $0.kind == .motion && $0.rootX == sentinel.x && $0.rootY == sentinel.y } }
+                .isEmpty)
         fixture.clear()
         return input
     }
@@ -41,12 +45,15 @@ final class InputTests: XCTestCase {
     func testClicksLandOnTheExactPixelWithTheRightButtonAndCount() throws {
         let input = try controller()
         let fixture = try fixture
-        for (point, button, count) in [(Point(x: 100, y: 100), MouseButton.left, 1), (Point(x: 699, y: 499), .right, 1),
-                                       (Point(x: 345, y: 217), .middle, 2), (Point(x: 101, y: 498), .left, 3)] {
+        for (point, button, count) in [
+            (Point(x: 100, y: 100), MouseButton.left, 1), (Point(x: 699, y: 499), .right, 1),
+            (Point(x: 345, y: 217), .middle, 2), (Point(x: 101, y: 498), .left, 3),
+        ] {
             fixture.clear()
             try input.click(at: point, button: button, count: count)
-            let presses = fixture.wait(for: .buttonRelease, count: count).isEmpty ? [] :
-                fixture.received.filter { $0.kind == .buttonPress }
+            let presses =
+                fixture.wait(for: .buttonRelease, count: count).isEmpty
+                ? [] : fixture.received.filter { $0.kind == .buttonPress }
             XCTAssertEqual(presses.count, count, "\(point) \(button)")
             for press in presses {
                 XCTAssertEqual(press.rootX, point.x)
@@ -108,8 +115,9 @@ final class InputTests: XCTestCase {
         for direction in ScrollDirection.allCases {
             fixture.clear()
             try input.scroll(direction, amount: 3, at: Point(x: 400, y: 300))
-            let presses = fixture.wait(for: .buttonRelease, count: 3).isEmpty ? [] :
-                fixture.received.filter { $0.kind == .buttonPress }
+            let presses =
+                fixture.wait(for: .buttonRelease, count: 3).isEmpty
+                ? [] : fixture.received.filter { $0.kind == .buttonPress }
             XCTAssertEqual(presses.map(\.button), Array(repeating: Int(direction.button), count: 3), "\(direction)")
             XCTAssertEqual(presses.first?.rootX, 400)
         }
@@ -121,8 +129,9 @@ final class InputTests: XCTestCase {
     func testKeyCombinationsInXdotoolSyntax() throws {
         let input = try controller()
         let fixture = try fixture
-        try input.keyboard.press(try ["ctrl+shift+t", "alt+Tab", "F5", "KP_0", "Return", "Enter", "super", "A"]
-            .map(KeyCombo.parse))
+        try input.keyboard.press(
+            try ["ctrl+shift+t", "alt+Tab", "F5", "KP_0", "Return", "Enter", "super", "A"]
+                .map(KeyCombo.parse))
         let presses = fixture.wait(for: .keyPress, count: 12)
         XCTAssertEqual(presses.count, 12, "ctrl shift t alt Tab F5 KP_0 Return Return super shift A")
         let names = presses.compactMap(\.keysym)
@@ -233,8 +242,9 @@ final class InputTests: XCTestCase {
         XCTAssertEqual(press.count, 1)
         XCTAssertEqual(press.first?.rootX, 250)
         XCTAssertEqual((press.first?.state ?? 99) & 0xff, 0, "no modifier left down")
-        XCTAssertTrue(fixture.received.filter { ![.motion, .enter, .buttonPress, .buttonRelease].contains($0.kind) }
-            .isEmpty, "\(fixture.received)")
+        XCTAssertTrue(
+            fixture.received.filter { ![.motion, .enter, .buttonPress, .buttonRelease].contains($0.kind) }
+                .isEmpty, "\(fixture.received)")
     }
 
     func testTypingIntoARealXterm() throws {

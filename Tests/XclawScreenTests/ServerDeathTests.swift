@@ -1,8 +1,9 @@
-import Foundation
-import XclawTesting
-import XCTest
-@testable import XclawScreen
 import CX11
+import Foundation
+import XCTest
+import XclawTesting
+
+@testable import XclawScreen
 
 /// The X server dies under a running capture loop: typed errors, the process lives, reconnecting works.
 final class ServerDeathTests: XCTestCase {

@@ -1,6 +1,6 @@
 import XCTest
-import XclawTesting
 import XclawScreen
+import XclawTesting
 
 /// The same under a real EWMH window manager (openbox): clients inside frames, `_NET_CLIENT_LIST_STACKING`,
 /// activation through `_NET_ACTIVE_WINDOW`.
@@ -22,9 +22,10 @@ final class WindowManagerTests: XCTestCase {
             guard Date() < deadline else { return XCTFail("openbox did not start") }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        let one = try Fixture(display: display.name, title: "managed one", frame: Rect(x: 100, y: 100, width: 200, height: 150))
+        let name = display.name
+        let one = try Fixture(display: name, title: "managed one", frame: Rect(x: 100, y: 100, width: 200, height: 150))
         defer { one.stop() }
-        let two = try Fixture(display: display.name, title: "managed two", frame: Rect(x: 400, y: 300, width: 200, height: 150))
+        let two = try Fixture(display: name, title: "managed two", frame: Rect(x: 400, y: 300, width: 200, height: 150))
         defer { two.stop() }
         // Wait until the manager has framed both (they appear in its client list).
         var listed: [WindowInfo] = []
@@ -59,7 +60,8 @@ final class WindowManagerTests: XCTestCase {
         let props = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         xprop.waitUntilExit()
         XCTAssertTrue(props.contains("window id #"), "stale EWMH properties expected on the root: \(props)")
-        let three = try Fixture(display: display.name, title: "after the manager", frame: Rect(x: 10, y: 10, width: 80, height: 60))
+        let three = try Fixture(
+            display: display.name, title: "after the manager", frame: Rect(x: 10, y: 10, width: 80, height: 60))
         defer { three.stop() }
         XCTAssertFalse(try manager.hasWindowManager())
         XCTAssertTrue(try manager.list().contains { $0.id == three.window })

@@ -1,12 +1,12 @@
 import Foundation
 import Synchronization
-import XclawTesting
 import XCTest
 import XclawAgent
+import XclawMessages
 import XclawPerception
 import XclawScreen
 import XclawSkills
-import XclawMessages
+import XclawTesting
 
 /// Collects the action log of a tool context.
 final class SkillActionLog: Sendable {
@@ -22,7 +22,9 @@ func skillContext(_ log: SkillActionLog, dryRun: Bool = false, confirm: Bool = t
 
 /// The text blocks of an output, joined by newlines.
 func outputText(_ output: ToolOutput) -> String {
-    output.content.compactMap { if case .text(let t) = $0 { return t }; return nil }.joined(separator: "\n")
+    output.content.compactMap {
+        if case .text(let t) = $0 { return t }; return nil
+    }.joined(separator: "\n")
 }
 
 /// The image blocks of an output, decoded.
@@ -36,7 +38,9 @@ func outputImages(_ output: ToolOutput) throws -> [Frame] {
 }
 
 /// The `ToolError` an async call throws, or nil (recording a failure) when it succeeds or throws something else.
-func expectToolError(_ body: () async throws -> ToolOutput, file: StaticString = #filePath, line: UInt = #line) async -> ToolError? {
+func expectToolError(_ body: () async throws -> ToolOutput, file: StaticString = #filePath, line: UInt = #line) async
+    -> ToolError?
+{
     do {
         let output = try await body()
         XCTFail("expected a ToolError, got \(outputText(output))", file: file, line: line)
@@ -63,8 +67,9 @@ final class ComputerToolTests: XCTestCase {
         do {
             let d = try TestDisplay(size: Size(width: 1920, height: 1080))
             display = d
-            fixture = try Fixture(display: d.name, title: "computer target", frame: window,
-                                  rects: [(Rect(x: 300, y: 200, width: 121, height: 81), "#ff0000")])
+            fixture = try Fixture(
+                display: d.name, title: "computer target", frame: window,
+                rects: [(Rect(x: 300, y: 200, width: 121, height: 81), "#ff0000")])
             session = try ScreenSession(display: d.name)
         } catch {
             XCTFail("could not start the display, fixture and session: \(error)")
@@ -92,7 +97,8 @@ final class ComputerToolTests: XCTestCase {
     /// Clicks a sentinel point and returns every button press received up to and including it: anything an
     /// earlier call sent has arrived by then.
     private func pressesUntilSentinel() throws -> [ProbeEvent] {
-        try fixture.pressesUntilSentinel(at: Point(x: Self.window.x + 850, y: Self.window.y + 550), via: try session.input)
+        try fixture.pressesUntilSentinel(
+            at: Point(x: Self.window.x + 850, y: Self.window.y + 550), via: try session.input)
     }
 
     func testDefinitionAdvertisesTheModelSizeAndZoomOnlyFor20251124() throws {
@@ -112,7 +118,9 @@ final class ComputerToolTests: XCTestCase {
         XCTAssertEqual(new["display_width_px"], 1429)
         XCTAssertEqual(ComputerToolVersion.v20251124.betaHeader, "computer-use-2025-11-24")
         // The permissive schema lets every action through to the tool's own checks.
-        XCTAssertEqual(SchemaCheck.problems(["action": "zoom", "region": "x"], against: ComputerTool(session: session).inputSchema), [])
+        XCTAssertEqual(
+            SchemaCheck.problems(
+                ["action": "zoom", "region": "x"], against: ComputerTool(session: session).inputSchema), [])
     }
 
     func testLeftClickAtAModelCoordinateLandsOnTheMappedScreenPixel() async throws {
@@ -153,11 +161,13 @@ final class ComputerToolTests: XCTestCase {
         let tool = ComputerTool(session: session)
         // Corners of the rectangle as the model sees it (model pixels whose centres lie inside it).
         let topLeft = geometry.toModel(Point(x: Self.red.x + 1, y: Self.red.y + 1))
-        let bottomRight = geometry.toModel(Point(x: Self.red.x + Self.red.width - 2, y: Self.red.y + Self.red.height - 2))
+        let bottomRight = geometry.toModel(
+            Point(x: Self.red.x + Self.red.width - 2, y: Self.red.y + Self.red.height - 2))
         for model in [topLeft, bottomRight] {
             fixture.clear()
-            _ = try await tool.execute(["action": "right_click", "coordinate": [.int(model.x), .int(model.y)]],
-                                       context: ToolContext())
+            _ = try await tool.execute(
+                ["action": "right_click", "coordinate": [.int(model.x), .int(model.y)]],
+                context: ToolContext())
             let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
             XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), geometry.toScreen(model))
             XCTAssertEqual(press.button, 3)
@@ -169,20 +179,33 @@ final class ComputerToolTests: XCTestCase {
         let session = try session
         let tool = ComputerTool(session: session)
         // 1500 is on the 1920-px screen but outside the 1429-px image the model sees.
-        let error = await expectToolError { try await tool.execute(["action": "left_click", "coordinate": [1500, 100]],
-                                                              context: ToolContext()) }
-        XCTAssertEqual(error?.message.hasPrefix("Coordinates (1500, 100) are outside the display (1429x804)"), true,
-                       error?.message ?? "")
-        let error2 = await expectToolError { try await tool.execute(["action": "mouse_move", "coordinate": [-1, 5]],
-                                                               context: ToolContext()) }
+        let error = await expectToolError {
+            try await tool.execute(
+                ["action": "left_click", "coordinate": [1500, 100]],
+                context: ToolContext())
+        }
+        XCTAssertEqual(
+            error?.message.hasPrefix("Coordinates (1500, 100) are outside the display (1429x804)"), true,
+            error?.message ?? "")
+        let error2 = await expectToolError {
+            try await tool.execute(
+                ["action": "mouse_move", "coordinate": [-1, 5]],
+                context: ToolContext())
+        }
         XCTAssertTrue(error2?.message.contains("outside the display (1429x804)") ?? false)
         // Through the registry: an is_error result with the same words, no image.
-        let result = await ToolRegistry([tool]).run(id: "toolu_1", name: "computer",
-                                                    input: ["action": "double_click", "coordinate": [1429, 804]],
-                                                    context: ToolContext())
+        let result = await ToolRegistry([tool]).run(
+            id: "toolu_1", name: "computer",
+            input: ["action": "double_click", "coordinate": [1429, 804]],
+            context: ToolContext())
         XCTAssertTrue(result.isError)
-        XCTAssertEqual(result.content, [.text("Coordinates (1429, 804) are outside the display (1429x804): x must be "
-            + "0–1428 and y 0–803, in the pixels of the latest screenshot")])
+        XCTAssertEqual(
+            result.content,
+            [
+                .text(
+                    "Coordinates (1429, 804) are outside the display (1429x804): x must be "
+                        + "0–1428 and y 0–803, in the pixels of the latest screenshot")
+            ])
         XCTAssertEqual(try pressesUntilSentinel(), [], "a refused action sends nothing")
     }
 
@@ -193,28 +216,49 @@ final class ComputerToolTests: XCTestCase {
         try fixture.clear()
         let tool = ComputerTool(session: try session, version: .v20250124)
         let unknown = await expectToolError { try await tool.execute(["action": "foo"], context: ToolContext()) }
-        XCTAssertTrue(unknown?.message.hasPrefix("Unknown action \"foo\". Actions: screenshot, cursor_position") ?? false,
-                      unknown?.message ?? "")
+        XCTAssertTrue(
+            unknown?.message.hasPrefix("Unknown action \"foo\". Actions: screenshot, cursor_position") ?? false,
+            unknown?.message ?? "")
         XCTAssertFalse(unknown?.message.contains("zoom") ?? true, "20250124 has no zoom")
         let noText = await expectToolError { try await tool.execute(["action": "key"], context: ToolContext()) }
         XCTAssertTrue(noText?.message.hasPrefix("text is required for key") ?? false)
-        let badKey = await expectToolError { try await tool.execute(["action": "key", "text": "ctrl+a Retrun"], context: ToolContext()) }
+        let badKey = await expectToolError {
+            try await tool.execute(["action": "key", "text": "ctrl+a Retrun"], context: ToolContext())
+        }
         XCTAssertTrue(badKey?.message.contains("\"Return\"") ?? false, badKey?.message ?? "")
-        let zoom = await expectToolError { try await tool.execute(["action": "zoom", "region": [0, 0, 10, 10]], context: ToolContext()) }
+        let zoom = await expectToolError {
+            try await tool.execute(["action": "zoom", "region": [0, 0, 10, 10]], context: ToolContext())
+        }
         XCTAssertTrue(zoom?.message.contains("computer_20251124") ?? false, zoom?.message ?? "")
-        let scroll = await expectToolError { try await tool.execute(["action": "scroll", "scroll_direction": "sideways",
-                                                                "scroll_amount": 2], context: ToolContext()) }
+        let scroll = await expectToolError {
+            try await tool.execute(
+                [
+                    "action": "scroll", "scroll_direction": "sideways",
+                    "scroll_amount": 2,
+                ], context: ToolContext())
+        }
         XCTAssertTrue(scroll?.message.contains("\"up\", \"down\", \"left\" or \"right\"") ?? false)
-        let drag = await expectToolError { try await tool.execute(["action": "left_click_drag", "coordinate": [5, 5]],
-                                                             context: ToolContext()) }
+        let drag = await expectToolError {
+            try await tool.execute(
+                ["action": "left_click_drag", "coordinate": [5, 5]],
+                context: ToolContext())
+        }
         XCTAssertTrue(drag?.message.hasPrefix("start_coordinate is required") ?? false, drag?.message ?? "")
-        let malformed = await expectToolError { try await tool.execute(["action": "left_click", "coordinate": [1, 2, 3]],
-                                                                  context: ToolContext()) }
+        let malformed = await expectToolError {
+            try await tool.execute(
+                ["action": "left_click", "coordinate": [1, 2, 3]],
+                context: ToolContext())
+        }
         XCTAssertTrue(malformed?.message.hasPrefix("coordinate must be [x, y]") ?? false)
-        let huge = await expectToolError { try await tool.execute(["action": "left_click", "coordinate": [1e300, 2]],
-                                                             context: ToolContext()) }
+        let huge = await expectToolError {
+            try await tool.execute(
+                ["action": "left_click", "coordinate": [1e300, 2]],
+                context: ToolContext())
+        }
         XCTAssertTrue(huge?.message.contains("outside the display") ?? false, "no crash on absurd numbers")
-        let control = await expectToolError { try await tool.execute(["action": "type", "text": "a\u{7}b"], context: ToolContext()) }
+        let control = await expectToolError {
+            try await tool.execute(["action": "type", "text": "a\u{7}b"], context: ToolContext())
+        }
         XCTAssertTrue(control?.message.contains("U+0007") ?? false, control?.message ?? "")
         XCTAssertEqual(try pressesUntilSentinel(), [])
     }
@@ -223,8 +267,9 @@ final class ComputerToolTests: XCTestCase {
         try focusFixture()
         let fixture = try fixture
         let text = "héllo 世界\n"
-        let output = try await ComputerTool(session: try session).execute(["action": "type", "text": .string(text)],
-                                                                         context: ToolContext())
+        let output = try await ComputerTool(session: try session).execute(
+            ["action": "type", "text": .string(text)],
+            context: ToolContext())
         XCTAssertEqual(fixture.typed(count: text.unicodeScalars.count), text)
         XCTAssertTrue(fixture.received.contains { $0.kind == .keyPress && $0.keysym == "Return" }, "\\n is Return")
         XCTAssertEqual(try outputImages(output).count, 1)
@@ -245,13 +290,15 @@ final class ComputerToolTests: XCTestCase {
         fixture.clear()
         // A click with shift held (the `text` of a click action).
         let model = try session.geometry.toModel(Self.red.center)
-        _ = try await tool.execute(["action": "left_click", "coordinate": [.int(model.x), .int(model.y)], "text": "shift"],
-                                   context: ToolContext())
+        _ = try await tool.execute(
+            ["action": "left_click", "coordinate": [.int(model.x), .int(model.y)], "text": "shift"],
+            context: ToolContext())
         let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual((press.state ?? 0) & 0xff, 1, "Shift held during the click")
         fixture.clear()
-        _ = try await tool.execute(["action": "triple_click", "coordinate": [.int(model.x), .int(model.y)]],
-                                   context: ToolContext())
+        _ = try await tool.execute(
+            ["action": "triple_click", "coordinate": [.int(model.x), .int(model.y)]],
+            context: ToolContext())
         XCTAssertEqual(fixture.wait(for: .buttonRelease, count: 3).count, 3)
         XCTAssertEqual(fixture.received.filter { $0.kind == .buttonPress }.count, 3)
         // hold_key keeps the key down for the duration (server timestamps: a correctness bound, not a speed one).
@@ -270,22 +317,29 @@ final class ComputerToolTests: XCTestCase {
         let g = session.geometry
         let tool = ComputerTool(session: session)
         let at = Point(x: 600, y: 400)
-        _ = try await tool.execute(["action": "scroll", "coordinate": [.int(at.x), .int(at.y)], "scroll_direction": "down",
-                                    "scroll_amount": 3], context: ToolContext())
+        _ = try await tool.execute(
+            [
+                "action": "scroll", "coordinate": [.int(at.x), .int(at.y)], "scroll_direction": "down",
+                "scroll_amount": 3,
+            ], context: ToolContext())
         let presses = fixture.wait(for: .buttonPress, count: 3)
         XCTAssertEqual(presses.map(\.button), [5, 5, 5])
         XCTAssertEqual(presses.first?.rootX, g.toScreen(at).x)
         XCTAssertEqual(presses.first?.rootY, g.toScreen(at).y)
         fixture.clear()
         let from = Point(x: 300, y: 250), to = Point(x: 500, y: 450)
-        _ = try await tool.execute(["action": "left_click_drag", "start_coordinate": [.int(from.x), .int(from.y)],
-                                    "coordinate": [.int(to.x), .int(to.y)]], context: ToolContext())
+        _ = try await tool.execute(
+            [
+                "action": "left_click_drag", "start_coordinate": [.int(from.x), .int(from.y)],
+                "coordinate": [.int(to.x), .int(to.y)],
+            ], context: ToolContext())
         let events = fixture.wait { $0.contains { $0.kind == .buttonRelease } }
         let press = try XCTUnwrap(events.first { $0.kind == .buttonPress })
         let release = try XCTUnwrap(events.first { $0.kind == .buttonRelease })
         XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), g.toScreen(from))
         XCTAssertEqual(Point(x: release.rootX ?? -1, y: release.rootY ?? -1), g.toScreen(to))
-        XCTAssertTrue(events.contains { $0.kind == .motion && ($0.state ?? 0) & 256 != 0 }, "moved with the button held")
+        XCTAssertTrue(
+            events.contains { $0.kind == .motion && ($0.state ?? 0) & 256 != 0 }, "moved with the button held")
         fixture.clear()
         _ = try await tool.execute(["action": "left_mouse_down", "coordinate": [400, 300]], context: ToolContext())
         _ = try await tool.execute(["action": "mouse_move", "coordinate": [420, 310]], context: ToolContext())
@@ -313,18 +367,25 @@ final class ComputerToolTests: XCTestCase {
         let g = session.geometry
         let tool = ComputerTool(session: session, version: .v20251124)
         let region = Rect(x: 300, y: 200, width: 200, height: 150)  // model pixels, over the red rectangle
-        let output = try await tool.execute(["action": "zoom", "region": [300, 200, 500, 350]], context: ToolContext())
+        let output = try await tool.execute(
+            ["action": "zoom", "region": [300, 200, 500, 350]], context: ToolContext())
         let image = try XCTUnwrap(try outputImages(output).first)
         let area = g.toScreen(region)
         XCTAssertEqual(image.size, area.size)
         XCTAssertGreaterThan(image.width, region.width, "more pixels than the model's view of the region")
         // Pixel for pixel what the screen shows there.
         XCTAssertEqual(image.rgb(), try session.capturer.capture(area).rgb())
-        let bad = await expectToolError { try await tool.execute(["action": "zoom", "region": [500, 200, 300, 350]],
-                                                            context: ToolContext()) }
+        let bad = await expectToolError {
+            try await tool.execute(
+                ["action": "zoom", "region": [500, 200, 300, 350]],
+                context: ToolContext())
+        }
         XCTAssertTrue(bad?.message.contains("0 ≤ x1 < x2 ≤ 1429") ?? false, bad?.message ?? "")
-        let outside = await expectToolError { try await tool.execute(["action": "zoom", "region": [0, 0, 1430, 10]],
-                                                                context: ToolContext()) }
+        let outside = await expectToolError {
+            try await tool.execute(
+                ["action": "zoom", "region": [0, 0, 1430, 10]],
+                context: ToolContext())
+        }
         XCTAssertNotNil(outside)
     }
 
@@ -336,13 +397,16 @@ final class ComputerToolTests: XCTestCase {
         let model = g.toModel(Self.red.center)
         let screen = g.toScreen(model)
         let log = SkillActionLog()
-        let dry = try await tool.execute(["action": "left_click", "coordinate": [.int(model.x), .int(model.y)]],
-                                         context: skillContext(log, dryRun: true))
-        XCTAssertEqual(outputText(dry), "dry run: would left_click at (\(screen.x), \(screen.y)) [model (\(model.x), \(model.y))]")
+        let dry = try await tool.execute(
+            ["action": "left_click", "coordinate": [.int(model.x), .int(model.y)]],
+            context: skillContext(log, dryRun: true))
+        XCTAssertEqual(
+            outputText(dry), "dry run: would left_click at (\(screen.x), \(screen.y)) [model (\(model.x), \(model.y))]")
         XCTAssertEqual(try outputImages(dry).count, 0)
         _ = try await tool.execute(["action": "type", "text": "nope"], context: skillContext(log, dryRun: true))
-        let declined = try await tool.execute(["action": "left_click", "coordinate": [.int(model.x), .int(model.y)]],
-                                              context: skillContext(log, confirm: false))
+        let declined = try await tool.execute(
+            ["action": "left_click", "coordinate": [.int(model.x), .int(model.y)]],
+            context: skillContext(log, confirm: false))
         XCTAssertTrue(outputText(declined).hasPrefix("the user declined left_click at"), outputText(declined))
         XCTAssertEqual(log.records.map(\.result), ["dry-run", "dry-run", "declined"])
         XCTAssertEqual(log.records.first?.x, screen.x)
@@ -361,11 +425,13 @@ final class ComputerToolTests: XCTestCase {
         let started = ContinuousClock.now
         let shot = try session.screenshot()
         XCTAssertEqual(shot.size, Size(width: 1429, height: 804))
-        print("settle on a static 1080p screen: \(Int(result.elapsedMs)) ms, \(result.polls) polls; settle + scale + "
-            + "PNG: \(ContinuousClock.now - started)")
+        print(
+            "settle on a static 1080p screen: \(Int(result.elapsedMs)) ms, \(result.polls) polls; settle + scale + "
+                + "PNG: \(ContinuousClock.now - started)")
         // An animation never settles: the settler gives up at its timeout, reports it, and keeps the last frame.
-        let animated = try Fixture(display: try XCTUnwrap(Self.display).name, title: "anim",
-                                   frame: Rect(x: 1400, y: 800, width: 200, height: 100), extra: ["--animate", "10,10,50,50"])
+        let animated = try Fixture(
+            display: try XCTUnwrap(Self.display).name, title: "anim",
+            frame: Rect(x: 1400, y: 800, width: 200, height: 100), extra: ["--animate", "10,10,50,50"])
         defer { animated.stop() }
         let area = Rect(x: 1400, y: 800, width: 200, height: 100)
         // Under load the new window may take a while to map and start flipping: wait for its first change.
@@ -393,7 +459,9 @@ final class ComputerToolTests: XCTestCase {
         } catch {
             XCTAssertTrue(error is CancellationError, "\(error)")
         }
-        let tooLong = await expectToolError { try await tool.execute(["action": "wait", "duration": 101], context: ToolContext()) }
+        let tooLong = await expectToolError {
+            try await tool.execute(["action": "wait", "duration": 101], context: ToolContext())
+        }
         XCTAssertTrue(tooLong?.message.contains("0 to 100") ?? false)
     }
 }

@@ -1,12 +1,12 @@
 import Foundation
-import XclawTesting
 import XCTest
 import XclawAgent
 import XclawBase
+import XclawMessages
 import XclawPerception
 import XclawScreen
 import XclawSkills
-import XclawMessages
+import XclawTesting
 
 /// What a stub vision model was asked, and what it answers.
 /// Safe because the calls are recorded and read only under `lock`; the answer is immutable.
@@ -38,13 +38,16 @@ final class SkillsTests: XCTestCase {
         do {
             let d = try TestDisplay(size: Size(width: 1280, height: 800))
             display = d
-            fixture = try Fixture(display: d.name, title: "widgets",
-                                  frame: Rect(x: origin.x, y: origin.y, width: 640, height: 300),
-                                  rects: [(Rect(x: 560, y: 200, width: 40, height: 40), "#2040c0")],
-                                  extra: ["--text", "20,20,9x15,#000000:Plain label nine",
-                                          "--text", "20,100,12x24,#000000:Large twelve",
-                                          "--button", "300,20,100,30:Save", "--button", "420,20,100,30:Cancel",
-                                          "--text", "20,250,9x15,#000000:Repeat", "--text", "300,250,9x15,#000000:Repeat"])
+            fixture = try Fixture(
+                display: d.name, title: "widgets",
+                frame: Rect(x: origin.x, y: origin.y, width: 640, height: 300),
+                rects: [(Rect(x: 560, y: 200, width: 40, height: 40), "#2040c0")],
+                extra: [
+                    "--text", "20,20,9x15,#000000:Plain label nine",
+                    "--text", "20,100,12x24,#000000:Large twelve",
+                    "--button", "300,20,100,30:Save", "--button", "420,20,100,30:Cancel",
+                    "--text", "20,250,9x15,#000000:Repeat", "--text", "300,250,9x15,#000000:Repeat",
+                ])
             session = try ScreenSession(display: d.name)
             Thread.sleep(forTimeInterval: 0.2)  // first paint
         } catch {
@@ -62,7 +65,9 @@ final class SkillsTests: XCTestCase {
     private var fixture: Fixture { get throws { try XCTUnwrap(Self.fixture) } }
     private var session: ScreenSession { get throws { try XCTUnwrap(Self.session) } }
 
-    private func tool(_ name: String, vision: VisionAsker? = nil, memory: any MemoryBackend = MemoryStore()) throws -> any AgentTool {
+    private func tool(_ name: String, vision: VisionAsker? = nil, memory: any MemoryBackend = MemoryStore()) throws
+        -> any AgentTool
+    {
         try XCTUnwrap(SkillCatalog.tools(named: [name], session: session, vision: vision, memory: memory).first)
     }
 
@@ -76,7 +81,8 @@ final class SkillsTests: XCTestCase {
 
     /// Button presses received up to a sentinel click (so anything sent before it has arrived).
     private func pressesUntilSentinel() throws -> [ProbeEvent] {
-        try fixture.pressesUntilSentinel(at: Point(x: Self.origin.x + 630, y: Self.origin.y + 290), via: try session.input)
+        try fixture.pressesUntilSentinel(
+            at: Point(x: Self.origin.x + 630, y: Self.origin.y + 290), via: try session.input)
     }
 
     func testTheToolTableIsTheOneDeclarationOfEveryTool() throws {
@@ -87,17 +93,21 @@ final class SkillsTests: XCTestCase {
         // Each factory builds the tool its row names, so the name is written once.
         let stub = VisionStub(answer: "ok")
         for entry in table {
-            let tool = try XCTUnwrap(SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker).first)
+            let tool = try XCTUnwrap(
+                SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker).first)
             XCTAssertEqual(tool.name, entry.name)
         }
         // The safe set, in the order it is offered; no vision tools and no coordinate-only taps in it.
-        XCTAssertEqual(SkillCatalog.defaultToolNames, [
-            "computer", "screen_snapshot", "read_screen_text", "tap_element", "type_text", "press_button", "scroll",
-            "watch_screen", "capture_screen", "memory",
-        ])
+        XCTAssertEqual(
+            SkillCatalog.defaultToolNames,
+            [
+                "computer", "screen_snapshot", "read_screen_text", "tap_element", "type_text", "press_button", "scroll",
+                "watch_screen", "capture_screen", "memory",
+            ])
         XCTAssertFalse(table.contains { $0.defaultPosition != nil && ($0.needsVision || $0.name == "tap_xy") })
-        XCTAssertEqual(SkillCatalog.ocrToolNames,
-                       ["read_screen_text", "screen_snapshot", "tap_element", "watch_screen", "find_and_tap"])
+        XCTAssertEqual(
+            SkillCatalog.ocrToolNames,
+            ["read_screen_text", "screen_snapshot", "tap_element", "watch_screen", "find_and_tap"])
         XCTAssertEqual(Set(table.filter(\.needsVision).map(\.name)), ["analyze_screen", "find_and_tap"])
         XCTAssertEqual(Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames), ["memory"])
         // --tools: nil is the safe set, `all` every tool, a list is trimmed and checked against the table.
@@ -168,8 +178,9 @@ final class SkillsTests: XCTestCase {
         let second = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(Double(second.rootX ?? 0), Double(Self.origin.x + 300 + 27), accuracy: 6)
         fixture.clear()
-        _ = try await tool("tap_element").execute(["label": "Large twelve", "button": "right", "double": true],
-                                                  context: context)
+        _ = try await tool("tap_element").execute(
+            ["label": "Large twelve", "button": "right", "double": true],
+            context: context)
         XCTAssertEqual(fixture.wait(for: .buttonPress, count: 2).map(\.button), [3, 3])
     }
 
@@ -185,7 +196,9 @@ final class SkillsTests: XCTestCase {
         XCTAssertTrue(missing?.message.contains("\"Save\"") ?? false, missing?.message ?? "")
         let stale = await expectToolError { try await tap.execute(["ref": "e9999"], context: ToolContext()) }
         XCTAssertTrue(stale?.message.contains("call screen_snapshot again") ?? false, stale?.message ?? "")
-        let both = await expectToolError { try await tap.execute(["label": "Save", "ref": "e1"], context: ToolContext()) }
+        let both = await expectToolError {
+            try await tap.execute(["label": "Save", "ref": "e1"], context: ToolContext())
+        }
         XCTAssertTrue(both?.message.hasPrefix("give exactly one of label") ?? false)
         let neither = await expectToolError { try await tap.execute([:], context: ToolContext()) }
         XCTAssertNotNil(neither)
@@ -200,14 +213,17 @@ final class SkillsTests: XCTestCase {
         XCTAssertTrue(read.contains("\"Large twelve\" at x="), read)
         XCTAssertTrue(read.contains("\"Plain label nine\""), read)
         // A region (fractions of the screen) reads only what is inside it: the two buttons.
-        let region: JSONValue = ["x": .number(Double(Self.origin.x + 290) / 1280), "y": .number(Double(Self.origin.y + 10) / 800),
-                                 "width": .number(240.0 / 1280), "height": .number(50.0 / 800)]
+        let region: JSONValue = [
+            "x": .number(Double(Self.origin.x + 290) / 1280), "y": .number(Double(Self.origin.y + 10) / 800),
+            "width": .number(240.0 / 1280), "height": .number(50.0 / 800),
+        ]
         let part = outputText(try await tool("read_screen_text").execute(["region": region], context: ToolContext()))
         XCTAssertTrue(part.hasPrefix("2 lines in region"), part)
         XCTAssertTrue(part.contains("\"Save\"") && part.contains("\"Cancel\"") && !part.contains("Large"), part)
         let bad = await expectToolError {
-            try await tool("read_screen_text").execute(["region": ["x": 0.9, "y": 0, "width": 0.5, "height": 0.5]],
-                                                       context: ToolContext())
+            try await tool("read_screen_text").execute(
+                ["region": ["x": 0.9, "y": 0, "width": 0.5, "height": 0.5]],
+                context: ToolContext())
         }
         XCTAssertTrue(bad?.message.contains("x + width ≤ 1") ?? false, bad?.message ?? "")
 
@@ -225,8 +241,9 @@ final class SkillsTests: XCTestCase {
         let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(press.rootX, Int((0.5 * 1279).rounded()))
         XCTAssertEqual(press.rootY, Int((0.25 * 799).rounded()))
-        let outside = await ToolRegistry([try tool("tap_xy")]).run(id: "t", name: "tap_xy", input: ["x": 1.5, "y": 0.2],
-                                                                  context: context)
+        let outside = await ToolRegistry([try tool("tap_xy")]).run(
+            id: "t", name: "tap_xy", input: ["x": 1.5, "y": 0.2],
+            context: context)
         XCTAssertTrue(outside.isError)
         XCTAssertEqual(outside.content, [.text("Invalid input for tap_xy: input.x must be ≤ 1, got 1.5")])
 
@@ -238,22 +255,28 @@ final class SkillsTests: XCTestCase {
         fixture.clear()
         _ = try await tool("press_button").execute(["name": "ctrl+s alt+Tab"], context: context)
         XCTAssertEqual(fixture.wait(for: .keyPress, count: 4).compactMap(\.keysym), ["Control_L", "s", "Alt_L", "Tab"])
-        let typo = await expectToolError { try await tool("press_button").execute(["name": "ctrl+s Retrun"], context: context) }
+        let typo = await expectToolError {
+            try await tool("press_button").execute(["name": "ctrl+s Retrun"], context: context)
+        }
         XCTAssertTrue(typo?.message.contains("Did you mean \"Return\"") ?? false, typo?.message ?? "")
 
         fixture.clear()
         let at = (x: 0.3, y: 0.3)
-        _ = try await tool("scroll").execute(["direction": "up", "amount": 2, "x": .number(at.x), "y": .number(at.y)],
-                                             context: context)
+        _ = try await tool("scroll").execute(
+            ["direction": "up", "amount": 2, "x": .number(at.x), "y": .number(at.y)],
+            context: context)
         let wheel = fixture.wait(for: .buttonPress, count: 2)
         XCTAssertEqual(wheel.map(\.button), [4, 4])
         XCTAssertEqual(wheel.first?.rootX, Int((at.x * 1279).rounded()))
-        let half = await expectToolError { try await tool("scroll").execute(["direction": "up", "x": 0.3], context: context) }
+        let half = await expectToolError {
+            try await tool("scroll").execute(["direction": "up", "x": 0.3], context: context)
+        }
         XCTAssertTrue(half?.message.contains("both x and y") ?? false)
 
         fixture.clear()
-        _ = try await tool("swipe").execute(["from_x": 0.2, "from_y": 0.2, "to_x": 0.4, "to_y": 0.3, "duration_ms": 50],
-                                            context: context)
+        _ = try await tool("swipe").execute(
+            ["from_x": 0.2, "from_y": 0.2, "to_x": 0.4, "to_y": 0.3, "duration_ms": 50],
+            context: context)
         let events = fixture.wait { $0.contains { $0.kind == .buttonRelease } }
         XCTAssertEqual(events.first { $0.kind == .buttonPress }?.rootX, Int((0.2 * 1279).rounded()))
         let release = try XCTUnwrap(events.first { $0.kind == .buttonRelease })
@@ -265,8 +288,9 @@ final class SkillsTests: XCTestCase {
     /// cooperative thread); the tool calls run as tasks the test waits for.
     func testWatchScreenReportsWhatHappenedAndWhatItLastSaw() throws {
         let d = try XCTUnwrap(Self.display)
-        let timed = try Fixture(display: d.name, title: "timed", frame: Rect(x: 800, y: 450, width: 400, height: 200),
-                                extra: ["--text", "20,20,10x20,#000000,show=600:Build finished"])
+        let timed = try Fixture(
+            display: d.name, title: "timed", frame: Rect(x: 800, y: 450, width: 400, height: 200),
+            extra: ["--text", "20,20,10x20,#000000,show=600:Build finished"])
         defer { timed.stop() }
         let watch = try tool("watch_screen")
         func run(_ input: JSONValue, _ context: ToolContext = ToolContext()) throws -> String {
@@ -287,20 +311,26 @@ final class SkillsTests: XCTestCase {
         let never = failure(["condition": "text_appears", "text": "Never shown", "timeout_s": 0.5])
         XCTAssertTrue(never.contains("last seen: text:"), never)
         XCTAssertTrue(never.contains("Build finished"), "it says what was on screen: \(never)")
-        let noChange = failure(["condition": "change", "timeout_s": 0.3,
-                                "region": ["x": 0, "y": 0.9, "width": 0.1, "height": 0.1]])
+        let noChange = failure([
+            "condition": "change", "timeout_s": 0.3,
+            "region": ["x": 0, "y": 0.9, "width": 0.1, "height": 0.1],
+        ])
         XCTAssertTrue(noChange.hasPrefix("timed out after 0.3 s"), noChange)
         XCTAssertTrue(failure(["condition": "text_gone"]).contains("text is required"))
-        XCTAssertThrowsError(try run(["condition": "text_appears", "text": "Never shown", "timeout_s": 60],
-                                     ToolContext(isCancelled: { true }))) { error in
+        XCTAssertThrowsError(
+            try run(
+                ["condition": "text_appears", "text": "Never shown", "timeout_s": 60],
+                ToolContext(isCancelled: { true }))
+        ) { error in
             XCTAssertTrue(error is CancellationError, "\(error)")
         }
     }
 
     func testAnalyzeScreenAsksVisionWithTheModelSizedScreenshot() async throws {
         let stub = VisionStub(answer: "The dialog has two buttons.")
-        let output = try await tool("analyze_screen", vision: stub.asker).execute(["question": "How many buttons?"],
-                                                                                  context: ToolContext())
+        let output = try await tool("analyze_screen", vision: stub.asker).execute(
+            ["question": "How many buttons?"],
+            context: ToolContext())
         XCTAssertEqual(outputText(output), "The dialog has two buttons.")
         let call = try XCTUnwrap(stub.calls.first)
         XCTAssertEqual(call.question, "How many buttons?")
@@ -314,8 +344,9 @@ final class SkillsTests: XCTestCase {
         let fixture = try fixture
         // Readable text: OCR, vision not asked.
         let unused = VisionStub(answer: "{\"found\": false}")
-        let byOCR = try await tool("find_and_tap", vision: unused.asker).execute(["description": "Cancel"],
-                                                                                 context: ToolContext())
+        let byOCR = try await tool("find_and_tap", vision: unused.asker).execute(
+            ["description": "Cancel"],
+            context: ToolContext())
         XCTAssertEqual(fixture.wait(for: .buttonPress).first?.target, "Cancel")
         XCTAssertTrue(outputText(byOCR).contains("found by OCR"), outputText(byOCR))
         XCTAssertTrue(unused.calls.isEmpty)
@@ -329,7 +360,8 @@ final class SkillsTests: XCTestCase {
             ["description": "the blue square icon"], context: skillContext(log))
         let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), try session.geometry.toScreen(centre))
-        XCTAssertTrue(outputText(byVision).contains("located by vision at (\(centre.x), \(centre.y))"), outputText(byVision))
+        XCTAssertTrue(
+            outputText(byVision).contains("located by vision at (\(centre.x), \(centre.y))"), outputText(byVision))
         XCTAssertTrue(stub.calls.first?.question.contains("{\"x\": <integer>, \"y\": <integer>}") ?? false)
         XCTAssertTrue(stub.calls.first?.question.contains("1280x800") ?? false)
         XCTAssertEqual(log.records.last?.result, "ok")

@@ -31,8 +31,10 @@ public struct QueueConfiguration: Sendable {
     public var clock: any Clock<Duration>
 
     /// Defaults are nanoclaw's proven figures: 5 runs at once, 5 retries, 5 s base backoff.
-    public init(maxConcurrent: Int = 5, maxRetries: Int = 5, retryBase: Duration = .seconds(5),
-                clock: any Clock<Duration> = ContinuousClock()) {
+    public init(
+        maxConcurrent: Int = 5, maxRetries: Int = 5, retryBase: Duration = .seconds(5),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.maxConcurrent = max(1, maxConcurrent)
         self.maxRetries = max(0, maxRetries)
         self.retryBase = retryBase
@@ -86,8 +88,10 @@ public actor AgentQueue {
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// `events` is called in order on the actor, so it must return quickly (log, or hand off to another task).
-    public init(configuration: QueueConfiguration = .init(), processor: @escaping Processor,
-                events: (@Sendable (QueueEvent) -> Void)? = nil) {
+    public init(
+        configuration: QueueConfiguration = .init(), processor: @escaping Processor,
+        events: (@Sendable (QueueEvent) -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.processor = processor
         self.events = events
