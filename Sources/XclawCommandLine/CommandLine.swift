@@ -64,6 +64,7 @@ public struct DisplayOptions: ParsableArguments {
     /// No display named: `$DISPLAY`.
     public init() {}
 
+    /// The display to use; nil: `$DISPLAY`.
     @Option(name: .long, help: "X display to use (default: $DISPLAY). Start a private one with `xclaw display start`.")
     public var display: String?
 

@@ -135,6 +135,7 @@ public enum AccessibilityError: Error, CustomStringConvertible, Equatable, Class
     /// The helper crashed or printed something unreadable: a bug.
     case failed(String)
 
+    /// The message, saying what to do.
     public var description: String {
         switch self {
         case .noBus(let display):
@@ -155,6 +156,7 @@ public enum AccessibilityError: Error, CustomStringConvertible, Equatable, Class
         }
     }
 
+    /// Which exit status the error ends a command with.
     public var exitStatus: ExitStatus {
         switch self {
         case .noBus, .busGone, .timedOut, .unreachable, .refused: return .notFound

@@ -16,6 +16,7 @@ public enum WatchCondition: Sendable, CustomStringConvertible {
     /// The pixel has this colour (screen coordinates).
     case pixel(Point, RGB)
 
+    /// The condition in words, for messages and `--json`.
     public var description: String {
         switch self {
         case .textAppears(let t): return "text \"\(t)\" to appear"

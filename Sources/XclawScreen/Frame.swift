@@ -23,6 +23,7 @@ public struct RGB: Hashable, Codable, Sendable, CustomStringConvertible {
 
     /// `#rrggbb`.
     public var hex: String { String(format: "#%02x%02x%02x", r, g, b) }
+    /// `#rrggbb`.
     public var description: String { hex }
 }
 

@@ -8,6 +8,7 @@ public struct Point: Codable, Sendable, Hashable, CustomStringConvertible {
     public var y: Int
     /// Creates a point.
     public init(x: Int, y: Int) { self.x = x; self.y = y }
+    /// `x,y`, as the CLI takes it.
     public var description: String { "\(x),\(y)" }
 
     /// Parses `X,Y` as the CLI takes it, within the same bounds as `Rect(parsing:)`.
@@ -31,6 +32,7 @@ public struct Size: Codable, Sendable, Hashable, CustomStringConvertible {
     public var height: Int
     /// Creates a size.
     public init(width: Int, height: Int) { self.width = width; self.height = height }
+    /// `WxH`, as the CLI takes it.
     public var description: String { "\(width)x\(height)" }
 
     /// Parses `WIDTHxHEIGHT` (e.g. `1920x1080`).
@@ -61,6 +63,7 @@ public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
     public init(origin: Point = Point(x: 0, y: 0), size: Size) {
         self.init(x: origin.x, y: origin.y, width: size.width, height: size.height)
     }
+    /// `x,y,w,h`, as the CLI takes it.
     public var description: String { "\(x),\(y),\(width),\(height)" }
     /// True when the rectangle covers no pixel.
     public var isEmpty: Bool { width <= 0 || height <= 0 }

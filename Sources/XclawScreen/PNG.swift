@@ -39,6 +39,7 @@ public enum PNG {
             threads: max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
         /// libpng's own default (level 6, adaptive filters): the size baseline.
         public static let libpngDefault = Options(encoder: .libpng, level: 6, filters: 0xf8)
+        /// The message, saying what failed.
         public var description: String {
             let strategies = ["default", "filtered", "huffman", "rle", "fixed"]
             let s = strategy >= 0 && Int(strategy) < strategies.count ? strategies[Int(strategy)] : "\(strategy)"

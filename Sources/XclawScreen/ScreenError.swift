@@ -37,6 +37,7 @@ public enum ScreenError: ClassifiedError, Equatable {
     /// Bad input that fits no other case.
     case invalidArgument(String)
 
+    /// Which exit status the error ends a command with.
     public var exitStatus: ExitStatus {
         switch self {
         case .noDisplay, .cannotOpen, .displayLost, .protocolError, .extensionMissing, .unsupportedPixelFormat,
@@ -51,6 +52,7 @@ public enum ScreenError: ClassifiedError, Equatable {
         }
     }
 
+    /// The message, saying what to do.
     public var description: String {
         switch self {
         case .noDisplay:
