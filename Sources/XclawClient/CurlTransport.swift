@@ -6,7 +6,8 @@ import XclawMessages
 
 /// One curl multi handle. It owns the connection and DNS caches, so keeping it between requests lets the next
 /// agent turn reuse the TLS connection instead of paying a new handshake.
-/// Safe because one transfer owns it at a time: the client's pool (a Mutex) hands it out and takes it back, and only that transfer's thread touches the handle meanwhile.
+/// Safe because one transfer owns it at a time: the client's pool (a Mutex) hands it out and takes it back, and only
+/// that transfer's thread touches the handle meanwhile.
 final class CurlMulti: @unchecked Sendable {
     /// The raw `CURLM*`; used by one transfer thread at a time (the client's pool guarantees it).
     let handle: UnsafeMutableRawPointer

@@ -5,7 +5,8 @@ import XclawScreen
 /// Keeps refs stable across snapshots: an element keeps its ref while the same window holds an element of the same
 /// role and label near the same place, whatever else appears, moves or vanishes (refs are keyed on identity and
 /// position, never on list order). Saved per display so successive CLI calls agree.
-/// Safe because one thread uses it at a time: a session's refs under the ScreenSession lock, the CLI's on its main thread.
+/// Safe because one thread uses it at a time: a session's refs under the ScreenSession lock, the CLI's on its main
+/// thread.
 public final class RefStore: Codable, @unchecked Sendable {
     /// What is remembered of an element.
     struct Known: Codable {

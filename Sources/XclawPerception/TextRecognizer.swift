@@ -8,7 +8,8 @@ import XclawScreen
 /// layout pass (ruling lines removed, recursive XY-cut) splits it into text blocks; each block is normalised to dark
 /// text on a light background (inverted when its background is dark) and small text is upscaled; blocks already
 /// seen (same pixels, anywhere) come from the cache; the rest are recognised on one engine per core.
-/// Safe because the engine pool is guarded by `engineLock`, each engine locks itself, the cache locks itself, and `minimumConfidence` is set before the recognizer is shared.
+/// Safe because the engine pool is guarded by `engineLock`, each engine locks itself, the cache locks itself, and
+/// `minimumConfidence` is a constant.
 public final class TextRecognizer: @unchecked Sendable {
     /// The cache shared by every reading; save it to share it between processes.
     public let cache: OCRCache
@@ -17,7 +18,7 @@ public final class TextRecognizer: @unchecked Sendable {
     private var engines: [OCREngine] = []
 
     /// Words below this confidence (0–100) are dropped: ruling-line remnants and icons read as letters.
-    public var minimumConfidence: Double = 35
+    public let minimumConfidence: Double = 35
 
     /// Creates a recognizer; engines are created on first need (a fully cached screen needs none).
     /// - Parameter workers: tesseract engines run in parallel (default: the number of cores, at most 4).

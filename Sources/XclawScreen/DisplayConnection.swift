@@ -63,7 +63,8 @@ private let installErrorHandlers: Void = {
 ///
 /// When the server dies the connection is marked lost instead of the process exiting; every later call throws
 /// `ScreenError.displayLost` and a long-lived caller opens a new connection (`DisplayConnection.reconnect`).
-/// Safe because Xlib is initialised thread-safe (XInitThreads), error traps are serialised by `trapLock`, and the atom cache is a Mutex.
+/// Safe because Xlib is initialised thread-safe (XInitThreads), error traps are serialised by `trapLock`, and the atom
+/// cache is a Mutex.
 public final class DisplayConnection: @unchecked Sendable {
     /// The display name as given (`:41`, `host:0.0`).
     public let name: String

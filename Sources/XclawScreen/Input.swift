@@ -1,6 +1,7 @@
 import CX11
 import CXTest
 import Foundation
+import Synchronization
 
 /// A mouse button.
 public enum MouseButton: String, Sendable, CaseIterable, Codable {
@@ -31,40 +32,41 @@ public enum ScrollDirection: String, Sendable, CaseIterable, Codable {
 
 /// Synthetic mouse and keyboard input through XTest, in process: no helper program, no sleeps.
 /// Every point is checked against the screen first; modifiers are released even when an action fails.
-/// Safe because Xlib is thread-safe here (XInitThreads), the keyboard is made once under `keyboardLock`, and the cached screen size is only a hint: a point outside it is checked against a fresh size before it is refused.
-public final class InputController: @unchecked Sendable {
+public final class InputController: Sendable {
     /// The connection input goes through.
     public let connection: DisplayConnection
-    private var cachedScreen: Size
-    private var madeKeyboard: Keyboard?
-    private let keyboardLock = NSLock()
+    /// The screen size last seen: points inside it need no round trip to the server.
+    private let cachedScreen: Mutex<Size>
+    /// The keyboard, made on first use.
+    private let madeKeyboard = Mutex<Keyboard?>(nil)
 
     /// Checks for XTEST; the keymap is read on first use of `keyboard` (a click does not need it).
     public init(connection: DisplayConnection) throws {
         self.connection = connection
         try connection.requireXTest()
-        cachedScreen = try connection.screenSize()
+        cachedScreen = Mutex(try connection.screenSize())
     }
 
     /// Keys and typing; made on first use.
     public var keyboard: Keyboard {
         get throws {
-            keyboardLock.lock()
-            defer { keyboardLock.unlock() }
-            if let madeKeyboard { return madeKeyboard }
-            let made = try Keyboard(connection: connection)
-            madeKeyboard = made
-            return made
+            try madeKeyboard.withLock { made in
+                if let made { return made }
+                let keyboard = try Keyboard(connection: connection)
+                made = keyboard
+                return keyboard
+            }
         }
     }
 
     /// Throws `outOfBounds` unless the point is on the screen (asks the server again before refusing, in case
     /// the screen grew).
     public func checkOnScreen(_ p: Point) throws {
-        if Rect(size: cachedScreen).contains(p) { return }
-        cachedScreen = try connection.screenSize()
-        guard Rect(size: cachedScreen).contains(p) else {
-            throw ScreenError.outOfBounds(x: p.x, y: p.y, width: cachedScreen.width, height: cachedScreen.height)
+        if Rect(size: cachedScreen.withLock { $0 }).contains(p) { return }
+        let screen = try connection.screenSize()
+        cachedScreen.withLock { $0 = screen }
+        guard Rect(size: screen).contains(p) else {
+            throw ScreenError.outOfBounds(x: p.x, y: p.y, width: screen.width, height: screen.height)
         }
     }
 

@@ -9,13 +9,14 @@ import XclawBase
 /// bound to spare keycodes (ones with no keysym) with `XChangeKeyboardMapping`, typed, and unbound later. A client
 /// translates a keycode when it reads the event, not when we send it, so a spare keycode is rebound or restored only
 /// `settleDelay` after its last use: xdotool restores at once and drops non-ASCII text at `--delay 0`.
-/// Safe because the keymap tables and the spare keycodes are read and changed only under `lock`; `settleDelay` is set before the keyboard is shared.
+/// Safe because the keymap tables and the spare keycodes are read and changed only under `lock`; `settleDelay` is a
+/// constant.
 public final class Keyboard: @unchecked Sendable {
     /// The connection keys are sent on.
     public let connection: DisplayConnection
     /// How long clients get to read key events of a rebound keycode before it is rebound again or restored.
     /// 300 ms by default (a busy app may lag behind a burst of keys); `XCLAW_KEYMAP_SETTLE_MS` overrides it.
-    public var settleDelay: Duration = .milliseconds(
+    public let settleDelay: Duration = .milliseconds(
         ProcessInfo.processInfo.environment["XCLAW_KEYMAP_SETTLE_MS"].flatMap { Int($0) }.map { max(0, $0) } ?? 300)
 
     private let minKeycode: Int

@@ -24,7 +24,8 @@ public struct Screenshot: Sendable {
 /// one input controller, the OCR engines with their cache, and one `RefStore`, so refs from `screen_snapshot` stay
 /// valid in `tap_element` across the run. A lock keeps tool calls from interleaving X requests (a click landing
 /// between the frames of another tool's settle would make that settle lie).
-/// Safe because its members are immutable and safe to share, and the X work of its tools runs under `lock`, which also guards the current geometry.
+/// Safe because its members are immutable and safe to share, and the X work of its tools runs under `lock`, which also
+/// guards the current geometry.
 public final class ScreenSession: @unchecked Sendable {
     /// The display connection.
     public let connection: DisplayConnection

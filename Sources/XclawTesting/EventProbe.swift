@@ -134,7 +134,8 @@ private struct PlacedText {
 
 /// A window that draws known rectangles and records every input event it gets, decoding keys to text the way a
 /// real toolkit does (an input context and `Xutf8LookupString`). The test fixture and `xclaw bench input` use it.
-/// Safe because one thread drives a probe (its event loop); other threads only read the immutable window id and connection.
+/// Safe because one thread drives a probe (its event loop); other threads only read the immutable window id and
+/// connection.
 public final class EventProbe: @unchecked Sendable {
     /// The probe's own connection.
     public let connection: DisplayConnection
