@@ -83,6 +83,17 @@ public func emit<T: Encodable>(_ value: T, json: Bool, text: () -> String) throw
     }
 }
 
+/// Refuses an option value outside `range` as bad usage (exit 2) naming the range. NaN is outside every range; an
+/// absurd value (`nan`, `Int.max` milliseconds) would otherwise trap deep inside `Duration` arithmetic.
+public func requireRange<T: Comparable>(_ value: T?, _ range: ClosedRange<T>, _ option: String, _ unit: String)
+    throws
+{
+    guard let value, !range.contains(value) else { return }
+    throw ValidationError(
+        "\(option) must be from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit), not \(value)"
+    )
+}
+
 /// Parses modifier names (`ctrl+shift`) to keysyms.
 public func parseModifiers(_ text: String?) throws -> [UInt] {
     guard let text, !text.isEmpty else { return [] }

@@ -143,7 +143,7 @@ public final class DisplayConnection: @unchecked Sendable {
         let key = displayKey(handle)
         let firstSerial = XNextRequest(handle)
         let result = try body(handle)
-        XSync(handle, 0)
+        _ = request { XSync($0, 0) }
         try checkAlive()
         let caused: XProtocolErrorRecord? = pendingProtocolErrors.withLock { table in
             let mine = table[key, default: []].first { $0.serial >= firstSerial }
@@ -160,12 +160,45 @@ public final class DisplayConnection: @unchecked Sendable {
     /// Waits until the server has processed every request sent so far (`XSync`).
     public func sync() throws {
         try checkAlive()
-        XSync(handle, 0)
+        _ = request { XSync($0, 0) }
         try checkAlive()
     }
 
-    /// Sends buffered requests without waiting (`XFlush`).
-    package func flush() { XFlush(handle) }
+    /// Sends buffered requests without waiting (`XFlush`); nothing once the server is gone.
+    package func flush() { _ = request { XFlush($0) } }
+
+    /// Runs `body`, which must make at most one request, only while the connection lives; false when it is gone.
+    /// After a loss Xlib hands out no request buffer and XTest (and most of Xlib) writes through the null pointer it
+    /// gets: a SIGSEGV where the contract is exit 3. Xlib's display lock keeps another thread from finding the
+    /// server gone between the check and the request.
+    @discardableResult
+    package func request(_ body: (OpaquePointer) -> Void) -> Bool {
+        XLockDisplay(handle)
+        defer { XUnlockDisplay(handle) }
+        guard isAlive else { return false }
+        body(handle)
+        return true
+    }
+
+    /// Presses or releases a key through XTest, if the server is still there.
+    package func fakeKey(_ code: UInt32, down: Bool) { request { XTestFakeKeyEvent($0, code, down ? 1 : 0, 0) } }
+
+    /// Presses or releases a mouse button through XTest, if the server is still there.
+    package func fakeButton(_ button: UInt32, down: Bool) {
+        request { XTestFakeButtonEvent($0, button, down ? 1 : 0, 0) }
+    }
+
+    /// Moves the pointer through XTest, if the server is still there.
+    package func fakeMotion(x: Int, y: Int) {
+        request { XTestFakeMotionEvent($0, screenNumber, Int32(clamping: x), Int32(clamping: y), 0) }
+    }
+
+    /// Reads what the server sent without blocking (`XPending`), so a server that died while nothing was being sent
+    /// (a key held down) is noticed; throws `displayLost` then.
+    package func poll() throws {
+        request { _ = XPending($0) }
+        try checkAlive()
+    }
 
     /// The root window's size, asked of the server (`XGetGeometry`) so RandR resizes are seen.
     public func screenSize() throws -> Size {

@@ -38,8 +38,11 @@ public struct Size: Codable, Sendable, Hashable, CustomStringConvertible {
     /// Parses `WIDTHxHEIGHT` (e.g. `1920x1080`).
     public init(parsing text: String) throws {
         let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0 else {
-            throw ScreenError.invalidArgument("invalid size \"\(text)\": expected WIDTHxHEIGHT such as 1920x1080")
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (1...32767).contains(w),
+            (1...32767).contains(h)
+        else {
+            throw ScreenError.invalidArgument(
+                "invalid size \"\(text)\": expected WIDTHxHEIGHT such as 1920x1080, each 1 to 32767")
         }
         self.init(width: w, height: h)
     }

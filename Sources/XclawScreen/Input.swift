@@ -40,6 +40,13 @@ public final class InputController: Sendable {
     /// The keyboard, made on first use.
     private let madeKeyboard = Mutex<Keyboard?>(nil)
 
+    /// The most intermediate points of a drag: more is no smoother, and an absurd count would never end.
+    public static let maximumSteps = 10_000
+    /// The longest drag: an hour is already far past any real gesture.
+    public static let maximumDuration: Duration = .seconds(3600)
+    /// The most notches one scroll sends.
+    public static let maximumScroll = 1_000
+
     /// Checks for XTEST; the keymap is read on first use of `keyboard` (a click does not need it).
     public init(connection: DisplayConnection) throws {
         self.connection = connection
@@ -85,8 +92,9 @@ public final class InputController: Sendable {
     public func move(to p: Point) throws {
         try checkOnScreen(p)
         try connection.checkAlive()
-        XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(p.x), Int32(p.y), 0)
+        connection.fakeMotion(x: p.x, y: p.y)
         connection.flush()
+        try connection.checkAlive()
     }
 
     /// Clicks `count` times (1 single, 2 double, 3 triple) at `point` (nil: where the pointer is), holding
@@ -97,20 +105,20 @@ public final class InputController: Sendable {
         }
         try withModifiers(modifiers, at: point) {
             for _ in 0..<count {
-                XTestFakeButtonEvent(connection.handle, button.number, 1, 0)
-                XTestFakeButtonEvent(connection.handle, button.number, 0, 0)
+                connection.fakeButton(button.number, down: true)
+                connection.fakeButton(button.number, down: false)
             }
         }
     }
 
     /// Presses a button and keeps it down (`mouse down`).
     public func buttonDown(_ button: MouseButton = .left, at point: Point? = nil) throws {
-        try withModifiers([], at: point) { XTestFakeButtonEvent(connection.handle, button.number, 1, 0) }
+        try withModifiers([], at: point) { connection.fakeButton(button.number, down: true) }
     }
 
     /// Releases a button (`mouse up`).
     public func buttonUp(_ button: MouseButton = .left, at point: Point? = nil) throws {
-        try withModifiers([], at: point) { XTestFakeButtonEvent(connection.handle, button.number, 0, 0) }
+        try withModifiers([], at: point) { connection.fakeButton(button.number, down: false) }
     }
 
     /// Drags from one point to another with the button held, passing through `steps` intermediate points
@@ -123,16 +131,23 @@ public final class InputController: Sendable {
     ) throws {
         try checkOnScreen(start)
         try checkOnScreen(end)
+        guard steps <= Self.maximumSteps else {
+            throw ScreenError.invalidArgument("drag steps must be 1 to \(Self.maximumSteps), not \(steps)")
+        }
+        guard duration >= .zero, duration <= Self.maximumDuration else {
+            throw ScreenError.invalidArgument("drag duration must be 0 to \(Self.maximumDuration.seconds) s")
+        }
         let steps = max(1, steps)
         let pause = duration.seconds / Double(steps)
         try withModifiers(modifiers, at: start) {
-            XTestFakeButtonEvent(connection.handle, button.number, 1, 0)
-            defer { XTestFakeButtonEvent(connection.handle, button.number, 0, 0) }
+            connection.fakeButton(button.number, down: true)
+            defer { connection.fakeButton(button.number, down: false) }
             for i in 1...steps where !interrupted() {
                 let x = start.x + (end.x - start.x) * i / steps, y = start.y + (end.y - start.y) * i / steps
-                XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(x), Int32(y), 0)
+                connection.fakeMotion(x: x, y: y)
                 if pause > 0 {
                     connection.flush()
+                    try connection.checkAlive()
                     Thread.sleep(forTimeInterval: pause)
                 }
             }
@@ -145,11 +160,13 @@ public final class InputController: Sendable {
         _ direction: ScrollDirection, amount: Int = 1, at point: Point? = nil,
         modifiers: [KeySym] = []
     ) throws {
-        guard amount >= 1 else { throw ScreenError.invalidArgument("scroll amount must be at least 1") }
+        guard (1...Self.maximumScroll).contains(amount) else {
+            throw ScreenError.invalidArgument("scroll amount must be 1 to \(Self.maximumScroll), not \(amount)")
+        }
         try withModifiers(modifiers, at: point) {
             for _ in 0..<amount {
-                XTestFakeButtonEvent(connection.handle, direction.button, 1, 0)
-                XTestFakeButtonEvent(connection.handle, direction.button, 0, 0)
+                connection.fakeButton(direction.button, down: true)
+                connection.fakeButton(direction.button, down: false)
             }
         }
     }
@@ -162,14 +179,14 @@ public final class InputController: Sendable {
         if let point { try checkOnScreen(point) }
         try connection.checkAlive()
         let codes = modifiers.isEmpty ? [] : try keyboard.modifierKeycodes(modifiers)
-        if let point {
-            XTestFakeMotionEvent(connection.handle, connection.screenNumber, Int32(point.x), Int32(point.y), 0)
-        }
-        for code in codes { XTestFakeKeyEvent(connection.handle, code, 1, 0) }
+        if let point { connection.fakeMotion(x: point.x, y: point.y) }
+        for code in codes { connection.fakeKey(code, down: true) }
         defer {
-            for code in codes.reversed() { XTestFakeKeyEvent(connection.handle, code, 0, 0) }
+            for code in codes.reversed() { connection.fakeKey(code, down: false) }
             connection.flush()
         }
         try body()
+        connection.flush()
+        try connection.checkAlive()
     }
 }

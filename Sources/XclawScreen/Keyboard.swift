@@ -132,6 +132,7 @@ public final class Keyboard: @unchecked Sendable {
                 let end = try bindMissing(syms, from: index)
                 for sym in syms[index..<end] {
                     if interrupted() { break }
+                    try connection.checkAlive()
                     try sendKey(sym, shift: shift)
                     if let delay {
                         connection.flush()
@@ -141,6 +142,7 @@ public final class Keyboard: @unchecked Sendable {
                 index = interrupted() ? syms.count : end
             }
             connection.flush()
+            try connection.checkAlive()
         }
     }
 
@@ -158,7 +160,7 @@ public final class Keyboard: @unchecked Sendable {
         _ = try bindMissing(all, from: 0, allowPartial: false)
         var pressed: [UInt32] = []
         defer {
-            for code in pressed.reversed() { XTestFakeKeyEvent(connection.handle, code, 0, 0) }
+            for code in pressed.reversed() { connection.fakeKey(code, down: false) }
             connection.flush()
         }
         for (i, sym) in all.enumerated() {
@@ -174,9 +176,13 @@ public final class Keyboard: @unchecked Sendable {
             if bound[sym] != nil { lastBoundUse = .now }
         }
         connection.flush()
+        try connection.checkAlive()
         if let duration {
             let deadline = ContinuousClock.now + duration
-            while ContinuousClock.now < deadline, !interrupted() { Thread.sleep(forTimeInterval: 0.01) }
+            while ContinuousClock.now < deadline, !interrupted() {
+                try connection.poll()  // a server that dies while a key is held ends the hold at once
+                Thread.sleep(forTimeInterval: 0.01)
+            }
         }
     }
 
@@ -213,14 +219,14 @@ public final class Keyboard: @unchecked Sendable {
 
     private func isShift(_ sym: KeySym) -> Bool { sym == 0xffe1 || sym == 0xffe2 }
 
-    private func press(_ code: UInt32) { XTestFakeKeyEvent(connection.handle, code, 1, 0) }
+    private func press(_ code: UInt32) { connection.fakeKey(code, down: true) }
 
     private func sendKey(_ sym: KeySym, shift: UInt32) throws {
         let (code, level) = try location(of: sym)
         if level == 1 { press(shift) }
-        XTestFakeKeyEvent(connection.handle, code, 1, 0)
-        XTestFakeKeyEvent(connection.handle, code, 0, 0)
-        if level == 1 { XTestFakeKeyEvent(connection.handle, shift, 0, 0) }
+        connection.fakeKey(code, down: true)
+        connection.fakeKey(code, down: false)
+        if level == 1 { connection.fakeKey(shift, down: false) }
         if bound[sym] != nil { lastBoundUse = .now }
     }
 
@@ -256,9 +262,11 @@ public final class Keyboard: @unchecked Sendable {
                 candidates += boundOrder.filter { !inUse.contains($0) }
             }
             try connection.trapped { display in
-                XGrabServer(display)
-                defer { XUngrabServer(display) }
+                connection.request { XGrabServer($0) }
+                defer { connection.request { XUngrabServer($0) } }
+                try connection.checkAlive()
                 let current = Self.readKeymap(display)
+                try connection.checkAlive()
                 let mine = Dictionary(bound.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
                 let available = candidates.filter { code in
                     let i = (Int(code) - current.first) * current.perKeycode
@@ -268,6 +276,7 @@ public final class Keyboard: @unchecked Sendable {
                 }
                 for (sym, code) in zip(needed, available) {
                     if let old = mine[code] { bound[old] = nil }
+                    try connection.checkAlive()
                     setMapping(display, code, to: sym)
                     bound[sym] = code
                     boundOrder.removeAll { $0 == code }
@@ -291,12 +300,12 @@ public final class Keyboard: @unchecked Sendable {
             syms[0] = sym
             if perKeycode > 1 { syms[1] = sym }
         }
-        XChangeKeyboardMapping(display, Int32(code), Int32(perKeycode), &syms, 1)
+        connection.request { XChangeKeyboardMapping($0, Int32(code), Int32(perKeycode), &syms, 1) }
     }
 
     private func waitForSettle() {
         guard let last = lastBoundUse else { return }
-        XSync(connection.handle, 0)
+        connection.request { XSync($0, 0) }
         let ready = last + settleDelay
         let now = ContinuousClock.now
         if now < ready { Thread.sleep(forTimeInterval: (ready - now).seconds) }
@@ -305,22 +314,23 @@ public final class Keyboard: @unchecked Sendable {
     /// Caps Lock would invert letter case and another layout group would change every key: switch Caps Lock off
     /// and lock the first group (whose keys were read) while typing, and put both back after.
     private func withTypingState(_ body: () throws -> Void) throws {
-        let d = connection.handle
         var state = XkbStateRec()
-        XkbGetState(d, UInt32(XkbUseCoreKbd), &state)
+        try connection.checkAlive()
+        connection.request { XkbGetState($0, UInt32(XkbUseCoreKbd), &state) }
+        try connection.checkAlive()
         let capsOn = state.locked_mods & UInt8(LockMask) != 0
         let caps = capsOn ? bySymbol[0xffe5]?.keycode : nil  // Caps_Lock
         let group = UInt32(state.locked_group)
         let toggleCaps = {
             guard let caps else { return }
-            XTestFakeKeyEvent(d, caps, 1, 0)
-            XTestFakeKeyEvent(d, caps, 0, 0)
+            self.connection.fakeKey(caps, down: true)
+            self.connection.fakeKey(caps, down: false)
         }
         toggleCaps()
-        if state.group != 0 { XkbLockGroup(d, UInt32(XkbUseCoreKbd), 0) }
+        if state.group != 0 { connection.request { XkbLockGroup($0, UInt32(XkbUseCoreKbd), 0) } }
         defer {
             toggleCaps()
-            if state.group != 0 { XkbLockGroup(d, UInt32(XkbUseCoreKbd), group) }
+            if state.group != 0 { connection.request { XkbLockGroup($0, UInt32(XkbUseCoreKbd), group) } }
             connection.flush()
         }
         try body()

@@ -286,6 +286,8 @@ struct History: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON (as `xclaw export --format json`).") var json = false
 
+    func validate() throws { try requireRange(last, 0...Int.max, "--last", "messages") }
+
     func run() throws {
         let store = try storeOptions.open()
         _ = try store.agent(named: name)

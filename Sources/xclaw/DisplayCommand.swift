@@ -23,6 +23,13 @@ struct DisplayCommand: ParsableCommand {
                     + "NAME)\"`). Only for displays xclaw starts.")) var accessibility = false
         @Flag(help: "Print the record as JSON.") var json = false
 
+        func validate() throws {
+            try checkParses(size) { try Size(parsing: $0) }
+            guard [16, 24, 32].contains(depth) else {
+                throw ValidationError("--depth must be 16, 24 or 32, not \(depth)")
+            }
+        }
+
         func run() throws {
             let display = try VirtualDisplay.start(
                 size: try Size(parsing: size), depth: depth, shm: !noShm,

@@ -103,8 +103,8 @@ struct Drag: ParsableCommand {
     @Option(name: .customLong("with"), help: "Modifiers held, e.g. shift.") var modifiers: String?
 
     func validate() throws {
-        if !(1...10_000).contains(steps) { throw ValidationError("--steps must be between 1 and 10000") }
-        if !(0...600_000).contains(duration) { throw ValidationError("--duration must be between 0 and 600000 ms") }
+        try requireRange(steps, 1...InputController.maximumSteps, "--steps", "")
+        try requireRange(duration, 0...600_000, "--duration", "ms")
     }
 
     func run() throws {
@@ -130,7 +130,7 @@ struct Scroll: ParsableCommand {
     @Option(name: .customLong("with"), help: "Modifiers held, e.g. ctrl.") var modifiers: String?
 
     func validate() throws {
-        if !(1...1000).contains(amount) { throw ValidationError("--amount must be between 1 and 1000") }
+        try requireRange(amount, 1...InputController.maximumScroll, "--amount", "notches")
     }
 
     func run() throws {
@@ -153,7 +153,7 @@ struct Key: ParsableCommand {
     func validate() throws {
         if combos.isEmpty { throw ValidationError("name at least one key, e.g. Return or ctrl+s") }
         if hold != nil && combos.count != 1 { throw ValidationError("--hold takes exactly one combination") }
-        if let hold, hold < 0 || hold > 3600 { throw ValidationError("--hold must be between 0 and 3600 seconds") }
+        try requireRange(hold, 0...3600, "--hold", "seconds")
     }
 
     func run() throws {
@@ -189,7 +189,7 @@ struct TypeText: ParsableCommand {
     @Option(help: "Window id (0x…) or title substring to look for --into in.") var window: String?
 
     func validate() throws {
-        if let delay, !(0...10_000).contains(delay) { throw ValidationError("--delay must be between 0 and 10000 ms") }
+        try requireRange(delay, 0...10_000, "--delay", "ms")
         if window != nil && into == nil { throw ValidationError("--window goes with --into") }
     }
 

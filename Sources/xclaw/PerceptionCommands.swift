@@ -115,7 +115,7 @@ struct SelectionOptions: ParsableArguments {
     @Option(help: sourceHelp) var source: SnapshotSource = .auto
 
     func validate() throws {
-        if let nth, nth < 1 { throw ValidationError("--nth counts from 1") }
+        try requireRange(nth, 1...100_000, "--nth", "(it counts from 1)")
         if role == .window { throw ValidationError("--role window is not matchable; use --window to scope") }
     }
 
@@ -307,9 +307,9 @@ struct Watch: ParsableCommand {
         if gone && text == nil { throw ValidationError("--gone goes with --text") }
         if (pixel == nil) != (color == nil) { throw ValidationError("--pixel and --color go together") }
         if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
-        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be in (0, 86400] seconds") }
-        guard (1...60_000).contains(interval) else { throw ValidationError("--interval must be 1…60000 ms") }
-        if let stable, stable < 1 { throw ValidationError("--stable must be at least 1 ms") }
+        try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
+        try requireRange(interval, 1...60_000, "--interval", "ms")
+        try requireRange(stable, 1...86_400_000, "--stable", "ms")
         try checkParses(change) { try Rect(parsing: $0) }
         try checkParses(region) { try Rect(parsing: $0) }
         try checkParses(pixel) { try Point(parsing: $0) }
@@ -371,9 +371,9 @@ struct WaitStable: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        guard ms >= 1 else { throw ValidationError("--ms must be at least 1") }
-        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be in (0, 86400] seconds") }
-        guard (1...60_000).contains(interval) else { throw ValidationError("--interval must be 1…60000 ms") }
+        try requireRange(ms, 1...86_400_000, "--ms", "")
+        try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
+        try requireRange(interval, 1...60_000, "--interval", "ms")
         try checkParses(region) { try Rect(parsing: $0) }
     }
 

@@ -46,10 +46,10 @@ struct Run: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
-        if maxSteps < 1 { throw ValidationError("--max-steps must be at least 1") }
-        if keepScreenshots < 1 { throw ValidationError("--keep-screenshots must be at least 1") }
-        if maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1") }
-        if !(1...5000).contains(settleMs) { throw ValidationError("--settle-ms must be 1–5000") }
+        try requireRange(maxSteps, 1...100_000, "--max-steps", "")
+        try requireRange(keepScreenshots, 1...1_000, "--keep-screenshots", "")
+        try requireRange(maxTokens, 1...1_000_000, "--max-tokens", "")
+        try requireRange(settleMs, 1...5000, "--settle-ms", "ms")
     }
 
     func run() throws {
