@@ -181,7 +181,7 @@ final class RunPrinter: @unchecked Sendable {
 struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send a message to an agent and stream its reply (the message and reply are stored).",
-        discussion: "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted (the turn is cancelled "
+        discussion: "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted, 143 on SIGTERM (the turn is cancelled "
             + "and recorded).")
     @Argument(help: "The agent.") var name: String
     @Argument(help: "The message.") var message: String
@@ -204,7 +204,7 @@ struct Send: ParsableCommand {
         }
         printer.finish()
         let sent = try result.get()
-        if interrupted.isSet { throw ExitCode(130) }
+        if interrupted.isSet { throw ExitCode(CancellableRun.interruptedStatus) }
         if let failure = printer.finalFailures.last { throw AgentRunError.failed(failure.message, failure.status) }
         if printer.finishedOutcomes.isEmpty, try store.state(agent: name).cursor >= sent {
             // Another xclaw process took the message into its own run while this one waited for the agent.

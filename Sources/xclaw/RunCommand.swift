@@ -26,7 +26,7 @@ struct Run: ParsableCommand {
             The run is recorded as a one-shot agent (`xclaw history run-…`, `xclaw usage`).
             Tools (--tools, comma-separated; default: the safe set): \(SkillCatalog.allToolNames.joined(separator: ", ")).
             Exit: 0 done; 1 step limit reached or the model refused; 2 bad usage; 3 display; 4 API error \
-            (4 also for an invalid API key); 130 interrupted.
+            (4 also for an invalid API key); 130 interrupted (143 on SIGTERM).
             """)
 
     @Argument(help: "What to do, in words.") var task: String
@@ -132,7 +132,7 @@ struct Run: ParsableCommand {
         switch outcome {
         case .completed: return
         case .refused, .maxSteps: throw ExitCode(ExitStatus.notFound.rawValue)
-        case .cancelled: throw ExitCode(130)
+        case .cancelled: throw ExitCode(CancellableRun.interruptedStatus)
         case .failed(let why): throw AgentRunError.failed(why, failure?.status ?? .api)
         }
     }
@@ -202,6 +202,15 @@ struct Models: ParsableCommand {
 /// Runs async work from a synchronous command; the first Ctrl-C (or SIGTERM) cancels it, which the run answers by
 /// finishing cleanly; a second one exits at once.
 enum CancellableRun {
+    /// The first signal that stopped the run (0: none), so the command exits 130 for Ctrl-C and 143 for SIGTERM.
+    private static let received = Atomic<Int32>(0)
+
+    /// The exit status a stopped run ends with: 128 + the signal that stopped it (130 when none was recorded).
+    static var interruptedStatus: Int32 {
+        let signal = received.load(ordering: .sequentiallyConsistent)
+        return 128 + (signal == 0 ? SIGINT : signal)
+    }
+
     static func execute<T: Sendable>(
         onInterrupt: (@Sendable () -> Void)? = nil,
         _ body: @escaping @Sendable () async -> T
@@ -218,10 +227,12 @@ enum CancellableRun {
                 let n = (hits.value ?? 0) + 1
                 hits.value = n
                 if n == 1 {
-                    printError("\nxclaw: interrupted; stopping (Ctrl-C again to quit at once)")
+                    received.store(sig, ordering: .sequentiallyConsistent)
+                    let name = sig == SIGTERM ? "terminated" : "interrupted"
+                    printError("\nxclaw: \(name); stopping (Ctrl-C again to quit at once)")
                     if let onInterrupt { onInterrupt() } else { task.cancel() }
                 } else {
-                    _exit(130)
+                    _exit(128 + sig)
                 }
             }
             source.resume()

@@ -214,6 +214,22 @@ final class AgentCLITests: XCTestCase {
         XCTAssertEqual(messages.count, 1, "one batch, nothing left from the killed run")
     }
 
+    func testSendStoppedBySIGTERMExits143AndCtrlC130() throws {
+        for (signal, status) in [(SIGTERM, Int32(143)), (SIGINT, 130)] {
+            let server = try MockMessagesServer(replies: [.hang])
+            defer { server.stop() }
+            let e = env(server)
+            let name = "sig\(signal)"
+            XCTAssertEqual(try runCLI(["agent", "create", name, "--tools", "memory"], environment: e).status, 0)
+            let process = try launchCLI(["send", name, "wait"], environment: e)
+            XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
+            kill(process.processIdentifier, signal)
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, status)
+            XCTAssertEqual(try AgentStore(path: db).sessions(agent: name).first?.status, .cancelled)
+        }
+    }
+
     func testChatCtrlCCancelsTheTurnNotTheProgram() throws {
         let server = try MockMessagesServer(replies: [.hang, .stream(.turn(blocks: [.text("Second answer.")]))])
         defer { server.stop() }

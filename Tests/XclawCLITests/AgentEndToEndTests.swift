@@ -273,19 +273,21 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(server.requests.count, 0)
     }
 
-    func testCtrlCStopsTheRunAndExits130() throws {
-        let server = try MockMessagesServer(replies: [.hang])
-        defer { server.stop() }
-        let err = Pipe()
-        let process = try launchCLI(
-            ["run", "wait forever", "--display", display.name], environment: environment(server),
-            stdout: Pipe(), stderr: err)
-        XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
-        kill(process.processIdentifier, SIGINT)
-        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 130, errText)
-        XCTAssertTrue(errText.contains("interrupted"), errText)
-        XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(10)), "the transfer was aborted")
+    func testCtrlCStopsTheRunAndExits130AndSIGTERMExits143() throws {
+        for (signal, status, word) in [(SIGINT, Int32(130), "interrupted"), (SIGTERM, 143, "terminated")] {
+            let server = try MockMessagesServer(replies: [.hang])
+            defer { server.stop() }
+            let err = Pipe()
+            let process = try launchCLI(
+                ["run", "wait forever", "--display", display.name], environment: environment(server),
+                stdout: Pipe(), stderr: err)
+            XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
+            kill(process.processIdentifier, signal)
+            let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, status, errText)
+            XCTAssertTrue(errText.contains(word), errText)
+            XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(10)), "the transfer was aborted")
+        }
     }
 }
