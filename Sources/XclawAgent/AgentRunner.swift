@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import XclawBase
 import XclawMessages
 
 /// How a run ended.
@@ -170,6 +172,15 @@ public struct AgentRunner: Sendable {
         var steps: [StepReport] = []
         let clock = ContinuousClock()
         let betas = Self.betas(for: registry, extra: options.betas)
+        // Counts the records tools log, so a failure a tool already logged (with its point and time) is not
+        // logged a second time, bare, here.
+        let logged = LogCounter()
+        var context = context
+        let log = context.log
+        context.log = { record in
+            logged.increment()
+            log(record)
+        }
         func finish(_ outcome: RunOutcome, error: (any Error)? = nil) -> RunResult {
             let last = messages.last { $0.role == .assistant }?.text ?? ""
             return RunResult(outcome: outcome, messages: messages, steps: steps, finalText: last, error: error)
@@ -219,7 +230,16 @@ public struct AgentRunner: Sendable {
                 let toolStart = clock.now
                 var results: [ContentBlock] = []
                 var interrupted = false
+                var stopped: RunStopped?
                 for use in uses {
+                    if let stopped {
+                        // The run ends: the calls after the fatal one are answered, so the conversation stays valid.
+                        let text = "not run: \(stopped.message)"
+                        results.append(
+                            .toolResult(ToolResultBlock(toolUseID: use.id, content: [.text(text)], isError: true)))
+                        context.log(ActionRecord(tool: use.name, action: Self.action(of: use), result: "not run"))
+                        continue
+                    }
                     if interrupted || Task.isCancelled {
                         interrupted = true
                         let r = ToolRegistry.interrupted(use.id)
@@ -229,6 +249,7 @@ public struct AgentRunner: Sendable {
                     }
                     observer.toolStarted(use.name, use.input)
                     let began = clock.now
+                    let loggedBefore = logged.count
                     let result: ToolResultBlock
                     if let raw = use.input["_invalid_json"]?.string {
                         result = ToolResultBlock(
@@ -240,17 +261,22 @@ public struct AgentRunner: Sendable {
                             ],
                             isError: true)
                     } else {
-                        result = await registry.run(id: use.id, name: use.name, input: use.input, context: context)
+                        let run = await registry.execute(
+                            id: use.id, name: use.name, input: use.input, context: context)
+                        result = run.result
+                        stopped = run.stop
                     }
                     if result.isError {
                         let why = result.content.compactMap {
                             if case .text(let t) = $0 { return t }; return nil
                         }
                         .joined(separator: " ")
-                        context.log(
-                            ActionRecord(
-                                tool: use.name, action: Self.action(of: use),
-                                result: "error: " + why.prefix(300)))
+                        if logged.count == loggedBefore {
+                            context.log(
+                                ActionRecord(
+                                    tool: use.name, action: Self.action(of: use),
+                                    result: "error: " + why.prefix(300)))
+                        }
                         if why == "interrupted by the user" { interrupted = true }
                     }
                     observer.toolFinished(use.name, result, (clock.now - began).milliseconds)
@@ -262,6 +288,7 @@ public struct AgentRunner: Sendable {
                 step.toolMs = (clock.now - toolStart).milliseconds
                 steps.append(step)
                 observer.stepFinished(step)
+                if let stopped { return finish(.failed(stopped.message), error: stopped) }
                 if interrupted || Task.isCancelled { return finish(.cancelled, error: CancellationError()) }
                 continue
             }
@@ -357,4 +384,13 @@ public enum ConversationCheck {
         }
         return missing
     }
+}
+
+/// How many records the tools of a run logged; read between tool calls.
+final class LogCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    /// Counts one record.
+    func increment() { value.add(1, ordering: .relaxed) }
+    /// Records so far.
+    var count: Int { value.load(ordering: .relaxed) }
 }

@@ -27,8 +27,10 @@ public struct ToolOutput: Sendable, Hashable {
 public struct ToolError: Error, CustomStringConvertible, Sendable, Hashable {
     /// The message the model reads.
     public var message: String
+    /// Set when the failure ends the whole run (the display is gone), with the exit status of its cause.
+    public var endsRun: ExitStatus?
     /// Creates an error.
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, endsRun: ExitStatus? = nil) { (self.message, self.endsRun) = (message, endsRun) }
     /// The message, as the model reads it.
     public var description: String { message }
 }

@@ -23,16 +23,26 @@ public struct ToolRegistry: Sendable {
 
     /// Runs one tool_use and returns its result; never throws.
     public func run(id: String, name: String, input: JSONValue, context: ToolContext) async -> ToolResultBlock {
+        await execute(id: id, name: name, input: input, context: context).result
+    }
+
+    /// Runs one tool_use: its result, and the stop when the failure ends the whole run (`ClassifiedError.endsRun`,
+    /// or a `ToolError` that says so); never throws.
+    public func execute(id: String, name: String, input: JSONValue, context: ToolContext) async
+        -> (result: ToolResultBlock, stop: RunStopped?)
+    {
         guard let tool = tool(named: name) else {
             let names = tools.map(\.name).joined(separator: ", ")
-            return ToolResultBlock(
+            let block = ToolResultBlock(
                 toolUseID: id, content: [.text("Unknown tool \"\(name)\". Available tools: \(names).")],
                 isError: true)
+            return (block, nil)
         }
-        if context.isCancelled() { return Self.interrupted(id) }
+        if context.isCancelled() { return (Self.interrupted(id), nil) }
         if let problem = SchemaCheck.problems(input, against: tool.inputSchema).first {
-            return ToolResultBlock(
+            let block = ToolResultBlock(
                 toolUseID: id, content: [.text("Invalid input for \(name): \(problem)")], isError: true)
+            return (block, nil)
         }
         // Tools poll `isCancelled` from the dispatch threads their X work runs on; Task.isCancelled is false there.
         let flag = CancelFlag()
@@ -45,13 +55,18 @@ public struct ToolRegistry: Sendable {
             } onCancel: {
                 flag.set()
             }
-            return ToolResultBlock(toolUseID: id, content: output.content)
+            return (ToolResultBlock(toolUseID: id, content: output.content), nil)
         } catch is CancellationError {
-            return Self.interrupted(id)
+            return (Self.interrupted(id), nil)
         } catch let error as ToolError {
-            return ToolResultBlock(toolUseID: id, content: [.text(error.message)], isError: true)
+            let block = ToolResultBlock(toolUseID: id, content: [.text(error.message)], isError: true)
+            return (block, error.endsRun.map { RunStopped(error.message, exitStatus: $0) })
         } catch {
-            return ToolResultBlock(toolUseID: id, content: [.text("\(name) failed: \(error)")], isError: true)
+            let block = ToolResultBlock(toolUseID: id, content: [.text("\(name) failed: \(error)")], isError: true)
+            let stop = (error as? ClassifiedError).flatMap {
+                $0.endsRun ? RunStopped("\($0)", exitStatus: $0.exitStatus) : nil
+            }
+            return (block, stop)
         }
     }
 

@@ -2,6 +2,7 @@ import CX11
 import CXTest
 import Foundation
 import Synchronization
+import XclawBase
 
 /// A protocol error recorded by the process-wide Xlib error handler.
 struct XProtocolErrorRecord: Sendable {
@@ -74,8 +75,9 @@ public final class DisplayConnection: @unchecked Sendable {
     package let screenNumber: Int32
     /// The root window of the default screen.
     package let root: Window
-    /// Serialises error trapping so an error lands in the call that caused it.
-    private let trapLock = NSLock()
+    /// Serialises error trapping so an error lands in the call that caused it, and every request against the check
+    /// that the server is alive (`request`); recursive because a trapped body makes requests too.
+    private let trapLock = NSRecursiveLock()
     private let atoms = Mutex<[String: Atom]>([:])
 
     /// Picks the display to use: the explicit name, else `$DISPLAY`, else fails naming `xclaw display start`.
@@ -118,9 +120,15 @@ public final class DisplayConnection: @unchecked Sendable {
     }
 
     deinit {
-        // Safe on a lost connection too: Xlib only frees memory then. Closing a dead connection runs the IO error
-        // handler, which records the loss again, so the state is forgotten after the close, not before.
-        XCloseDisplay(handle)
+        if isAlive {
+            // The server may have died unnoticed: the close then runs the IO error handler, which records the loss
+            // again, so the state is forgotten after the close, not before.
+            XCloseDisplay(handle)
+        } else {
+            // Xlib's state after a loss met on another thread is not safe to close (XCloseDisplay waited forever on
+            // its lock): release the socket and leave the few KB of the Display to the process.
+            close(XConnectionNumber(handle))
+        }
         forgetState(of: handle)
     }
 
@@ -169,12 +177,13 @@ public final class DisplayConnection: @unchecked Sendable {
 
     /// Runs `body`, which must make at most one request, only while the connection lives; false when it is gone.
     /// After a loss Xlib hands out no request buffer and XTest (and most of Xlib) writes through the null pointer it
-    /// gets: a SIGSEGV where the contract is exit 3. Xlib's display lock keeps another thread from finding the
-    /// server gone between the check and the request.
+    /// gets: a SIGSEGV where the contract is exit 3. `trapLock` keeps another thread from finding the server gone
+    /// between the check and the request. (Not `XLockDisplay`: a loss inside its section left Xlib's lock held,
+    /// and the `XCloseDisplay` of the dead connection then waited forever.)
     @discardableResult
     package func request(_ body: (OpaquePointer) -> Void) -> Bool {
-        XLockDisplay(handle)
-        defer { XUnlockDisplay(handle) }
+        trapLock.lock()
+        defer { trapLock.unlock() }
         guard isAlive else { return false }
         body(handle)
         return true
@@ -193,10 +202,12 @@ public final class DisplayConnection: @unchecked Sendable {
         request { XTestFakeMotionEvent($0, screenNumber, Int32(clamping: x), Int32(clamping: y), 0) }
     }
 
-    /// Reads what the server sent without blocking (`XPending`), so a server that died while nothing was being sent
-    /// (a key held down) is noticed; throws `displayLost` then.
+    /// Notices a server that died while nothing was being sent (a key held down) and throws `displayLost` then. It
+    /// asks the socket, not Xlib: an `XPending` that met the loss on one thread left Xlib's lock waiting forever in
+    /// the later `XCloseDisplay`.
     package func poll() throws {
-        request { _ = XPending($0) }
+        try checkAlive()
+        if socketPeerClosed(XConnectionNumber(handle)) { _ = lostDisplays.withLock { $0.insert(displayKey(handle)) } }
         try checkAlive()
     }
 

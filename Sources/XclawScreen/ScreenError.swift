@@ -37,6 +37,12 @@ public enum ScreenError: ClassifiedError, Equatable {
     /// Bad input that fits no other case.
     case invalidArgument(String)
 
+    /// A lost display ends an agent's run: no later action on this connection can work.
+    public var endsRun: Bool {
+        if case .displayLost = self { return true }
+        return false
+    }
+
     /// Which exit status the error ends a command with.
     public var exitStatus: ExitStatus {
         switch self {

@@ -1,5 +1,6 @@
 import Foundation
 import XclawAgent
+import XclawBase
 import XclawMessages
 import XclawPerception
 import XclawScreen
@@ -68,6 +69,7 @@ func settleNote(_ settle: SettleResult) -> String {
 /// Turns an error of a lower layer into what the model should read: a `ToolError` whose message says what to do
 /// differently. Cancellation passes through (the registry reports it as an interruption).
 func modelError(_ error: any Error) -> any Error {
+    if let e = error as? ClassifiedError, e.endsRun { return ToolError(e.description, endsRun: e.exitStatus) }
     switch error {
     case let e as ToolError: return e
     case is CancellationError: return error

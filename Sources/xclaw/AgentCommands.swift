@@ -181,7 +181,8 @@ final class RunPrinter: @unchecked Sendable {
 struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send a message to an agent and stream its reply (the message and reply are stored).",
-        discussion: "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted, 143 on SIGTERM (the turn is cancelled "
+        discussion:
+            "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted, 143 on SIGTERM (the turn is cancelled "
             + "and recorded).")
     @Argument(help: "The agent.") var name: String
     @Argument(help: "The message.") var message: String

@@ -4,6 +4,7 @@ import XclawAgent
 import XclawMessages
 import XclawMockAPI
 import XclawScreen
+import XclawStore
 import XclawTesting
 
 /// `xclaw run` end to end: the real binary on a real 1920x1080 Xvfb with the fixture app, a scripted "model" on the
@@ -210,6 +211,58 @@ final class AgentEndToEndTests: XCTestCase {
         let logText = try String(contentsOfFile: log, encoding: .utf8)
         XCTAssertTrue(logText.contains("\"dry-run\""), logText)
         XCTAssertTrue(try JSONValue.parse(server.requests[0].body).jsonText.contains("DRY RUN"))
+    }
+
+    func testADisplayKilledMidRunEndsTheRunWithExit3AndRecordsIt() throws {
+        let server = try MockMessagesServer(replies: [
+            .stream(
+                .turn(
+                    blocks: [
+                        .toolUse(
+                            id: "toolu_1", name: "computer",
+                            input: #"{"action":"hold_key","text":"shift","duration":30}"#),
+                        .toolUse(
+                            id: "toolu_2", name: "computer", input: #"{"action":"left_click","coordinate":[10,10]}"#),
+                    ], stopReason: "tool_use")),
+            .stream(.turn(blocks: [.text("never asked")])),
+        ])
+        defer { server.stop() }
+        let log = workDir.appendingPathComponent("lost.jsonl").path
+        let db = workDir.appendingPathComponent("lost.sqlite").path
+        let err = Pipe()
+        let process = try launchCLI(
+            ["run", "Hold shift", "--display", display.name, "--log", log, "--db", db],
+            environment: environment(server), stderr: err)
+        XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
+        Thread.sleep(forTimeInterval: 0.8)  // the key is held now
+        kill(display.server.pid, SIGKILL)
+        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 3, errText)
+        XCTAssertTrue(errText.contains("lost the connection"), errText)
+        XCTAssertEqual(server.requests.count, 1, "the model was not asked again after the display died")
+        // One record per action: the failed hold with its time, the click that was never run.
+        let records = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map {
+            try JSONValue.parse(String($0))
+        }
+        XCTAssertEqual(records.count, 2, "\(records.map(\.jsonText))")
+        XCTAssertEqual(records.first?["action"]?.string, "hold_key")
+        XCTAssertTrue(records.first?["result"]?.string?.contains("lost the connection") ?? false)
+        XCTAssertNotNil(records.first?["ms"]?.double)
+        XCTAssertEqual(records.last?["action"]?.string, "left_click")
+        XCTAssertEqual(records.last?["result"]?.string, "not run")
+        // The stored conversation stays valid (both calls answered) and the failure is written to the history.
+        let store = try AgentStore(path: db)
+        let agent = try XCTUnwrap(try store.agents().first?.name)
+        let messages = try store.messages(agent: agent)
+        let answered = messages.flatMap(\.content).compactMap { block -> String? in
+            if case .toolResult(let r) = block { return r.toolUseID }
+            return nil
+        }
+        XCTAssertEqual(answered, ["toolu_1", "toolu_2"])
+        XCTAssertTrue(messages.last?.content.description.contains("lost the connection") ?? false)
+        XCTAssertEqual(messages.last?.status, .error)
+        XCTAssertEqual(try store.sessions(agent: agent).first?.status, .failed)
     }
 
     func testRetriesAreShownOnStderrAndJSONSummaryOnStdout() throws {

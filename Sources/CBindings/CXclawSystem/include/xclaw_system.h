@@ -1,6 +1,7 @@
 #ifndef XCLAW_SYSTEM_H
 #define XCLAW_SYSTEM_H
-// POSIX pieces Swift cannot import (GNU extensions and function-like macros), for XclawBase's Subprocess.
+// POSIX pieces Swift cannot import (GNU extensions and function-like macros), for XclawBase's Subprocess and
+// the screen layer's check for a server that went away.
 #include <spawn.h>
 
 /// posix_spawn_file_actions_addclosefrom_np is a GNU extension Swift does not see: close every fd >= from in the child.
@@ -15,5 +16,9 @@ int xclaw_pipe_cloexec(int fds[2]);
 /// WIFEXITED/WEXITSTATUS/WIFSIGNALED/WTERMSIG, which are macros: 1 and the code when `status` is an exit,
 /// 2 and the signal when it is a death by signal, 0 otherwise.
 int xclaw_wait_status(int status, int *value);
+
+/// 1 when the peer of the connected socket `fd` has closed it (POLLRDHUP/POLLHUP/POLLERR, a GNU extension Swift
+/// does not see), 0 when it is open, whatever unread data is waiting; reads nothing.
+int xclaw_peer_closed(int fd);
 
 #endif
