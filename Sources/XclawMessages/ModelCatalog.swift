@@ -109,7 +109,18 @@ public struct ModelCatalog: Sendable, Hashable, Codable {
                 let data = try Data(contentsOf: URL(fileURLWithPath: overlayPath))
                 // The overlay may carry only `models`; take the default from it when given.
                 let object = try JSONValue.parse(data)
-                var filled = object.object ?? [:]
+                // A file of another shape must not be ignored without a word: the user meant it to do something.
+                guard var filled = object.object else {
+                    throw CatalogError.unreadable(
+                        path: overlayPath,
+                        reason: "it holds \(object.jsonText.prefix(40)), not an object with \"models\"")
+                }
+                let unknown = filled.keys.filter { $0 != "default" && $0 != "models" }.sorted()
+                guard unknown.isEmpty, !filled.isEmpty else {
+                    let what = unknown.isEmpty ? "it is empty" : "unknown key(s) \(unknown.joined(separator: ", "))"
+                    throw CatalogError.unreadable(
+                        path: overlayPath, reason: "\(what); it takes \"models\" (a list) and \"default\"")
+                }
                 if filled["default"] == nil { filled["default"] = .string(catalog.default) }
                 if filled["models"] == nil { filled["models"] = [] }
                 user = try parse(Data(JSONValue.object(filled).jsonText.utf8), path: overlayPath)

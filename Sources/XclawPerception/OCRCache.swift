@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 import XclawScreen
 
 /// Recognised text keyed by a hash of the pixels it was read from, so a block that is still on screen (or has moved,
@@ -45,9 +46,10 @@ public final class OCRCache: @unchecked Sendable {
     }
 
     /// Loads a cache saved by `save(to:)`; a missing, foreign or damaged file gives an empty cache.
-    public static func load(from url: URL, capacity: Int = 6000) -> OCRCache {
+    public static func load(from url: URL, capacity: Int = 6000) throws -> OCRCache {
         let cache = OCRCache(capacity: capacity)
-        guard let data = try? Data(contentsOf: url) else { return cache }
+        try PrivateFiles.directory(url.deletingLastPathComponent())
+        guard let data = try PrivateFiles.read(url.path) else { return cache }
         var reader = ByteReader(bytes: [UInt8](data))
         guard reader.take(formatTag.count) == formatTag, let count = reader.u32() else { return cache }
         var loaded: [UInt64: Entry] = [:]
@@ -101,10 +103,8 @@ public final class OCRCache: @unchecked Sendable {
                 }
             }
         }
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        try Data(out).write(to: url, options: .atomic)
+        try PrivateFiles.directory(url.deletingLastPathComponent())
+        try PrivateFiles.write(Data(out), to: url.path)
     }
 }
 

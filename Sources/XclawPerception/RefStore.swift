@@ -82,8 +82,8 @@ public final class RefStore: Codable, @unchecked Sendable {
     private static func distance(_ a: Point, _ b: Point) -> Int { max(abs(a.x - b.x), abs(a.y - b.y)) }
 
     /// The store saved for `display` if it was recorded on the same server run (`server`), else an empty one.
-    public static func load(display: String, server: String) -> RefStore {
-        guard let data = try? Data(contentsOf: file(display)),
+    public static func load(display: String, server: String) throws -> RefStore {
+        guard let data = try PrivateFiles.read(file(display).path),
             let store = try? JSONDecoder.xclaw.decode(RefStore.self, from: data), store.server == server
         else {
             let fresh = RefStore()
@@ -95,17 +95,15 @@ public final class RefStore: Codable, @unchecked Sendable {
 
     /// Saves the store for `display` atomically.
     public func save(display: String) throws {
-        let url = Self.file(display)
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        try JSONEncoder.xclaw.encode(self).write(to: url, options: .atomic)
+        try PrivateFiles.write(JSONEncoder.xclaw.encode(self), to: Self.file(display).path)
     }
 
-    private static func file(_ display: String) -> URL {
+    /// The refs file of `display`, in the checked state directory.
+    private static func file(_ display: String) throws -> URL {
         let safe = display.map { $0.isLetter || $0.isNumber || $0 == "." ? $0 : "_" }
-        return VirtualDisplay.stateDirectory.appendingPathComponent("refs").appendingPathComponent(
-            String(safe) + ".json")
+        let directory = try PrivateFiles.directory(
+            VirtualDisplay.checkedStateDirectory().appendingPathComponent("refs"))
+        return directory.appendingPathComponent(String(safe) + ".json")
     }
 
     enum CodingKeys: String, CodingKey { case known, windows, nextElement, nextWindow, server }

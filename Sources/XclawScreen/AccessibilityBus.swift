@@ -63,8 +63,8 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
                     + "\(launcherPaths.joined(separator: ", "))), needed for --accessibility: \(installHint)")
         }
         let log =
-            logPath
-            ?? VirtualDisplay.stateDirectory
+            try logPath
+            ?? VirtualDisplay.checkedStateDirectory()
             .appendingPathComponent("displays/a11y-\(display.filter(\.isNumber))-\(getpid()).log").path
         try? FileManager.default.createDirectory(
             atPath: (log as NSString).deletingLastPathComponent,

@@ -43,6 +43,10 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     /// Where records and logs live: `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID`.
     public static var stateDirectory: URL { XclawPaths.stateDirectory() }
 
+    /// The state directory, created if missing and refused when planted (another owner, writable by others, a
+    /// symlink): every command that keeps state there checks it first.
+    public static func checkedStateDirectory() throws -> URL { try PrivateFiles.directory(stateDirectory) }
+
     private static var displaysDirectory: URL { stateDirectory.appendingPathComponent("displays") }
 
     /// Starts Xvfb and returns once it accepts connections.
@@ -72,16 +76,10 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
             throw ScreenError.virtualDisplay(
                 "Xvfb is not installed: run scripts/install-deps.sh (or `apt-get install xvfb`)")
         }
-        let fm = FileManager.default
-        try? fm.createDirectory(
-            at: displaysDirectory, withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
         // The /tmp fallback is shared: refuse a directory someone else made for us.
-        var info = stat()
-        guard stat(stateDirectory.path, &info) == 0, info.st_uid == getuid(), info.st_mode & 0o022 == 0 else {
-            throw ScreenError.virtualDisplay(
-                "\(stateDirectory.path) is missing, not ours or writable by others; set XCLAW_STATE_DIR")
-        }
+        try checkedStateDirectory()
+        try PrivateFiles.directory(displaysDirectory)
+        let fm = FileManager.default
         let logPath = displaysDirectory.appendingPathComponent(
             "starting-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
         ).path
@@ -178,6 +176,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
 
     /// The running recorded display called `name` (`:41`, `41` or `host:41.0`), for commands that act on one.
     public static func find(name: String) throws -> VirtualDisplay {
+        try checkedStateDirectory()
         let number =
             Int(name.hasPrefix(":") ? String(name.dropFirst()) : name)
             ?? Int(name.split(separator: ":").last?.split(separator: ".").first ?? "")

@@ -406,8 +406,9 @@ struct Export: ParsableCommand {
             data = try encoder.encode(messages.map(ExportedMessage.init)) + Data("\n".utf8)
         }
         if let output {
-            do { try data.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
-                throw ValidationError("cannot write \(output): \(error.localizedDescription)")
+            // Private, as the database is: the whole conversation, screen text included.
+            do { try PrivateFiles.write(data, to: output) } catch let error as PrivateFileError {
+                throw ValidationError("cannot write \(output): \(error.reason)")
             }
             printError("xclaw: wrote \(messages.count) messages to \(output)")
         } else {

@@ -53,6 +53,7 @@ struct DisplayCommand: ParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
+            try VirtualDisplay.checkedStateDirectory()
             let displays = VirtualDisplay.list()
             try emit(displays, json: json) {
                 displays.map {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import XclawBase
 import XclawCommandLine
 import XclawPerception
 import XclawScreen
@@ -29,7 +30,7 @@ func checkParses<T>(_ value: String?, _ parse: (String) throws -> T) throws {
 
 /// Opens perception for a CLI call with the shared on-disk OCR cache, runs `body`, and saves the cache after.
 func withPerceiver<T>(_ target: DisplayOptions, noCache: Bool = false, _ body: (Perceiver) throws -> T) throws -> T {
-    let cache = noCache ? OCRCache() : OCRCache.load(from: Perceiver.cacheFile)
+    let cache = noCache ? OCRCache() : try OCRCache.load(from: Perceiver.cacheFile)
     let perceiver = try Perceiver(connection: target.connect(), cache: cache)
     let result = try body(perceiver)
     if !noCache { try? cache.save(to: Perceiver.cacheFile) }
@@ -62,7 +63,7 @@ extension SnapshotSource: ExpressibleByArgument {}
 /// Takes a snapshot with refs carried over from this display's previous one, and saves the refs for the next call.
 /// What went wrong without stopping it (an unreadable accessibility tree) is printed on stderr.
 func takeSnapshot(_ perceiver: Perceiver, area: Rect?, source: SnapshotSource = .auto) throws -> Snapshot {
-    let refs = RefStore.load(display: perceiver.connection.name, server: try perceiver.windows.serverToken())
+    let refs = try RefStore.load(display: perceiver.connection.name, server: try perceiver.windows.serverToken())
     let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: refs, source: source)
     try? refs.save(display: perceiver.connection.name)
     for warning in snapshot.warnings ?? [] { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }

@@ -57,5 +57,16 @@ final class ModelCatalogTests: XCTestCase {
         XCTAssertNoThrow(try catalog.model("claude-opus-4-6"), "bundled models stay")
         try "{ not json".write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertThrowsError(try ModelCatalog.load(overlay: path)) { XCTAssertTrue("\($0)".contains(path)) }
+        // Valid JSON of the wrong shape is not ignored either: the error names the file and the expected shape.
+        for (text, words) in [
+            ("[1,2,3]", "not an object"), ("{}", "empty"), (#"{"modles": []}"#, "unknown key(s) modles"),
+            ("42", "not an object"),
+        ] {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            XCTAssertThrowsError(try ModelCatalog.load(overlay: path), text) { error in
+                XCTAssertTrue("\(error)".contains(path), "\(error)")
+                XCTAssertTrue("\(error)".contains(words), "\(error)")
+            }
+        }
     }
 }

@@ -82,6 +82,8 @@ final class AgentCLITests: XCTestCase {
         let file = dir.appendingPathComponent("bob.md").path
         XCTAssertEqual(try runCLI(["export", "bob", "--format", "md", "-o", file], environment: e).status, 0)
         let markdown = try String(contentsOfFile: file, encoding: .utf8)
+        // The whole conversation, screen text included: private, as the database is.
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int, 0o600)
         for text in [
             "remember my colour: blue ✓", "Noting it.", "Saved: blue.", "what is my colour?", "Let me look.",
             "Your colour is blue ✓.", "stored \"colour\"",

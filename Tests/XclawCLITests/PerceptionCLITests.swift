@@ -19,6 +19,38 @@ final class PerceptionCLITests: XCTestCase {
         display?.stop()
     }
 
+    func testStateFilesArePrivateAndAPlantedStateDirectoryIsRefused() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-plant-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let d = ["--display", display.name]
+        let state = base.appendingPathComponent("own")
+        XCTAssertEqual(try runCLI(["snapshot"] + d, environment: ["XCLAW_STATE_DIR": state.path]).status, 0)
+        let refs = try FileManager.default.contentsOfDirectory(atPath: state.appendingPathComponent("refs").path)
+        XCTAssertEqual(refs.count, 1)
+        for file in ["ocr-cache.bin", "refs/" + refs[0]] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: state.appendingPathComponent(file).path)
+            XCTAssertEqual(attributes[.posixPermissions] as? Int, 0o600, file)
+        }
+        // Someone else made the directory first, open to all; or planted a symlink to their own.
+        let planted = base.appendingPathComponent("planted")
+        try FileManager.default.createDirectory(at: planted, withIntermediateDirectories: true)
+        chmod(planted.path, 0o777)
+        let link = base.appendingPathComponent("link")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: planted.path)
+        for (dir, words) in [(planted, "others can write into it"), (link, "symlink")] {
+            for command in [
+                ["ocr"] + d, ["snapshot"] + d, ["find", "Save"] + d, ["tap", "Save"] + d, ["display", "list"],
+            ] {
+                let result = try runCLI(command, environment: ["XCLAW_STATE_DIR": dir.path])
+                XCTAssertEqual(result.status, 2, "\(command): \(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("refusing \(dir.path)"), result.stderr)
+                XCTAssertTrue(result.stderr.contains(words), result.stderr)
+            }
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: planted.path), [], "nothing written there")
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress }.isEmpty, "nothing clicked")
+    }
+
     func testCLIFindTapAndExitCodes() throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent(
             "xclaw-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")

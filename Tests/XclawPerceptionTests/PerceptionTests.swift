@@ -124,14 +124,14 @@ final class PerceptionTests: XCTestCase {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-cache-\(getpid()).bin")
         defer { try? FileManager.default.removeItem(at: file) }
         try perceiver.recognizer.cache.save(to: file)
-        let loaded = OCRCache.load(from: file)
+        let loaded = try OCRCache.load(from: file)
         XCTAssertEqual(loaded.count, perceiver.recognizer.cache.count)
         let fromDisk = try Perceiver(connection: perceiver.connection, cache: loaded).read()
         XCTAssertTrue(fromDisk.stats.unchanged)
         XCTAssertEqual(fromDisk.lines, third.lines)
         // A damaged file is an empty cache, not a crash.
         try Data("xclaw-ocr-cache 5\n\u{1}\u{0}\u{0}\u{0}garbage".utf8).write(to: file)
-        XCTAssertEqual(OCRCache.load(from: file).count, 0)
+        XCTAssertEqual(try OCRCache.load(from: file).count, 0)
     }
 
     func testSnapshotRolesAndRefsStayStableWhenOtherThingsChange() throws {
@@ -192,7 +192,7 @@ final class PerceptionTests: XCTestCase {
         defer { other.stop() }
         XCTAssertNotEqual(try WindowManager(connection: other.connect()).serverToken(), token)
         let name = "refs_test_\(getpid())"
-        let store = RefStore.load(display: name, server: token)
+        let store = try RefStore.load(display: name, server: token)
         let first = try Snapshotter(perceiver: perceiver).snapshot(refs: store)
         try store.save(display: name)
         let sameServer = try Snapshotter(perceiver: perceiver).snapshot(

@@ -1,0 +1,96 @@
+import Foundation
+
+/// Files that hold screen text or conversations (the OCR cache, refs, exports): private to the user, and never read
+/// from or written into a place another user planted. Checked on the opened descriptor (`O_NOFOLLOW` + `fstat`),
+/// not by path, so a symlink swapped in between cannot redirect them.
+public enum PrivateFiles {
+    /// Writes `data` to `path` atomically with mode 0600: a new temporary file beside it (`O_EXCL`, so nothing
+    /// planted is reused), then a rename, which replaces a symlink at `path` instead of following it.
+    public static func write(_ data: Data, to path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let temporary =
+            (directory.isEmpty ? "." : directory) + "/.xclaw-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw PrivateFileError(path: path, reason: "cannot create it: \(Errno.current)") }
+        var written = 0
+        let ok = data.withUnsafeBytes { raw -> Bool in
+            while written < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                written += n
+            }
+            return true
+        }
+        let error = Errno.current
+        close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            let why = ok ? Errno.current : error
+            unlink(temporary)
+            throw PrivateFileError(path: path, reason: "cannot write it: \(why)")
+        }
+    }
+
+    /// The contents of `path` when it is a regular file of this user (a symlink is not followed); nil when it does
+    /// not exist. A planted file (another owner, a symlink) is refused.
+    public static func read(_ path: String) throws -> Data? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw PrivateFileError(path: path, reason: errno == ELOOP ? "it is a symlink" : "\(Errno.current)")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw PrivateFileError(path: path, reason: "it is not a regular file")
+        }
+        guard info.st_uid == getuid() else {
+            throw PrivateFileError(path: path, reason: "it belongs to uid \(info.st_uid), not to you")
+        }
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: false).readDataToEndOfFile()
+    }
+
+    /// `url` as a directory of this user that no one else can write, created (mode 0700, parents too) when
+    /// missing. Refuses one another user made, one writable by others, and a symlink: the fallback `/tmp/xclaw-UID`
+    /// is in a directory everyone can write, so someone could have made it first to read what xclaw puts there.
+    @discardableResult
+    public static func directory(_ url: URL) throws -> URL {
+        let path = url.path
+        if mkdir(path, 0o700) != 0 && errno == ENOENT {
+            try? FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            _ = mkdir(path, 0o700)
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = errno == ELOOP || errno == ENOTDIR ? "it is a symlink or not a directory" : "\(Errno.current)"
+            throw PrivateFileError(path: path, reason: reason)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw PrivateFileError(path: path, reason: "\(Errno.current)") }
+        guard info.st_uid == getuid() else {
+            throw PrivateFileError(path: path, reason: "it belongs to uid \(info.st_uid), not to you")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw PrivateFileError(
+                path: path, reason: "others can write into it (mode \(String(info.st_mode & 0o777, radix: 8)))")
+        }
+        return url
+    }
+}
+
+/// A private file or directory that cannot be used safely; exit 2, with what to do.
+public struct PrivateFileError: ClassifiedError, Hashable {
+    /// The file or directory.
+    public var path: String
+    /// What is wrong with it.
+    public var reason: String
+    /// Bad input from the environment: the user fixes it.
+    public var exitStatus: ExitStatus { .usage }
+    /// The message, saying what to do.
+    public var description: String {
+        "refusing \(path): \(reason). Remove it, or set XCLAW_STATE_DIR to a directory only you can write"
+    }
+}
