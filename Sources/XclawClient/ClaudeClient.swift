@@ -26,9 +26,15 @@ public final class ClaudeClient: Sendable {
             body: request.bodyData, connectTimeout: configuration.connectTimeout,
             idleTimeout: configuration.idleTimeout)
         var attempt = 0
+        let clock = ContinuousClock()
+        let started = clock.now
         while true {
             try Task.checkCancellation()
             attempt += 1
+            // An attempt may be silent for the idle timeout, but not past the budget of the whole request.
+            var http = http
+            let left = configuration.retryBudget - (clock.now - started)
+            http.idleTimeout = max(.seconds(1), min(configuration.idleTimeout, left))
             logger.debug("POST /v1/messages", metadata: ["attempt": "\(attempt)", "bytes": "\(http.body.count)"])
             guard let multi = pool.withLock({ $0.popLast() }) ?? CurlMulti() else {
                 throw ClientError.network("libcurl could not be initialised")
@@ -51,6 +57,13 @@ public final class ClaudeClient: Sendable {
                     throw ClientError.retriesExhausted(last: reason, attempts: attempt, requestID: requestID)
                 }
                 let delay = RetryPolicy.delay(attempt: attempt, headers: headers, random: Double.random(in: 0..<1))
+                let spent = clock.now - started
+                guard spent + delay < configuration.retryBudget else {
+                    let budget = Int(RetryPolicy.seconds(configuration.retryBudget).rounded())
+                    throw ClientError.retriesExhausted(
+                        last: reason + "; the retry budget of \(budget) s (XCLAW_RETRY_BUDGET) is spent",
+                        attempts: attempt, requestID: requestID)
+                }
                 onEvent(
                     .retrying(
                         RetryNotice(
@@ -132,10 +145,33 @@ public final class ClaudeClient: Sendable {
         if (200..<300).contains(outcome.status) {
             return plainBody(outcome, requestID: rid)
         }
+        if let page = Self.webPage(outcome) {
+            return .failure(ClientError.notTheAPI("HTTP \(outcome.status) from \(host): " + page))
+        }
         return .failure(
             ClientError.badResponse(
                 "HTTP \(outcome.status) from \(host)\(ridSuffix); expected a "
                     + "Messages API reply"))
+    }
+
+    /// A short description when the body is a web page (HTML), which no retry turns into an API reply.
+    static func webPage(_ outcome: TransferOutcome) -> String? {
+        let type = outcome.headers["content-type"]?.lowercased() ?? ""
+        let start = String(decoding: outcome.body.prefix(512), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        guard type.contains("text/html") || start.hasPrefix("<!doctype html") || start.hasPrefix("<html") else {
+            return nil
+        }
+        let text = String(decoding: outcome.body.prefix(4096), as: UTF8.self)
+        if let open = text.range(of: "<title>", options: .caseInsensitive),
+            let close = text.range(of: "</title>", options: .caseInsensitive, range: open.upperBound..<text.endIndex)
+        {
+            let title = text[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+            return "a page titled \"\(title.prefix(80))\""
+        }
+        let words = start.replacingOccurrences(of: "<[^>]*>", with: " ", options: .regularExpression)
+            .split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return "an HTML page" + (words.isEmpty ? "" : ": \"\(words.prefix(80))\"")
     }
 
     /// A 2xx that was not SSE: a proxy may return the whole Message as JSON, or SSE under another content type.
@@ -143,6 +179,10 @@ public final class ClaudeClient: Sendable {
         let ridSuffix = requestID.map { " (request-id \($0))" } ?? ""
         let type = outcome.headers["content-type"] ?? "no content-type"
         let text = String(decoding: outcome.body, as: UTF8.self)
+        let host = URLComponents(string: configuration.baseURL)?.host ?? configuration.baseURL
+        if let page = Self.webPage(outcome) {
+            return .failure(ClientError.notTheAPI("HTTP \(outcome.status) from \(host): " + page))
+        }
         if let json = try? JSONValue.parse(Data(outcome.body)), case .object = json {
             if json["type"]?.string == "error" {
                 return httpError(
@@ -177,10 +217,10 @@ public final class ClaudeClient: Sendable {
             }
             return .retry(reason: "stream ended early (no message_stop)", headers: [:], requestID: requestID)
         }
-        return .failure(
-            ClientError.badResponse(
-                "HTTP \(outcome.status) with \(type)\(ridSuffix): "
-                    + redact(String(text.prefix(200)))))
+        // Broken JSON or a body cut short may be a proxy's hiccup: retried, within the budget.
+        return .retry(
+            reason: "HTTP \(outcome.status) with \(type) that is not a Messages API reply: "
+                + redact(String(text.prefix(120))), headers: [:], requestID: requestID)
     }
 
     /// An HTTP error body `{"type":"error","error":{"type","message"},"request_id"}`, or whatever a proxy sent.

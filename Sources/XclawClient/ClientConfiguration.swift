@@ -42,6 +42,15 @@ public struct ClientConfiguration: Sendable {
     public var connectTimeout: Duration
     /// No byte received for this long counts as a (retried) network failure; the API pings idle streams.
     public var idleTimeout: Duration
+    /// The most one request may take with all its retries: attempts stop (and each attempt's silence is cut) once
+    /// it is spent, so a server that never answers, or answers nonsense, ends the request in bounded time.
+    public var retryBudget: Duration
+
+    /// The default `idleTimeout`: the API sends a ping into a quiet stream every few seconds.
+    public static let defaultIdleTimeout: Duration = .seconds(90)
+    /// The default `retryBudget`: five retries with the SDK's backoff take about 15 s; the rest is for slow
+    /// attempts.
+    public static let defaultRetryBudget: Duration = .seconds(120)
 
     /// The default API root.
     public static let defaultBaseURL = "https://api.anthropic.com"
@@ -49,13 +58,15 @@ public struct ClientConfiguration: Sendable {
     /// Creates a configuration; a trailing slash on `baseURL` is dropped so paths join cleanly.
     public init(
         baseURL: String = ClientConfiguration.defaultBaseURL, apiKey: APIKey, maxRetries: Int = 5,
-        connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(300)
+        connectTimeout: Duration = .seconds(10), idleTimeout: Duration = ClientConfiguration.defaultIdleTimeout,
+        retryBudget: Duration = ClientConfiguration.defaultRetryBudget
     ) {
         self.baseURL = Self.normalize(baseURL)
         self.apiKey = apiKey
         self.maxRetries = max(0, maxRetries)
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
+        self.retryBudget = retryBudget
     }
 
     private static func normalize(_ url: String) -> String {
@@ -76,7 +87,24 @@ public struct ClientConfiguration: Sendable {
         let path = configPath ?? defaultConfigPath(environment: environment)
         let file = try ConfigFile.read(path: path)
         guard let key = envKey ?? file?.apiKey else { throw ClientError.noAPIKey }
-        return ClientConfiguration(baseURL: envBase ?? file?.baseURL ?? defaultBaseURL, apiKey: APIKey(key))
+        let idle = try seconds(environment["XCLAW_IDLE_TIMEOUT"], "XCLAW_IDLE_TIMEOUT", file?.idleTimeout, path)
+        let budget = try seconds(environment["XCLAW_RETRY_BUDGET"], "XCLAW_RETRY_BUDGET", file?.retryBudget, path)
+        return ClientConfiguration(
+            baseURL: envBase ?? file?.baseURL ?? defaultBaseURL, apiKey: APIKey(key),
+            idleTimeout: idle ?? defaultIdleTimeout, retryBudget: budget ?? defaultRetryBudget)
+    }
+
+    /// A time limit in seconds from the environment (first) or the config file: 1 to 3600, else a usage error.
+    private static func seconds(_ env: String?, _ name: String, _ fromFile: String?, _ path: String) throws
+        -> Duration?
+    {
+        guard let raw = env.flatMap({ $0.isEmpty ? nil : $0 }) ?? fromFile else { return nil }
+        guard let value = Double(raw.trimmingCharacters(in: .whitespaces)), (1...3600).contains(value) else {
+            let source =
+                env.flatMap { $0.isEmpty ? nil : $0 } != nil ? name : "\(path): \(name.dropFirst(6).lowercased())"
+            throw ClientError.badSetting(name: source, value: raw, expected: "a number of seconds from 1 to 3600")
+        }
+        return .milliseconds(Int(value * 1000))
     }
 
     /// `$XDG_CONFIG_HOME/xclaw/config`, else `~/.config/xclaw/config`.
@@ -89,6 +117,10 @@ public struct ClientConfiguration: Sendable {
 struct ConfigFile: Sendable, Hashable {
     var apiKey: String?
     var baseURL: String?
+    /// `idle_timeout`, seconds (XCLAW_IDLE_TIMEOUT overrides it).
+    var idleTimeout: String?
+    /// `retry_budget`, seconds (XCLAW_RETRY_BUDGET overrides it).
+    var retryBudget: String?
 
     /// Reads `path`; nil when it does not exist. A file holding a key must not be readable by group or others.
     static func read(path: String) throws -> ConfigFile? {
@@ -118,6 +150,8 @@ struct ConfigFile: Sendable, Hashable {
             switch key {
             case "api_key": file.apiKey = value.isEmpty ? nil : value
             case "base_url": file.baseURL = value.isEmpty ? nil : value
+            case "idle_timeout": file.idleTimeout = value.isEmpty ? nil : value
+            case "retry_budget": file.retryBudget = value.isEmpty ? nil : value
             default: break
             }
         }

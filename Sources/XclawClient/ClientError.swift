@@ -19,6 +19,11 @@ public enum ClientError: ClassifiedError, Sendable, Hashable {
     case network(String)
     /// The server answered something that is not the Messages API (a proxy page, broken JSON).
     case badResponse(String)
+    /// A success status with a web page or other non-API body: a captive portal or login page, or a base URL that
+    /// points at a web server. Asking again gets the same page.
+    case notTheAPI(String)
+    /// A setting (`XCLAW_IDLE_TIMEOUT`, `retry_budget` …) with a value out of range.
+    case badSetting(name: String, value: String, expected: String)
 
     /// What failed and what the user should do, in one message (stderr prints it as is).
     public var description: String {
@@ -49,14 +54,20 @@ public enum ClientError: ClassifiedError, Sendable, Hashable {
         case .badResponse(let message):
             return "unexpected response from the API: \(message); try again, and check ANTHROPIC_BASE_URL if a "
                 + "proxy is in between"
+        case .notTheAPI(let message):
+            return "the server answered a web page, not the Messages API (\(message)): a captive portal or login "
+                + "page of this network, or ANTHROPIC_BASE_URL pointing at a web server; log in to the network or "
+                + "fix the URL (not retried: it would answer the same)"
+        case .badSetting(let name, let value, let expected):
+            return "\(name) is \"\(value)\"; it must be \(expected)"
         }
     }
 
     /// Configuration mistakes are usage errors (2); everything the API or network did is 4.
     public var exitStatus: ExitStatus {
         switch self {
-        case .noAPIKey, .insecureConfig, .badConfig: return .usage
-        case .invalidAPIKey, .api, .retriesExhausted, .network, .badResponse: return .api
+        case .noAPIKey, .insecureConfig, .badConfig, .badSetting: return .usage
+        case .invalidAPIKey, .api, .retriesExhausted, .network, .badResponse, .notTheAPI: return .api
         }
     }
 

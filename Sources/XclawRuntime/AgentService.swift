@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XclawAgent
 import XclawBase
 import XclawClient
@@ -47,6 +48,8 @@ public final class AgentService: Sendable {
     public let queue: AgentQueue
     /// How often the queue retries a failed batch (0: never; then failures are reported at once).
     private let queueRetries: Int
+    /// Give-ups being recorded, awaited by `waitUntilIdle`.
+    private let recording = Mutex<[Task<Void, Never>]>([])
     private let runOptions: @Sendable (ModelInfo, String) -> RunOptions
 
     /// Creates a service; `queue` settings cap the parallel runs and set the retry backoff.
@@ -186,30 +189,41 @@ public final class AgentService: Sendable {
         return .success
     }
 
-    /// Errors a later retry cannot fix: a bad key, a request the API refuses (400/403/404/413), an unknown model,
-    /// a missing display or OCR data, a broken store. Overload, rate limits and network trouble are worth another
-    /// run later.
+    /// Errors a later run would not fix, or that were already retried: a bad key, a request the API refuses, an
+    /// unknown model, a missing display or OCR data, a broken store — and every failure of the client, which retried
+    /// transient ones itself within its retry budget (stacking the queue's backoff on top made a reply take hours
+    /// against a silent server).
     static func isPermanent(_ error: any Error) -> Bool {
-        if let client = error as? ClientError {
-            switch client {
-            case .invalidAPIKey, .api, .noAPIKey, .insecureConfig, .badConfig: return true
-            default: return false
-            }
-        }
-        if error is ClientError || error is CancellationError { return false }
+        if error is ClientError { return true }
+        if error is CancellationError { return false }
         // Anything else classified (catalog, screen, store, skills) is about this machine or its data, not the
         // moment: retrying would fail the same way.
         return error is ClassifiedError
     }
 
     /// The queue stopped retrying: record the failure where the user reads the agent's replies. Runs off the
-    /// queue's actor, which must not wait on SQLite.
+    /// queue's actor, which must not wait on SQLite; `waitUntilIdle` waits for it, so a command never exits
+    /// before the failure is recorded and reported.
     func gaveUp(agent: String, reason: String) {
         let store = self.store, events = self.events
-        Task.detached {
+        let record = Task.detached {
             let text = "xclaw: giving up after repeated failures (\(reason)); send a new message to try again"
             _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(text)], status: .error)
             events(.failed(agent: agent, message: text, willRetry: false, status: .api))
+        }
+        recording.withLock { $0.append(record) }
+    }
+
+    /// Waits until the queue is idle and every give-up it reported is recorded.
+    public func waitUntilIdle() async {
+        while true {
+            await queue.waitUntilIdle()
+            let pending = recording.withLock { list in
+                defer { list = [] }
+                return list
+            }
+            if pending.isEmpty { return }
+            for task in pending { await task.value }
         }
     }
 

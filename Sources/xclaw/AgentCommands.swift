@@ -199,7 +199,7 @@ struct Send: ParsableCommand {
         }) {
             do {
                 let id = try await service.send(agent: name, text: message, sender: sender)
-                await service.queue.waitUntilIdle()
+                await service.waitUntilIdle()
                 return .success(id)
             } catch { return .failure(error) }
         }
@@ -266,7 +266,7 @@ struct Chat: ParsableCommand {
             let (_, wait) = Blocking.start { () async -> Result<Void, any Error> in
                 do {
                     try await service.send(agent: name, text: text)
-                    await service.queue.waitUntilIdle()
+                    await service.waitUntilIdle()
                     return .success(())
                 } catch { return .failure(error) }
             }

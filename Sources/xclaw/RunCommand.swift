@@ -103,7 +103,7 @@ struct Run: ParsableCommand {
         }) {
             do {
                 try await service.send(agent: agent, text: task)
-                await service.queue.waitUntilIdle()
+                await service.waitUntilIdle()
                 return .success(())
             } catch { return .failure(error) }
         }

@@ -499,7 +499,30 @@ final class SSEParserTests: XCTestCase {
         o.body = Array("<html>proxy login</html>".utf8)
         o.headers["content-type"] = "text/html"
         guard case .failure(let e) = client().classify(o, url: "http://x/v1/messages") else { return XCTFail() }
-        XCTAssertTrue("\(e)".contains("proxy login"))
+        XCTAssertTrue("\(e)".contains("proxy login"), "\(e)")
+        XCTAssertTrue("\(e)".contains("captive portal"), "\(e)")
+        // A captive portal's login page, HTML without the content type, a redirect to a login page: not retried.
+        for (status, type, body) in [
+            (
+                200, "text/html; charset=utf-8",
+                "<!DOCTYPE html><html><head><title>Hotel WiFi login</title></head></html>"
+            ),
+            (200, "application/octet-stream", "<html><body>Sign in</body></html>"),
+            (302, "text/html", "<html><title>Redirecting</title></html>"),
+        ] {
+            o.status = status
+            o.headers["content-type"] = type
+            o.body = Array(body.utf8)
+            guard case .failure(let e) = client().classify(o, url: "http://x/v1/messages") else {
+                return XCTFail("\(status) \(type) was not a failure")
+            }
+            guard case .notTheAPI = e as? ClientError else { return XCTFail("\(e)") }
+        }
+        // Broken JSON under a JSON content type may be a proxy's hiccup: retried, within the budget.
+        o.status = 200
+        o.headers["content-type"] = "application/json"
+        o.body = Array("{\"id\": \"msg_".utf8)
+        guard case .retry = client().classify(o, url: "http://x/v1/messages") else { return XCTFail() }
     }
 
     func testStreamFailuresAreRetried() {
@@ -592,7 +615,26 @@ final class SSEParserTests: XCTestCase {
         XCTAssertEqual(c.baseURL, "http://127.0.0.1:8080")
         XCTAssertEqual(c.maxRetries, 5)
         XCTAssertEqual(c.connectTimeout, .seconds(10))
-        XCTAssertEqual(c.idleTimeout, .seconds(300))
+        XCTAssertEqual(c.idleTimeout, .seconds(90))
+        XCTAssertEqual(c.retryBudget, .seconds(120))
+        // Both limits are settings: the environment wins over the file; an absurd value is a usage error.
+        let limits = try tempDir()
+        try write("api_key = k\nidle_timeout = 30\nretry_budget = 45.5\n", to: limits + "/xclaw/config", mode: 0o600)
+        let fromFile = try ClientConfiguration.load(environment: ["XDG_CONFIG_HOME": limits])
+        XCTAssertEqual(fromFile.idleTimeout, .seconds(30))
+        XCTAssertEqual(fromFile.retryBudget, .milliseconds(45_500))
+        let fromEnv = try ClientConfiguration.load(
+            environment: ["XDG_CONFIG_HOME": limits, "XCLAW_IDLE_TIMEOUT": "5", "XCLAW_RETRY_BUDGET": "10"])
+        XCTAssertEqual(fromEnv.idleTimeout, .seconds(5))
+        XCTAssertEqual(fromEnv.retryBudget, .seconds(10))
+        for bad in ["0", "nan", "-3", "1e9", "soon"] {
+            XCTAssertThrowsError(
+                try ClientConfiguration.load(environment: ["XDG_CONFIG_HOME": limits, "XCLAW_IDLE_TIMEOUT": bad])
+            ) { error in
+                XCTAssertEqual((error as? ClientError)?.exitStatus, .usage)
+                XCTAssertTrue("\(error)".contains("XCLAW_IDLE_TIMEOUT is \"\(bad)\""), "\(error)")
+            }
+        }
         // Found through HOME.
         let home = try tempDir()
         try write("api_key=k-home\n", to: home + "/.config/xclaw/config", mode: 0o400)

@@ -232,6 +232,49 @@ final class AgentCLITests: XCTestCase {
         }
     }
 
+    /// Hostile upstreams: each ends `send` with exit 4 in bounded time, with a message that says what happened, and
+    /// the failure in the history; a captive portal's page is not retried at all.
+    func testHostileUpstreamsFailSendWithExit4InBoundedTime() throws {
+        let html = MockReply.raw(
+            status: 200, headers: ["content-type": "text/html"],
+            body: "<!DOCTYPE html><html><head><title>Hotel WiFi login</title></head><body>Sign in</body></html>")
+        let brokenJSON = MockReply.raw(
+            status: 200, headers: ["content-type": "application/json"], body: #"{"id": "msg_01", "content": [{"#)
+        let noStop = MockReply.raw(
+            status: 200, headers: ["content-type": "text/event-stream"],
+            body: "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":"
+                + "\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"usage\":{\"input_tokens\":1,"
+                + "\"output_tokens\":1}}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n")
+        let down = MockReply.error(
+            status: 503, type: "api_error", message: "down for good", headers: ["retry-after-ms": "1"])
+        let cases: [(name: String, replies: [MockReply], words: String, maxRequests: Int)] = [
+            ("portal", [html, html], "captive portal", 1),
+            ("silent", Array(repeating: .hang, count: 8), "retry budget", 4),
+            ("broken", Array(repeating: brokenJSON, count: 8), "not a Messages API reply", 6),
+            ("nostop", Array(repeating: noStop, count: 8), "no message_stop", 6),
+            ("down1", Array(repeating: down, count: 8), "down for good", 6),
+            ("down2", Array(repeating: down, count: 8), "down for good", 6),
+            ("down3", Array(repeating: down, count: 8), "down for good", 6),
+        ]
+        for item in cases {
+            let server = try MockMessagesServer(replies: item.replies)
+            defer { server.stop() }
+            var e = env(server)
+            e["XCLAW_IDLE_TIMEOUT"] = "1"
+            e["XCLAW_RETRY_BUDGET"] = "3"
+            XCTAssertEqual(try runCLI(["agent", "create", item.name, "--tools", "memory"], environment: e).status, 0)
+            let result = try runCLI(["send", item.name, "hello"], environment: e)
+            XCTAssertEqual(result.status, 4, "\(item.name): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains(item.words), "\(item.name): \(result.stderr)")
+            let last = result.stderr.split(separator: "\n").last.map(String.init) ?? ""
+            XCTAssertFalse(last.contains("will retry"), "\(item.name): the last word is the failure: \(last)")
+            XCTAssertGreaterThanOrEqual(server.requests.count, 1)
+            XCTAssertLessThanOrEqual(server.requests.count, item.maxRequests, item.name)
+            let history = try runCLI(["history", item.name], environment: e)
+            XCTAssertTrue(history.text.contains("this reply failed"), "\(item.name): \(history.text)")
+        }
+    }
+
     func testChatCtrlCCancelsTheTurnNotTheProgram() throws {
         let server = try MockMessagesServer(replies: [.hang, .stream(.turn(blocks: [.text("Second answer.")]))])
         defer { server.stop() }

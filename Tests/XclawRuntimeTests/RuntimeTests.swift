@@ -163,21 +163,29 @@ final class RuntimeTests: XCTestCase {
         XCTAssertEqual(server.requests.count, 4)
     }
 
-    func testAFailureBeforeAnyOutputIsRetriedWithTheSameBatch() async throws {
+    func testAClientFailureIsNotRetriedAgainByTheQueueAndItsBatchIsAnsweredNextTime() async throws {
         try makeAgent("a")
-        // The network fails and the client has no retries left: the queue runs the batch again later.
+        // The network fails and the client has no retries left: the client's budget is the whole budget, so the
+        // queue does not stack its own backoff on top; the run is undone and recorded as failed.
         let server = try MockMessagesServer(replies: [
-            .disconnect, .stream(.turn(blocks: [.text("second try worked")])),
+            .disconnect, .stream(.turn(blocks: [.text("the next message's run answered both")])),
         ])
         defer { server.stop() }
         let svc = try service(server, clientRetries: 0)
-        let id = try await svc.send(agent: "a", text: "do it")
-        await svc.queue.waitUntilIdle()
+        _ = try await svc.send(agent: "a", text: "do it")
+        await svc.waitUntilIdle()
+        XCTAssertEqual(server.requests.count, 1)
+        XCTAssertEqual(try store.sessions(agent: "a").map(\.status), [.failed])
+        let failed = try XCTUnwrap(try store.messages(agent: "a").last)
+        XCTAssertEqual(failed.status, .error)
+        XCTAssertTrue(Message(role: .assistant, content: failed.content).text.contains("this reply failed"))
+        // Nothing was lost: the undone batch goes out with the next message.
+        let next = try await svc.send(agent: "a", text: "and this")
+        await svc.waitUntilIdle()
         XCTAssertEqual(server.requests.count, 2)
-        XCTAssertEqual(
-            Self.lastUserText(server.requests[0]), Self.lastUserText(server.requests[1]), "the same batch again")
-        XCTAssertEqual(try store.state(agent: "a").cursor, id)
-        XCTAssertEqual(try store.sessions(agent: "a").map(\.status), [.failed, .completed])
+        let body = String(decoding: server.requests[1].body, as: UTF8.self)
+        XCTAssertTrue(body.contains("do it") && body.contains("and this"), body)
+        XCTAssertEqual(try store.state(agent: "a").cursor, next)
     }
 
     func testAFailureAfterOutputReachedTheUserIsNotRunAgain() async throws {
