@@ -54,9 +54,35 @@ public enum CommandRunner {
     }
 }
 
-/// Writes a line to stderr.
+/// Writes a line to stderr, with control characters shown instead of obeyed: messages quote model and screen text,
+/// which must not be able to clear the terminal or draw a fake prompt.
 public func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    FileHandle.standardError.write(Data((UntrustedText.forTerminal(message) + "\n").utf8))
+}
+
+/// How text that xclaw did not write (the model's, the screen's) reaches stdout.
+public enum TerminalOutput {
+    /// True when such text goes out byte for byte: only when `--raw` was asked for and stdout is not a terminal.
+    public static func passesRaw(_ raw: Bool) -> Bool { raw && isatty(STDOUT_FILENO) == 0 }
+
+    /// `text` as it may be printed: control characters escaped unless `passesRaw(raw)`.
+    public static func clean(_ text: String, raw: Bool = false) -> String {
+        passesRaw(raw) ? text : UntrustedText.forTerminal(text)
+    }
+}
+
+/// The `--raw` flag of the commands that print model or screen text.
+public struct RawOption: ParsableArguments {
+    /// Not raw.
+    public init() {}
+
+    /// Print model and screen text byte for byte (only when stdout is not a terminal).
+    @Flag(
+        help: """
+            Print model and screen text byte for byte, control characters included (only when stdout is not a \
+            terminal; on a terminal they are always shown escaped).
+            """)
+    public var raw = false
 }
 
 /// Options every command that touches a display takes.
@@ -72,14 +98,15 @@ public struct DisplayOptions: ParsableArguments {
     public func connect() throws -> DisplayConnection { try DisplayConnection(name: display) }
 }
 
-/// Prints a result: JSON when asked, else the text.
-public func emit<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
+/// Prints a result: JSON when asked, else the text, whose control characters are escaped unless `raw` passes
+/// (`TerminalOutput`): results quote screen text.
+public func emit<T: Encodable>(_ value: T, json: Bool, raw: Bool = false, text: () -> String) throws {
     if json {
         let data = try JSONEncoder.xclaw.encode(value)
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     } else {
         let out = text()
-        if !out.isEmpty { print(out) }
+        if !out.isEmpty { print(TerminalOutput.clean(out, raw: raw)) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 import XclawScreen
 
 /// What an element on screen is: from the accessibility tree when the app exposes one, else as far as pixels and
@@ -96,17 +97,13 @@ public struct Element: Codable, Sendable, Hashable {
 
     /// The compact one-line form: `e7 button "Save" @1720,62 80x32 in w3` (position = centre).
     public func line(maxLabel: Int = 72) -> String {
-        var label = self.label.replacingOccurrences(of: "\"", with: "'")
-        if label.count > maxLabel { label = String(label.prefix(maxLabel - 1)) + "…" }
+        // Every string here comes from the screen: one quoted, escaped token each, so a title or a label can never
+        // start a line of its own (a forged element, a "SYSTEM:" line) or close its quotes.
         let c = box.center
-        var out = "\(changed ? "+" : "")\(ref) \(role.rawValue) \"\(label)\""
-        if let value, !value.isEmpty {
-            var shown = value.replacingOccurrences(of: "\"", with: "'").replacingOccurrences(of: "\n", with: " ")
-            if shown.count > 40 { shown = String(shown.prefix(39)) + "…" }
-            out += " = \"\(shown)\""
-        }
+        var out = "\(changed ? "+" : "")\(ref) \(role.rawValue) \(UntrustedText.quoted(label, limit: maxLabel - 1))"
+        if let value, !value.isEmpty { out += " = " + UntrustedText.quoted(value, limit: 39) }
         out += " @\(c.x),\(c.y) \(box.width)x\(box.height)"
-        if let className, !className.isEmpty { out += " (\(className))" }
+        if let className, !className.isEmpty { out += " (\(UntrustedText.quoted(className, limit: 40)))" }
         if active == true { out += " active" }
         if role == .window, let source, source != .x11 { out += " [\(source.rawValue)]" }
         var marks = states ?? []

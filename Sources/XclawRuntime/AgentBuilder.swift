@@ -192,7 +192,9 @@ public struct AgentBuilder: Sendable {
         return AgentService(
             store: store, client: client, catalog: catalog, queue: queue, runOptions: runOptions,
             tools: { config in try prepared?.tools ?? builder.tools(for: config) },
-            systemPrompt: { config in try prepared?.systemPrompt ?? builder.systemPrompt(for: config) },
+            systemPrompt: { config in
+                try prepared?.systemPrompt ?? builder.systemPrompt(for: config, dryRun: context(config).dryRun)
+            },
             context: context, events: events)
     }
 }

@@ -1,5 +1,6 @@
 import CX11
 import Foundation
+import XclawBase
 
 /// A top-level window as a person sees it.
 public struct WindowInfo: Codable, Sendable, Hashable {
@@ -29,7 +30,8 @@ public struct WindowInfo: Codable, Sendable, Hashable {
 
     /// One line for listings.
     public var summary: String {
-        "\(hexID) \"\(title)\" \(className) \(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)"
+        "\(hexID) \(UntrustedText.quoted(title, limit: 80)) \(UntrustedText.escaped(className, limit: 40)) "
+            + "\(frame.width)x\(frame.height)+\(frame.x)+\(frame.y)"
     }
 }
 

@@ -229,7 +229,7 @@ public struct ComputerTool: AgentTool {
             let text = try requiredText(input, for: action, example: "\"hello\\n\"")
             _ = try Keyboard.keysyms(for: text)  // refuse untypeable text before anything is sent
             record.text = text
-            describe = "type \(quoted(text))"
+            describe = "type \(quoted(text, limit: .max))"  // the whole text: --confirm must show all it types
             done = "typed \(text.count) characters"
             perform = { try $0.input.keyboard.type(text, interrupted: cancelled) }
 

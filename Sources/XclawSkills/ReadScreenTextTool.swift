@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 import XclawAgent
 import XclawMessages
 import XclawPerception
@@ -38,14 +39,15 @@ public struct ReadScreenTextTool: AgentTool {
             }
             let place = area.map { "region \($0.x),\($0.y) \($0.width)x\($0.height)" } ?? "the screen"
             guard !reading.lines.isEmpty else { return .text("no text found in \(place)") }
-            var out = ["\(reading.lines.count) lines in \(place) (screen \(screen.width)x\(screen.height)):"]
+            var out: [String] = []
             for line in reading.lines {
                 let b = line.box
                 out.append(
                     "\(quoted(line.text, limit: 200)) at \(normalizedText(b.center, screen: screen)) "
                         + "box \(b.x),\(b.y) \(b.width)x\(b.height)")
             }
-            return .text(out.joined(separator: "\n"))
+            let header = "\(reading.lines.count) lines in \(place) (screen \(screen.width)x\(screen.height)):\n"
+            return .text(header + UntrustedText.screenData(out.joined(separator: "\n"), source: "ocr"))
         } catch {
             throw modelError(error)
         }

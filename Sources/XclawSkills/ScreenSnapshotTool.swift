@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 import XclawAgent
 import XclawMessages
 import XclawPerception
@@ -51,7 +52,8 @@ public struct ScreenSnapshotTool: AgentTool {
             }
             // The model should know when a window was read by OCR because its tree failed.
             let notes = (snapshot.warnings ?? []).map { "\nnote: \($0)" }.joined()
-            return .text(snapshot.render(interactiveOnly: interactive) + notes)
+            // The listing is what the screen shows: wrapped, so the model tells it apart from xclaw's own words.
+            return .text(UntrustedText.screenData(snapshot.render(interactiveOnly: interactive), source: "snapshot") + notes)
         } catch {
             throw modelError(error)
         }

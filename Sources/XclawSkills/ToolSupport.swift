@@ -199,9 +199,4 @@ func keyCombos(_ text: String) throws -> [KeyCombo] {
 }
 
 /// Text for prompts and logs: quoted, control characters escaped, long text shortened.
-func quoted(_ text: String, limit: Int = 60) -> String {
-    var shown = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
-        .replacingOccurrences(of: "\t", with: "\\t").replacingOccurrences(of: "\"", with: "\\\"")
-    if shown.count > limit { shown = String(shown.prefix(limit - 1)) + "…" }
-    return "\"\(shown)\""
-}
+func quoted(_ text: String, limit: Int = 60) -> String { UntrustedText.quoted(text, limit: limit - 1) }

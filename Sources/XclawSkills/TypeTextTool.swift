@@ -63,7 +63,7 @@ public struct TypeTextTool: AgentTool {
                 }
             }
             let describe =
-                "type \(quoted(text))\(submit ? " and press Return" : "")"
+                "type \(quoted(text, limit: .max))\(submit ? " and press Return" : "")"
                 + (target.map { " into \($0.ref) \($0.role.rawValue) \(quoted($0.text))" } ?? "")
             let cancelled = context.isCancelled
             let outcome = try await session.runInput(record, describe: describe, context: context) { session in

@@ -174,12 +174,13 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     INSERT INTO agents (name, model, system_prompt, tools, display, memory_notes, created_at,
-                        updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        updated_at, dry_run, confirm)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
-                    config.display, config.memoryNotes, StoreDate.format(config.createdAt), now,
+                    config.display, config.memoryNotes, StoreDate.format(config.createdAt), now, config.dryRun,
+                    config.confirm,
                 ])
             try db.execute(
                 sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
@@ -209,11 +210,11 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     UPDATE agents SET model = ?, system_prompt = ?, tools = ?, display = ?, memory_notes = ?,
-                        updated_at = ? WHERE name = ?
+                        updated_at = ?, dry_run = ?, confirm = ? WHERE name = ?
                     """,
                 arguments: [
                     config.model, config.systemPrompt, Self.encodeTools(config.tools), config.display,
-                    config.memoryNotes, Self.now(), config.name,
+                    config.memoryNotes, Self.now(), config.dryRun, config.confirm, config.name,
                 ])
             if db.changesCount == 0 { throw StoreError.unknownAgent(config.name, known: try knownAgents(db)) }
         }
@@ -255,7 +256,8 @@ extension AgentStore {
             memoryNotes: row["memory_notes"],
             createdAt: try date(
                 row["created_at"] as String,
-                "agents.created_at"))
+                "agents.created_at"),
+            dryRun: row["dry_run"], confirm: row["confirm"])
     }
 }
 

@@ -17,12 +17,19 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var memoryNotes: String
     /// When it was created; kept to the millisecond, as stored. `updateAgent` never changes it.
     public var createdAt: Date
+    /// Its runs plan and log only: input tools inject nothing (a call may override it).
+    public var dryRun: Bool = false
+    /// Its runs ask on the terminal before every input action (a call may override it).
+    public var confirm: Bool = false
 
     /// Creates a configuration; `createdAt` is rounded to the millisecond so it survives a round trip unchanged.
     public init(
         name: String, model: String, systemPrompt: String = "", tools: [String] = [],
-        display: String? = nil, memoryNotes: String = "", createdAt: Date = Date()
+        display: String? = nil, memoryNotes: String = "", createdAt: Date = Date(), dryRun: Bool = false,
+        confirm: Bool = false
     ) {
+        self.dryRun = dryRun
+        self.confirm = confirm
         self.name = name
         self.model = model
         self.systemPrompt = systemPrompt

@@ -11,6 +11,11 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE sessions ADD COLUMN previous_cursor INTEGER")
             try db.execute(sql: "ALTER TABLE sessions ADD COLUMN claimed_cursor INTEGER")
         }
+        // Input gates stored per agent, as `run --dry-run/--confirm` are per run.
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: "ALTER TABLE agents ADD COLUMN dry_run INTEGER NOT NULL DEFAULT 0")
+            try db.execute(sql: "ALTER TABLE agents ADD COLUMN confirm INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

@@ -48,6 +48,10 @@ struct AgentCreate: ParsableCommand {
     @Option(help: "Tools, comma-separated, or `all`; default: the safe set.") var tools: String?
     @Option(help: "A file with the agent's own instructions.") var system: String?
     @Option(help: "The X display it works on (default: $DISPLAY when it runs).") var display: String?
+    @Flag(help: "Its runs plan and log only: input tools inject nothing (`send --no-dry-run` overrides it).")
+    var dryRun = false
+    @Flag(help: "Its runs ask on the terminal before every input action (`send --no-confirm` overrides it).")
+    var confirm = false
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
@@ -64,9 +68,12 @@ struct AgentCreate: ParsableCommand {
         let store = try storeOptions.open()
         let config = AgentConfig(
             name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
-            memoryNotes: "", createdAt: Date())
+            memoryNotes: "", createdAt: Date(), dryRun: dryRun, confirm: confirm)
         try store.createAgent(config)
-        try emit(config, json: json) { "created agent \(name): \(info.id), tools \(names.joined(separator: ","))" }
+        let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
+        try emit(config, json: json) {
+            "created agent \(name): \(info.id), tools \(names.joined(separator: ","))\(gates)"
+        }
     }
 }
 
@@ -94,10 +101,39 @@ struct Agents: ParsableCommand {
             agents.isEmpty
                 ? "no agents: create one with `xclaw agent create NAME`"
                 : agents.map {
-                    "\($0.name)\t\($0.model)\t\($0.display ?? "$DISPLAY")\t\($0.tools.joined(separator: ","))"
+                    let gates = [$0.dryRun ? "dry-run" : nil, $0.confirm ? "confirm" : nil].compactMap { $0 }
+                    return "\($0.name)\t\($0.model)\t\($0.display ?? "$DISPLAY")\t\($0.tools.joined(separator: ","))"
+                        + (gates.isEmpty ? "" : "\t" + gates.joined(separator: ","))
                 }
                 .joined(separator: "\n")
         }
+    }
+}
+
+/// `send` and `chat` override an agent's stored input gates for one call.
+struct GateOptions: ParsableArguments {
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Plan and log only, or not, for this call (default: the agent's setting from `agent create --dry-run`).")
+    var dryRun: Bool?
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Ask on the terminal before each input action, or not (default: the agent's setting).")
+    var confirm: Bool?
+
+    /// The gates of `config` with this call's overrides; refuses asking without a terminal to ask on.
+    func context(for config: AgentConfig) throws -> ToolContext {
+        let dryRun = self.dryRun ?? config.dryRun
+        let confirm = self.confirm ?? config.confirm
+        if confirm && !dryRun && !TerminalPrompt.available {
+            throw ValidationError(
+                "agent \(config.name) asks before each input action (--confirm) and there is no terminal to ask on: "
+                    + "run it in a terminal, or pass --no-confirm (or --dry-run)")
+        }
+        let ask: @Sendable (String) async -> Bool = { question in
+            confirm ? await TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
+        }
+        return ToolContext(dryRun: dryRun, confirm: ask)
     }
 }
 
@@ -116,28 +152,37 @@ enum ToolSelection {
 enum ServiceFactory {
     /// What `send` and `chat` start with: the store (an unknown agent is refused before anything runs), a printer,
     /// and the service; a closed output pipe must not kill a run between an action and its record.
-    static func open(_ options: StoreOptions, agent: String) throws -> (AgentStore, RunPrinter, AgentService) {
+    static func open(_ options: StoreOptions, agent: String, raw: Bool, gates: GateOptions) throws
+        -> (AgentStore, RunPrinter, AgentService)
+    {
         signal(SIGPIPE, SIG_IGN)
         let store = try options.open()
-        _ = try store.agent(named: agent)
-        let printer = RunPrinter()
+        let config = try store.agent(named: agent)
+        _ = try gates.context(for: config)  // refuse an impossible gate before anything is sent
+        let printer = RunPrinter(raw: raw)
         let client = ClaudeClient(configuration: try ClientConfiguration.load())
         let builder = AgentBuilder(store: store, client: client, catalog: try ModelCatalog.load())
-        return (store, printer, builder.service(events: { printer.handle($0) }))
+        let service = builder.service(
+            context: { config in (try? gates.context(for: config)) ?? ToolContext(dryRun: true) },
+            events: { printer.handle($0) })
+        return (store, printer, service)
     }
 }
 
 /// Prints service events: reply text to stdout as it streams, the rest to stderr.
 /// Safe because its lists are touched only under `lock`, and `streamed` is itself safe.
 final class RunPrinter: @unchecked Sendable {
-    private let streamed = StreamedText()
+    private let streamed: StreamedText
     private let lock = NSLock()
     private var failures: [(String, ExitStatus)] = []
     private var outcomes: [RunOutcome] = []
     private var reports: [StepReport] = []
     let quiet: Bool
 
-    init(quiet: Bool = false) { self.quiet = quiet }
+    init(quiet: Bool = false, raw: Bool = false) {
+        self.quiet = quiet
+        streamed = StreamedText(raw: raw)
+    }
 
     func handle(_ event: ServiceEvent) {
         switch event {
@@ -188,9 +233,11 @@ struct Send: ParsableCommand {
     @Argument(help: "The message.") var message: String
     @Option(help: "Who the message is from.") var sender = "user"
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var rawOption: RawOption
+    @OptionGroup var gates: GateOptions
 
     func run() throws {
-        let (store, printer, service) = try ServiceFactory.open(storeOptions, agent: name)
+        let (store, printer, service) = try ServiceFactory.open(storeOptions, agent: name, raw: rawOption.raw, gates: gates)
         let (name, message, sender) = (self.name, self.message, self.sender)
         let interrupted = CancelFlag()
         let result: Result<Int64, any Error> = CancellableRun.execute(onInterrupt: {
@@ -238,9 +285,11 @@ struct Chat: ParsableCommand {
             + "(not the program); Ctrl-D or /exit quits.")
     @Argument(help: "The agent.") var name: String
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var rawOption: RawOption
+    @OptionGroup var gates: GateOptions
 
     func run() throws {
-        let (_, printer, service) = try ServiceFactory.open(storeOptions, agent: name)
+        let (_, printer, service) = try ServiceFactory.open(storeOptions, agent: name, raw: rawOption.raw, gates: gates)
         let name = self.name
         let turn = ResultBox<CancelFlag>()
         signal(SIGINT, SIG_IGN)
@@ -285,6 +334,7 @@ struct History: ParsableCommand {
     @Argument(help: "The agent.") var name: String
     @Option(help: "Only the last N messages.") var last: Int?
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var rawOption: RawOption
     @Flag(help: "Print JSON (as `xclaw export --format json`).") var json = false
 
     func validate() throws { try requireRange(last, 0...Int.max, "--last", "messages") }
@@ -302,7 +352,10 @@ struct History: ParsableCommand {
         for m in messages {
             let who = Transcript.who(m)
             let mark = m.status == .complete ? "" : " [\(m.status.rawValue)]"
-            print("#\(m.id) \(ExportedMessage.timestamp(m.createdAt)) \(who)\(mark): \(Transcript.plain(m.content))")
+            print(
+                TerminalOutput.clean(
+                    "#\(m.id) \(ExportedMessage.timestamp(m.createdAt)) \(who)\(mark): \(Transcript.plain(m.content))",
+                    raw: rawOption.raw))
         }
     }
 }
@@ -392,6 +445,7 @@ struct Export: ParsableCommand {
     @Option(help: "md or json.") var format: Format = .md
     @Option(name: .shortAndLong, help: "Write to this file instead of stdout.") var output: String?
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var rawOption: RawOption
 
     func run() throws {
         let store = try storeOptions.open()
@@ -412,7 +466,9 @@ struct Export: ParsableCommand {
             }
             printError("xclaw: wrote \(messages.count) messages to \(output)")
         } else {
-            FileHandle.standardOutput.write(data)
+            FileHandle.standardOutput.write(
+                TerminalOutput.passesRaw(rawOption.raw)
+                    ? data : Data(UntrustedText.forTerminal(String(decoding: data, as: UTF8.self)).utf8))
         }
     }
 }

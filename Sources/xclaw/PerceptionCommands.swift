@@ -50,10 +50,11 @@ struct Ocr: ParsableCommand {
     @OptionGroup var area: AreaOptions
     @Flag(help: "Print JSON: region, lines with words, boxes and confidence.") var json = false
     @Flag(help: "Ignore and do not update the OCR cache.") var noCache = false
+    @OptionGroup var rawOption: RawOption
 
     func run() throws {
         let reading = try withPerceiver(target, noCache: noCache) { try $0.read(area.area($0)) }
-        try emit(reading, json: json) { reading.text }
+        try emit(reading, json: json, raw: rawOption.raw) { reading.text }
     }
 }
 

@@ -44,6 +44,7 @@ struct Run: ParsableCommand {
     @Flag(help: "Print a JSON summary on stdout instead of streaming text.") var json = false
     @OptionGroup var target: DisplayOptions
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var rawOption: RawOption
 
     func validate() throws {
         try requireRange(maxSteps, 1...100_000, "--max-steps", "")
@@ -89,7 +90,7 @@ struct Run: ParsableCommand {
 
         // A one-shot agent, recorded like any other: its task, replies, tool results, usage and session.
         try store.createAgent(config)
-        let printer = RunPrinter(quiet: json)
+        let printer = RunPrinter(quiet: json, raw: rawOption.raw)
         let (maxSteps, maxTokens, keep) = (self.maxSteps, self.maxTokens, keepScreenshots)
         let service = builder.service(
             queue: QueueConfiguration(maxConcurrent: 1, maxRetries: 0), prepared: prepared,
@@ -248,6 +249,10 @@ enum CancellableRun {
 /// their own line in a terminal. Write errors (a closed pipe) are ignored: the run and its log go on.
 /// Safe because its state and the writes to stdout happen only under `lock`, so lines never interleave.
 final class StreamedText: @unchecked Sendable {
+    /// The model's text goes out byte for byte (`--raw`, stdout not a terminal); else its control characters are
+    /// shown escaped, so a reply cannot clear the screen or draw a fake prompt.
+    private let raw: Bool
+    init(raw: Bool = false) { self.raw = TerminalOutput.passesRaw(raw) }
     private let lock = NSLock()
     private var open = false
     private var replyStarted = false
@@ -284,7 +289,10 @@ final class StreamedText: @unchecked Sendable {
         }
     }
 
-    private func put(_ text: String) { try? FileHandle.standardOutput.write(contentsOf: Data(text.utf8)) }
+    private func put(_ text: String) {
+        let shown = raw ? text : UntrustedText.forTerminal(text)
+        try? FileHandle.standardOutput.write(contentsOf: Data(shown.utf8))
+    }
 }
 
 /// Yes/no questions on the controlling terminal (not stdin, which may be a pipe).
@@ -316,7 +324,20 @@ enum TerminalPrompt {
         guard fd >= 0 else { return false }
         defer { close(fd) }
         func say(_ text: String) { _ = text.withCString { write(fd, $0, strlen($0)) } }
-        say(question)
+        // The question quotes what would be typed, whole and escaped; long ones are shown in lines of 100
+        // characters so nothing scrolls out of view unseen.
+        let safe = UntrustedText.forTerminal(question, tabs: false)
+        if safe.count > 160 {
+            var rest = Substring(safe)
+            var lines: [String] = []
+            while !rest.isEmpty {
+                lines.append(String(rest.prefix(100)))
+                rest = rest.dropFirst(100)
+            }
+            say(lines.joined(separator: "\n  ") + "\n")
+        } else {
+            say(safe)
+        }
         var line = [UInt8]()
         while !cancelled.isSet {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

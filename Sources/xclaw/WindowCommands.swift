@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import XclawBase
 import XclawCommandLine
 import XclawScreen
 
@@ -17,7 +18,9 @@ struct Windows: ParsableCommand {
                 [
                     w.hexID, "\(w.frame.width)x\(w.frame.height)+\(w.frame.x)+\(w.frame.y)",
                     w.active ? "active" : (w.visible ? "visible" : (w.mapped ? "offscreen" : "hidden")),
-                    w.className.isEmpty ? "-" : w.className, w.pid.map(String.init) ?? "-", w.title,
+                    // Titles and classes are the apps' words: escaped, the title quoted, never a second line.
+                    w.className.isEmpty ? "-" : UntrustedText.escaped(w.className), w.pid.map(String.init) ?? "-",
+                    UntrustedText.quoted(w.title),
                 ]
                 .joined(separator: "\t")
             }.joined(separator: "\n")

@@ -265,6 +265,44 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(try store.sessions(agent: agent).first?.status, .failed)
     }
 
+    func testAgentsKeepTheirInputGatesAndACallMayOverrideThem() throws {
+        let target = geometry.toModel(button.center)
+        let click = Self.tool(
+            "toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}")
+        let server = try MockMessagesServer(replies: [
+            click, .stream(.turn(blocks: [.text("planned")])), click, .stream(.turn(blocks: [.text("clicked")])),
+        ])
+        defer { server.stop() }
+        let db = workDir.appendingPathComponent("gates.sqlite").path
+        let e = environment(server)
+        let created = try runCLI(
+            ["agent", "create", "careful", "--tools", "computer", "--display", display.name, "--dry-run", "--db", db],
+            environment: e)
+        XCTAssertEqual(created.status, 0, created.stderr)
+        XCTAssertTrue(created.text.contains("dry run"), created.text)
+        // The stored gate holds: nothing is clicked, the model reads that it was a dry run.
+        let planned = try runCLI(["send", "careful", "Submit the form", "--db", db], environment: e)
+        XCTAssertEqual(planned.status, 0, planned.stderr)
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress }.isEmpty, "a dry-run agent clicked")
+        XCTAssertTrue(Self.lastResult(server.requests[1]).text.lowercased().contains("dry run"))
+        XCTAssertTrue(try JSONValue.parse(server.requests[0].body).jsonText.contains("DRY RUN"))
+        // One call overrides it; the stored setting stays.
+        let acted = try runCLI(["send", "careful", "Now really", "--no-dry-run", "--db", db], environment: e)
+        XCTAssertEqual(acted.status, 0, acted.stderr)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
+        let agents = try JSONValue.parse(try runCLI(["agents", "--json", "--db", db], environment: e).stdout)
+        XCTAssertEqual(agents.array?.first?["dryRun"]?.bool, true)
+        // An agent that asks first cannot run where there is no terminal to ask on: refused before any request.
+        XCTAssertEqual(
+            try runCLI(["agent", "create", "asker", "--tools", "computer", "--confirm", "--db", db], environment: e)
+                .status, 0)
+        let refused = try runCLI(["send", "asker", "Click it", "--db", db], environment: e)
+        XCTAssertEqual(refused.status, 2, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("no terminal to ask on"), refused.stderr)
+        XCTAssertEqual(server.requests.count, 4, "nothing was sent for the refused call")
+    }
+
     func testRetriesAreShownOnStderrAndJSONSummaryOnStdout() throws {
         let overloaded = MockReply.error(
             status: 529, type: "overloaded_error", message: "Overloaded",

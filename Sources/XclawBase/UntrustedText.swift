@@ -1,0 +1,87 @@
+import Foundation
+/// Text xclaw did not write — window titles, OCR lines, accessibility names and values, the model's replies — made
+/// safe for where it goes: one quoted token in a line-based listing (so it can never start a line or close its
+/// quotes), or visible characters on a terminal (so it can never move the cursor, clear the screen or retitle it).
+public enum UntrustedText {
+    /// True for the characters that control a terminal or reorder text instead of showing: C0 controls (other than
+    /// the ones `keeping` names), DEL, C1 controls (CSI among them) and the bidirectional overrides and isolates.
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        let v = scalar.value
+        return v < 0x20 || (0x7f...0x9f).contains(v) || (0x202a...0x202e).contains(v) || (0x2066...0x2069).contains(v)
+            || v == 0x2028 || v == 0x2029
+    }
+
+    /// The visible form of a control character: `\n`, `\t`, `\r`, else `\x1b` or `\u{202e}`.
+    public static func visible(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\n": return "\\n"
+        case "\t": return "\\t"
+        case "\r": return "\\r"
+        default:
+            return scalar.value <= 0xff
+                ? "\\x" + hex(scalar.value, width: 2) : "\\u{" + hex(scalar.value, width: 4) + "}"
+        }
+    }
+
+    /// `text` as one double-quoted token: backslashes and quotes escaped, every control character (newlines too)
+    /// in its visible form; longer than `limit` characters of content, it is cut and ends in `…` inside the quotes.
+    public static func quoted(_ text: String, limit: Int = .max) -> String {
+        var out = "\""
+        var count = 0
+        for character in text {
+            if count >= limit {
+                out += "…"
+                break
+            }
+            for scalar in character.unicodeScalars {
+                if scalar == "\"" {
+                    out += "\\\""
+                } else if scalar == "\\" {
+                    out += "\\\\"
+                } else if isControl(scalar) {
+                    out += visible(scalar)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+            count += 1
+        }
+        return out + "\""
+    }
+
+    /// `text` escaped as inside `quoted`, without the quotes: for a field that is not the last of its line.
+    public static func escaped(_ text: String, limit: Int = .max) -> String {
+        String(quoted(text, limit: limit).dropFirst().dropLast())
+    }
+
+    /// `text` with its control characters shown instead of obeyed; newlines (and tabs, unless `tabs` is false) are
+    /// kept, as a terminal shows them harmlessly.
+    public static func forTerminal(_ text: String, tabs: Bool = true) -> String {
+        guard text.unicodeScalars.contains(where: { isControl($0) && $0 != "\n" && !(tabs && $0 == "\t") }) else {
+            return text
+        }
+        var out = ""
+        out.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) && scalar != "\n" && !(tabs && scalar == "\t") {
+                out += visible(scalar)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// Screen text handed to the model inside `<screen_data source="…">` … `</screen_data>`, so the model can tell
+    /// what the screen says from what xclaw says; a closing tag inside the text is broken so it cannot end the block
+    /// early.
+    public static func screenData(_ body: String, source: String) -> String {
+        let safe = body.replacingOccurrences(of: "</screen_data", with: "<\\/screen_data", options: .caseInsensitive)
+        return "<screen_data source=\"\(source)\">\n\(safe)\n</screen_data>"
+    }
+
+    private static func hex(_ value: UInt32, width: Int) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+}
