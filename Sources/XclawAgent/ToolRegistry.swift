@@ -139,5 +139,5 @@ public enum SchemaCheck {
     }
 
     private static func article(_ type: String) -> String { "aeiou".contains(type.first ?? "x") ? "an" : "a" }
-    private static func fmt(_ n: Double) -> String { n.rounded() == n ? String(Int64(n)) : String(n) }
+    private static func fmt(_ n: Double) -> String { n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n) }
 }

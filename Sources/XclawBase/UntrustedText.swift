@@ -1,4 +1,5 @@
 import Foundation
+
 /// Text xclaw did not write — window titles, OCR lines, accessibility names and values, the model's replies — made
 /// safe for where it goes: one quoted token in a line-based listing (so it can never start a line or close its
 /// quotes), or visible characters on a terminal (so it can never move the cursor, clear the screen or retitle it).

@@ -31,7 +31,8 @@ public struct Match: Codable, Sendable, Hashable {
     /// One line for listings: `e4 button "Save" @x,y score 0.97`.
     public var summary: String {
         let c = point
-        return "\(ref) \(role.rawValue) \(UntrustedText.quoted(text, limit: 72)) @\(c.x),\(c.y) \(box.width)x\(box.height)"
+        return
+            "\(ref) \(role.rawValue) \(UntrustedText.quoted(text, limit: 72)) @\(c.x),\(c.y) \(box.width)x\(box.height)"
             + (window.map { " in \($0)" } ?? "") + (source == .atspi ? " [atspi]" : "")
             + (covered == true ? " [covered]" : "") + " score " + String(format: "%.2f", score)
     }

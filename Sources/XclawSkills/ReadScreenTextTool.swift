@@ -1,6 +1,6 @@
 import Foundation
-import XclawBase
 import XclawAgent
+import XclawBase
 import XclawMessages
 import XclawPerception
 import XclawScreen

@@ -1,6 +1,6 @@
 import Foundation
-import XclawBase
 import XclawAgent
+import XclawBase
 import XclawMessages
 import XclawPerception
 import XclawScreen
@@ -53,7 +53,8 @@ public struct ScreenSnapshotTool: AgentTool {
             // The model should know when a window was read by OCR because its tree failed.
             let notes = (snapshot.warnings ?? []).map { "\nnote: \($0)" }.joined()
             // The listing is what the screen shows: wrapped, so the model tells it apart from xclaw's own words.
-            return .text(UntrustedText.screenData(snapshot.render(interactiveOnly: interactive), source: "snapshot") + notes)
+            return .text(
+                UntrustedText.screenData(snapshot.render(interactiveOnly: interactive), source: "snapshot") + notes)
         } catch {
             throw modelError(error)
         }

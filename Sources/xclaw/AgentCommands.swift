@@ -237,7 +237,8 @@ struct Send: ParsableCommand {
     @OptionGroup var gates: GateOptions
 
     func run() throws {
-        let (store, printer, service) = try ServiceFactory.open(storeOptions, agent: name, raw: rawOption.raw, gates: gates)
+        let (store, printer, service) = try ServiceFactory.open(
+            storeOptions, agent: name, raw: rawOption.raw, gates: gates)
         let (name, message, sender) = (self.name, self.message, self.sender)
         let interrupted = CancelFlag()
         let result: Result<Int64, any Error> = CancellableRun.execute(onInterrupt: {

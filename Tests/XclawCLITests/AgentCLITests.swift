@@ -275,6 +275,31 @@ final class AgentCLITests: XCTestCase {
         }
     }
 
+    func testModelTextCannotDriveTheTerminalUnlessRawIsAskedForOnAPipe() throws {
+        let hostile = "Done.\u{1b}[2J\u{1b}]0;owned\u{07}\r[sudo] password: [y/N] \u{9b}31m\u{202e}gnp.exe"
+        let server = try MockMessagesServer(replies: [
+            .stream(.turn(blocks: [.text(hostile)])), .stream(.turn(blocks: [.text(hostile)])),
+        ])
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "esc", "--tools", "memory"], environment: e).status, 0)
+        let shown = try runCLI(["send", "esc", "hi"], environment: e)
+        XCTAssertEqual(shown.status, 0, shown.stderr)
+        for control in ["\u{1b}", "\u{07}", "\r", "\u{9b}", "\u{202e}"] {
+            XCTAssertFalse(shown.text.contains(control), "a raw control character reached stdout: \(shown.text)")
+        }
+        XCTAssertTrue(shown.text.contains(#"Done.\x1b[2J\x1b]0;owned\x07\r[sudo]"#), shown.text)
+        let history = try runCLI(["history", "esc"], environment: e)
+        XCTAssertFalse(history.text.contains("\u{1b}"), history.text)
+        let export = try runCLI(["export", "esc"], environment: e)
+        XCTAssertFalse(export.text.contains("\u{1b}"), export.text)
+        // --raw on a pipe: byte for byte, for scripts that want the model's exact text.
+        let raw = try runCLI(["send", "esc", "again", "--raw"], environment: e)
+        XCTAssertEqual(raw.status, 0, raw.stderr)
+        XCTAssertTrue(raw.text.contains(hostile), raw.text)
+        XCTAssertTrue(try runCLI(["history", "esc", "--raw"], environment: e).text.contains("\u{1b}[2J"))
+    }
+
     func testChatCtrlCCancelsTheTurnNotTheProgram() throws {
         let server = try MockMessagesServer(replies: [.hang, .stream(.turn(blocks: [.text("Second answer.")]))])
         defer { server.stop() }
