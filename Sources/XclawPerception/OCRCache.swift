@@ -45,10 +45,10 @@ public final class OCRCache: @unchecked Sendable {
         }
     }
 
-    /// Loads a cache saved by `save(to:)`; a missing, foreign or damaged file gives an empty cache.
+    /// Loads a cache saved by `save(to:)`; a missing or damaged file gives an empty cache, a symlink or another
+    /// user's file is refused (read without following links). The caller checks the directory.
     public static func load(from url: URL, capacity: Int = 6000) throws -> OCRCache {
         let cache = OCRCache(capacity: capacity)
-        try PrivateFiles.directory(url.deletingLastPathComponent())
         guard let data = try PrivateFiles.read(url.path) else { return cache }
         var reader = ByteReader(bytes: [UInt8](data))
         guard reader.take(formatTag.count) == formatTag, let count = reader.u32() else { return cache }
@@ -103,7 +103,6 @@ public final class OCRCache: @unchecked Sendable {
                 }
             }
         }
-        try PrivateFiles.directory(url.deletingLastPathComponent())
         try PrivateFiles.write(Data(out), to: url.path)
     }
 }

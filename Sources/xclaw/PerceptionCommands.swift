@@ -30,6 +30,7 @@ func checkParses<T>(_ value: String?, _ parse: (String) throws -> T) throws {
 
 /// Opens perception for a CLI call with the shared on-disk OCR cache, runs `body`, and saves the cache after.
 func withPerceiver<T>(_ target: DisplayOptions, noCache: Bool = false, _ body: (Perceiver) throws -> T) throws -> T {
+    if !noCache { try VirtualDisplay.checkedStateDirectory() }
     let cache = noCache ? OCRCache() : try OCRCache.load(from: Perceiver.cacheFile)
     let perceiver = try Perceiver(connection: target.connect(), cache: cache)
     let result = try body(perceiver)

@@ -402,7 +402,7 @@ final class AccessibilityTests: XCTestCase {
         XCTAssertEqual(text.status, 0, text.stderr)
         let lines = text.text.split(separator: "\n").map(String.init)
         let dialogLine = try XCTUnwrap(lines.first { $0.contains(" window \"Question\"") }, text.text)
-        let termLine = try XCTUnwrap(lines.first { $0.contains(" window ") && $0.contains("(XTerm)") }, text.text)
+        let termLine = try XCTUnwrap(lines.first { $0.contains(" window ") && $0.contains("(\"XTerm\")") }, text.text)
         XCTAssertTrue(dialogLine.hasSuffix("[atspi]"), dialogLine)
         XCTAssertTrue(termLine.hasSuffix("[ocr]"), termLine)
         XCTAssertTrue(zenity.isRunning && xterm.isRunning)
