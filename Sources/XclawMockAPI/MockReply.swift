@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import XclawBase
 
 /// What the server answers to one `POST /v1/messages`: a scripted turn, an API error, or a network failure.
 public enum MockReply: Sendable {
@@ -268,18 +269,5 @@ public struct MockStream: Sendable {
             at += size
         }
         return out
-    }
-}
-
-/// Deterministic PRNG so `.random` chunkings are reproducible across runs and platforms.
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -18,7 +18,7 @@ final class ToolInputFuzzTests: XCTestCase {
         let seed =
             ProcessInfo.processInfo.environment["XCLAW_FUZZ_SEED"].flatMap(UInt64.init)
             ?? UInt64.random(in: 0...UInt64.max)
-        var random = Generator(seed: seed)
+        var random = SplitMix64(seed: seed)
         let vision: VisionAsker = { _, _, _ in #"{"x": 1e308, "y": "nan", "found": true}"# }
         let tools = try SkillCatalog.tools(
             named: SkillCatalog.allToolNames, session: session, vision: vision, memory: MemoryStore())
@@ -90,18 +90,5 @@ final class ToolInputFuzzTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(calls, 500)
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing run can be replayed from its seed.
-private struct Generator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
