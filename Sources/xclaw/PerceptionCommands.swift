@@ -261,7 +261,8 @@ struct Tree: ParsableCommand {
         return result
     }
 
-    /// The indented text form.
+    /// The indented text form; names, values, roles, states and actions are the apps' words, escaped so none can
+    /// start a line of its own.
     static func render(_ tree: AccessibleTree) -> String {
         var depth: [Int: Int] = [:]
         var lines: [String] = []
@@ -269,13 +270,17 @@ struct Tree: ParsableCommand {
         for node in tree.nodes {
             let level = node.parent < 0 ? 0 : (depth[node.parent] ?? -1) + 1
             depth[node.id] = level
-            var line = String(repeating: "  ", count: level) + node.role + " \"" + node.name + "\""
+            var line =
+                String(repeating: "  ", count: level) + UntrustedText.escaped(node.role) + " "
+                + UntrustedText.quoted(node.name)
             if let app = apps[node.id] { line += " pid \(app.pid) (\(app.route), \(app.nodes) nodes)" }
-            if let value = node.value, !value.isEmpty { line += " = \"\(value.prefix(60))\"" }
+            if let value = node.value, !value.isEmpty { line += " = " + UntrustedText.quoted(value, limit: 60) }
             let states = node.states.filter { !["enabled", "sensitive", "visible", "showing"].contains($0) }
-            if !states.isEmpty { line += " [" + states.joined(separator: ",") + "]" }
+            if !states.isEmpty { line += " [" + states.map { UntrustedText.escaped($0) }.joined(separator: ",") + "]" }
             if let r = node.rect { line += " @\(r.x),\(r.y) \(r.width)x\(r.height)" }
-            if let actions = node.actions, !actions.isEmpty { line += " actions: " + actions.joined(separator: ",") }
+            if let actions = node.actions, !actions.isEmpty {
+                line += " actions: " + actions.map { UntrustedText.escaped($0) }.joined(separator: ",")
+            }
             lines.append(line)
         }
         return lines.joined(separator: "\n")
