@@ -36,8 +36,8 @@ struct StoreOptions: ParsableArguments {
 struct AgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent",
-        abstract: "Create or delete an agent (its own model, tools, system prompt, display and history).",
-        subcommands: [AgentCreate.self, AgentDelete.self])
+        abstract: "Create, change or delete an agent (its own model, tools, system prompt, display and history).",
+        subcommands: [AgentCreate.self, AgentSet.self, AgentDelete.self])
 }
 
 /// `xclaw agent create`.
@@ -59,12 +59,7 @@ struct AgentCreate: ParsableCommand {
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
         let names = try ToolSelection.names(tools)
-        let prompt =
-            try system.map { path -> String in
-                do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
-                    throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
-                }
-            } ?? ""
+        let prompt = try system.map(readSystemFile) ?? ""
         let store = try storeOptions.open()
         let config = AgentConfig(
             name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
@@ -73,6 +68,45 @@ struct AgentCreate: ParsableCommand {
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
         try emit(config, json: json) {
             "created agent \(name): \(info.id), tools \(names.joined(separator: ","))\(gates)"
+        }
+    }
+}
+
+/// The text of a `--system FILE`; an unreadable file is bad usage.
+func readSystemFile(_ path: String) throws -> String {
+    do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+        throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
+    }
+}
+
+/// `xclaw agent set`: change what `agent create` chose; what is not named stays.
+struct AgentSet: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set", abstract: "Change an agent's model, tools, instructions, display or input gates.")
+    @Argument(help: "The agent.") var name: String
+    @Option(help: "Model id (see `xclaw models`).") var model: String?
+    @Option(help: "Tools, comma-separated, or `all`.") var tools: String?
+    @Option(help: "A file with the agent's own instructions (an empty file removes them).") var system: String?
+    @Option(help: "The X display it works on; `none` for $DISPLAY when it runs.") var display: String?
+    @Flag(inversion: .prefixedNo, help: "Its runs plan and log only, or act.") var dryRun: Bool?
+    @Flag(inversion: .prefixedNo, help: "Its runs ask before every input action, or do not.") var confirm: Bool?
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag(help: "Print the agent as JSON.") var json = false
+
+    func run() throws {
+        let store = try storeOptions.open()
+        var config = try store.agent(named: name)
+        if let model { config.model = try ModelCatalog.load().model(model).id }
+        if let tools { config.tools = try ToolSelection.names(tools) }
+        if let system { config.systemPrompt = try readSystemFile(system) }
+        if let display { config.display = display == "none" ? nil : display }
+        if let dryRun { config.dryRun = dryRun }
+        if let confirm { config.confirm = confirm }
+        try store.updateAgent(config)
+        let gates = [config.dryRun ? "dry run" : nil, config.confirm ? "asks before input" : nil].compactMap { $0 }
+        try emit(config, json: json) {
+            "agent \(name): \(config.model), tools \(config.tools.joined(separator: ","))"
+                + (gates.isEmpty ? "" : ", " + gates.joined(separator: ", "))
         }
     }
 }

@@ -58,11 +58,7 @@ struct Run: ParsableCommand {
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
         let names = try ToolSelection.names(tools)
-        let extraSystem = try system.map { path -> String in
-            do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
-            }
-        }
+        let extraSystem = try system.map(readSystemFile)
         if confirm && !TerminalPrompt.available {
             throw ValidationError("--confirm needs a terminal to ask on (/dev/tty is not available)")
         }

@@ -293,6 +293,18 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
         let agents = try JSONValue.parse(try runCLI(["agents", "--json", "--db", db], environment: e).stdout)
         XCTAssertEqual(agents.array?.first?["dryRun"]?.bool, true)
+        // The stored gate changes with `agent set`; what is not named stays.
+        let set = try runCLI(
+            ["agent", "set", "careful", "--no-dry-run", "--confirm", "--json", "--db", db], environment: e)
+        XCTAssertEqual(set.status, 0, set.stderr)
+        let changed = try JSONValue.parse(set.stdout)
+        XCTAssertEqual(changed["dryRun"]?.bool, false)
+        XCTAssertEqual(changed["confirm"]?.bool, true)
+        XCTAssertEqual(changed["tools"]?.array?.compactMap(\.string), ["computer"])
+        XCTAssertEqual(changed["display"]?.string, display.name)
+        XCTAssertEqual(
+            try runCLI(["agent", "set", "careful", "--no-confirm", "--dry-run", "--db", db], environment: e).status, 0)
+        XCTAssertEqual(try runCLI(["agent", "set", "nobody", "--dry-run", "--db", db], environment: e).status, 1)
         // An agent that asks first cannot run where there is no terminal to ask on: refused before any request.
         XCTAssertEqual(
             try runCLI(["agent", "create", "asker", "--tools", "computer", "--confirm", "--db", db], environment: e)
