@@ -145,11 +145,17 @@ let package = Package(
             ],
             path: "Sources/XclawCommandLine"
         ),
+        // The resident daemon, a surface like the CLI: its socket, protocol and lifecycle.
+        .target(
+            name: "XclawDaemon",
+            dependencies: ["XclawBase", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/XclawDaemon"
+        ),
         .executableTarget(
             name: "xclaw",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
-                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine",
+                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -224,7 +230,7 @@ let package = Package(
             "XclawCLITests",
             [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
-                "XclawRuntime",
+                "XclawRuntime", "XclawDaemon",
                 "XclawMockAPI", "XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
                 "xclaw-bench",
             ]),

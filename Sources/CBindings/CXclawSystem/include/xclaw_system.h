@@ -21,4 +21,8 @@ int xclaw_wait_status(int status, int *value);
 /// does not see), 0 when it is open, whatever unread data is waiting; reads nothing.
 int xclaw_peer_closed(int fd);
 
+/// The uid of the process at the other end of the connected Unix socket `fd` (SO_PEERCRED, which needs
+/// _GNU_SOURCE for `struct ucred`): 0 and `*uid` set on success, -1 with errno otherwise.
+int xclaw_peer_uid(int fd, unsigned *uid);
+
 #endif

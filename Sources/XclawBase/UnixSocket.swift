@@ -1,0 +1,154 @@
+import CXclawSystem
+import Foundation
+
+/// A connected or listening Unix stream socket, owned: closed when released. Typed over the POSIX calls so a
+/// failure is an `Errno` with the path, not a bare -1.
+public final class UnixSocket: @unchecked Sendable {
+    /// The descriptor; valid until `close`.
+    public let descriptor: Int32
+    private let closed = NSLock()
+    private var isClosed = false
+
+    private init(_ descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { close() }
+
+    /// Listens at `path` with mode 0600 (the socket file is made under a umask of 077, so no other user can
+    /// connect even for a moment). A file already at `path` is an error: the caller decides whether it is stale.
+    public static func listen(path: String, backlog: Int32 = 64) throws -> UnixSocket {
+        let socket = try make()
+        var address = try self.address(path)
+        let old = umask(0o177)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        umask(old)
+        guard bound == 0 else { throw UnixSocketError(path: path, operation: "bind", errno: .current) }
+        guard Glibc.listen(socket.descriptor, backlog) == 0 else {
+            throw UnixSocketError(path: path, operation: "listen", errno: .current)
+        }
+        return socket
+    }
+
+    /// Connects to the socket at `path`.
+    public static func connect(path: String) throws -> UnixSocket {
+        let socket = try make()
+        var address = try self.address(path)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw UnixSocketError(path: path, operation: "connect", errno: .current) }
+        return socket
+    }
+
+    /// Waits for the next connection; nil once the socket was closed (the server is stopping).
+    public func accept() -> UnixSocket? {
+        while true {
+            let fd = Glibc.accept(descriptor, nil, nil)
+            if fd >= 0 {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // accept4 is a GNU extension Swift does not see
+                return UnixSocket(fd)
+            }
+            if errno == EINTR || errno == ECONNABORTED { continue }
+            return nil
+        }
+    }
+
+    /// The uid of the process at the other end (SO_PEERCRED): who is asking, as the kernel says.
+    public func peerUID() throws -> uid_t {
+        var uid: UInt32 = 0
+        guard xclaw_peer_uid(descriptor, &uid) == 0 else {
+            throw UnixSocketError(path: "", operation: "SO_PEERCRED", errno: .current)
+        }
+        return uid_t(uid)
+    }
+
+    /// Writes all of `data`; false when the peer is gone.
+    @discardableResult
+    public func write(_ data: Data) -> Bool {
+        data.withUnsafeBytes { raw -> Bool in
+            guard let base = raw.baseAddress else { return true }
+            var sent = 0
+            while sent < raw.count {
+                let n = send(descriptor, base + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                sent += n
+            }
+            return true
+        }
+    }
+
+    /// Reads up to the first newline (not included), at most `limit` bytes; nil at end of stream, on an error or
+    /// past `deadline`.
+    public func readLine(limit: Int = 1 << 20, deadline: ContinuousClock.Instant? = nil) -> Data? {
+        var line = Data()
+        var byte: UInt8 = 0
+        while line.count < limit {
+            if let deadline {
+                let left = deadline - .now
+                if left <= .zero { return nil }
+                var p = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let ms = Int32(clamping: Int((left / .milliseconds(1)).rounded(.up)) + 1)
+                let ready = poll(&p, 1, ms)
+                if ready < 0 && errno == EINTR { continue }
+                if ready <= 0 { return nil }
+            }
+            let n = recv(descriptor, &byte, 1, 0)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return nil }
+            if byte == 0x0a { return line }
+            line.append(byte)
+        }
+        return nil
+    }
+
+    /// Closes the descriptor (also wakes a thread blocked in `accept` on a listening socket); safe to call twice.
+    public func close() {
+        closed.lock()
+        defer { closed.unlock() }
+        guard !isClosed else { return }
+        isClosed = true
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        Glibc.close(descriptor)
+    }
+
+    private static func make() throws -> UnixSocket {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw UnixSocketError(path: "", operation: "socket", errno: .current) }
+        return UnixSocket(fd)
+    }
+
+    private static func address(_ path: String) throws -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else {
+            throw UnixSocketError(path: path, operation: "bind", errno: Errno(rawValue: ENAMETOOLONG))
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+}
+
+/// A socket call that failed, with the path and the system's reason.
+public struct UnixSocketError: ClassifiedError, Hashable {
+    /// The socket file.
+    public var path: String
+    /// The call that failed.
+    public var operation: String
+    /// Why.
+    public var errno: Errno
+    /// An environment problem, not a bug.
+    public var exitStatus: ExitStatus { .internal }
+    /// The message.
+    public var description: String { "\(operation) \(path): \(errno)" }
+}

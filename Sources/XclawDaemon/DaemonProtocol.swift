@@ -1,0 +1,68 @@
+import Foundation
+import XclawBase
+
+/// What the CLI and the daemon say to each other: one JSON object per line each way. The version is checked first,
+/// so a CLI and a daemon of different builds say so instead of misreading each other.
+public enum DaemonProtocol {
+    /// Bumped whenever a request or a reply changes shape.
+    public static let version = 1
+}
+
+/// One request.
+public struct DaemonRequest: Codable, Sendable, Hashable {
+    /// What to do.
+    public enum Operation: String, Codable, Sendable {
+        /// Report `DaemonStatus`.
+        case status
+        /// Stop after answering.
+        case stop
+    }
+
+    /// The protocol version of the asking CLI.
+    public var version: Int
+    /// What it asks for.
+    public var op: Operation
+
+    /// A request of this build's protocol.
+    public init(_ op: Operation) { (version, self.op) = (DaemonProtocol.version, op) }
+}
+
+/// One reply.
+public struct DaemonReply: Codable, Sendable, Hashable {
+    /// The daemon's protocol version.
+    public var version: Int
+    /// Nil when the request was served.
+    public var error: String?
+    /// The status, for `status` and `stop`.
+    public var status: DaemonStatus?
+}
+
+/// What `xclaw daemon status` reports.
+public struct DaemonStatus: Codable, Sendable, Hashable {
+    /// The daemon's process id.
+    public var pid: Int32
+    /// Its socket.
+    public var socket: String
+    /// xclaw's version.
+    public var version: String
+    /// Seconds since it started.
+    public var uptime_s: Double
+    /// The displays it holds connections to.
+    public var displays: [String]
+    /// Its resident memory, in bytes.
+    public var rss_bytes: Int
+}
+
+/// Where the daemon of this user listens: `daemon.sock` in the checked state directory (`$XCLAW_STATE_DIR`, else
+/// `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID`), which only this user can write.
+public enum DaemonPaths {
+    /// The socket path; throws when the state directory is planted.
+    public static func socket() throws -> String {
+        try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("daemon.sock").path
+    }
+
+    /// Where a daemon started in the background writes its log.
+    public static func log() throws -> String {
+        try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("daemon.log").path
+    }
+}

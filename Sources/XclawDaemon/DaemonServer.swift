@@ -1,0 +1,148 @@
+import Foundation
+import Logging
+import Synchronization
+import XclawBase
+
+/// The resident xclaw process: listens on the user's socket, answers only its own user (SO_PEERCRED), and serves
+/// requests until it is asked to stop or gets SIGTERM. One per user: a live socket means one is running; a
+/// socket nobody answers on is stale and is replaced.
+public final class DaemonServer: Sendable {
+    /// The socket it listens on.
+    public let socketPath: String
+    /// xclaw's version, reported by `status`.
+    public let version: String
+    private let listener: UnixSocket
+    private let started = ContinuousClock.now
+    private let stopping = Atomic<Bool>(false)
+    private let logger = Logger(label: "xclaw.daemon")
+
+    /// Takes the socket: refuses (`alreadyRunning`) when a daemon answers there, removes a stale one.
+    public init(socketPath: String, version: String) throws {
+        if let running = try DaemonClient(socketPath: socketPath).status() {
+            throw DaemonError.alreadyRunning(pid: running.pid, socket: socketPath)
+        }
+        // The state directory is this user's alone (checked), so the file there is ours to replace.
+        unlink(socketPath)
+        listener = try UnixSocket.listen(path: socketPath)
+        self.socketPath = socketPath
+        self.version = version
+    }
+
+    /// Whether a peer of `uid` may talk to a daemon of `owner`: only the same user. The seam the tests use for a
+    /// second user when the machine has none to switch to.
+    public static func authorize(peer uid: uid_t, owner: uid_t = getuid()) -> Bool { uid == owner }
+
+    /// Serves until `stop` (a request, or SIGTERM/SIGINT through the caller); each connection on its own thread.
+    public func run() {
+        logger.info("listening", metadata: ["socket": "\(socketPath)", "pid": "\(getpid())"])
+        while let connection = listener.accept() {
+            if stopping.load(ordering: .sequentiallyConsistent) { connection.close(); break }
+            Thread { self.serve(connection) }.start()
+        }
+        unlink(socketPath)
+        logger.info("stopped")
+    }
+
+    /// Stops accepting and removes the socket; `run` returns.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        unlink(socketPath)
+        listener.close()
+    }
+
+    /// What `status` reports now.
+    public func status() -> DaemonStatus {
+        DaemonStatus(
+            pid: getpid(), socket: socketPath, version: version,
+            uptime_s: (ContinuousClock.now - started) / .seconds(1), displays: [], rss_bytes: Self.residentBytes())
+    }
+
+    private func serve(_ connection: UnixSocket) {
+        defer { connection.close() }
+        let uid = (try? connection.peerUID()) ?? uid_t.max
+        guard Self.authorize(peer: uid) else {
+            logger.warning("refused a connection", metadata: ["uid": "\(uid)"])
+            reply(
+                connection,
+                DaemonReply(version: DaemonProtocol.version, error: "refused: uid \(uid) is not this daemon's user"))
+            return
+        }
+        guard let line = connection.readLine(deadline: .now + .seconds(10)) else { return }
+        guard let request = try? JSONDecoder().decode(DaemonRequest.self, from: line) else {
+            let version = (try? JSONValueVersion.decode(line)) ?? 0
+            let why =
+                version != DaemonProtocol.version
+                ? "protocol version \(version) is not this daemon's \(DaemonProtocol.version): use the xclaw that started it"
+                : "a request this daemon does not understand"
+            reply(connection, DaemonReply(version: DaemonProtocol.version, error: why))
+            return
+        }
+        guard request.version == DaemonProtocol.version else {
+            reply(
+                connection,
+                DaemonReply(
+                    version: DaemonProtocol.version,
+                    error: "protocol version \(request.version) is not this daemon's \(DaemonProtocol.version): "
+                        + "use the xclaw that started it, or restart the daemon"))
+            return
+        }
+        switch request.op {
+        case .status:
+            reply(connection, DaemonReply(version: DaemonProtocol.version, status: status()))
+        case .stop:
+            reply(connection, DaemonReply(version: DaemonProtocol.version, status: status()))
+            stop()
+        }
+    }
+
+    private func reply(_ connection: UnixSocket, _ reply: DaemonReply) {
+        guard let data = try? JSONEncoder().encode(reply) else { return }
+        connection.write(data + Data("\n".utf8))
+    }
+
+    /// Resident memory from `/proc/self/statm` (pages × page size).
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+/// Reads just the `version` of a request this build cannot decode, to tell the asker what differs.
+private enum JSONValueVersion {
+    struct Versioned: Decodable { var version: Int }
+    static func decode(_ data: Data) throws -> Int { try JSONDecoder().decode(Versioned.self, from: data).version }
+}
+
+/// Why the daemon could not start or answer.
+public enum DaemonError: ClassifiedError, Hashable {
+    /// A daemon already answers on the socket.
+    case alreadyRunning(pid: Int32, socket: String)
+    /// None answers.
+    case notRunning(socket: String)
+    /// It answered with an error (another protocol version, a refusal).
+    case refused(String)
+    /// It did not come up in time.
+    case didNotStart(log: String)
+
+    /// Already running and not running are conditions (1); a refusal is bad usage (2); a start that failed, 5.
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .alreadyRunning, .notRunning: return .notFound
+        case .refused: return .usage
+        case .didNotStart: return .internal
+        }
+    }
+
+    /// The message, saying what to do.
+    public var description: String {
+        switch self {
+        case .alreadyRunning(let pid, let socket):
+            return "a daemon is already running (pid \(pid), socket \(socket)); `xclaw daemon stop` stops it"
+        case .notRunning(let socket): return "no daemon is running (socket \(socket)); `xclaw daemon start` starts one"
+        case .refused(let why): return "the daemon refused: \(why)"
+        case .didNotStart(let log): return "the daemon did not start within 10 s; see \(log)"
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import XclawBase
+import XclawCommandLine
+import XclawDaemon
+
+/// `xclaw daemon start|stop|status|run`: the resident process, one per user.
+struct DaemonCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Start, stop or inspect the resident xclaw daemon (one per user, on a socket only you can use).",
+        discussion: """
+            Exit: 0 done; 1 `start` while one runs, or `stop`/`status` when none runs; 2 refused (another \
+            protocol version, a planted state directory); 5 it did not come up.
+            """,
+        subcommands: [Start.self, Stop.self, Status.self, RunForeground.self])
+
+    /// `xclaw daemon start`: runs `xclaw daemon run` in a session of its own and waits until it answers.
+    struct Start: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start the daemon in the background.")
+        @Flag(help: "Print its status as JSON.") var json = false
+
+        func run() throws {
+            let socket = try DaemonPaths.socket()
+            let client = DaemonClient(socketPath: socket)
+            if let running = try client.status() {
+                throw DaemonError.alreadyRunning(pid: running.pid, socket: socket)
+            }
+            let log = try DaemonPaths.log()
+            let executable = XclawPaths.executableDirectory.appendingPathComponent("xclaw").path
+            _ = try Subprocess.spawn(
+                [executable, "daemon", "run"], stdout: .appending(toFile: log), stderr: .sameAsStdout,
+                group: .newSession)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if let status = try client.status() {
+                    try emit(status, json: json) { "started daemon pid \(status.pid) (socket \(status.socket))" }
+                    return
+                }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            throw DaemonError.didNotStart(log: log)
+        }
+    }
+
+    /// `xclaw daemon stop`.
+    struct Stop: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop the daemon.")
+
+        func run() throws {
+            let socket = try DaemonPaths.socket()
+            guard let stopped = try DaemonClient(socketPath: socket).stop() else {
+                throw DaemonError.notRunning(socket: socket)
+            }
+            // Gone when its process is: a command right after this one must not find it still answering.
+            _ = Subprocess.waitForExit(stopped.pid, deadline: .now + .seconds(10))
+            print("stopped daemon pid \(stopped.pid)")
+        }
+    }
+
+    /// `xclaw daemon status`.
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Say whether the daemon runs, and what it holds.")
+        @Flag(help: "Print JSON (pid, socket, version, uptime_s, displays, rss_bytes).") var json = false
+
+        func run() throws {
+            let socket = try DaemonPaths.socket()
+            guard let status = try DaemonClient(socketPath: socket).status() else {
+                throw DaemonError.notRunning(socket: socket)
+            }
+            try emit(status, json: json) {
+                "daemon pid \(status.pid), xclaw \(status.version), up \(Int(status.uptime_s)) s, socket "
+                    + "\(status.socket), \(status.rss_bytes / 1024) KB resident, displays: "
+                    + (status.displays.isEmpty ? "none" : status.displays.joined(separator: ", "))
+            }
+        }
+    }
+
+    /// `xclaw daemon run`: the daemon in the foreground (for systemd), until SIGTERM, SIGINT or `daemon stop`.
+    struct RunForeground: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).")
+
+        func run() throws {
+            let server = try DaemonServer(socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version)
+            signal(SIGPIPE, SIG_IGN)
+            signal(SIGTERM, SIG_IGN)
+            signal(SIGINT, SIG_IGN)
+            var sources: [DispatchSourceSignal] = []
+            for sig in [SIGTERM, SIGINT] {
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { server.stop() }
+                source.resume()
+                sources.append(source)
+            }
+            server.run()
+            sources.forEach { $0.cancel() }
+        }
+    }
+}
