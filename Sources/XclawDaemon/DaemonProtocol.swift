@@ -10,13 +10,8 @@ public enum DaemonProtocol {
 
 /// One request.
 public struct DaemonRequest: Codable, Sendable, Hashable {
-    /// What to do.
-    public enum Operation: String, Codable, Sendable {
-        /// Report `DaemonStatus`.
-        case status
-        /// Stop after answering.
-        case stop
-    }
+    /// What to do: report `DaemonStatus`, or stop after answering (with the status it had).
+    public enum Operation: String, Codable, Sendable { case status, stop }
 
     /// The protocol version of the asking CLI.
     public var version: Int
