@@ -73,6 +73,22 @@ public enum UntrustedText {
         return out
     }
 
+    /// JSON text with the control characters JSON encoders leave raw (C1, such as CSI U+009B; the line and
+    /// paragraph separators; bidi overrides) written as `\uXXXX` escapes: the same JSON value, safe on a terminal.
+    /// They can only occur inside strings, where the escape means the same character.
+    public static func jsonForTerminal(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: { isControl($0) && $0.value >= 0x7f }) else { return json }
+        var out = ""
+        for scalar in json.unicodeScalars {
+            if isControl(scalar) && scalar.value >= 0x7f {
+                out += "\\u" + hex(scalar.value, width: 4)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
     /// Screen text handed to the model inside `<screen_data source="…">` … `</screen_data>`, so the model can tell
     /// what the screen says from what xclaw says; a closing tag inside the text is broken so it cannot end the block
     /// early.

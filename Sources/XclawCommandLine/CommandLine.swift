@@ -102,8 +102,8 @@ public struct DisplayOptions: ParsableArguments {
 /// (`TerminalOutput`): results quote screen text.
 public func emit<T: Encodable>(_ value: T, json: Bool, raw: Bool = false, text: () -> String) throws {
     if json {
-        let data = try JSONEncoder.xclaw.encode(value)
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        let text = String(decoding: try JSONEncoder.xclaw.encode(value), as: UTF8.self)
+        FileHandle.standardOutput.write(Data((UntrustedText.jsonForTerminal(text) + "\n").utf8))
     } else {
         let out = text()
         if !out.isEmpty { print(TerminalOutput.clean(out, raw: raw)) }

@@ -291,6 +291,11 @@ final class AgentCLITests: XCTestCase {
         XCTAssertTrue(shown.text.contains(#"Done.\x1b[2J\x1b]0;owned\x07\r[sudo]"#), shown.text)
         let history = try runCLI(["history", "esc"], environment: e)
         XCTAssertFalse(history.text.contains("\u{1b}"), history.text)
+        // JSON keeps the exact text, with every terminal control written as an escape.
+        let json = try runCLI(["history", "esc", "--json"], environment: e)
+        for control in ["\u{1b}", "\u{9b}", "\u{202e}"] { XCTAssertFalse(json.text.contains(control), json.text) }
+        XCTAssertTrue(try JSONValue.parse(json.stdout).jsonText.contains("password: [y/N]"), json.text)
+        XCTAssertTrue(json.text.contains(#"\u009b31m\u202egnp.exe"#), json.text)
         let export = try runCLI(["export", "esc"], environment: e)
         XCTAssertFalse(export.text.contains("\u{1b}"), export.text)
         // --raw on a pipe: byte for byte, for scripts that want the model's exact text.
