@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "XclawScreen",
             dependencies: [
-                "XclawBase", "CX11", "CXTest", "CXext", "CXRandR", "CXclawShim",
+                "XclawBase", "XclawKeyNames", "CX11", "CXTest", "CXext", "CXRandR", "CXclawShim",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/XclawScreen"
@@ -140,7 +140,8 @@ let package = Package(
         .target(
             name: "XclawCommandLine",
             dependencies: [
-                "XclawBase", "XclawScreen", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "XclawBase", "XclawScreen", "XclawPerception",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/XclawCommandLine"
@@ -148,18 +149,31 @@ let package = Package(
         // The resident daemon, a surface like the CLI: its socket, protocol and lifecycle.
         .target(
             name: "XclawDaemon",
-            dependencies: ["XclawBase", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawCommandLine",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Sources/XclawDaemon"
         ),
         .executableTarget(
-            name: "xclaw",
+            name: "xclaw-core",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
                 "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/xclaw"
+            path: "Sources/xclaw-core"
+        ),
+        // Friendly key names, standard library only: shared by the screen layer and the front binary.
+        .target(name: "XclawKeyNames", path: "Sources/XclawKeyNames"),
+        // The front binary `xclaw`: no Foundation, OCR, HTTP, SQLite or AT-SPI, and the Swift runtime linked in
+        // statically. It hands commands to the daemon, does plain input itself, or execs `xclaw-core`.
+        .executableTarget(
+            name: "xclaw",
+            dependencies: ["CXclawSystem", "CX11", "CXTest", "XclawKeyNames"],
+            path: "Sources/xclaw",
+            linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
 
         // Test support, linked by no product module: the loopback server speaking the Messages API wire format
@@ -231,10 +245,11 @@ let package = Package(
             [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
                 "XclawRuntime", "XclawDaemon",
-                "XclawMockAPI", "XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
+                "XclawMockAPI", "XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
                 "xclaw-bench",
             ]),
-        layerTests("XclawExamplesTests", ["XclawTesting", "xclaw", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
+        layerTests(
+            "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -31,7 +31,7 @@ public final class ActionLog: @unchecked Sendable {
 
     /// `$XDG_STATE_HOME/xclaw/runs/<UTC time>-<pid>.jsonl` (default `~/.local/state/...`).
     public static func defaultPath(
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        environment: [String: String] = Invocation.current.environment,
         now: Date = Date()
     ) -> String {
         let base = XclawPaths.userStateDirectory(environment)
@@ -58,7 +58,8 @@ public final class ActionLog: @unchecked Sendable {
                 // A full disk must not stop a run between an action and the next; say so once.
                 if !warned {
                     warned = true
-                    FileHandle.standardError.write(
+                    Invocation.current.write(
+                        .stderr,
                         Data("xclaw: cannot write the action log \(path): \(error.localizedDescription)\n".utf8))
                 }
             }

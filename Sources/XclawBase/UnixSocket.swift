@@ -1,5 +1,6 @@
 import CXclawSystem
 import Foundation
+import Synchronization
 
 /// A connected or listening Unix stream socket, owned: closed when released. Typed over the POSIX calls so a
 /// failure is an `Errno` with the path, not a bare -1.
@@ -8,10 +9,14 @@ public final class UnixSocket: @unchecked Sendable {
     public let descriptor: Int32
     private let closed = NSLock()
     private var isClosed = false
+    private let buffered = Mutex<(bytes: [UInt8], descriptors: [Int32])>(([], []))
 
     private init(_ descriptor: Int32) { self.descriptor = descriptor }
 
-    deinit { close() }
+    deinit {
+        close()
+        for fd in takeDescriptors() { Glibc.close(fd) }
+    }
 
     /// Listens at `path` with mode 0600 (the socket file is made under a umask of 077, so no other user can
     /// connect even for a moment). A file already at `path` is an error: the caller decides whether it is stale.
@@ -74,7 +79,7 @@ public final class UnixSocket: @unchecked Sendable {
             guard let base = raw.baseAddress else { return true }
             var sent = 0
             while sent < raw.count {
-                let n = send(descriptor, base + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                let n = Glibc.send(descriptor, base + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { return false }
                 sent += n
@@ -84,11 +89,18 @@ public final class UnixSocket: @unchecked Sendable {
     }
 
     /// Reads up to the first newline (not included), at most `limit` bytes; nil at end of stream, on an error or
-    /// past `deadline`.
+    /// past `deadline`. Reads in chunks; bytes past the line wait for the next call, and descriptors that came
+    /// with them (SCM_RIGHTS) are kept for `takeDescriptors`.
     public func readLine(limit: Int = 1 << 20, deadline: ContinuousClock.Instant? = nil) -> Data? {
-        var line = Data()
-        var byte: UInt8 = 0
-        while line.count < limit {
+        while true {
+            let line: Data?? = buffered.withLock { state in
+                if let newline = state.bytes.firstIndex(of: 0x0a) {
+                    defer { state.bytes.removeSubrange(...newline) }
+                    return .some(Data(state.bytes[..<newline]))
+                }
+                return state.bytes.count >= limit ? .some(nil) : .none
+            }
+            if let line { return line }
             if let deadline {
                 let left = deadline - .now
                 if left <= .zero { return nil }
@@ -98,13 +110,35 @@ public final class UnixSocket: @unchecked Sendable {
                 if ready < 0 && errno == EINTR { continue }
                 if ready <= 0 { return nil }
             }
-            let n = recv(descriptor, &byte, 1, 0)
+            var chunk = [UInt8](repeating: 0, count: 16384)
+            var fds = [Int32](repeating: -1, count: 8)
+            var count: Int32 = 0
+            let n = xclaw_receive_with_fds(descriptor, &chunk, UInt(chunk.count), &fds, 8, &count)
             if n < 0 && errno == EINTR { continue }
+            buffered.withLock { $0.descriptors += fds.prefix(Int(count)) }
             if n <= 0 { return nil }
-            if byte == 0x0a { return line }
-            line.append(byte)
+            buffered.withLock { $0.bytes += chunk[0..<n] }
         }
-        return nil
+    }
+
+    /// The descriptors received so far, now the caller's to close.
+    public func takeDescriptors() -> [Int32] {
+        buffered.withLock { state in
+            defer { state.descriptors = [] }
+            return state.descriptors
+        }
+    }
+
+    /// Sends `data` with `descriptors` attached (SCM_RIGHTS): the receiver gets its own copies of them.
+    public func send(_ data: Data, descriptors: [Int32]) -> Bool {
+        guard !descriptors.isEmpty else { return write(data) }
+        let first = data.withUnsafeBytes { raw in
+            descriptors.withUnsafeBufferPointer {
+                xclaw_send_with_fds(descriptor, raw.baseAddress, UInt(raw.count), $0.baseAddress, Int32($0.count))
+            }
+        }
+        guard first >= 0 else { return false }
+        return Int(first) == data.count || write(data.dropFirst(Int(first)))
     }
 
     /// Closes the descriptor (also wakes a thread blocked in `accept` on a listening socket); safe to call twice.

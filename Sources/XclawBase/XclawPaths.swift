@@ -4,7 +4,7 @@ import Foundation
 /// rules are tested without touching a real home.
 public enum XclawPaths {
     /// The process environment, the default of every rule.
-    public static var environment: [String: String] { ProcessInfo.processInfo.environment }
+    public static var environment: [String: String] { Invocation.current.environment }
 
     /// The directory of the running executable, through `/proc/self/exe`; a test bundle's products directory when
     /// the executable is `<products>/xclawPackageTests.xctest`, so tests find the binaries built beside them.

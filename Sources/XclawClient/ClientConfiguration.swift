@@ -79,7 +79,7 @@ public struct ClientConfiguration: Sendable {
     /// (default ~/.config/xclaw/config, respecting XDG_CONFIG_HOME; lines `api_key = ...`, `base_url = ...`, `#` comments).
     /// Refuse a config file that is group/other-readable (mode & 0o077 != 0) like ssh does, with an error telling the user `chmod 600 PATH`.
     public static func load(
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        environment: [String: String] = Invocation.current.environment,
         configPath: String? = nil
     ) throws -> ClientConfiguration {
         let envKey = environment["ANTHROPIC_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }

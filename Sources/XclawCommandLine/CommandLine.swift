@@ -12,14 +12,7 @@ public enum CommandRunner {
     public static func main(_ root: any ParsableCommand.Type, prepare: () -> Void = {}) -> Never {
         setlocale(LC_ALL, "")
         setlocale(LC_CTYPE, "C.UTF-8")  // the probe window decodes key events as UTF-8 whatever the user's locale
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            let level = ProcessInfo.processInfo.environment["XCLAW_LOG"].flatMap {
-                Logger.Level(rawValue: $0.lowercased())
-            }
-            handler.logLevel = level ?? .info
-            return handler
-        }
+        LoggingSystem.bootstrap { InvocationLogHandler(label: $0) }
         prepare()
         let status = run(root)
         // _exit, not exit: run/send/chat leave worker threads (X connections, SQLite, the concurrency pool) winding
@@ -41,7 +34,7 @@ public enum CommandRunner {
         } catch {
             let code = root.exitCode(for: error)
             if code == .success {  // --help, --version
-                print(root.fullMessage(for: error))
+                writeOut(root.fullMessage(for: error) + "\n")
                 return ExitStatus.ok.rawValue
             }
             if let exit = error as? ExitCode { return exit.rawValue }
@@ -57,13 +50,23 @@ public enum CommandRunner {
 /// Writes a line to stderr, with control characters shown instead of obeyed: messages quote model and screen text,
 /// which must not be able to clear the terminal or draw a fake prompt.
 public func printError(_ message: String) {
-    FileHandle.standardError.write(Data((UntrustedText.forTerminal(message) + "\n").utf8))
+    Invocation.current.write(.stderr, Data((UntrustedText.forTerminal(message) + "\n").utf8))
+}
+
+/// Writes text to the command's stdout as it is: xclaw's own text, which needs no escaping.
+public func writeOut(_ text: String) {
+    Invocation.current.write(.stdout, Data(text.utf8))
+}
+
+/// Writes bytes to the command's stdout (a PNG, raw text).
+public func writeOut(_ data: Data) {
+    Invocation.current.write(.stdout, data)
 }
 
 /// How text that xclaw did not write (the model's, the screen's) reaches stdout.
 public enum TerminalOutput {
     /// True when such text goes out byte for byte: only when `--raw` was asked for and stdout is not a terminal.
-    public static func passesRaw(_ raw: Bool) -> Bool { raw && isatty(STDOUT_FILENO) == 0 }
+    public static func passesRaw(_ raw: Bool) -> Bool { raw && !Invocation.current.isTerminal(.stdout) }
 
     /// `text` as it may be printed: control characters escaped unless `passesRaw(raw)`.
     public static func clean(_ text: String, raw: Bool = false) -> String {
@@ -95,7 +98,9 @@ public struct DisplayOptions: ParsableArguments {
     public var display: String?
 
     /// Opens the connection the options name.
-    public func connect() throws -> DisplayConnection { try DisplayConnection(name: display) }
+    public func connect() throws -> DisplayConnection {
+        try Hosting.current.connection(display)
+    }
 }
 
 /// Prints a result: JSON when asked, else the text, whose control characters are escaped unless `raw` passes
@@ -103,10 +108,10 @@ public struct DisplayOptions: ParsableArguments {
 public func emit<T: Encodable>(_ value: T, json: Bool, raw: Bool = false, text: () -> String) throws {
     if json {
         let text = String(decoding: try JSONEncoder.xclaw.encode(value), as: UTF8.self)
-        FileHandle.standardOutput.write(Data((UntrustedText.jsonForTerminal(text) + "\n").utf8))
+        writeOut(UntrustedText.jsonForTerminal(text) + "\n")
     } else {
         let out = text()
-        if !out.isEmpty { print(TerminalOutput.clean(out, raw: raw)) }
+        if !out.isEmpty { writeOut(TerminalOutput.clean(out, raw: raw) + "\n") }
     }
 }
 
@@ -146,13 +151,20 @@ public enum Interrupt {
         state.guarding.store(true, ordering: .sequentiallyConsistent)
         defer { state.guarding.store(false, ordering: .sequentiallyConsistent) }
         let result = try body()
+        if Invocation.isServed {
+            if Invocation.current.cancelled() { throw ExitCode(128 + SIGINT) }
+            return result
+        }
         let signal = state.raised.load(ordering: .sequentiallyConsistent)
         if signal != 0 { throw ExitCode(128 + signal) }
         return result
     }
 
-    /// True once a signal arrived inside `guarded`.
-    public static var requested: Bool { state.raised.load(ordering: .sequentiallyConsistent) != 0 }
+    /// True once a signal arrived inside `guarded`; for a served request, once its asker is interrupted or gone.
+    public static var requested: Bool {
+        if Invocation.isServed { return Invocation.current.cancelled() }
+        return state.raised.load(ordering: .sequentiallyConsistent) != 0
+    }
 }
 
 /// Signal state; atomics are async-signal-safe, and so is `_exit`.
@@ -165,5 +177,49 @@ final class SignalState: Sendable {
         } else {
             _exit(128 + signal)
         }
+    }
+}
+
+/// Logs to the running command's stderr (the asking CLI's, in the daemon) at the level its `XCLAW_LOG` sets, so a
+/// served command's warnings reach the terminal that asked and the daemon's own go to its log.
+public struct InvocationLogHandler: LogHandler {
+    /// The logger's label.
+    public let label: String
+    /// Extra metadata set on the logger.
+    public var metadata: Logger.Metadata = [:]
+
+    /// A handler for `label`.
+    public init(label: String) { self.label = label }
+
+    /// `XCLAW_LOG` of the running command, else info; setting it has no effect.
+    public var logLevel: Logger.Level {
+        get {
+            Invocation.current.environment["XCLAW_LOG"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+        }
+        set {}
+    }
+
+    /// Extra metadata by key.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// Writes `timestamp level label : metadata message` on one line.
+    public func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let fields =
+            all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
+        let line = "\(Self.timestamp()) \(event.level) \(label) :\(fields) \(event.message)\n"
+        Invocation.current.write(.stderr, Data(line.utf8))
+    }
+
+    private static func timestamp() -> String {
+        var now = time(nil)
+        var parts = tm()
+        localtime_r(&now, &parts)
+        var buffer = [Int8](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -3,23 +3,39 @@ import XclawBase
 
 /// What the CLI and the daemon say to each other: one JSON object per line each way. The version is checked first,
 /// so a CLI and a daemon of different builds say so instead of misreading each other.
+///
+/// A `run` request comes with the CLI's stdin, stdout and stderr (and its terminal, when it has one) attached as
+/// descriptors (SCM_RIGHTS): the command writes to them directly, so its output is the same bytes as in-process.
+/// While it runs, any byte the CLI sends, or its hanging up, cancels it (Ctrl-C). The reply carries the exit status.
 public enum DaemonProtocol {
     /// Bumped whenever a request or a reply changes shape.
-    public static let version = 1
+    public static let version = 2
 }
 
 /// One request.
 public struct DaemonRequest: Codable, Sendable, Hashable {
-    /// What to do: report `DaemonStatus`, or stop after answering (with the status it had).
-    public enum Operation: String, Codable, Sendable { case status, stop }
+    /// What to do: report `DaemonStatus`, stop after answering (with the status it had), or run a command.
+    public enum Operation: String, Codable, Sendable { case status, stop, run }
 
     /// The protocol version of the asking CLI.
     public var version: Int
     /// What it asks for.
     public var op: Operation
+    /// For `run`: the command's arguments, without the program name.
+    public var arguments: [String]?
+    /// For `run`: the CLI's environment.
+    public var environment: [String: String]?
+    /// For `run`: the CLI's working directory.
+    public var directory: String?
 
     /// A request of this build's protocol.
     public init(_ op: Operation) { (version, self.op) = (DaemonProtocol.version, op) }
+
+    /// A `run` request of this build's protocol.
+    public init(run arguments: [String], environment: [String: String], directory: String) {
+        (version, op) = (DaemonProtocol.version, .run)
+        (self.arguments, self.environment, self.directory) = (arguments, environment, directory)
+    }
 }
 
 /// One reply.
@@ -30,6 +46,8 @@ public struct DaemonReply: Codable, Sendable, Hashable {
     public var error: String?
     /// The status, for `status` and `stop`.
     public var status: DaemonStatus?
+    /// The command's exit status, for `run`.
+    public var exit: Int32?
 }
 
 /// What `xclaw daemon status` reports.

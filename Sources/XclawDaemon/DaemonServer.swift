@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import XclawBase
+import XclawCommandLine
 
 /// The resident xclaw process: listens on the user's socket, answers only its own user (SO_PEERCRED), and serves
 /// requests until it is asked to stop or gets SIGTERM. One per user: a live socket means one is running; a
@@ -15,9 +16,15 @@ public final class DaemonServer: Sendable {
     private let started = ContinuousClock.now
     private let stopping = Atomic<Bool>(false)
     private let logger = Logger(label: "xclaw.daemon")
+    /// The displays it keeps.
+    public let displays = ResidentDisplays()
+    /// Runs one command's arguments and returns its exit status, inside the request's `Invocation` and host.
+    private let execute: @Sendable ([String]) -> Int32
 
-    /// Takes the socket: refuses (`alreadyRunning`) when a daemon answers there, removes a stale one.
-    public init(socketPath: String, version: String) throws {
+    /// Takes the socket: refuses (`alreadyRunning`) when a daemon answers there, removes a stale one. `execute`
+    /// runs a command line (the surface's own parser, so a served command is the same command).
+    public init(socketPath: String, version: String, execute: @escaping @Sendable ([String]) -> Int32) throws {
+        self.execute = execute
         if let running = try DaemonClient(socketPath: socketPath).status() {
             throw DaemonError.alreadyRunning(pid: running.pid, socket: socketPath)
         }
@@ -40,6 +47,7 @@ public final class DaemonServer: Sendable {
             Thread { self.serve(connection) }.start()
         }
         unlink(socketPath)
+        displays.close()
         logger.info("stopped")
     }
 
@@ -54,7 +62,8 @@ public final class DaemonServer: Sendable {
     public func status() -> DaemonStatus {
         DaemonStatus(
             pid: getpid(), socket: socketPath, version: version,
-            uptime_s: (ContinuousClock.now - started) / .seconds(1), displays: [], rss_bytes: Self.residentBytes())
+            uptime_s: (ContinuousClock.now - started) / .seconds(1), displays: displays.names,
+            rss_bytes: Self.residentBytes())
     }
 
     private func serve(_ connection: UnixSocket) {
@@ -92,7 +101,35 @@ public final class DaemonServer: Sendable {
         case .stop:
             reply(connection, DaemonReply(version: DaemonProtocol.version, status: status()))
             stop()
+        case .run:
+            let status = run(request, on: connection)
+            reply(connection, DaemonReply(version: DaemonProtocol.version, exit: status))
         }
+    }
+
+    /// Runs a command with the CLI's descriptors, environment and directory; any byte from the CLI, or its
+    /// hanging up, cancels it.
+    private func run(_ request: DaemonRequest, on connection: UnixSocket) -> Int32 {
+        let fds = connection.takeDescriptors()
+        defer { for fd in fds { close(fd) } }
+        guard fds.count >= 3, let arguments = request.arguments, let environment = request.environment,
+            let directory = request.directory
+        else {
+            logger.warning("a run request without arguments, environment, directory or 3 descriptors")
+            return ExitStatus.usage.rawValue
+        }
+        let cancelled = CancelFlag()
+        Thread {
+            var byte: UInt8 = 0
+            _ = recv(connection.descriptor, &byte, 1, 0)  // a byte or the end: either way, stop
+            cancelled.set()
+        }.start()
+        let invocation = Invocation(
+            environment: environment, directory: directory, descriptors: (fds[0], fds[1], fds[2]),
+            terminal: fds.count > 3 ? fds[3] : nil, cancelled: { cancelled.isSet })
+        let host = displays.host()
+        defer { host.end() }
+        return Invocation.serve(invocation) { Hosting.$served.withValue(host) { execute(arguments) } }
     }
 
     private func reply(_ connection: UnixSocket, _ reply: DaemonReply) {

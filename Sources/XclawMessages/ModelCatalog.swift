@@ -99,7 +99,7 @@ public struct ModelCatalog: Sendable, Hashable, Codable {
     /// The bundled catalog merged with the user's overlay (if the file exists).
     public static func load(
         overlay: String? = nil,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = Invocation.current.environment
     ) throws -> ModelCatalog {
         var catalog = try parse(Data(builtinJSON.utf8), path: "Models/models.json (built in)")
         let overlayPath = overlay ?? Self.userCatalogPath(environment: environment)

@@ -182,14 +182,14 @@ public struct AccessibilityReader: Sendable {
         callTimeout: Duration = .milliseconds(800)
     ) {
         self.helper = helper
-        let env = ProcessInfo.processInfo.environment["XCLAW_ATSPI_TIMEOUT_MS"].flatMap(Int.init)
+        let env = Invocation.current.environment["XCLAW_ATSPI_TIMEOUT_MS"].flatMap(Int.init)
         self.timeout = timeout ?? .milliseconds(min(600_000, max(100, env ?? 2000)))
         self.callTimeout = min(callTimeout, self.timeout)
     }
 
     /// The helper: `$XCLAW_ATSPI`, else `xclaw-atspi` beside the running executable, else on PATH.
     public static func findHelper() -> String? {
-        let env = ProcessInfo.processInfo.environment
+        let env = Invocation.current.environment
         if let path = env["XCLAW_ATSPI"], !path.isEmpty { return access(path, X_OK) == 0 ? path : nil }
         if let beside = XclawPaths.sibling("xclaw-atspi") { return beside }
         for dir in (env["PATH"] ?? "").split(separator: ":") where access("\(dir)/xclaw-atspi", X_OK) == 0 {
@@ -203,7 +203,7 @@ public struct AccessibilityReader: Sendable {
     /// environment's display). Nil when nothing says: then snapshots use OCR alone, without any delay.
     public static func locate(
         display: String, windows: WindowManager,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = Invocation.current.environment
     )
         -> AccessibilityLocation?
     {

@@ -1,5 +1,6 @@
 import CTesseract
 import Foundation
+import XclawBase
 import XclawScreen
 
 /// A word tesseract read, in the coordinates of the image it was given.
@@ -42,7 +43,7 @@ final class OCREngine: @unchecked Sendable {
         guard let api = TessBaseAPICreate() else { throw PerceptionError.recognitionFailed("TessBaseAPICreate failed") }
         // Tesseract prints warnings such as "Estimating resolution" to stderr; they are noise for our users.
         TessBaseAPISetVariable(api, "debug_file", "/dev/null")
-        let datapath = ProcessInfo.processInfo.environment["TESSDATA_PREFIX"]
+        let datapath = Invocation.current.environment["TESSDATA_PREFIX"]
         let status = datapath.map { TessBaseAPIInit3(api, $0, "eng") } ?? TessBaseAPIInit3(api, nil, "eng")
         guard status == 0 else {
             TessBaseAPIDelete(api)

@@ -101,7 +101,7 @@ public struct AgentBuilder: Sendable {
         guard version.betaHeader == info.beta else {
             throw BuildError.betaMismatch(
                 model: info.id, beta: info.beta, tool: version.rawValue, needed: version.betaHeader,
-                catalog: ModelCatalog.userCatalogPath(environment: ProcessInfo.processInfo.environment))
+                catalog: ModelCatalog.userCatalogPath(environment: Invocation.current.environment))
         }
         return version
     }

@@ -205,13 +205,19 @@ public final class AgentService: Sendable {
     /// queue's actor, which must not wait on SQLite; `waitUntilIdle` waits for it, so a command never exits
     /// before the failure is recorded and reported.
     func gaveUp(agent: String, reason: String) {
-        let store = self.store, events = self.events
+        let store = self.store, events = self.events, invocation = Invocation.served
         let record = Task.detached {
-            let text = "xclaw: giving up after repeated failures (\(reason)); send a new message to try again"
-            _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(text)], status: .error)
-            events(.failed(agent: agent, message: text, willRetry: false, status: .api))
+            await Invocation.$served.withValue(invocation) { Self.recordGiveUp(store, events, agent, reason) }
         }
         recording.withLock { $0.append(record) }
+    }
+
+    private static func recordGiveUp(
+        _ store: AgentStore, _ events: @Sendable (ServiceEvent) -> Void, _ agent: String, _ reason: String
+    ) {
+        let text = "xclaw: giving up after repeated failures (\(reason)); send a new message to try again"
+        _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(text)], status: .error)
+        events(.failed(agent: agent, message: text, willRetry: false, status: .api))
     }
 
     /// Waits until the queue is idle and every give-up it reported is recorded.

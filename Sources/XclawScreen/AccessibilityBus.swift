@@ -218,7 +218,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
 
     /// This process's environment without what would point the daemons at another desktop or its buses.
     private static func inheritedEnvironment() -> [String: String] {
-        var env = ProcessInfo.processInfo.environment
+        var env = Invocation.current.environment
         for key in [
             "DBUS_SESSION_BUS_ADDRESS", "DBUS_STARTER_ADDRESS", "DBUS_STARTER_BUS_TYPE",
             "AT_SPI_BUS_ADDRESS", "WAYLAND_DISPLAY",

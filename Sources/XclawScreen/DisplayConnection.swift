@@ -83,7 +83,7 @@ public final class DisplayConnection: @unchecked Sendable {
     /// Picks the display to use: the explicit name, else `$DISPLAY`, else fails naming `xclaw display start`.
     public static func resolveName(_ explicit: String?) throws -> String {
         if let explicit, !explicit.isEmpty { return explicit }
-        if let env = ProcessInfo.processInfo.environment["DISPLAY"], !env.isEmpty { return env }
+        if let env = Invocation.current.environment["DISPLAY"], !env.isEmpty { return env }
         throw ScreenError.noDisplay
     }
 

@@ -1,6 +1,7 @@
 import CX11
 import Foundation
 import XclawBase
+import XclawKeyNames
 
 /// A key combination in xdotool syntax (`ctrl+shift+t`, `Return`, `alt+Tab`): modifiers held, one key pressed.
 public struct KeyCombo: Sendable, Hashable, CustomStringConvertible {
@@ -33,19 +34,7 @@ public struct KeyCombo: Sendable, Hashable, CustomStringConvertible {
 /// Key names: X keysym names looked up case-insensitively, xdotool's aliases, and suggestions for typos.
 public enum KeyNames {
     /// Aliases people type that are not keysym names (all lower case).
-    static let aliases: [String: String] = [
-        "ctrl": "Control_L", "control": "Control_L", "lctrl": "Control_L", "rctrl": "Control_R",
-        "shift": "Shift_L", "lshift": "Shift_L", "rshift": "Shift_R",
-        "alt": "Alt_L", "lalt": "Alt_L", "ralt": "Alt_R", "altgr": "ISO_Level3_Shift", "option": "Alt_L",
-        "super": "Super_L", "win": "Super_L", "windows": "Super_L", "cmd": "Super_L", "command": "Super_L",
-        "meta": "Meta_L", "hyper": "Hyper_L",
-        "enter": "Return", "ret": "Return", "esc": "Escape", "del": "Delete", "ins": "Insert",
-        "bs": "BackSpace", "backspace": "BackSpace", "pgup": "Prior", "pageup": "Prior", "page_up": "Prior",
-        "pgdn": "Next", "pgdown": "Next", "pagedown": "Next", "page_down": "Next",
-        "capslock": "Caps_Lock", "caps": "Caps_Lock", "numlock": "Num_Lock", "scrolllock": "Scroll_Lock",
-        "printscreen": "Print", "prtsc": "Print", "spacebar": "space",
-        "up": "Up", "down": "Down", "left": "Left", "right": "Right",
-    ]
+    static let aliases = KeyAliases.table
 
     /// The keysym for a name, or `unknownKey` with the closest known name.
     public static func keysym(for name: String) throws -> KeySym {

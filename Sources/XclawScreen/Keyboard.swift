@@ -17,7 +17,7 @@ public final class Keyboard: @unchecked Sendable {
     /// How long clients get to read key events of a rebound keycode before it is rebound again or restored.
     /// 300 ms by default (a busy app may lag behind a burst of keys); `XCLAW_KEYMAP_SETTLE_MS` overrides it.
     public let settleDelay: Duration = .milliseconds(
-        ProcessInfo.processInfo.environment["XCLAW_KEYMAP_SETTLE_MS"].flatMap { Int($0) }.map { max(0, $0) } ?? 300)
+        Invocation.current.environment["XCLAW_KEYMAP_SETTLE_MS"].flatMap { Int($0) }.map { max(0, $0) } ?? 300)
 
     private let minKeycode: Int
     private let perKeycode: Int
@@ -184,6 +184,12 @@ public final class Keyboard: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: 0.01)
             }
         }
+    }
+
+    /// When `restoreMapping` can unbind without waiting; nil when nothing is bound. A resident process restores on
+    /// a timer at this instant instead of making the command that typed wait.
+    public var restoreDue: ContinuousClock.Instant? {
+        lock.withLock { bound.isEmpty ? nil : (lastBoundUse ?? .now) + settleDelay }
     }
 
     /// Unbinds every spare keycode bound for typing, after waiting until clients have had `settleDelay` to read

@@ -259,7 +259,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
 
     /// The first `name` on `$PATH` (then /usr/bin) that may be executed.
     static func findExecutable(_ name: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        let path = Invocation.current.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         // Strings, not `split`'s slices: mixed with the literal below, the slices were printed as arrays of characters.
         for dir in path.split(separator: ":").map(String.init) + ["/usr/bin"] {
             let candidate = "\(dir)/\(name)"

@@ -1,5 +1,6 @@
 import Foundation
 import XclawAgent
+import XclawBase
 import XclawMessages
 import XclawPerception
 import XclawScreen
@@ -46,7 +47,7 @@ public struct ScreenSkill: Skill {
     /// itself, or its `tessdata` subdirectory) when set, else the distribution's built-in locations.
     public static func requireOCRData() throws -> String {
         var candidates: [String] = []
-        if let prefix = ProcessInfo.processInfo.environment["TESSDATA_PREFIX"], !prefix.isEmpty {
+        if let prefix = Invocation.current.environment["TESSDATA_PREFIX"], !prefix.isEmpty {
             candidates = [prefix, (prefix as NSString).appendingPathComponent("tessdata")]
         } else {
             candidates = [

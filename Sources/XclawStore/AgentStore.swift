@@ -44,7 +44,7 @@ public final class AgentStore: Sendable {
     /// Where xclaw keeps its database unless told otherwise: `$XCLAW_DB` (a leading `~/` expanded), else
     /// `$XDG_DATA_HOME/xclaw/xclaw.sqlite`, else `~/.local/share/xclaw/xclaw.sqlite` (agents and history are user
     /// data, so the XDG data directory).
-    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func defaultPath(environment: [String: String] = Invocation.current.environment) -> String {
         XclawPaths.database(environment)
     }
 

@@ -198,6 +198,7 @@ public func runCLI(
     for key in removing { env.removeValue(forKey: key) }
     env.merge(environment) { $1 }
     process.environment = env
+    try DaemonMode.prepare(arguments, environment: env)
     let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out
     process.standardError = err
@@ -226,6 +227,7 @@ public func launchCLI(
     process.executableURL = productsDirectory.appendingPathComponent("xclaw")
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    try DaemonMode.prepare(arguments, environment: process.environment ?? [:])
     if let stdin { process.standardInput = stdin }
     process.standardOutput = stdout ?? FileHandle.nullDevice
     process.standardError = stderr ?? FileHandle.nullDevice

@@ -1,4 +1,11 @@
-// The `xclaw` command line. Results go to stdout (text, or JSON with --json); logs and errors to stderr.
-import XclawCommandLine
+// The `xclaw` front: a small binary that links no Foundation, OCR, HTTP, SQLite or AT-SPI. It hands a command to
+// the resident daemon when one runs, does the few pure-input commands itself, and otherwise becomes the full
+// binary (`xclaw-core`, beside it) with exec, so a one-shot command still runs in-process exactly as before.
+import Glibc
 
-CommandRunner.main(Xclaw.self, prepare: Interrupt.install)
+var front = Front(arguments: Array(CommandLine.arguments.dropFirst()), environment: Front.environment())
+if !front.noDaemon, Front.served.contains(front.arguments.first ?? "") {
+    if let status = DaemonHandoff(front).run() { exit(status) }
+}
+if let status = DirectInput(front.arguments, display: front.environment["DISPLAY"])?.run() { exit(status) }
+front.becomeCore()

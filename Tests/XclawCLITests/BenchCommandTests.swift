@@ -15,13 +15,17 @@ final class BenchCommandTests: XCTestCase {
     }
 
     func testAMissingBenchmarkBinaryIsExplained() throws {
-        // A copy of xclaw alone in a directory: the product built without the benchmarks.
+        // A copy of xclaw (the front and the full binary) alone in a directory: the product built without the
+        // benchmarks.
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
             "xclaw-alone-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let lone = dir.appendingPathComponent("xclaw")
-        try FileManager.default.copyItem(at: productsDirectory.appendingPathComponent("xclaw"), to: lone)
+        for name in ["xclaw", "xclaw-core"] {
+            try FileManager.default.copyItem(
+                at: productsDirectory.appendingPathComponent(name), to: dir.appendingPathComponent(name))
+        }
         let process = Process()
         process.executableURL = lone
         process.arguments = ["bench", "capture"]

@@ -129,11 +129,7 @@ final class CLITests: XCTestCase {
         let fixture = try Fixture(display: d, frame: Rect(x: 0, y: 0, width: 200, height: 200))
         defer { fixture.stop() }
         XCTAssertEqual(try runCLI(["activate", String(fixture.window), "--display", d]).status, 0)
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("xclaw")
-        process.arguments = ["key", "--hold", "30", "shift", "--display", d]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try launchCLI(["key", "--hold", "30", "shift", "--display", d], environment: [:])
         XCTAssertEqual(fixture.wait(for: .keyPress).first?.keysym, "Shift_L")
         process.interrupt()  // SIGINT, as Ctrl-C sends
         process.waitUntilExit()

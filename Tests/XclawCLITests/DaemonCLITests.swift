@@ -71,7 +71,7 @@ final class DaemonCLITests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: open) }
         chmod(open.path, 0o755)
         let path = open.appendingPathComponent("d.sock").path
-        let server = try DaemonServer(socketPath: path, version: "test")
+        let server = try DaemonServer(socketPath: path, version: "test", execute: { _ in 0 })
         let thread = Thread { server.run() }
         thread.start()
         defer { server.stop() }
@@ -88,7 +88,7 @@ final class DaemonCLITests: XCTestCase {
         chmod(path, 0o666)  // past the file mode, so the refusal below is the daemon's own check
         let script = """
             import socket; s = socket.socket(socket.AF_UNIX); s.connect("\(path)")
-            s.sendall(b'{"version": 1, "op": "status"}\\n'); print(s.makefile().readline().strip())
+            s.sendall(b'{"version": 2, "op": "status"}\\n'); print(s.makefile().readline().strip())
             """
         let child = try Subprocess.spawn(
             [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])

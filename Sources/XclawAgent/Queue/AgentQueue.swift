@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 import XclawMessages
 
 /// What a run is asked to do, so tasks can be ordered before messages and de-duplicated by id.
@@ -192,9 +193,11 @@ public actor AgentQueue {
         if work == .messages, state.retryTimer != nil { cancelRetryTimer(&state) }
         events?(.started(agent: agent, work: work))
         let processor = self.processor
-        // Detached, so the processor never runs on the actor, and cancellable by `cancel(agent:)`.
+        // Detached, so the processor never runs on the actor, and cancellable by `cancel(agent:)`; in the request's
+        // world (`Invocation`), which a detached task would otherwise lose, so a daemon's run writes to its asker.
+        let invocation = Invocation.served
         state.runTask = Task.detached { [weak self] in
-            let outcome = await processor(agent, work)
+            let outcome = await Invocation.$served.withValue(invocation) { await processor(agent, work) }
             await self?.runEnded(agent: agent, token: token, outcome: outcome)
         }
         agents[agent] = state

@@ -25,4 +25,12 @@ int xclaw_peer_closed(int fd);
 /// _GNU_SOURCE for `struct ucred`): 0 and `*uid` set on success, -1 with errno otherwise.
 int xclaw_peer_uid(int fd, unsigned *uid);
 
+/// Sends `length` bytes with up to 8 descriptors attached (SCM_RIGHTS, whose CMSG macros Swift cannot import);
+/// returns what sendmsg returns.
+int xclaw_send_with_fds(int fd, const void *buffer, unsigned long length, const int *fds, int count);
+
+/// Receives up to `length` bytes and the descriptors that came with them (close-on-exec, at most `capacity`,
+/// the rest closed) into `fds`, their number in `*count`; returns what recvmsg returns.
+long xclaw_receive_with_fds(int fd, void *buffer, unsigned long length, int *fds, int capacity, int *count);
+
 #endif

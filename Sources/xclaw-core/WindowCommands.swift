@@ -38,7 +38,7 @@ struct Activate: ParsableCommand {
         let manager = WindowManager(connection: try target.connect())
         let info = try manager.find(window)
         try manager.activate(info)
-        print(info.hexID)
+        writeOut(info.hexID + "\n")
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import XclawBase
 import XclawCommandLine
 import XclawPerception
 import XclawScreen
@@ -7,9 +8,9 @@ import XclawScreen
 extension MouseButton: ExpressibleByArgument {}
 extension ScrollDirection: ExpressibleByArgument {}
 
-/// Connects and builds the input controller for one command.
+/// The input controller for one command: a new one in-process, the display's own in the daemon.
 private func input(_ options: DisplayOptions) throws -> InputController {
-    try InputController(connection: try options.connect())
+    try Hosting.current.input(options.display)
 }
 
 /// `xclaw move X Y`.
@@ -167,7 +168,7 @@ struct Key: ParsableCommand {
         } else {
             try controller.keyboard.press(parsed)
         }
-        try Interrupt.guarded { try controller.keyboard.restoreMapping() }
+        try Interrupt.guarded { try Hosting.current.restoreMapping(controller.keyboard) }
         try controller.sync()
     }
 }
@@ -196,7 +197,7 @@ struct TypeText: ParsableCommand {
     func run() throws {
         var content = text
         if text == "-" {
-            let data = FileHandle.standardInput.readDataToEndOfFile()
+            let data = Invocation.current.readAll()
             guard let decoded = String(data: data, encoding: .utf8) else {
                 throw ScreenError.invalidArgument("stdin is not valid UTF-8")
             }
@@ -210,7 +211,7 @@ struct TypeText: ParsableCommand {
             }
         }
         // Spare keycodes bound for missing characters are unbound once the client has read them.
-        try Interrupt.guarded { try controller.keyboard.restoreMapping() }
+        try Interrupt.guarded { try Hosting.current.restoreMapping(controller.keyboard) }
         try controller.sync()
     }
 }

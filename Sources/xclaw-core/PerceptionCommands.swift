@@ -29,12 +29,12 @@ func checkParses<T>(_ value: String?, _ parse: (String) throws -> T) throws {
 }
 
 /// Opens perception for a CLI call with the shared on-disk OCR cache, runs `body`, and saves the cache after.
+/// The daemon keeps its perceiver and cache warm instead, and saves the cache when it stops.
 func withPerceiver<T>(_ target: DisplayOptions, noCache: Bool = false, _ body: (Perceiver) throws -> T) throws -> T {
-    if !noCache { try VirtualDisplay.checkedStateDirectory() }
-    let cache = noCache ? OCRCache() : try OCRCache.load(from: Perceiver.cacheFile)
-    let perceiver = try Perceiver(connection: target.connect(), cache: cache)
+    if noCache { return try body(Perceiver(connection: target.connect(), cache: OCRCache())) }
+    let perceiver = try Hosting.current.perceiver(target.display)
     let result = try body(perceiver)
-    if !noCache { try? cache.save(to: Perceiver.cacheFile) }
+    if !Invocation.isServed { try? perceiver.recognizer.cache.save(to: Perceiver.cacheFile) }
     return result
 }
 
@@ -65,10 +65,10 @@ extension SnapshotSource: ExpressibleByArgument {}
 /// Takes a snapshot with refs carried over from this display's previous one, and saves the refs for the next call.
 /// What went wrong without stopping it (an unreadable accessibility tree) is printed on stderr.
 func takeSnapshot(_ perceiver: Perceiver, area: Rect?, source: SnapshotSource = .auto) throws -> Snapshot {
-    let refs = try RefStore.load(display: perceiver.connection.name, server: try perceiver.windows.serverToken())
+    let refs = try Hosting.current.refs(perceiver)
     let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: refs, source: source)
     try? refs.save(display: perceiver.connection.name)
-    for warning in snapshot.warnings ?? [] { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+    for warning in snapshot.warnings ?? [] { printError("warning: \(warning)") }
     return snapshot
 }
 

@@ -27,7 +27,7 @@ struct DaemonCommand: ParsableCommand {
                 throw DaemonError.alreadyRunning(pid: running.pid, socket: socket)
             }
             let log = try DaemonPaths.log()
-            let executable = XclawPaths.executableDirectory.appendingPathComponent("xclaw").path
+            let executable = XclawPaths.executableDirectory.appendingPathComponent("xclaw-core").path
             _ = try Subprocess.spawn(
                 [executable, "daemon", "run"], stdout: .appending(toFile: log), stderr: .sameAsStdout,
                 group: .newSession)
@@ -54,7 +54,7 @@ struct DaemonCommand: ParsableCommand {
             }
             // Gone when its process is: a command right after this one must not find it still answering.
             _ = Subprocess.waitForExit(stopped.pid, deadline: .now + .seconds(10))
-            print("stopped daemon pid \(stopped.pid)")
+            writeOut("stopped daemon pid \(stopped.pid)\n")
         }
     }
 
@@ -80,9 +80,19 @@ struct DaemonCommand: ParsableCommand {
     struct RunForeground: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).")
+        @Option(help: .hidden) var parent: Int32?
 
         func run() throws {
-            let server = try DaemonServer(socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version)
+            let server = try DaemonServer(
+                socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version,
+                execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
+            if let parent {
+                // Test harnesses: stop when the process that started us is gone, so no daemon outlives its tests.
+                Thread {
+                    while kill(parent, 0) == 0 || errno == EPERM { sleep(1) }
+                    server.stop()
+                }.start()
+            }
             signal(SIGPIPE, SIG_IGN)
             signal(SIGTERM, SIG_IGN)
             signal(SIGINT, SIG_IGN)

@@ -74,7 +74,7 @@ struct AgentCreate: ParsableCommand {
 
 /// The text of a `--system FILE`; an unreadable file is bad usage.
 func readSystemFile(_ path: String) throws -> String {
-    do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+    do { return try String(contentsOfFile: Invocation.current.resolve(path), encoding: .utf8) } catch {
         throw ValidationError("cannot read --system \(path): \(error.localizedDescription)")
     }
 }
@@ -119,7 +119,7 @@ struct AgentDelete: ParsableCommand {
 
     func run() throws {
         try storeOptions.open().deleteAgent(named: name)
-        print("deleted agent \(name)")
+        writeOut("deleted agent \(name)\n")
     }
 }
 
@@ -341,8 +341,8 @@ struct Chat: ParsableCommand {
         source.resume()
         defer { source.cancel() }
         while true {
-            FileHandle.standardError.write(Data("\(name)> ".utf8))
-            guard let line = readLine(strippingNewline: true) else { break }
+            Invocation.current.write(.stderr, Data("\(name)> ".utf8))
+            guard let line = Invocation.current.readLine() else { break }
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty { continue }
             if text == "/exit" || text == "/quit" { break }
@@ -387,10 +387,10 @@ struct History: ParsableCommand {
         for m in messages {
             let who = Transcript.who(m)
             let mark = m.status == .complete ? "" : " [\(m.status.rawValue)]"
-            print(
+            writeOut(
                 TerminalOutput.clean(
                     "#\(m.id) \(ExportedMessage.timestamp(m.createdAt)) \(who)\(mark): \(Transcript.plain(m.content))",
-                    raw: rawOption.raw))
+                    raw: rawOption.raw) + "\n")
         }
     }
 }
@@ -496,12 +496,14 @@ struct Export: ParsableCommand {
         }
         if let output {
             // Private, as the database is: the whole conversation, screen text included.
-            do { try PrivateFiles.write(data, to: output) } catch let error as PrivateFileError {
+            do { try PrivateFiles.write(data, to: Invocation.current.resolve(output)) } catch let error
+                as PrivateFileError
+            {
                 throw ValidationError("cannot write \(output): \(error.reason)")
             }
             printError("xclaw: wrote \(messages.count) messages to \(output)")
         } else {
-            FileHandle.standardOutput.write(
+            writeOut(
                 TerminalOutput.passesRaw(rawOption.raw)
                     ? data : Data(UntrustedText.forTerminal(String(decoding: data, as: UTF8.self)).utf8))
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import XclawBase
 import XclawCommandLine
 import XclawScreen
 
@@ -48,7 +49,7 @@ struct Capture: ParsableCommand {
         let png = try PNG.encode(frame)
         var path: String?
         if output == "-" {
-            FileHandle.standardOutput.write(Data(png))
+            writeOut(Data(png))
         } else {
             let file = output ?? defaultPath()
             try writeAtomically(Data(png), to: file)
@@ -71,7 +72,7 @@ struct Capture: ParsableCommand {
 /// Writes through a temporary file and a rename so a failed write never leaves half a file behind.
 func writeAtomically(_ data: Data, to path: String) throws {
     do {
-        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        try data.write(to: URL(fileURLWithPath: Invocation.current.resolve(path)), options: .atomic)
     } catch {
         throw ScreenError.invalidArgument("cannot write \(path): \((error as NSError).localizedDescription)")
     }

@@ -248,6 +248,8 @@ final class StreamedText: @unchecked Sendable {
     /// The model's text goes out byte for byte (`--raw`, stdout not a terminal); else its control characters are
     /// shown escaped, so a reply cannot clear the screen or draw a fake prompt.
     private let raw: Bool
+    /// The command's world, kept because the text arrives on the agent's tasks.
+    private let invocation = Invocation.current
     init(raw: Bool = false) { self.raw = TerminalOutput.passesRaw(raw) }
     private let lock = NSLock()
     private var open = false
@@ -287,7 +289,7 @@ final class StreamedText: @unchecked Sendable {
 
     private func put(_ text: String) {
         let shown = raw ? text : UntrustedText.forTerminal(text)
-        try? FileHandle.standardOutput.write(contentsOf: Data(shown.utf8))
+        invocation.write(.stdout, Data(shown.utf8))
     }
 }
 
@@ -295,19 +297,26 @@ final class StreamedText: @unchecked Sendable {
 enum TerminalPrompt {
     /// Whether there is a terminal to ask on.
     static var available: Bool {
-        let fd = open("/dev/tty", O_RDWR)
+        let fd = openTerminal(Invocation.current)
         if fd < 0 { return false }
         close(fd)
         return true
+    }
+
+    /// The command's terminal: the one the CLI passed to the daemon, else `/dev/tty`.
+    private static func openTerminal(_ invocation: Invocation) -> Int32 {
+        if let terminal = invocation.terminal { return fcntl(terminal, F_DUPFD_CLOEXEC, 3) }
+        return Invocation.isServed ? -1 : open("/dev/tty", O_RDWR | O_CLOEXEC)
     }
 
     /// Asks on its own thread, so the wait blocks none of the concurrency pool's threads, and gives up (no) as
     /// soon as the run is cancelled.
     static func ask(_ question: String) async -> Bool {
         let cancelled = CancelFlag()
+        let invocation = Invocation.current
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-                Thread { done.resume(returning: askBlocking(question, cancelled: cancelled)) }.start()
+                Thread { done.resume(returning: askBlocking(question, invocation, cancelled: cancelled)) }.start()
             }
         } onCancel: {
             cancelled.set()
@@ -315,8 +324,8 @@ enum TerminalPrompt {
     }
 
     /// Reads one line from /dev/tty, polling so a cancellation is noticed within 100 ms.
-    private static func askBlocking(_ question: String, cancelled: CancelFlag) -> Bool {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+    private static func askBlocking(_ question: String, _ invocation: Invocation, cancelled: CancelFlag) -> Bool {
+        let fd = openTerminal(invocation)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         func say(_ text: String) { _ = text.withCString { write(fd, $0, strlen($0)) } }

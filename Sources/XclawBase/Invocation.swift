@@ -1,0 +1,104 @@
+import Foundation
+
+/// One command's world: its environment, working directory, standard streams, terminal and cancellation. In-process
+/// it is the process's own; in the daemon it is the asking CLI's, whose descriptors came over the socket, so a
+/// command writes the same bytes to the same files, pipes and terminals either way.
+public struct Invocation: Sendable {
+    /// The two output streams.
+    public enum Stream: Sendable { case stdout, stderr }
+
+    /// The environment the command sees.
+    public var environment: [String: String]
+    /// Its working directory: where relative paths resolve.
+    public var directory: String
+    /// Its stdin, stdout and stderr.
+    public var descriptors: (input: Int32, output: Int32, error: Int32)
+    /// Its controlling terminal, passed by the CLI; nil: open `/dev/tty` when a question needs one.
+    public var terminal: Int32?
+    /// True once the asker is interrupted or gone: long commands stop early.
+    public var cancelled: @Sendable () -> Bool
+
+    /// A world of the given parts.
+    public init(
+        environment: [String: String], directory: String, descriptors: (input: Int32, output: Int32, error: Int32),
+        terminal: Int32?, cancelled: @escaping @Sendable () -> Bool
+    ) {
+        (self.environment, self.directory, self.descriptors) = (environment, directory, descriptors)
+        (self.terminal, self.cancelled) = (terminal, cancelled)
+    }
+
+    /// The daemon's per-request world, set for the duration of one request.
+    @TaskLocal public static var served: Invocation?
+
+    /// The world of the running command: the served one, else the process's.
+    public static var current: Invocation { served ?? process }
+
+    /// Whether the running command is served by the daemon for another process.
+    public static var isServed: Bool { served != nil }
+
+    /// This process's own world.
+    public static var process: Invocation {
+        Invocation(
+            environment: ProcessInfo.processInfo.environment, directory: FileManager.default.currentDirectoryPath,
+            descriptors: (STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO), terminal: nil, cancelled: { false })
+    }
+
+    /// Runs `body` as the served request `invocation`.
+    public static func serve<T>(_ invocation: Invocation, _ body: () throws -> T) rethrows -> T {
+        try $served.withValue(invocation) { try body() }
+    }
+
+    /// Whether `stream` is a terminal.
+    public func isTerminal(_ stream: Stream) -> Bool { isatty(descriptor(stream)) != 0 }
+
+    /// Writes all of `data` to `stream`, unbuffered, so stdout and stderr interleave as written.
+    public func write(_ stream: Invocation.Stream, _ data: Data) {
+        let fd = descriptor(stream)
+        data.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fd, base + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+
+    /// All of stdin, to its end.
+    public func readAll() -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = Glibc.read(descriptors.input, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    /// One line of stdin without its newline; nil at its end. A served request reads a byte at a time, so nothing
+    /// past the line is taken from a stdin the CLI's caller may go on reading.
+    public func readLine() -> String? {
+        guard Invocation.isServed else { return Swift.readLine(strippingNewline: true) }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let count = Glibc.read(descriptors.input, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+            if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
+    }
+
+    /// `path` against the working directory when it is relative.
+    public func resolve(_ path: String) -> String {
+        path.hasPrefix("/") ? path : (directory as NSString).appendingPathComponent(path)
+    }
+
+    private func descriptor(_ stream: Stream) -> Int32 {
+        stream == .stdout ? descriptors.output : descriptors.error
+    }
+}

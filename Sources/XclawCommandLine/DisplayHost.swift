@@ -1,0 +1,57 @@
+import Foundation
+import XclawBase
+import XclawPerception
+import XclawScreen
+
+/// Where a command gets its display, input, perception and refs. In-process: fresh ones for each command, the OCR
+/// cache and refs read from the state directory and saved after. In the daemon: the ones it keeps per display, warm.
+public protocol DisplayHost: Sendable {
+    /// The connection to `name` (nil: `$DISPLAY` of the command's environment).
+    func connection(_ name: String?) throws -> DisplayConnection
+    /// The input controller on that display; it keeps the keyboard's spare-keycode bindings between commands.
+    func input(_ name: String?) throws -> InputController
+    /// Perception on that display, with its OCR cache.
+    func perceiver(_ name: String?) throws -> Perceiver
+    /// The refs of `perceiver`'s display, carried over from its previous snapshot.
+    func refs(_ perceiver: Perceiver) throws -> RefStore
+    /// Unbinds the spare keycodes `keyboard` bound once clients have read them: in the daemon, later, on a timer,
+    /// so the command returns as soon as its keys are sent.
+    func restoreMapping(_ keyboard: Keyboard) throws
+}
+
+/// The host of the running command.
+public enum Hosting {
+    /// The daemon's host for the request it serves; nil in-process.
+    @TaskLocal public static var served: (any DisplayHost)?
+
+    /// The running command's host.
+    public static var current: any DisplayHost { served ?? InProcessHost() }
+}
+
+/// Fresh resources for each command: what a one-shot `xclaw` process uses.
+public struct InProcessHost: DisplayHost {
+    /// A host.
+    public init() {}
+
+    /// Opens a connection.
+    public func connection(_ name: String?) throws -> DisplayConnection { try DisplayConnection(name: name) }
+
+    /// A controller on a new connection.
+    public func input(_ name: String?) throws -> InputController {
+        try InputController(connection: connection(name))
+    }
+
+    /// Perception with the OCR cache of the state directory (saved by `savePerception`).
+    public func perceiver(_ name: String?) throws -> Perceiver {
+        try VirtualDisplay.checkedStateDirectory()
+        return try Perceiver(connection: connection(name), cache: OCRCache.load(from: Perceiver.cacheFile))
+    }
+
+    /// The refs saved for this display and server.
+    public func refs(_ perceiver: Perceiver) throws -> RefStore {
+        try RefStore.load(display: perceiver.connection.name, server: try perceiver.windows.serverToken())
+    }
+
+    /// Waits out the settle delay and restores now: the process is about to exit.
+    public func restoreMapping(_ keyboard: Keyboard) throws { try keyboard.restoreMapping() }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Logging
+import Synchronization
+import XclawBase
+import XclawCommandLine
+import XclawPerception
+import XclawScreen
+
+/// What the daemon keeps for each display it serves: the connection (opened again when the server comes back),
+/// the input controller with its keyboard bindings, the perceiver with its OCR engines and cache, and the refs.
+/// Requests share them; a request that finds the perceiver busy (a `watch` holding it) gets one of its own on the
+/// same connection rather than waiting.
+public final class ResidentDisplays: Sendable {
+    private let held = Mutex<[String: HeldDisplay]>([:])
+    private let logger = Logger(label: "xclaw.daemon")
+
+    /// None held yet.
+    public init() {}
+
+    /// The names of the displays held, sorted.
+    public var names: [String] { held.withLock { $0.keys.sorted() } }
+
+    /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again.
+    func display(_ name: String?) throws -> HeldDisplay {
+        let resolved = try DisplayConnection.resolveName(name)
+        let display = held.withLock { all in
+            if let known = all[resolved] { return known }
+            let made = HeldDisplay(name: resolved)
+            all[resolved] = made
+            return made
+        }
+        try display.ensureConnected(logger)
+        return display
+    }
+
+    /// Restores every keymap and saves the OCR caches: the daemon is stopping.
+    public func close() {
+        let all = held.withLock { Array($0.values) }
+        for display in all { display.close() }
+    }
+
+    /// A host for one request.
+    public func host() -> RequestHost { RequestHost(self) }
+}
+
+/// One display's kept state. Safe because every member is behind `state`'s lock, and the objects handed out are
+/// themselves safe to share (the perceiver only through `perceiverBusy`).
+final class HeldDisplay: Sendable {
+    let name: String
+    private struct State {
+        var connection: DisplayConnection?
+        var input: InputController?
+        var perceiver: Perceiver?
+        var refs: (server: String, store: RefStore)?
+        var restoreScheduled = false
+    }
+    private let state = Mutex(State())
+    private let perceiverBusy = Atomic<Bool>(false)
+
+    init(name: String) { self.name = name }
+
+    /// Opens the connection, or opens it again when the server went away: everything built on the old one goes.
+    func ensureConnected(_ logger: Logger) throws {
+        try state.withLock { state in
+            if let connection = state.connection, connection.isAlive { return }
+            if state.connection != nil { logger.info("display lost; reconnecting", metadata: ["display": "\(name)"]) }
+            state = State()
+            state.connection = try DisplayConnection(name: name)
+        }
+    }
+
+    var connection: DisplayConnection {
+        get throws {
+            guard let connection = state.withLock({ $0.connection }) else { throw ScreenError.cannotOpen(name) }
+            return connection
+        }
+    }
+
+    func input() throws -> InputController {
+        let connection = try self.connection
+        return try state.withLock { state in
+            if let input = state.input, input.connection === connection { return input }
+            let input = try InputController(connection: connection)
+            state.input = input
+            return input
+        }
+    }
+
+    /// The kept perceiver, marked busy until `release`; nil when another request holds it.
+    func takePerceiver() throws -> Perceiver? {
+        guard !perceiverBusy.exchange(true, ordering: .acquiring) else { return nil }
+        do {
+            let connection = try self.connection
+            return try state.withLock { state in
+                if let perceiver = state.perceiver, perceiver.connection === connection { return perceiver }
+                let cache = (try? OCRCache.load(from: Perceiver.cacheFile)) ?? OCRCache()
+                let perceiver = try Perceiver(connection: connection, cache: cache)
+                state.perceiver = perceiver
+                return perceiver
+            }
+        } catch {
+            perceiverBusy.store(false, ordering: .releasing)
+            throw error
+        }
+    }
+
+    func releasePerceiver() { perceiverBusy.store(false, ordering: .releasing) }
+
+    /// The kept refs when they belong to `server`, else those saved for it.
+    func refs(server: String) throws -> RefStore {
+        if let kept = state.withLock({ $0.refs }), kept.server == server { return kept.store }
+        let store = try RefStore.load(display: name, server: server)
+        state.withLock { $0.refs = (server, store) }
+        return store
+    }
+
+    /// Restores `keyboard`'s spare keycodes when it is due, on a timer, once per burst of typing.
+    func scheduleRestore(_ keyboard: Keyboard) {
+        guard keyboard.restoreDue != nil else { return }
+        let first = state.withLock { state in
+            defer { state.restoreScheduled = true }
+            return !state.restoreScheduled
+        }
+        if first { restoreWhenDue(keyboard) }
+    }
+
+    private func restoreWhenDue(_ keyboard: Keyboard) {
+        guard let due = keyboard.restoreDue else {
+            state.withLock { $0.restoreScheduled = false }
+            return
+        }
+        let wait = max(.zero, due - .now) + .milliseconds(1)
+        DispatchQueue.global().asyncAfter(deadline: .now() + wait.seconds) { [self] in
+            if let again = keyboard.restoreDue, again > .now {
+                restoreWhenDue(keyboard)
+                return
+            }
+            try? keyboard.restoreMapping()
+            state.withLock { $0.restoreScheduled = false }
+            if keyboard.restoreDue != nil { scheduleRestore(keyboard) }
+        }
+    }
+
+    func close() {
+        let (input, perceiver) = state.withLock { ($0.input, $0.perceiver) }
+        try? input?.keyboard.restoreMapping()
+        try? perceiver?.recognizer.cache.save(to: Perceiver.cacheFile)
+    }
+}
+
+/// The resources of one request: the daemon's kept ones, and the perceiver it took until the request ends.
+public final class RequestHost: DisplayHost {
+    private let displays: ResidentDisplays
+    private let taken = Mutex<[(HeldDisplay, Perceiver)]>([])
+
+    init(_ displays: ResidentDisplays) { self.displays = displays }
+
+    /// The kept connection.
+    public func connection(_ name: String?) throws -> DisplayConnection { try displays.display(name).connection }
+
+    /// The kept input controller.
+    public func input(_ name: String?) throws -> InputController { try displays.display(name).input() }
+
+    /// The kept perceiver, or a new one on the kept connection while another request has it.
+    public func perceiver(_ name: String?) throws -> Perceiver {
+        let display = try displays.display(name)
+        if let mine = taken.withLock({ $0.first { $0.0 === display }?.1 }) { return mine }
+        if let kept = try display.takePerceiver() {
+            taken.withLock { $0.append((display, kept)) }
+            return kept
+        }
+        return try Perceiver(connection: display.connection, cache: OCRCache())
+    }
+
+    /// The kept refs for a kept perceiver; the saved ones for another.
+    public func refs(_ perceiver: Perceiver) throws -> RefStore {
+        let server = try perceiver.windows.serverToken()
+        if let display = taken.withLock({ $0.first { $0.1 === perceiver }?.0 }) {
+            return try display.refs(server: server)
+        }
+        return try RefStore.load(display: perceiver.connection.name, server: server)
+    }
+
+    /// On the display's timer: the command returns now.
+    public func restoreMapping(_ keyboard: Keyboard) throws {
+        try displays.display(keyboard.connection.name).scheduleRestore(keyboard)
+    }
+
+    /// Gives back what the request took.
+    public func end() {
+        for (display, _) in taken.withLock({ list in
+            defer { list = [] }; return list
+        }) {
+            display.releasePerceiver()
+        }
+    }
+}

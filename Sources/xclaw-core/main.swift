@@ -1,0 +1,4 @@
+// The `xclaw` command line. Results go to stdout (text, or JSON with --json); logs and errors to stderr.
+import XclawCommandLine
+
+CommandRunner.main(Xclaw.self, prepare: Interrupt.install)

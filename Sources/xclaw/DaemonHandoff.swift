@@ -1,0 +1,164 @@
+import CXclawSystem
+import Glibc
+
+/// The socket of the running command, for the signal handler: a byte sent there cancels the served command.
+nonisolated(unsafe) private var cancelSocket: Int32 = -1
+
+/// Hands a command to the daemon: the request line (arguments, environment, directory) goes with the front's stdin,
+/// stdout, stderr and terminal attached, so the daemon writes the command's output where the front would have; the
+/// reply is the exit status. Speaks `DaemonProtocol` (version 2) by hand, without Foundation.
+struct DaemonHandoff {
+    /// The protocol version this front speaks; the daemon's `DaemonProtocol.version`.
+    static let version = 2
+    let front: Front
+
+    init(_ front: Front) { self.front = front }
+
+    /// The command's exit status; nil when no daemon could take it and it runs in-process (with a notice when a
+    /// daemon was expected: a stale socket, another protocol version).
+    func run() -> Int32? {
+        guard let directory = stateDirectory() else { return nil }
+        let path = directory + "/daemon.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        guard connect(fd, path: path) else {
+            let why = errno
+            close(fd)
+            if why == ECONNREFUSED {
+                unlink(path)
+                Front.notice("the daemon is not running (removed its stale socket); running in-process")
+            }
+            return nil
+        }
+        // Only a daemon of this user gets our descriptors and environment.
+        var uid: UInt32 = 0
+        guard xclaw_peer_uid(fd, &uid) == 0, uid == getuid() else {
+            close(fd)
+            Front.notice("the daemon socket \(path) belongs to another user; running in-process")
+            return nil
+        }
+        var descriptors: [Int32] = [0, 1, 2]
+        let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        if terminal >= 0 { descriptors.append(terminal) }
+        let line = request()
+        let sent = line.withCString {
+            xclaw_send_with_fds(fd, $0, UInt(strlen($0)), descriptors, Int32(descriptors.count))
+        }
+        if terminal >= 0 { close(terminal) }
+        guard sent == line.utf8.count else {
+            close(fd)
+            return nil
+        }
+        cancelSocket = fd
+        signal(SIGPIPE, SIG_IGN)
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            signal(sig) { _ in
+                var byte: UInt8 = 1
+                _ = send(cancelSocket, &byte, 1, Int32(MSG_NOSIGNAL))
+            }
+        }
+        let reply = readReply(fd)
+        close(fd)
+        return outcome(reply)
+    }
+
+    /// What the reply means: the exit status, or nil (and a notice) to run in-process.
+    private func outcome(_ reply: String?) -> Int32? {
+        guard let reply else {
+            Front.notice("the daemon died during the command; its effect is unknown (exit 5). It was not run again")
+            exit(5)
+        }
+        if let exit = Self.integer("exit", in: reply) { return Int32(truncatingIfNeeded: exit) }
+        let theirs = Self.integer("version", in: reply) ?? 0
+        if theirs != Self.version {
+            Front.notice(
+                "the daemon speaks protocol \(theirs), this xclaw \(Self.version): running in-process "
+                    + "(`xclaw daemon stop` and start it again to use it)")
+        } else {
+            Front.notice("the daemon refused the command; running in-process")
+        }
+        return nil
+    }
+
+    /// `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID` (the rule of `XclawPaths`), when it
+    /// is a directory of ours that others cannot write; nil otherwise (the full binary then explains).
+    private func stateDirectory() -> String? {
+        let env = front.environment
+        let directory: String
+        if let dir = env["XCLAW_STATE_DIR"], !dir.isEmpty {
+            directory = dir
+        } else if let runtime = env["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            directory = runtime + "/xclaw"
+        } else {
+            directory = "/tmp/xclaw-\(getuid())"
+        }
+        var info = stat()
+        guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(),
+            info.st_mode & 0o022 == 0
+        else { return nil }
+        return directory
+    }
+
+    private func connect(_ fd: Int32, path: String) -> Bool {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+
+    /// The `run` request as one JSON line.
+    private func request() -> String {
+        var cwd = [Int8](repeating: 0, count: 4096)
+        let directory = getcwd(&cwd, cwd.count) != nil ? String(cString: cwd) : "/"
+        let arguments = front.arguments.map(Self.quoted).joined(separator: ",")
+        let environment = front.environment.map { Self.quoted($0.key) + ":" + Self.quoted($0.value) }
+            .joined(separator: ",")
+        return "{\"version\":\(Self.version),\"op\":\"run\",\"arguments\":[\(arguments)],"
+            + "\"environment\":{\(environment)},\"directory\":\(Self.quoted(directory))}\n"
+    }
+
+    /// A JSON string literal.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// The reply line; nil when the daemon hung up without one.
+    private func readReply(_ fd: Int32) -> String? {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 512)
+        while true {
+            let count = recv(fd, &chunk, chunk.count, 0)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return nil }
+            bytes += chunk[0..<count]
+            if bytes.contains(0x0a) { return String(decoding: bytes, as: UTF8.self) }
+        }
+    }
+
+    /// The integer value of `"key":` in a flat JSON object.
+    static func integer(_ key: String, in json: String) -> Int? {
+        guard let range = json.firstRange(of: "\"\(key)\":") else { return nil }
+        let digits = json[range.upperBound...].prefix { $0 == "-" || $0.isNumber }
+        return Int(digits)
+    }
+}

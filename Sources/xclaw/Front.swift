@@ -1,0 +1,69 @@
+import CXclawSystem
+import Glibc
+
+/// What the front knows of its invocation, and how it becomes the full binary.
+struct Front {
+    /// The commands the daemon serves: those that touch a display or run an agent. The rest (the store's
+    /// commands, `display`, `daemon`, `bench`, help) gain nothing from it and run in-process.
+    static let served: Set<String> = [
+        "move", "click", "mousedown", "mouseup", "drag", "scroll", "key", "type", "cursor", "windows", "activate",
+        "monitors", "capture", "ocr", "snapshot", "tree", "find", "tap", "watch", "wait-stable", "run", "send",
+        "chat",
+    ]
+
+    /// The arguments, `--no-daemon` taken out.
+    var arguments: [String]
+    /// The environment.
+    let environment: [String: String]
+    /// `--no-daemon` or `XCLAW_NO_DAEMON=1`: run in-process whatever runs.
+    let noDaemon: Bool
+
+    init(arguments: [String], environment: [String: String]) {
+        let end = arguments.firstIndex(of: "--") ?? arguments.endIndex
+        let flagged = arguments[..<end].contains("--no-daemon")
+        self.arguments = arguments[..<end].filter { $0 != "--no-daemon" } + arguments[end...]
+        self.environment = environment
+        let variable = environment["XCLAW_NO_DAEMON"] ?? ""
+        noDaemon = flagged || !(variable.isEmpty || variable == "0")
+    }
+
+    /// The process environment as a dictionary.
+    static func environment() -> [String: String] {
+        var result: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        return result
+    }
+
+    /// The directory of this binary, through `/proc/self/exe`.
+    static func directory() -> String {
+        var buffer = [Int8](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return "." }
+        let path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return String(path[..<slash])
+    }
+
+    /// Replaces this process with `xclaw-core`, the same arguments given; never returns.
+    func becomeCore() -> Never {
+        let core = Front.directory() + "/xclaw-core"
+        let argv = ([core] + arguments).map { strdup($0) } + [nil]
+        execv(core, argv)
+        let message = "xclaw: cannot run \(core) (\(String(cString: strerror(errno)))): install it beside xclaw\n"
+        _ = message.withCString { write(2, $0, strlen($0)) }
+        exit(5)
+    }
+
+    /// Writes a line to stderr.
+    static func notice(_ text: String) {
+        let line = "xclaw: " + text + "\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+}
