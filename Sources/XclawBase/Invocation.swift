@@ -15,17 +15,22 @@ public struct Invocation: Sendable {
     public var descriptors: (input: Int32, output: Int32, error: Int32)
     /// Its controlling terminal, passed by the CLI; nil: open `/dev/tty` when a question needs one.
     public var terminal: Int32?
-    /// True once the asker is interrupted or gone: long commands stop early.
-    public var cancelled: @Sendable () -> Bool
+    /// The process that asked: this one in-process, the CLI's in the daemon (names made unique per process use it).
+    public var pid: pid_t
+    /// The signals the asker forwards (Ctrl-C, SIGTERM, its hanging up); nil in-process, where real signals arrive.
+    public var interrupts: InterruptHub?
 
     /// A world of the given parts.
     public init(
         environment: [String: String], directory: String, descriptors: (input: Int32, output: Int32, error: Int32),
-        terminal: Int32?, cancelled: @escaping @Sendable () -> Bool
+        terminal: Int32?, pid: pid_t, interrupts: InterruptHub?
     ) {
         (self.environment, self.directory, self.descriptors) = (environment, directory, descriptors)
-        (self.terminal, self.cancelled) = (terminal, cancelled)
+        (self.terminal, self.pid, self.interrupts) = (terminal, pid, interrupts)
     }
+
+    /// True once the asker is interrupted or gone: long commands stop early.
+    public func cancelled() -> Bool { (interrupts?.raised ?? 0) != 0 }
 
     /// The daemon's per-request world, set for the duration of one request.
     @TaskLocal public static var served: Invocation?
@@ -40,7 +45,8 @@ public struct Invocation: Sendable {
     public static var process: Invocation {
         Invocation(
             environment: ProcessInfo.processInfo.environment, directory: FileManager.default.currentDirectoryPath,
-            descriptors: (STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO), terminal: nil, cancelled: { false })
+            descriptors: (STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO), terminal: nil, pid: getpid(),
+            interrupts: nil)
     }
 
     /// Runs `body` as the served request `invocation`.
@@ -53,6 +59,8 @@ public struct Invocation: Sendable {
 
     /// Writes all of `data` to `stream`, unbuffered, so stdout and stderr interleave as written.
     public func write(_ stream: Invocation.Stream, _ data: Data) {
+        // An abandoned command (its asker exited on a second Ctrl-C) would have died in-process: it prints nothing more.
+        if interrupts?.isAbandoned == true { return }
         let fd = descriptor(stream)
         data.withUnsafeBytes { buffer in
             guard let base = buffer.baseAddress else { return }

@@ -236,6 +236,13 @@ public final class Subprocess {
         stderrPipe = nil
     }
 
+    /// A pipe whose two ends are closed on exec (hand one to a child as a `.descriptor` stream).
+    public static func pipe() throws -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        guard xclaw_pipe_cloexec(&fds) == 0 else { throw SubprocessError.pipe(.current) }
+        return (fds[0], fds[1])
+    }
+
     /// Waits for the child to end and reaps it; at `deadline` (nil: never) it is killed and reaped instead.
     @discardableResult
     public func wait(deadline: ContinuousClock.Instant? = nil) -> Termination {

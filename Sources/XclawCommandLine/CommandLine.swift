@@ -148,13 +148,17 @@ public enum Interrupt {
     /// Runs `body` with signals deferred; `body` polls `requested` and stops early. A signal that arrived ends the
     /// command afterwards with 128 + its number (130 for Ctrl-C), as shells expect.
     public static func guarded<T>(_ body: () throws -> T) throws -> T {
+        if let hub = Invocation.current.interrupts {
+            // Served: the asker waits while held keys are released, then gets the status a signal would give.
+            let token = hub.watch { _ in true }
+            defer { hub.unwatch(token) }
+            let result = try body()
+            if hub.raised != 0 { throw ExitCode(128 + hub.raised) }
+            return result
+        }
         state.guarding.store(true, ordering: .sequentiallyConsistent)
         defer { state.guarding.store(false, ordering: .sequentiallyConsistent) }
         let result = try body()
-        if Invocation.isServed {
-            if Invocation.current.cancelled() { throw ExitCode(128 + SIGINT) }
-            return result
-        }
         let signal = state.raised.load(ordering: .sequentiallyConsistent)
         if signal != 0 { throw ExitCode(128 + signal) }
         return result
@@ -165,6 +169,51 @@ public enum Interrupt {
         if Invocation.isServed { return Invocation.current.cancelled() }
         return state.raised.load(ordering: .sequentiallyConsistent) != 0
     }
+
+    /// Calls `handler` on the thread of a dispatch source for each of `signals` that arrives until `stop` is called
+    /// on the result, instead of the signal ending the command. Served, the asker's forwarded signals come instead,
+    /// and the process's own signals are left to the daemon. `handler` runs in the command's world.
+    public static func watch(_ signals: Set<Int32>, _ handler: @escaping @Sendable (Int32) -> Void) -> SignalWatch {
+        let invocation = Invocation.current
+        if let hub = invocation.interrupts {
+            let token = hub.watch { signal in
+                guard signals.contains(signal) else { return false }
+                Invocation.serve(invocation) { handler(signal) }
+                return true
+            }
+            return SignalWatch { hub.unwatch(token) }
+        }
+        let sources = signals.map { signal in
+            Glibc.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler { handler(signal) }
+            source.resume()
+            return source
+        }
+        let box = SignalSources(sources)
+        return SignalWatch { box.cancel() }
+    }
+
+    /// Ends the command now as `signal` would have (128 + its number): in-process the process exits; served, the
+    /// asker is answered with that status and the command's further output is dropped.
+    public static func exitNow(_ signal: Int32) {
+        if let hub = Invocation.current.interrupts { hub.abandon(status: 128 + signal) } else { _exit(128 + signal) }
+    }
+}
+
+/// The dispatch sources of an in-process watch. Safe because the list is immutable and `cancel` is thread-safe.
+private final class SignalSources: @unchecked Sendable {
+    private let sources: [any DispatchSourceSignal]
+    init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
+    func cancel() { sources.forEach { $0.cancel() } }
+}
+
+/// A running `Interrupt.watch`.
+public final class SignalWatch: Sendable {
+    private let end: @Sendable () -> Void
+    init(_ end: @escaping @Sendable () -> Void) { self.end = end }
+    /// Stops watching.
+    public func stop() { end() }
 }
 
 /// Signal state; atomics are async-signal-safe, and so is `_exit`.

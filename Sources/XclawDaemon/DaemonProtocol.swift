@@ -6,10 +6,12 @@ import XclawBase
 ///
 /// A `run` request comes with the CLI's stdin, stdout and stderr (and its terminal, when it has one) attached as
 /// descriptors (SCM_RIGHTS): the command writes to them directly, so its output is the same bytes as in-process.
-/// While it runs, any byte the CLI sends, or its hanging up, cancels it (Ctrl-C). The reply carries the exit status.
+/// While it runs, each byte the CLI sends is a signal it received (the byte is the signal's number: 2 for Ctrl-C, 15 for
+/// SIGTERM), and its hanging up is SIGHUP. The reply carries the exit status: the command's, or 128 + the signal when
+/// the command does not handle it (it would have ended the process in-process).
 public enum DaemonProtocol {
     /// Bumped whenever a request or a reply changes shape.
-    public static let version = 2
+    public static let version = 3
 }
 
 /// One request.
@@ -27,14 +29,16 @@ public struct DaemonRequest: Codable, Sendable, Hashable {
     public var environment: [String: String]?
     /// For `run`: the CLI's working directory.
     public var directory: String?
+    /// For `run`: the CLI's process id.
+    public var pid: Int32?
 
     /// A request of this build's protocol.
     public init(_ op: Operation) { (version, self.op) = (DaemonProtocol.version, op) }
 
     /// A `run` request of this build's protocol.
-    public init(run arguments: [String], environment: [String: String], directory: String) {
+    public init(run arguments: [String], environment: [String: String], directory: String, pid: Int32) {
         (version, op) = (DaemonProtocol.version, .run)
-        (self.arguments, self.environment, self.directory) = (arguments, environment, directory)
+        (self.arguments, self.environment, self.directory, self.pid) = (arguments, environment, directory, pid)
     }
 }
 
@@ -64,6 +68,10 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var displays: [String]
     /// Its resident memory, in bytes.
     public var rss_bytes: Int
+    /// Commands it is running now.
+    public var running: Int?
+    /// Full reads of accessibility trees so far (a warm snapshot with no tree event in between reads none).
+    public var tree_reads: Int?
 }
 
 /// Where the daemon of this user listens: `daemon.sock` in the checked state directory (`$XCLAW_STATE_DIR`, else

@@ -15,6 +15,7 @@ public final class DaemonServer: Sendable {
     private let listener: UnixSocket
     private let started = ContinuousClock.now
     private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Int>(0)
     private let logger = Logger(label: "xclaw.daemon")
     /// The displays it keeps.
     public let displays = ResidentDisplays()
@@ -63,7 +64,7 @@ public final class DaemonServer: Sendable {
         DaemonStatus(
             pid: getpid(), socket: socketPath, version: version,
             uptime_s: (ContinuousClock.now - started) / .seconds(1), displays: displays.names,
-            rss_bytes: Self.residentBytes())
+            rss_bytes: Self.residentBytes(), running: running.load(ordering: .relaxed), tree_reads: displays.treeReads)
     }
 
     private func serve(_ connection: UnixSocket) {
@@ -102,14 +103,22 @@ public final class DaemonServer: Sendable {
             reply(connection, DaemonReply(version: DaemonProtocol.version, status: status()))
             stop()
         case .run:
-            let status = run(request, on: connection)
-            reply(connection, DaemonReply(version: DaemonProtocol.version, exit: status))
+            // Answered once: when the command ends, or earlier when it is abandoned (a signal it does not handle).
+            let answered = Atomic<Bool>(false)
+            let answer: @Sendable (Int32) -> Void = { status in
+                guard !answered.exchange(true, ordering: .sequentiallyConsistent) else { return }
+                self.reply(connection, DaemonReply(version: DaemonProtocol.version, exit: status))
+            }
+            answer(run(request, on: connection, answer: answer))
         }
     }
 
-    /// Runs a command with the CLI's descriptors, environment and directory; any byte from the CLI, or its
-    /// hanging up, cancels it.
-    private func run(_ request: DaemonRequest, on connection: UnixSocket) -> Int32 {
+    /// Runs a command with the CLI's descriptors, environment and directory. Each byte the CLI sends while it runs
+    /// is a signal it received (Ctrl-C, SIGTERM), and its hanging up is SIGHUP: they reach the command through its
+    /// `InterruptHub`, which gives up on (and answers for) a command that does not handle them.
+    private func run(_ request: DaemonRequest, on connection: UnixSocket, answer: @escaping @Sendable (Int32) -> Void)
+        -> Int32
+    {
         let fds = connection.takeDescriptors()
         defer { for fd in fds { close(fd) } }
         guard fds.count >= 3, let arguments = request.arguments, let environment = request.environment,
@@ -118,18 +127,32 @@ public final class DaemonServer: Sendable {
             logger.warning("a run request without arguments, environment, directory or 3 descriptors")
             return ExitStatus.usage.rawValue
         }
-        let cancelled = CancelFlag()
+        let hub = InterruptHub(onAbandon: answer)
+        let listened = DispatchSemaphore(value: 0)
         Thread {
+            defer { listened.signal() }
             var byte: UInt8 = 0
-            _ = recv(connection.descriptor, &byte, 1, 0)  // a byte or the end: either way, stop
-            cancelled.set()
+            while true {
+                let count = recv(connection.descriptor, &byte, 1, 0)
+                if count < 0 && errno == EINTR { continue }
+                guard count == 1 else { break }
+                hub.raise(Int32(byte))
+            }
+            hub.raise(SIGHUP)
         }.start()
         let invocation = Invocation(
             environment: environment, directory: directory, descriptors: (fds[0], fds[1], fds[2]),
-            terminal: fds.count > 3 ? fds[3] : nil, cancelled: { cancelled.isSet })
+            terminal: fds.count > 3 ? fds[3] : nil, pid: request.pid ?? 0, interrupts: hub)
         let host = displays.host()
         defer { host.end() }
-        return Invocation.serve(invocation) { Hosting.$served.withValue(host) { execute(arguments) } }
+        running.add(1, ordering: .relaxed)
+        let status = Invocation.serve(invocation) { Hosting.$served.withValue(host) { execute(arguments) } }
+        running.subtract(1, ordering: .relaxed)
+        // The reply goes first; then the listener is woken and waited for, so the socket closes under no reader.
+        answer(status)
+        shutdown(connection.descriptor, Int32(SHUT_RDWR))
+        listened.wait()
+        return status
     }
 
     private func reply(_ connection: UnixSocket, _ reply: DaemonReply) {

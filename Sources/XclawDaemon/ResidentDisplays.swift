@@ -20,6 +20,10 @@ public final class ResidentDisplays: Sendable {
     /// The names of the displays held, sorted.
     public var names: [String] { held.withLock { $0.keys.sorted() } }
 
+    /// Full reads of accessibility trees so far, over every display (warm snapshots answered from the kept tree do
+    /// not count).
+    public var treeReads: Int { held.withLock { Array($0.values) }.map(\.treeReads).reduce(0, +) }
+
     /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again.
     func display(_ name: String?) throws -> HeldDisplay {
         let resolved = try DisplayConnection.resolveName(name)
@@ -56,13 +60,15 @@ final class HeldDisplay: Sendable {
     }
     private let state = Mutex(State())
     private let perceiverBusy = Atomic<Bool>(false)
+    private let saving = Atomic<Bool>(false)
 
     init(name: String) { self.name = name }
 
     /// Opens the connection, or opens it again when the server went away: everything built on the old one goes.
     func ensureConnected(_ logger: Logger) throws {
         try state.withLock { state in
-            if let connection = state.connection, connection.isAlive { return }
+            // Asks the socket too: a server that died while nothing was sent has not been noticed by Xlib yet.
+            if let connection = state.connection, (try? connection.poll()) != nil { return }
             if state.connection != nil { logger.info("display lost; reconnecting", metadata: ["display": "\(name)"]) }
             state = State()
             state.connection = try DisplayConnection(name: name)
@@ -94,7 +100,7 @@ final class HeldDisplay: Sendable {
             return try state.withLock { state in
                 if let perceiver = state.perceiver, perceiver.connection === connection { return perceiver }
                 let cache = (try? OCRCache.load(from: Perceiver.cacheFile)) ?? OCRCache()
-                let perceiver = try Perceiver(connection: connection, cache: cache)
+                let perceiver = try Perceiver(connection: connection, cache: cache, treeCache: AccessibilityTreeCache())
                 state.perceiver = perceiver
                 return perceiver
             }
@@ -105,6 +111,15 @@ final class HeldDisplay: Sendable {
     }
 
     func releasePerceiver() { perceiverBusy.store(false, ordering: .releasing) }
+
+    /// Saves `perceiver`'s OCR cache to the state directory when it holds unsaved text; skipped while another
+    /// request's save runs (that one, or the next, writes it).
+    func saveCache(of perceiver: Perceiver) {
+        let cache = perceiver.recognizer.cache
+        guard cache.hasUnsavedEntries, !saving.exchange(true, ordering: .acquiring) else { return }
+        defer { saving.store(false, ordering: .releasing) }
+        try? cache.save(to: Perceiver.cacheFile)
+    }
 
     /// The kept refs when they belong to `server`, else those saved for it.
     func refs(server: String) throws -> RefStore {
@@ -141,10 +156,14 @@ final class HeldDisplay: Sendable {
         }
     }
 
+    /// How many times the kept perceiver read the accessibility tree in full.
+    var treeReads: Int { state.withLock { $0.perceiver?.treeCache?.reads ?? 0 } }
+
     func close() {
         let (input, perceiver) = state.withLock { ($0.input, $0.perceiver) }
         try? input?.keyboard.restoreMapping()
         try? perceiver?.recognizer.cache.save(to: Perceiver.cacheFile)
+        perceiver?.treeCache?.stop()
     }
 }
 
@@ -186,12 +205,14 @@ public final class RequestHost: DisplayHost {
         try displays.display(keyboard.connection.name).scheduleRestore(keyboard)
     }
 
-    /// Gives back what the request took.
+    /// Gives back what the request took, and saves the OCR cache when the request added to it (after the reply, so
+    /// the asker does not wait; one save at a time per display), so a daemon killed later loses nothing read.
     public func end() {
-        for (display, _) in taken.withLock({ list in
+        for (display, perceiver) in taken.withLock({ list in
             defer { list = [] }; return list
         }) {
             display.releasePerceiver()
+            display.saveCache(of: perceiver)
         }
     }
 }

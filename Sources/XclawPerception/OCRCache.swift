@@ -10,6 +10,8 @@ public final class OCRCache: @unchecked Sendable {
     private struct Entry { var lines: [TextLine]; var used: UInt64 }
     private var entries: [UInt64: Entry] = [:]
     private var tick: UInt64 = 0
+    /// Entries were stored since the last save (or load).
+    private var dirty = false
     private let lock = NSLock()
     /// The most entries kept.
     public let capacity: Int
@@ -18,6 +20,9 @@ public final class OCRCache: @unchecked Sendable {
 
     /// Creates an empty cache.
     public init(capacity: Int = 6000) { self.capacity = max(1, capacity) }
+
+    /// Whether text was recognised since the cache was loaded or last saved: a long-lived owner saves only then.
+    public var hasUnsavedEntries: Bool { lock.withLock { dirty } }
 
     /// How many entries are held.
     public var count: Int { lock.withLock { entries.count } }
@@ -37,6 +42,7 @@ public final class OCRCache: @unchecked Sendable {
     func store(_ key: UInt64, _ lines: [TextLine]) {
         lock.withLock {
             tick += 1
+            dirty = true
             entries[key] = Entry(lines: lines, used: tick)
             if entries.count > capacity + capacity / 4 {
                 let keep = entries.sorted { $0.value.used > $1.value.used }.prefix(capacity)
@@ -83,6 +89,7 @@ public final class OCRCache: @unchecked Sendable {
     public func save(to url: URL) throws {
         var out = OCRCache.formatTag
         lock.withLock {
+            dirty = false
             // Oldest first, so a reload keeps the recency order.
             let ordered = entries.sorted { $0.value.used < $1.value.used }
             out.append(u32: UInt32(ordered.count))

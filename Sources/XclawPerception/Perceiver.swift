@@ -15,14 +15,19 @@ public final class Perceiver: @unchecked Sendable {
     public let recognizer: TextRecognizer
     /// Reads accessibility trees through the `xclaw-atspi` helper.
     public let accessibility: AccessibilityReader
+    /// Keeps the tree between snapshots while no event says it changed; nil: read it every time (one-shot commands,
+    /// which would pay for the watcher and never use it).
+    public let treeCache: AccessibilityTreeCache?
 
-    /// Opens perception on `connection`, with the OCR cache given (default: empty, in memory).
+    /// Opens perception on `connection`, with the OCR cache given (default: empty, in memory) and, for a long-lived
+    /// owner, a tree cache.
     public init(
         connection: DisplayConnection, cache: OCRCache = OCRCache(),
-        accessibility: AccessibilityReader = AccessibilityReader()
+        accessibility: AccessibilityReader = AccessibilityReader(), treeCache: AccessibilityTreeCache? = nil
     ) throws {
         self.connection = connection
         self.accessibility = accessibility
+        self.treeCache = treeCache
         capturer = try ScreenCapturer(connection: connection)
         windows = WindowManager(connection: connection)
         recognizer = TextRecognizer(cache: cache)

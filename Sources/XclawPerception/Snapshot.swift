@@ -200,7 +200,7 @@ public struct Snapshotter {
     public func snapshot(area: Rect? = nil, refs: RefStore?, source: SnapshotSource = .auto) throws -> Snapshot {
         let scene = try capture(area)
         let store = refs ?? RefStore()
-        let tree = try readTree(source: source)
+        let tree = try readTree(source: source, windows: scene.windows)
         var fromTree = SnapshotStages.treeElements(scene, tree: tree.tree, refs: store)
         let plan = SnapshotStages.partitions(scene, fromTree, source: source)
         var reading = TextReading(
@@ -234,8 +234,9 @@ public struct Snapshotter {
     }
 
     /// Stage 2: the accessibility tree, where the display has one; any failure falls back to OCR with a warning
-    /// (`source == .atspi` throws instead).
-    public func readTree(source: SnapshotSource) throws -> TreeReading {
+    /// (`source == .atspi` throws instead). A perceiver with a tree cache reads it again only when an event or a
+    /// change of `windows` says it changed.
+    public func readTree(source: SnapshotSource, windows: [WindowInfo] = []) throws -> TreeReading {
         var result = TreeReading()
         guard source != .ocr else { return result }
         let connection = perceiver.connection
@@ -248,7 +249,11 @@ public struct Snapshotter {
         }
         let start = ContinuousClock.now
         do {
-            result.tree = try perceiver.accessibility.tree(at: location)
+            if let cache = perceiver.treeCache {
+                result.tree = try cache.tree(at: location, windows: windows, reader: perceiver.accessibility)
+            } else {
+                result.tree = try perceiver.accessibility.tree(at: location)
+            }
             for app in result.tree?.apps ?? [] where app.route == "unresponsive" {
                 result.warnings.append(
                     "pid \(app.pid) did not answer on the accessibility bus; its windows are "

@@ -7,6 +7,8 @@
 //   xclaw-atspi action (--bus ADDRESS | --session ADDRESS) BUS PATH [ACTION]
 //   xclaw-atspi focus  (--bus ADDRESS | --session ADDRESS) BUS PATH
 //   xclaw-atspi address --session ADDRESS
+//   xclaw-atspi watch  (--bus ADDRESS | --session ADDRESS): counts the tree's events; each line on stdin is answered
+//                      with the count so far on stdout (every event the bus sent before the question counted)
 // Exit status: 0 done; 2 bad usage; 3 no accessibility bus or cannot connect; 4 the call failed.
 import CXclawAtspi
 
@@ -40,7 +42,7 @@ func take(_ pointer: UnsafeMutablePointer<CChar>?) -> String? {
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
-    fail("usage: xclaw-atspi dump|action|focus|address (--bus ADDRESS | --session ADDRESS) …", 2)
+    fail("usage: xclaw-atspi dump|action|focus|watch|address (--bus ADDRESS | --session ADDRESS) …", 2)
 }
 arguments.removeFirst()
 var bus: String?, session: String?, pid: Int32 = 0, timeout: Int32 = 1000
@@ -101,13 +103,16 @@ case "action":
         fail(take(error) ?? "the action failed", 4)
     }
     write(done + "\n", to: 1)
+case "watch":
+    let status = xa_watch(reader, 0, 1, &error)
+    if status != 0 { fail(take(error) ?? "watching failed", status) }
 case "focus":
     guard positional.count >= 2 else { fail("usage: xclaw-atspi focus --bus ADDRESS BUS PATH", 2) }
     guard xa_grab_focus(reader, positional[0], positional[1], &error) == 0 else {
         fail(take(error) ?? "could not focus", 4)
     }
 default:
-    fail("unknown command \(command) (dump, action, focus, address)", 2)
+    fail("unknown command \(command) (dump, action, focus, watch, address)", 2)
 }
 xa_close(reader)
 exit(0)

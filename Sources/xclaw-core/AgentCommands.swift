@@ -327,9 +327,7 @@ struct Chat: ParsableCommand {
         let (_, printer, service) = try ServiceFactory.open(storeOptions, agent: name, raw: rawOption.raw, gates: gates)
         let name = self.name
         let turn = ResultBox<CancelFlag>()
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler {
+        let watch = Interrupt.watch([SIGINT]) { _ in
             if let current = turn.value, !current.isSet {
                 current.set()
                 printError("\nxclaw: cancelling this reply")
@@ -338,8 +336,7 @@ struct Chat: ParsableCommand {
                 printError("\n(Ctrl-D or /exit to quit)")
             }
         }
-        source.resume()
-        defer { source.cancel() }
+        defer { watch.stop() }
         while true {
             Invocation.current.write(.stderr, Data("\(name)> ".utf8))
             guard let line = Invocation.current.readLine() else { break }

@@ -29,7 +29,7 @@ func checkParses<T>(_ value: String?, _ parse: (String) throws -> T) throws {
 }
 
 /// Opens perception for a CLI call with the shared on-disk OCR cache, runs `body`, and saves the cache after.
-/// The daemon keeps its perceiver and cache warm instead, and saves the cache when it stops.
+/// The daemon keeps its perceiver and cache warm instead, and saves the cache after replying when it grew.
 func withPerceiver<T>(_ target: DisplayOptions, noCache: Bool = false, _ body: (Perceiver) throws -> T) throws -> T {
     if noCache { return try body(Perceiver(connection: target.connect(), cache: OCRCache())) }
     let perceiver = try Hosting.current.perceiver(target.display)

@@ -134,13 +134,14 @@ struct Run: ParsableCommand {
         }
     }
 
-    /// A name for the one-shot agent: `run-<UTC time>-<pid>`, unique per process and second.
+    /// A name for the one-shot agent: `run-<UTC time>-<pid>` (the asking CLI's pid in the daemon), unique per process
+    /// and second.
     static func agentName(now: Date = Date()) -> String {
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "UTC")
         f.dateFormat = "yyyyMMdd-HHmmss"
-        return "run-\(f.string(from: now))-\(getpid())"
+        return "run-\(f.string(from: now))-\(Invocation.current.pid)"
     }
 }
 
@@ -204,6 +205,7 @@ enum CancellableRun {
 
     /// The exit status a stopped run ends with: 128 + the signal that stopped it (130 when none was recorded).
     static var interruptedStatus: Int32 {
+        if let hub = Invocation.current.interrupts, hub.raised != 0 { return 128 + hub.raised }
         let signal = received.load(ordering: .sequentiallyConsistent)
         return 128 + (signal == 0 ? SIGINT : signal)
     }
@@ -213,30 +215,20 @@ enum CancellableRun {
         _ body: @escaping @Sendable () async -> T
     ) -> T {
         let (task, wait) = Blocking.start(body)
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let hits = ResultBox<Int>()
-        hits.value = 0
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                let n = (hits.value ?? 0) + 1
-                hits.value = n
-                if n == 1 {
-                    received.store(sig, ordering: .sequentiallyConsistent)
-                    let name = sig == SIGTERM ? "terminated" : "interrupted"
-                    printError("\nxclaw: \(name); stopping (Ctrl-C again to quit at once)")
-                    if let onInterrupt { onInterrupt() } else { task.cancel() }
-                } else {
-                    _exit(128 + sig)
-                }
+        let hits = Atomic<Int>(0)
+        // SIGHUP too: a terminal that closes, or (served) an asker that is gone, cancels the run cleanly.
+        let watch = Interrupt.watch([SIGINT, SIGTERM, SIGHUP]) { sig in
+            if hits.add(1, ordering: .sequentiallyConsistent).newValue == 1 {
+                received.store(sig, ordering: .sequentiallyConsistent)
+                let name = sig == SIGINT ? "interrupted" : sig == SIGTERM ? "terminated" : "hung up"
+                printError("\nxclaw: \(name); stopping (Ctrl-C again to quit at once)")
+                if let onInterrupt { onInterrupt() } else { task.cancel() }
+            } else {
+                Interrupt.exitNow(sig)
             }
-            source.resume()
-            sources.append(source)
         }
         let value = wait()
-        sources.forEach { $0.cancel() }
+        watch.stop()
         return value
     }
 }

@@ -1,15 +1,15 @@
 import CXclawSystem
 import Glibc
 
-/// The socket of the running command, for the signal handler: a byte sent there cancels the served command.
+/// The socket of the running command, for the signal handler: each signal is forwarded there as a byte (its number).
 nonisolated(unsafe) private var cancelSocket: Int32 = -1
 
 /// Hands a command to the daemon: the request line (arguments, environment, directory) goes with the front's stdin,
 /// stdout, stderr and terminal attached, so the daemon writes the command's output where the front would have; the
-/// reply is the exit status. Speaks `DaemonProtocol` (version 2) by hand, without Foundation.
+/// reply is the exit status. Speaks `DaemonProtocol` (version 3) by hand, without Foundation.
 struct DaemonHandoff {
     /// The protocol version this front speaks; the daemon's `DaemonProtocol.version`.
-    static let version = 2
+    static let version = 3
     let front: Front
 
     init(_ front: Front) { self.front = front }
@@ -52,8 +52,8 @@ struct DaemonHandoff {
         cancelSocket = fd
         signal(SIGPIPE, SIG_IGN)
         for sig in [SIGINT, SIGTERM, SIGHUP] {
-            signal(sig) { _ in
-                var byte: UInt8 = 1
+            signal(sig) { received in
+                var byte = UInt8(truncatingIfNeeded: received)
                 _ = send(cancelSocket, &byte, 1, Int32(MSG_NOSIGNAL))
             }
         }
@@ -122,7 +122,7 @@ struct DaemonHandoff {
         let environment = front.environment.map { Self.quoted($0.key) + ":" + Self.quoted($0.value) }
             .joined(separator: ",")
         return "{\"version\":\(Self.version),\"op\":\"run\",\"arguments\":[\(arguments)],"
-            + "\"environment\":{\(environment)},\"directory\":\(Self.quoted(directory))}\n"
+            + "\"environment\":{\(environment)},\"directory\":\(Self.quoted(directory)),\"pid\":\(getpid())}\n"
     }
 
     /// A JSON string literal.

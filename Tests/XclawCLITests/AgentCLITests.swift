@@ -116,8 +116,7 @@ final class AgentCLITests: XCTestCase {
             if let p = partial, Message(role: .assistant, content: p.content).text.contains("word10") { break }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        kill(process.processIdentifier, SIGKILL)
-        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        DaemonMode.killRunner(of: process, environment: e)
         let saved = Message(role: .assistant, content: try XCTUnwrap(partial).content).text
         XCTAssertTrue(saved.hasPrefix("word1 word2"), saved)
         XCTAssertFalse(saved.contains("word60"), "killed before the end")
@@ -202,8 +201,7 @@ final class AgentCLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["agent", "create", "lee", "--tools", "memory"], environment: e).status, 0)
         let process = try launchCLI(["send", "lee", "the first question"], environment: e)
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
-        kill(process.processIdentifier, SIGKILL)
-        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        DaemonMode.killRunner(of: process, environment: e)
         let next = try runCLI(["send", "lee", "the second question"], environment: e)
         XCTAssertEqual(next.status, 0, next.stderr)
         XCTAssertTrue(next.stderr.contains("had not answered yet"), next.stderr)

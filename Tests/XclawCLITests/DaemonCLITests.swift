@@ -2,13 +2,15 @@ import Foundation
 import XCTest
 import XclawBase
 import XclawDaemon
+import XclawScreen
 import XclawTesting
 
 /// The daemon's lifecycle through the real binary: one per user, a 0600 socket, status, a stale socket after
 /// `kill -9`, a refusal of other users (SO_PEERCRED) and of another protocol version.
 final class DaemonCLITests: XCTestCase {
     private var state: URL!
-    private var env: [String: String] { ["XCLAW_STATE_DIR": state.path] }
+    /// These tests manage their daemon themselves, in both modes of the suite (`XCLAW_TEST_DAEMON=0`).
+    private var env: [String: String] { ["XCLAW_STATE_DIR": state.path, "XCLAW_TEST_DAEMON": "0"] }
 
     override func setUpWithError() throws {
         state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-daemon-\(UUID().uuidString)")
@@ -99,5 +101,139 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(child.wait(deadline: .now + .seconds(5)), Subprocess.Termination.exited(0), stderr)
         XCTAssertTrue(stdout.contains("refused: uid 65534"), stdout + stderr)
         XCTAssertFalse(stdout.contains("\"pid\""), "nothing about the daemon was told")
+    }
+
+    // MARK: - Commands through the daemon
+
+    private func status() throws -> DaemonStatus {
+        let result = try runCLI(["daemon", "status", "--json"], environment: env)
+        guard result.status == 0 else { throw DaemonError.notRunning(socket: result.stderr) }
+        return try JSONDecoder().decode(DaemonStatus.self, from: result.stdout)
+    }
+
+    private func startDaemon() throws -> DaemonStatus {
+        let started = try runCLI(["daemon", "start", "--json"], environment: env)
+        XCTAssertEqual(started.status, 0, started.stderr)
+        return try JSONDecoder().decode(DaemonStatus.self, from: started.stdout)
+    }
+
+    func testCommandsRunInTheDaemonUnlessToldNotToAndInProcessOnceItIsKilled() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        let spare = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { (display.stop(), spare.stop()) }
+        let daemon = try startDaemon()
+        XCTAssertEqual(daemon.displays, [])
+        let served = try runCLI(["cursor", "--display", display.name], environment: env)
+        XCTAssertEqual(served.status, 0, served.stderr)
+        XCTAssertEqual(served.stderr, "")
+        XCTAssertEqual(try status().displays, [display.name], "the daemon ran it and keeps the display")
+        // --no-daemon and XCLAW_NO_DAEMON=1 run in-process: the daemon never hears of the spare display.
+        let flagged = try runCLI(["windows", "--no-daemon", "--display", spare.name], environment: env)
+        XCTAssertEqual(flagged.status, 0, flagged.stderr)
+        let variable = try runCLI(
+            ["windows", "--display", spare.name], environment: env.merging(["XCLAW_NO_DAEMON": "1"]) { $1 })
+        XCTAssertEqual(variable.status, 0, variable.stderr)
+        XCTAssertEqual(try status().displays, [display.name])
+
+        // kill -9 while it serves a command: the CLI says so and exits 5; the command is never run twice.
+        let stderr = Pipe()
+        let watching = try launchCLI(
+            ["watch", "--text", "NEVER SHOWN", "--timeout", "30", "--display", display.name], environment: env,
+            stderr: stderr)
+        let deadline = Date().addingTimeInterval(10)
+        while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try status().running, 1, "the daemon serves the watch")
+        kill(daemon.pid, SIGKILL)
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        while watching.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(watching.terminationStatus, 5, said)
+        XCTAssertTrue(said.contains("the daemon died during the command"), said)
+        // The next command runs in-process with a one-line notice, and the stale socket is gone.
+        let after = try runCLI(["windows", "--display", display.name], environment: env)
+        XCTAssertEqual(after.status, 0, after.stderr)
+        XCTAssertEqual(after.stderr.split(separator: "\n").count, 1, after.stderr)
+        XCTAssertTrue(after.stderr.contains("removed its stale socket); running in-process"), after.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: daemon.socket))
+        let quiet = try runCLI(["windows", "--display", display.name], environment: env)
+        XCTAssertEqual(quiet.status, 0, quiet.stderr)
+        XCTAssertEqual(quiet.stderr, "", "no daemon and no socket: nothing to say")
+    }
+
+    func testTheDaemonOutlivesTheXServerAndReconnectsWhenItReturns() throws {
+        var display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        let number = try XCTUnwrap(Int(display.name.dropFirst()))
+        let daemon = try startDaemon()
+        XCTAssertEqual(try runCLI(["cursor", "--display", display.name], environment: env).status, 0)
+        XCTAssertEqual(try runCLI(["snapshot", "--display", display.name], environment: env).status, 0)
+        display.stop()
+        let gone = try runCLI(["cursor", "--display", display.name], environment: env)
+        XCTAssertEqual(gone.status, 3, gone.stderr)
+        XCTAssertEqual(try status().pid, daemon.pid, "the daemon lives on")
+        display = try TestDisplay(size: Size(width: 320, height: 240), number: number)
+        for command in [["cursor"], ["snapshot"], ["click", "10", "10"], ["windows"]] {
+            let back = try runCLI(command + ["--display", display.name], environment: env)
+            XCTAssertEqual(back.status, 0, "\(command): \(back.stderr)")
+        }
+        XCTAssertEqual(try status().pid, daemon.pid)
+        XCTAssertEqual(try status().displays, [display.name])
+    }
+
+    func testAWarmSnapshotKeepsTheTreeUntilAnEventSaysItChanged() throws {
+        let display = try TestDisplay(size: Size(width: 640, height: 480), accessibility: true)
+        defer { display.stop() }
+        let input = Pipe()
+        let zenity = Process()
+        zenity.executableURL = URL(fileURLWithPath: "/usr/bin/zenity")
+        zenity.arguments = ["--progress", "--title", "Progress", "--text", "Step one of two"]
+        var appEnvironment = ProcessInfo.processInfo.environment
+        for key in display.server.environmentToRemove + ["NO_AT_BRIDGE", "GTK_A11Y"] {
+            appEnvironment.removeValue(forKey: key)
+        }
+        zenity.environment = appEnvironment.merging(display.environment) { $1 }
+        zenity.standardInput = input
+        zenity.standardOutput = FileHandle.nullDevice
+        zenity.standardError = FileHandle.nullDevice
+        try zenity.run()
+        defer {
+            kill(zenity.processIdentifier, SIGKILL)
+            while zenity.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        _ = try startDaemon()
+        let snapshot = ["snapshot", "--source", "atspi", "--display", display.name]
+        func snapshotUntil(_ text: String) throws -> String {
+            var last = ""
+            let deadline = Date().addingTimeInterval(10)
+            while !last.contains(text) && Date() < deadline {
+                let result = try runCLI(snapshot, environment: env)
+                last = result.text + result.stderr
+                if !last.contains(text) { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            return last
+        }
+        XCTAssertTrue(try snapshotUntil("\"Step one of two\"").contains("button \"Cancel\""))
+        // A window that just opened still sends events (focus, activation): wait until a snapshot reads no tree.
+        var reads = try XCTUnwrap(try status().tree_reads)
+        let quiet = Date().addingTimeInterval(10)
+        while Date() < quiet {
+            XCTAssertEqual(try runCLI(snapshot, environment: env).status, 0)
+            let now = try XCTUnwrap(try status().tree_reads)
+            if now == reads { break }
+            reads = now
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        for _ in 0..<3 {
+            let warm = try runCLI(snapshot, environment: env)
+            XCTAssertEqual(warm.status, 0, warm.stderr)
+            XCTAssertTrue(warm.text.contains("\"Step one of two\""), warm.text)
+        }
+        XCTAssertEqual(try status().tree_reads, reads, "warm snapshots of an unchanged screen read no tree")
+
+        // The dialog's label changes (zenity reads "# text" lines): the next snapshot shows it.
+        input.fileHandleForWriting.write(Data("# Step two of two\n".utf8))
+        let changed = try snapshotUntil("\"Step two of two\"")
+        XCTAssertTrue(changed.contains("\"Step two of two\""), changed)
+        XCTAssertFalse(changed.contains("Step one of two"), changed)
+        XCTAssertGreaterThan(try XCTUnwrap(try status().tree_reads), reads)
     }
 }

@@ -27,6 +27,10 @@ final class PerceptionCLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["snapshot"] + d, environment: ["XCLAW_STATE_DIR": state.path]).status, 0)
         let refs = try FileManager.default.contentsOfDirectory(atPath: state.appendingPathComponent("refs").path)
         XCTAssertEqual(refs.count, 1)
+        // A daemon writes the OCR cache just after it replies.
+        let cache = state.appendingPathComponent("ocr-cache.bin").path
+        let deadline = Date().addingTimeInterval(5)
+        while !FileManager.default.fileExists(atPath: cache) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         for file in ["ocr-cache.bin", "refs/" + refs[0]] {
             let attributes = try FileManager.default.attributesOfItem(atPath: state.appendingPathComponent(file).path)
             XCTAssertEqual(attributes[.posixPermissions] as? Int, 0o600, file)

@@ -13,7 +13,10 @@
 #include <dbus/dbus.h>
 #include <atspi/atspi-types.h>
 #include <atspi/atspi-misc.h>
+#include <errno.h>
+#include <glib-unix.h>
 #include <limits.h>
+#include <unistd.h>
 #include <string.h>
 
 enum { IF_COMPONENT = 1, IF_ACTION = 2, IF_TEXT = 4, IF_VALUE = 8, IF_EDITABLE = 16 };
@@ -757,4 +760,102 @@ int xa_grab_focus(xa_reader *r, const char *bus, const char *path, char **error)
     return -1;
   }
   return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Watching
+
+typedef struct watch {
+  xa_reader *r;
+  int out_fd;
+  guint64 events;
+  int status;  // -1 running, else the exit status
+  GString *line;
+} watch;
+
+static void counted(GDBusConnection *conn, const char *sender, const char *path, const char *iface,
+                    const char *member, GVariant *params, gpointer data) {
+  (void)conn, (void)sender, (void)path, (void)iface, (void)member, (void)params;
+  ((watch *)data)->events++;
+}
+
+static void bus_closed(GDBusConnection *conn, gboolean remote, GError *err, gpointer data) {
+  (void)conn, (void)remote, (void)err;
+  ((watch *)data)->status = 3;
+}
+
+static int write_all(int fd, const char *text) {
+  size_t left = strlen(text);
+  while (left > 0) {
+    ssize_t n = write(fd, text, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    text += n;
+    left -= (size_t)n;
+  }
+  return 0;
+}
+
+// A question: every event the bus routed to us before our Ping is counted once its reply is in and the queued
+// signal callbacks have run.
+static void answer(watch *w) {
+  GVariant *pong = call_sync(w->r->conn, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer",
+                             "Ping", NULL, NULL, w->r->timeout_ms, NULL);
+  if (!pong) {
+    w->status = 3;
+    return;
+  }
+  g_variant_unref(pong);
+  while (g_main_context_iteration(w->r->ctx, FALSE)) {
+  }
+  char text[32];
+  g_snprintf(text, sizeof text, "%" G_GUINT64_FORMAT "\n", w->events);
+  if (write_all(w->out_fd, text) != 0) w->status = 0;
+}
+
+static gboolean readable(gint fd, GIOCondition condition, gpointer data) {
+  (void)condition;
+  watch *w = data;
+  char buffer[256];
+  ssize_t n = read(fd, buffer, sizeof buffer);
+  if (n < 0 && errno == EINTR) return G_SOURCE_CONTINUE;
+  if (n <= 0) {
+    w->status = 0;
+    return G_SOURCE_REMOVE;
+  }
+  for (ssize_t i = 0; i < n && w->status < 0; i++)
+    if (buffer[i] == '\n') answer(w);
+  return G_SOURCE_CONTINUE;
+}
+
+int xa_watch(xa_reader *r, int in_fd, int out_fd, char **error) {
+  static const char *events[] = {"object:children-changed", "object:state-changed", "object:property-change",
+                                 "object:text-changed", "object:visible-data-changed", "object:bounds-changed",
+                                 "window:create", "window:destroy", "window:activate", "window:deactivate"};
+  for (size_t i = 0; i < G_N_ELEMENTS(events); i++) {
+    GVariant *ok = call_sync(r->conn, "org.a11y.atspi.Registry", "/org/a11y/atspi/registry", "org.a11y.atspi.Registry",
+                             "RegisterEvent", g_variant_new("(sass)", events[i], NULL, ""), NULL, r->timeout_ms, error);
+    if (!ok) return 4;
+    g_variant_unref(ok);
+  }
+  watch w = {.r = r, .out_fd = out_fd, .status = -1};
+  static const char *interfaces[] = {"org.a11y.atspi.Event.Object", "org.a11y.atspi.Event.Window"};
+  // Applications that come or go are not counted here (every reader's own connection comes and goes too): their X
+  // windows do, which the caller compares.
+  guint ids[2];
+  for (size_t i = 0; i < G_N_ELEMENTS(interfaces); i++)
+    ids[i] = g_dbus_connection_signal_subscribe(r->conn, NULL, interfaces[i], NULL, NULL, NULL,
+                                                G_DBUS_SIGNAL_FLAGS_NONE, counted, &w, NULL);
+  g_dbus_connection_set_exit_on_close(r->conn, FALSE);
+  gulong closed = g_signal_connect(r->conn, "closed", G_CALLBACK(bus_closed), &w);
+  GSource *input = g_unix_fd_source_new(in_fd, G_IO_IN | G_IO_HUP | G_IO_ERR);
+  g_source_set_callback(input, G_SOURCE_FUNC(readable), &w, NULL);
+  g_source_attach(input, r->ctx);
+  while (w.status < 0) g_main_context_iteration(r->ctx, TRUE);
+  g_source_destroy(input);
+  g_source_unref(input);
+  g_signal_handler_disconnect(r->conn, closed);
+  for (size_t i = 0; i < G_N_ELEMENTS(ids); i++) g_dbus_connection_signal_unsubscribe(r->conn, ids[i]);
+  if (w.status == 3) set_error(error, "the accessibility bus went away");
+  return w.status;
 }

@@ -34,6 +34,11 @@ char *xa_do_action(xa_reader *reader, const char *bus, const char *path, const c
 /// Gives the node the keyboard focus (`Component.GrabFocus`); 0 on success, -1 with `*error` set.
 int xa_grab_focus(xa_reader *reader, const char *bus, const char *path, char **error);
 
+/// Listens to the tree's events (children, states, properties, text, bounds, windows) and
+/// counts them; each line read from `in_fd` is answered on `out_fd` with the count so far, once every event the bus
+/// sent before the question has been counted (a Ping round trip). Returns 0 when `in_fd` ends, 3 when the bus goes.
+int xa_watch(xa_reader *reader, int in_fd, int out_fd, char **error);
+
 /// Frees a string this library returned.
 void xa_free(char *s);
 
