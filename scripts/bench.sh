@@ -6,9 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --bench
 # The benchmarks are their own binary (Benchmarks/xclaw-bench); the CLI rows time the xclaw binary beside it.
-for product in xclaw xclaw-atspi xclaw-bench; do
+for product in xclaw xclaw-core xclaw-atspi xclaw-bench; do
   swift build -c release --product "$product" 2>&1 | tail -1 >&2
 done
-for bench in capture input ocr step agents snapshot; do
+for bench in capture input ocr step agents snapshot cli; do
   .build/release/xclaw-bench "$bench" "$@"
 done

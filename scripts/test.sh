@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the tests need (idempotent), checks the formatting (.swift-format), and runs the whole suite against
-# real Xvfb servers it starts itself.
+# real Xvfb servers it starts itself, then the command-line tests again through the daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/format.sh --check
 swift build --build-tests
 swift test
+# The CLI suite once more with every command handed to a daemon (XclawTesting's DaemonMode starts one per state
+# directory): the same assertions, so the same bytes and exit codes as in-process.
+# DaemonCLITests manage their daemons themselves: the first pass ran them.
+XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests

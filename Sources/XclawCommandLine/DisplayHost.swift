@@ -52,6 +52,23 @@ public struct InProcessHost: DisplayHost {
         try RefStore.load(display: perceiver.connection.name, server: try perceiver.windows.serverToken())
     }
 
-    /// Waits out the settle delay and restores now: the process is about to exit.
-    public func restoreMapping(_ keyboard: Keyboard) throws { try keyboard.restoreMapping() }
+    /// Hands the bound keycodes to a detached `xclaw-core keymap-restore`, which unbinds them when clients have had
+    /// their settle delay: the command exits as soon as its keys are sent. Without that helper, waits and restores.
+    public func restoreMapping(_ keyboard: Keyboard) throws {
+        guard let core = XclawPaths.sibling("xclaw-core"), let (due, bindings) = keyboard.handOverBindings() else {
+            return try keyboard.restoreMapping()
+        }
+        let wait = max(0, Int((due - .now).milliseconds.rounded(.up)))
+        let arguments =
+            [core, "keymap-restore", "--display", keyboard.connection.name, "--after-ms", "\(wait)"]
+            + bindings.map { "\($0.code)=\($0.sym)" }
+        do {
+            _ = try Subprocess.spawn(
+                arguments, stdout: .null, stderr: .null, environment: Invocation.current.environment,
+                group: .newSession)
+        } catch {
+            Thread.sleep(forTimeInterval: Double(wait) / 1000)
+            try keyboard.unbind(bindings)
+        }
+    }
 }

@@ -70,6 +70,9 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var rss_bytes: Int
     /// Commands it is running now.
     public var running: Int?
+    /// Text blocks held in the OCR caches of its displays (each cache keeps at most `OCRCache.capacity` after
+    /// trimming, 6,000 by default).
+    public var ocr_blocks: Int?
     /// Full reads of accessibility trees so far (a warm snapshot with no tree event in between reads none).
     public var tree_reads: Int?
 }

@@ -64,7 +64,8 @@ public final class DaemonServer: Sendable {
         DaemonStatus(
             pid: getpid(), socket: socketPath, version: version,
             uptime_s: (ContinuousClock.now - started) / .seconds(1), displays: displays.names,
-            rss_bytes: Self.residentBytes(), running: running.load(ordering: .relaxed), tree_reads: displays.treeReads)
+            rss_bytes: Self.residentBytes(), running: running.load(ordering: .relaxed),
+            ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads)
     }
 
     private func serve(_ connection: UnixSocket) {

@@ -24,6 +24,9 @@ public final class ResidentDisplays: Sendable {
     /// not count).
     public var treeReads: Int { held.withLock { Array($0.values) }.map(\.treeReads).reduce(0, +) }
 
+    /// Text blocks in the kept OCR caches, over every display.
+    public var ocrBlocks: Int { held.withLock { Array($0.values) }.map(\.ocrBlocks).reduce(0, +) }
+
     /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again.
     func display(_ name: String?) throws -> HeldDisplay {
         let resolved = try DisplayConnection.resolveName(name)
@@ -155,6 +158,9 @@ final class HeldDisplay: Sendable {
             if keyboard.restoreDue != nil { scheduleRestore(keyboard) }
         }
     }
+
+    /// Text blocks in the kept perceiver's OCR cache.
+    var ocrBlocks: Int { state.withLock { $0.perceiver?.recognizer.cache.count ?? 0 } }
 
     /// How many times the kept perceiver read the accessibility tree in full.
     var treeReads: Int { state.withLock { $0.perceiver?.treeCache?.reads ?? 0 } }

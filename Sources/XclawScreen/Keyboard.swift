@@ -207,6 +207,60 @@ public final class Keyboard: @unchecked Sendable {
         boundOrder = []
     }
 
+    /// A spare keycode bound for typing and the keysym it holds.
+    public struct Binding: Sendable, Hashable {
+        /// The keycode.
+        public var code: UInt32
+        /// What it was bound to.
+        public var sym: KeySym
+
+        /// A binding, as `CODE=SYM` on a command line.
+        public init(code: UInt32, sym: KeySym) { (self.code, self.sym) = (code, sym) }
+    }
+
+    /// Hands the spare keycodes bound for typing to someone who restores them when due (`unbind`, in a detached
+    /// helper), so the command that typed can exit now; this keyboard forgets them. Nil when none is bound. The
+    /// requests sent so far are flushed first.
+    public func handOverBindings() -> (due: ContinuousClock.Instant, bindings: [Binding])? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !bound.isEmpty else { return nil }
+        connection.request { XSync($0, 0) }
+        let due = (lastBoundUse ?? .now) + settleDelay
+        let byCode = Dictionary(bound.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
+        let bindings = boundOrder.compactMap { code in byCode[code].map { Binding(code: code, sym: $0) } }
+        bound = [:]
+        boundOrder = []
+        return (due, bindings)
+    }
+
+    /// Unbinds the keycodes of `bindings` that still hold what was bound, under a server grab: another xclaw may have
+    /// bound one to something else meanwhile, and that binding is left alone.
+    public func unbind(_ bindings: [Binding]) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        try connection.trapped { display in
+            connection.request { XGrabServer($0) }
+            defer { connection.request { XUngrabServer($0) } }
+            let current = Self.readKeymap(display)
+            for binding in bindings {
+                let i = (Int(binding.code) - current.first) * current.perKeycode
+                guard i >= 0, i < current.keysyms.count, current.keysyms[i] == binding.sym else { continue }
+                setMapping(display, binding.code, to: 0)
+            }
+        }
+    }
+
+    /// The keycodes whose first level holds `sym` in the server's keymap now (for checking what typing left bound).
+    public func keycodes(holding sym: KeySym) throws -> [UInt32] {
+        try connection.trapped { display in
+            let current = Self.readKeymap(display)
+            return stride(from: 0, to: current.keysyms.count, by: max(1, current.perKeycode))
+                .filter { current.keysyms[$0] == sym }
+                .map { UInt32(current.first + $0 / max(1, current.perKeycode)) }
+        }
+    }
+
     /// Keycodes for modifier keysyms held during mouse actions.
     func modifierKeycodes(_ syms: [KeySym]) throws -> [UInt32] {
         lock.lock()

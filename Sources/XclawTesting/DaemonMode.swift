@@ -24,7 +24,8 @@ public enum DaemonMode {
         let socket = directory.appendingPathComponent("daemon.sock").path
         // One answers already: ours, or one the test started itself.
         if answers(socket) { return }
-        try PrivateFiles.directory(directory)
+        // A planted directory: no daemon can use it, and the CLI runs in-process and refuses it (exit 2).
+        guard (try? PrivateFiles.directory(directory)) != nil else { return }
         let process = Process()
         process.executableURL = productsDirectory.appendingPathComponent("xclaw-core")
         process.arguments = ["daemon", "run", "--parent", String(getpid())]

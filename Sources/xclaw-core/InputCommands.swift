@@ -244,3 +244,28 @@ struct Cursor: ParsableCommand {
         try emit(p, json: json) { "\(p.x) \(p.y)" }
     }
 }
+
+/// `xclaw keymap-restore` (hidden): what a typing command leaves behind when it exits at once. Waits until the
+/// clients have had their settle delay, then unbinds the spare keycodes that still hold what the command bound.
+struct KeymapRestore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keymap-restore", abstract: "Unbind spare keycodes a typing command bound (internal).",
+        shouldDisplay: false)
+    @OptionGroup var target: DisplayOptions
+    @Option(help: "Milliseconds to wait first.") var afterMs = 0
+    @Argument(help: "CODE=KEYSYM pairs.") var bindings: [String]
+
+    func validate() throws { try requireRange(afterMs, 0...60_000, "--after-ms", "ms") }
+
+    func run() throws {
+        let parsed = try bindings.map { pair -> Keyboard.Binding in
+            let parts = pair.split(separator: "=")
+            guard parts.count == 2, let code = UInt32(parts[0]), let sym = UInt(parts[1]) else {
+                throw ValidationError("a binding is CODE=KEYSYM, not \(pair)")
+            }
+            return Keyboard.Binding(code: code, sym: sym)
+        }
+        Thread.sleep(forTimeInterval: Double(afterMs) / 1000)
+        try Keyboard(connection: target.connect()).unbind(parsed)
+    }
+}

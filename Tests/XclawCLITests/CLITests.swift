@@ -97,6 +97,15 @@ final class CLITests: XCTestCase {
         let typed = try runCLI(["type", "-", "--display", d], stdin: Data(stdinText.utf8))
         XCTAssertEqual(typed.status, 0, typed.stderr)
         XCTAssertEqual(fixture.typed(count: stdinText.unicodeScalars.count), stdinText)
+        // `type` exits as soon as its keys are sent; the spare keycode it bound for ✓ is unbound once the fixture has
+        // had its settle delay (by a detached helper in-process, by the daemon's timer through the daemon).
+        let keyboard = try Keyboard(connection: DisplayConnection(name: d))
+        let check = Keyboard.keysym(for: "✓")
+        let deadline = Date().addingTimeInterval(5)
+        while try !keyboard.keycodes(holding: check).isEmpty && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        XCTAssertEqual(try keyboard.keycodes(holding: check), [], "the keymap is restored after typing")
         fixture.clear()
         XCTAssertEqual(
             try runCLI(["click", "60", "70", "--button", "right", "--count", "2", "--with", "shift", "--display", d])
