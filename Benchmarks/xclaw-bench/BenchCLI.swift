@@ -83,7 +83,10 @@ struct CLIBench {
         let daemon = try Daemon(core: core, state: state.appendingPathComponent("daemon"), display: scene.name)
         defer { daemon.stop() }
         let modes: [(name: String, environment: [String: String?])] = [
-            ("xclaw, no daemon", ["XCLAW_STATE_DIR": state.appendingPathComponent("own").path, "XCLAW_NO_DAEMON": "1"]),
+            (
+                "xclaw, no daemon",
+                ["XCLAW_STATE_DIR": state.appendingPathComponent("own").path, "XCLAW_NO_DAEMON": "1"]
+            ),
             ("xclaw, daemon", ["XCLAW_STATE_DIR": daemon.state.path]),
         ]
         try FileManager.default.createDirectory(
@@ -127,7 +130,8 @@ struct CLIBench {
             peer: xdotool.map { ($0, ["mousemove", x, y, "click", "1"]) })
         try input.move(to: probeFrame(screen).center)
         try input.sync()
-        try compare("key into the probe", "key ctrl+a", ["key", "ctrl+a"], peer: xdotool.map { ($0, ["key", "ctrl+a"]) })
+        try compare(
+            "key into the probe", "key ctrl+a", ["key", "ctrl+a"], peer: xdotool.map { ($0, ["key", "ctrl+a"]) })
 
         // Typing: the process's time, and what the probe received (after the process ended).
         let text = BenchInput.text

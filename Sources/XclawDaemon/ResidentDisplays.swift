@@ -102,7 +102,10 @@ final class HeldDisplay: Sendable {
             let connection = try self.connection
             return try state.withLock { state in
                 if let perceiver = state.perceiver, perceiver.connection === connection { return perceiver }
-                let cache = (try? OCRCache.load(from: Perceiver.cacheFile)) ?? OCRCache()
+                // The daemon's own setting, not the asking command's: the cache outlives the request.
+                let capacity = OCRCache.defaultCapacity(Invocation.process.environment)
+                let cache =
+                    (try? OCRCache.load(from: Perceiver.cacheFile, capacity: capacity)) ?? OCRCache(capacity: capacity)
                 let perceiver = try Perceiver(connection: connection, cache: cache, treeCache: AccessibilityTreeCache())
                 state.perceiver = perceiver
                 return perceiver

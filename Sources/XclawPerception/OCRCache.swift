@@ -20,13 +20,12 @@ public final class OCRCache: @unchecked Sendable {
 
     /// The capacity caches get unless told otherwise: `XCLAW_OCR_CACHE_BLOCKS` (100 to 1,000,000), else 6,000
     /// blocks, which is a few MB of text: the bound on what a long-lived process (the daemon) keeps per display.
-    public static var defaultCapacity: Int {
-        Invocation.current.environment["XCLAW_OCR_CACHE_BLOCKS"].flatMap { Int($0) }
-            .map { min(1_000_000, max(100, $0)) } ?? 6000
+    public static func defaultCapacity(_ environment: [String: String] = Invocation.current.environment) -> Int {
+        environment["XCLAW_OCR_CACHE_BLOCKS"].flatMap { Int($0) }.map { min(1_000_000, max(100, $0)) } ?? 6000
     }
 
     /// Creates an empty cache.
-    public init(capacity: Int = OCRCache.defaultCapacity) { self.capacity = max(1, capacity) }
+    public init(capacity: Int = OCRCache.defaultCapacity()) { self.capacity = max(1, capacity) }
 
     /// Whether text was recognised since the cache was loaded or last saved: a long-lived owner saves only then.
     public var hasUnsavedEntries: Bool { lock.withLock { dirty } }
@@ -60,7 +59,7 @@ public final class OCRCache: @unchecked Sendable {
 
     /// Loads a cache saved by `save(to:)`; a missing or damaged file gives an empty cache, a symlink or another
     /// user's file is refused (read without following links). The caller checks the directory.
-    public static func load(from url: URL, capacity: Int = OCRCache.defaultCapacity) throws -> OCRCache {
+    public static func load(from url: URL, capacity: Int = OCRCache.defaultCapacity()) throws -> OCRCache {
         let cache = OCRCache(capacity: capacity)
         guard let data = try PrivateFiles.read(url.path) else { return cache }
         var reader = ByteReader(bytes: [UInt8](data))

@@ -39,6 +39,17 @@ public struct Frame: Sendable, Equatable {
     /// BGRX bytes, `width * height * 4` of them.
     public internal(set) var bgrx: [UInt8]
 
+    /// Whether `other` has the same size and pixels, by one `memcmp` (or none, when both share their storage).
+    public func hasSameBytes(as other: Frame) -> Bool {
+        guard width == other.width, height == other.height else { return false }
+        return bgrx.withUnsafeBytes { a in
+            other.bgrx.withUnsafeBytes { b in
+                guard let pa = a.baseAddress, let pb = b.baseAddress else { return a.count == b.count }
+                return pa == pb || memcmp(pa, pb, a.count) == 0
+            }
+        }
+    }
+
     /// Wraps BGRX bytes; the count must be `width * height * 4`.
     public init(width: Int, height: Int, bgrx: [UInt8]) throws {
         guard width > 0, height > 0, bgrx.count == width * height * 4 else {

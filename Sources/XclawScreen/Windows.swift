@@ -57,9 +57,10 @@ public struct WindowManager: Sendable {
     public func list(includeHidden: Bool = false) throws -> [WindowInfo] {
         let screen = try connection.screenRect()
         let ewmh = try hasWindowManager()
-        let active = try activeWindow(ewmh: ewmh)
+        let levels = try topLevels(ewmh: ewmh, mappedOnly: !includeHidden)
+        let active = try activeWindow(ewmh: ewmh, topLevels: levels)
         var result: [WindowInfo] = []
-        for id in try topLevels(ewmh: ewmh).reversed() {
+        for id in levels.reversed() {
             guard let info = try? describe(id, screen: screen, active: active) else { continue }  // closed meanwhile
             if info.mapped || includeHidden { result.append(info) }
         }
@@ -143,7 +144,8 @@ public struct WindowManager: Sendable {
     /// default with no window manager) the top-level under the pointer. Nil when there is none.
     public func activeWindow() throws -> UInt? { try activeWindow(ewmh: try hasWindowManager()) }
 
-    private func activeWindow(ewmh: Bool) throws -> UInt? {
+    /// `topLevels`: the list the caller already walked (walking the tree again costs a round trip per window).
+    private func activeWindow(ewmh: Bool, topLevels known: [Window]? = nil) throws -> UInt? {
         if ewmh, let net = try cardinals(connection.root, "_NET_ACTIVE_WINDOW", type: XA_WINDOW).first, net != 0 {
             return net
         }
@@ -159,40 +161,46 @@ public struct WindowManager: Sendable {
         }
         let candidate = focus > 1 /* not None, not PointerRoot */ && focus != connection.root ? focus : pointerChild
         guard candidate != 0 else { return nil }
-        return UInt(try topLevel(containing: candidate, ewmh: ewmh))
+        return UInt(try topLevel(containing: candidate, ewmh: ewmh, topLevels: known))
     }
 
     // MARK: - Window tree
 
     /// Top-level client windows, bottom-most first.
-    private func topLevels(ewmh: Bool) throws -> [Window] {
+    /// `mappedOnly` skips unmapped children of the root before looking inside them: toolkits keep several hidden
+    /// top-levels each, and describing one costs a dozen round trips.
+    private func topLevels(ewmh: Bool, mappedOnly: Bool = false) throws -> [Window] {
         if ewmh {
             let stacking = try cardinals(connection.root, "_NET_CLIENT_LIST_STACKING", type: XA_WINDOW)
             if !stacking.isEmpty { return stacking.map { Window($0) } }
         }
         return try children(of: connection.root).compactMap { child in
             guard let attrs = try? attributes(child), attrs.`class` == InputOutput else { return nil }
+            if mappedOnly && attrs.map_state == IsUnmapped { return nil }
             return (try? clientWindow(under: child)) ?? child
         }
     }
 
     /// A window manager's frame holds the client, which carries `WM_STATE`; with no manager the child is the client.
+    /// One trapped block: the search's requests need no sync of their own.
     private func clientWindow(under frame: Window) throws -> Window? {
         let wmState = connection.atom("WM_STATE")
-        var queue = [frame]
-        var visited = 0
-        while !queue.isEmpty, visited < 64 {
-            let w = queue.removeFirst()
-            visited += 1
-            if try hasProperty(w, wmState) { return w }
-            queue.append(contentsOf: try children(of: w))
+        return try connection.trapped { display in
+            var queue = [frame]
+            var visited = 0
+            while !queue.isEmpty, visited < 64 {
+                let w = queue.removeFirst()
+                visited += 1
+                if Self.property(display, w, wmState, type: Atom(AnyPropertyType)) != nil { return w }
+                queue.append(contentsOf: Self.tree(display, w).children)
+            }
+            return nil
         }
-        return nil
     }
 
-    private func topLevel(containing window: Window, ewmh: Bool) throws -> Window {
+    private func topLevel(containing window: Window, ewmh: Bool, topLevels known: [Window]? = nil) throws -> Window {
         var current = window
-        let topLevelSet = Set(try topLevels(ewmh: ewmh))
+        let topLevelSet = Set(try known ?? topLevels(ewmh: ewmh))
         for _ in 0..<64 {
             if topLevelSet.contains(current) { return current }
             let (parent, _) = try tree(current)
@@ -205,14 +213,17 @@ public struct WindowManager: Sendable {
     private func children(of window: Window) throws -> [Window] { try tree(window).children }
 
     private func tree(_ window: Window) throws -> (parent: Window, children: [Window]) {
-        try connection.trapped { display in
-            var rootReturn: Window = 0, parent: Window = 0
-            var list: UnsafeMutablePointer<Window>?
-            var count: UInt32 = 0
-            guard XQueryTree(display, window, &rootReturn, &parent, &list, &count) != 0 else { return (0, []) }
-            defer { if let list { XFree(list) } }
-            return (parent, list.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? [])
-        }
+        try connection.trapped { display in Self.tree(display, window) }
+    }
+
+    /// A window's parent and children, bottom-most first. Inside a trapped block.
+    private static func tree(_ display: OpaquePointer, _ window: Window) -> (parent: Window, children: [Window]) {
+        var rootReturn: Window = 0, parent: Window = 0
+        var list: UnsafeMutablePointer<Window>?
+        var count: UInt32 = 0
+        guard XQueryTree(display, window, &rootReturn, &parent, &list, &count) != 0 else { return (0, []) }
+        defer { if let list { XFree(list) } }
+        return (parent, list.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? [])
     }
 
     private func attributes(_ window: Window) throws -> XWindowAttributes {
@@ -223,57 +234,57 @@ public struct WindowManager: Sendable {
         }
     }
 
+    /// Everything about one window in one trapped block: its requests are answered in order, and one sync at the
+    /// end (not one per property) catches a window that vanished meanwhile.
     private func describe(_ window: Window, screen: Rect, active: UInt?) throws -> WindowInfo {
-        let attrs = try attributes(window)
-        let origin: Point = try connection.trapped { display in
+        let utf8 = connection.atom("UTF8_STRING"), netName = connection.atom("_NET_WM_NAME")
+        let netPID = connection.atom("_NET_WM_PID")
+        return try connection.trapped { display in
+            var attrs = XWindowAttributes()
+            XGetWindowAttributes(display, window, &attrs)
             var x: Int32 = 0, y: Int32 = 0
             var child: Window = 0
             XTranslateCoordinates(display, window, connection.root, 0, 0, &x, &y, &child)
-            return Point(x: Int(x), y: Int(y))
+            let frame = Rect(x: Int(x), y: Int(y), width: Int(attrs.width), height: Int(attrs.height))
+            let (instance, className) = Self.classHint(display, window)
+            let pid = Self.property(display, window, netPID, type: Atom(XA_CARDINAL)).flatMap { value in
+                value.format == 32 ? value.bytes.withUnsafeBytes { $0.bindMemory(to: UInt.self).first } : nil
+            }
+            return WindowInfo(
+                id: UInt(window), title: Self.title(display, window, netName: netName, utf8: utf8),
+                className: className, instance: instance, pid: pid.map { Int($0) },
+                frame: frame, mapped: attrs.map_state != IsUnmapped,
+                visible: attrs.map_state == IsViewable && !frame.intersection(screen).isEmpty,
+                active: active == UInt(window), popup: attrs.override_redirect != 0)
         }
-        let frame = Rect(x: origin.x, y: origin.y, width: Int(attrs.width), height: Int(attrs.height))
-        let (instance, className) = try classHint(window)
-        return WindowInfo(
-            id: UInt(window), title: try title(window), className: className, instance: instance,
-            pid: try cardinals(window, "_NET_WM_PID", type: XA_CARDINAL).first.map { Int($0) },
-            frame: frame, mapped: attrs.map_state != IsUnmapped,
-            visible: attrs.map_state == IsViewable && !frame.intersection(screen).isEmpty,
-            active: active == UInt(window), popup: attrs.override_redirect != 0)
     }
 
     // MARK: - Properties
 
-    private func title(_ window: Window) throws -> String {
-        let utf8 = try property(window, connection.atom("_NET_WM_NAME"), type: connection.atom("UTF8_STRING"))
-        if let utf8, !utf8.bytes.isEmpty { return String(decoding: utf8.bytes, as: UTF8.self) }
-        return try connection.trapped { display -> String in
-            var text = XTextProperty()
-            guard XGetWMName(display, window, &text) != 0, text.value != nil else { return "" }
-            defer { XFree(text.value) }
-            var list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-            var count: Int32 = 0
-            guard Xutf8TextPropertyToTextList(display, &text, &list, &count) >= 0, let list, count > 0 else {
-                return ""
-            }
-            defer { XFreeStringList(list) }
-            return list[0].map { String(cString: $0) } ?? ""
+    /// `_NET_WM_NAME` in UTF-8, else `WM_NAME` in whatever encoding it has. Inside a trapped block.
+    private static func title(_ display: OpaquePointer, _ window: Window, netName: Atom, utf8: Atom) -> String {
+        if let value = property(display, window, netName, type: utf8), !value.bytes.isEmpty {
+            return String(decoding: value.bytes, as: UTF8.self)
         }
+        var text = XTextProperty()
+        guard XGetWMName(display, window, &text) != 0, text.value != nil else { return "" }
+        defer { XFree(text.value) }
+        var list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        var count: Int32 = 0
+        guard Xutf8TextPropertyToTextList(display, &text, &list, &count) >= 0, let list, count > 0 else { return "" }
+        defer { XFreeStringList(list) }
+        return list[0].map { String(cString: $0) } ?? ""
     }
 
-    private func classHint(_ window: Window) throws -> (instance: String, className: String) {
-        try connection.trapped { display in
-            var hint = XClassHint()
-            guard XGetClassHint(display, window, &hint) != 0 else { return ("", "") }
-            defer {
-                if let n = hint.res_name { XFree(n) }
-                if let c = hint.res_class { XFree(c) }
-            }
-            return (hint.res_name.map { String(cString: $0) } ?? "", hint.res_class.map { String(cString: $0) } ?? "")
+    /// `WM_CLASS`'s instance and class names. Inside a trapped block.
+    private static func classHint(_ display: OpaquePointer, _ window: Window) -> (instance: String, className: String) {
+        var hint = XClassHint()
+        guard XGetClassHint(display, window, &hint) != 0 else { return ("", "") }
+        defer {
+            if let n = hint.res_name { XFree(n) }
+            if let c = hint.res_class { XFree(c) }
         }
-    }
-
-    private func hasProperty(_ window: Window, _ name: Atom) throws -> Bool {
-        try property(window, name, type: Atom(AnyPropertyType)) != nil
+        return (hint.res_name.map { String(cString: $0) } ?? "", hint.res_class.map { String(cString: $0) } ?? "")
     }
 
     /// A format-32 property as unsigned values. Xlib hands format-32 data back as C `long`s (8 bytes here).
@@ -311,18 +322,23 @@ public struct WindowManager: Sendable {
     }
 
     private func property(_ window: Window, _ name: Atom, type: Atom) throws -> (format: Int32, bytes: [UInt8])? {
-        try connection.trapped { display in
-            var actualType: Atom = 0
-            var format: Int32 = 0
-            var items: UInt = 0, after: UInt = 0
-            var data: UnsafeMutablePointer<UInt8>?
-            let rc = XGetWindowProperty(
-                display, window, name, 0, 1 << 16, 0, type, &actualType, &format,
-                &items, &after, &data)
-            defer { if let data { XFree(data) } }
-            guard rc == Success, actualType != 0, let data else { return nil }
-            let unit = format == 32 ? MemoryLayout<CLong>.size : Int(format) / 8
-            return (format, Array(UnsafeBufferPointer(start: data, count: Int(items) * unit)))
-        }
+        try connection.trapped { display in Self.property(display, window, name, type: type) }
+    }
+
+    /// A property's format and bytes; nil when it is not set. Inside a trapped block.
+    private static func property(_ display: OpaquePointer, _ window: Window, _ name: Atom, type: Atom)
+        -> (format: Int32, bytes: [UInt8])?
+    {
+        var actualType: Atom = 0
+        var format: Int32 = 0
+        var items: UInt = 0, after: UInt = 0
+        var data: UnsafeMutablePointer<UInt8>?
+        let rc = XGetWindowProperty(
+            display, window, name, 0, 1 << 16, 0, type, &actualType, &format,
+            &items, &after, &data)
+        defer { if let data { XFree(data) } }
+        guard rc == Success, actualType != 0, let data else { return nil }
+        let unit = format == 32 ? MemoryLayout<CLong>.size : Int(format) / 8
+        return (format, Array(UnsafeBufferPointer(start: data, count: Int(items) * unit)))
     }
 }

@@ -251,7 +251,8 @@ final class DaemonCLITests: XCTestCase {
             while clock.isRunning { Thread.sleep(forTimeInterval: 0.01) }
         }
         // A small OCR cache, so 1,000 snapshots fill it and its trimming is what keeps memory bounded.
-        let started = try runCLI(["daemon", "start"], environment: env.merging(["XCLAW_OCR_CACHE_BLOCKS": "500"]) { $1 })
+        let started = try runCLI(
+            ["daemon", "start"], environment: env.merging(["XCLAW_OCR_CACHE_BLOCKS": "500"]) { $1 })
         XCTAssertEqual(started.status, 0, started.stderr)
         let snapshot = ["snapshot", "--display", display.name]
         var early: DaemonStatus?

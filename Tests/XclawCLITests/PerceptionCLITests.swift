@@ -30,7 +30,9 @@ final class PerceptionCLITests: XCTestCase {
         // A daemon writes the OCR cache just after it replies.
         let cache = state.appendingPathComponent("ocr-cache.bin").path
         let deadline = Date().addingTimeInterval(5)
-        while !FileManager.default.fileExists(atPath: cache) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        while !FileManager.default.fileExists(atPath: cache) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         for file in ["ocr-cache.bin", "refs/" + refs[0]] {
             let attributes = try FileManager.default.attributesOfItem(atPath: state.appendingPathComponent(file).path)
             XCTAssertEqual(attributes[.posixPermissions] as? Int, 0o600, file)
