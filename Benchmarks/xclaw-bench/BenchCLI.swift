@@ -111,7 +111,8 @@ struct CLIBench {
         ) throws {
             if let (program, peerArguments) = peer {
                 let name = URL(fileURLWithPath: program).lastPathComponent
-                try report.measure(section, "\(name) \(peerArguments.joined(separator: " "))", iterations: n) {
+                let shown = peerArguments.map { $0 == output ? "FILE" : $0 }.joined(separator: " ")
+                try report.measure(section, "\(name) \(shown)", iterations: n) {
                     try session.timedRun(program, peerArguments, output: output)
                 }
             }
@@ -124,14 +125,29 @@ struct CLIBench {
 
         try compare("start-up", "--version", ["--version"], peer: nil)
         try compare("pointer position", "cursor", ["cursor"], peer: xdotool.map { ($0, ["getmouselocation"]) })
-        let (x, y) = ("\(desk.x)", "\(desk.y)")
-        try compare(
-            "click on the bare desktop", "click \(x) \(y)", ["click", x, y],
-            peer: xdotool.map { ($0, ["mousemove", x, y, "click", "1"]) })
+        // Clicks alternate between two points (`xdotool mousemove` waits for a pointer that is already there), and
+        // xdotool gets `click --delay 0`: its default sleeps 100 ms after the click, even a single one.
+        var turn = 0
+        func point() -> [String] {
+            turn += 1
+            return ["\(desk.x + 10 * (turn % 2))", "\(desk.y)"]
+        }
+        let clicks = "click on the bare desktop (two points in turn)"
+        if let xdotool {
+            try report.measure(clicks, "xdotool mousemove X Y click --delay 0 1", iterations: n) {
+                try session.timedRun(xdotool, ["mousemove"] + point() + ["click", "--delay", "0", "1"])
+            }
+        }
+        for mode in modes {
+            try report.measure(clicks, "\(mode.name): xclaw click X Y", iterations: n) {
+                try session.timedRun(own, ["click"] + point(), environment: mode.environment)
+            }
+        }
         try input.move(to: probeFrame(screen).center)
         try input.sync()
         try compare(
-            "key into the probe", "key ctrl+a", ["key", "ctrl+a"], peer: xdotool.map { ($0, ["key", "ctrl+a"]) })
+            "key into the probe", "key ctrl+a", ["key", "ctrl+a"],
+            peer: xdotool.map { ($0, ["key", "--delay", "0", "ctrl+a"]) })
 
         // Typing: the process's time, and what the probe received (after the process ended).
         let text = BenchInput.text
@@ -182,7 +198,7 @@ struct CLIBench {
                 + "\"daemon\" rows hand the command to a running `xclaw daemon`, \"no daemon\" rows set "
                 + "XCLAW_NO_DAEMON=1 (the front does plain input itself, or runs xclaw-core in-process)")
         for row in report.rows where (row.exactPercent ?? 100) < 100 {
-            report.notes.append(row.name + ": only " + String(format: "%.1f", row.exactPercent ?? 0) + " % exact")
+            report.notes.append(row.name + ": only " + String(format: "%.2f", row.exactPercent ?? 0) + " % exact")
         }
         withExtendedLifetime(probe) {}
         return report

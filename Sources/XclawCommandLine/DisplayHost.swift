@@ -63,9 +63,10 @@ public struct InProcessHost: DisplayHost {
             [core, "keymap-restore", "--display", keyboard.connection.name, "--after-ms", "\(wait)"]
             + bindings.map { "\($0.code)=\($0.sym)" }
         do {
-            _ = try Subprocess.spawn(
+            let helper = try Subprocess.spawn(
                 arguments, stdout: .null, stderr: .null, environment: Invocation.current.environment,
                 group: .newSession)
+            try keyboard.announcePendingRestore(by: helper.pid, bindings)
         } catch {
             Thread.sleep(forTimeInterval: Double(wait) / 1000)
             try keyboard.unbind(bindings)

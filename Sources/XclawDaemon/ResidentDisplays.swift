@@ -95,9 +95,14 @@ final class HeldDisplay: Sendable {
         }
     }
 
-    /// The kept perceiver, marked busy until `release`; nil when another request holds it.
+    /// The kept perceiver, marked busy until `release`; nil when another request still holds it after 50 ms (a
+    /// `watch`): the one before may be finishing right after its reply, and a fresh perceiver starts cold.
     func takePerceiver() throws -> Perceiver? {
-        guard !perceiverBusy.exchange(true, ordering: .acquiring) else { return nil }
+        let patience = ContinuousClock.now + .milliseconds(50)
+        while perceiverBusy.exchange(true, ordering: .acquiring) {
+            guard ContinuousClock.now < patience else { return nil }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
         do {
             let connection = try self.connection
             return try state.withLock { state in
@@ -180,6 +185,7 @@ final class HeldDisplay: Sendable {
 public final class RequestHost: DisplayHost {
     private let displays: ResidentDisplays
     private let taken = Mutex<[(HeldDisplay, Perceiver)]>([])
+    private let handedOut = Mutex<[(String, RefStore)]>([])
 
     init(_ displays: ResidentDisplays) { self.displays = displays }
 
@@ -200,13 +206,17 @@ public final class RequestHost: DisplayHost {
         return try Perceiver(connection: display.connection, cache: OCRCache())
     }
 
-    /// The kept refs for a kept perceiver; the saved ones for another.
+    /// The kept refs for a kept perceiver; the saved ones for another. Either is saved when the request ends.
     public func refs(_ perceiver: Perceiver) throws -> RefStore {
         let server = try perceiver.windows.serverToken()
+        let store: RefStore
         if let display = taken.withLock({ $0.first { $0.1 === perceiver }?.0 }) {
-            return try display.refs(server: server)
+            store = try display.refs(server: server)
+        } else {
+            store = try RefStore.load(display: perceiver.connection.name, server: server)
         }
-        return try RefStore.load(display: perceiver.connection.name, server: server)
+        handedOut.withLock { $0.append((perceiver.connection.name, store)) }
+        return store
     }
 
     /// On the display's timer: the command returns now.
@@ -217,6 +227,13 @@ public final class RequestHost: DisplayHost {
     /// Gives back what the request took, and saves the OCR cache when the request added to it (after the reply, so
     /// the asker does not wait; one save at a time per display), so a daemon killed later loses nothing read.
     public func end() {
+        // The refs first, while the perceiver they belong to is still this request's: saved for a command that runs
+        // in-process later (no daemon), so refs stay stable across both.
+        for (name, store) in handedOut.withLock({ list in
+            defer { list = [] }; return list
+        }) {
+            try? store.save(display: name)
+        }
         for (display, perceiver) in taken.withLock({ list in
             defer { list = [] }; return list
         }) {

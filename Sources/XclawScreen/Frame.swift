@@ -50,6 +50,14 @@ public struct Frame: Sendable, Equatable {
         }
     }
 
+    /// Whether the `width * height * 4` bytes at `pointer` are this frame's.
+    public func hasSameBytes(as pointer: UnsafeRawPointer) -> Bool {
+        bgrx.withUnsafeBytes { mine in
+            guard let base = mine.baseAddress else { return false }
+            return memcmp(base, pointer, mine.count) == 0
+        }
+    }
+
     /// Wraps BGRX bytes; the count must be `width * height * 4`.
     public init(width: Int, height: Int, bgrx: [UInt8]) throws {
         guard width > 0, height > 0, bgrx.count == width * height * 4 else {

@@ -29,6 +29,8 @@ public final class Keyboard: @unchecked Sendable {
     private var bound: [KeySym: UInt32] = [:]
     private var boundOrder: [UInt32] = []
     private var lastBoundUse: ContinuousClock.Instant?
+    /// Whether a restore another xclaw process left pending was looked for (once, before the first key).
+    private var adoptionChecked = false
     private let lock = NSLock()
 
     /// Reads the keymap (`XGetKeyboardMapping`); fails when the server lacks XTEST.
@@ -120,6 +122,7 @@ public final class Keyboard: @unchecked Sendable {
         let syms = try Self.keysyms(for: text)
         lock.lock()
         defer { lock.unlock() }
+        try adoptPendingRestore()
         // Fail before sending anything when a character can never be typed.
         if spares.isEmpty, syms.contains(where: { bySymbol[$0] == nil && bound[$0] == nil }) {
             throw ScreenError.noSpareKeycode
@@ -156,6 +159,7 @@ public final class Keyboard: @unchecked Sendable {
     public func hold(_ combo: KeyCombo, for duration: Duration?, interrupted: () -> Bool = { false }) throws {
         lock.lock()
         defer { lock.unlock() }
+        try adoptPendingRestore()
         let all = combo.modifiers + [combo.key]
         _ = try bindMissing(all, from: 0, allowPartial: false)
         var pressed: [UInt32] = []
@@ -234,14 +238,86 @@ public final class Keyboard: @unchecked Sendable {
         return (due, bindings)
     }
 
-    /// Unbinds the keycodes of `bindings` that still hold what was bound, under a server grab: another xclaw may have
-    /// bound one to something else meanwhile, and that binding is left alone.
-    public func unbind(_ bindings: [Binding]) throws {
-        lock.lock()
-        defer { lock.unlock() }
+    /// The root property where a pending restore is announced: the helper's pid, then keycode/keysym pairs. A
+    /// process that types before the helper ran takes the bindings over (and ends the helper), so a keycode is never
+    /// unbound under a process that is using it: `xclaw type "€"; xclaw type "€"` in a row stays exact.
+    static let pendingRestoreProperty = "_XCLAW_PENDING_KEYMAP_RESTORE"
+
+    /// Announces that process `pid` (a detached helper) will unbind `bindings` when they are due.
+    public func announcePendingRestore(by pid: Int32, _ bindings: [Binding]) throws {
+        let atom = connection.atom(Self.pendingRestoreProperty)
+        var values: [CLong] = [CLong(pid)]
+        for binding in bindings { values += [CLong(binding.code), CLong(bitPattern: UInt(binding.sym))] }
+        try connection.trapped { display in
+            values.withUnsafeBytes { raw in
+                _ = XChangeProperty(
+                    display, connection.root, atom, Atom(XA_CARDINAL), 32, PropModeReplace,
+                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(values.count))
+            }
+        }
+    }
+
+    /// Takes over a restore another process left pending (before this keyboard sends its first key): the helper is
+    /// ended (SIGKILL: it never runs again once `kill` returns) and its keycodes become this keyboard's to restore.
+    /// Callers hold `lock`.
+    private func adoptPendingRestore() throws {
+        guard !adoptionChecked else { return }
+        adoptionChecked = true
+        let atom = connection.atom(Self.pendingRestoreProperty)
         try connection.trapped { display in
             connection.request { XGrabServer($0) }
             defer { connection.request { XUngrabServer($0) } }
+            guard let pending = Self.pendingRestore(display, root: connection.root, atom: atom),
+                pending.pid != getpid()
+            else { return }
+            XDeleteProperty(display, connection.root, atom)
+            if pending.pid > 0 { kill(pending.pid, SIGKILL) }
+            let current = Self.readKeymap(display)
+            for binding in pending.bindings {
+                let i = (Int(binding.code) - current.first) * current.perKeycode
+                guard i >= 0, i < current.keysyms.count, current.keysyms[i] == binding.sym else { continue }
+                bound[binding.sym] = binding.code
+                boundOrder.append(binding.code)
+            }
+            if !pending.bindings.isEmpty { lastBoundUse = .now }
+        }
+    }
+
+    /// The pending restore announced on the root window, if any.
+    private static func pendingRestore(_ display: OpaquePointer, root: Window, atom: Atom)
+        -> (pid: Int32, bindings: [Binding])?
+    {
+        var actualType: Atom = 0
+        var format: Int32 = 0
+        var items: UInt = 0, after: UInt = 0
+        var data: UnsafeMutablePointer<UInt8>?
+        let rc = XGetWindowProperty(
+            display, root, atom, 0, 4096, 0, Atom(XA_CARDINAL), &actualType, &format, &items, &after, &data)
+        defer { if let data { XFree(data) } }
+        guard rc == Success, format == 32, let data, items >= 1 else { return nil }
+        let values = data.withMemoryRebound(to: CLong.self, capacity: Int(items)) {
+            Array(UnsafeBufferPointer(start: $0, count: Int(items)))
+        }
+        let pairs = stride(from: 1, to: values.count - 1, by: 2).map {
+            Binding(code: UInt32(truncatingIfNeeded: values[$0]), sym: KeySym(UInt(bitPattern: values[$0 + 1])))
+        }
+        return (Int32(truncatingIfNeeded: values[0]), pairs)
+    }
+
+    /// Unbinds the keycodes of `bindings` that still hold what was bound, under a server grab: another xclaw may have
+    /// bound one to something else meanwhile, and that binding is left alone. A helper (`asHelper`) unbinds only while
+    /// its announcement stands: a process that took its bindings over removed it.
+    public func unbind(_ bindings: [Binding], asHelper: Bool = false) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        let atom = connection.atom(Self.pendingRestoreProperty)
+        try connection.trapped { display in
+            connection.request { XGrabServer($0) }
+            defer { connection.request { XUngrabServer($0) } }
+            if asHelper {
+                guard Self.pendingRestore(display, root: connection.root, atom: atom)?.pid == getpid() else { return }
+                XDeleteProperty(display, connection.root, atom)
+            }
             let current = Self.readKeymap(display)
             for binding in bindings {
                 let i = (Int(binding.code) - current.first) * current.perKeycode

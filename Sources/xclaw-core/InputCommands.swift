@@ -265,7 +265,8 @@ struct KeymapRestore: ParsableCommand {
             }
             return Keyboard.Binding(code: code, sym: sym)
         }
-        Thread.sleep(forTimeInterval: Double(afterMs) / 1000)
-        try Keyboard(connection: target.connect()).unbind(parsed)
+        // At least 20 ms: the process that started us announces the restore right after starting us.
+        Thread.sleep(forTimeInterval: Double(max(20, afterMs)) / 1000)
+        try Keyboard(connection: target.connect()).unbind(parsed, asHelper: true)
     }
 }

@@ -106,6 +106,13 @@ final class CLITests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.02)
         }
         XCTAssertEqual(try keyboard.keycodes(holding: check), [], "the keymap is restored after typing")
+        // Two in a row: the second takes over the first's pending restore, so its keycodes are not unbound under it.
+        fixture.clear()
+        for _ in 0..<2 { XCTAssertEqual(try runCLI(["type", "€✓", "--display", d]).status, 0) }
+        XCTAssertEqual(fixture.typed(count: 4), "€✓€✓")
+        let again = Date().addingTimeInterval(5)
+        while try !keyboard.keycodes(holding: check).isEmpty && Date() < again { Thread.sleep(forTimeInterval: 0.02) }
+        XCTAssertEqual(try keyboard.keycodes(holding: check), [], "the keymap is restored after both")
         fixture.clear()
         XCTAssertEqual(
             try runCLI(["click", "60", "70", "--button", "right", "--count", "2", "--with", "shift", "--display", d])
