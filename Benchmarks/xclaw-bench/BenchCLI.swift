@@ -121,6 +121,10 @@ struct CLIBench {
                     try session.timedRun(own, arguments, output: output, environment: mode.environment)
                 }
             }
+            // The full binary started directly: what every command paid before the front and the daemon.
+            try report.measure(section, "xclaw-core \(label) (the full binary, in-process)", iterations: n) {
+                try session.timedRun(core, arguments, output: output, environment: modes[0].environment)
+            }
         }
 
         try compare("start-up", "--version", ["--version"], peer: nil)
@@ -142,6 +146,9 @@ struct CLIBench {
             try report.measure(clicks, "\(mode.name): xclaw click X Y", iterations: n) {
                 try session.timedRun(own, ["click"] + point(), environment: mode.environment)
             }
+        }
+        try report.measure(clicks, "xclaw-core click X Y (the full binary, in-process)", iterations: n) {
+            try session.timedRun(core, ["click"] + point(), environment: modes[0].environment)
         }
         try input.move(to: probeFrame(screen).center)
         try input.sync()
@@ -196,7 +203,8 @@ struct CLIBench {
         report.notes.append(
             "every row times a whole process, start to exit, \(n) runs after 3 untimed (typing: \(few) after 1); "
                 + "\"daemon\" rows hand the command to a running `xclaw daemon`, \"no daemon\" rows set "
-                + "XCLAW_NO_DAEMON=1 (the front does plain input itself, or runs xclaw-core in-process)")
+                + "XCLAW_NO_DAEMON=1 (the front does plain input itself, or runs xclaw-core in-process); \"xclaw-core\" "
+                + "rows start the full binary directly, as every command did before the front existed")
         for row in report.rows where (row.exactPercent ?? 100) < 100 {
             report.notes.append(row.name + ": only " + String(format: "%.2f", row.exactPercent ?? 0) + " % exact")
         }

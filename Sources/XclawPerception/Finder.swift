@@ -59,6 +59,7 @@ public enum Finder {
     public static func find(_ label: String, in snapshot: Snapshot, role: Role? = nil) -> [Match] {
         let wanted = label.split(whereSeparator: \.isWhitespace).map(String.init)
         guard !wanted.isEmpty else { return [] }
+        let target = Target(wanted.joined(separator: " "))
         var matches: [Match] = []
         for element in snapshot.elements where element.role != .window && (role == nil || element.role == role) {
             // Elements named by other text (an empty field by its label) have no words of their own: match the name.
@@ -72,7 +73,7 @@ public enum Finder {
                 for start in 0...(words.count - length) {
                     let span = Array(words[start..<start + length])
                     let text = span.map(\.text).joined(separator: " ")
-                    let s = score(wanted.joined(separator: " "), text)
+                    let s = target.score(text)
                     guard s >= threshold, s > (best?.score ?? 0) else { continue }
                     // A control is pressed anywhere in its box; text only where the words are.
                     let box =
@@ -111,37 +112,90 @@ public enum Finder {
     }
 
     /// How well `text` (as read) matches `wanted`.
-    public static func score(_ wanted: String, _ text: String) -> Double {
-        let read = trimPunctuation(text), target = trimPunctuation(wanted)
-        guard !read.isEmpty, !target.isEmpty else { return 0 }
-        if read == target { return 1 }
-        let lower = read.lowercased(), targetLower = target.lowercased()
-        if lower == targetLower { return 0.97 }
-        let folded = fold(lower), targetFolded = fold(targetLower)
-        if folded == targetFolded { return 0.93 }
-        let distance = editDistance(Array(folded), Array(targetFolded))
-        let similarity = 1 - Double(distance) / Double(max(folded.count, targetFolded.count))
-        return 0.9 * similarity
+    public static func score(_ wanted: String, _ text: String) -> Double { Target(wanted).score(text) }
+
+    /// A label being looked for, its trimmed, lowercased and folded forms made once for every text it is scored
+    /// against (a tap scores it against every span of every element).
+    struct Target {
+        let trimmed, lower, folded: String
+        let foldedCharacters: [Character]
+
+        init(_ wanted: String) {
+            trimmed = Finder.trimPunctuation(wanted)
+            lower = trimmed.lowercased()
+            folded = Finder.fold(lower)
+            foldedCharacters = Array(folded)
+        }
+
+        /// 1 exact, 0.97 ignoring case, 0.93 equal once OCR look-alikes are folded, else 0.9 × edit similarity.
+        func score(_ text: String) -> Double {
+            let read = Finder.trimPunctuation(text)
+            guard !read.isEmpty, !trimmed.isEmpty else { return 0 }
+            if read == trimmed { return 1 }
+            let lowered = read.lowercased()
+            if lowered == lower { return 0.97 }
+            let readFolded = Finder.fold(lowered)
+            if readFolded == folded { return 0.93 }
+            let characters = Array(readFolded)
+            let distance = editDistance(characters, foldedCharacters)
+            return 0.9 * (1 - Double(distance) / Double(max(characters.count, foldedCharacters.count)))
+        }
     }
 
     /// Folds characters OCR confuses into one (after lowercasing): l/1/i/|/! → l, o/0 → o, s/5 → s, rn → m, vv → w.
     static func fold(_ s: String) -> String {
-        var out = ""
+        var mapped: [Character] = []
+        mapped.reserveCapacity(s.count)
         for c in s {
             switch c {
-            case "1", "i", "|", "!": out.append("l")
-            case "0": out.append("o")
-            case "5": out.append("s")
-            default: out.append(c)
+            case "1", "i", "|", "!": mapped.append("l")
+            case "0": mapped.append("o")
+            case "5": mapped.append("s")
+            default: mapped.append(c)
             }
         }
-        return out.replacingOccurrences(of: "rn", with: "m").replacingOccurrences(of: "vv", with: "w")
+        // "rn" → "m" everywhere, then "vv" → "w", left to right, as two replacements in turn would.
+        return String(Self.replacing(Self.replacing(mapped, "r", "n", with: "m"), "v", "v", with: "w"))
     }
 
-    /// Drops punctuation OCR attaches to a label's ends (quotes, brackets, colons, ellipses).
+    /// `characters` with each non-overlapping `first` `second` pair, left to right, replaced by `with`.
+    private static func replacing(_ characters: [Character], _ first: Character, _ second: Character, with: Character)
+        -> [Character]
+    {
+        var out: [Character] = []
+        out.reserveCapacity(characters.count)
+        var i = 0
+        while i < characters.count {
+            if characters[i] == first, i + 1 < characters.count, characters[i + 1] == second {
+                out.append(with)
+                i += 2
+            } else {
+                out.append(characters[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
+    /// The punctuation OCR attaches to a label's ends.
+    private static let endPunctuation = Set("\"'`‘’“”()[]{}<>:;,.…?!_-—".unicodeScalars)
+
+    /// Drops punctuation OCR attaches to a label's ends (quotes, brackets, colons, ellipses): spaces (and tabs)
+    /// first, then that punctuation, as Foundation's two `trimmingCharacters` did, without its bridging.
     static func trimPunctuation(_ s: String) -> String {
-        s.trimmingCharacters(in: .whitespaces).trimmingCharacters(
-            in: CharacterSet(charactersIn: "\"'`‘’“”()[]{}<>:;,.…?!_-—"))
+        let isSpace: (Unicode.Scalar) -> Bool = { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+        let spaced = trim(s.unicodeScalars[...], isSpace)
+        return String(String.UnicodeScalarView(trim(spaced) { endPunctuation.contains($0) }))
+    }
+
+    /// `scalars` without the scalars at either end for which `drop` holds.
+    private static func trim(_ scalars: Substring.UnicodeScalarView, _ drop: (Unicode.Scalar) -> Bool)
+        -> Substring.UnicodeScalarView
+    {
+        var view = scalars
+        while let first = view.first, drop(first) { view.removeFirst() }
+        while let last = view.last, drop(last) { view.removeLast() }
+        return view
     }
 }
 

@@ -3,7 +3,7 @@ import CXTest
 import Glibc
 import XclawKeyNames
 
-/// The input commands the front does itself when no daemon runs, in their plainest forms only: `click [X Y]`,
+/// The input commands the front does itself, daemon or not, in their plainest forms only: `click [X Y]`,
 /// `move X Y`, `cursor [--json]` and `key COMBO…` with keys the keymap has, each with `--display`. Anything else —
 /// another option, a key that needs binding, a point off the screen, a display that does not open — goes to
 /// `xclaw-core`, which does it or explains the error exactly as always.

@@ -1,11 +1,12 @@
-// The `xclaw` front: a small binary that links no Foundation, OCR, HTTP, SQLite or AT-SPI. It hands a command to
-// the resident daemon when one runs, does the few pure-input commands itself, and otherwise becomes the full
-// binary (`xclaw-core`, beside it) with exec, so a one-shot command still runs in-process exactly as before.
+// The `xclaw` front: a small binary that links no Foundation, OCR, HTTP, SQLite or AT-SPI. It does the few pure-input
+// commands itself (they need no warm state, and a hand-off would only add a round trip), hands the rest to the
+// resident daemon when one runs, and otherwise becomes the full binary (`xclaw-core`, beside it) with exec, so a
+// one-shot command still runs in-process exactly as before.
 import Glibc
 
 var front = Front(arguments: Array(CommandLine.arguments.dropFirst()), environment: Front.environment())
+if let status = DirectInput(front.arguments, display: front.environment["DISPLAY"])?.run() { exit(status) }
 if !front.noDaemon, Front.served.contains(front.arguments.first ?? "") {
     if let status = DaemonHandoff(front).run() { exit(status) }
 }
-if let status = DirectInput(front.arguments, display: front.environment["DISPLAY"])?.run() { exit(status) }
 front.becomeCore()

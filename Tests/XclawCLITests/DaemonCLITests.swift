@@ -123,10 +123,14 @@ final class DaemonCLITests: XCTestCase {
         defer { (display.stop(), spare.stop()) }
         let daemon = try startDaemon()
         XCTAssertEqual(daemon.displays, [])
-        let served = try runCLI(["cursor", "--display", display.name], environment: env)
+        // (Plain `cursor`, `click X Y`, `move` and `key` the front does itself, daemon or not.)
+        let served = try runCLI(["windows", "--display", display.name], environment: env)
         XCTAssertEqual(served.status, 0, served.stderr)
         XCTAssertEqual(served.stderr, "")
         XCTAssertEqual(try status().displays, [display.name], "the daemon ran it and keeps the display")
+        let plain = try runCLI(["cursor", "--display", spare.name], environment: env)
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        XCTAssertEqual(try status().displays, [display.name], "plain input never reaches the daemon")
         // --no-daemon and XCLAW_NO_DAEMON=1 run in-process: the daemon never hears of the spare display.
         let flagged = try runCLI(["windows", "--no-daemon", "--display", spare.name], environment: env)
         XCTAssertEqual(flagged.status, 0, flagged.stderr)
@@ -164,14 +168,14 @@ final class DaemonCLITests: XCTestCase {
         defer { display.stop() }
         let number = try XCTUnwrap(Int(display.name.dropFirst()))
         let daemon = try startDaemon()
-        XCTAssertEqual(try runCLI(["cursor", "--display", display.name], environment: env).status, 0)
+        XCTAssertEqual(try runCLI(["windows", "--display", display.name], environment: env).status, 0)
         XCTAssertEqual(try runCLI(["snapshot", "--display", display.name], environment: env).status, 0)
         display.stop()
-        let gone = try runCLI(["cursor", "--display", display.name], environment: env)
+        let gone = try runCLI(["windows", "--display", display.name], environment: env)
         XCTAssertEqual(gone.status, 3, gone.stderr)
         XCTAssertEqual(try status().pid, daemon.pid, "the daemon lives on")
         display = try TestDisplay(size: Size(width: 320, height: 240), number: number)
-        for command in [["cursor"], ["snapshot"], ["click", "10", "10"], ["windows"]] {
+        for command in [["windows"], ["snapshot"], ["click", "10", "10", "--count", "1"], ["ocr"]] {
             let back = try runCLI(command + ["--display", display.name], environment: env)
             XCTAssertEqual(back.status, 0, "\(command): \(back.stderr)")
         }
