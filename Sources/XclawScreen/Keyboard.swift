@@ -287,21 +287,14 @@ public final class Keyboard: @unchecked Sendable {
     private static func pendingRestore(_ display: OpaquePointer, root: Window, atom: Atom)
         -> (pid: Int32, bindings: [Binding])?
     {
-        var actualType: Atom = 0
-        var format: Int32 = 0
-        var items: UInt = 0, after: UInt = 0
-        var data: UnsafeMutablePointer<UInt8>?
-        let rc = XGetWindowProperty(
-            display, root, atom, 0, 4096, 0, Atom(XA_CARDINAL), &actualType, &format, &items, &after, &data)
-        defer { if let data { XFree(data) } }
-        guard rc == Success, format == 32, let data, items >= 1 else { return nil }
-        let values = data.withMemoryRebound(to: CLong.self, capacity: Int(items)) {
-            Array(UnsafeBufferPointer(start: $0, count: Int(items)))
-        }
+        guard let value = WindowManager.property(display, root, atom, type: Atom(XA_CARDINAL)), value.format == 32
+        else { return nil }
+        let values = value.bytes.withUnsafeBytes { Array($0.bindMemory(to: CLong.self)) }
+        guard let pid = values.first else { return nil }
         let pairs = stride(from: 1, to: values.count - 1, by: 2).map {
             Binding(code: UInt32(truncatingIfNeeded: values[$0]), sym: KeySym(UInt(bitPattern: values[$0 + 1])))
         }
-        return (Int32(truncatingIfNeeded: values[0]), pairs)
+        return (Int32(truncatingIfNeeded: pid), pairs)
     }
 
     /// Unbinds the keycodes of `bindings` that still hold what was bound, under a server grab: another xclaw may have

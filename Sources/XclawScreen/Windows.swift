@@ -325,8 +325,8 @@ public struct WindowManager: Sendable {
         try connection.trapped { display in Self.property(display, window, name, type: type) }
     }
 
-    /// A property's format and bytes; nil when it is not set. Inside a trapped block.
-    private static func property(_ display: OpaquePointer, _ window: Window, _ name: Atom, type: Atom)
+    /// A property's format and bytes (format-32 items as C `long`s); nil when it is not set. Inside a trapped block.
+    static func property(_ display: OpaquePointer, _ window: Window, _ name: Atom, type: Atom)
         -> (format: Int32, bytes: [UInt8])?
     {
         var actualType: Atom = 0

@@ -238,7 +238,8 @@ public final class EventProbe: @unchecked Sendable {
         }
         XMapRaised(d, id)
         try connection.sync()
-        let deadline = ContinuousClock.now + .seconds(5)
+        // Generous: a window manager that is still starting holds the map request, and a loaded machine is slow.
+        let deadline = ContinuousClock.now + .seconds(20)
         var exposed = false
         while !exposed {
             guard ContinuousClock.now < deadline else { throw ScreenError.virtualDisplay("probe window never mapped") }

@@ -109,7 +109,7 @@ public final class Fixture: @unchecked Sendable {
             }
         }
         try process.run()
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(25)  // past the probe's own 20 s wait for its window to map
         while lock.withLock({ window == 0 }) {
             guard Date() < deadline, process.isRunning else {
                 throw ScreenError.virtualDisplay("fixture did not start")
