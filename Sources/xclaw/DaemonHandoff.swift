@@ -157,8 +157,11 @@ struct DaemonHandoff {
 
     /// The integer value of `"key":` in a flat JSON object.
     static func integer(_ key: String, in json: String) -> Int? {
-        guard let range = json.firstRange(of: "\"\(key)\":") else { return nil }
-        let digits = json[range.upperBound...].prefix { $0 == "-" || $0.isNumber }
+        guard let range = json.firstRange(of: "\"\(key)\"") else { return nil }
+        // JSON allows white space around the colon.
+        let rest = json[range.upperBound...].drop { $0 == " " || $0 == "\t" }
+        guard rest.first == ":" else { return nil }
+        let digits = rest.dropFirst().drop { $0 == " " || $0 == "\t" }.prefix { $0 == "-" || $0.isNumber }
         return Int(digits)
     }
 }

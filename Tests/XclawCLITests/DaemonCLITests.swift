@@ -276,4 +276,29 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertLessThan(growth, 24 << 20, "RSS \(first.rss_bytes) → \(late.rss_bytes) bytes")
         print("daemon RSS after 100 snapshots: \(first.rss_bytes), after 1000: \(late.rss_bytes); OCR blocks \(blocks)")
     }
+
+    func testACLIOfAnotherProtocolVersionSaysSoAndRunsInProcess() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        try FileManager.default.createDirectory(
+            at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // A daemon of another build: it answers every request with its own version's refusal.
+        let socket = state.appendingPathComponent("daemon.sock").path
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); print("ready", flush=True)
+            c, _ = s.accept(); c.makefile().readline()
+            c.sendall(b'{"version": 2, "error": "protocol version 3 is not this daemon\\'s 2"}\\n'); c.close()
+            """
+        let old = try Subprocess.spawn(["/usr/bin/python3", "-c", script, socket])
+        defer { _ = old.kill() }
+        _ = old.read(until: .now + .seconds(10)) { String(decoding: $0, as: UTF8.self).contains("ready") }
+        let result = try runCLI(["windows", "--display", display.name], environment: env)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(
+            result.stderr.contains(
+                "the daemon speaks protocol 2, this xclaw \(DaemonProtocol.version): running in-process"),
+            result.stderr)
+        XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, "one line: " + result.stderr)
+    }
 }
