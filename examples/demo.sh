@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 echo "demo: building xclaw (first build takes a minute)…" >&2
+# xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself.
 swift build -c release --product xclaw 2>&1 | tail -1 >&2
+swift build -c release --product xclaw-core 2>&1 | tail -1 >&2
 swift build -c release --product xclaw-mock-api 2>&1 | tail -1 >&2
 swift build -c release --product xclaw-atspi 2>&1 | tail -1 >&2
 xclaw=".build/release/xclaw"
