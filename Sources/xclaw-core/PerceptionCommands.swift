@@ -357,13 +357,28 @@ struct Watch: ParsableCommand {
             } else {
                 throw ValidationError("nothing to watch")
             }
-            return try Watcher(perceiver: p, interval: .milliseconds(interval))
+            return try stoppableWatcher(p, interval: interval)
                 .wait(for: condition, area: area, timeout: max(.zero, deadline - ContinuousClock.now))
         }
         try emit(result, json: json) {
             "\(result.condition): after \(Int(result.elapsedMs)) ms" + (result.match.map { " at " + $0.summary } ?? "")
         }
     }
+}
+
+/// A watcher polling every `interval` ms that, in the daemon, stops at the next poll once the asker is gone (a
+/// signal it did not handle ended the CLI): in-process the signal ended the process, and a daemon must not go on
+/// polling, holding the display's perceiver, for the rest of the timeout.
+func stoppableWatcher(_ perceiver: Perceiver, interval: Int) -> Watcher {
+    var watcher = Watcher(perceiver: perceiver, interval: .milliseconds(interval))
+    if let hub = Invocation.current.interrupts {
+        let capture = watcher.frames
+        watcher.frames = { area in
+            if hub.raised != 0 { throw CancellationError() }
+            return try capture(area)
+        }
+    }
+    return watcher
 }
 
 /// `xclaw wait-stable`: settle detection, instead of a fixed sleep after an action.
@@ -388,7 +403,7 @@ struct WaitStable: ParsableCommand {
 
     func run() throws {
         let result = try withPerceiver(target, noCache: true) { p in
-            try Watcher(perceiver: p, interval: .milliseconds(interval))
+            try stoppableWatcher(p, interval: interval)
                 .waitUntilStable(
                     area: p.area(region: region.map(Rect.init(parsing:))), quiet: .milliseconds(ms),
                     timeout: .milliseconds(Int(timeout * 1000)))

@@ -301,4 +301,21 @@ final class DaemonCLITests: XCTestCase {
             result.stderr)
         XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, "one line: " + result.stderr)
     }
+
+    func testCtrlCOnAServedWatchEndsTheCLIAndTheWatchInTheDaemon() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        _ = try startDaemon()
+        let watching = try launchCLI(
+            ["watch", "--text", "NEVER SHOWN", "--timeout", "60", "--display", display.name], environment: env)
+        let deadline = Date().addingTimeInterval(10)
+        while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try status().running, 1, "the daemon serves the watch")
+        kill(watching.processIdentifier, SIGINT)
+        while watching.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(watching.terminationStatus, 130, "Ctrl-C ends it at once, as in-process")
+        // The watch stops at its next poll instead of going on for the rest of its 60 s.
+        while try status().running != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try status().running, 0)
+    }
 }
