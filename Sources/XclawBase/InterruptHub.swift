@@ -16,8 +16,22 @@ public final class InterruptHub: Sendable {
     /// asker with it, so the asker exits as it would have in-process.
     private let onAbandon: @Sendable (Int32) -> Void
 
+    /// Readable once the command is abandoned: a served read of the asker's stdin or terminal polls it too, so a
+    /// command blocked reading (`chat`, `type -`) ends instead of taking what is typed into the asker's shell later.
+    private let wake: (read: Int32, write: Int32)?
+
     /// A hub that reports abandonment through `onAbandon`.
-    public init(onAbandon: @escaping @Sendable (Int32) -> Void) { self.onAbandon = onAbandon }
+    public init(onAbandon: @escaping @Sendable (Int32) -> Void) {
+        self.onAbandon = onAbandon
+        wake = try? Subprocess.pipe()
+    }
+
+    deinit {
+        if let wake { (close(wake.read), close(wake.write)) }
+    }
+
+    /// The descriptor that becomes readable when the command is abandoned.
+    public var abandonment: Int32? { wake?.read }
 
     /// The last signal forwarded; 0 while none was.
     public var raised: Int32 { state.withLock { $0.raised } }
@@ -54,6 +68,11 @@ public final class InterruptHub: Sendable {
             defer { state.abandoned = true }
             return !state.abandoned
         }
-        if first { onAbandon(status) }
+        guard first else { return }
+        if let wake {
+            var byte: UInt8 = 1
+            _ = Glibc.write(wake.write, &byte, 1)
+        }
+        onAbandon(status)
     }
 }

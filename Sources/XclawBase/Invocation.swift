@@ -79,10 +79,26 @@ public struct Invocation: Sendable {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = Glibc.read(descriptors.input, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = read(into: &buffer)
             if count <= 0 { return data }
             data.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    /// One read of stdin (0 at its end). Served, it also ends (0) once the command is abandoned: its asker is gone.
+    private func read(into buffer: inout [UInt8]) -> Int {
+        while true {
+            if let abandonment = interrupts?.abandonment {
+                var fds = [
+                    pollfd(fd: descriptors.input, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: abandonment, events: Int16(POLLIN), revents: 0),
+                ]
+                if poll(&fds, 2, -1) < 0 && errno == EINTR { continue }
+                if fds[1].revents != 0 { return 0 }
+            }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptors.input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            return max(0, count)
         }
     }
 
@@ -91,13 +107,11 @@ public struct Invocation: Sendable {
     public func readLine() -> String? {
         guard Invocation.isServed else { return Swift.readLine(strippingNewline: true) }
         var line: [UInt8] = []
-        var byte: UInt8 = 0
+        var byte: [UInt8] = [0]
         while true {
-            let count = Glibc.read(descriptors.input, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
-            if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
-            line.append(byte)
+            if read(into: &byte) <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+            if byte[0] == 0x0A { return String(decoding: line, as: UTF8.self) }
+            line.append(byte[0])
         }
     }
 

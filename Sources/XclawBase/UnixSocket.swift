@@ -121,6 +121,14 @@ public final class UnixSocket: @unchecked Sendable {
         }
     }
 
+    /// The bytes received past the last line read, now the caller's (a client may write more right after a line).
+    public func takeBufferedBytes() -> [UInt8] {
+        buffered.withLock { state in
+            defer { state.bytes = [] }
+            return state.bytes
+        }
+    }
+
     /// The descriptors received so far, now the caller's to close.
     public func takeDescriptors() -> [Int32] {
         buffered.withLock { state in

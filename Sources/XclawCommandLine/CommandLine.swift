@@ -181,6 +181,9 @@ public enum Interrupt {
                 Invocation.serve(invocation) { handler(signal) }
                 return true
             }
+            // A signal that came before the watch (while the command was starting) is handled now, not lost.
+            let early = hub.raised
+            if early != 0, signals.contains(early) { Invocation.serve(invocation) { handler(early) } }
             return SignalWatch { hub.unwatch(token) }
         }
         let sources = signals.map { signal in

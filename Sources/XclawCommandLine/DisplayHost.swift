@@ -59,17 +59,20 @@ public struct InProcessHost: DisplayHost {
             return try keyboard.restoreMapping()
         }
         let wait = max(0, Int((due - .now).milliseconds.rounded(.up)))
+        let token = Keyboard.restoreToken()
+        try keyboard.announcePendingRestore(token: token, bindings)
         let arguments =
-            [core, "keymap-restore", "--display", keyboard.connection.name, "--after-ms", "\(wait)"]
-            + bindings.map { "\($0.code)=\($0.sym)" }
+            [
+                core, "keymap-restore", "--display", keyboard.connection.name, "--after-ms", "\(wait)",
+                "--token", "\(token)",
+            ] + bindings.map { "\($0.code)=\($0.sym)" }
         do {
-            let helper = try Subprocess.spawn(
+            _ = try Subprocess.spawn(
                 arguments, stdout: .null, stderr: .null, environment: Invocation.current.environment,
                 group: .newSession)
-            try keyboard.announcePendingRestore(by: helper.pid, bindings)
         } catch {
             Thread.sleep(forTimeInterval: Double(wait) / 1000)
-            try keyboard.unbind(bindings)
+            try keyboard.unbind(bindings, token: token)
         }
     }
 }

@@ -121,17 +121,19 @@ public final class DaemonServer: Sendable {
         -> Int32
     {
         let fds = connection.takeDescriptors()
-        defer { for fd in fds { close(fd) } }
         guard fds.count >= 3, let arguments = request.arguments, let environment = request.environment,
             let directory = request.directory
         else {
+            for fd in fds { close(fd) }
             logger.warning("a run request without arguments, environment, directory or 3 descriptors")
             return ExitStatus.usage.rawValue
         }
         let hub = InterruptHub(onAbandon: answer)
         let listened = DispatchSemaphore(value: 0)
+        let early = connection.takeBufferedBytes()  // signals sent right behind the request, read with it
         Thread {
             defer { listened.signal() }
+            for byte in early { hub.raise(Int32(byte)) }
             var byte: UInt8 = 0
             while true {
                 let count = recv(connection.descriptor, &byte, 1, 0)
@@ -145,14 +147,19 @@ public final class DaemonServer: Sendable {
             environment: environment, directory: directory, descriptors: (fds[0], fds[1], fds[2]),
             terminal: fds.count > 3 ? fds[3] : nil, pid: request.pid ?? 0, interrupts: hub)
         let host = displays.host()
-        defer { host.end() }
         running.add(1, ordering: .relaxed)
         let status = Invocation.serve(invocation) { Hosting.$served.withValue(host) { execute(arguments) } }
         running.subtract(1, ordering: .relaxed)
-        // The reply goes first; then the listener is woken and waited for, so the socket closes under no reader.
+        // The refs before the reply (the next command may name one); the asker's descriptors closed before it too,
+        // so a pipe reading its output ends now, not after the caches are saved.
+        host.saveRefs()
+        for fd in fds { close(fd) }
         answer(status)
+        // Then the listener is woken and waited for, so the socket closes under no reader; then the kept perceiver
+        // is given back and its OCR cache saved if it grew.
         shutdown(connection.descriptor, Int32(SHUT_RDWR))
         listened.wait()
+        host.end()
         return status
     }
 

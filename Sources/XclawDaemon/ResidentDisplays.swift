@@ -206,7 +206,7 @@ public final class RequestHost: DisplayHost {
         return try Perceiver(connection: display.connection, cache: OCRCache())
     }
 
-    /// The kept refs for a kept perceiver; the saved ones for another. Either is saved when the request ends.
+    /// The kept refs for a kept perceiver; the saved ones for another. Either is saved before the reply.
     public func refs(_ perceiver: Perceiver) throws -> RefStore {
         let server = try perceiver.windows.serverToken()
         let store: RefStore
@@ -224,16 +224,20 @@ public final class RequestHost: DisplayHost {
         try displays.display(keyboard.connection.name).scheduleRestore(keyboard)
     }
 
-    /// Gives back what the request took, and saves the OCR cache when the request added to it (after the reply, so
-    /// the asker does not wait; one save at a time per display), so a daemon killed later loses nothing read.
-    public func end() {
-        // The refs first, while the perceiver they belong to is still this request's: saved for a command that runs
-        // in-process later (no daemon), so refs stay stable across both.
+    /// Saves the refs the request was handed, while the perceiver they belong to is still its own: for the next
+    /// command, served or in-process, so refs stay stable across both.
+    public func saveRefs() {
         for (name, store) in handedOut.withLock({ list in
             defer { list = [] }; return list
         }) {
             try? store.save(display: name)
         }
+    }
+
+    /// Gives back what the request took, and saves the OCR cache when the request added to it (after the reply, so
+    /// the asker does not wait; one save at a time per display), so a daemon killed later loses nothing read.
+    public func end() {
+        saveRefs()
         for (display, perceiver) in taken.withLock({ list in
             defer { list = [] }; return list
         }) {

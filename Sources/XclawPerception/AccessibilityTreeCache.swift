@@ -57,8 +57,10 @@ public final class AccessibilityTreeCache: Sendable {
         readCount.add(1, ordering: .relaxed)
         do {
             let tree = try reader.tree(at: location)
-            // Events during the read moved the count past `count`: the next call reads again.
-            (kept.tree, kept.events, kept.windows) = (count == nil ? nil : tree, count ?? 0, key)
+            // Events during the read moved the count past `count`: the next call reads again. A tree with an app
+            // that did not answer is not kept: that app may answer next time.
+            let keep = count != nil && !tree.apps.contains { $0.route == "unresponsive" }
+            (kept.tree, kept.events, kept.windows) = (keep ? tree : nil, count ?? 0, key)
             state.withLock { $0 = kept }
             return tree
         } catch {

@@ -238,15 +238,21 @@ public final class Keyboard: @unchecked Sendable {
         return (due, bindings)
     }
 
-    /// The root property where a pending restore is announced: the helper's pid, then keycode/keysym pairs. A
-    /// process that types before the helper ran takes the bindings over (and ends the helper), so a keycode is never
-    /// unbound under a process that is using it: `xclaw type "€"; xclaw type "€"` in a row stays exact.
+    /// The root property where a pending restore is announced: a token the restorer holds, then keycode/keysym
+    /// pairs. A process that types before the restorer ran takes the bindings over and removes the announcement, and
+    /// a restorer unbinds only while its token is announced, so a keycode is never unbound under a process that is
+    /// using it: `xclaw type "€"; xclaw type "€"` in a row stays exact. (Two typers that overlap before either
+    /// announced can leave the first's keycodes bound: harmless, like a crash's.)
     static let pendingRestoreProperty = "_XCLAW_PENDING_KEYMAP_RESTORE"
 
-    /// Announces that process `pid` (a detached helper) will unbind `bindings` when they are due.
-    public func announcePendingRestore(by pid: Int32, _ bindings: [Binding]) throws {
+    /// A token for a restore announcement: 32 random bits (what a format-32 property holds), never 0.
+    public static func restoreToken() -> UInt32 { UInt32.random(in: 1...UInt32.max) }
+
+    /// Announces that the holder of `token` (a detached restorer) will unbind `bindings` when they are due. Made
+    /// before the restorer starts, so it always finds its announcement unless another process took it over.
+    public func announcePendingRestore(token: UInt32, _ bindings: [Binding]) throws {
         let atom = connection.atom(Self.pendingRestoreProperty)
-        var values: [CLong] = [CLong(pid)]
+        var values: [CLong] = [CLong(token)]
         for binding in bindings { values += [CLong(binding.code), CLong(bitPattern: UInt(binding.sym))] }
         try connection.trapped { display in
             values.withUnsafeBytes { raw in
@@ -257,8 +263,9 @@ public final class Keyboard: @unchecked Sendable {
         }
     }
 
-    /// Takes over a restore another process left pending (before this keyboard sends its first key): the helper is
-    /// ended (SIGKILL: it never runs again once `kill` returns) and its keycodes become this keyboard's to restore.
+    /// Takes over a restore another process left pending (before this keyboard sends its first key): the
+    /// announcement goes, so its restorer leaves the keycodes alone, and they become this keyboard's to restore. The
+    /// keysyms they hold are no longer taken for keymap entries (they would be typed with keycodes restored later).
     /// Callers hold `lock`.
     private func adoptPendingRestore() throws {
         guard !adoptionChecked else { return }
@@ -267,13 +274,12 @@ public final class Keyboard: @unchecked Sendable {
         try connection.trapped { display in
             connection.request { XGrabServer($0) }
             defer { connection.request { XUngrabServer($0) } }
-            guard let pending = Self.pendingRestore(display, root: connection.root, atom: atom),
-                pending.pid != getpid()
-            else { return }
+            guard let pending = Self.pendingRestore(display, root: connection.root, atom: atom) else { return }
             XDeleteProperty(display, connection.root, atom)
-            if pending.pid > 0 { kill(pending.pid, SIGKILL) }
             let current = Self.readKeymap(display)
             for binding in pending.bindings {
+                if bySymbol[binding.sym]?.keycode == binding.code { bySymbol[binding.sym] = nil }
+                if !spares.contains(binding.code) { spares.append(binding.code) }
                 let i = (Int(binding.code) - current.first) * current.perKeycode
                 guard i >= 0, i < current.keysyms.count, current.keysyms[i] == binding.sym else { continue }
                 bound[binding.sym] = binding.code
@@ -285,30 +291,30 @@ public final class Keyboard: @unchecked Sendable {
 
     /// The pending restore announced on the root window, if any.
     private static func pendingRestore(_ display: OpaquePointer, root: Window, atom: Atom)
-        -> (pid: Int32, bindings: [Binding])?
+        -> (token: UInt32, bindings: [Binding])?
     {
         guard let value = WindowManager.property(display, root, atom, type: Atom(XA_CARDINAL)), value.format == 32
         else { return nil }
         let values = value.bytes.withUnsafeBytes { Array($0.bindMemory(to: CLong.self)) }
-        guard let pid = values.first else { return nil }
+        guard let token = values.first else { return nil }
         let pairs = stride(from: 1, to: values.count - 1, by: 2).map {
             Binding(code: UInt32(truncatingIfNeeded: values[$0]), sym: KeySym(UInt(bitPattern: values[$0 + 1])))
         }
-        return (Int32(truncatingIfNeeded: pid), pairs)
+        return (UInt32(truncatingIfNeeded: token), pairs)
     }
 
     /// Unbinds the keycodes of `bindings` that still hold what was bound, under a server grab: another xclaw may have
-    /// bound one to something else meanwhile, and that binding is left alone. A helper (`asHelper`) unbinds only while
-    /// its announcement stands: a process that took its bindings over removed it.
-    public func unbind(_ bindings: [Binding], asHelper: Bool = false) throws {
+    /// bound one to something else meanwhile, and that binding is left alone. A restorer (`token`) unbinds only while
+    /// its announcement stands, and removes it: a process that took its bindings over removed it already.
+    public func unbind(_ bindings: [Binding], token: UInt32? = nil) throws {
         lock.lock()
         defer { lock.unlock() }
         let atom = connection.atom(Self.pendingRestoreProperty)
         try connection.trapped { display in
             connection.request { XGrabServer($0) }
             defer { connection.request { XUngrabServer($0) } }
-            if asHelper {
-                guard Self.pendingRestore(display, root: connection.root, atom: atom)?.pid == getpid() else { return }
+            if let token {
+                guard Self.pendingRestore(display, root: connection.root, atom: atom)?.token == token else { return }
                 XDeleteProperty(display, connection.root, atom)
             }
             let current = Self.readKeymap(display)

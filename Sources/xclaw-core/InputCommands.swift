@@ -253,6 +253,7 @@ struct KeymapRestore: ParsableCommand {
         shouldDisplay: false)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Milliseconds to wait first.") var afterMs = 0
+    @Option(help: "The token of the announcement this restore answers to.") var token: UInt32
     @Argument(help: "CODE=KEYSYM pairs.") var bindings: [String]
 
     func validate() throws { try requireRange(afterMs, 0...60_000, "--after-ms", "ms") }
@@ -265,8 +266,7 @@ struct KeymapRestore: ParsableCommand {
             }
             return Keyboard.Binding(code: code, sym: sym)
         }
-        // At least 20 ms: the process that started us announces the restore right after starting us.
-        Thread.sleep(forTimeInterval: Double(max(20, afterMs)) / 1000)
-        try Keyboard(connection: target.connect()).unbind(parsed, asHelper: true)
+        Thread.sleep(forTimeInterval: Double(afterMs) / 1000)
+        try Keyboard(connection: target.connect()).unbind(parsed, token: token)
     }
 }

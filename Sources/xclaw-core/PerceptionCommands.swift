@@ -67,7 +67,7 @@ extension SnapshotSource: ExpressibleByArgument {}
 func takeSnapshot(_ perceiver: Perceiver, area: Rect?, source: SnapshotSource = .auto) throws -> Snapshot {
     let refs = try Hosting.current.refs(perceiver)
     let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: refs, source: source)
-    // The daemon saves the refs it keeps after replying (`RequestHost.end`), off the command's time.
+    // The daemon saves the refs it handed out once the command returns (`RequestHost.saveRefs`), before replying.
     if !Invocation.isServed { try? refs.save(display: perceiver.connection.name) }
     for warning in snapshot.warnings ?? [] { printError("warning: \(warning)") }
     return snapshot

@@ -41,11 +41,18 @@ struct DaemonHandoff {
         let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         if terminal >= 0 { descriptors.append(terminal) }
         let line = request()
+        // Signals are held from before the request goes until their forwarding is in place: one that came between
+        // would end this process while the daemon runs the command.
+        var held = sigset_t(), previous = sigset_t()
+        sigemptyset(&held)
+        for sig in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&held, sig) }
+        sigprocmask(SIG_BLOCK, &held, &previous)
         let sent = line.withCString {
             xclaw_send_with_fds(fd, $0, UInt(strlen($0)), descriptors, Int32(descriptors.count))
         }
         if terminal >= 0 { close(terminal) }
         guard sent == line.utf8.count else {
+            sigprocmask(SIG_SETMASK, &previous, nil)
             close(fd)
             return nil
         }
@@ -57,6 +64,7 @@ struct DaemonHandoff {
                 _ = send(cancelSocket, &byte, 1, Int32(MSG_NOSIGNAL))
             }
         }
+        sigprocmask(SIG_SETMASK, &previous, nil)
         let reply = readReply(fd)
         close(fd)
         return outcome(reply)

@@ -106,9 +106,24 @@ final class CLITests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.02)
         }
         XCTAssertEqual(try keyboard.keycodes(holding: check), [], "the keymap is restored after typing")
-        // Two in a row: the second takes over the first's pending restore, so its keycodes are not unbound under it.
+        // Two in a row, in-process: the second takes over the first's pending restore (announced on the root window,
+        // xprop as the oracle), so its keycodes are not unbound under it. The first restore is made to wait 3 s, so
+        // the second surely comes before it.
         fixture.clear()
-        for _ in 0..<2 { XCTAssertEqual(try runCLI(["type", "€✓", "--display", d]).status, 0) }
+        func announced() throws -> String {
+            let xprop = try Subprocess.run(
+                ["/usr/bin/xprop", "-display", d, "-root", "_XCLAW_PENDING_KEYMAP_RESTORE"], timeout: .seconds(10))
+            return String(decoding: xprop.stdout, as: UTF8.self)
+        }
+        let slow = ["XCLAW_KEYMAP_SETTLE_MS": "3000"]
+        XCTAssertEqual(try runCLI(["type", "€✓", "--no-daemon", "--display", d], environment: slow).status, 0)
+        let first = try announced()
+        XCTAssertTrue(first.contains("CARDINAL) = "), first)
+        XCTAssertEqual(try runCLI(["type", "€✓", "--no-daemon", "--display", d]).status, 0)
+        let second = try announced()
+        XCTAssertNotEqual(first, second, "the second typer took the restore over and announced its own")
+        // The same keycodes, now the second's to restore: everything after the token.
+        XCTAssertEqual(first.split(separator: ",").dropFirst(), second.split(separator: ",").dropFirst(), second)
         XCTAssertEqual(fixture.typed(count: 4), "€✓€✓")
         let again = Date().addingTimeInterval(5)
         while try !keyboard.keycodes(holding: check).isEmpty && Date() < again { Thread.sleep(forTimeInterval: 0.02) }
