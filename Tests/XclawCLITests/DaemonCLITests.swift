@@ -318,4 +318,27 @@ final class DaemonCLITests: XCTestCase {
         while try status().running != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(try status().running, 0)
     }
+
+    func testSIGTERMOnAServedChatEndsItWithoutReadingTheShellsInput() throws {
+        // Nothing is sent to a model before a line is read: the base URL leads nowhere.
+        let chatEnv = env.merging([
+            "XCLAW_DB": state.appendingPathComponent("db.sqlite").path, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+            "ANTHROPIC_API_KEY": "sk-" + "ant-daemon-test", "HOME": state.path,
+            "XDG_CONFIG_HOME": state.appendingPathComponent("config").path,
+        ]) { $1 }
+        _ = try startDaemon()
+        XCTAssertEqual(try runCLI(["agent", "create", "pat", "--tools", "memory"], environment: chatEnv).status, 0)
+        let input = Pipe()
+        let chat = try launchCLI(["chat", "pat"], environment: chatEnv, stdin: input)
+        let deadline = Date().addingTimeInterval(10)
+        while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try status().running, 1, "the daemon serves the chat, waiting for a line")
+        kill(chat.processIdentifier, SIGTERM)
+        while chat.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(chat.terminationStatus, 143, "SIGTERM ends it at once, as in-process")
+        // The served chat stops reading the stdin it was given: its read ends, and so does the command.
+        while try status().running != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try status().running, 0)
+        try input.fileHandleForWriting.close()
+    }
 }
