@@ -9,7 +9,7 @@ import XclawScreen
 /// thread.
 public final class RefStore: Codable, @unchecked Sendable {
     /// What is remembered of an element.
-    struct Known: Codable {
+    struct Known: Codable, Equatable {
         var ref: String
         var role: Role
         var label: String
@@ -22,6 +22,8 @@ public final class RefStore: Codable, @unchecked Sendable {
     private var nextWindow = 1
     /// The X server run the refs belong to (`WindowManager.serverToken`).
     private var server: String?
+    /// What was last saved (or loaded) and where: a long-lived owner saves only when something changed.
+    private var lastSaved: (display: String, known: [Known], windows: [UInt: String], next: Int, nextWindow: Int)?
 
     /// An empty store: every element gets a fresh ref.
     public init() {}
@@ -90,12 +92,20 @@ public final class RefStore: Codable, @unchecked Sendable {
             fresh.server = server
             return fresh
         }
+        store.lastSaved = (display, store.known, store.windows, store.nextElement, store.nextWindow)
         return store
     }
 
-    /// Saves the store for `display` atomically.
+    /// Saves the store for `display` atomically, unless it is what was last saved there (a warm snapshot of an
+    /// unchanged screen assigns the same refs again: nothing to write).
     public func save(display: String) throws {
+        if let last = lastSaved, last.display == display, last.known == known, last.windows == windows,
+            last.next == nextElement, last.nextWindow == nextWindow
+        {
+            return
+        }
         try PrivateFiles.write(JSONEncoder.xclaw.encode(self), to: Self.file(display).path)
+        lastSaved = (display, known, windows, nextElement, nextWindow)
     }
 
     /// The refs file of `display`, in the checked state directory.
