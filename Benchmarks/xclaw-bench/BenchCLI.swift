@@ -16,17 +16,7 @@ struct BenchCLI: ParsableCommand {
 
     /// Builds the scene, measures, tears everything down (also on errors and Ctrl-C), then prints.
     func run() throws {
-        do {
-            let report = try Interrupt.guarded { () throws -> BenchReport in
-                let scene = try SnapshotScene(options)
-                defer { scene.close() }
-                return try CLIBench(scene: scene, iterations: options.iterations).run()
-            }
-            try emit(report, json: options.json) { report.table }
-        } catch {
-            if Interrupt.requested && !(error is ExitCode) { throw ExitCode(130) }
-            throw error
-        }
+        try runOnScene(options, table: \.table) { try CLIBench(scene: $0, iterations: options.iterations).run() }
     }
 }
 

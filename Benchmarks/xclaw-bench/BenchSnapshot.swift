@@ -490,17 +490,25 @@ struct BenchSnapshot: ParsableCommand {
 
     /// Builds the scene, measures, tears everything down (also on errors and Ctrl-C), then prints.
     func run() throws {
-        do {
-            let report = try Interrupt.guarded { () throws -> SnapshotBenchReport in
-                let scene = try SnapshotScene(options)
-                defer { scene.close() }
-                return try SnapshotBench(scene: scene, options: options).run()
-            }
-            try emit(report, json: options.json) { report.table }
-        } catch {
-            if Interrupt.requested && !(error is ExitCode) { throw ExitCode(130) }
-            throw error
+        try runOnScene(options, table: \.table) { try SnapshotBench(scene: $0, options: options).run() }
+    }
+}
+
+/// Builds the snapshot bench's scene, runs `bench` on it, tears everything down (also on errors and Ctrl-C: exit
+/// 130), then prints the report: JSON with `--json`, else its `table`.
+func runOnScene<Report: Encodable>(
+    _ options: SnapshotBenchOptions, table: (Report) -> String, _ bench: (SnapshotScene) throws -> Report
+) throws {
+    do {
+        let report = try Interrupt.guarded { () throws -> Report in
+            let scene = try SnapshotScene(options)
+            defer { scene.close() }
+            return try bench(scene)
         }
+        try emit(report, json: options.json) { table(report) }
+    } catch {
+        if Interrupt.requested && !(error is ExitCode) { throw ExitCode(130) }
+        throw error
     }
 }
 

@@ -308,15 +308,22 @@ final class DaemonCLITests: XCTestCase {
         _ = try startDaemon()
         let watching = try launchCLI(
             ["watch", "--text", "NEVER SHOWN", "--timeout", "60", "--display", display.name], environment: env)
+        // Ctrl-C ends it at once, as in-process, and the watch stops at its next poll instead of going on for the
+        // rest of its 60 s.
+        try signalServed(watching, SIGINT, expecting: 130)
+    }
+
+    /// Waits until the daemon serves `cli`'s command, sends `cli` the signal, and checks that it exits with
+    /// `status` at once and that the daemon stops the command too.
+    private func signalServed(_ cli: Process, _ signal: Int32, expecting status: Int32) throws {
         let deadline = Date().addingTimeInterval(10)
-        while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(try status().running, 1, "the daemon serves the watch")
-        kill(watching.processIdentifier, SIGINT)
-        while watching.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(watching.terminationStatus, 130, "Ctrl-C ends it at once, as in-process")
-        // The watch stops at its next poll instead of going on for the rest of its 60 s.
-        while try status().running != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(try status().running, 0)
+        while try self.status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try self.status().running, 1, "the daemon serves the command")
+        kill(cli.processIdentifier, signal)
+        while cli.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(cli.terminationStatus, status)
+        while try self.status().running != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try self.status().running, 0, "the daemon stopped the command as well")
     }
 
     func testSIGTERMOnAServedChatEndsItWithoutReadingTheShellsInput() throws {
@@ -330,15 +337,9 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["agent", "create", "pat", "--tools", "memory"], environment: chatEnv).status, 0)
         let input = Pipe()
         let chat = try launchCLI(["chat", "pat"], environment: chatEnv, stdin: input)
-        let deadline = Date().addingTimeInterval(10)
-        while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(try status().running, 1, "the daemon serves the chat, waiting for a line")
-        kill(chat.processIdentifier, SIGTERM)
-        while chat.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(chat.terminationStatus, 143, "SIGTERM ends it at once, as in-process")
-        // The served chat stops reading the stdin it was given: its read ends, and so does the command.
-        while try status().running != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(try status().running, 0)
+        // SIGTERM ends it at once, as in-process; the served chat, waiting for a line, stops reading the stdin it
+        // was given (still open here), and so ends too.
+        try signalServed(chat, SIGTERM, expecting: 143)
         try input.fileHandleForWriting.close()
     }
 }
