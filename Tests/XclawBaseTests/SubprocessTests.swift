@@ -63,9 +63,13 @@ final class SubprocessTests: XCTestCase {
     }
 
     func testNoDescriptorOfOursLeaksIntoTheChild() throws {
-        // A pipe without close-on-exec, as a careless caller would leave it: the child must not get it.
-        var fds: [Int32] = [0, 0]
-        XCTAssertEqual(pipe(&fds), 0)
+        // A pipe without close-on-exec, as a careless caller would leave it: the child must not get it. Its ends are
+        // moved to high numbers: a low one (3) could be what `ls` opens in the child to list its descriptors.
+        var raw: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&raw), 0)
+        let fds = raw.map { fcntl($0, F_DUPFD, 100) }
+        raw.forEach { close($0) }
+        XCTAssertTrue(fds.allSatisfy { $0 >= 100 }, "\(fds)")
         defer { fds.forEach { close($0) } }
         let result = try Subprocess.run(["/bin/ls", "/proc/self/fd"], timeout: .seconds(5))
         let open = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").compactMap { Int32($0) }
