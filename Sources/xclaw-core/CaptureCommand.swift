@@ -79,3 +79,36 @@ func writeAtomically(_ data: Data, to path: String) throws {
 }
 
 extension CaptureMethod: ExpressibleByArgument {}
+
+/// `xclaw pixel X,Y`: one screen pixel's colour, as a script checks a state (AutoHotkey's PixelGetColor).
+struct PixelCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pixel", abstract: "Print the colour of one screen pixel as #rrggbb.",
+        discussion: "Exit: 0 printed; 2 a malformed point or one off the screen; 3 no display.")
+    @OptionGroup var target: DisplayOptions
+    @Argument(help: "The pixel, X,Y in screen coordinates.") var point: String
+    @Flag(help: "Print JSON: x, y, color.") var json = false
+
+    func validate() throws { try checkParses(point) { try Point(parsing: $0) } }
+
+    /// What `pixel --json` prints.
+    struct Result: Encodable {
+        var x, y: Int
+        var color: String
+    }
+
+    func run() throws {
+        let p = try Point(parsing: point)
+        let connection = try target.connect()
+        let screen = try connection.screenRect()
+        guard screen.contains(p) else {
+            throw ScreenError.invalidArgument("\(p) is off the \(screen.width)x\(screen.height) screen")
+        }
+        // One pixel through XGetImage: no shared-memory segment for the whole screen.
+        let frame = try ScreenCapturer(connection: connection, method: .getImage)
+            .capture(Rect(x: p.x, y: p.y, width: 1, height: 1))
+        guard let rgb = frame.pixel(x: 0, y: 0) else { throw ScreenError.image("the server returned no pixel") }
+        let result = Result(x: p.x, y: p.y, color: rgb.hex)
+        try emit(result, json: json) { rgb.hex }
+    }
+}

@@ -177,16 +177,23 @@ struct Tap: ParsableCommand {
     var actionName: String?
     @Flag(help: "Double-click.") var double = false
     @Option(help: "left, middle or right.") var button: MouseButton = .left
+    @Option(
+        parsing: .unconditional,
+        help: "Click this far from the match's centre, DX,DY (e.g. 120,0: the field right of a \"Name:\" label).")
+    var offset: String?
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        if (action || actionName != nil) && (double || button != .left) {
-            throw ValidationError("--action presses through the toolkit; --double and --button are for clicks")
+        if (action || actionName != nil) && (double || button != .left || offset != nil) {
+            throw ValidationError(
+                "--action presses through the toolkit; --double, --button and --offset are for clicks")
         }
+        try checkParses(offset) { try Point(parsing: $0) }
     }
 
     func run() throws {
         var performed: String?
+        var clicked: Point?
         let match = try withPerceiver(target) { p -> Match in
             let snapshot = try takeSnapshot(p, area: p.area(window: window), source: choose.source)
             let match = try choose.selection.resolve(label, in: snapshot)
@@ -201,14 +208,22 @@ struct Tap: ParsableCommand {
                 if match.covered == true {
                     throw PerceptionError.covered(match.summary)
                 }
-                try InputController(connection: p.connection).click(
-                    at: match.point, button: button,
-                    count: double ? 2 : 1)
+                let shift = try offset.map { try Point(parsing: $0) } ?? Point(x: 0, y: 0)
+                let point = Point(x: match.point.x + shift.x, y: match.point.y + shift.y)
+                let screen = try p.connection.screenRect()
+                guard screen.contains(point) else {
+                    throw ScreenError.invalidArgument(
+                        "--offset \(shift) from \(match.ref) puts the click at \(point), off the "
+                            + "\(screen.width)x\(screen.height) screen")
+                }
+                clicked = offset == nil ? nil : point
+                try InputController(connection: p.connection).click(at: point, button: button, count: double ? 2 : 1)
             }
             return match
         }
         try emit(match, json: json) {
             (performed.map { "pressed (\($0)) " } ?? "tapped ") + match.summary
+                + (clicked.map { " (clicked at \($0.x),\($0.y))" } ?? "")
         }
     }
 }

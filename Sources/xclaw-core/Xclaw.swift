@@ -14,7 +14,7 @@ struct Xclaw: ParsableCommand {
         discussion: ExitStatus.legend,
         version: "0.1.0",
         subcommands: [
-            DisplayCommand.self, Capture.self,
+            DisplayCommand.self, Capture.self, PixelCommand.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
             Cursor.self, Windows.self, Activate.self, Monitors.self,
             Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self,

@@ -34,6 +34,16 @@ final class CaptureCLITests: XCTestCase {
             try PNG.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file)))).size,
             Size(width: 1280, height: 800))
 
+        // One pixel's colour, as the scene painted it; a point off the screen or malformed is bad usage.
+        XCTAssertEqual(try runCLI(["pixel", "110,60", "--display", d.name]).text, "#ff0000\n")
+        XCTAssertEqual(
+            try runCLI(["pixel", "300,200", "--json", "--display", d.name]).text,
+            "{\"color\":\"#fedcba\",\"x\":300,\"y\":200}\n")
+        for bad in ["5000,10", "-1,3", "12", "a,b"] {
+            let refused = try runCLI(["pixel", bad, "--display", d.name])
+            XCTAssertEqual(refused.status, 2, "\(bad): \(refused.stderr)")
+        }
+
         // An unwritable path fails with exit 2 and leaves nothing behind.
         let bad = try runCLI(["capture", "--display", d.name, "-o", dir.path + "/missing/dir/x.png"])
         XCTAssertEqual(bad.status, 2, bad.stderr)

@@ -78,6 +78,27 @@ final class PerceptionCLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["tap", "Cancel", "--window", "widgets"] + d, environment: env).status, 0)
         XCTAssertEqual(fixture.wait(for: .buttonPress).first?.target, "Cancel")
         fixture.clear()
+        // --offset clicks beside the match's centre (a negative one too), and never off the screen.
+        let save = try XCTUnwrap(
+            try JSONDecoder().decode(
+                [Match].self, from: try runCLI(["find", "Save", "--json"] + d, environment: env).stdout
+            )
+            .first)
+        for (dx, dy) in [(3, 2), (-4, -1)] {
+            let beside = try runCLI(["tap", "Save", "--offset", "\(dx),\(dy)"] + d, environment: env)
+            XCTAssertEqual(beside.status, 0, beside.stderr)
+            XCTAssertTrue(beside.text.contains("(clicked at \(save.point.x + dx),\(save.point.y + dy))"), beside.text)
+            let press = fixture.wait(for: .buttonPress).first
+            XCTAssertEqual(press?.rootX, save.point.x + dx)
+            XCTAssertEqual(press?.rootY, save.point.y + dy)
+            XCTAssertEqual(press?.target, "Save")
+            fixture.clear()
+        }
+        let off = try runCLI(["tap", "Save", "--offset", "-5000,0"] + d, environment: env)
+        XCTAssertEqual(off.status, 2, off.stderr)
+        XCTAssertTrue(off.stderr.contains("off the"), off.stderr)
+        XCTAssertEqual(try runCLI(["tap", "Save", "--action", "--offset", "1,1"] + d, environment: env).status, 2)
+        XCTAssertEqual(try runCLI(["tap", "Save", "--offset", "1"] + d, environment: env).status, 2)
 
         let ambiguous = try runCLI(["tap", "Repeat"] + d, environment: env)
         XCTAssertEqual(ambiguous.status, 1)
