@@ -13,8 +13,9 @@ public enum WatchCondition: Sendable, CustomStringConvertible {
     case change
     /// The area's pixels have not changed for this long.
     case stable(Duration)
-    /// The pixel has this colour (screen coordinates).
-    case pixel(Point, RGB)
+    /// The pixel has this colour (screen coordinates), each channel within `tolerance` (0–255) of it, as AutoHotkey's
+    /// PixelSearch variation: themes and antialiasing shift colours by a few units.
+    case pixel(Point, RGB, tolerance: Int = 0)
 
     /// The condition in words, for messages and `--json`.
     public var description: String {
@@ -23,7 +24,8 @@ public enum WatchCondition: Sendable, CustomStringConvertible {
         case .textGone(let t): return "text \"\(t)\" to vanish"
         case .change: return "a change"
         case .stable(let d): return "the screen to be stable for \(Int(d.milliseconds)) ms"
-        case .pixel(let p, let c): return "pixel \(p.x),\(p.y) to be \(c.hex)"
+        case .pixel(let p, let c, let tolerance):
+            return "pixel \(p.x),\(p.y) to be \(c.hex)" + (tolerance > 0 ? " ± \(tolerance)" : "")
         }
     }
 }
@@ -96,7 +98,7 @@ public struct Watcher {
         while true {
             let now = clock.now
             let frame: Frame
-            if case .pixel(let p, _) = condition {
+            if case .pixel(let p, _, _) = condition {
                 frame = try frames(Rect(x: p.x, y: p.y, width: 1, height: 1))
             } else {
                 frame = try frames(area)
@@ -107,9 +109,9 @@ public struct Watcher {
             if changed { lastChange = now }
             defer { lastHash = hash }
             switch condition {
-            case .pixel(let p, let colour):
+            case .pixel(let p, let colour, let tolerance):
                 let seen = frame.pixel(x: 0, y: 0)
-                if seen == colour { return result(colour: colour.hex) }
+                if let seen, seen.within(tolerance, of: colour) { return result(colour: seen.hex) }
                 lastText = "pixel \(p.x),\(p.y) is \(seen?.hex ?? "off screen")"
             case .change:
                 if firstHash == nil { firstHash = hash } else if hash != firstHash { return result() }

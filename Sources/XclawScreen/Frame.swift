@@ -23,6 +23,12 @@ public struct RGB: Hashable, Codable, Sendable, CustomStringConvertible {
 
     /// `#rrggbb`.
     public var hex: String { String(format: "#%02x%02x%02x", r, g, b) }
+
+    /// Whether every channel is within `tolerance` of `other`'s (0: the same colour).
+    public func within(_ tolerance: Int, of other: RGB) -> Bool {
+        abs(Int(r) - Int(other.r)) <= tolerance && abs(Int(g) - Int(other.g)) <= tolerance
+            && abs(Int(b) - Int(other.b)) <= tolerance
+    }
     /// `#rrggbb`.
     public var description: String { hex }
 }

@@ -319,6 +319,7 @@ struct Watch: ParsableCommand {
     @Option(help: "Wait until nothing changed for MS milliseconds.") var stable: Int?
     @Option(help: "Wait for pixel X,Y …") var pixel: String?
     @Option(help: "… to have this colour (#rrggbb).") var color: String?
+    @Option(help: "With --pixel: how far each channel may differ from --color (0–255; default 0).") var tolerance: Int?
     @Option(help: "Only look at this region X,Y,W,H (text and stable conditions).") var region: String?
     @Option(help: "Window id (0x…) or title substring to look at.") var window: String?
     @Option(help: "Give up after this many seconds.") var timeout: Double = 10
@@ -330,6 +331,8 @@ struct Watch: ParsableCommand {
         guard count == 1 else { throw ValidationError("give exactly one of --text, --change, --stable, --pixel") }
         if gone && text == nil { throw ValidationError("--gone goes with --text") }
         if (pixel == nil) != (color == nil) { throw ValidationError("--pixel and --color go together") }
+        if tolerance != nil && pixel == nil { throw ValidationError("--tolerance goes with --pixel") }
+        try requireRange(tolerance, 0...255, "--tolerance", "")
         if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
         try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
         try requireRange(interval, 1...60_000, "--interval", "ms")
@@ -368,7 +371,7 @@ struct Watch: ParsableCommand {
                 guard try p.connection.screenRect().contains(point) else {
                     throw PerceptionError.invalidArgument("pixel \(pixel) is outside the screen")
                 }
-                condition = .pixel(point, try RGB(hex: color))
+                condition = .pixel(point, try RGB(hex: color), tolerance: tolerance ?? 0)
             } else {
                 throw ValidationError("nothing to watch")
             }

@@ -44,6 +44,17 @@ final class CaptureCLITests: XCTestCase {
             XCTAssertEqual(refused.status, 2, "\(bad): \(refused.stderr)")
         }
 
+        // watch --pixel with a tolerance per channel: #ff0000 is within 15 of #f00a00, not within 14.
+        let near = ["watch", "--pixel", "110,60", "--color", "#f00a00", "--display", d.name]
+        let within = try runCLI(near + ["--tolerance", "15", "--timeout", "5"])
+        XCTAssertEqual(within.status, 0, within.stderr)
+        XCTAssertTrue(within.text.contains("± 15"), within.text)
+        let outside = try runCLI(near + ["--tolerance", "14", "--timeout", "0.3"])
+        XCTAssertEqual(outside.status, 1, outside.stderr)
+        XCTAssertTrue(outside.stderr.contains("is #ff0000"), outside.stderr)
+        XCTAssertEqual(try runCLI(near + ["--tolerance", "256"]).status, 2)
+        XCTAssertEqual(try runCLI(["watch", "--text", "x", "--tolerance", "3", "--display", d.name]).status, 2)
+
         // An unwritable path fails with exit 2 and leaves nothing behind.
         let bad = try runCLI(["capture", "--display", d.name, "-o", dir.path + "/missing/dir/x.png"])
         XCTAssertEqual(bad.status, 2, bad.stderr)
