@@ -208,15 +208,19 @@ struct Tap: ParsableCommand {
                 if match.covered == true {
                     throw PerceptionError.covered(match.summary)
                 }
-                let shift = try offset.map { try Point(parsing: $0) } ?? Point(x: 0, y: 0)
-                let point = Point(x: match.point.x + shift.x, y: match.point.y + shift.y)
-                let screen = try p.connection.screenRect()
-                guard screen.contains(point) else {
-                    throw ScreenError.invalidArgument(
-                        "--offset \(shift) from \(match.ref) puts the click at \(point), off the "
-                            + "\(screen.width)x\(screen.height) screen")
+                var point = match.point
+                if let offset {
+                    // Only an offset can leave the screen (a match is on it): no round trip for a plain tap.
+                    let shift = try Point(parsing: offset)
+                    point = Point(x: point.x + shift.x, y: point.y + shift.y)
+                    let screen = try p.connection.screenRect()
+                    guard screen.contains(point) else {
+                        throw ScreenError.invalidArgument(
+                            "--offset \(shift) from \(match.ref) puts the click at \(point), off the "
+                                + "\(screen.width)x\(screen.height) screen")
+                    }
+                    clicked = point
                 }
-                clicked = offset == nil ? nil : point
                 try InputController(connection: p.connection).click(at: point, button: button, count: double ? 2 : 1)
             }
             return match
