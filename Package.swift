@@ -41,6 +41,8 @@ let package = Package(
         systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
         // For the perception and agent layers (OCR, the Claude client); SQLite comes through GRDB.
         systemLibrary("CTesseract", pkgConfig: "tesseract", apt: ["libtesseract-dev", "tesseract-ocr-eng"]),
+        // Glyph rendering, to read single-glyph labels by comparing them with the fonts toolkits draw them in.
+        systemLibrary("CFreeType", pkgConfig: "freetype2", apt: ["libfreetype-dev"]),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
         // GDBus and AT-SPI2's tables, for the accessibility reader (which runs in its own process, xclaw-atspi).
         systemLibrary("CAtspi", pkgConfig: "atspi-2", apt: ["libatspi2.0-dev", "libglib2.0-dev"]),
@@ -54,6 +56,12 @@ let package = Package(
             path: "Sources/CBindings/CXclawShim",
             cSettings: [.unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread")]
+        ),
+
+        // FreeType rendering and glyph comparison for the perception layer.
+        .target(
+            name: "CXclawGlyphs", dependencies: ["CFreeType"], path: "Sources/CBindings/CXclawGlyphs",
+            cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("m")]
         ),
 
         // The AT-SPI2 reader over GDBus: bulk GetItems for GTK, a pipelined walk for the rest, actions and focus.
@@ -87,7 +95,7 @@ let package = Package(
         // Layer 3: perception: OCR, snapshots with stable refs, find-by-label, watch conditions, settle detection.
         .target(
             name: "XclawPerception",
-            dependencies: ["XclawBase", "XclawScreen", "CTesseract", "CXclawShim"],
+            dependencies: ["XclawBase", "XclawScreen", "CTesseract", "CXclawShim", "CXclawGlyphs"],
             path: "Sources/XclawPerception"
         ),
 

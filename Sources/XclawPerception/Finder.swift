@@ -24,6 +24,10 @@ public struct Match: Codable, Sendable, Hashable {
     public var covered: Bool? = nil
     /// The X id of its window.
     public var windowID: UInt? = nil
+    /// The lowest OCR confidence (0–100) of the matched words; nil for elements from the accessibility tree.
+    public var confidence: Double? = nil
+    /// Whether the match spans the element's whole label ("Clear" in "Clear", not in "Clear Hot Spot").
+    public var whole: Bool? = nil
 
     /// The point a tap clicks: the centre of the box.
     public var point: Point { box.center }
@@ -35,16 +39,21 @@ public struct Match: Codable, Sendable, Hashable {
             "\(ref) \(role.rawValue) \(UntrustedText.quoted(text, limit: 72)) @\(c.x),\(c.y) \(box.width)x\(box.height)"
             + (window.map { " in \($0)" } ?? "") + (source == .atspi ? " [atspi]" : "")
             + (covered == true ? " [covered]" : "") + " score " + String(format: "%.2f", score)
+            + (confidence.map { " confidence " + String(format: "%.0f", $0) } ?? "")
     }
 }
 
 extension Match {
     /// The match of a whole element (a ref, or an element named outright).
-    init(element: Element, text: String? = nil, box: Rect? = nil, score: Double = 1) {
+    init(
+        element: Element, text: String? = nil, box: Rect? = nil, score: Double = 1, confidence: Double? = nil,
+        whole: Bool = true
+    ) {
         self.init(
             text: text ?? element.label, box: box ?? element.box, score: score, role: element.role,
             ref: element.ref, window: element.window, source: element.source, node: element.node,
-            covered: element.covered, windowID: element.windowID)
+            covered: element.covered, windowID: element.windowID,
+            confidence: element.source == .atspi ? nil : (confidence ?? element.confidence), whole: whole)
     }
 }
 
@@ -54,40 +63,92 @@ public enum Finder {
     /// The lowest score accepted as a match: 0.9 x a similarity of 3/4 (one wrong letter in four).
     public static let threshold = 0.67
 
-    /// Every element-word span matching `label`, best first (ties in reading order). `role` restricts the element
-    /// kind; windows are never matched (use `--window` to scope).
+    /// Every element-word span matching `label`, best first: by score, then whole labels before labels that merely
+    /// contain the words ("Clear" before "Clear Hot Spot"), ties in reading order. `role` restricts the element kind;
+    /// windows are never matched (use `--window` to scope). A field is also found by the label beside it
+    /// ("Name:" then its entry). `""` matches controls whose label could not be read, to pick with --nth or --near.
     public static func find(_ label: String, in snapshot: Snapshot, role: Role? = nil) -> [Match] {
         let wanted = label.split(whereSeparator: \.isWhitespace).map(String.init)
-        guard !wanted.isEmpty else { return [] }
+        guard !wanted.isEmpty else {
+            return snapshot.elements.filter {
+                $0.role.isInteractive && $0.label.isEmpty && (role == nil || $0.role == role)
+            }.map { Match(element: $0, text: "", score: 1) }
+        }
         let target = Target(wanted.joined(separator: " "))
         var matches: [Match] = []
         for element in snapshot.elements where element.role != .window && (role == nil || element.role == role) {
-            // Elements named by other text (an empty field by its label) have no words of their own: match the name.
-            let words =
-                element.words
-                ?? element.label.split(whereSeparator: \.isWhitespace).map {
-                    TextWord(text: String($0), box: element.box, confidence: 100)
-                }
-            var best: Match?
-            for length in max(1, wanted.count - 1)...(wanted.count + 1) where length <= words.count {
-                for start in 0...(words.count - length) {
-                    let span = Array(words[start..<start + length])
-                    let text = span.map(\.text).joined(separator: " ")
-                    let s = target.score(text)
-                    guard s >= threshold, s > (best?.score ?? 0) else { continue }
-                    // A control is pressed anywhere in its box; text only where the words are.
-                    let box =
-                        element.role == .text
-                        ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }
-                        : element.box
-                    best = Match(element: element, text: text, box: box, score: s)
-                }
-            }
-            if let best { matches.append(best) }
+            if let best = bestSpan(of: element, target: target, count: wanted.count) { matches.append(best) }
         }
-        // Stable sort: reading order is kept among equal scores.
-        return matches.enumerated().sorted { ($0.element.score, -$0.offset) > ($1.element.score, -$1.offset) }
-            .map(\.element)
+        if let role, role != .text {
+            matches += labelled(role: role, target: target, count: wanted.count, in: snapshot, except: matches)
+        }
+        // Stable sort: reading order is kept among equal ranks.
+        return matches.enumerated().sorted { a, b in
+            (a.element.score, a.element.whole == true ? 1 : 0, -a.offset)
+                > (b.element.score, b.element.whole == true ? 1 : 0, -b.offset)
+        }.map(\.element)
+    }
+
+    /// The best span of `element`'s words matching the target, if any reaches the threshold.
+    private static func bestSpan(of element: Element, target: Target, count: Int) -> Match? {
+        // Elements named by other text (an empty field by its label) have no words of their own: match the name.
+        let words =
+            (element.words?.isEmpty == false ? element.words : nil)
+            ?? element.label.split(whereSeparator: \.isWhitespace).map {
+                TextWord(text: String($0), box: element.box, confidence: element.confidence ?? 100)
+            }
+        var best: Match?
+        for length in max(1, count - 1)...(count + 1) where length <= words.count {
+            for start in 0...(words.count - length) {
+                let span = Array(words[start..<start + length])
+                let text = span.map(\.text).joined(separator: " ")
+                let s = target.score(text)
+                let whole = length == words.count
+                guard s >= threshold,
+                    s > (best?.score ?? 0) || (s == best?.score && whole && best?.whole != true)
+                else { continue }
+                // A control is pressed anywhere in its box, unless the words are only part of its label (a menu
+                // bar read as one line: "Edit" is pressed on its own word); text only where the words are.
+                let box =
+                    element.role == .text || !whole
+                    ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }.intersection(element.box)
+                    : element.box
+                best = Match(
+                    element: element, text: text, box: box.isEmpty ? element.box : box, score: s,
+                    confidence: element.source == .atspi ? nil : span.map(\.confidence).min(), whole: whole)
+            }
+        }
+        return best
+    }
+
+    /// Controls of `role` named by a text label beside them: right of it on its row (a form's "Name: [____]"), or
+    /// just below it. Each label names the nearest such control.
+    private static func labelled(role: Role, target: Target, count: Int, in snapshot: Snapshot, except: [Match])
+        -> [Match]
+    {
+        let taken = Set(except.map(\.ref))
+        var out: [Match] = []
+        for element in snapshot.elements where element.role == .text {
+            guard let label = bestSpan(of: element, target: target, count: count) else { continue }
+            let l = element.box
+            let beside = snapshot.elements.filter { c in
+                c.role == role && !taken.contains(c.ref) && c.window == element.window
+                    && ((c.box.x >= l.x + l.width - 2 && c.box.x - (l.x + l.width) <= 80
+                        && abs(c.box.center.y - l.center.y) <= max(8, c.box.height / 2))
+                        || (c.box.y >= l.y + l.height - 2 && c.box.y - (l.y + l.height) <= 40
+                            && c.box.x <= l.x + l.width && c.box.x + c.box.width >= l.x))
+            }
+            guard
+                let nearest = beside.min(by: {
+                    ($0.box.x - l.x) + ($0.box.y - l.y) < ($1.box.x - l.x) + ($1.box.y - l.y)
+                })
+            else { continue }
+            out.append(
+                Match(
+                    element: nearest, text: label.text, score: label.score, confidence: label.confidence,
+                    whole: label.whole == true))
+        }
+        return out
     }
 
     /// The elements whose labels come closest to `label` (best first, similar ones only), for "did you mean".
@@ -121,7 +182,8 @@ public enum Finder {
         let foldedCharacters: [Character]
 
         init(_ wanted: String) {
-            trimmed = Finder.trimPunctuation(wanted)
+            // A label that is all punctuation ("(", "+/-", "...") is matched as it is, not trimmed to nothing.
+            trimmed = Finder.trimPunctuation(wanted).isEmpty ? wanted : Finder.trimPunctuation(wanted)
             lower = trimmed.lowercased()
             folded = Finder.fold(lower)
             foldedCharacters = Array(folded)
@@ -129,7 +191,7 @@ public enum Finder {
 
         /// 1 exact, 0.97 ignoring case, 0.93 equal once OCR look-alikes are folded, else 0.9 × edit similarity.
         func score(_ text: String) -> Double {
-            let read = Finder.trimPunctuation(text)
+            let read = Finder.trimPunctuation(text).isEmpty ? text : Finder.trimPunctuation(text)
             guard !read.isEmpty, !trimmed.isEmpty else { return 0 }
             if read == trimmed { return 1 }
             let lowered = read.lowercased()
@@ -214,8 +276,9 @@ public struct Selection: Sendable {
     }
 
     /// The one match to act on, or a typed error: nothing matches (with the closest labels), or several match equally
-    /// and nothing disambiguates (a wrong click is worse than none).
-    public func resolve(_ label: String, in snapshot: Snapshot) throws -> Match {
+    /// and nothing disambiguates (a wrong click is worse than none). With `acting` (tap, type into, the agent's
+    /// tools), a match that is only a guess is refused too (see `doubt`); `find` passes false to list what it saw.
+    public func resolve(_ label: String, in snapshot: Snapshot, acting: Bool = true) throws -> Match {
         // A ref names one element outright.
         if label.range(of: #"^[ew][0-9]+$"#, options: .regularExpression) != nil {
             guard let element = snapshot.elements.first(where: { $0.ref == label }) else {
@@ -227,7 +290,23 @@ public struct Selection: Sendable {
         guard let top = matches.first else {
             throw PerceptionError.notFound(label: label, closest: Finder.closest(label, in: snapshot))
         }
-        var best = matches.filter { abs($0.score - top.score) < 0.001 }
+        let chosen = try choose(label, matches: matches, top: top, in: snapshot)
+        if acting, let reason = Self.doubt(chosen, label: label, in: snapshot) {
+            let others = matches.filter { $0.ref != chosen.ref }.prefix(4).map(\.summary)
+            let unread = snapshot.elements.filter {
+                $0.role.isInteractive && $0.label.isEmpty && $0.source == .ocr && $0.window == chosen.window
+            }
+            throw PerceptionError.uncertain(
+                label: label, reason: reason,
+                candidates: [chosen.summary] + others
+                    + unread.prefix(6).map { "\($0.ref) \($0.role.rawValue) \"\" (unread)" })
+        }
+        return chosen
+    }
+
+    /// The match `nth`/`near` pick, or the single best one.
+    private func choose(_ label: String, matches: [Match], top: Match, in snapshot: Snapshot) throws -> Match {
+        var best = matches.filter { abs($0.score - top.score) < 0.001 && $0.whole == top.whole }
         if nth == nil && near == nil { best = Self.preferred(best) }
         if let nth {
             // In reading order among the best-scoring ones: "the second Save".
@@ -256,6 +335,42 @@ public struct Selection: Sendable {
             throw PerceptionError.ambiguous(label: label, candidates: best.map(\.summary))
         }
         return top
+    }
+
+    /// OCR confidence below which a read is a guess: measured on xcalc's and Tk's keys, right reads went down to 57
+    /// ("ln") and wrong ones up to 80 ("7" read "?"), so confidence alone never decides; it only adds doubt.
+    public static let lowConfidence = 50.0
+
+    /// Why `match` may not be the control meant, or nil when it is safe to act on. A fuzzy match (a different word
+    /// that looks alike: "Fill" for "File") never is. A match that rests on case ("E" for "e"), on OCR look-alikes
+    /// (l/1, O/0), on a low-confidence read, or on part of a control's label ("Save" in "Don't Save") is acted on
+    /// only when no control of its window is unread, since the control meant could be that one.
+    public static func doubt(_ match: Match, label: String, in snapshot: Snapshot) -> String? {
+        if label.isEmpty || label.range(of: #"^[ew][0-9]+$"#, options: .regularExpression) != nil { return nil }
+        if match.score < 0.93 {
+            return "only a similar label was read (\"\(match.text)\", score "
+                + String(format: "%.2f", match.score) + "); a fuzzy match is never clicked"
+        }
+        guard match.source != .atspi else { return nil }
+        var reasons: [String] = []
+        if match.score < 0.97 {
+            reasons.append("it was read with OCR look-alikes (\"\(match.text)\")")
+        } else if match.score < 1 {
+            reasons.append("its case differs (\"\(match.text)\")")
+        }
+        if let confidence = match.confidence, confidence < lowConfidence {
+            reasons.append("it was read with low confidence (" + String(format: "%.0f", confidence) + ")")
+        }
+        if match.whole == false && match.role != .text && match.role.isInteractive {
+            reasons.append("it is only part of the control's label (\"\(match.text)\")")
+        }
+        guard !reasons.isEmpty else { return nil }
+        let unread = snapshot.elements.contains {
+            $0.role.isInteractive && $0.label.isEmpty && $0.source == .ocr && $0.ref != match.ref
+                && $0.window == match.window
+        }
+        guard unread else { return nil }
+        return reasons.joined(separator: ", and ") + ", and a control next to it could not be read"
     }
 
     /// Among equally good matches, the accessibility tree's exact facts win over OCR's guesses, and within the tree

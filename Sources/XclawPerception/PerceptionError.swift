@@ -11,6 +11,8 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
     case notFound(label: String, closest: [String])
     /// Several elements match equally and nothing tells them apart.
     case ambiguous(label: String, candidates: [String])
+    /// The best match is a guess (look-alike, case, low confidence, fuzzy) and another control could be the one meant.
+    case uncertain(label: String, reason: String, candidates: [String])
     /// A ref from an earlier snapshot is no longer on screen.
     case staleRef(String)
     /// A watch condition did not hold before its timeout.
@@ -33,6 +35,9 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
         case .ambiguous(let label, let candidates):
             return "\"\(label)\" matches \(candidates.count) elements equally; pick one with --nth N, --near LABEL, "
                 + "--window or --role, or tap a ref:\n  " + candidates.joined(separator: "\n  ")
+        case .uncertain(let label, let reason, let candidates):
+            return "not clicking \"\(label)\": \(reason); check with `xclaw find`, then tap a ref, or pick with "
+                + "--nth, --near, --role or --window:\n  " + candidates.joined(separator: "\n  ")
         case .staleRef(let ref):
             return "\(ref) is not on screen any more; run `xclaw snapshot` again and use a current ref"
         case .timedOut(let condition, let last):
@@ -47,7 +52,7 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
     public var exitStatus: ExitStatus {
         switch self {
         case .tessdataMissing, .recognitionFailed: return .internal
-        case .notFound, .ambiguous, .staleRef, .timedOut, .covered: return .notFound
+        case .notFound, .ambiguous, .uncertain, .staleRef, .timedOut, .covered: return .notFound
         case .invalidArgument: return .usage
         }
     }

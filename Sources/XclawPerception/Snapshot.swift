@@ -213,10 +213,16 @@ public struct Snapshotter {
                 scene.frame, origin: Point(x: scene.area.x, y: scene.area.y),
                 partitions: plan.parts)
         }
+        var controls: [ControlReading] = []
+        if !plan.parts.isEmpty {
+            controls = try perceiver.recognizer.readControls(
+                scene.frame, origin: Point(x: scene.area.x, y: scene.area.y), partitions: plan.parts,
+                pageLines: reading.lines)
+        }
         let lines = SnapshotStages.nameUnnamed(&fromTree.elements, plan.unnamed, lines: reading.lines)
         let elements = store.assign(
             SnapshotStages.elements(
-                scene, fromTree, lines: lines, source: source,
+                scene, fromTree, lines: lines, controls: controls, source: source,
                 refs: store))
         return SnapshotStages.assemble(scene, elements: elements, ocr: reading.stats, tree: tree, fromTree: fromTree)
     }
@@ -395,7 +401,7 @@ public enum SnapshotStages {
     /// Stage 7: the elements without refs: the windows, the tree's elements, and the OCR lines as text or controls
     /// by the pixels around them (a box, a square beside), with empty fields named by the label on their left.
     public static func elements(
-        _ scene: SnapshotScene, _ fromTree: TreeElements, lines: [TextLine],
+        _ scene: SnapshotScene, _ fromTree: TreeElements, lines: [TextLine], controls: [ControlReading] = [],
         source: SnapshotSource, refs: RefStore
     ) -> [Element] {
         var elements: [Element] = []
@@ -411,8 +417,43 @@ public enum SnapshotStages {
         }
         elements += fromTree.elements
         let pixels = PixelEvidence(frame: scene.frame, origin: Point(x: scene.area.x, y: scene.area.y))
+        let owned = { (box: Rect) in scene.windows.first { $0.frame.contains(box.center) } }
+        // Controls in windows the tree serves are the tree's; a checked box's square is its check box's, which the
+        // line beside it finds.
+        let boxes = controls.filter { control in
+            !(owned(control.box).map { fromTree.windows.contains($0.id) } ?? false)
+                && !lines.contains { Self.isSquare(control.box, leftOf: $0.box) }
+        }
+        // Page words inside a control are the control's: its own reading replaces them, and what is left of a line
+        // (a label beside a field, a row merged across buttons) stays text of its own.
+        var remaining: [TextLine] = []
+        for line in lines {
+            var run: [TextWord] = []
+            for word in line.words {
+                if boxes.contains(where: { $0.box.contains(word.box.center) }) {
+                    if !run.isEmpty { remaining.append(TextLine(words: run)) }
+                    run = []
+                } else {
+                    run.append(word)
+                }
+            }
+            if !run.isEmpty { remaining.append(TextLine(words: run)) }
+        }
         var recognized: [Element] = []
-        for read in lines {
+        for control in boxes {
+            let owner = owned(control.box)
+            let b = control.box, ink = control.ink
+            let left = ink.x - b.x, right = b.x + b.width - (ink.x + ink.width)
+            var role: Role = left <= 16 && right > 2 * left + 8 && b.width >= 3 * b.height ? .field : .button
+            if owner?.popup == true { role = .menuitem }
+            recognized.append(
+                Element(
+                    ref: "", role: role, label: control.line?.text ?? "", box: b,
+                    window: owner.map { refs.windowRef($0.id) }, windowID: owner?.id, changed: false, active: nil,
+                    className: nil, confidence: control.line?.confidence ?? 0, words: control.line?.words ?? [],
+                    source: .ocr))
+        }
+        for read in remaining {
             var (role, box, line) = pixels.classify(read)
             let owner = scene.windows.first { $0.frame.contains(box.center) }
             // Menus are popups placed by the application: their short lines are its entries.
@@ -438,7 +479,30 @@ public enum SnapshotStages {
                     confidence: nil, words: nil, source: .ocr),
             ]
         }
-        return elements + recognized
+        return elements + readingOrder(recognized)
+    }
+
+    /// A small square ending just left of a line, centred on it: a check box's square, not a control of its own.
+    static func isSquare(_ box: Rect, leftOf line: Rect) -> Bool {
+        box.width <= 26 && abs(box.width - box.height) <= 3 && line.x >= box.x + box.width
+            && line.x - (box.x + box.width) <= 16 && abs(box.center.y - line.center.y) <= max(3, line.height / 2)
+    }
+
+    /// Elements in reading order: rows by vertical centre (an element joins a row while its centre is above the
+    /// row's first element's bottom), left to right within a row.
+    static func readingOrder(_ elements: [Element]) -> [Element] {
+        let sorted = elements.sorted { ($0.box.center.y, $0.box.x) < ($1.box.center.y, $1.box.x) }
+        var rows: [[Element]] = []
+        var bottom = Int.min
+        for element in sorted {
+            if !rows.isEmpty, element.box.center.y <= bottom {
+                rows[rows.count - 1].append(element)
+            } else {
+                rows.append([element])
+                bottom = element.box.y + element.box.height
+            }
+        }
+        return rows.flatMap { $0.sorted { $0.box.x < $1.box.x } }
     }
 
     /// Stage 8: the snapshot from the elements (refs assigned), with the OCR and tree figures and the warnings.
@@ -485,9 +549,22 @@ struct PixelEvidence {
                 return (.checkbox, square.union(rest.box), rest)
             }
         }
+        // A radio button's circle, read as a round glyph before its label ("© Small", "O Medium").
+        if line.words.count >= 2, let first = line.words.first, Self.circles.contains(first.text),
+            abs(first.box.width - first.box.height) <= 4, (7...24).contains(first.box.height),
+            let second = line.words.dropFirst().first, second.box.x - (first.box.x + first.box.width) <= 16
+        {
+            let rest = TextLine(words: Array(line.words.dropFirst()))
+            return (.radio, first.box.union(rest.box), rest)
+        }
         let (role, box) = classify(box: line.box, words: line.words.count)
         return (role, box, line)
     }
+
+    /// What OCR makes of a radio button's circle, empty or chosen.
+    static let circles: Set<String> = [
+        "©", "®", "O", "o", "0", "@", "◉", "○", "●", "©)", "(o)", "()", "(@)", "e", "@)",
+    ]
 
     /// The role of a line's box by what surrounds it.
     private func classify(box b: Rect, words: Int) -> (Role, Rect) {

@@ -13,12 +13,15 @@ import XclawScreen
 public final class TextRecognizer: @unchecked Sendable {
     /// The cache shared by every reading; save it to share it between processes.
     public let cache: OCRCache
-    private let workers: Int
+    let workers: Int
     private let engineLock = NSLock()
     private var engines: [OCREngine] = []
     /// The last reading and the frame it was of: a long-lived reader (the daemon, an agent) asked again about the
     /// same pixels answers with one memory compare, before converting or hashing 8 MB of a 1080p frame.
     private let last = Mutex<(frame: Frame, origin: Point, partitions: [Rect]?, reading: TextReading)?>(nil)
+
+    /// The last control reading and the frame it was of (see `last`).
+    let lastControls = Mutex<(frame: Frame, origin: Point, partitions: [Rect]?, controls: [ControlReading])?>(nil)
 
     /// Words below this confidence (0–100) are dropped: ruling-line remnants and icons read as letters.
     public let minimumConfidence: Double = 35
@@ -422,7 +425,7 @@ public final class TextRecognizer: @unchecked Sendable {
     }
 
     /// The first `count` engines, created in parallel when missing (each costs ~50 ms to load its model).
-    private func engines(count: Int) throws -> [OCREngine] {
+    func engines(count: Int) throws -> [OCREngine] {
         try engineLock.withLock {
             let missing = count - engines.count
             if missing > 0 {

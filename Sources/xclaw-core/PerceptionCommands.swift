@@ -144,7 +144,9 @@ struct Find: ParsableCommand {
         let matches = try withPerceiver(target) { p -> [Match] in
             let snapshot = try takeSnapshot(p, area: p.area(window: window), source: choose.source)
             var found = Finder.find(label, in: snapshot, role: choose.role)
-            if choose.nth != nil || choose.near != nil { found = [try choose.selection.resolve(label, in: snapshot)] }
+            if choose.nth != nil || choose.near != nil {
+                found = [try choose.selection.resolve(label, in: snapshot, acting: false)]
+            }
             guard !found.isEmpty else {
                 throw PerceptionError.notFound(label: label, closest: Finder.closest(label, in: snapshot))
             }

@@ -62,4 +62,23 @@ int xclaw_background_level(const uint8_t *gray, int stride, int x, int y, int w,
 void xclaw_prepare_block(const uint8_t *gray, int stride, int x, int y, int w, int h, int ix, int iy, int iw, int ih,
                          int background, int scale, int invert, uint8_t *dst);
 
+// --- Control boxes (controls.c) ---
+
+/// Finds the interiors of control-like boxes in a gray image (w x h, contiguous): regions of one fill (4-neighbours
+/// within `tolerance` levels) that do not reach the image's edge, are min_w..max_w x min_h..max_h, are at least 45 %
+/// fill and cover at least 70 % of each side of their bounding box. Writes up to max records of 10 ints: x, y, w, h of
+/// the interior; x, y, w, h of the non-fill pixels inside it (all 0 when it is empty); the mean fill level; the number
+/// of bands at least 4 rows tall the non-fill pixels form (lines of text; thinner ones are strokes of "="). Returns how many exist (may exceed max), or -1 on bad input.
+int xclaw_control_boxes(const uint8_t *gray, int w, int h, int tolerance, int min_w, int min_h, int max_w, int max_h,
+                        int *out, int max);
+
+/// Writes 1 into dst (w*h bytes) for each pixel of the rectangle that differs from `fill` by more than `tolerance`,
+/// else 0; returns how many are 1, or -1 on bad input.
+int xclaw_ink_mask(const uint8_t *gray, int stride, int x, int y, int w, int h, int fill, int tolerance,
+                   uint8_t *dst);
+
+/// Upscales a dark-on-light label image (w x h) by `scale` for tesseract: pixel replication, one 3x3 binomial blur,
+/// and with thicken != 0 strokes widened by a pixel first (bitmap fonts' 1-px strokes). dst is (w*scale) x (h*scale).
+void xclaw_upscale_label(const uint8_t *src, int w, int h, int scale, int thicken, uint8_t *dst);
+
 #endif

@@ -1,0 +1,174 @@
+import CXclawGlyphs
+import Foundation
+import XclawScreen
+
+/// Reads a lone glyph by comparing it with the glyphs of the fonts toolkits draw labels in. Tesseract guesses on a
+/// glyph without context ("3" read "5", "←" read "e", "7" read "?", confidently), but a key's glyph is drawn in one of
+/// a few fonts, and rendered in the right one at its size it matches pixel for pixel. The fonts: DejaVu Sans (Tk and
+/// GTK's default through fontconfig), X's misc-fixed bitmap fonts and its Symbol font (Xt apps such as xcalc).
+/// Safe because the fonts and the render cache are used only under `lock`.
+final class GlyphAtlas: @unchecked Sendable {
+    /// The one atlas of the process: fonts are opened once, renders are cached by font, character and size.
+    static let shared = GlyphAtlas()
+
+    /// Where the fonts are on Debian (fonts-dejavu-core, xfonts-base, fonts-urw-base35); missing ones are skipped.
+    static let fontPaths: [String] =
+        [
+            "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
+            "/usr/share/fonts/X11/Type1/StandardSymbolsPS.pfb",
+        ]
+        + [
+            "6x10", "6x12", "6x13", "6x13B", "7x13", "7x13B", "7x14", "7x14B", "8x13", "8x13B", "9x15", "9x15B",
+            "10x20",
+        ]
+        .map { "/usr/share/fonts/X11/misc/\($0).pcf.gz" }
+
+    /// The characters a control's lone glyph is compared with: what keypads, toolbars and dialogs put on keys.
+    static let alphabet: [Character] = Array(
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+-×÷=.,()[]{}%←→↑↓√π±*/\\^!?#@&<>:;~|✓✕")
+
+    /// Characters the same shape at different sizes or in another font; a match among them is not a reading.
+    static let lookAlikes: [Set<Character>] = [
+        ["o", "O", "0"], ["l", "I", "1", "|", "i", "!"], ["c", "C"], ["s", "S"], ["v", "V", "✓"], ["w", "W"],
+        ["x", "X", "×", "✕"], ["z", "Z"], ["u", "U"], ["p", "P"], ["k", "K"], ["y", "Y"], ["-", "~"],
+        [".", ","], ["/", "\\"],
+    ]
+
+    private struct Font {
+        let handle: UnsafeMutableRawPointer
+        let bitmap: Bool
+    }
+
+    private struct Rendered {
+        let width: Int
+        let height: Int
+        let coverage: [UInt8]
+    }
+
+    private struct Key: Hashable {
+        let font: Int
+        let character: Character
+        let size: Int
+        let phase: Int
+    }
+
+    private let lock = NSLock()
+    private var fonts: [Font]?
+    private var renders: [Key: Rendered?] = [:]
+
+    deinit {
+        for font in fonts ?? [] { xclaw_font_close(font.handle) }
+    }
+
+    /// A character that matches an ink map: how well (0–1), and the font size (pixels per em) that drew it so tall;
+    /// 0 for bitmap fonts, which have one size.
+    struct Candidate: Sendable, Equatable {
+        /// The character.
+        var text: String
+        /// Its similarity to the ink.
+        var similarity: Double
+        /// The font size it was rendered at.
+        var size: Int
+    }
+
+    /// What an ink map reads as.
+    enum Reading: Sendable, Equatable {
+        /// One character, clearly.
+        case sure(Candidate)
+        /// Look-alikes of different sizes ("c" and "C"): the label's font size decides (see `decide`).
+        case sizeDependent([Candidate])
+    }
+
+    /// Reads an ink map (coverage 0–255, `width` x `height`); nil when no character matches well, or two unalike
+    /// ones match about as well.
+    func read(coverage: [UInt8], width: Int, height: Int) -> Reading? {
+        guard width >= 2, height >= 4, width <= 200, height <= 200 else { return nil }
+        return lock.withLock {
+            let fonts = openFonts()
+            var best: [Character: Candidate] = [:]
+            for (index, font) in fonts.enumerated() {
+                for character in Self.alphabet {
+                    for phase in font.bitmap ? [0] : [0, 16, 32, 48] {
+                        guard
+                            let (glyph, size) = fit(
+                                character, font: index, bitmap: font.bitmap, height: height, phase: phase),
+                            abs(glyph.height - height) <= max(1, height / 8),
+                            abs(glyph.width - width) <= max(1, width / 5)
+                        else { continue }
+                        let score = coverage.withUnsafeBufferPointer { a in
+                            glyph.coverage.withUnsafeBufferPointer { b in
+                                xclaw_glyph_similarity(
+                                    a.baseAddress, Int32(width), Int32(height), b.baseAddress, Int32(glyph.width),
+                                    Int32(glyph.height))
+                            }
+                        }
+                        if score > best[character]?.similarity ?? -1 {
+                            best[character] = Candidate(text: String(character), similarity: score, size: size)
+                        }
+                    }
+                }
+            }
+            let ranked = best.values.sorted { $0.similarity > $1.similarity }
+            guard let top = ranked.first, top.similarity >= 0.8, let first = top.text.first else { return nil }
+            let group = Self.lookAlikes.first { $0.contains(first) } ?? [first]
+            // An unalike character within reach makes it no reading.
+            let close = ranked.dropFirst().filter { $0.similarity >= top.similarity - 0.06 }
+            if close.contains(where: { !group.contains($0.text.first ?? " ") }) { return nil }
+            let twins = close.filter { $0.similarity >= top.similarity - 0.02 }
+            return twins.isEmpty ? .sure(top) : .sizeDependent([top] + twins)
+        }
+    }
+
+    /// The look-alike whose font size agrees with the size the other labels of the window were read at (within
+    /// 15 %), when exactly one does; nil otherwise.
+    static func decide(_ candidates: [Candidate], typicalSize: Int?) -> Candidate? {
+        guard let typical = typicalSize, typical > 0 else { return nil }
+        let fitting = candidates.filter { $0.size > 0 && abs($0.size - typical) * 100 <= typical * 15 }
+        return fitting.count == 1 ? fitting[0] : nil
+    }
+
+    /// The glyph of `character` in font `index` rendered as tall as `height` (bitmap fonts: at their one size).
+    private func fit(_ character: Character, font index: Int, bitmap: Bool, height: Int, phase: Int)
+        -> (Rendered, Int)?
+    {
+        if bitmap { return render(character, font: index, size: 0, phase: 0).map { ($0, 0) } }
+        guard let reference = render(character, font: index, size: 40, phase: 0), reference.height > 0 else {
+            return nil
+        }
+        let size = (40 * height + reference.height / 2) / reference.height
+        guard (6...160).contains(size) else { return nil }
+        return render(character, font: index, size: size, phase: phase).map { ($0, size) }
+    }
+
+    /// A render, cached (misses too: a font without the character is asked once).
+    private func render(_ character: Character, font index: Int, size: Int, phase: Int) -> Rendered? {
+        let key = Key(font: index, character: character, size: size, phase: phase)
+        if let cached = renders[key] { return cached }
+        guard let fonts, let scalar = character.unicodeScalars.first else { return nil }
+        let capacity = 256
+        var buffer = [UInt8](repeating: 0, count: capacity * capacity)
+        var w: Int32 = 0, h: Int32 = 0
+        let ok = buffer.withUnsafeMutableBufferPointer {
+            xclaw_font_render(
+                fonts[index].handle, Int32(size), Int32(phase), scalar.value, $0.baseAddress, Int32(capacity),
+                Int32(capacity), &w,
+                &h)
+        }
+        let rendered =
+            ok == 1 ? Rendered(width: Int(w), height: Int(h), coverage: Array(buffer.prefix(Int(w * h)))) : nil
+        renders[key] = rendered
+        if renders.count > 200_000 { renders.removeAll() }  // a bound, far above any real screen's needs
+        return rendered
+    }
+
+    /// The fonts, opened on first use.
+    private func openFonts() -> [Font] {
+        if let fonts { return fonts }
+        let opened = Self.fontPaths.compactMap { path -> Font? in
+            guard FileManager.default.fileExists(atPath: path), let handle = xclaw_font_open(path) else { return nil }
+            return Font(handle: handle, bitmap: xclaw_font_is_bitmap(handle) != 0)
+        }
+        fonts = opened
+        return opened
+    }
+}

@@ -1,0 +1,287 @@
+import Foundation
+import XclawScreen
+
+/// One control of a real app to tap by label, and what the app must report when that control is the one pressed.
+public struct GroundingTarget: Sendable {
+    /// What a user types after `xclaw tap`.
+    public var label: String
+    /// The app's own report of a press of this control.
+    public var expected: String
+    /// A role to narrow the tap (`--role field` for an entry named by its label), as a user would.
+    public var role: String?
+}
+
+/// How one tap went, judged by the app.
+public enum GroundingOutcome: Equatable, Sendable {
+    /// The app reported the control meant.
+    case correct
+    /// The app reported another control, or the click landed outside every control (the worst outcome).
+    case wrong(String)
+    /// xclaw refused or found nothing, and nothing was pressed.
+    case missed(String)
+}
+
+/// A real app of the grounding suite, started on a display, with its targets and its way of saying what was pressed:
+/// a Tk app prints `pressed ID`; xmessage prints the label of its button and exits; xcalc's keys are X windows of
+/// their own, so the key under the pointer after a click is the X server's answer.
+public final class GroundingApp: @unchecked Sendable {
+    /// Which app.
+    public enum Kind: Sendable {
+        /// The Tk app of `groundingTkSource`, in a variant: default, dark, small or 2x.
+        case tk(String)
+        /// Debian's xcalc (Xaw), its whole keypad.
+        case xcalc
+        /// xmessage with a row of buttons.
+        case xmessage([String])
+    }
+
+    /// Which app.
+    public let kind: Kind
+    /// Its window title, for `--window`.
+    public let title: String
+    /// What to tap.
+    public let targets: [GroundingTarget]
+    /// A short name for reports ("tk dark", "xcalc").
+    public let name: String
+    private let display: String
+    private let environment: [String: String]
+    private var process: Process?
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var keys: [(label: String, frame: Rect)] = []
+    private var script: URL?
+
+    /// Starts the app on `display` (with `environment` for its buses) and waits until it is on screen.
+    public init(_ kind: Kind, display: String, environment: [String: String]) throws {
+        self.kind = kind
+        self.display = display
+        self.environment = environment
+        switch kind {
+        case .tk(let variant):
+            name = "tk \(variant)"
+            title = "grounding \(variant)"
+            targets = groundingTkTargets.map { GroundingTarget(label: $0.label, expected: $0.expected, role: $0.role) }
+        case .xcalc:
+            name = "xcalc"
+            title = "Calculator"
+            targets = []
+        case .xmessage(let buttons):
+            name = "xmessage"
+            title = "xmessage"
+            targets = buttons.map { GroundingTarget(label: $0, expected: $0, role: nil) }
+        }
+        try launch()
+        if case .xcalc = kind {
+            keys = try Self.xcalcKeys(display: display)
+        }
+    }
+
+    /// xcalc's targets: every key, by the label its app-defaults give it (symbol-font keys by what they show).
+    public var xcalcTargets: [GroundingTarget] {
+        keys.map { GroundingTarget(label: $0.label, expected: $0.label, role: nil) }
+    }
+
+    /// The targets to tap: for xcalc, read from the app once it runs.
+    public var allTargets: [GroundingTarget] {
+        if case .xcalc = kind { return xcalcTargets }
+        return targets
+    }
+
+    private func launch() throws {
+        let p = Process()
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        env["DISPLAY"] = display
+        p.environment = env
+        switch kind {
+        case .tk(let variant):
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "xclaw-grounding-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).py")
+            try Data(groundingTkSource.utf8).write(to: url)
+            script = url
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            p.arguments = [url.path, variant, title]
+        case .xcalc:
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/xcalc")
+            p.arguments = ["-geometry", "+20+20"]
+        case .xmessage(let buttons):
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/xmessage")
+            p.arguments = [
+                "-print", "-geometry", "+40+40", "-buttons", buttons.joined(separator: ","),
+                "Pick one of the buttons below.",
+            ]
+        }
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            let text = String(decoding: data, as: UTF8.self)
+            self.lock.withLock {
+                self.lines += text.split(separator: "\n").map(String.init)
+            }
+        }
+        try p.run()
+        process = p
+        try waitForWindow()
+    }
+
+    /// Waits until a window titled `title` is viewable and painted.
+    private func waitForWindow() throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let tree = try? Self.run("/usr/bin/xwininfo", ["-display", display, "-root", "-tree"])
+            if let tree, tree.contains("\"\(title)\"") {
+                Thread.sleep(forTimeInterval: 0.5)  // first paint
+                return
+            }
+            guard process?.isRunning == true else { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw ScreenError.virtualDisplay("\(name) did not show a window titled \(title)")
+    }
+
+    /// Taps one target through `tap` (which runs xclaw and throws when it refuses) and asks the app what was pressed.
+    public func attempt(_ target: GroundingTarget, tap: () throws -> Void) -> GroundingOutcome {
+        if case .xmessage = kind, process?.isRunning != true {
+            try? launch()
+        }
+        lock.withLock { lines.removeAll() }
+        let pointer = try? DisplayConnection(name: display)
+        let input = pointer.flatMap { try? InputController(connection: $0) }
+        if case .xcalc = kind { try? input?.move(to: Point(x: 1000, y: 700)) }
+        do {
+            try tap()
+        } catch {
+            return .missed("\(error)".split(separator: "\n").first.map(String.init) ?? "refused")
+        }
+        switch kind {
+        case .xcalc:
+            Thread.sleep(forTimeInterval: 0.05)
+            guard let at = try? input?.cursorPosition() else { return .missed("pointer unknown") }
+            guard let key = keys.first(where: { $0.frame.contains(at) }) else {
+                return .wrong("clicked \(at.x),\(at.y), outside every key")
+            }
+            return key.label == target.expected ? .correct : .wrong(key.label)
+        case .tk, .xmessage:
+            let deadline = Date().addingTimeInterval(2)
+            var reported: [String] = []
+            while Date() < deadline {
+                reported = lock.withLock { lines.filter { !$0.hasPrefix("ready") } }
+                if !reported.isEmpty { break }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            if case .tk = kind, target.expected.hasPrefix("menu ") {
+                // Close the menu the press posted, so the next tap sees the window again.
+                try? input?.move(to: Point(x: 5, y: 790))
+                if let connection = pointer { try? Keyboard(connection: connection).press([KeyCombo.parse("Escape")]) }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            guard let first = reported.first else { return .wrong("nothing was pressed") }
+            let got = first.hasPrefix("pressed ") ? String(first.dropFirst(8)) : first
+            return got == target.expected ? .correct : .wrong(got)
+        }
+    }
+
+    /// Ends the app.
+    public func stop() {
+        if let process, process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        if let script { try? FileManager.default.removeItem(at: script) }
+    }
+
+    deinit { stop() }
+
+    /// xcalc's keys: the button windows of its form (from the X server), in reading order, named by the labels its
+    /// app-defaults file gives button1…button55 in that order (the form lays them out row by row).
+    static func xcalcKeys(display: String) throws -> [(label: String, frame: Rect)] {
+        let defaults = try String(contentsOfFile: "/etc/X11/app-defaults/XCalc", encoding: .isoLatin1)
+        var labels: [Int: String] = [:]
+        for line in defaults.split(separator: "\n") where line.hasPrefix("XCalc*ti.button") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0].hasSuffix(".label"),
+                let n = Int(parts[0].dropFirst("XCalc*ti.button".count).dropLast(".label".count))
+            else { continue }
+            labels[n] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        // The keys drawn in the Symbol font show other glyphs than their Latin-1 codes.
+        let shown = ["x\\262": "x²", "\\326\\140": "√", "\\160": "π", "\\270": "÷"]
+        let tree = try run("/usr/bin/xwininfo", ["-display", display, "-root", "-tree"])
+        // Buttons: 40x26-ish windows directly inside the form, with absolute positions.
+        var frames: [Rect] = []
+        for line in tree.split(separator: "\n") where line.contains("(has no name): ()") {
+            let fields = line.split(separator: " ").map(String.init)
+            guard
+                let geometry = fields.first(where: {
+                    $0.contains("x") && $0.contains("+") && $0.first?.isNumber == true
+                }),
+                let absolute = fields.last, absolute.hasPrefix("+")
+            else { continue }
+            let size = geometry.split(separator: "+")[0].split(separator: "x").compactMap { Int($0) }
+            let position = absolute.split(separator: "+").compactMap { Int($0) }
+            guard size.count == 2, position.count == 2, (30...60).contains(size[0]), (20...40).contains(size[1])
+            else { continue }
+            frames.append(Rect(x: position[0], y: position[1], width: size[0], height: size[1]))
+        }
+        frames.sort { ($0.y, $0.x) < ($1.y, $1.x) }
+        guard frames.count == labels.count else {
+            throw ScreenError.virtualDisplay("xcalc shows \(frames.count) keys, its app-defaults name \(labels.count)")
+        }
+        return frames.enumerated().map { index, frame in
+            let raw = labels[index + 1] ?? ""
+            return (shown[raw] ?? raw, frame)
+        }
+    }
+
+    /// Runs a tool and returns its stdout.
+    static func run(_ tool: String, _ arguments: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// The tally of a grounding run on one app.
+public struct GroundingTally: Sendable {
+    /// The app.
+    public var app: String
+    /// Taps that pressed the control meant.
+    public var correct = 0
+    /// Taps that pressed another control (must be 0).
+    public var wrong = 0
+    /// Taps refused or not found.
+    public var missed = 0
+    /// One line per tap that was not correct.
+    public var notes: [String] = []
+
+    /// Creates an empty tally for `app`.
+    public init(app: String) { self.app = app }
+
+    /// First-try correct, in percent.
+    public var percent: Double {
+        correct + wrong + missed == 0 ? 0 : Double(correct) * 100 / Double(correct + wrong + missed)
+    }
+
+    /// Counts one outcome.
+    public mutating func add(_ target: GroundingTarget, _ outcome: GroundingOutcome) {
+        switch outcome {
+        case .correct: correct += 1
+        case .wrong(let got):
+            wrong += 1
+            notes.append("WRONG \(target.label) → \(got)")
+        case .missed(let why):
+            missed += 1
+            notes.append("missed \(target.label): \(why)")
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import XCTest
+import XclawPerception
+import XclawScreen
+import XclawTesting
+
+/// Find-and-tap on real toolkits, judged by the apps themselves: each control is tapped once by its label, and the
+/// app says what was pressed. A wrong click is worse than a refusal, so wrong clicks must be 0 everywhere; first-try
+/// correct must be at least 98 % per app (the figures per app are printed, and `xclaw bench grounding` reports them).
+final class GroundingTests: XCTestCase {
+    /// Taps every target of `app` in-process, the way `xclaw tap LABEL --window TITLE [--role R]` does.
+    private func run(_ kind: GroundingApp.Kind, size: Size = Size(width: 1280, height: 800)) throws -> GroundingTally {
+        let display = try TestDisplay(size: size)
+        defer { display.stop() }
+        let app = try GroundingApp(kind, display: display.name, environment: display.environment)
+        defer { app.stop() }
+        let perceiver = try Perceiver(connection: display.connect())
+        let input = try InputController(connection: perceiver.connection)
+        var tally = GroundingTally(app: app.name)
+        for target in app.allTargets {
+            let outcome = app.attempt(target) {
+                let area = try perceiver.area(window: app.title)
+                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
+                let selection = Selection(role: target.role.flatMap(Role.init(rawValue:)))
+                let match = try selection.resolve(target.label, in: snapshot)
+                try input.click(at: match.point)
+            }
+            tally.add(target, outcome)
+        }
+        print(
+            "grounding \(tally.app): \(tally.correct) correct, \(tally.wrong) wrong, \(tally.missed) missed "
+                + "(\(String(format: "%.1f", tally.percent)) %)\n  " + tally.notes.joined(separator: "\n  "))
+        return tally
+    }
+
+    private func check(_ tally: GroundingTally, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(tally.wrong, 0, "wrong clicks on \(tally.app): \(tally.notes)", file: file, line: line)
+        XCTAssertGreaterThanOrEqual(
+            tally.percent, 98, "first-try correct on \(tally.app): \(tally.notes)", file: file, line: line)
+        XCTAssertGreaterThan(tally.correct, 10, file: file, line: line)
+    }
+
+    func testXcalcWholeKeypad() throws { check(try run(.xcalc)) }
+
+    func testTkDefault() throws { check(try run(.tk("default"))) }
+
+    func testTkDark() throws { check(try run(.tk("dark"))) }
+
+    func testTkSmallFont() throws { check(try run(.tk("small"))) }
+
+    func testTkScaledTwice() throws { check(try run(.tk("2x"), size: Size(width: 1920, height: 1080))) }
+
+    func testXmessageButtonRow() throws {
+        check(try run(.xmessage(["Save", "Don't Save", "Cancel", "Clear", "Clear Hot Spot", "OK"])))
+    }
+}
