@@ -4,6 +4,18 @@ import Foundation
 import Synchronization
 import XclawScreen
 
+/// Geometry shared by the control reader and the finder.
+enum ControlBoxes {
+    /// Whether two neighbouring words of a line stand further apart than words of one phrase: a gap of at least 0.8 of
+    /// the line's median word height (a space is about a third). Menu bars and toolbars read as one line are rows of
+    /// labels of their own.
+    static func apart(_ a: TextWord, _ b: TextWord, in words: [TextWord]) -> Bool {
+        let heights = words.map(\.box.height).sorted()
+        let median = heights.isEmpty ? 0 : heights[heights.count / 2]
+        return b.box.x - (a.box.x + a.box.width) >= max(8, median * 4 / 5)
+    }
+}
+
 /// A box the layout takes for a control (a button, a key, a tab, a row) and what was read inside it on its own.
 public struct ControlReading: Codable, Sendable, Hashable {
     /// The control's box on screen: its interior plus the outline around it.
@@ -133,8 +145,7 @@ extension TextRecognizer {
     /// Whether a label's words stand further apart than a phrase's (a gap wider than the text is tall).
     static func isRow(_ line: TextLine?) -> Bool {
         guard let words = line?.words, words.count > 1 else { return false }
-        let height = words.map(\.box.height).max() ?? 0
-        return zip(words, words.dropFirst()).contains { $1.box.x - ($0.box.x + $0.box.width) > max(10, height) }
+        return zip(words, words.dropFirst()).contains { ControlBoxes.apart($0, $1, in: words) }
     }
 
     /// A control box found by the pixel kernel, in frame coordinates.
@@ -218,7 +229,7 @@ extension TextRecognizer {
         }
         // A lone glyph is where tesseract guesses ("3" read "5", "←" read "e", at confidences right reads also
         // have): it is read by comparison with the fonts labels are drawn in, and left unread when that is unsure.
-        let single = ink.width <= 2 * ink.height && mask.blobs.count <= 3
+        let single = ink.width <= 2 * ink.height && GlyphShapes.columns(mask.blobs) == 1
         if single {
             let coverage = Self.coverage(gray: gray, stride: stride, rect: ink, fill: box.fill)
             switch GlyphAtlas.shared.read(coverage: coverage, width: ink.width, height: ink.height) {
@@ -233,7 +244,58 @@ extension TextRecognizer {
         let thicken = !mask.isSmoothed && mask.strokeWidth <= 1
         let first = try recognize(box, gray: gray, stride: stride, scale: scale, thicken: thicken, engine: engine)
             .filter { $0.confidence >= minimumConfidence }
+        // A few glyphs apart that tesseract is unsure of ("x!" read "xl", "√‾" unread): each read as a lone glyph,
+        // when every one of them reads.
+        if first.isEmpty || first.contains(where: { $0.confidence < 85 }),
+            let glyphs = readGlyphs(mask: mask, box: box, gray: gray, stride: stride)
+        {
+            return .line(glyphs)
+        }
         return .line(first.isEmpty ? nil : TextLine(words: first))
+    }
+
+    /// A label of two to five glyphs that stand apart, read glyph by glyph (symbols by shape, the rest by font):
+    /// nil unless every glyph reads, with look-alikes decided by the font size of the others.
+    static func readGlyphs(mask: GlyphShapes.Mask, box: ControlBox, gray: [UInt8], stride: Int) -> TextLine? {
+        let ink = box.ink
+        let columns = GlyphShapes.columnBoxes(mask.blobs)
+        // Glyphs, not the pieces of one broken by a faint stroke ("√" at 7 pt fell apart into three dots).
+        guard (2...5).contains(columns.count), columns.filter({ $0.height * 5 < ink.height * 2 }).count <= 1 else {
+            return nil
+        }
+        var reads: [(rect: Rect, sure: GlyphAtlas.Candidate?, twins: [GlyphAtlas.Candidate])] = []
+        for column in columns {
+            let rect = column.offset(dx: ink.x, dy: ink.y)
+            let sub = GlyphShapes.Mask(gray: gray, stride: stride, rect: rect, fill: box.fill)
+            if let symbol = GlyphShapes.classify(sub, lineHeight: box.interior.height) {
+                reads.append((rect, GlyphAtlas.Candidate(text: symbol, similarity: 0.95, size: 0), []))
+                continue
+            }
+            let coverage = Self.coverage(gray: gray, stride: stride, rect: rect, fill: box.fill)
+            switch GlyphAtlas.shared.read(coverage: coverage, width: rect.width, height: rect.height) {
+            case .sure(let candidate): reads.append((rect, candidate, []))
+            case .sizeDependent(let candidates): reads.append((rect, nil, candidates))
+            case nil: return nil
+            }
+        }
+        let sizes = reads.compactMap { $0.sure?.size }.filter { $0 > 0 }.sorted()
+        let typical = sizes.isEmpty ? nil : sizes[sizes.count / 2]
+        var words: [TextWord] = []
+        var text = "", rect = reads[0].rect, confidence = 100.0, previous: Rect?
+        for read in reads {
+            guard let candidate = read.sure ?? GlyphAtlas.decide(read.twins, typicalSize: typical) else { return nil }
+            // A gap wider than half the label's height separates words.
+            if let previous, read.rect.x - (previous.x + previous.width) > ink.height / 2 {
+                words.append(TextWord(text: text, box: rect, confidence: confidence))
+                (text, rect, confidence) = ("", read.rect, 100)
+            }
+            text += candidate.text
+            rect = rect.union(read.rect)
+            confidence = min(confidence, (candidate.similarity * 100).rounded())
+            previous = read.rect
+        }
+        words.append(TextWord(text: text, box: rect, confidence: confidence))
+        return TextLine(words: words)
     }
 
     /// A rectangle's ink as coverage 0–255: how far each pixel is from the fill, relative to the strongest.

@@ -103,14 +103,20 @@ public enum Finder {
                 let span = Array(words[start..<start + length])
                 let text = span.map(\.text).joined(separator: " ")
                 let s = target.score(text)
-                let whole = length == words.count
+                // Whole: the element's entire label, or an item of a row whose items stand apart (a menu bar read
+                // as one line: "Help" in "File Edit View Help" is a label of its own, unlike "Help" in "Help me").
+                let apart = { (a: TextWord, b: TextWord) in ControlBoxes.apart(a, b, in: words) }
+                let whole =
+                    length == words.count
+                    || (element.source != .atspi && (start == 0 || apart(words[start - 1], words[start]))
+                        && (start + length == words.count || apart(words[start + length - 1], words[start + length])))
                 guard s >= threshold,
                     s > (best?.score ?? 0) || (s == best?.score && whole && best?.whole != true)
                 else { continue }
                 // A control is pressed anywhere in its box, unless the words are only part of its label (a menu
                 // bar read as one line: "Edit" is pressed on its own word); text only where the words are.
                 let box =
-                    element.role == .text || !whole
+                    element.role == .text || length < words.count
                     ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }.intersection(element.box)
                     : element.box
                 best = Match(
@@ -178,33 +184,54 @@ public enum Finder {
     /// A label being looked for, its trimmed, lowercased and folded forms made once for every text it is scored
     /// against (a tap scores it against every span of every element).
     struct Target {
-        let trimmed, lower, folded: String
-        let foldedCharacters: [Character]
+        /// The label as typed (spaces normalised), and the same with the punctuation OCR attaches to ends trimmed.
+        let raw: Form
+        let trimmed: Form
 
-        init(_ wanted: String) {
-            // A label that is all punctuation ("(", "+/-", "...") is matched as it is, not trimmed to nothing.
-            trimmed = Finder.trimPunctuation(wanted).isEmpty ? wanted : Finder.trimPunctuation(wanted)
-            lower = trimmed.lowercased()
-            folded = Finder.fold(lower)
-            foldedCharacters = Array(folded)
+        /// One spelling of the label in the forms it is compared in.
+        struct Form {
+            let text, lower, folded: String
+            let foldedCharacters: [Character]
+
+            init(_ text: String) {
+                self.text = text
+                lower = text.lowercased()
+                folded = Finder.fold(lower)
+                foldedCharacters = Array(folded)
+            }
         }
 
-        /// 1 exact, 0.97 ignoring case, 0.93 equal once OCR look-alikes are folded, else 0.9 × edit similarity.
+        init(_ wanted: String) {
+            raw = Form(wanted)
+            // A label that is all punctuation ("(", "+/-", "...") is matched as it is, not trimmed to nothing.
+            let cut = Finder.trimPunctuation(wanted)
+            trimmed = cut.isEmpty ? raw : Form(cut)
+        }
+
+        /// 1 exact, 0.97 ignoring case, 0.93 equal once OCR look-alikes are folded, else 0.9 × edit similarity; as
+        /// typed and with end punctuation trimmed on both sides, whichever is better ("x!" is a key's whole label,
+        /// "(Cancel)" a button read with its border).
         func score(_ text: String) -> Double {
-            let read = Finder.trimPunctuation(text).isEmpty ? text : Finder.trimPunctuation(text)
-            guard !read.isEmpty, !trimmed.isEmpty else { return 0 }
-            if read == trimmed { return 1 }
+            let cut = Finder.trimPunctuation(text)
+            let asRead = Self.score(text, raw)
+            return asRead == 1 ? 1 : max(asRead, Self.score(cut.isEmpty ? text : cut, trimmed))
+        }
+
+        private static func score(_ read: String, _ wanted: Form) -> Double {
+            guard !read.isEmpty, !wanted.text.isEmpty else { return 0 }
+            if read == wanted.text { return 1 }
             let lowered = read.lowercased()
-            if lowered == lower { return 0.97 }
+            if lowered == wanted.lower { return 0.97 }
             let readFolded = Finder.fold(lowered)
-            if readFolded == folded { return 0.93 }
+            if readFolded == wanted.folded { return 0.93 }
             let characters = Array(readFolded)
-            let distance = editDistance(characters, foldedCharacters)
-            return 0.9 * (1 - Double(distance) / Double(max(characters.count, foldedCharacters.count)))
+            let distance = editDistance(characters, wanted.foldedCharacters)
+            return 0.9 * (1 - Double(distance) / Double(max(characters.count, wanted.foldedCharacters.count)))
         }
     }
 
-    /// Folds characters OCR confuses into one (after lowercasing): l/1/i/|/! → l, o/0 → o, s/5 → s, rn → m, vv → w.
+    /// Folds characters OCR confuses into one (after lowercasing): l/1/i/|/! → l, o/0 → o, s/5 → s, ²/³ → 2/3, ^ → *,
+    /// rn → m, vv → w.
     static func fold(_ s: String) -> String {
         var mapped: [Character] = []
         mapped.reserveCapacity(s.count)
@@ -213,6 +240,10 @@ public enum Finder {
             case "1", "i", "|", "!": mapped.append("l")
             case "0": mapped.append("o")
             case "5": mapped.append("s")
+            // Superscripts read as digits ("x²" as "x2"), a caret as an asterisk ("y^x" as "y*x").
+            case "²": mapped.append("2")
+            case "³": mapped.append("3")
+            case "^": mapped.append("*")
             default: mapped.append(c)
             }
         }

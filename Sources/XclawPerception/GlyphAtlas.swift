@@ -37,6 +37,8 @@ final class GlyphAtlas: @unchecked Sendable {
     private struct Font {
         let handle: UnsafeMutableRawPointer
         let bitmap: Bool
+        /// Drawn by X as a core font (Type 1 scaled by the server): in one bit, without anti-aliasing.
+        let mono: Bool
     }
 
     private struct Rendered {
@@ -88,7 +90,7 @@ final class GlyphAtlas: @unchecked Sendable {
             var best: [Character: Candidate] = [:]
             for (index, font) in fonts.enumerated() {
                 for character in Self.alphabet {
-                    for phase in font.bitmap ? [0] : [0, 16, 32, 48] {
+                    for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
                         guard
                             let (glyph, size) = fit(
                                 character, font: index, bitmap: font.bitmap, height: height, phase: phase),
@@ -109,7 +111,13 @@ final class GlyphAtlas: @unchecked Sendable {
                 }
             }
             let ranked = best.values.sorted { $0.similarity > $1.similarity }
-            guard let top = ranked.first, top.similarity >= 0.8, let first = top.text.first else { return nil }
+            // A close match, or a fair one far ahead of any other (X scales its Type 1 Symbol font with a rasteriser
+            // of its own: xcalc's "π" matches at 0.74, the next character at 0.44).
+            guard let top = ranked.first, let first = top.text.first,
+                top.similarity >= 0.8
+                    || (top.similarity >= 0.65
+                        && ranked.dropFirst().allSatisfy { $0.similarity <= top.similarity - 0.2 })
+            else { return nil }
             let group = Self.lookAlikes.first { $0.contains(first) } ?? [first]
             // An unalike character within reach makes it no reading.
             let close = ranked.dropFirst().filter { $0.similarity >= top.similarity - 0.06 }
@@ -150,7 +158,8 @@ final class GlyphAtlas: @unchecked Sendable {
         var w: Int32 = 0, h: Int32 = 0
         let ok = buffer.withUnsafeMutableBufferPointer {
             xclaw_font_render(
-                fonts[index].handle, Int32(size), Int32(phase), scalar.value, $0.baseAddress, Int32(capacity),
+                fonts[index].handle, Int32(size), Int32(phase), fonts[index].mono ? 1 : 0, scalar.value, $0.baseAddress,
+                Int32(capacity),
                 Int32(capacity), &w,
                 &h)
         }
@@ -166,7 +175,7 @@ final class GlyphAtlas: @unchecked Sendable {
         if let fonts { return fonts }
         let opened = Self.fontPaths.compactMap { path -> Font? in
             guard FileManager.default.fileExists(atPath: path), let handle = xclaw_font_open(path) else { return nil }
-            return Font(handle: handle, bitmap: xclaw_font_is_bitmap(handle) != 0)
+            return Font(handle: handle, bitmap: xclaw_font_is_bitmap(handle) != 0, mono: path.hasSuffix(".pfb"))
         }
         fonts = opened
         return opened

@@ -96,6 +96,22 @@ enum GlyphShapes {
         }
     }
 
+    /// How many side-by-side glyphs the blobs make: blobs whose columns overlap are one glyph ("=", "÷", "%", "i").
+    static func columns(_ blobs: [(box: Rect, pixels: Int)]) -> Int { columnBoxes(blobs).count }
+
+    /// The side-by-side glyphs the blobs make, left to right, each the union of the blobs whose columns overlap.
+    static func columnBoxes(_ blobs: [(box: Rect, pixels: Int)]) -> [Rect] {
+        var out: [Rect] = []
+        for blob in blobs.sorted(by: { $0.box.x < $1.box.x }) {
+            if let last = out.last, blob.box.x < last.x + last.width {
+                out[out.count - 1] = last.union(blob.box)
+            } else {
+                out.append(blob.box)
+            }
+        }
+        return out
+    }
+
     /// "(" or ")": one tall thin stroke whose middle bows away from its ends, which are single pixels wide (a
     /// bracket's ends are bars).
     static func parenthesis(_ mask: Mask, _ box: Rect, lineHeight: Int) -> String? {
@@ -165,7 +181,23 @@ enum GlyphShapes {
                 return "*"
             }
             // A plus: a full row and a full column through the centre, empty corners.
-            if rowInk * 10 >= w * 9, columnInk * 10 >= h * 9, cornerInk == 0, b.pixels * 2 <= w * h {
+            // Nothing but the bar and the stem (a small "4" is a bar and a stem too, plus a diagonal).
+            let barRows = Set(
+                (b.box.y..<(b.box.y + h)).filter { y in
+                    (b.box.x..<(b.box.x + w)).filter { mask[$0, y] }.count * 10 >= w * 7
+                })
+            let stemColumns = Set(
+                (b.box.x..<(b.box.x + w)).filter { x in
+                    (b.box.y..<(b.box.y + h)).filter { mask[x, $0] }.count * 10 >= h * 7
+                })
+            var stray = 0
+            for y in b.box.y..<(b.box.y + h) {
+                for x in b.box.x..<(b.box.x + w) where mask[x, y] && !barRows.contains(y) && !stemColumns.contains(x) {
+                    stray += 1
+                }
+            }
+            let symmetric = stray * 10 <= b.pixels
+            if rowInk * 10 >= w * 9, columnInk * 10 >= h * 9, cornerInk == 0, b.pixels * 2 <= w * h, symmetric {
                 return "+"
             }
             // A cross: the four corners and the centre inked, the middle row mostly empty.

@@ -446,11 +446,19 @@ public enum SnapshotStages {
             let left = ink.x - b.x, right = b.x + b.width - (ink.x + ink.width)
             var role: Role = left <= 16 && right > 2 * left + 8 && b.width >= 3 * b.height ? .field : .button
             if owner?.popup == true { role = .menuitem }
+            var line = control.line
+            // A check or radio button drawn inside a ring of its own: its indicator is not part of its label.
+            if let read = line, case (let found, _, let rest) = pixels.classify(read),
+                found == .checkbox || found == .radio
+            {
+                role = found
+                line = rest
+            }
             recognized.append(
                 Element(
-                    ref: "", role: role, label: control.line?.text ?? "", box: b,
+                    ref: "", role: role, label: line?.text ?? "", box: b,
                     window: owner.map { refs.windowRef($0.id) }, windowID: owner?.id, changed: false, active: nil,
-                    className: nil, confidence: control.line?.confidence ?? 0, words: control.line?.words ?? [],
+                    className: nil, confidence: line?.confidence ?? 0, words: line?.words ?? [],
                     source: .ocr))
         }
         for read in remaining {

@@ -39,8 +39,8 @@ int xclaw_font_is_bitmap(void *handle) {
     return font && !FT_IS_SCALABLE(font->face) && font->face->num_fixed_sizes > 0;
 }
 
-int xclaw_font_render(void *handle, int pixel_size, int phase, uint32_t codepoint, uint8_t *dst, int max_w, int max_h,
-                      int *w, int *h) {
+int xclaw_font_render(void *handle, int pixel_size, int phase, int mono, uint32_t codepoint, uint8_t *dst, int max_w,
+                      int max_h, int *w, int *h) {
     Font *font = handle;
     if (!font || !dst || !w || !h) return 0;
     FT_Face face = font->face;
@@ -57,7 +57,8 @@ int xclaw_font_render(void *handle, int pixel_size, int phase, uint32_t codepoin
     FT_Vector delta = { phase, 0 };
     FT_Set_Transform(face, NULL, &delta);
     // Hinted and anti-aliased, as Xft draws for Tk and GTK; bitmap fonts come out as their mono strikes.
-    if (FT_Load_Glyph(face, index, FT_LOAD_RENDER | FT_LOAD_TARGET_LIGHT)) return 0;
+    // X's core fonts are rasterised in one bit: `mono` renders so too.
+    if (FT_Load_Glyph(face, index, FT_LOAD_RENDER | (mono ? FT_LOAD_TARGET_MONO : FT_LOAD_TARGET_LIGHT))) return 0;
     FT_Bitmap *bm = &face->glyph->bitmap;
     int bw = (int)bm->width, bh = (int)bm->rows;
     if (bw <= 0 || bh <= 0) return 0;

@@ -12,15 +12,19 @@ typedef struct {
     long sum;
 } Region;
 
-/// The fraction (in percent) of a segment's pixels that carry `label`.
-static int coverage(const int32_t *labels, int w, int label, int x0, int y0, int x1, int y1) {
-    int total = 0, hit = 0;
+/// How much of a horizontal or vertical segment lies between the first and last pixels carrying `label`, in percent:
+/// a row through a button's label still spans the button, while a row through a blob or a glyph's counter does not.
+static int extent(const int32_t *labels, int w, int label, int x0, int y0, int x1, int y1) {
+    int first = -1, last = -1, i = 0, total = 0;
     for (int y = y0; y <= y1; y++)
-        for (int x = x0; x <= x1; x++) {
+        for (int x = x0; x <= x1; x++, i++) {
             total++;
-            if (labels[(size_t)y * w + x] == label) hit++;
+            if (labels[(size_t)y * w + x] == label) {
+                if (first < 0) first = i;
+                last = i;
+            }
         }
-    return total ? hit * 100 / total : 0;
+    return total && first >= 0 ? (last - first + 1) * 100 / total : 0;
 }
 
 int xclaw_control_boxes(const uint8_t *gray, int w, int h, int tolerance, int min_w, int min_h, int max_w, int max_h,
@@ -62,21 +66,29 @@ int xclaw_control_boxes(const uint8_t *gray, int w, int h, int tolerance, int mi
         int bw = r.x1 - r.x0 + 1, bh = r.y1 - r.y0 + 1;
         // A control's interior: inside the image (a region reaching the edge is a window's background), of a
         // control's size, mostly fill (its label covers less than half), and framing its bounding box on all four
-        // sides (rounded corners and a focus mark allowed), so a glyph's counter or a blob is not one.
+        // sides, so a blob is not one.
         if (bw < min_w || bh < min_h || bw > max_w || bh > max_h) continue;
         if (r.x0 == 0 || r.y0 == 0 || r.x1 == w - 1 || r.y1 == h - 1) continue;
         if (r.count * 100 < (long)bw * bh * 45) continue;
-        if (coverage(labels, w, label, r.x0, r.y0, r.x1, r.y0) < 70) continue;
-        if (coverage(labels, w, label, r.x0, r.y1, r.x1, r.y1) < 70) continue;
-        if (coverage(labels, w, label, r.x0, r.y0, r.x0, r.y1) < 70) continue;
-        if (coverage(labels, w, label, r.x1, r.y0, r.x1, r.y1) < 70) continue;
+        // Tested a quarter of the shorter side in from each edge, so rounded and pill-shaped buttons (xmessage's,
+        // GTK's) count as well as square ones.
+        int d = ((bw < bh ? bw : bh) + 2) / 4;
+        if (extent(labels, w, label, r.x0, r.y0 + d, r.x1, r.y0 + d) < 75) continue;
+        if (extent(labels, w, label, r.x0, r.y1 - d, r.x1, r.y1 - d) < 75) continue;
+        if (extent(labels, w, label, r.x0 + d, r.y0, r.x0 + d, r.y1) < 75) continue;
+        if (extent(labels, w, label, r.x1 - d, r.y0, r.x1 - d, r.y1) < 75) continue;
         // The label: whatever in the box is not fill. Its bounding box, and how many bands of rows it forms (one
         // for a label; more for a multi-line area).
         int ix0 = w, iy0 = h, ix1 = -1, iy1 = -1, bands = 0, last_ink_row = -10, band_top = 0;
         for (int y = r.y0; y <= r.y1; y++) {
             int row_ink = 0;
             const int32_t *row = labels + (size_t)y * w;
-            for (int x = r.x0; x <= r.x1; x++) {
+            // Only what lies between the fill's first and last pixel of the row: a rounded button's corners are
+            // outside it, not part of its label.
+            int first = r.x0, last = r.x1;
+            while (first <= r.x1 && row[first] != label) first++;
+            while (last >= r.x0 && row[last] != label) last--;
+            for (int x = first; x <= last; x++) {
                 if (row[x] == label) continue;
                 row_ink = 1;
                 if (x < ix0) ix0 = x;

@@ -66,7 +66,7 @@ void xclaw_prepare_block(const uint8_t *gray, int stride, int x, int y, int w, i
 
 /// Finds the interiors of control-like boxes in a gray image (w x h, contiguous): regions of one fill (4-neighbours
 /// within `tolerance` levels) that do not reach the image's edge, are min_w..max_w x min_h..max_h, are at least 45 %
-/// fill and cover at least 70 % of each side of their bounding box. Writes up to max records of 10 ints: x, y, w, h of
+/// fill and span at least 75 % of lines a quarter of the shorter side in from each edge of their bounding box. Writes up to max records of 10 ints: x, y, w, h of
 /// the interior; x, y, w, h of the non-fill pixels inside it (all 0 when it is empty); the mean fill level; the number
 /// of bands at least 4 rows tall the non-fill pixels form (lines of text; thinner ones are strokes of "="). Returns how many exist (may exceed max), or -1 on bad input.
 int xclaw_control_boxes(const uint8_t *gray, int w, int h, int tolerance, int min_w, int min_h, int max_w, int max_h,
