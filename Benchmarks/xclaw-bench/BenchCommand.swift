@@ -15,7 +15,7 @@ struct Bench: ParsableCommand {
             + "installed.",
         subcommands: [
             BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self,
-            BenchSnapshot.self, BenchCLI.self,
+            BenchSnapshot.self, BenchCLI.self, BenchGrounding.self,
         ])
 }
 

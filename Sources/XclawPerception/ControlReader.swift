@@ -35,6 +35,10 @@ public struct ControlReading: Codable, Sendable, Hashable {
 extension TextRecognizer {
     /// Tolerance (gray levels) between neighbouring pixels of one fill: gradients stay one region, strokes do not.
     static let fillTolerance: Int32 = 8
+    /// Mixed into the cache key of a control's reading: distinct from page blocks of the same pixels, and changed
+    /// whenever the way controls are read changes, so a cache file saved by an older xclaw is not taken at its word.
+    static let controlKeyTag: UInt64 = 0x434f_4e54_524f_4c32  // "CONTROL2"
+
     /// A page-read label this confident (and at least this long) inside a box is used without reading it again.
     static let trustedConfidence = 90.0
 
@@ -80,7 +84,7 @@ extension TextRecognizer {
                 let key =
                     xclaw_hash_gray(
                         g.baseAddress, Int32(width), Int32(box.interior.x), Int32(box.interior.y),
-                        Int32(box.interior.width), Int32(box.interior.height)) ^ 0x434f_4e54_524f_4c31  // "CONTROL1"
+                        Int32(box.interior.width), Int32(box.interior.height)) ^ Self.controlKeyTag
                 if let cached = cache.lookup(key) {
                     controls[index] = ControlReading(
                         box: box.outline, ink: box.ink, line: cached.first, reread: true)

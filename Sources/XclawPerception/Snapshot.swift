@@ -189,8 +189,15 @@ public struct Snapshotter {
     /// The perception objects of the display.
     public let perceiver: Perceiver
 
+    /// Whether boxes the pixels show to be controls have their labels read on their own (`readControls`); off only
+    /// to measure what that reading costs.
+    public var readsControls = true
+
     /// Creates a snapshotter over `perceiver`.
-    public init(perceiver: Perceiver) { self.perceiver = perceiver }
+    public init(perceiver: Perceiver, readsControls: Bool = true) {
+        self.perceiver = perceiver
+        self.readsControls = readsControls
+    }
 
     /// Takes a snapshot of `area` (default: the screen). `refs` carries refs over from the previous snapshot and
     /// is updated; pass nil for throwaway refs. `source` picks the accessibility tree, OCR, or each where it serves
@@ -214,7 +221,7 @@ public struct Snapshotter {
                 partitions: plan.parts)
         }
         var controls: [ControlReading] = []
-        if !plan.parts.isEmpty {
+        if readsControls && !plan.parts.isEmpty {
             controls = try perceiver.recognizer.readControls(
                 scene.frame, origin: Point(x: scene.area.x, y: scene.area.y), partitions: plan.parts,
                 pageLines: reading.lines)

@@ -1,0 +1,118 @@
+import ArgumentParser
+import Foundation
+import XclawBase
+import XclawCommandLine
+import XclawPerception
+import XclawScreen
+import XclawTesting
+
+/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage) tapped
+/// once by its label, judged by the app; and what per-control reading costs a snapshot, cold and warm.
+struct BenchGrounding: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "grounding",
+        abstract: "Tap every labelled control of real apps once by label: first-try correct, wrong clicks, misses.")
+    @Option(help: "Snapshots timed per app and mode (medians are reported).") var iterations = 5
+    @Flag(help: "Print one JSON object.") var json = false
+
+    /// One app's figures.
+    struct Row: Codable {
+        var app: String
+        var controls: Int
+        var correct: Int
+        var wrong: Int
+        var missed: Int
+        var percent: Double
+        /// Median cold snapshot of the app's window (fresh OCR cache), with and without per-control reading, in ms.
+        var coldMs: Double
+        var coldWithoutControlsMs: Double
+        /// Median warm snapshot (the same window again), with and without per-control reading, in ms.
+        var warmMs: Double
+        var warmWithoutControlsMs: Double
+        var notes: [String]
+    }
+
+    func validate() throws {
+        if iterations < 1 { throw ValidationError("--iterations must be at least 1") }
+    }
+
+    func run() throws {
+        let apps: [(GroundingApp.Kind, Size)] = [
+            (.xcalc, Size(width: 1280, height: 800)), (.tk("default"), Size(width: 1280, height: 800)),
+            (.tk("dark"), Size(width: 1280, height: 800)), (.tk("small"), Size(width: 1280, height: 800)),
+            (.tk("2x"), Size(width: 1920, height: 1080)),
+            (
+                .xmessage(["Save", "Don't Save", "Cancel", "Clear", "Clear Hot Spot", "OK"]),
+                Size(width: 1280, height: 800)
+            ),
+        ]
+        var rows: [Row] = []
+        for (kind, size) in apps { rows.append(try measure(kind, size: size)) }
+        try emit(rows, json: json) {
+            var lines = [
+                "app           controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"
+            ]
+            for r in rows {
+                lines.append(
+                    r.app.padding(toLength: 14, withPad: " ", startingAt: 0)
+                        + String(
+                            format: "%8d %8d %6d %7d %9.1f %%  %7.0f (%5.0f)     %7.1f (%5.1f)", r.controls,
+                            r.correct, r.wrong, r.missed, r.percent, r.coldMs, r.coldWithoutControlsMs, r.warmMs,
+                            r.warmWithoutControlsMs))
+            }
+            for r in rows where !r.notes.isEmpty {
+                lines.append("\(r.app): " + r.notes.joined(separator: "; "))
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// Taps every target of one app in-process (as `xclaw tap LABEL --window TITLE` does), then times snapshots.
+    private func measure(_ kind: GroundingApp.Kind, size: Size) throws -> Row {
+        let display = try TestDisplay(size: size)
+        defer { display.stop() }
+        let app = try GroundingApp(kind, display: display.name, environment: display.environment)
+        defer { app.stop() }
+        let connection = try display.connect()
+        let input = try InputController(connection: connection)
+        // Timing first, on the untouched window.
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        var cold: [Double] = [], coldWithout: [Double] = [], warm: [Double] = [], warmWithout: [Double] = []
+        for _ in 0..<iterations {
+            for controls in [true, false] {
+                let perceiver = try Perceiver(connection: connection, cache: OCRCache())
+                let snapshotter = Snapshotter(perceiver: perceiver, readsControls: controls)
+                let area = try perceiver.area(window: app.title)
+                var start = ContinuousClock.now
+                _ = try snapshotter.snapshot(area: area, refs: nil)
+                let first = (ContinuousClock.now - start).milliseconds
+                start = ContinuousClock.now
+                _ = try snapshotter.snapshot(area: area, refs: nil)
+                let second = (ContinuousClock.now - start).milliseconds
+                if controls {
+                    cold.append(first); warm.append(second)
+                } else {
+                    coldWithout.append(first); warmWithout.append(second)
+                }
+            }
+        }
+        let perceiver = try Perceiver(connection: connection)
+        var tally = GroundingTally(app: app.name)
+        for target in app.allTargets {
+            let outcome = app.attempt(target) {
+                let area = try perceiver.area(window: app.title)
+                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
+                let match = try Selection(role: target.role.flatMap(Role.init(rawValue:))).resolve(
+                    target.label, in: snapshot)
+                try input.click(at: match.point)
+            }
+            tally.add(target, outcome)
+        }
+        return Row(
+            app: app.name, controls: tally.correct + tally.wrong + tally.missed, correct: tally.correct,
+            wrong: tally.wrong, missed: tally.missed, percent: (tally.percent * 10).rounded() / 10,
+            coldMs: median(cold), coldWithoutControlsMs: median(coldWithout), warmMs: median(warm),
+            warmWithoutControlsMs: median(warmWithout),
+            notes: tally.notes.map { String($0.split(separator: "\n").first ?? "").prefix(90).description })
+    }
+}
