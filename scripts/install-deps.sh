@@ -9,8 +9,12 @@ packages=(
   pkg-config
   libx11-dev libxtst-dev libxext-dev libxrandr-dev libpng-dev
   libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev sqlite3
+  # Glyph comparison for per-control reading: FreeType and the fonts toolkits draw labels in.
+  libfreetype-dev fonts-dejavu-core xfonts-base fonts-urw-base35
   xvfb xauth
-  xterm x11-apps x11-utils zenity xfonts-base fonts-dejavu-core openbox
+  xterm x11-apps x11-utils zenity openbox
+  # The grounding suite's Tk app.
+  python3-tk
   # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
   libglib2.0-dev libatspi2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
 )

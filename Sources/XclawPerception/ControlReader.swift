@@ -233,13 +233,14 @@ extension TextRecognizer {
         }
         // A lone glyph is where tesseract guesses ("3" read "5", "←" read "e", at confidences right reads also
         // have): it is read by comparison with the fonts labels are drawn in, and left unread when that is unsure.
-        let single = ink.width <= 2 * ink.height && GlyphShapes.columns(mask.blobs) == 1
-        if single {
+        // One glyph, or two pieces that may be one glyph whose faint stroke fell apart ("√" at 10 px).
+        let columns = GlyphShapes.columns(mask.blobs)
+        if ink.width <= 2 * ink.height && (columns == 1 || (columns == 2 && ink.width * 2 <= ink.height * 3)) {
             let coverage = Self.coverage(gray: gray, stride: stride, rect: ink, fill: box.fill)
             switch GlyphAtlas.shared.read(coverage: coverage, width: ink.width, height: ink.height) {
             case .sure(let candidate): return .glyph(candidate, ink: ink)
             case .sizeDependent(let candidates): return .lookAlikes(candidates, ink: ink)
-            case nil: return .line(nil)
+            case nil: if columns == 1 { return .line(nil) }
             }
         }
         // Tesseract reads glyphs best at ~30-40 px; UI labels are 8-16.

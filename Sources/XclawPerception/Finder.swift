@@ -8,7 +8,8 @@ public struct Match: Codable, Sendable, Hashable {
     public var text: String
     /// The box of the matched words (or of the control that holds them).
     public var box: Rect
-    /// 1 exact, 0.97 case-insensitive, 0.93 equal once OCR look-alikes are folded, lower for fuzzy matches.
+    /// 1 exact, 0.995 equal once end punctuation is trimmed ("(Cancel)"), 0.97 case-insensitive, 0.93 equal once OCR
+    /// look-alikes are folded, lower for fuzzy matches.
     public var score: Double
     /// The role of the element that holds the words.
     public var role: Role
@@ -214,7 +215,11 @@ public enum Finder {
         func score(_ text: String) -> Double {
             let cut = Finder.trimPunctuation(text)
             let asRead = Self.score(text, raw)
-            return asRead == 1 ? 1 : max(asRead, Self.score(cut.isEmpty ? text : cut, trimmed))
+            guard asRead < 1 else { return 1 }
+            // Equal only once trimmed ("Cancel" in "(Cancel)"): just below an exact match, so "x!" typed prefers a
+            // key reading "x!" to one reading "x".
+            let trimmedScore = Self.score(cut.isEmpty ? text : cut, trimmed)
+            return max(asRead, trimmedScore == 1 ? 0.995 : trimmedScore)
         }
 
         private static func score(_ read: String, _ wanted: Form) -> Double {
@@ -386,7 +391,7 @@ public struct Selection: Sendable {
         var reasons: [String] = []
         if match.score < 0.97 {
             reasons.append("it was read with OCR look-alikes (\"\(match.text)\")")
-        } else if match.score < 1 {
+        } else if match.score < 0.99 {
             reasons.append("its case differs (\"\(match.text)\")")
         }
         if let confidence = match.confidence, confidence < lowConfidence {

@@ -1,0 +1,143 @@
+import XCTest
+import XclawScreen
+
+@testable import XclawPerception
+
+/// The rules that keep `tap` from clicking the wrong control, each on the elements that caused a wrong click before
+/// it (the grounding suite checks them end to end on real apps). These are pure functions of a snapshot, so the
+/// snapshots are written out here.
+final class FinderRulesTests: XCTestCase {
+    /// An OCR element in window w1, its words laid out left to right from its box's left edge (7 px a character).
+    private func element(
+        _ ref: String, _ role: Role, _ label: String, x: Int, y: Int = 10, width: Int? = nil, confidence: Double = 95,
+        gap: Int = 5
+    ) -> Element {
+        var words: [TextWord] = []
+        var left = x + 4
+        for word in label.split(separator: " ") {
+            words.append(
+                TextWord(
+                    text: String(word), box: Rect(x: left, y: y + 6, width: word.count * 7, height: 12),
+                    confidence: confidence))
+            left += word.count * 7 + gap
+        }
+        let box = Rect(x: x, y: y, width: width ?? max(20, left - x + 4), height: 24)
+        return Element(
+            ref: ref, role: role, label: label, box: box, window: "w1", windowID: 1, changed: false, active: nil,
+            className: nil, confidence: confidence, words: words, source: .ocr)
+    }
+
+    private func snapshot(_ elements: [Element]) -> Snapshot {
+        Snapshot(
+            screen: Size(width: 1280, height: 800), monitors: [], activeWindow: nil,
+            area: Rect(x: 0, y: 0, width: 1280, height: 800), elements: elements,
+            ocr: .init(blocks: 0, recognized: 0, cached: 0, unchanged: false, milliseconds: 0))
+    }
+
+    private func refusal(_ label: String, _ s: Snapshot, role: Role? = nil) -> PerceptionError? {
+        do {
+            _ = try Selection(role: role).resolve(label, in: s)
+            return nil
+        } catch let error as PerceptionError {
+            return error
+        } catch {
+            XCTFail("unexpected \(error)")
+            return nil
+        }
+    }
+
+    func testAFuzzyMatchNeverClicks() {
+        // `tap File` matched "Fill" at 0.68 and pressed "Flood Fill".
+        let s = snapshot([element("e1", .button, "Flood Fill", x: 10), element("e2", .button, "Open", x: 120)])
+        guard case .uncertain(_, let reason, let candidates)? = refusal("File", s) else {
+            return XCTFail("a fuzzy match was clicked")
+        }
+        XCTAssertTrue(reason.contains("fuzzy"), reason)
+        XCTAssertTrue(candidates.first?.hasPrefix("e1 button") == true, "\(candidates)")
+        // find still lists it, with its score: it is a candidate, not a click.
+        XCTAssertEqual(Finder.find("File", in: s).first?.ref, "e1")
+        XCTAssertNoThrow(try Selection().resolve("File", in: s, acting: false))
+    }
+
+    func testAWholeLabelWinsOverOneThatContainsIt() {
+        // `tap Clear` tied with "Clear Hot Spot".
+        let s = snapshot([element("e1", .button, "Clear Hot Spot", x: 10), element("e2", .button, "Clear", x: 200)])
+        XCTAssertEqual(try Selection().resolve("Clear", in: s).ref, "e2")
+    }
+
+    func testPartOfALabelIsRefusedWhileAControlIsUnread() {
+        // `tap Save` pressed "Don't Save" while the real "Save" was unread.
+        let unread = element("e2", .button, "", x: 200, width: 60)
+        let s = snapshot([element("e1", .button, "Don't Save", x: 10), unread])
+        guard case .uncertain? = refusal("Save", s) else { return XCTFail("part of a label was clicked") }
+        // With every control read, "Save" inside "Don't Save" is the only candidate there is.
+        XCTAssertEqual(
+            try Selection().resolve("Save", in: snapshot([element("e1", .button, "Don't Save", x: 10)])).ref, "e1")
+    }
+
+    func testCaseFoldingDoesNotWinWhileAnExactCaseControlCouldExist() {
+        // `tap e` clicked "E" while a real "e" key stood unread.
+        let keys = [element("e1", .button, "E", x: 10, width: 40), element("e2", .button, "", x: 60, width: 40)]
+        guard case .uncertain(_, let reason, _)? = refusal("e", snapshot(keys)) else {
+            return XCTFail("a case-insensitive match was clicked beside an unread key")
+        }
+        XCTAssertTrue(reason.contains("case"), reason)
+        // The exact-case key wins outright when it was read.
+        let read = [element("e1", .button, "E", x: 10, width: 40), element("e2", .button, "e", x: 60, width: 40)]
+        XCTAssertEqual(try Selection().resolve("e", in: snapshot(read)).ref, "e2")
+    }
+
+    func testLookAlikesAndLowConfidenceAreRefusedBesideUnreadControls() {
+        let unread = element("e3", .button, "", x: 200, width: 40)
+        let lookAlike = snapshot([element("e1", .button, "xl", x: 10, width: 40), unread])
+        guard case .uncertain? = refusal("x!", lookAlike) else { return XCTFail("a look-alike read was clicked") }
+        let faint = snapshot([element("e1", .button, "ln", x: 10, width: 40, confidence: 30), unread])
+        guard case .uncertain? = refusal("ln", faint) else { return XCTFail("a low-confidence read was clicked") }
+        // Exact, confident reads click whatever else is unread.
+        let sure = snapshot([element("e1", .button, "ln", x: 10, width: 40, confidence: 90), unread])
+        XCTAssertEqual(try Selection().resolve("ln", in: sure).ref, "e1")
+    }
+
+    func testAWordOfARowIsTappedOnItsOwnBox() {
+        // A menu bar read as one line: `tap Edit` clicked the line's centre.
+        let bar = element("e1", .text, "File Edit View Help", x: 0, width: 431, gap: 14)
+        let button = element("e2", .button, "Help me", x: 500)
+        let s = snapshot([bar, button])
+        let edit = try? Selection().resolve("Edit", in: s)
+        XCTAssertEqual(edit?.ref, "e1")
+        XCTAssertEqual(edit?.box, bar.words?[1].box, "the word's own box, not the line's")
+        // A word standing apart in a row is a whole label: it wins over "Help" inside "Help me".
+        XCTAssertEqual(try Selection().resolve("Help", in: s).ref, "e1")
+    }
+
+    func testAFieldIsFoundByTheLabelBesideIt() {
+        // `tap Name --role field` failed beside "Name:" (the field held text of its own).
+        let label = element("e1", .text, "Name:", x: 10, width: 44)
+        var field = element("e2", .field, "draft", x: 60, width: 200)
+        field.box.y = label.box.y
+        let s = snapshot([label, field])
+        XCTAssertEqual(try Selection(role: .field).resolve("Name", in: s).ref, "e2")
+    }
+
+    func testUnreadControlsAreAddressedByPosition() {
+        let s = snapshot([
+            element("e1", .button, "", x: 10, width: 40), element("e2", .button, "", x: 60, width: 40),
+            element("e3", .button, "7", x: 110, width: 40),
+        ])
+        XCTAssertEqual(try Selection(nth: 2).resolve("", in: s).ref, "e2")
+        XCTAssertEqual(Finder.find("", in: s).map(\.ref), ["e1", "e2"])
+    }
+
+    func testPunctuationLabelsMatchAsTyped() {
+        let s = snapshot([
+            element("e1", .button, "(", x: 10, width: 40), element("e2", .button, ")", x: 60, width: 40),
+            element("e3", .button, "+/-", x: 110, width: 40), element("e4", .button, "x!", x: 160, width: 40),
+            element("e5", .button, "x", x: 210, width: 40),
+        ])
+        XCTAssertEqual(try Selection().resolve("(", in: s).ref, "e1")
+        XCTAssertEqual(try Selection().resolve(")", in: s).ref, "e2")
+        XCTAssertEqual(try Selection().resolve("+/-", in: s).ref, "e3")
+        XCTAssertEqual(try Selection().resolve("x!", in: s).ref, "e4")
+        XCTAssertEqual(try Selection().resolve("x", in: s).ref, "e5")
+    }
+}
