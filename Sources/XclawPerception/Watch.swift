@@ -16,6 +16,10 @@ public enum WatchCondition: Sendable, CustomStringConvertible {
     /// The pixel has this colour (screen coordinates), each channel within `tolerance` (0–255) of it, as AutoHotkey's
     /// PixelSearch variation: themes and antialiasing shift colours by a few units.
     case pixel(Point, RGB, tolerance: Int = 0)
+    /// The template matches somewhere in the area (a score of at least the options' confidence).
+    case imageAppears(ImageTemplate, ImageSearchOptions)
+    /// The template matches nowhere in the area.
+    case imageGone(ImageTemplate, ImageSearchOptions)
 
     /// The condition in words, for messages and `--json`.
     public var description: String {
@@ -26,6 +30,8 @@ public enum WatchCondition: Sendable, CustomStringConvertible {
         case .stable(let d): return "the screen to be stable for \(Int(d.milliseconds)) ms"
         case .pixel(let p, let c, let tolerance):
             return "pixel \(p.x),\(p.y) to be \(c.hex)" + (tolerance > 0 ? " ± \(tolerance)" : "")
+        case .imageAppears(let t, _): return "image \(t.path) to appear"
+        case .imageGone(let t, _): return "image \(t.path) to vanish"
         }
     }
 }
@@ -44,6 +50,8 @@ public struct WatchResult: Codable, Sendable {
     public var match: Match?
     /// For pixel conditions: the colour seen.
     public var colour: String?
+    /// For image conditions: where it appeared (or was last seen before it vanished).
+    public var image: ImageMatch? = nil
 }
 
 /// Polls the screen cheaply: each poll captures the area and compares a hash of its pixels with the last one; OCR
@@ -90,10 +98,11 @@ public struct Watcher {
         var lastChange = start
         var lastText = ""
         var lastMatch: Match?
-        func result(match: Match? = nil, colour: String? = nil) -> WatchResult {
+        var lastImage: ImageMatch?
+        func result(match: Match? = nil, colour: String? = nil, image: ImageMatch? = nil) -> WatchResult {
             WatchResult(
                 condition: condition.description, elapsedMs: start.duration(to: clock.now).milliseconds, polls: polls,
-                ocrPasses: ocrPasses, match: match, colour: colour)
+                ocrPasses: ocrPasses, match: match, colour: colour, image: image)
         }
         while true {
             let now = clock.now
@@ -119,6 +128,21 @@ public struct Watcher {
             case .stable(let quiet):
                 if lastHash != nil && lastChange.duration(to: now) >= quiet { return result() }
                 lastText = "last change \(Int(lastChange.duration(to: now).milliseconds)) ms ago"
+            case .imageAppears(let template, let options), .imageGone(let template, let options):
+                // Pixels that did not change cannot change the answer: search only when they did.
+                if changed {
+                    let found = try TemplateMatcher.find(
+                        template, in: frame, origin: Point(x: area.x, y: area.y), options: options
+                    ).first
+                    lastText =
+                        found.map { "matched \($0.summary)" }
+                        ?? "no match scoring \(String(format: "%.2f", options.confidence))"
+                    if case .imageAppears = condition, let found { return result(image: found) }
+                    if case .imageGone = condition {
+                        if found == nil { return result(image: lastImage) }
+                        lastImage = found
+                    }
+                }
             case .textAppears(let label), .textGone(let label):
                 if changed {
                     ocrPasses += 1

@@ -185,15 +185,17 @@ public struct CLIResult {
     public var text: String { String(decoding: stdout, as: UTF8.self) }
 }
 
-/// Runs `xclaw` with arguments, an optional stdin and extra environment, and waits for it.
+/// Runs `xclaw` with arguments, an optional stdin and extra environment, in `directory` (default: the test's), and
+/// waits for it.
 @discardableResult
 public func runCLI(
     _ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
-    removing: [String] = []
+    removing: [String] = [], directory: URL? = nil
 ) throws -> CLIResult {
     let process = Process()
     process.executableURL = productsDirectory.appendingPathComponent("xclaw")
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
     var env = ProcessInfo.processInfo.environment
     for key in removing { env.removeValue(forKey: key) }
     env.merge(environment) { $1 }

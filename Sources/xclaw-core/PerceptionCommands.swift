@@ -126,23 +126,68 @@ struct SelectionOptions: ParsableArguments {
     var selection: Selection { Selection(nth: nth, near: near, role: role) }
 }
 
-/// `xclaw find`: where a label is on screen.
+/// `xclaw find`: where a label, an image or a colour is on screen.
 struct Find: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Find a label on screen: ranked candidates with boxes and scores.",
+        abstract: "Find a label, an image (--image) or a colour (--color) on screen.",
         discussion: """
-            Matches a word or a phrase of one line: exact, case-insensitive, then fuzzy (OCR look-alikes l/1/I, \
-            O/0, rn/m). Prints the candidates best first; exits 1 and prints the closest labels when nothing matches.
+            A label matches a word or a phrase of one line: exact, case-insensitive, then fuzzy (OCR look-alikes \
+            l/1/I, O/0, rn/m). Prints the candidates best first; exits 1 and prints the closest labels when nothing \
+            matches.
+            --image FILE looks for a PNG by normalised cross-correlation (1: the same pixels up to brightness and \
+            contrast) and prints the best match: @centre, size, top-left and score. Exits 1 when nothing scores \
+            --confidence (saying the best score and where), and when two places tie (unless --all or --nth). \
+            --color #rrggbb prints the first pixel of that colour in reading order, X,Y #rrggbb; exits 1 if none.
             """)
     @OptionGroup var target: DisplayOptions
-    @Argument(help: "The label to look for.") var label: String
+    @Argument(help: "The label to look for (or give --image or --color).") var label: String?
     @Option(help: "Window id (0x…) or title substring to search in.") var window: String?
+    @Option(help: "Only search this region X,Y,W,H.") var region: String?
+    @OptionGroup var image: ImageOptions
+    @Flag(help: "With --image: print every match (overlapping ones suppressed), best first.") var all = false
+    @Option(help: "Find the first pixel of this colour, #rrggbb (AutoHotkey's PixelSearch).") var color: String?
+    @Option(help: "With --color: how far each channel may differ (0–255; default 0).") var tolerance: Int?
     @OptionGroup var choose: SelectionOptions
     @Flag(help: "Print JSON.") var json = false
 
+    func validate() throws {
+        let targets = [label != nil, image.image != nil, color != nil].filter { $0 }.count
+        guard targets == 1 else { throw ValidationError("give one of a label, --image FILE or --color #rrggbb") }
+        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+        try checkParses(region) { try Rect(parsing: $0) }
+        try checkParses(color) { try RGB(hex: $0) }
+        if tolerance != nil && color == nil { throw ValidationError("--tolerance goes with --color") }
+        try requireRange(tolerance, 0...255, "--tolerance", "")
+        if all && image.image == nil { throw ValidationError("--all goes with --image") }
+        if all && choose.nth != nil { throw ValidationError("give --all or --nth, not both") }
+        if label == nil && (choose.near != nil || choose.role != nil) {
+            throw ValidationError("--near and --role go with a label")
+        }
+        if color != nil && choose.nth != nil { throw ValidationError("--nth does not go with --color") }
+    }
+
     func run() throws {
+        if let color {
+            let rgb = try RGB(hex: color)
+            let hit = try withPerceiver(target, noCache: true) { p in
+                try findColor(
+                    p, area: p.area(region: region.map(Rect.init(parsing:)), window: window), color: rgb,
+                    tolerance: tolerance ?? 0)
+            }
+            return try emit(hit, json: json) { "\(hit.x),\(hit.y) \(hit.color)" }
+        }
+        if let template = try image.template() {
+            let found = try withPerceiver(target, noCache: true) { p -> [ImageMatch] in
+                let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
+                let search = try ImageSearch(p, area: area, template: template, options: image.options)
+                return all ? try search.all() : [try search.chosen(nth: choose.nth)]
+            }
+            return try emit(found, json: json) { found.map(\.summary).joined(separator: "\n") }
+        }
+        let label = self.label ?? ""
         let matches = try withPerceiver(target) { p -> [Match] in
-            let snapshot = try takeSnapshot(p, area: p.area(window: window), source: choose.source)
+            let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
+            let snapshot = try takeSnapshot(p, area: area, source: choose.source)
             var found = Finder.find(label, in: snapshot, role: choose.role)
             if choose.nth != nil || choose.near != nil {
                 found = [try choose.selection.resolve(label, in: snapshot, acting: false)]
@@ -163,14 +208,17 @@ struct Tap: ParsableCommand {
         discussion: """
             Clicks the centre of the best match; matches from the accessibility tree (exact role and name) win over \
             OCR's. When several match equally and nothing tells them apart, refuses (exit 1) and lists them: a \
-            wrong click is worse than none. A ref (e12) comes from `xclaw snapshot` and must still be on screen. \
+            wrong click is worse than none. --image FILE clicks the centre of the best match of a PNG (see `xclaw \
+            find --image`), refusing ties the same way. A ref (e12) comes from `xclaw snapshot` and must still be on screen. \
             --action presses an element from the accessibility tree with its toolkit's own action ("click" in GTK, \
             "Press" or "Toggle" in Qt) without moving the mouse, even when another window covers it. A covered \
             element is never clicked: the click would land on the window above.
             """)
     @OptionGroup var target: DisplayOptions
-    @Argument(help: "A label, or a ref such as e12.") var label: String
+    @Argument(help: "A label, or a ref such as e12 (or give --image).") var label: String?
     @Option(help: "Window id (0x…) or title substring to search in.") var window: String?
+    @Option(help: "With --image: only search this region X,Y,W,H.") var region: String?
+    @OptionGroup var image: ImageOptions
     @OptionGroup var choose: SelectionOptions
     @Flag(help: "Press through the toolkit's first action instead of clicking (accessibility elements only).")
     var action = false
@@ -186,6 +234,16 @@ struct Tap: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
+        guard (label != nil) != (image.image != nil) else { throw ValidationError("give a label or --image FILE") }
+        if image.image != nil && (action || actionName != nil) {
+            throw ValidationError("--action presses accessibility elements; an image match is clicked")
+        }
+        if image.image != nil && (choose.near != nil || choose.role != nil) {
+            throw ValidationError("--near and --role go with a label")
+        }
+        if region != nil && image.image == nil { throw ValidationError("--region goes with --image (use --window)") }
+        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+        try checkParses(region) { try Rect(parsing: $0) }
         if (action || actionName != nil) && (double || button != .left || offset != nil) {
             throw ValidationError(
                 "--action presses through the toolkit; --double, --button and --offset are for clicks")
@@ -194,6 +252,8 @@ struct Tap: ParsableCommand {
     }
 
     func run() throws {
+        if let template = try image.template() { return try tapImage(template) }
+        let label = self.label ?? ""
         var performed: String?
         var clicked: Point?
         let match = try withPerceiver(target) { p -> Match in
@@ -210,26 +270,48 @@ struct Tap: ParsableCommand {
                 if match.covered == true {
                     throw PerceptionError.covered(match.summary)
                 }
-                var point = match.point
-                if let offset {
-                    // Only an offset can leave the screen (a match is on it): no round trip for a plain tap.
-                    let shift = try Point(parsing: offset)
-                    point = Point(x: point.x + shift.x, y: point.y + shift.y)
-                    let screen = try p.connection.screenRect()
-                    guard screen.contains(point) else {
-                        throw ScreenError.invalidArgument(
-                            "--offset \(shift) from \(match.ref) puts the click at \(point), off the "
-                                + "\(screen.width)x\(screen.height) screen")
-                    }
-                    clicked = point
-                }
-                try InputController(connection: p.connection).click(at: point, button: button, count: double ? 2 : 1)
+                clicked = try click(p, at: match.point, what: match.ref)
             }
             return match
         }
         try emit(match, json: json) {
             (performed.map { "pressed (\($0)) " } ?? "tapped ") + match.summary
                 + (clicked.map { " (clicked at \($0.x),\($0.y))" } ?? "")
+        }
+    }
+
+    /// Clicks `point`, moved by `--offset` when given (refused off the screen); returns the point when it moved.
+    private func click(_ p: Perceiver, at point: Point, what: String) throws -> Point? {
+        var point = point
+        var moved: Point?
+        if let offset {
+            // Only an offset can leave the screen (a match is on it): no round trip for a plain tap.
+            let shift = try Point(parsing: offset)
+            point = Point(x: point.x + shift.x, y: point.y + shift.y)
+            let screen = try p.connection.screenRect()
+            guard screen.contains(point) else {
+                throw ScreenError.invalidArgument(
+                    "--offset \(shift) from \(what) puts the click at \(point), off the "
+                        + "\(screen.width)x\(screen.height) screen")
+            }
+            moved = point
+        }
+        try InputController(connection: p.connection).click(at: point, button: button, count: double ? 2 : 1)
+        return moved
+    }
+
+    /// `tap --image`: clicks the centre of the one best match; a tie or no match clicks nothing.
+    private func tapImage(_ template: ImageTemplate) throws {
+        var clicked: Point?
+        let match = try withPerceiver(target, noCache: true) { p -> ImageMatch in
+            let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
+            let match = try ImageSearch(p, area: area, template: template, options: image.options)
+                .chosen(nth: choose.nth)
+            clicked = try click(p, at: match.center, what: "the match at \(match.center)")
+            return match
+        }
+        try emit(match, json: json) {
+            "tapped " + match.summary + (clicked.map { " (clicked at \($0.x),\($0.y))" } ?? "")
         }
     }
 }
@@ -313,29 +395,33 @@ struct Tree: ParsableCommand {
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Wait until text appears or vanishes, a region changes, a pixel has a colour, or the screen is still.",
+            "Wait until text or an image appears or vanishes, a region changes, a pixel has a colour, or the screen "
+            + "is still.",
         discussion: """
             Polls by comparing frames; OCR runs only when pixels changed. Exits 0 when the condition holds, 1 on \
             timeout with what was last observed.
             """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Wait for this text.") var text: String?
-    @Flag(help: "With --text: wait for it to vanish instead.") var gone = false
+    @Flag(help: "With --text or --image: wait for it to vanish instead.") var gone = false
+    @OptionGroup var image: ImageOptions
     @Option(help: "Wait for this region X,Y,W,H to change.") var change: String?
     @Option(help: "Wait until nothing changed for MS milliseconds.") var stable: Int?
     @Option(help: "Wait for pixel X,Y …") var pixel: String?
     @Option(help: "… to have this colour (#rrggbb).") var color: String?
     @Option(help: "With --pixel: how far each channel may differ from --color (0–255; default 0).") var tolerance: Int?
-    @Option(help: "Only look at this region X,Y,W,H (text and stable conditions).") var region: String?
+    @Option(help: "Only look at this region X,Y,W,H (text, image and stable conditions).") var region: String?
     @Option(help: "Window id (0x…) or title substring to look at.") var window: String?
     @Option(help: "Give up after this many seconds.") var timeout: Double = 10
     @Option(help: "Milliseconds between polls.") var interval: Int = 50
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        let count = [text != nil, change != nil, stable != nil, pixel != nil].filter { $0 }.count
-        guard count == 1 else { throw ValidationError("give exactly one of --text, --change, --stable, --pixel") }
-        if gone && text == nil { throw ValidationError("--gone goes with --text") }
+        let count = [text != nil, change != nil, stable != nil, pixel != nil, image.image != nil].filter { $0 }.count
+        guard count == 1 else {
+            throw ValidationError("give exactly one of --text, --image, --change, --stable, --pixel")
+        }
+        if gone && text == nil && image.image == nil { throw ValidationError("--gone goes with --text or --image") }
         if (pixel == nil) != (color == nil) { throw ValidationError("--pixel and --color go together") }
         if tolerance != nil && pixel == nil { throw ValidationError("--tolerance goes with --pixel") }
         try requireRange(tolerance, 0...255, "--tolerance", "")
@@ -350,6 +436,7 @@ struct Watch: ParsableCommand {
     }
 
     func run() throws {
+        let template = try image.template()  // a bad file is refused before any waiting
         let result = try withPerceiver(target) { p -> WatchResult in
             let condition: WatchCondition
             let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
@@ -368,6 +455,8 @@ struct Watch: ParsableCommand {
             }
             if let text {
                 condition = gone ? .textGone(text) : .textAppears(text)
+            } else if let template {
+                condition = gone ? .imageGone(template, image.options) : .imageAppears(template, image.options)
             } else if let change {
                 condition = .change; area = try p.area(region: Rect(parsing: change))
             } else if let stable {
@@ -386,6 +475,7 @@ struct Watch: ParsableCommand {
         }
         try emit(result, json: json) {
             "\(result.condition): after \(Int(result.elapsedMs)) ms" + (result.match.map { " at " + $0.summary } ?? "")
+                + (result.image.map { " at " + $0.summary } ?? "")
         }
     }
 }

@@ -120,21 +120,6 @@ int xclaw_control_boxes(const uint8_t *gray, int w, int h, int tolerance, int mi
     return found;
 }
 
-int xclaw_ink_mask(const uint8_t *gray, int stride, int x, int y, int w, int h, int fill, int tolerance,
-                   uint8_t *dst) {
-    if (!gray || !dst || w <= 0 || h <= 0) return -1;
-    int count = 0;
-    for (int r = 0; r < h; r++) {
-        const uint8_t *row = gray + (size_t)(y + r) * stride + x;
-        for (int c = 0; c < w; c++) {
-            int ink = abs(row[c] - fill) > tolerance;
-            dst[(size_t)r * w + c] = (uint8_t)ink;
-            count += ink;
-        }
-    }
-    return count;
-}
-
 void xclaw_upscale_label(const uint8_t *src, int w, int h, int scale, int thicken, uint8_t *dst) {
     // Bitmap fonts draw 1-px strokes, which tesseract misreads once upscaled ("x!" as "|", "CE/C" as "CEC"): a stroke
     // is first widened by a pixel (dark text: each pixel takes the darker of itself and its left neighbour), then the

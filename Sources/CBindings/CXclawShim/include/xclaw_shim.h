@@ -66,19 +66,50 @@ void xclaw_prepare_block(const uint8_t *gray, int stride, int x, int y, int w, i
 
 /// Finds the interiors of control-like boxes in a gray image (w x h, contiguous): regions of one fill (4-neighbours
 /// within `tolerance` levels) that do not reach the image's edge, are min_w..max_w x min_h..max_h, are at least 45 %
-/// fill and span at least 75 % of lines a quarter of the shorter side in from each edge of their bounding box. Writes up to max records of 10 ints: x, y, w, h of
-/// the interior; x, y, w, h of the non-fill pixels inside it (all 0 when it is empty); the mean fill level; the number
-/// of bands at least 4 rows tall the non-fill pixels form (lines of text; thinner ones are strokes of "="). Returns how many exist (may exceed max), or -1 on bad input.
+/// fill and span at least 75 % of lines a quarter of the shorter side in from each edge of their bounding box. Writes
+/// up to max records of 10 ints: x, y, w, h of the interior; x, y, w, h of the non-fill pixels inside it (all 0 when it
+/// is empty); the mean fill level; the number of bands at least 4 rows tall the non-fill pixels form (lines of text;
+/// thinner ones are strokes of "="). Returns how many exist (may exceed max), or -1 on bad input.
 int xclaw_control_boxes(const uint8_t *gray, int w, int h, int tolerance, int min_w, int min_h, int max_w, int max_h,
                         int *out, int max);
-
-/// Writes 1 into dst (w*h bytes) for each pixel of the rectangle that differs from `fill` by more than `tolerance`,
-/// else 0; returns how many are 1, or -1 on bad input.
-int xclaw_ink_mask(const uint8_t *gray, int stride, int x, int y, int w, int h, int fill, int tolerance,
-                   uint8_t *dst);
 
 /// Upscales a dark-on-light label image (w x h) by `scale` for tesseract: pixel replication, one 3x3 binomial blur,
 /// and with thicken != 0 strokes widened by a pixel first (bitmap fonts' 1-px strokes). dst is (w*scale) x (h*scale).
 void xclaw_upscale_label(const uint8_t *src, int w, int h, int scale, int thicken, uint8_t *dst);
+
+// --- Template matching and colour search (match.c) ---
+
+/// One position of a template in an image: its top-left corner and its score (-1..1).
+typedef struct { int x, y; double score; } xclaw_match_hit;
+
+/// How much work a search did: positions looked at, those the first bound could not rule out, exact scores computed.
+typedef struct { long positions, stage2, exact; } xclaw_match_stats;
+
+/// Errors of xclaw_match_template (negative returns).
+enum {
+    XCLAW_MATCH_BAD_SIZE = -1,  // an empty image or template, or a template over 1 Mpx
+    XCLAW_MATCH_TOO_LARGE = -2, // the template is larger than the image
+    XCLAW_MATCH_NO_MEMORY = -3,
+    XCLAW_MATCH_FLAT = -4,      // the template is one colour: correlation is undefined for it
+};
+
+/// Finds every position where the normalised cross-correlation (OpenCV's TM_CCOEFF_NORMED) of the template with the
+/// image is >= threshold (> 0): over the three colour channels jointly, or over grey levels with gray != 0. Both are
+/// BGRX, rows packed. exhaustive != 0 scores every position (the reference the fast search is tested against); the
+/// fast search scores exactly only the positions its bounds cannot rule out, so both find the same hits with the
+/// same scores. Stores up to max_hits hits (in no particular order) and returns how many there are (may exceed
+/// max_hits), or an XCLAW_MATCH_* error. best gets the best exactly scored position (score -2 if none was).
+/// Uses two threads for large searches.
+int xclaw_match_template(const uint8_t *image, int iw, int ih, const uint8_t *templ, int tw, int th, int gray,
+                         double threshold, int exhaustive, xclaw_match_hit *hits, int max_hits,
+                         xclaw_match_hit *best, xclaw_match_stats *stats);
+
+/// Bilinear upscale of BGRX (pixel centres aligned), for templates searched at a larger scale. dw >= sw, dh >= sh.
+/// Returns 0, or -1 on bad sizes.
+int xclaw_upscale_bgrx(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh);
+
+/// AutoHotkey's PixelSearch: the first pixel in reading order whose every channel is within tolerance of r, g, b.
+/// Returns 1 and sets *x, *y, or 0 when none is.
+int xclaw_find_color(const uint8_t *bgrx, int width, int height, int r, int g, int b, int tolerance, int *x, int *y);
 
 #endif
