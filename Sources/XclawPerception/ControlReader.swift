@@ -47,8 +47,10 @@ extension TextRecognizer {
     public func readControls(
         _ frame: Frame, origin: Point = Point(x: 0, y: 0), partitions: [Rect]? = nil, pageLines: [TextLine]
     ) throws -> [ControlReading] {
+        let languages = self.languages
+        let cache = Salted(cache: self.cache, salt: languages.cacheSalt)
         if let previous = lastControls.withLock({ $0 }), previous.origin == origin,
-            previous.partitions == partitions, previous.frame.hasSameBytes(as: frame)
+            previous.partitions == partitions, previous.languages == languages, previous.frame.hasSameBytes(as: frame)
         {
             return previous.controls
         }
@@ -94,7 +96,7 @@ extension TextRecognizer {
             }
         }
         if !pending.isEmpty {
-            let engines = try engines(count: min(workers, pending.count))
+            let engines = try engines(count: min(workers, pending.count), languages: languages)
             let next = Atomic<Int>(0)
             let collected = Mutex<[Int: Result<LabelRead, Error>]>([:])
             let minimum = minimumConfidence
@@ -142,7 +144,7 @@ extension TextRecognizer {
             moved.line = control.line?.offset(dx: origin.x, dy: origin.y)
             return moved
         }
-        lastControls.withLock { $0 = (frame, origin, partitions, result) }
+        lastControls.withLock { $0 = (frame, origin, partitions, languages, result) }
         return result
     }
 

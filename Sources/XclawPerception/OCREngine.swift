@@ -37,17 +37,20 @@ final class OCREngine: @unchecked Sendable {
     private let api: OpaquePointer
     private let lock = NSLock()
 
-    /// Loads the English model (`TessBaseAPIInit3`) from `TESSDATA_PREFIX` or tesseract's built-in path.
-    init() throws {
+    /// Loads the models of `languages` (`TessBaseAPIInit3`) from `TESSDATA_PREFIX` or tesseract's built-in path.
+    init(languages: OCRLanguages = .english) throws {
         OpenMP.limitThreads()
         guard let api = TessBaseAPICreate() else { throw PerceptionError.recognitionFailed("TessBaseAPICreate failed") }
         // Tesseract prints warnings such as "Estimating resolution" to stderr; they are noise for our users.
         TessBaseAPISetVariable(api, "debug_file", "/dev/null")
         let datapath = Invocation.current.environment["TESSDATA_PREFIX"]
-        let status = datapath.map { TessBaseAPIInit3(api, $0, "eng") } ?? TessBaseAPIInit3(api, nil, "eng")
+        let language = languages.description
+        let status = datapath.map { TessBaseAPIInit3(api, $0, language) } ?? TessBaseAPIInit3(api, nil, language)
         guard status == 0 else {
             TessBaseAPIDelete(api)
-            throw PerceptionError.tessdataMissing(datapath.map { "TESSDATA_PREFIX=\($0)" } ?? "eng.traineddata")
+            try languages.check()  // names the package of a missing language
+            throw PerceptionError.tessdataMissing(
+                datapath.map { "TESSDATA_PREFIX=\($0)" } ?? "\(language) traineddata")
         }
         // We decide inversion per block ourselves; tesseract's own retry of inverted text doubles the cost.
         TessBaseAPISetVariable(api, "tessedit_do_invert", "0")

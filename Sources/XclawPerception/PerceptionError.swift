@@ -5,6 +5,8 @@ import XclawScreen
 public enum PerceptionError: Error, CustomStringConvertible, Equatable, ClassifiedError {
     /// Tesseract could not load its English model.
     case tessdataMissing(String)
+    /// An OCR language's data file is not installed.
+    case languageMissing(code: String, package: String, searched: [String])
     /// Tesseract failed on an image it was given.
     case recognitionFailed(String)
     /// A label matched nothing on screen.
@@ -27,6 +29,10 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
         case .tessdataMissing(let detail):
             return "tesseract could not load its English data (\(detail)); install it with "
                 + "scripts/install-deps.sh (or `apt-get install tesseract-ocr-eng`), or set TESSDATA_PREFIX"
+        case .languageMissing(let code, let package, let searched):
+            return "the OCR language \"\(code)\" is not installed (no \(code).traineddata in "
+                + searched.joined(separator: ", ") + "); install it with `apt-get install \(package)`, or drop it "
+                + "from --lang / XCLAW_OCR_LANG / ocr_lang"
         case .recognitionFailed(let detail): return "OCR failed: \(detail)"
         case .notFound(let label, let closest):
             let hint = closest.isEmpty ? "no similar text is on screen" : "closest: " + closest.joined(separator: ", ")
@@ -53,7 +59,7 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
         switch self {
         case .tessdataMissing, .recognitionFailed: return .internal
         case .notFound, .ambiguous, .uncertain, .staleRef, .timedOut, .covered: return .notFound
-        case .invalidArgument: return .usage
+        case .invalidArgument, .languageMissing: return .usage
         }
     }
 }

@@ -15,22 +15,49 @@ public final class TextRecognizer: @unchecked Sendable {
     public let cache: OCRCache
     let workers: Int
     private let engineLock = NSLock()
-    private var engines: [OCREngine] = []
+    private var engines: [OCRLanguages: [OCREngine]] = [:]
+    /// The languages reads use (`use(_:)`); English unless configured otherwise.
+    private let chosen: Mutex<OCRLanguages>
     /// The last reading and the frame it was of: a long-lived reader (the daemon, an agent) asked again about the
     /// same pixels answers with one memory compare, before converting or hashing 8 MB of a 1080p frame.
-    private let last = Mutex<(frame: Frame, origin: Point, partitions: [Rect]?, reading: TextReading)?>(nil)
+    private let last = Mutex<
+        (frame: Frame, origin: Point, partitions: [Rect]?, languages: OCRLanguages, reading: TextReading)?
+    >(nil)
 
     /// The last control reading and the frame it was of (see `last`).
-    let lastControls = Mutex<(frame: Frame, origin: Point, partitions: [Rect]?, controls: [ControlReading])?>(nil)
+    let lastControls = Mutex<
+        (frame: Frame, origin: Point, partitions: [Rect]?, languages: OCRLanguages, controls: [ControlReading])?
+    >(nil)
 
     /// Words below this confidence (0–100) are dropped: ruling-line remnants and icons read as letters.
     public let minimumConfidence: Double = 35
 
     /// Creates a recognizer; engines are created on first need (a fully cached screen needs none).
     /// - Parameter workers: tesseract engines run in parallel (default: the number of cores, at most 4).
-    public init(cache: OCRCache = OCRCache(), workers: Int? = nil) {
+    public init(cache: OCRCache = OCRCache(), workers: Int? = nil, languages: OCRLanguages = .english) {
         self.cache = cache
+        chosen = Mutex(languages)
         self.workers = max(1, workers ?? min(4, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    /// The languages reads use.
+    public var languages: OCRLanguages { chosen.withLock { $0 } }
+
+    /// Reads with `languages` from now on (each command sets its own; the daemon's kept recognizer serves many).
+    /// Their data files are checked first, so a missing one is a clear error, not tesseract's.
+    public func use(_ languages: OCRLanguages) throws {
+        try languages.check()
+        chosen.withLock { $0 = languages }
+    }
+
+    /// The shared cache seen through the current languages: the same pixels read in other languages are another
+    /// entry.
+    struct Salted {
+        let cache: OCRCache
+        let salt: UInt64
+
+        func lookup(_ key: UInt64) -> [TextLine]? { cache.lookup(key ^ salt) }
+        func store(_ key: UInt64, _ lines: [TextLine]) { cache.store(key ^ salt, lines) }
     }
 
     /// A block of the frame to recognise.
@@ -53,8 +80,9 @@ public final class TextRecognizer: @unchecked Sendable {
     public func read(_ frame: Frame, origin: Point = Point(x: 0, y: 0), partitions: [Rect]? = nil) throws -> TextReading
     {
         let start = ContinuousClock.now
+        let languages = self.languages
         if let previous = last.withLock({ $0 }), previous.origin == origin, previous.partitions == partitions,
-            previous.frame.hasSameBytes(as: frame)
+            previous.languages == languages, previous.frame.hasSameBytes(as: frame)
         {
             var reading = previous.reading
             reading.stats = .init(
@@ -62,15 +90,16 @@ public final class TextRecognizer: @unchecked Sendable {
                 milliseconds: (ContinuousClock.now - start).milliseconds)
             return reading
         }
-        let reading = try readAnew(frame, origin: origin, partitions: partitions, start: start)
-        last.withLock { $0 = (frame, origin, partitions, reading) }
+        let reading = try readAnew(frame, origin: origin, partitions: partitions, languages: languages, start: start)
+        last.withLock { $0 = (frame, origin, partitions, languages, reading) }
         return reading
     }
 
     /// `read` once the frame is known to differ from the last one read.
-    private func readAnew(_ frame: Frame, origin: Point, partitions: [Rect]?, start: ContinuousClock.Instant) throws
-        -> TextReading
-    {
+    private func readAnew(
+        _ frame: Frame, origin: Point, partitions: [Rect]?, languages: OCRLanguages, start: ContinuousClock.Instant
+    ) throws -> TextReading {
+        let cache = Salted(cache: self.cache, salt: languages.cacheSalt)
         let width = frame.width, height = frame.height
         var gray = [UInt8](repeating: 0, count: width * height)
         frame.bgrx.withUnsafeBufferPointer { src in
@@ -115,7 +144,7 @@ public final class TextRecognizer: @unchecked Sendable {
                 pending.append(piece)
             }
         }
-        let fresh = try recognize(pending, gray: gray, stride: width)
+        let fresh = try recognize(pending, gray: gray, stride: width, languages: languages, cache: cache)
         for (piece, pieceLines) in zip(pending, fresh) {
             cache.store(piece.key, pieceLines)
             lines += pieceLines.map { $0.offset(dx: piece.rect.x, dy: piece.rect.y) }
@@ -209,7 +238,9 @@ public final class TextRecognizer: @unchecked Sendable {
     }
 
     /// Recognises pieces on up to `workers` engines in parallel; lines come back per piece, relative to its rect.
-    private func recognize(_ pieces: [Piece], gray: [UInt8], stride: Int) throws -> [[TextLine]] {
+    private func recognize(
+        _ pieces: [Piece], gray: [UInt8], stride: Int, languages: OCRLanguages, cache: Salted
+    ) throws -> [[TextLine]] {
         guard !pieces.isEmpty else { return [] }
         // Plan: one-line pieces are cut into words; words seen before (in the cache, or earlier on this page) are
         // not read again.
@@ -262,7 +293,7 @@ public final class TextRecognizer: @unchecked Sendable {
         var results: [Int: [TextLine]] = [:]
         var segmentWords: [UInt64: [TextWord]] = [:]
         if !jobs.isEmpty {
-            let engines = try engines(count: min(workers, jobs.count))
+            let engines = try engines(count: min(workers, jobs.count), languages: languages)
             // Largest first, so the last job handed out is a small one and the engines finish together.
             let cost = { (i: Int) -> Int in
                 if case .atlas(_, _, let packed, _) = plans[i] {
@@ -425,18 +456,20 @@ public final class TextRecognizer: @unchecked Sendable {
     }
 
     /// The first `count` engines, created in parallel when missing (each costs ~50 ms to load its model).
-    func engines(count: Int) throws -> [OCREngine] {
+    func engines(count: Int, languages: OCRLanguages) throws -> [OCREngine] {
         try engineLock.withLock {
-            let missing = count - engines.count
+            var pool = engines[languages] ?? []
+            let missing = count - pool.count
             if missing > 0 {
                 let made = Mutex<[Result<OCREngine, Error>]>([])
                 DispatchQueue.concurrentPerform(iterations: missing) { _ in
-                    let engine = Result { try OCREngine() }
+                    let engine = Result { try OCREngine(languages: languages) }
                     made.withLock { $0.append(engine) }
                 }
-                for result in made.withLock({ $0 }) { engines.append(try result.get()) }
+                for result in made.withLock({ $0 }) { pool.append(try result.get()) }
+                engines[languages] = pool
             }
-            return Array(engines.prefix(count))
+            return Array(pool.prefix(count))
         }
     }
 }

@@ -20,6 +20,12 @@ public enum WatchCondition: Sendable, CustomStringConvertible {
     case imageAppears(ImageTemplate, ImageSearchOptions)
     /// The template matches nowhere in the area.
     case imageGone(ImageTemplate, ImageSearchOptions)
+    /// A window whose id or title matches is on screen (xdotool `search --sync`).
+    case windowAppears(String)
+    /// No window matches any more.
+    case windowGone(String)
+    /// A matching window has the input focus.
+    case windowActive(String)
 
     /// The condition in words, for messages and `--json`.
     public var description: String {
@@ -32,6 +38,9 @@ public enum WatchCondition: Sendable, CustomStringConvertible {
             return "pixel \(p.x),\(p.y) to be \(c.hex)" + (tolerance > 0 ? " ± \(tolerance)" : "")
         case .imageAppears(let t, _): return "image \(t.path) to appear"
         case .imageGone(let t, _): return "image \(t.path) to vanish"
+        case .windowAppears(let w): return "window \"\(w)\" to appear"
+        case .windowGone(let w): return "window \"\(w)\" to vanish"
+        case .windowActive(let w): return "window \"\(w)\" to be active"
         }
     }
 }
@@ -52,6 +61,8 @@ public struct WatchResult: Codable, Sendable {
     public var colour: String?
     /// For image conditions: where it appeared (or was last seen before it vanished).
     public var image: ImageMatch? = nil
+    /// For window conditions: the window (for `windowGone`, as last seen).
+    public var window: WindowInfo? = nil
 }
 
 /// Polls the screen cheaply: each poll captures the area and compares a hash of its pixels with the last one; OCR
@@ -99,13 +110,43 @@ public struct Watcher {
         var lastText = ""
         var lastMatch: Match?
         var lastImage: ImageMatch?
-        func result(match: Match? = nil, colour: String? = nil, image: ImageMatch? = nil) -> WatchResult {
+        func result(
+            match: Match? = nil, colour: String? = nil, image: ImageMatch? = nil, window: WindowInfo? = nil
+        ) -> WatchResult {
             WatchResult(
                 condition: condition.description, elapsedMs: start.duration(to: clock.now).milliseconds, polls: polls,
-                ocrPasses: ocrPasses, match: match, colour: colour, image: image)
+                ocrPasses: ocrPasses, match: match, colour: colour, image: image, window: window)
         }
+        var lastWindow: WindowInfo?
         while true {
             let now = clock.now
+            // Window conditions read the window list, not pixels.
+            switch condition {
+            case .windowAppears(let name), .windowGone(let name), .windowActive(let name):
+                polls += 1
+                var found: WindowInfo?
+                do { found = try perceiver.windows.find(name) } catch ScreenError.windowNotFound(_) { found = nil }
+                switch condition {
+                case .windowAppears: if let found { return result(window: found) }
+                case .windowGone:
+                    if found == nil { return result(window: lastWindow) }
+                    lastWindow = found
+                default:
+                    if let found, found.active { return result(window: found) }
+                }
+                lastText =
+                    found.map {
+                        "window \(String(format: "0x%x", $0.id)) \"\($0.title)\""
+                            + ($0.active ? " active" : " not active")
+                    }
+                    ?? "no window matches \"\(name)\""
+                if now >= deadline {
+                    throw PerceptionError.timedOut(condition: condition.description, lastObserved: lastText)
+                }
+                ClockSleep.until(min(deadline, clock.now.advanced(by: interval)), on: clock)
+                continue
+            default: break
+            }
             let frame: Frame
             if case .pixel(let p, _, _) = condition {
                 frame = try frames(Rect(x: p.x, y: p.y, width: 1, height: 1))
@@ -143,6 +184,8 @@ public struct Watcher {
                         lastImage = found
                     }
                 }
+            case .windowAppears, .windowGone, .windowActive:
+                break  // answered above
             case .textAppears(let label), .textGone(let label):
                 if changed {
                     ocrPasses += 1
@@ -166,6 +209,52 @@ public struct Watcher {
             }
             if now >= deadline {
                 throw PerceptionError.timedOut(condition: condition.description, lastObserved: lastText)
+            }
+            ClockSleep.until(min(deadline, clock.now.advanced(by: interval)), on: clock)
+        }
+    }
+
+    /// Waits for something to be on screen, for `find`/`tap --timeout`: `attempt` runs on the area (a window may not
+    /// exist yet: `area` is asked again each poll) at once, then each time its pixels changed and have been still for
+    /// `settle`, so a target drawn mid-animation is not taken. An error `retryable` accepts (not found, not yet sure)
+    /// means "not yet"; any other ends the wait. On timeout: `timedOut`, naming the last error seen.
+    public func retry<T>(
+        _ what: String, timeout: Duration, settle: Duration = .milliseconds(150), area: () throws -> Rect,
+        retryable: (Error) -> Bool, attempt: (Rect) throws -> T
+    ) throws -> T {
+        let clock = self.clock
+        return try retry(
+            what, timeout: timeout, settle: settle, area: area, retryable: retryable, attempt: attempt, on: clock)
+    }
+
+    private func retry<T, C: Clock<Duration>>(
+        _ what: String, timeout: Duration, settle: Duration, area: () throws -> Rect, retryable: (Error) -> Bool,
+        attempt: (Rect) throws -> T, on clock: C
+    ) throws -> T {
+        let deadline = clock.now.advanced(by: timeout)
+        var lastError: Error?
+        var seen: UInt64?, tried: UInt64?
+        var lastChange = clock.now
+        var first = true
+        while true {
+            let now = clock.now
+            do {
+                let rect = try area()
+                let hash = Self.hash(try frames(rect))
+                if hash != seen { (seen, lastChange) = (hash, now) }
+                if first || (hash != tried && lastChange.duration(to: now) >= settle) {
+                    first = false
+                    tried = hash
+                    return try attempt(rect)
+                }
+            } catch  where retryable(error) {
+                lastError = error
+            }
+            if now >= deadline {
+                throw PerceptionError.timedOut(
+                    condition: what,
+                    lastObserved: lastError.map { "\($0)".split(separator: "\n").prefix(4).joined(separator: "; ") }
+                        ?? "nothing")
             }
             ClockSleep.until(min(deadline, clock.now.advanced(by: interval)), on: clock)
         }

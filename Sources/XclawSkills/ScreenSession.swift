@@ -55,6 +55,8 @@ public final class ScreenSession: @unchecked Sendable {
     public init(connection: DisplayConnection, cache: OCRCache = OCRCache(), settler: Settler? = nil) throws {
         self.connection = connection
         perceiver = try Perceiver(connection: connection, cache: cache)
+        // The agent's tools read in the languages the user configured (XCLAW_OCR_LANG or ocr_lang).
+        try perceiver.recognizer.use(OCRLanguages.configured())
         capturer = perceiver.capturer
         input = try InputController(connection: connection)
         snapshotter = Snapshotter(perceiver: perceiver)

@@ -30,12 +30,39 @@ func checkParses<T>(_ value: String?, _ parse: (String) throws -> T) throws {
 
 /// Opens perception for a CLI call with the shared on-disk OCR cache, runs `body`, and saves the cache after.
 /// The daemon keeps its perceiver and cache warm instead, and saves the cache after replying when it grew.
-func withPerceiver<T>(_ target: DisplayOptions, noCache: Bool = false, _ body: (Perceiver) throws -> T) throws -> T {
-    if noCache { return try body(Perceiver(connection: target.connect(), cache: OCRCache())) }
-    let perceiver = try Hosting.current.perceiver(target.display)
+func withPerceiver<T>(
+    _ target: DisplayOptions, noCache: Bool = false, languages: LanguageOption? = nil, _ body: (Perceiver) throws -> T
+) throws -> T {
+    let perceiver =
+        noCache
+        ? try Perceiver(connection: target.connect(), cache: OCRCache()) : try Hosting.current.perceiver(target.display)
+    // Every command that reads text sets its languages: the daemon's kept recognizer serves commands with different
+    // ones. (Image and colour searches read none.)
+    if languages != nil || !noCache {
+        try perceiver.recognizer.use(languages?.languages() ?? OCRLanguages.configured())
+    }
+    if noCache { return try body(perceiver) }
     let result = try body(perceiver)
     if !Invocation.isServed { try? perceiver.recognizer.cache.save(to: Perceiver.cacheFile) }
     return result
+}
+
+/// `--lang`: the tesseract languages a command reads with.
+struct LanguageOption: ParsableArguments {
+    @Option(
+        help: """
+            OCR languages, tesseract codes joined by + (eng+deu+fra); default: XCLAW_OCR_LANG, else ocr_lang in \
+            the config file, else eng. Each needs its Debian package (tesseract-ocr-deu…).
+            """)
+    var lang: String?
+
+    /// Rejects a malformed list before anything runs (exit 2).
+    func validate() throws { _ = try languages() }
+
+    /// The languages given, else the configured ones.
+    func languages() throws -> OCRLanguages {
+        try lang.map(OCRLanguages.init(parsing:)) ?? OCRLanguages.configured()
+    }
 }
 
 /// `xclaw ocr`: the text on screen, in reading order, or as JSON with boxes.
@@ -52,9 +79,10 @@ struct Ocr: ParsableCommand {
     @Flag(help: "Print JSON: region, lines with words, boxes and confidence.") var json = false
     @Flag(help: "Ignore and do not update the OCR cache.") var noCache = false
     @OptionGroup var rawOption: RawOption
+    @OptionGroup var languages: LanguageOption
 
     func run() throws {
-        let reading = try withPerceiver(target, noCache: noCache) { try $0.read(area.area($0)) }
+        let reading = try withPerceiver(target, noCache: noCache, languages: languages) { try $0.read(area.area($0)) }
         try emit(reading, json: json, raw: rawOption.raw) { reading.text }
     }
 }
@@ -97,10 +125,13 @@ struct SnapshotCommand: ParsableCommand {
     @OptionGroup var area: AreaOptions
     @Option(help: sourceHelp) var source: SnapshotSource = .auto
     @Flag(help: "Only windows and controls (buttons, fields, checkboxes, menu items…).") var interactive = false
+    @OptionGroup var languages: LanguageOption
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let snapshot = try withPerceiver(target) { p in try takeSnapshot(p, area: area.area(p), source: source) }
+        let snapshot = try withPerceiver(target, languages: languages) { p in
+            try takeSnapshot(p, area: area.area(p), source: source)
+        }
         var shown = snapshot
         if interactive { shown.elements = snapshot.elements.filter { $0.role == .window || $0.role.isInteractive } }
         try emit(shown, json: json) { snapshot.render(interactiveOnly: interactive) }
@@ -126,6 +157,26 @@ struct SelectionOptions: ParsableArguments {
     var selection: Selection { Selection(nth: nth, near: near, role: role) }
 }
 
+/// Runs `body` on the area once, or with `timeout` (seconds) until it finds its target: `find`/`tap --timeout` wait
+/// through the watcher (a window that does not exist yet is waited for too; a target is taken once its pixels
+/// settled). What counts as "not yet": nothing matches, matches tie or are only guesses, the image scores too low.
+func waiting<T>(
+    _ p: Perceiver, timeout: Double?, for what: String, area: () throws -> Rect, _ body: (Rect) throws -> T
+) throws -> T {
+    guard let timeout else { return try body(try area()) }
+    return try stoppableWatcher(p, interval: 50).retry(
+        what, timeout: .milliseconds(Int(timeout * 1000)), area: area,
+        retryable: { error in
+            switch error {
+            case PerceptionError.notFound, PerceptionError.ambiguous, PerceptionError.uncertain,
+                ScreenError.windowNotFound, ImageSearchError.belowConfidence, ImageSearchError.ambiguous,
+                ImageSearchError.colorNotFound:
+                return true
+            default: return false
+            }
+        }, attempt: body)
+}
+
 /// `xclaw find`: where a label, an image or a colour is on screen.
 struct Find: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -148,9 +199,13 @@ struct Find: ParsableCommand {
     @Option(help: "Find the first pixel of this colour, #rrggbb (AutoHotkey's PixelSearch).") var color: String?
     @Option(help: "With --color: how far each channel may differ (0–255; default 0).") var tolerance: Int?
     @OptionGroup var choose: SelectionOptions
+    @Option(help: "Wait up to this many seconds for the target (and its window) to appear; default: look once.")
+    var timeout: Double?
+    @OptionGroup var languages: LanguageOption
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
+        try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
         let targets = [label != nil, image.image != nil, color != nil].filter { $0 }.count
         guard targets == 1 else { throw ValidationError("give one of a label, --image FILE or --color #rrggbb") }
         if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
@@ -170,32 +225,41 @@ struct Find: ParsableCommand {
         if let color {
             let rgb = try RGB(hex: color)
             let hit = try withPerceiver(target, noCache: true) { p in
-                try findColor(
-                    p, area: p.area(region: region.map(Rect.init(parsing:)), window: window), color: rgb,
-                    tolerance: tolerance ?? 0)
+                try waiting(
+                    p, timeout: timeout, for: "colour \(color)",
+                    area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+                ) { try findColor(p, area: $0, color: rgb, tolerance: tolerance ?? 0) }
             }
             return try emit(hit, json: json) { "\(hit.x),\(hit.y) \(hit.color)" }
         }
         if let template = try image.template() {
             let found = try withPerceiver(target, noCache: true) { p -> [ImageMatch] in
-                let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
-                let search = try ImageSearch(p, area: area, template: template, options: image.options)
-                return all ? try search.all() : [try search.chosen(nth: choose.nth)]
+                try waiting(
+                    p, timeout: timeout, for: "image \(template.path)",
+                    area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+                ) { area in
+                    let search = try ImageSearch(p, area: area, template: template, options: image.options)
+                    return all ? try search.all() : [try search.chosen(nth: choose.nth)]
+                }
             }
             return try emit(found, json: json) { found.map(\.summary).joined(separator: "\n") }
         }
         let label = self.label ?? ""
-        let matches = try withPerceiver(target) { p -> [Match] in
-            let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
-            let snapshot = try takeSnapshot(p, area: area, source: choose.source)
-            var found = Finder.find(label, in: snapshot, role: choose.role)
-            if choose.nth != nil || choose.near != nil {
-                found = [try choose.selection.resolve(label, in: snapshot, acting: false)]
+        let matches = try withPerceiver(target, languages: languages) { p -> [Match] in
+            try waiting(
+                p, timeout: timeout, for: "\"\(label)\" to appear",
+                area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+            ) { area in
+                let snapshot = try takeSnapshot(p, area: area, source: choose.source)
+                var found = Finder.find(label, in: snapshot, role: choose.role)
+                if choose.nth != nil || choose.near != nil {
+                    found = [try choose.selection.resolve(label, in: snapshot, acting: false)]
+                }
+                guard !found.isEmpty else {
+                    throw PerceptionError.notFound(label: label, closest: Finder.closest(label, in: snapshot))
+                }
+                return found
             }
-            guard !found.isEmpty else {
-                throw PerceptionError.notFound(label: label, closest: Finder.closest(label, in: snapshot))
-            }
-            return found
         }
         try emit(matches, json: json) { matches.map(\.summary).joined(separator: "\n") }
     }
@@ -231,9 +295,13 @@ struct Tap: ParsableCommand {
         parsing: .unconditional,
         help: "Click this far from the match's centre, DX,DY (e.g. 120,0: the field right of a \"Name:\" label).")
     var offset: String?
+    @Option(help: "Wait up to this many seconds for the target (and its window) to appear; default: look once.")
+    var timeout: Double?
+    @OptionGroup var languages: LanguageOption
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
+        try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
         guard (label != nil) != (image.image != nil) else { throw ValidationError("give a label or --image FILE") }
         if image.image != nil && (action || actionName != nil) {
             throw ValidationError("--action presses accessibility elements; an image match is clicked")
@@ -256,9 +324,12 @@ struct Tap: ParsableCommand {
         let label = self.label ?? ""
         var performed: String?
         var clicked: Point?
-        let match = try withPerceiver(target) { p -> Match in
-            let snapshot = try takeSnapshot(p, area: p.area(window: window), source: choose.source)
-            let match = try choose.selection.resolve(label, in: snapshot)
+        let match = try withPerceiver(target, languages: languages) { p -> Match in
+            let match = try waiting(
+                p, timeout: timeout, for: "\"\(label)\" to appear", area: { try p.area(window: window) }
+            ) { area in
+                try choose.selection.resolve(label, in: takeSnapshot(p, area: area, source: choose.source))
+            }
             if action || actionName != nil {
                 guard let node = match.node else {
                     throw PerceptionError.invalidArgument(
@@ -304,9 +375,12 @@ struct Tap: ParsableCommand {
     private func tapImage(_ template: ImageTemplate) throws {
         var clicked: Point?
         let match = try withPerceiver(target, noCache: true) { p -> ImageMatch in
-            let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
-            let match = try ImageSearch(p, area: area, template: template, options: image.options)
-                .chosen(nth: choose.nth)
+            let match = try waiting(
+                p, timeout: timeout, for: "image \(template.path)",
+                area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+            ) { area in
+                try ImageSearch(p, area: area, template: template, options: image.options).chosen(nth: choose.nth)
+            }
             clicked = try click(p, at: match.center, what: "the match at \(match.center)")
             return match
         }
@@ -411,17 +485,32 @@ struct Watch: ParsableCommand {
     @Option(help: "… to have this colour (#rrggbb).") var color: String?
     @Option(help: "With --pixel: how far each channel may differ from --color (0–255; default 0).") var tolerance: Int?
     @Option(help: "Only look at this region X,Y,W,H (text, image and stable conditions).") var region: String?
-    @Option(help: "Window id (0x…) or title substring to look at.") var window: String?
+    @Option(
+        help: """
+            Window id (0x…) or title substring to look at; alone, wait for such a window to appear (with --gone: to \
+            vanish; with --active: to have the focus), as xdotool search --sync.
+            """)
+    var window: String?
+    @Flag(help: "With --window alone: wait for the window to have the input focus.") var active = false
+    @OptionGroup var languages: LanguageOption
     @Option(help: "Give up after this many seconds.") var timeout: Double = 10
     @Option(help: "Milliseconds between polls.") var interval: Int = 50
     @Flag(help: "Print JSON.") var json = false
 
+    /// `--window` with no other condition: the window itself is waited for.
+    var watchesWindow: Bool {
+        window != nil && [text, change, pixel].allSatisfy { $0 == nil } && stable == nil && image.image == nil
+    }
+
     func validate() throws {
         let count = [text != nil, change != nil, stable != nil, pixel != nil, image.image != nil].filter { $0 }.count
-        guard count == 1 else {
-            throw ValidationError("give exactly one of --text, --image, --change, --stable, --pixel")
+        guard count == 1 || watchesWindow else {
+            throw ValidationError("give exactly one of --text, --image, --change, --stable, --pixel, or --window alone")
         }
-        if gone && text == nil && image.image == nil { throw ValidationError("--gone goes with --text or --image") }
+        if gone && text == nil && image.image == nil && !watchesWindow {
+            throw ValidationError("--gone goes with --text, --image or --window alone")
+        }
+        if active && (!watchesWindow || gone) { throw ValidationError("--active goes with --window alone, not --gone") }
         if (pixel == nil) != (color == nil) { throw ValidationError("--pixel and --color go together") }
         if tolerance != nil && pixel == nil { throw ValidationError("--tolerance goes with --pixel") }
         try requireRange(tolerance, 0...255, "--tolerance", "")
@@ -437,7 +526,21 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         let template = try image.template()  // a bad file is refused before any waiting
-        let result = try withPerceiver(target) { p -> WatchResult in
+        if watchesWindow, let window {
+            let condition: WatchCondition =
+                active ? .windowActive(window) : (gone ? .windowGone(window) : .windowAppears(window))
+            let result = try withPerceiver(target) { p in
+                try stoppableWatcher(p, interval: interval)
+                    .wait(for: condition, timeout: .milliseconds(Int(timeout * 1000)))
+            }
+            return try emit(result, json: json) {
+                "\(result.condition): after \(Int(result.elapsedMs)) ms"
+                    + (result.window.map {
+                        " (\(String(format: "0x%x", $0.id)) \(UntrustedText.quoted($0.title, limit: 60)))"
+                    } ?? "")
+            }
+        }
+        let result = try withPerceiver(target, languages: languages) { p -> WatchResult in
             let condition: WatchCondition
             let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
             // A watched window may not exist yet (the app is starting): wait for it within the same timeout.

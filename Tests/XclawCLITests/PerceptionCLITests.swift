@@ -138,6 +138,60 @@ final class PerceptionCLITests: XCTestCase {
         XCTAssertEqual(waited.status, 0, waited.stderr)
     }
 
+    func testTapAndFindWaitForTheirTargetAndWatchWaitsForWindows() throws {
+        let d = ["--display", display.name]
+        let env = ["XCLAW_STATE_DIR": FileManager.default.temporaryDirectory.path + "/xclaw-wait-\(getpid())"]
+        /// The late app, once it is up.
+        final class Late: @unchecked Sendable {
+            let lock = NSLock()
+            var fixture: Fixture?
+        }
+        let late = Late()
+        let name = display.name
+        let starter = Thread {
+            Thread.sleep(forTimeInterval: 0.8)
+            let fixture = try? Fixture(
+                display: name, title: "late buttons", frame: Rect(x: 800, y: 450, width: 300, height: 100),
+                extra: ["--button", "20,20,120,34:Proceed"])
+            late.lock.withLock { late.fixture = fixture }
+        }
+        starter.start()
+        defer { late.lock.withLock { late.fixture?.stop() } }
+        // Neither the window nor the button exists yet: tap waits for both, then clicks once.
+        let tapped = try runCLI(
+            ["tap", "Proceed", "--window", "late buttons", "--timeout", "15"] + d, environment: env)
+        XCTAssertEqual(tapped.status, 0, tapped.stderr)
+        let fixture = try XCTUnwrap(late.lock.withLock { late.fixture })
+        XCTAssertEqual(fixture.wait(for: .buttonPress).map(\.target), ["Proceed"])
+        let found = try runCLI(["find", "Proceed", "--timeout", "5"] + d, environment: env)
+        XCTAssertEqual(found.status, 0, found.stderr)
+        // A target that never comes: exit 1 after the timeout, saying what was last seen.
+        let never = try runCLI(["find", "Nowhere", "--timeout", "0.5"] + d, environment: env)
+        XCTAssertEqual(never.status, 1)
+        XCTAssertTrue(never.stderr.contains("timed out waiting for \"Nowhere\" to appear"), never.stderr)
+        XCTAssertTrue(never.stderr.contains("nothing on screen matches"), never.stderr)
+        XCTAssertEqual(try runCLI(["tap", "Proceed", "--timeout", "0"] + d, environment: env).status, 2)
+        // xdotool search --sync: a window appearing, becoming active, vanishing.
+        let appeared = try runCLI(["watch", "--window", "late buttons", "--timeout", "5", "--json"] + d)
+        XCTAssertEqual(appeared.status, 0, appeared.stderr)
+        XCTAssertEqual(try JSONDecoder().decode(WatchResult.self, from: appeared.stdout).window?.id, fixture.window)
+        XCTAssertEqual(try runCLI(["activate", "late buttons"] + d).status, 0)
+        let active = try runCLI(["watch", "--window", "late buttons", "--active", "--timeout", "5"] + d)
+        XCTAssertEqual(active.status, 0, active.stderr)
+        let stopper = Thread {
+            Thread.sleep(forTimeInterval: 0.5)
+            late.lock.withLock { late.fixture?.stop() }
+        }
+        stopper.start()
+        let gone = try runCLI(["watch", "--window", "late buttons", "--gone", "--timeout", "10"] + d)
+        XCTAssertEqual(gone.status, 0, gone.stderr)
+        let missing = try runCLI(["watch", "--window", "no such window", "--timeout", "0.3"] + d)
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.stderr.contains("window \"no such window\" to appear"), missing.stderr)
+        XCTAssertEqual(try runCLI(["watch", "--active"] + d).status, 2)
+        XCTAssertEqual(try runCLI(["watch", "--window", "x", "--active", "--gone"] + d).status, 2)
+    }
+
     func testCLIWatchExitsZeroOnAMatchAndOneOnTimeout() throws {
         // The CLI: exit 0 with the match, exit 1 on timeout.
         let ok = try runCLI(
