@@ -61,6 +61,16 @@ fi
 "$xclaw" watch --text "from xclaw" --window "xclaw demo" --timeout 10 --display "$display" >/dev/null
 echo "7. OCR reads the terminal:"
 "$xclaw" ocr --window "xclaw demo" --display "$display" | sed 's/^/     /'
+# English alone drops the accents; with the Latin-script languages on, the typed words read back exactly.
+latin=$("$xclaw" ocr --lang eng+deu+fra --window "xclaw demo" --display "$display")
+if printf '%s' "$latin" | grep -qF 'Héllo from xclaw' && printf '%s' "$latin" | grep -qF 'ünïcödé'; then
+  echo "   and with --lang eng+deu+fra, \"Héllo from xclaw\" and \"ünïcödé\" exactly:"
+  printf '%s\n' "$latin" | sed -n 1p | sed 's/^/     /'
+else
+  echo "7. MISMATCH: with --lang eng+deu+fra OCR read:" >&2
+  printf '%s\n' "$latin" | sed 's/^/     /' >&2
+  exit 1
+fi
 DISPLAY="$display" zenity --question --text "Delete the selected files?" --ok-label Delete --cancel-label Keep \
   >/dev/null 2>&1 &
 dialog=$!

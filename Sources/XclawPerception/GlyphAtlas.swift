@@ -15,6 +15,7 @@ final class GlyphAtlas: @unchecked Sendable {
     static let fontPaths: [String] =
         [
             "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
+            "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
             "/usr/share/fonts/X11/Type1/StandardSymbolsPS.pfb",
         ]
         + [
@@ -124,6 +125,41 @@ final class GlyphAtlas: @unchecked Sendable {
             if close.contains(where: { !group.contains($0.text.first ?? " ") }) { return nil }
             let twins = close.filter { $0.similarity >= top.similarity - 0.02 }
             return twins.isEmpty ? .sure(top) : .sizeDependent([top] + twins)
+        }
+    }
+
+    /// The one of `family` ("e", "é", "è", "ê", "ë") the ink map matches clearly best: at least 0.75 and 0.03 ahead of
+    /// the next; nil otherwise. For restoring accents, where the base letter is known and only the mark is in doubt.
+    func best(among family: [Character], coverage: [UInt8], width: Int, height: Int) -> Character? {
+        guard width >= 2, height >= 4, width <= 200, height <= 200 else { return nil }
+        return lock.withLock {
+            let fonts = openFonts()
+            var best: [Character: Double] = [:]
+            for (index, font) in fonts.enumerated() {
+                for character in family {
+                    for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
+                        guard
+                            let (glyph, _) = fit(
+                                character, font: index, bitmap: font.bitmap, height: height, phase: phase),
+                            abs(glyph.height - height) <= max(1, height / 8),
+                            abs(glyph.width - width) <= max(1, width / 5)
+                        else { continue }
+                        let score = coverage.withUnsafeBufferPointer { a in
+                            glyph.coverage.withUnsafeBufferPointer { b in
+                                xclaw_glyph_similarity(
+                                    a.baseAddress, Int32(width), Int32(height), b.baseAddress, Int32(glyph.width),
+                                    Int32(glyph.height))
+                            }
+                        }
+                        best[character] = max(best[character] ?? -1, score)
+                    }
+                }
+            }
+            let ranked = best.sorted { $0.value > $1.value }
+            guard let top = ranked.first, top.value >= 0.75,
+                ranked.count < 2 || ranked[1].value <= top.value - 0.03
+            else { return nil }
+            return top.key
         }
     }
 

@@ -71,6 +71,10 @@ public struct OCRLanguages: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether any language writes accents on Latin letters (anything but English alone): their marks are then
+    /// checked against the pixels (`Diacritics`).
+    var hasAccents: Bool { codes.contains { $0 != "eng" && $0 != "osd" } }
+
     /// Mixed into OCR cache keys: the same pixels read with other languages are another reading (English: 0, so
     /// caches saved before languages existed stay valid).
     var cacheSalt: UInt64 {

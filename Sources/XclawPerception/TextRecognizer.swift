@@ -144,7 +144,13 @@ public final class TextRecognizer: @unchecked Sendable {
                 pending.append(piece)
             }
         }
-        let fresh = try recognize(pending, gray: gray, stride: width, languages: languages, cache: cache)
+        var fresh = try recognize(pending, gray: gray, stride: width, languages: languages, cache: cache)
+        // Languages with accents: the marks are checked against the pixels (tesseract drops and swaps them).
+        if languages.hasAccents {
+            fresh = zip(pending, fresh).map {
+                Diacritics.restore($1, gray: gray, stride: width, rect: $0.rect)
+            }
+        }
         for (piece, pieceLines) in zip(pending, fresh) {
             cache.store(piece.key, pieceLines)
             lines += pieceLines.map { $0.offset(dx: piece.rect.x, dy: piece.rect.y) }

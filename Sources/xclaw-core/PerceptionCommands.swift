@@ -57,7 +57,9 @@ struct LanguageOption: ParsableArguments {
     var lang: String?
 
     /// Rejects a malformed list before anything runs (exit 2).
-    func validate() throws { _ = try languages() }
+    func validate() throws {
+        do { _ = try languages() } catch { throw ValidationError("\(error)") }
+    }
 
     /// The languages given, else the configured ones.
     func languages() throws -> OCRLanguages {

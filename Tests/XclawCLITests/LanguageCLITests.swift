@@ -1,0 +1,55 @@
+import Foundation
+import XCTest
+import XclawScreen
+import XclawTesting
+
+/// OCR languages through the `xclaw` binary, on a real xterm showing accented text.
+final class LanguageCLITests: XCTestCase {
+    func testLatinLanguagesReadAccentsExactlyAndAMissingOneNamesItsPackage() throws {
+        let display = try TestDisplay(size: Size(width: 1280, height: 800))
+        defer { display.stop() }
+        let text = "Héllo from xclaw — ünïcödé"
+        let xterm = Process()
+        xterm.executableURL = URL(fileURLWithPath: "/usr/bin/xterm")
+        xterm.arguments = [
+            "-geometry", "90x10+40+40", "-fa", "DejaVu Sans Mono", "-fs", "13", "-title", "accents", "-e", "sh", "-c",
+            "printf '%s\\n' '\(text)'; sleep 60",
+        ]
+        xterm.environment = ProcessInfo.processInfo.environment.merging(
+            ["DISPLAY": display.name, "LC_ALL": "C.UTF-8"]) { $1 }
+        try xterm.run()
+        defer { xterm.terminate() }
+        let d = ["--display", display.name]
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-lang-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let env = ["XCLAW_STATE_DIR": state.path]
+        XCTAssertEqual(
+            try runCLI(["watch", "--text", "xclaw", "--window", "accents", "--timeout", "15"] + d, environment: env)
+                .status, 0)
+        let latin = try runCLI(["ocr", "--lang", "eng+deu+fra", "--window", "accents"] + d, environment: env)
+        XCTAssertEqual(latin.status, 0, latin.stderr)
+        let first = String(decoding: latin.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        XCTAssertTrue(first.contains("Héllo from xclaw"), first)
+        XCTAssertTrue(first.contains("ünïcödé"), first)
+        // The default comes from XCLAW_OCR_LANG, then the config file's ocr_lang; English alone loses the marks.
+        let configured = try runCLI(
+            ["ocr", "--window", "accents"] + d, environment: env.merging(["XCLAW_OCR_LANG": "eng+deu+fra"]) { $1 })
+        let configuredText = String(decoding: configured.stdout, as: UTF8.self)
+        XCTAssertTrue(configuredText.contains("ünïcödé"), configuredText)
+        let config = state.appendingPathComponent("config-home")
+        try FileManager.default.createDirectory(
+            at: config.appendingPathComponent("xclaw"), withIntermediateDirectories: true)
+        try Data("# test\nocr_lang = eng+deu+fra\n".utf8).write(to: config.appendingPathComponent("xclaw/config"))
+        let fromFile = try runCLI(
+            ["find", "ünïcödé", "--window", "accents"] + d,
+            environment: env.merging(["XDG_CONFIG_HOME": config.path]) { $1 })
+        XCTAssertEqual(fromFile.status, 0, fromFile.stderr)
+        // A language that is not installed names its package; a malformed list is a usage error; both exit 2.
+        let missing = try runCLI(["ocr", "--lang", "eng+zzz"] + d, environment: env)
+        XCTAssertEqual(missing.status, 2)
+        XCTAssertTrue(missing.stderr.contains("apt-get install tesseract-ocr-zzz"), missing.stderr)
+        let malformed = try runCLI(["snapshot", "--lang", "English!"] + d, environment: env)
+        XCTAssertEqual(malformed.status, 2)
+        XCTAssertTrue(malformed.stderr.contains("eng+deu+fra"), malformed.stderr)
+    }
+}
