@@ -123,13 +123,20 @@ extension TextRecognizer {
                 return nil
             }.sorted()
             let typical = sizes.isEmpty ? nil : sizes[sizes.count / 2]
+            let glyphs = reads.compactMap { read -> Character? in
+                if case .glyph(let candidate, _) = read { return candidate.text.first }
+                return nil
+            }
+            let mostlyDigits = glyphs.filter(\.isNumber).count > glyphs.filter(\.isLetter).count
             for (n, job) in jobs.enumerated() {
                 let line: TextLine?
                 switch reads[n] {
                 case .line(let read): line = read
                 case .glyph(let candidate, let ink): line = Self.line(candidate, ink: ink)
                 case .lookAlikes(let candidates, let ink):
-                    line = GlyphAtlas.decide(candidates, typicalSize: typical).map { Self.line($0, ink: ink) }
+                    line = GlyphAtlas.decide(candidates, typicalSize: typical, mostlyDigits: mostlyDigits).map {
+                        Self.line($0, ink: ink)
+                    }
                 }
                 cache.store(job.key, line.map { [$0] } ?? [])
                 let box = boxes[job.index]
@@ -235,9 +242,9 @@ extension TextRecognizer {
         }
         // A lone glyph is where tesseract guesses ("3" read "5", "←" read "e", at confidences right reads also
         // have): it is read by comparison with the fonts labels are drawn in, and left unread when that is unsure.
-        // One glyph, or two pieces that may be one glyph whose faint stroke fell apart ("√" at 10 px).
+        // One glyph, or pieces that may be one glyph whose faint strokes fell apart ("√" at 10 px is three).
         let columns = GlyphShapes.columns(mask.blobs)
-        if ink.width <= 2 * ink.height && (columns == 1 || (columns == 2 && ink.width * 2 <= ink.height * 3)) {
+        if ink.width <= 2 * ink.height && (columns == 1 || (columns <= 3 && ink.width * 2 <= ink.height * 3)) {
             let coverage = Self.coverage(gray: gray, stride: stride, rect: ink, fill: box.fill)
             switch GlyphAtlas.shared.read(coverage: coverage, width: ink.width, height: ink.height) {
             case .sure(let candidate): return .glyph(candidate, ink: ink)

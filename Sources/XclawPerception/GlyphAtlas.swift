@@ -113,11 +113,14 @@ final class GlyphAtlas: @unchecked Sendable {
             }
             let ranked = best.values.sorted { $0.similarity > $1.similarity }
             // A close match, or a fair one far ahead of any other (X scales its Type 1 Symbol font with a rasteriser
-            // of its own: xcalc's "π" matches at 0.74, the next character at 0.44).
+            // of its own: xcalc's "π" matches at 0.74, the next character at 0.44; its "√" at 0.54, the next at
+            // 0.30). Letters and digits, which resemble each other more, need 0.65 for that; symbols 0.5.
+            let ahead = { (margin: Double) in
+                ranked.dropFirst().allSatisfy { $0.similarity <= (ranked.first?.similarity ?? 0) - margin }
+            }
             guard let top = ranked.first, let first = top.text.first,
-                top.similarity >= 0.8
-                    || (top.similarity >= 0.65
-                        && ranked.dropFirst().allSatisfy { $0.similarity <= top.similarity - 0.2 })
+                top.similarity >= 0.8 || (top.similarity >= 0.65 && ahead(0.2))
+                    || (top.similarity >= 0.5 && !first.isLetter && !first.isNumber && ahead(0.2))
             else { return nil }
             let group = Self.lookAlikes.first { $0.contains(first) } ?? [first]
             // An unalike character within reach makes it no reading.
@@ -164,11 +167,14 @@ final class GlyphAtlas: @unchecked Sendable {
     }
 
     /// The look-alike whose font size agrees with the size the other labels of the window were read at (within
-    /// 15 %), when exactly one does; nil otherwise.
-    static func decide(_ candidates: [Candidate], typicalSize: Int?) -> Candidate? {
+    /// 15 %), when exactly one does; among keys with more digits than letters, the one digit that does; nil otherwise.
+    static func decide(_ candidates: [Candidate], typicalSize: Int?, mostlyDigits: Bool = false) -> Candidate? {
         guard let typical = typicalSize, typical > 0 else { return nil }
         let fitting = candidates.filter { $0.size > 0 && abs($0.size - typical) * 100 <= typical * 15 }
-        return fitting.count == 1 ? fitting[0] : nil
+        if fitting.count == 1 { return fitting[0] }
+        // "0" and "O" are drawn the same size: among keys with more digits than letters, it is the digit.
+        let digits = fitting.filter { $0.text.first?.isNumber == true }
+        return mostlyDigits && digits.count == 1 ? digits[0] : nil
     }
 
     /// The glyph of `character` in font `index` rendered as tall as `height` (bitmap fonts: at their one size).
