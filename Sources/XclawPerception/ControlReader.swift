@@ -179,6 +179,27 @@ extension TextRecognizer {
     /// read), not an empty square (a check box's), and not holding other boxes (a group frame around a row of
     /// buttons is a container, not a control).
     static func controlBoxes(gray: [UInt8], width: Int, part: Rect) -> [ControlBox] {
+        let boxes = regions(gray: gray, width: width, part: part, maximum: Size(width: 700, height: 100))
+            .filter { $0.bands <= 1 && !$0.box.ink.isEmpty }.map(\.box)
+        return boxes.filter { outer in
+            !boxes.contains { inner in inner.interior != outer.interior && outer.interior.contains(inner.interior) }
+        }
+    }
+
+    /// Boxes holding several lines of text (a list, a text area, a framed panel) in one part of a gray frame, the
+    /// outermost ones: the page reading lays each out on its own, so a list's rows never merge with the labels beside
+    /// the list ("Lemon" and "Large" at one height read as one line lost "Lemon").
+    static func containers(gray: [UInt8], width: Int, part: Rect) -> [Rect] {
+        let boxes = regions(gray: gray, width: width, part: part, maximum: part.size)
+            .filter { $0.bands >= 2 && $0.box.interior.width >= 40 && $0.box.interior.height >= 24 }
+            .map(\.box.interior)
+        return boxes.filter { inner in !boxes.contains { $0 != inner && $0.contains(inner) } }
+    }
+
+    /// The regions of one fill the kernel finds in a part (at least 10x10, at most `maximum`), with the number of
+    /// text bands inside each.
+    private static func regions(gray: [UInt8], width: Int, part: Rect, maximum: Size) -> [(box: ControlBox, bands: Int)]
+    {
         var sub: [UInt8] = []
         sub.reserveCapacity(part.width * part.height)
         for row in part.y..<(part.y + part.height) {
@@ -191,8 +212,8 @@ extension TextRecognizer {
                 sub.withUnsafeBufferPointer { g in
                     records.withUnsafeMutableBufferPointer {
                         xclaw_control_boxes(
-                            g.baseAddress, Int32(part.width), Int32(part.height), fillTolerance, 10, 10, 700, 100,
-                            $0.baseAddress, Int32(capacity))
+                            g.baseAddress, Int32(part.width), Int32(part.height), fillTolerance, 10, 10,
+                            Int32(maximum.width), Int32(maximum.height), $0.baseAddress, Int32(capacity))
                     }
                 })
         }
@@ -202,16 +223,11 @@ extension TextRecognizer {
             records = [Int32](repeating: 0, count: capacity * 10)
             count = run()
         }
-        var boxes: [ControlBox] = []
-        for i in 0..<max(0, min(count, capacity)) {
+        return (0..<max(0, min(count, capacity))).map { i in
             let r = records[(i * 10)..<(i * 10 + 10)].map(Int.init)
             let interior = Rect(x: r[0] + part.x, y: r[1] + part.y, width: r[2], height: r[3])
             let ink = Rect(x: r[4] + part.x, y: r[5] + part.y, width: r[6], height: r[7])
-            guard r[9] <= 1, !ink.isEmpty else { continue }
-            boxes.append(ControlBox(interior: interior, ink: ink, fill: r[8]))
-        }
-        return boxes.filter { outer in
-            !boxes.contains { inner in inner.interior != outer.interior && outer.interior.contains(inner.interior) }
+            return (ControlBox(interior: interior, ink: ink, fill: r[8]), r[9])
         }
     }
 

@@ -470,6 +470,15 @@ public enum SnapshotStages {
         }
         for read in remaining {
             var (role, box, line) = pixels.classify(read)
+            // A box that holds other lines too is a list or a panel, not this line's control: clicking its centre
+            // would press another row ("Apple" in a list box pressed "Lemon").
+            if box != line.box,
+                remaining.contains(where: {
+                    $0 != read && box.contains($0.box.center) && !line.box.contains($0.box.center)
+                })
+            {
+                (role, box) = (.text, line.box)
+            }
             let owner = scene.windows.first { $0.frame.contains(box.center) }
             // Menus are popups placed by the application: their short lines are its entries.
             if role == .text, owner?.popup == true, line.words.count <= 4 { role = .menuitem }

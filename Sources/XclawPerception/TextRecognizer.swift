@@ -116,9 +116,17 @@ public final class TextRecognizer: @unchecked Sendable {
         }
 
         let frameRect = Rect(x: 0, y: 0, width: width, height: height)
-        let parts =
+        let given =
             (partitions?.map { $0.offset(dx: -origin.x, dy: -origin.y).intersection(frameRect) }
                 .filter { !$0.isEmpty }) ?? [frameRect]
+        // Boxes of several lines (a list, a text area) are laid out on their own: their lines never merge with text
+        // beside the box.
+        let parts = given.flatMap { part -> [Rect] in
+            let boxes = Self.containers(gray: gray, width: width, part: part)
+            var rest = [part]
+            for box in boxes { rest = rest.flatMap { $0.subtracting(box) } }
+            return rest + boxes
+        }
 
         // The whole frame unchanged since it was last read: no layout, no OCR. The partitions are part of the key:
         // the same pixels split differently read differently.

@@ -175,8 +175,12 @@ public final class GroundingApp: @unchecked Sendable {
             if case .tk = kind, target.expected.hasPrefix("menu ") {
                 // Close the menu the press posted, so the next tap sees the window again.
                 try? input?.move(to: Point(x: 5, y: 790))
-                if let connection = pointer { try? Keyboard(connection: connection).press([KeyCombo.parse("Escape")]) }
-                Thread.sleep(forTimeInterval: 0.2)
+                // Twice: once to close the menu, once to leave the menu bar's keyboard traversal, which would
+                // otherwise take the next click for itself.
+                if let connection = pointer, let escape = try? KeyCombo.parse("Escape") {
+                    try? Keyboard(connection: connection).press([escape, escape])
+                }
+                Thread.sleep(forTimeInterval: 0.3)
             }
             if case .xmessage = kind, !reported.isEmpty {
                 // It exits once a button is pressed: the next tap gets a new one.

@@ -1,7 +1,7 @@
 /// A Tk app built from stock widgets (python3-tk) that reports every press on stdout as `pressed ID`: the ground truth
 /// of the grounding suite comes from the app, never from xclaw. Its widgets are the controls users tap by label: a
 /// keypad of single characters, word buttons (whole labels inside longer ones, look-alikes), check and radio buttons,
-/// an entry beside its "Name:" label and a menubar. `argv[1]` picks the variant: default, dark, small or 2x.
+/// an entry beside its "Name:" label, a menubar and a list. `argv[1]` picks the variant: default, dark, small or 2x.
 public let groundingTkSource = #"""
     import sys, tkinter as tk
     from tkinter import font as tkfont
@@ -76,6 +76,13 @@ public let groundingTkSource = #"""
     entry.grid(row=2, column=1, columnspan=2, sticky="w", pady=6)
     entry.bind("<Button-1>", lambda e: report("entry Name"))
 
+    rows = tk.Listbox(form, height=4, exportselection=False,
+                      **({"bg": "#1e1e1e", "fg": colours["fg"], "selectbackground": "#3a5f8f"} if colours else {}))
+    for fruit in ["Apple", "Lemon", "Cherry", "Plum"]:
+        rows.insert("end", fruit)
+    rows.grid(row=0, column=3, rowspan=3, padx=12, sticky="n")
+    rows.bind("<<ListboxSelect>>", lambda e: report("row " + rows.get(rows.curselection()[0])) if rows.curselection() else None)
+
     root.update_idletasks()
     print("ready %d" % root.winfo_id(), flush=True)
     root.mainloop()
@@ -94,4 +101,5 @@ public let groundingTkTargets: [(label: String, expected: String, role: String?)
     + ["Remember me", "Bold", "Italic"].map { ($0, "check " + $0, nil) }
     + ["Small", "Medium", "Large"].map { ($0, "radio " + $0, nil) }
     + [("Name", "entry Name", "field")]
+    + ["Apple", "Lemon", "Cherry", "Plum"].map { ($0, "row " + $0, nil) }
     + ["File", "Edit", "View", "Help"].map { ($0, "menu " + $0, nil) }
