@@ -6,7 +6,7 @@ import XclawPerception
 import XclawScreen
 import XclawTesting
 
-/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage) tapped
+/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage, Motif) tapped
 /// once by its label, judged by the app; and what per-control reading costs a snapshot, cold and warm.
 struct BenchGrounding: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -45,6 +45,7 @@ struct BenchGrounding: ParsableCommand {
                 .xmessage(["Save", "Don't Save", "Cancel", "Clear", "Clear Hot Spot", "OK"]),
                 Size(width: 1280, height: 800)
             ),
+            (.motif, Size(width: 1280, height: 800)),
         ]
         var rows: [Row] = []
         for (kind, size) in apps { rows.append(try measure(kind, size: size)) }

@@ -33,6 +33,8 @@ public final class GroundingApp: @unchecked Sendable {
         case xcalc
         /// xmessage with a row of buttons.
         case xmessage([String])
+        /// The Motif app of `groundingMotifSource`, compiled with cc against libXm.
+        case motif
     }
 
     /// Which app.
@@ -69,6 +71,10 @@ public final class GroundingApp: @unchecked Sendable {
             name = "xmessage"
             title = "xmessage"
             targets = buttons.map { GroundingTarget(label: $0, expected: $0, role: nil) }
+        case .motif:
+            name = "motif"
+            title = "grounding motif"
+            targets = groundingMotifLabels.map { GroundingTarget(label: $0, expected: $0, role: nil) }
         }
         try launch()
         if case .xcalc = kind {
@@ -104,6 +110,9 @@ public final class GroundingApp: @unchecked Sendable {
         case .xcalc:
             p.executableURL = URL(fileURLWithPath: "/usr/bin/xcalc")
             p.arguments = ["-geometry", "+20+20"]
+        case .motif:
+            p.executableURL = try Self.motifBinary()
+            p.arguments = [title]
         case .xmessage(let buttons):
             p.executableURL = URL(fileURLWithPath: "/usr/bin/xmessage")
             p.arguments = [
@@ -164,7 +173,7 @@ public final class GroundingApp: @unchecked Sendable {
                 return .wrong("clicked \(at.x),\(at.y), outside every key")
             }
             return key.label == target.expected ? .correct : .wrong(key.label)
-        case .tk, .xmessage:
+        case .tk, .xmessage, .motif:
             let deadline = Date().addingTimeInterval(2)
             var reported: [String] = []
             while Date() < deadline {
@@ -243,6 +252,27 @@ public final class GroundingApp: @unchecked Sendable {
             let raw = labels[index + 1] ?? ""
             return (shown[raw] ?? raw, frame)
         }
+    }
+
+    /// The Motif app, compiled once per process into the temporary directory (libmotif-dev, from install-deps).
+    static func motifBinary() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "xclaw-grounding-motif-\(ProcessInfo.processInfo.processIdentifier)")
+        let binary = directory.appendingPathComponent("motif-keys")
+        if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let source = directory.appendingPathComponent("motif-keys.c")
+        try Data(groundingMotifSource.utf8).write(to: source)
+        let cc = Process()
+        cc.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
+        cc.arguments = ["-o", binary.path, source.path, "-lXm", "-lXt", "-lX11"]
+        cc.standardError = FileHandle.standardError
+        try cc.run()
+        cc.waitUntilExit()
+        guard cc.terminationStatus == 0 else {
+            throw ScreenError.virtualDisplay("the Motif app did not compile (is libmotif-dev installed?)")
+        }
+        return binary
     }
 
     /// Runs a tool and returns its stdout.

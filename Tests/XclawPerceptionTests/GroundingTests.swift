@@ -54,6 +54,8 @@ final class GroundingTests: XCTestCase {
 
     func testTkScaledTwice() throws { check(try run(.tk("2x"), size: Size(width: 1920, height: 1080))) }
 
+    func testMotifKeys() throws { check(try run(.motif)) }
+
     func testXmessageButtonRow() throws {
         check(try run(.xmessage(["Save", "Don't Save", "Cancel", "Clear", "Clear Hot Spot", "OK"])))
     }
