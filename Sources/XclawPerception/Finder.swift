@@ -83,6 +83,7 @@ public enum Finder {
         if let role, role != .text {
             matches += labelled(role: role, target: target, count: wanted.count, in: snapshot, except: matches)
         }
+        matches = matches.map { header(of: $0, in: snapshot) }
         // Stable sort: reading order is kept among equal ranks.
         return matches.enumerated().sorted { a, b in
             (a.element.score, a.element.whole == true ? 1 : 0, -a.offset)
@@ -126,6 +127,21 @@ public enum Finder {
             }
         }
         return best
+    }
+
+    /// A control whose box holds other controls (an expander, whose box includes what it shows) is pressed on its
+    /// header, above the first control inside it: its centre is one of those controls, or nothing.
+    static func header(of match: Match, in snapshot: Snapshot) -> Match {
+        let box = match.box
+        guard match.role.isInteractive, box.height > 60 else { return match }
+        let inside = snapshot.elements.filter {
+            $0.ref != match.ref && $0.role.isInteractive && $0.role != .window && box.contains($0.box)
+                && $0.box != box
+        }
+        guard let first = inside.map(\.box.y).min() else { return match }
+        var moved = match
+        moved.box = Rect(x: box.x, y: box.y, width: box.width, height: min(max(16, first - box.y), 40))
+        return moved
     }
 
     /// Controls of `role` named by a text label beside them: right of it on its row (a form's "Name: [____]"), or

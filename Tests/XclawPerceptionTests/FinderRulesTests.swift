@@ -119,6 +119,22 @@ final class FinderRulesTests: XCTestCase {
         XCTAssertEqual(try Selection(role: .field).resolve("Name", in: s).ref, "e2")
     }
 
+    func testAContainerIsPressedOnItsHeaderNotItsCentre() {
+        // An expander was clicked at the middle of its 204x290 box, on what it shows.
+        var expander = element("e1", .button, "Details", x: 10, y: 100, width: 204)
+        expander.box.height = 290
+        expander.source = .atspi
+        var inside = element("e2", .button, "Reset", x: 30, y: 230, width: 80)
+        inside.source = .atspi
+        let s = snapshot([expander, inside])
+        let match = try? Selection().resolve("Details", in: s)
+        XCTAssertEqual(match?.ref, "e1")
+        XCTAssertEqual(match?.point.y ?? 0, 100 + 20, accuracy: 20, "on the header strip")
+        XCTAssertLessThan(match?.point.y ?? 999, 230, "above the first control inside it")
+        // A control holding nothing is pressed at its centre.
+        XCTAssertEqual(try Selection().resolve("Reset", in: s).point, inside.box.center)
+    }
+
     func testUnreadControlsAreAddressedByPosition() {
         let s = snapshot([
             element("e1", .button, "", x: 10, width: 40), element("e2", .button, "", x: 60, width: 40),
