@@ -39,7 +39,7 @@ extension TextRecognizer {
     /// whenever the way controls are read changes, so a cache file saved by an older xclaw is not taken at its word.
     static let controlKeyTag: UInt64 = 0x434f_4e54_524f_4c32  // "CONTROL2"
 
-    /// A page-read label this confident (and at least this long) inside a box is used without reading it again.
+    /// A page-read label this confident, two characters or more, inside a box is used without reading it again.
     static let trustedConfidence = 90.0
 
     /// Finds the control boxes in `partitions` of `frame` (screen coordinates; nil: the whole frame) and reads each
@@ -76,7 +76,7 @@ extension TextRecognizer {
             for (index, box) in boxes.enumerated() {
                 let inside = words.filter { box.interior.contains($0.box.center) }
                 let letters = inside.reduce(0) { $0 + $1.text.count }
-                if !inside.isEmpty, letters >= 3, inside.allSatisfy({ $0.confidence >= Self.trustedConfidence }),
+                if !inside.isEmpty, letters >= 2, inside.allSatisfy({ $0.confidence >= Self.trustedConfidence }),
                     inside.allSatisfy({ box.interior.contains($0.box) })
                 {
                     controls[index] = ControlReading(
