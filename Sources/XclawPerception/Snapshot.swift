@@ -358,8 +358,8 @@ public enum SnapshotStages {
         return result
     }
 
-    /// Stage 4: OCR reads what no tree covers: the visible parts of the other windows and of the desktop, the
-    /// documents, plus the boxes of small controls the tree left unnamed (icon buttons with a caption drawn as
+    /// Stage 4: OCR reads what no tree covers: the visible parts of the other windows and of the desktop, the parts
+    /// of served windows where the tree has no element, the documents, plus the boxes of small controls the tree left unnamed (icon buttons with a caption drawn as
     /// pixels) when nothing covers them. `.atspi` reads nothing.
     public static func partitions(_ scene: SnapshotScene, _ fromTree: TreeElements, source: SnapshotSource) -> OCRPlan {
         guard source != .atspi else { return OCRPlan(parts: [], unnamed: []) }
@@ -368,7 +368,17 @@ public enum SnapshotStages {
         for window in scene.windows {
             var pieces = [window.frame.intersection(scene.area)].filter { !$0.isEmpty }
             for higher in above { pieces = pieces.flatMap { $0.subtracting(higher) } }
-            if !fromTree.windows.contains(window.id) { parts += pieces }
+            if !fromTree.windows.contains(window.id) {
+                parts += pieces
+            } else {
+                // What the tree leaves out of a window it serves (list rows, calendar days, file-chooser rows are
+                // often no elements of their own): OCR reads the window where no tree element is.
+                var gaps = pieces
+                for element in fromTree.elements where element.windowID == window.id {
+                    gaps = gaps.flatMap { $0.subtracting(element.box) }
+                }
+                parts += gaps.filter { $0.width >= 24 && $0.height >= 10 }
+            }
             above.append(window.frame)
         }
         var desktop = [scene.area]

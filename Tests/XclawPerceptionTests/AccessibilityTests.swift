@@ -62,6 +62,40 @@ final class AccessibilityTests: XCTestCase {
         XCTAssertEqual(byOCR.elements.first { $0.windowID == window.id && $0.role == .window }?.source, .ocr)
     }
 
+    func testRowsTheTreeLeavesOutAreReadByOCRAndTapped() throws {
+        // A list's rows are no elements of GTK's tree here: a window served by its tree still needs OCR for them.
+        let d = try startDisplay(accessibility: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/zenity")
+        process.arguments = [
+            "--list", "--title", "Fruit pick", "--column", "Fruit", "Apple", "Lemon", "Cherry", "Plum",
+        ]
+        process.environment = Self.cleanEnvironment().merging(d.environment) { $1 }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        apps.append(process)
+        let window = try waitForWindow(of: process, on: d)
+        let snapshot = try waitForSnapshot(on: d, timeout: 20, what: "the list's rows in the tree-served window") {
+            $0.elements.contains { $0.windowID == window.id && $0.source == .atspi }
+                && $0.elements.contains { $0.windowID == window.id && $0.label == "Lemon" }
+        }
+        XCTAssertEqual(
+            snapshot.elements.first { $0.windowID == window.id && $0.role == .window }?.source, .atspi,
+            snapshot.render())
+        XCTAssertEqual(snapshot.elements.first { $0.label == "Lemon" }?.source, .ocr)
+        // Tapping the row selects it; the dialog itself says which one was chosen.
+        let tapped = try xclaw(["tap", "Lemon", "--window", "Fruit pick"], on: d)
+        XCTAssertEqual(tapped.status, 0, tapped.stderr)
+        let ok = try xclaw(["tap", "OK", "--window", "Fruit pick", "--role", "button"], on: d)
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        let chosen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(chosen.trimmingCharacters(in: .whitespacesAndNewlines), "Lemon")
+    }
+
     func testZenityDialogComesFromTheTreeWithExactGeometry() throws {
         let d = try startDisplay(accessibility: true)
         let zenity = try launchApp("/usr/bin/zenity", ["--question", "--text", "Save changes?"])

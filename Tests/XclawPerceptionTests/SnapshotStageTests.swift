@@ -37,18 +37,24 @@ final class SnapshotStageTests: XCTestCase {
         let scene = plainScene(windows + [other])
         let fromTree = SnapshotStages.treeElements(scene, tree: tree, refs: RefStore())
         let plan = SnapshotStages.partitions(scene, fromTree, source: .auto)
-        // The window without a tree and the desktop around all three, then the tree's documents and unnamed
-        // controls: nothing else of the tree's windows.
+        // The window without a tree and the desktop around all three, the tree's windows only where the tree has
+        // no element (rows it leaves out), then the tree's documents and unnamed controls.
         let area = { (rects: [Rect]) in rects.reduce(0) { $0 + $1.width * $1.height } }
         let extra = fromTree.documents + plan.unnamed.map { fromTree.elements[$0].box }
         let visible = Array(plan.parts.dropLast(extra.count))
         XCTAssertEqual(Array(plan.parts.suffix(extra.count)), extra)
+        let outside = visible.filter { part in windows.allSatisfy { part.intersection($0.frame).isEmpty } }
         // 640x480, less the editor's visible 390x300 and the dialog's 200x120 less the 50x120 under the editor.
-        XCTAssertEqual(area(visible), 640 * 480 - 390 * 300 - (200 * 120 - 50 * 120))
+        XCTAssertEqual(area(outside), 640 * 480 - 390 * 300 - (200 * 120 - 50 * 120))
         XCTAssertTrue(visible.contains(other.frame))
-        for part in visible {
-            XCTAssertTrue(part.intersection(windows[0].frame).isEmpty, "\(part) is inside the editor")
-            XCTAssertTrue(part.intersection(windows[1].frame).isEmpty, "\(part) is inside the dialog")
+        let inside = visible.filter { !outside.contains($0) }
+        XCTAssertFalse(inside.isEmpty, "the tree's windows have room no element covers")
+        for part in inside {
+            let owner = windows.first { $0.frame.contains(part) }
+            XCTAssertNotNil(owner, "\(part) lies within one served window")
+            for element in fromTree.elements where element.windowID == owner?.id {
+                XCTAssertTrue(part.intersection(element.box).isEmpty, "\(part) overlaps \(element.line())")
+            }
         }
         // --source ocr reads every window; --source atspi reads nothing.
         let ocr = SnapshotStages.partitions(
