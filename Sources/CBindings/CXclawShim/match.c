@@ -9,10 +9,15 @@
 // sum w^2 - sum_j W_j^2 / |B_j|). Colour is scored jointly over the three channels; the bound works on the luma axis
 // (R+G+B) and bounds the two chroma axes (orthogonal to it) by Cauchy-Schwarz as a whole, which costs little on the
 // mostly grey screens of desktop UIs.
-//   Stage 1, at every position: blocks are one template row of one of 4 vertical stripes, so the block sums are
-//   horizontal box sums of the image, and the bound is a dense sum the CPU does 8 (AVX2) positions at a time.
+//   Stage 0, at every position that is not flat: stage 1's bound with its correlation term replaced by its largest
+//   value (Cauchy-Schwarz on the block sums), from the window's energies alone.
+//   Stage 1: blocks are one template row of one of 4 vertical stripes, so the block sums are horizontal box sums of
+//   the image, and the bound is a dense sum the CPU does 8 (AVX2) positions at a time, on 32-position chunks that
+//   stage 0 left anything in.
 //   Stage 2, where stage 1 could not prune: blocks are one column of one of 4 horizontal bands.
 //   Stage 3: the exact score, in exact integer sums.
+// Image rows stream through rings of the template's height, with running column sums, so a search allocates
+// nothing the size of the image.
 #include "xclaw_shim.h"
 #include <math.h>
 #include <pthread.h>
@@ -35,10 +40,8 @@
 #define BANDS 4
 
 typedef struct {
-    // The image, BGRX, and its plane of bound values (luma R+G+B, or the grey level in grey mode).
+    // The image, BGRX.
     const uint8_t *img; int iw, ih;
-    const uint8_t *gray_img;  // grey mode: the image's grey levels
-    const uint16_t *v;        // the bound's values, iw * ih
     // The template.
     const uint8_t *tpl; int tw, th; int n;
     const uint8_t *gray_tpl;
@@ -56,12 +59,11 @@ typedef struct {
     double wt1, err1;     // template energy inside stage-1 blocks; bound on stage 1's float rounding
     int width_of[STRIPES];  // index of each stripe's width in widths[]
     int widths[2]; int nwidths;
-    float *box[2];        // centred horizontal box sums per distinct stripe width: iw * ih floats (unused tail)
     int centre;           // value subtracted per pixel before the float sums
     int by[BANDS + 1];    // band edges
     double *coef2;        // BANDS * tw block means
+    double wt1_between;   // template energy between stage-1 blocks
     double wt2;
-    int32_t *colprefix;   // (ih + 1) * iw column prefix sums of v
     // Output.
     xclaw_match_hit *hits; int max_hits;
     pthread_mutex_t lock;
@@ -71,15 +73,18 @@ typedef struct {
     int failed;
 } match_ctx;
 
+/// A pixel's grey level, as xclaw_bgrx_to_gray makes it.
+static inline int grey(const uint8_t *p) { return (p[2] * 77 + p[1] * 150 + p[0] * 29) >> 8; }
+
 /// The exact score at (x, y), from exact integer sums: the same expression in the fast and the exhaustive search.
 CLONES static double exact_score(const match_ctx *c, int x, int y) {
     int64_t si[3] = { 0, 0, 0 }, si2[3] = { 0, 0, 0 }, sti[3] = { 0, 0, 0 };
     int n = c->n;
     if (c->gray) {
         for (int j = 0; j < c->th; j++) {
-            const uint8_t *r = c->gray_img + (size_t)(y + j) * c->iw + x, *t = c->gray_tpl + (size_t)j * c->tw;
+            const uint8_t *r = c->img + ((size_t)(y + j) * c->iw + x) * 4, *t = c->gray_tpl + (size_t)j * c->tw;
             int32_t a = 0, b = 0, d = 0;  // a row: 255 * 255 * tw fits for tw < 33000
-            for (int i = 0; i < c->tw; i++) { int p = r[i]; a += p; b += p * p; d += p * t[i]; }
+            for (int i = 0; i < c->tw; i++) { int p = grey(r + i * 4); a += p; b += p * p; d += p * t[i]; }
             si[0] += a; si2[0] += b; sti[0] += d;
         }
     } else {
@@ -164,17 +169,16 @@ static void dense_avx2(float *acc, int px, const float *const *rows, const float
 static int have_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
-/// Stage 2's sums over one band: sum coef[i] * W_i and (into *squares) sum W_i^2, W_i = bottom[i] - top[i].
-CLONES static double band_dot(const double *coef, const int32_t *top, const int32_t *bottom, int n, double *squares) {
+/// Stage 2's sums over one band: sum coef[i] * W_i and (into *squares) sum W_i^2, W_i the band's column sums.
+CLONES static double band_dot(const double *coef, const int32_t *sums, int n, double *squares) {
     double a0 = 0, a1 = 0, a2 = 0, a3 = 0, q0 = 0, q1 = 0, q2 = 0, q3 = 0;
     int i = 0;
     for (; i + 4 <= n; i += 4) {
-        double w0 = bottom[i] - top[i], w1 = bottom[i + 1] - top[i + 1];
-        double w2 = bottom[i + 2] - top[i + 2], w3 = bottom[i + 3] - top[i + 3];
+        double w0 = sums[i], w1 = sums[i + 1], w2 = sums[i + 2], w3 = sums[i + 3];
         a0 += coef[i] * w0; a1 += coef[i + 1] * w1; a2 += coef[i + 2] * w2; a3 += coef[i + 3] * w3;
         q0 += w0 * w0; q1 += w1 * w1; q2 += w2 * w2; q3 += w3 * w3;
     }
-    for (; i < n; i++) { double w = bottom[i] - top[i]; a0 += coef[i] * w; q0 += w * w; }
+    for (; i < n; i++) { double w = sums[i]; a0 += coef[i] * w; q0 += w * w; }
     *squares = (q0 + q1) + (q2 + q3);
     return (a0 + a1) + (a2 + a3);
 }
@@ -195,19 +199,29 @@ CLONES static void *search_rows(void *arg) {
         flush(c, local, nlocal, best, s1, s2, ex);
         return NULL;
     }
-    int m = c->stripes * th;
+    int m = c->stripes * th, nw = c->nwidths;
+    // Rows come in one at a time: the window's rows of bound values and of centred stripe box sums are kept in
+    // rings of th rows, so nothing the size of the image is allocated.
+    uint16_t *vring = malloc(sizeof(uint16_t) * (size_t)iw * th);
+    float *bring = malloc(sizeof(float) * (size_t)iw * th * nw);
     float *acc = malloc(sizeof(float) * (size_t)px);
     const float **rows = malloc(sizeof(float *) * (size_t)m);
-    // Column sums over the window's rows, for the window's energy: v, v^2 and, in colour, each channel and the
-    // sum of their squares. Then per distinct stripe width: the column sums of squared box sums (stage 1's Q).
+    // Column sums over the window's rows: v, v^2 and, in colour, each channel and the sum of their squares; per
+    // stripe width, of the squared box sums (stage 1's Q); per band, of v (stage 2's blocks).
     int64_t *col = calloc((size_t)iw * 6, sizeof(int64_t));
     int64_t *colq = calloc((size_t)iw * 2, sizeof(int64_t));
-    int64_t *win = malloc(sizeof(int64_t) * (size_t)px * 6);
-    double *energy = malloc(sizeof(double) * (size_t)px * 2), *chroma = energy ? energy + px : NULL;
+    int32_t *band = calloc((size_t)iw * BANDS, sizeof(int32_t));
+    int64_t *win = malloc(sizeof(int64_t) * (size_t)px * 8), *ewn = win ? win + 6 * px : NULL;
+    int64_t *ewvn = win ? win + 7 * px : NULL;
+    // Per position of a row: how much the bound's numerator must reach (threshold * norms, less the chroma
+    // term), and stage 1's within-block term.
+    double *room = malloc(sizeof(double) * (size_t)px), *qsum = malloc(sizeof(double) * (size_t)px);
+    float *side = malloc(sizeof(float) * (size_t)px);
     unsigned char *keep = malloc((size_t)px);
-    if (!acc || !rows || !col || !colq || !win || !energy || !keep) {
+    if (!vring || !bring || !acc || !rows || !col || !colq || !band || !win || !room || !qsum || !side || !keep) {
         c->failed = 1;
-        free(acc); free(rows); free(col); free(colq); free(win); free(energy); free(keep);
+        free(vring); free(bring); free(acc); free(rows); free(col); free(colq); free(band); free(win); free(room);
+        free(qsum); free(side); free(keep);
         return NULL;
     }
     double inv_n = 1.0 / n, inv_axis = 1.0 / c->axis, limit = c->threshold - 1e-9;
@@ -217,134 +231,213 @@ CLONES static void *search_rows(void *arg) {
         inv_width[k] = 1.0 / (c->sx[k + 1] - c->sx[k]);
         qoff[k] = (size_t)c->width_of[k] * iw + c->sx[k];
     }
-    int q = c->gray ? 2 : 6;  // quantities: v, v2 [, b, g, r, b2+g2+r2]
     void (*dense)(float *, int, const float *const *, const float *, int) = dense_generic;
 #if defined(__x86_64__)
     if (have_avx2()) dense = dense_avx2;
 #endif
-    /// Adds (sign 1) or removes (-1) image row yy from the column sums.
-    #define COLUMN_ROW(yy, sign)                                                                         \
-        do {                                                                                             \
-            const uint16_t *vr = c->v + (size_t)(yy) * iw;                                               \
-            for (int x = 0; x < iw; x++) { int64_t a = vr[x]; col[x] += (sign) * a; col[iw + x] += (sign) * a * a; } \
-            if (!c->gray) {                                                                              \
-                const uint8_t *pr = c->img + (size_t)(yy) * iw * 4;                                      \
-                for (int x = 0; x < iw; x++) {                                                           \
-                    int b = pr[x * 4], g = pr[x * 4 + 1], r = pr[x * 4 + 2];                             \
-                    col[2 * iw + x] += (sign) * b; col[3 * iw + x] += (sign) * g;                         \
-                    col[4 * iw + x] += (sign) * r; col[5 * iw + x] += (sign) * (b * b + g * g + r * r);   \
-                }                                                                                        \
-            }                                                                                            \
-            for (int k = 0; k < c->nwidths; k++) {                                                       \
-                const float *br = c->box[k] + (size_t)(yy) * iw;                                         \
-                int64_t shift = (int64_t)c->centre * c->widths[k];                                      \
-                int lim = iw - c->widths[k] + 1;                                                         \
-                for (int x = 0; x < lim; x++) { int64_t b = (int32_t)br[x] + shift; colq[k * iw + x] += (sign) * b * b; } \
-            }                                                                                            \
+    uint16_t *vnew = malloc(sizeof(uint16_t) * (size_t)iw);
+    float *bnew = malloc(sizeof(float) * (size_t)iw * nw);
+    if (!vnew || !bnew) {
+        c->failed = 1;
+        free(vnew); free(bnew);
+        goto out;
+    }
+    /// Computes image row yy's bound values and centred stripe box sums into vr and br (nw rows of iw).
+    #define LOAD_ROW(yy, vr, br)                                                                              \
+        do {                                                                                                  \
+            const uint8_t *pr = c->img + (size_t)(yy) * iw * 4;                                               \
+            if (c->gray) for (int x = 0; x < iw; x++) (vr)[x] = (uint16_t)grey(pr + x * 4);                   \
+            else for (int x = 0; x < iw; x++) (vr)[x] = (uint16_t)(pr[x * 4] + pr[x * 4 + 1] + pr[x * 4 + 2]); \
+            for (int k = 0; k < nw; k++) {                                                                    \
+                float *o = (br) + (size_t)k * iw;                                                             \
+                int wdt = c->widths[k], lim = iw - wdt + 1, shift = c->centre * wdt;                          \
+                int32_t s = 0;                                                                                \
+                for (int i = 0; i < wdt; i++) s += (vr)[i];                                                   \
+                o[0] = (float)(s - shift);                                                                    \
+                for (int x = 1; x < lim; x++) { s += (vr)[x + wdt - 1] - (vr)[x - 1]; o[x] = (float)(s - shift); } \
+                for (int x = lim; x < iw; x++) o[x] = 0;                                                      \
+            }                                                                                                 \
         } while (0)
-    for (int j = 0; j < th; j++) COLUMN_ROW(job->y0 + j, 1);
-    for (int y = job->y0; y < job->y1; y++) {
-        if (y > job->y0) { COLUMN_ROW(y - 1, -1); COLUMN_ROW(y + th - 1, 1); }
-        // Window sums: sliding horizontal sums of the column sums.
-        for (int k = 0; k < q; k++) {
-            const int64_t *cr = col + (size_t)k * iw;
-            int64_t s = 0;
-            for (int i = 0; i < tw; i++) s += cr[i];
-            int64_t *wr = win + (size_t)k * px;
-            wr[0] = s;
-            for (int x = 1; x < px; x++) { s += cr[x + tw - 1] - cr[x - 1]; wr[x] = s; }
-        }
-        for (int s = 0, k = 0; s < c->stripes; s++)
-            for (int r = 0; r < th; r++, k++)
-                rows[k] = c->box[c->width_of[s]] + (size_t)(y + r) * iw + c->sx[s];
-        dense(acc, px, rows, c->coef1, m);
-        // Stage 1's bound at every position of the row, branch-free so that it vectorises; survivors are marked.
-        for (int x = 0; x < px; x++) {
-            // Energies from exact integer sums (n * energy), so that a flat window is exactly 0.
-            int64_t isv = win[x], ewv_n = (int64_t)n * win[px + x] - isv * isv, ew_n = ewv_n;
+    /// The ring slot of image row yy: its bound values and its box sums per stripe width.
+    #define VSLOT(yy) (vring + (size_t)((yy) % th) * iw)
+    #define BSLOT(k, yy) (bring + ((size_t)(k) * th + (size_t)((yy) % th)) * iw)
+    // The first window's rows, summed from scratch.
+    for (int j = 0; j < th; j++) {
+        int yy = job->y0 + j;
+        LOAD_ROW(yy, VSLOT(yy), bnew);
+        for (int k = 0; k < nw; k++) memcpy(BSLOT(k, yy), bnew + (size_t)k * iw, sizeof(float) * (size_t)iw);
+        const uint16_t *vr = VSLOT(yy);
+        const uint8_t *pr = c->img + (size_t)yy * iw * 4;
+        for (int x = 0; x < iw; x++) {
+            int64_t a = vr[x];
+            col[x] += a; col[iw + x] += a * a;
             if (!c->gray) {
-                int64_t sb = win[2 * px + x], sg = win[3 * px + x], sr = win[4 * px + x];
-                ew_n = (int64_t)n * win[5 * px + x] - (sb * sb + sg * sg + sr * sr);
+                int bb = pr[x * 4], g = pr[x * 4 + 1], r = pr[x * 4 + 2];
+                col[2 * iw + x] += bb; col[3 * iw + x] += g; col[4 * iw + x] += r;
+                col[5 * iw + x] += bb * bb + g * g + r * r;
             }
-            double sv2 = (double)win[px + x], ew = (double)ew_n * inv_n;
-            double ewc = c->gray ? 0 : ((double)ew_n - (double)ewv_n * inv_axis) * inv_n;
+        }
+        for (int k = 0; k < nw; k++) {
+            const float *br = BSLOT(k, yy);
+            int64_t shift = (int64_t)c->centre * c->widths[k];
+            for (int x = 0; x < iw - c->widths[k] + 1; x++) {
+                int64_t v = (int32_t)br[x] + shift;
+                colq[k * iw + x] += v * v;
+            }
+        }
+        for (int b = 0; b < c->bands; b++)
+            if (j >= c->by[b] && j < c->by[b + 1])
+                for (int x = 0; x < iw; x++) band[(size_t)b * iw + x] += vr[x];
+    }
+    double bt1 = c->wt1_between;
+    for (int y = job->y0; y < job->y1; y++) {
+        if (y > job->y0) {
+            // Row y - 1 leaves the window and row y + th - 1 enters it, into the same ring slot: every sum gets
+            // the difference in one pass. Each band boundary row moves from the band below it to the one above.
+            int out = y - 1, in = y + th - 1;
+            LOAD_ROW(in, vnew, bnew);
+            const uint16_t *vo = VSLOT(out);
+            for (int x = 0; x < iw; x++) {
+                int64_t a = vnew[x], o = vo[x];
+                col[x] += a - o; col[iw + x] += a * a - o * o;
+            }
+            if (!c->gray) {
+                const uint8_t *pn = c->img + (size_t)in * iw * 4, *po = c->img + (size_t)out * iw * 4;
+                for (int x = 0; x < iw; x++) {
+                    int nb = pn[x * 4], ng = pn[x * 4 + 1], nr = pn[x * 4 + 2];
+                    int ob = po[x * 4], og = po[x * 4 + 1], or = po[x * 4 + 2];
+                    col[2 * iw + x] += nb - ob; col[3 * iw + x] += ng - og; col[4 * iw + x] += nr - or;
+                    col[5 * iw + x] += (nb * nb + ng * ng + nr * nr) - (ob * ob + og * og + or * or);
+                }
+            }
+            for (int k = 0; k < nw; k++) {
+                const float *bo = BSLOT(k, out), *bn = bnew + (size_t)k * iw;
+                int64_t shift = (int64_t)c->centre * c->widths[k];
+                int64_t *cq = colq + (size_t)k * iw;
+                for (int x = 0; x < iw - c->widths[k] + 1; x++) {
+                    int64_t vn = (int32_t)bn[x] + shift, vo2 = (int32_t)bo[x] + shift;
+                    cq[x] += vn * vn - vo2 * vo2;
+                }
+            }
+            int32_t *first = band, *last = band + (size_t)(c->bands - 1) * iw;
+            for (int x = 0; x < iw; x++) { first[x] -= vo[x]; last[x] += vnew[x]; }
+            for (int b = 1; b < c->bands; b++) {
+                const uint16_t *vm = VSLOT(out + c->by[b]);
+                int32_t *above = band + (size_t)(b - 1) * iw, *below = band + (size_t)b * iw;
+                for (int x = 0; x < iw; x++) { above[x] += vm[x]; below[x] -= vm[x]; }
+            }
+            memcpy(VSLOT(in), vnew, sizeof(uint16_t) * (size_t)iw);
+            for (int k = 0; k < nw; k++) memcpy(BSLOT(k, in), bnew + (size_t)k * iw, sizeof(float) * (size_t)iw);
+        }
+        // Window sums: sliding horizontal sums of the column sums, the quantities side by side.
+        if (c->gray) {
+            int64_t a = 0, b = 0;
+            for (int i = 0; i < tw; i++) { a += col[i]; b += col[iw + i]; }
+            for (int x = 0; x < px; x++) {
+                win[x] = a; win[px + x] = b;
+                if (x + 1 < px) { a += col[x + tw] - col[x]; b += col[iw + x + tw] - col[iw + x]; }
+            }
+        } else {
+            int64_t acc6[6] = { 0, 0, 0, 0, 0, 0 };
+            for (int k = 0; k < 6; k++)
+                for (int i = 0; i < tw; i++) acc6[k] += col[(size_t)k * iw + i];
+            for (int x = 0; x < px; x++) {
+                for (int k = 0; k < 6; k++) win[(size_t)k * px + x] = acc6[k];
+                if (x + 1 < px)
+                    for (int k = 0; k < 6; k++) acc6[k] += col[(size_t)k * iw + x + tw] - col[(size_t)k * iw + x];
+            }
+        }
+        // Stage 0, from the window's energies alone: stage 1's bound with its correlation term at its largest
+        // (Cauchy-Schwarz on the block means), and the window's within-block energy. Simple passes without
+        // branches, so that they vectorise (sqrt too: the shim is built without errno for maths).
+        for (int x = 0; x < px; x++) qsum[x] = 0;
+        for (int k = 0; k < c->stripes; k++) {
+            const int64_t *cq = colq + qoff[k];
+            double inv = inv_width[k];
+            for (int x = 0; x < px; x++) qsum[x] += (double)cq[x] * inv;
+        }
+        // The window's energy, n times over (exact integers, so that a flat window is exactly 0): on the bound's
+        // axis, and in colour over the three channels. Separate loops for grey and colour: a branch inside would
+        // vectorise into masked loads.
+        if (c->gray) {
+            for (int x = 0; x < px; x++) { int64_t a = win[x]; ewn[x] = ewvn[x] = (int64_t)n * win[px + x] - a * a; }
+        } else {
+            for (int x = 0; x < px; x++) {
+                int64_t a = win[x], sb = win[2 * px + x], sg = win[3 * px + x], sr = win[4 * px + x];
+                ewvn[x] = (int64_t)n * win[px + x] - a * a;
+                ewn[x] = (int64_t)n * win[5 * px + x] - (sb * sb + sg * sg + sr * sr);
+            }
+        }
+        int any = 0;
+        for (int x0 = 0; x0 < px; x0 += 32) {
+          int x1 = x0 + 32 < px ? x0 + 32 : px, flat = 1;
+          for (int x = x0; x < x1; x++) flat &= ewn[x] == 0;
+          if (flat) {  // flat windows score 0: nothing to bound
+              memset(keep + x0, 0, (size_t)(x1 - x0));
+              continue;
+          }
+          for (int x = x0; x < x1; x++) {
+            double sv = (double)win[x], sv2 = (double)win[px + x], ew = (double)ewn[x] * inv_n;
+            double ewc = ((double)ewn[x] - (double)ewvn[x] * inv_axis) * inv_n;  // 0 in grey (axis 1)
             ewc = ewc > 0 ? ewc : 0;
-            double qsum = 0;
-            for (int k = 0; k < c->stripes; k++) qsum += (double)colq[qoff[k] + x] * inv_width[k];
-            double within = sv2 - qsum + 1e-9 * sv2;
+            double within = sv2 - qsum[x] + 1e-9 * sv2;
             within = within > 0 ? within : 0;
-            double numv = (double)acc[x] + c->err1 + sqrt(c->wt1 * within);
-            // A flat window scores 0, below every threshold.
-            keep[x] = ew_n > 0 && numv * inv_axis + sqrt(c->etc * ewc) >= limit * sqrt(c->et * ew);
-            energy[x] = ew;
-            chroma[x] = ewc;
+            double between = qsum[x] - sv * sv * inv_n + 1e-9 * sv2;
+            between = between > 0 ? between : 0;
+            double w1 = sqrt(c->wt1 * within);
+            double r = limit * sqrt(c->et * ew) - sqrt(c->etc * ewc);
+            room[x] = r;
+            side[x] = (float)w1;
+            unsigned char k = (unsigned char)((ewn[x] > 0) & ((sqrt(bt1 * between) + c->err1 + w1) * inv_axis >= r));
+            keep[x] = k;
+            any |= k;
+          }
         }
         s1 += px;
+        if (!any) continue;
+        // Stage 1 on the 32-position chunks that have a survivor.
+        for (int s = 0, k = 0; s < c->stripes; s++)
+            for (int r = 0; r < th; r++, k++)
+                rows[k] = bring + ((size_t)c->width_of[s] * th + (size_t)((y + r) % th)) * iw + c->sx[s];
+        for (int x0 = 0; x0 < px; x0 += 32) {
+            int len = px - x0 < 32 ? px - x0 : 32, live = 0;
+            for (int i = 0; i < len; i++) live |= keep[x0 + i];
+            if (!live) continue;
+            const float *chunk[m];
+            for (int k = 0; k < m; k++) chunk[k] = rows[k] + x0;
+            dense(acc + x0, len, chunk, c->coef1, m);
+        }
         for (int x = 0; x < px; x++) {
             if (!keep[x]) continue;
+            // side[x] was rounded to float: an ulp of it keeps the bound an upper bound.
+            double numv = (double)acc[x] + c->err1 + (double)side[x] * (1 + 1e-6);
+            if (numv * inv_axis < room[x]) continue;
             // Stage 2: column blocks of the bands.
             s2++;
             double a2 = 0, q2 = 0;
             for (int b = 0; b < c->bands; b++) {
-                const int32_t *top = c->colprefix + (size_t)(y + c->by[b]) * iw + x;
-                const int32_t *bottom = c->colprefix + (size_t)(y + c->by[b + 1]) * iw + x;
                 double qa = 0;
-                a2 += band_dot(c->coef2 + (size_t)b * tw, top, bottom, tw, &qa);
+                a2 += band_dot(c->coef2 + (size_t)b * tw, band + (size_t)b * iw + x, tw, &qa);
                 q2 += qa / (c->by[b + 1] - c->by[b]);
             }
             double sv2 = (double)win[px + x];
             double within = sv2 - q2 + 1e-9 * sv2;
             within = within > 0 ? within : 0;
-            double numv = a2 + 1e-9 * fabs(a2) + sqrt(c->wt2 * within);
-            if (numv * inv_axis + sqrt(c->etc * chroma[x]) < limit * sqrt(c->et * energy[x])) continue;
+            numv = a2 + 1e-9 * fabs(a2) + sqrt(c->wt2 * within);
+            if (numv * inv_axis < room[x]) continue;
             ex++;
             record(c, local, &nlocal, &best, x, y, exact_score(c, x, y));
         }
     }
-    #undef COLUMN_ROW
+    #undef LOAD_ROW
+    #undef VSLOT
+    #undef BSLOT
+    free(vnew); free(bnew);
+out:
     flush(c, local, nlocal, best, s1, s2, ex);
-    free(acc); free(rows); free(col); free(colq); free(win); free(energy); free(keep);
+    free(vring); free(bring); free(acc); free(rows); free(col); free(colq); free(band); free(win); free(room);
+    free(qsum); free(side); free(keep);
     return NULL;
-}
-
-/// Builds the bound's value plane, the float box planes and the column prefix sums.
-CLONES static int prepare_planes(match_ctx *c, uint8_t **gray_img, uint16_t **v) {
-    size_t pixels = (size_t)c->iw * c->ih;
-    *v = malloc(sizeof(uint16_t) * pixels);
-    if (!*v) return -1;
-    if (c->gray) {
-        *gray_img = malloc(pixels);
-        if (!*gray_img) return -1;
-        xclaw_bgrx_to_gray(c->img, c->iw, 0, 0, c->iw, c->ih, *gray_img);
-        for (size_t i = 0; i < pixels; i++) (*v)[i] = (*gray_img)[i];
-    } else {
-        for (size_t i = 0; i < pixels; i++)
-            (*v)[i] = (uint16_t)(c->img[i * 4] + c->img[i * 4 + 1] + c->img[i * 4 + 2]);
-    }
-    for (int k = 0; k < c->nwidths; k++) {
-        c->box[k] = malloc(sizeof(float) * pixels);
-        if (!c->box[k]) return -1;
-        int wdt = c->widths[k], lim = c->iw - wdt + 1, shift = c->centre * wdt;
-        for (int y = 0; y < c->ih; y++) {
-            const uint16_t *r = *v + (size_t)y * c->iw;
-            float *o = c->box[k] + (size_t)y * c->iw;
-            int32_t s = 0;
-            for (int i = 0; i < wdt; i++) s += r[i];
-            o[0] = (float)(s - shift);
-            for (int x = 1; x < lim; x++) { s += r[x + wdt - 1] - r[x - 1]; o[x] = (float)(s - shift); }
-            for (int x = lim; x < c->iw; x++) o[x] = 0;
-        }
-    }
-    c->colprefix = malloc(sizeof(int32_t) * (size_t)c->iw * (c->ih + 1));
-    if (!c->colprefix) return -1;
-    memset(c->colprefix, 0, sizeof(int32_t) * (size_t)c->iw);
-    for (int y = 0; y < c->ih; y++) {
-        const uint16_t *r = *v + (size_t)y * c->iw;
-        const int32_t *above = c->colprefix + (size_t)y * c->iw;
-        int32_t *o = c->colprefix + (size_t)(y + 1) * c->iw;
-        for (int x = 0; x < c->iw; x++) o[x] = above[x] + r[x];
-    }
-    return 0;
 }
 
 int xclaw_match_template(const uint8_t *image, int iw, int ih, const uint8_t *templ, int tw, int th, int gray,
@@ -361,8 +454,7 @@ int xclaw_match_template(const uint8_t *image, int iw, int ih, const uint8_t *te
     c.best = (xclaw_match_hit){ -1, -1, -2 };
     pthread_mutex_init(&c.lock, NULL);
     int rc = XCLAW_MATCH_NO_MEMORY;
-    uint8_t *gray_img = NULL, *gray_tpl = NULL;
-    uint16_t *v = NULL;
+    uint8_t *gray_tpl = NULL;
     double *tv = malloc(sizeof(double) * (size_t)c.n);
     if (!tv) goto done;
     // The template: exact sums per channel, its values on the bound's axis, zero-mean.
@@ -416,6 +508,7 @@ int xclaw_match_template(const uint8_t *image, int iw, int ih, const uint8_t *te
                 abs_sum += fabs(t);
             }
         }
+        c.wt1_between = between;
         c.wt1 = c.etv - between;
         if (c.wt1 < 0) c.wt1 = 0;
         // Float rounding of stage 1: m sequential multiply-adds of |block mean| * |centred block sum|, where a
@@ -435,13 +528,6 @@ int xclaw_match_template(const uint8_t *image, int iw, int ih, const uint8_t *te
         }
         c.wt2 = c.etv - between;
         if (c.wt2 < 0) c.wt2 = 0;
-        if (prepare_planes(&c, &gray_img, &v) != 0) goto done;
-        c.gray_img = gray_img; c.v = v;
-    } else if (c.gray) {
-        gray_img = malloc((size_t)iw * ih);
-        if (!gray_img) goto done;
-        xclaw_bgrx_to_gray(image, iw, 0, 0, iw, ih, gray_img);
-        c.gray_img = gray_img;
     }
     {
         // Rows of positions in two halves on two threads when there is enough work to repay a thread start.
@@ -460,8 +546,7 @@ int xclaw_match_template(const uint8_t *image, int iw, int ih, const uint8_t *te
     if (stats) { stats->positions = c.stage1 > 0 ? c.stage1 : c.exact; stats->stage2 = c.stage2; stats->exact = c.exact; }
 done:
     pthread_mutex_destroy(&c.lock);
-    free(tv); free(gray_img); free(gray_tpl); free(v); free(c.coef1); free(c.coef2); free(c.colprefix);
-    for (int k = 0; k < 2; k++) free(c.box[k]);
+    free(tv); free(gray_tpl); free(c.coef1); free(c.coef2);
     return rc;
 }
 
