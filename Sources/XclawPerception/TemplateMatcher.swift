@@ -108,9 +108,9 @@ public struct ImageTemplate: Sendable {
 
     /// A template from pixels already in memory (a crop of a capture, in tests and benches).
     public init(frame: Frame, path: String) throws {
-        guard frame.width * frame.height <= 1 << 20 else {
+        guard frame.width * frame.height <= 1 << 20, frame.width <= 4096, frame.height <= 4096 else {
             throw ImageSearchError.unreadableTemplate(
-                path: path, reason: "\(frame.size) is over the 1 megapixel a template may have")
+                path: path, reason: "\(frame.size) is larger than a template may be (1 megapixel, 4096 pixels a side)")
         }
         if let first = frame.pixel(x: 0, y: 0), Self.isFlat(frame) {
             throw ImageSearchError.flatTemplate(path: path, color: first)

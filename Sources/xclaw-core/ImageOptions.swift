@@ -55,6 +55,13 @@ struct ImageOptions: ParsableArguments {
     }
 }
 
+/// Perception for an image or colour search: the daemon's kept perceiver (its capture segment is warm), else a fresh
+/// one without the OCR cache, which such a search never reads.
+func withImagePerceiver<T>(_ target: DisplayOptions, _ body: (Perceiver) throws -> T) throws -> T {
+    if Invocation.isServed { return try body(Hosting.current.perceiver(target.display)) }
+    return try withPerceiver(target, noCache: true, body)
+}
+
 /// Logs the image searches at debug level (`XCLAW_LOG=debug`): how long, and how much the bounds saved.
 private let imageLog = Logger(label: "xclaw.image")
 

@@ -169,7 +169,7 @@ struct Find: ParsableCommand {
     func run() throws {
         if let color {
             let rgb = try RGB(hex: color)
-            let hit = try withPerceiver(target, noCache: true) { p in
+            let hit = try withImagePerceiver(target) { p in
                 try findColor(
                     p, area: p.area(region: region.map(Rect.init(parsing:)), window: window), color: rgb,
                     tolerance: tolerance ?? 0)
@@ -177,7 +177,7 @@ struct Find: ParsableCommand {
             return try emit(hit, json: json) { "\(hit.x),\(hit.y) \(hit.color)" }
         }
         if let template = try image.template() {
-            let found = try withPerceiver(target, noCache: true) { p -> [ImageMatch] in
+            let found = try withImagePerceiver(target) { p -> [ImageMatch] in
                 let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
                 let search = try ImageSearch(p, area: area, template: template, options: image.options)
                 return all ? try search.all() : [try search.chosen(nth: choose.nth)]
@@ -301,7 +301,7 @@ struct Tap: ParsableCommand {
     /// `tap --image`: clicks the centre of the one best match; a tie or no match clicks nothing.
     private func tapImage(_ template: ImageTemplate) throws {
         var clicked: Point?
-        let match = try withPerceiver(target, noCache: true) { p -> ImageMatch in
+        let match = try withImagePerceiver(target) { p -> ImageMatch in
             let area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
             let match = try ImageSearch(p, area: area, template: template, options: image.options)
                 .chosen(nth: choose.nth)
