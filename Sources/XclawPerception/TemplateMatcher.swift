@@ -22,6 +22,7 @@ public enum ImageSearchError: Error, CustomStringConvertible, Equatable, Classif
     /// The search could not allocate its buffers.
     case outOfMemory
 
+    /// The message, saying what to do.
     public var description: String {
         switch self {
         case .unreadableTemplate(let path, let reason):
@@ -55,6 +56,7 @@ public enum ImageSearchError: Error, CustomStringConvertible, Equatable, Classif
         }
     }
 
+    /// Bad files are bad input (2); no match, a tie or no such colour is "not found" (1).
     public var exitStatus: ExitStatus {
         switch self {
         case .unreadableTemplate, .flatTemplate, .templateTooLarge: return .usage

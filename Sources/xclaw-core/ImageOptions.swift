@@ -17,7 +17,8 @@ struct ImageOptions: ParsableArguments {
             """)
     var confidence: Double?
     @Flag(help: "With --image: compare grey levels instead of colours.") var grayscale = false
-    @Option(help: "With --image: also try the image at these sizes, e.g. 0.8,1,1.25 (each 0.1–10).") var scales: String?
+    @Option(help: "With --image: the sizes to try the image at, e.g. 0.8,1,1.25 (each 0.1–10; default 1).")
+    var scales: String?
 
     func validate() throws {
         if image == nil && (confidence != nil || grayscale || scales != nil) {

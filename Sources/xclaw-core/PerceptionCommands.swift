@@ -396,8 +396,8 @@ struct Watch: ParsableCommand {
             "Wait until text or an image appears or vanishes, a region changes, a pixel has a colour, or the screen "
             + "is still.",
         discussion: """
-            Polls by comparing frames; OCR runs only when pixels changed. Exits 0 when the condition holds, 1 on \
-            timeout with what was last observed.
+            Polls by comparing frames; OCR (or the image search of --image FILE, see `xclaw find --image`) runs \
+            only when pixels changed. Exits 0 when the condition holds, 1 on timeout with what was last observed.
             """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Wait for this text.") var text: String?
