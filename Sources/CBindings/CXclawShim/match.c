@@ -599,21 +599,25 @@ int xclaw_find_color(const uint8_t *bgrx, int width, int height, int r, int g, i
     return 0;
 }
 
+/// Where destination index i of dn samples a source axis of sn: the two neighbours and the second one's weight, with
+/// pixel centres aligned (destination centre i + 0.5 maps to source (i + 0.5) * sn / dn - 0.5).
+static void bilinear_axis(int i, int sn, int dn, int *i0, int *i1, double *weight) {
+    double f = (i + 0.5) * sn / dn - 0.5;
+    *i0 = f < 0 ? 0 : (int)f;
+    *i1 = *i0 + 1 < sn ? *i0 + 1 : sn - 1;
+    *weight = f - *i0 > 0 ? f - *i0 : 0;
+}
+
 int xclaw_upscale_bgrx(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh) {
     if (sw <= 0 || sh <= 0 || dw < sw || dh < sh) return -1;
     for (int y = 0; y < dh; y++) {
-        // Centres aligned: destination pixel centre y + 0.5 maps to source (y + 0.5) * sh / dh - 0.5.
-        double fy = (y + 0.5) * sh / dh - 0.5;
-        int y0 = fy < 0 ? 0 : (int)fy;
-        int y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
-        double wy = fy - y0;
-        if (wy < 0) wy = 0;
+        int y0, y1;
+        double wy;
+        bilinear_axis(y, sh, dh, &y0, &y1, &wy);
         for (int x = 0; x < dw; x++) {
-            double fx = (x + 0.5) * sw / dw - 0.5;
-            int x0 = fx < 0 ? 0 : (int)fx;
-            int x1 = x0 + 1 < sw ? x0 + 1 : sw - 1;
-            double wx = fx - x0;
-            if (wx < 0) wx = 0;
+            int x0, x1;
+            double wx;
+            bilinear_axis(x, sw, dw, &x0, &x1, &wx);
             const uint8_t *a = src + ((size_t)y0 * sw + x0) * 4, *b = src + ((size_t)y0 * sw + x1) * 4;
             const uint8_t *c = src + ((size_t)y1 * sw + x0) * 4, *d = src + ((size_t)y1 * sw + x1) * 4;
             uint8_t *o = dst + ((size_t)y * dw + x) * 4;
