@@ -239,6 +239,12 @@ CLONES static void *search_rows(void *arg) {
         return NULL;
     }
     double inv_n = 1.0 / n, inv_axis = 1.0 / c->axis, limit = c->threshold - 1e-9;
+    // Colour without the channels: maximised over the window's unknown chroma energy, the bound becomes
+    //     score <= sqrt(max(N_luma, 0)^2 / E_luma(window) + E_chroma(template)) / sqrt(E(template)),
+    // so a position can be ruled out from the luma sums alone as long as the template's chroma share is below the
+    // threshold squared (true of all but nearly isoluminant templates); only the exact score reads the channels.
+    double chroma_free = limit * limit * c->et - c->etc;
+    int lum = c->gray || chroma_free > 1e-9 * c->et;
     double inv_width[STRIPES];
     size_t qoff[STRIPES];
     for (int k = 0; k < c->stripes; k++) {
@@ -285,7 +291,7 @@ CLONES static void *search_rows(void *arg) {
         for (int x = 0; x < iw; x++) {
             uint32_t a = vr[x];
             col[x] += a; col[iw + x] += a * a;
-            if (!c->gray) {
+            if (!lum) {
                 uint32_t bb = pr[x * 4], g = pr[x * 4 + 1], r = pr[x * 4 + 2];
                 col[2 * iw + x] += bb; col[3 * iw + x] += g; col[4 * iw + x] += r;
                 col[5 * iw + x] += bb * bb + g * g + r * r;
@@ -311,7 +317,7 @@ CLONES static void *search_rows(void *arg) {
             LOAD_ROW(in, vnew, bnew);
             const uint16_t *vo = VSLOT(out);
             // Modulo 2^32: the differences wrap, the sums they leave are in range.
-            if (c->gray) {
+            if (lum) {
                 for (int x = 0; x < iw; x++) {
                     uint32_t a = vnew[x], o = vo[x];
                     col[x] += a - o; col[iw + x] += a * a - o * o;
@@ -350,7 +356,7 @@ CLONES static void *search_rows(void *arg) {
             for (int k = 0; k < nw; k++) memcpy(BSLOT(k, in), bnew + (size_t)k * iw, sizeof(float) * (size_t)iw);
         }
         // Window sums: sliding horizontal sums of the column sums, the quantities side by side.
-        if (c->gray) {
+        if (lum) {
             const uint32_t *c0 = col, *c1 = col + iw;
             int64_t a = 0, b = 0;
             for (int i = 0; i < tw; i++) { a += c0[i]; b += c1[i]; }
@@ -384,15 +390,23 @@ CLONES static void *search_rows(void *arg) {
             for (int x = 0; x < px; x++) qsum[x] += (double)cq[x] * inv;
         }
         // The window's energy, n times over (exact integers, so that a flat window is exactly 0): on the bound's
-        // axis, and in colour over the three channels. Separate loops for grey and colour: a branch inside would
-        // vectorise into masked loads.
-        if (c->gray) {
-            for (int x = 0; x < px; x++) { int64_t a = win[x]; ewn[x] = ewvn[x] = (int64_t)n * win[px + x] - a * a; }
+        // axis, and in colour over the three channels; then how much the bound's numerator must reach. Separate
+        // loops per mode: a branch inside would vectorise into masked loads.
+        if (lum) {
+            double k = c->axis * chroma_free;
+            for (int x = 0; x < px; x++) {
+                int64_t a = win[x];
+                ewn[x] = ewvn[x] = (int64_t)n * win[px + x] - a * a;
+                room[x] = sqrt(k * (double)ewn[x] * inv_n) * inv_axis;
+            }
         } else {
             for (int x = 0; x < px; x++) {
                 int64_t a = win[x], sb = win[2 * px + x], sg = win[3 * px + x], sr = win[4 * px + x];
                 ewvn[x] = (int64_t)n * win[px + x] - a * a;
                 ewn[x] = (int64_t)n * win[5 * px + x] - (sb * sb + sg * sg + sr * sr);
+                double ew = (double)ewn[x] * inv_n, ewc = ((double)ewn[x] - (double)ewvn[x] * inv_axis) * inv_n;
+                ewc = ewc > 0 ? ewc : 0;
+                room[x] = limit * sqrt(c->et * ew) - sqrt(c->etc * ewc);
             }
         }
         int any = 0;
@@ -404,18 +418,15 @@ CLONES static void *search_rows(void *arg) {
               continue;
           }
           for (int x = x0; x < x1; x++) {
-            double sv = (double)win[x], sv2 = (double)win[px + x], ew = (double)ewn[x] * inv_n;
-            double ewc = ((double)ewn[x] - (double)ewvn[x] * inv_axis) * inv_n;  // 0 in grey (axis 1)
-            ewc = ewc > 0 ? ewc : 0;
+            double sv = (double)win[x], sv2 = (double)win[px + x];
             double within = sv2 - qsum[x] + 1e-9 * sv2;
             within = within > 0 ? within : 0;
             double between = qsum[x] - sv * sv * inv_n + 1e-9 * sv2;
             between = between > 0 ? between : 0;
             double w1 = sqrt(c->wt1 * within);
-            double r = limit * sqrt(c->et * ew) - sqrt(c->etc * ewc);
-            room[x] = r;
             side[x] = (float)w1;
-            unsigned char k = (unsigned char)((ewn[x] > 0) & ((sqrt(bt1 * between) + c->err1 + w1) * inv_axis >= r));
+            unsigned char k =
+                (unsigned char)((ewn[x] > 0) & ((sqrt(bt1 * between) + c->err1 + w1) * inv_axis >= room[x]));
             keep[x] = k;
             any |= k;
           }
