@@ -241,10 +241,11 @@ CLONES static void *search_rows(void *arg) {
     double inv_n = 1.0 / n, inv_axis = 1.0 / c->axis, limit = c->threshold - 1e-9;
     // Colour without the channels: maximised over the window's unknown chroma energy, the bound becomes
     //     score <= sqrt(max(N_luma, 0)^2 / E_luma(window) + E_chroma(template)) / sqrt(E(template)),
-    // so a position can be ruled out from the luma sums alone as long as the template's chroma share is below the
-    // threshold squared (true of all but nearly isoluminant templates); only the exact score reads the channels.
+    // so a position can be ruled out from the luma sums alone while the template's chroma share is below the
+    // threshold squared; only the exact score reads the channels. That costs pruning when the share is large (a
+    // coloured icon), so the channel sums are kept for templates with more than a tenth of their energy in chroma.
     double chroma_free = limit * limit * c->et - c->etc;
-    int lum = c->gray || chroma_free > 1e-9 * c->et;
+    int lum = c->gray || (chroma_free > 1e-9 * c->et && c->etc <= 0.1 * c->et);
     double inv_width[STRIPES];
     size_t qoff[STRIPES];
     for (int k = 0; k < c->stripes; k++) {
