@@ -243,9 +243,9 @@ CLONES static void *search_rows(void *arg) {
     //     score <= sqrt(max(N_luma, 0)^2 / E_luma(window) + E_chroma(template)) / sqrt(E(template)),
     // so a position can be ruled out from the luma sums alone while the template's chroma share is below the
     // threshold squared; only the exact score reads the channels. That costs pruning when the share is large (a
-    // coloured icon), so the channel sums are kept for templates with more than a tenth of their energy in chroma.
+    // strongly coloured icon), so templates with over a quarter of their energy in chroma keep the channel sums.
     double chroma_free = limit * limit * c->et - c->etc;
-    int lum = c->gray || (chroma_free > 1e-9 * c->et && c->etc <= 0.1 * c->et);
+    int lum = c->gray || (chroma_free > 1e-9 * c->et && c->etc <= 0.25 * c->et);
     double inv_width[STRIPES];
     size_t qoff[STRIPES];
     for (int k = 0; k < c->stripes; k++) {
