@@ -54,7 +54,8 @@ let package = Package(
             name: "CXclawShim",
             dependencies: ["CX11", "CPNG"],
             path: "Sources/CBindings/CXclawShim",
-            cSettings: [.unsafeFlags(["-O2"])],
+            // No errno from maths: sqrt then vectorises (the kernels never read errno).
+            cSettings: [.unsafeFlags(["-O2", "-fno-math-errno"])],
             linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread")]
         ),
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Release build + benchmarks on a private 1920x1080 Xvfb, with scrot, xdotool and the tesseract CLI measured side by side,
+# Release build + benchmarks on a private 1920x1080 Xvfb, with scrot, xdotool, the tesseract CLI and PyAutoGUI measured side by side,
 # and snapshots of GTK, Qt and xterm windows with and without their accessibility trees.
 #   scripts/bench.sh [--json]
 set -euo pipefail
@@ -9,6 +9,6 @@ bash scripts/install-deps.sh --bench
 for product in xclaw xclaw-core xclaw-atspi xclaw-bench; do
   swift build -c release --product "$product" 2>&1 | tail -1 >&2
 done
-for bench in capture input ocr step agents snapshot cli; do
+for bench in capture input ocr step agents snapshot cli image; do
   .build/release/xclaw-bench "$bench" "$@"
 done

@@ -11,11 +11,11 @@ import XclawTesting
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "xclaw bench",
-        abstract: "Benchmark capture, input and OCR (median/p90 in ms), against scrot, xdotool and tesseract when "
-            + "installed.",
+        abstract: "Benchmark capture, input, OCR and image search (median/p90 in ms), against scrot, xdotool, "
+            + "tesseract and PyAutoGUI when installed.",
         subcommands: [
             BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self,
-            BenchSnapshot.self, BenchCLI.self, BenchGrounding.self,
+            BenchSnapshot.self, BenchCLI.self, BenchGrounding.self, BenchImage.self,
         ])
 }
 

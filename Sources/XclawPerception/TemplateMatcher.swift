@@ -22,6 +22,7 @@ public enum ImageSearchError: Error, CustomStringConvertible, Equatable, Classif
     /// The search could not allocate its buffers.
     case outOfMemory
 
+    /// The message, saying what to do.
     public var description: String {
         switch self {
         case .unreadableTemplate(let path, let reason):
@@ -55,6 +56,7 @@ public enum ImageSearchError: Error, CustomStringConvertible, Equatable, Classif
         }
     }
 
+    /// Bad files are bad input (2); no match, a tie or no such colour is "not found" (1).
     public var exitStatus: ExitStatus {
         switch self {
         case .unreadableTemplate, .flatTemplate, .templateTooLarge: return .usage
@@ -108,9 +110,9 @@ public struct ImageTemplate: Sendable {
 
     /// A template from pixels already in memory (a crop of a capture, in tests and benches).
     public init(frame: Frame, path: String) throws {
-        guard frame.width * frame.height <= 1 << 20 else {
+        guard frame.width * frame.height <= 1 << 20, frame.width <= 4096, frame.height <= 4096 else {
             throw ImageSearchError.unreadableTemplate(
-                path: path, reason: "\(frame.size) is over the 1 megapixel a template may have")
+                path: path, reason: "\(frame.size) is larger than a template may be (1 megapixel, 4096 pixels a side)")
         }
         if let first = frame.pixel(x: 0, y: 0), Self.isFlat(frame) {
             throw ImageSearchError.flatTemplate(path: path, color: first)

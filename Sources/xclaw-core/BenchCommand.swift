@@ -7,7 +7,8 @@ import XclawCommandLine
 /// code (they are their own target, `Benchmarks/xclaw-bench`).
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Benchmark capture, input, OCR, the agent step, the runtime and snapshots against their peers "
+        abstract:
+            "Benchmark capture, input, OCR, the agent step, the runtime, snapshots and image search against their peers "
             + "(runs xclaw-bench beside this binary: `xclaw-bench --help` lists the benchmarks, `xclaw bench capture --help` one's options)."
     )
 

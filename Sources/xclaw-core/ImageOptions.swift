@@ -17,7 +17,8 @@ struct ImageOptions: ParsableArguments {
             """)
     var confidence: Double?
     @Flag(help: "With --image: compare grey levels instead of colours.") var grayscale = false
-    @Option(help: "With --image: also try the image at these sizes, e.g. 0.8,1,1.25 (each 0.1–10).") var scales: String?
+    @Option(help: "With --image: the sizes to try the image at, e.g. 0.8,1,1.25 (each 0.1–10; default 1).")
+    var scales: String?
 
     func validate() throws {
         if image == nil && (confidence != nil || grayscale || scales != nil) {
@@ -53,6 +54,13 @@ struct ImageOptions: ParsableArguments {
         guard let image else { return nil }
         return try ImageTemplate(path: image, resolved: Invocation.current.resolve(image))
     }
+}
+
+/// Perception for an image or colour search: the daemon's kept perceiver (its capture segment is warm), else a fresh
+/// one without the OCR cache, which such a search never reads.
+func withImagePerceiver<T>(_ target: DisplayOptions, _ body: (Perceiver) throws -> T) throws -> T {
+    if Invocation.isServed { return try body(Hosting.current.perceiver(target.display)) }
+    return try withPerceiver(target, noCache: true, body)
 }
 
 /// Logs the image searches at debug level (`XCLAW_LOG=debug`): how long, and how much the bounds saved.

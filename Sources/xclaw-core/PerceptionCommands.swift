@@ -226,7 +226,7 @@ struct Find: ParsableCommand {
     func run() throws {
         if let color {
             let rgb = try RGB(hex: color)
-            let hit = try withPerceiver(target, noCache: true) { p in
+            let hit = try withImagePerceiver(target) { p in
                 try waiting(
                     p, timeout: timeout, for: "colour \(color)",
                     area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
@@ -235,7 +235,7 @@ struct Find: ParsableCommand {
             return try emit(hit, json: json) { "\(hit.x),\(hit.y) \(hit.color)" }
         }
         if let template = try image.template() {
-            let found = try withPerceiver(target, noCache: true) { p -> [ImageMatch] in
+            let found = try withImagePerceiver(target) { p -> [ImageMatch] in
                 try waiting(
                     p, timeout: timeout, for: "image \(template.path)",
                     area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
@@ -376,7 +376,7 @@ struct Tap: ParsableCommand {
     /// `tap --image`: clicks the centre of the one best match; a tie or no match clicks nothing.
     private func tapImage(_ template: ImageTemplate) throws {
         var clicked: Point?
-        let match = try withPerceiver(target, noCache: true) { p -> ImageMatch in
+        let match = try withImagePerceiver(target) { p -> ImageMatch in
             let match = try waiting(
                 p, timeout: timeout, for: "image \(template.path)",
                 area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
@@ -474,8 +474,8 @@ struct Watch: ParsableCommand {
             "Wait until text or an image appears or vanishes, a region changes, a pixel has a colour, or the screen "
             + "is still.",
         discussion: """
-            Polls by comparing frames; OCR runs only when pixels changed. Exits 0 when the condition holds, 1 on \
-            timeout with what was last observed.
+            Polls by comparing frames; OCR (or the image search of --image FILE, see `xclaw find --image`) runs \
+            only when pixels changed. Exits 0 when the condition holds, 1 on timeout with what was last observed.
             """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Wait for this text.") var text: String?

@@ -59,7 +59,20 @@ final class ImageCLITests: XCTestCase {
             rects: Self.icon(at: 40, 40, dark: true))
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-images-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
+        // First paint: both icons' centres show their colours (a busy machine paints late).
+        let capturer = try ScreenCapturer(connection: display.connect())
+        let marks = [
+            (Point(x: Self.lightOrigin.x + 52, y: Self.lightOrigin.y + 52), RGB(r: 0xd9, g: 0x30, b: 0x25)),
+            (Point(x: Self.darkOrigin.x + 52, y: Self.darkOrigin.y + 52), RGB(r: 0xf2, g: 0x8b, b: 0x82)),
+        ]
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline,
+            try !marks.allSatisfy({
+                try capturer.capture(Rect(origin: $0.0, size: Size(width: 1, height: 1))).pixel(x: 0, y: 0) == $0.1
+            })
+        {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
     }
 
     override func tearDown() {

@@ -53,7 +53,17 @@ final class TemplateMatcherTests: XCTestCase {
                 ])
             let perceiver = try Perceiver(connection: display.connect())
             let watcher = Watcher(perceiver: perceiver, interval: .milliseconds(50))
-            Thread.sleep(forTimeInterval: 0.5)
+            // Both pages must show text (xterm starts slowly on a busy machine), then the screen must be still.
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                let shot = try perceiver.capturer.capture()
+                let drawn = try [
+                    Rect(x: 300, y: 30, width: 64, height: 24), Rect(x: 560, y: 60, width: 64, height: 24),
+                ]
+                .allSatisfy { !ImageTemplate.isFlat(try shot.cropped(to: $0)) }
+                if drawn { break }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
             _ = try watcher.waitUntilStable(quiet: .milliseconds(300), timeout: .seconds(10))
             frame = try perceiver.capturer.capture()
         } catch {

@@ -87,7 +87,7 @@ typedef struct { long positions, stage2, exact; } xclaw_match_stats;
 
 /// Errors of xclaw_match_template (negative returns).
 enum {
-    XCLAW_MATCH_BAD_SIZE = -1,  // an empty image or template, or a template over 1 Mpx
+    XCLAW_MATCH_BAD_SIZE = -1,  // an empty image or template, or a template over 1 Mpx or 4096 pixels a side
     XCLAW_MATCH_TOO_LARGE = -2, // the template is larger than the image
     XCLAW_MATCH_NO_MEMORY = -3,
     XCLAW_MATCH_FLAT = -4,      // the template is one colour: correlation is undefined for it
