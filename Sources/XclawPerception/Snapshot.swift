@@ -94,6 +94,9 @@ public struct Element: Codable, Sendable, Hashable {
     public var toolkitRole: String? = nil
     /// Where to find it on the accessibility bus, to press it or focus it without the mouse.
     public var node: AccessibleHandle? = nil
+    /// Its row and column (1-based) in a grid of like boxes (a keypad), for controls read from pixels: what names a
+    /// key whose label could not be read.
+    public var cell: GridCell? = nil
 
     /// The compact one-line form: `e7 button "Save" @1720,62 80x32 in w3` (position = centre).
     public func line(maxLabel: Int = 72) -> String {
@@ -103,6 +106,7 @@ public struct Element: Codable, Sendable, Hashable {
         var out = "\(changed ? "+" : "")\(ref) \(role.rawValue) \(UntrustedText.quoted(label, limit: maxLabel - 1))"
         if let value, !value.isEmpty { out += " = " + UntrustedText.quoted(value, limit: 39) }
         out += " @\(c.x),\(c.y) \(box.width)x\(box.height)"
+        if label.isEmpty, let cell { out += " cell \(cell.row),\(cell.column)" }
         if let className, !className.isEmpty { out += " (\(UntrustedText.quoted(className, limit: 40)))" }
         if active == true { out += " active" }
         if role == .window, let source, source != .x11 { out += " [\(source.rawValue)]" }
@@ -112,6 +116,17 @@ public struct Element: Codable, Sendable, Hashable {
         if let window { out += " in \(window)" }
         return out
     }
+}
+
+/// A position in a grid of like controls, 1-based from the top left.
+public struct GridCell: Codable, Sendable, Hashable {
+    /// The row, from the top.
+    public var row: Int
+    /// The column, from the left.
+    public var column: Int
+
+    /// A cell.
+    public init(row: Int, column: Int) { (self.row, self.column) = (row, column) }
 }
 
 /// What is on screen, as elements with stable refs; the model's compact view of the screen.
@@ -513,7 +528,50 @@ public enum SnapshotStages {
                     confidence: nil, words: nil, source: .ocr),
             ]
         }
-        return elements + readingOrder(recognized)
+        return elements + readingOrder(Self.placeInGrids(recognized, from: boxes.count))
+    }
+
+    /// Gives the controls read from boxes (the first `count` of `elements`) their cells in grids of like boxes: four
+    /// or more of one window and one size (within 3 px) make a grid, whose rows and columns are their centres'
+    /// clusters.
+    static func placeInGrids(_ elements: [Element], from count: Int) -> [Element] {
+        var out = elements
+        let controls = Array(0..<min(count, elements.count))
+        var grouped: [[Int]] = []
+        for index in controls {
+            let box = elements[index].box
+            if let g = grouped.firstIndex(where: { group in
+                let first = elements[group[0]]
+                return first.windowID == elements[index].windowID && abs(first.box.width - box.width) <= 3
+                    && abs(first.box.height - box.height) <= 3
+            }) {
+                grouped[g].append(index)
+            } else {
+                grouped.append([index])
+            }
+        }
+        for group in grouped where group.count >= 4 {
+            let boxes = group.map { elements[$0].box }
+            let height = boxes[0].height, width = boxes[0].width
+            let rows = clusters(boxes.map(\.center.y), within: height / 2)
+            let columns = clusters(boxes.map(\.center.x), within: width / 2)
+            for (index, box) in zip(group, boxes) {
+                guard let row = rows.firstIndex(where: { abs($0 - box.center.y) <= height / 2 }),
+                    let column = columns.firstIndex(where: { abs($0 - box.center.x) <= width / 2 })
+                else { continue }
+                out[index].cell = GridCell(row: row + 1, column: column + 1)
+            }
+        }
+        return out
+    }
+
+    /// The centres of runs of close values (each within `within` of its run's first), ascending.
+    private static func clusters(_ values: [Int], within: Int) -> [Int] {
+        var centres: [Int] = []
+        for value in values.sorted() where centres.last.map({ value - $0 > within }) ?? true {
+            centres.append(value)
+        }
+        return centres
     }
 
     /// A small square ending just left of a line, centred on it: a check box's square, not a control of its own.

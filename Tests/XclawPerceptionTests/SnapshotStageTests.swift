@@ -64,6 +64,30 @@ final class SnapshotStageTests: XCTestCase {
         XCTAssertEqual(SnapshotStages.partitions(scene, fromTree, source: .atspi), OCRPlan(parts: [], unnamed: []))
     }
 
+    func testKeysOfAGridGetTheirRowAndColumn() {
+        // A keypad of 2 rows of 3 like keys, one unread, and a wider button that is no key of it.
+        var keys: [Element] = []
+        for row in 0..<2 {
+            for column in 0..<3 {
+                keys.append(
+                    Element(
+                        ref: "", role: .button, label: row == 1 && column == 1 ? "" : "\(row * 3 + column)",
+                        box: Rect(x: 10 + column * 44, y: 50 + row * 30, width: 42, height: 28), window: "w1",
+                        windowID: 1, changed: false, active: nil, className: nil, confidence: 90, words: [],
+                        source: .ocr))
+            }
+        }
+        var wide = keys[0]
+        wide.box = Rect(x: 200, y: 50, width: 120, height: 28)
+        let placed = SnapshotStages.placeInGrids(keys + [wide], from: 7)
+        XCTAssertEqual(placed[4].cell, GridCell(row: 2, column: 2))
+        XCTAssertEqual(placed[2].cell, GridCell(row: 1, column: 3))
+        XCTAssertNil(placed[6].cell, "not one of the like boxes")
+        XCTAssertTrue(placed[4].line().contains("button \"\" @"), placed[4].line())
+        XCTAssertTrue(placed[4].line().contains("cell 2,2"), placed[4].line())
+        XCTAssertFalse(placed[0].line().contains("cell"), "read keys are named by their labels")
+    }
+
     func testUnnamedControlsAreNamedOnlyByConfidentWordsInside() {
         let button = Element(
             ref: "", role: .button, label: "", box: Rect(x: 10, y: 10, width: 80, height: 30),
