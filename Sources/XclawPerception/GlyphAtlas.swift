@@ -36,10 +36,14 @@ final class GlyphAtlas: @unchecked Sendable {
     ]
 
     private struct Font {
-        let handle: UnsafeMutableRawPointer
+        let path: String
+        /// A bitmap font (X's PCF fonts): one size, known from its name.
         let bitmap: Bool
         /// Drawn by X as a core font (Type 1 scaled by the server): in one bit, without anti-aliasing.
         let mono: Bool
+        /// A bitmap font's character cell height ("8x13": 13), from its file name: ink taller than the cell, or
+        /// under a third of it, is not this font's, and the font is not even opened for it.
+        let cell: Int?
     }
 
     private struct Rendered {
@@ -55,12 +59,17 @@ final class GlyphAtlas: @unchecked Sendable {
         let phase: Int
     }
 
+    /// The size characters are first rendered at, to learn their proportions.
+    static let referenceSize = 40
+
     private let lock = NSLock()
     private var fonts: [Font]?
+    /// Open fonts by index; a font is opened the first time a glyph could be in it (nil: it could not be read).
+    private var handles: [Int: UnsafeMutableRawPointer?] = [:]
     private var renders: [Key: Rendered?] = [:]
 
     deinit {
-        for font in fonts ?? [] { xclaw_font_close(font.handle) }
+        for case let handle? in handles.values { xclaw_font_close(handle) }
     }
 
     /// A character that matches an ink map: how well (0–1), and the font size (pixels per em) that drew it so tall;
@@ -86,15 +95,19 @@ final class GlyphAtlas: @unchecked Sendable {
     /// ones match about as well.
     func read(coverage: [UInt8], width: Int, height: Int) -> Reading? {
         guard width >= 2, height >= 4, width <= 200, height <= 200 else { return nil }
-        return lock.withLock {
-            let fonts = openFonts()
+        do {
+            // The lock guards FreeType and the cache only: two readers compare with renders side by side.
+            let fonts = lock.withLock { openFonts() }
             var best: [Character: Candidate] = [:]
-            for (index, font) in fonts.enumerated() {
+            for (index, font) in fonts.enumerated() where font.cell.map({ height <= $0 && height * 3 >= $0 }) ?? true {
                 for character in Self.alphabet {
                     for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
                         guard
-                            let (glyph, size) = fit(
-                                character, font: index, bitmap: font.bitmap, height: height, phase: phase),
+                            let (glyph, size) = lock.withLock({
+                                fit(
+                                    character, font: index, bitmap: font.bitmap, height: height, width: width,
+                                    phase: phase)
+                            }),
                             abs(glyph.height - height) <= max(1, height / 8),
                             abs(glyph.width - width) <= max(1, width / 5)
                         else { continue }
@@ -143,7 +156,8 @@ final class GlyphAtlas: @unchecked Sendable {
                     for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
                         guard
                             let (glyph, _) = fit(
-                                character, font: index, bitmap: font.bitmap, height: height, phase: phase),
+                                character, font: index, bitmap: font.bitmap, height: height, width: width,
+                                phase: phase),
                             abs(glyph.height - height) <= max(1, height / 8),
                             abs(glyph.width - width) <= max(1, width / 5)
                         else { continue }
@@ -178,15 +192,19 @@ final class GlyphAtlas: @unchecked Sendable {
     }
 
     /// The glyph of `character` in font `index` rendered as tall as `height` (bitmap fonts: at their one size).
-    private func fit(_ character: Character, font index: Int, bitmap: Bool, height: Int, phase: Int)
+    private func fit(_ character: Character, font index: Int, bitmap: Bool, height: Int, width: Int, phase: Int)
         -> (Rendered, Int)?
     {
         if bitmap { return render(character, font: index, size: 0, phase: 0).map { ($0, 0) } }
-        guard let reference = render(character, font: index, size: 40, phase: 0), reference.height > 0 else {
-            return nil
-        }
-        let size = (40 * height + reference.height / 2) / reference.height
+        // Each character is rendered once at the reference size, for its proportions.
+        guard let reference = render(character, font: index, size: Self.referenceSize, phase: 0), reference.height > 0
+        else { return nil }
+        let size = (Self.referenceSize * height + reference.height / 2) / reference.height
         guard (6...160).contains(size) else { return nil }
+        // The reference's proportions say whether it can be as wide as the ink: most characters are ruled out
+        // without rendering them at this size (four phases each).
+        let predicted = (reference.width * size + Self.referenceSize / 2) / Self.referenceSize
+        guard abs(predicted - width) <= max(2, width / 3) else { return nil }
         return render(character, font: index, size: size, phase: phase).map { ($0, size) }
     }
 
@@ -194,13 +212,13 @@ final class GlyphAtlas: @unchecked Sendable {
     private func render(_ character: Character, font index: Int, size: Int, phase: Int) -> Rendered? {
         let key = Key(font: index, character: character, size: size, phase: phase)
         if let cached = renders[key] { return cached }
-        guard let fonts, let scalar = character.unicodeScalars.first else { return nil }
+        guard let fonts, let scalar = character.unicodeScalars.first, let handle = handle(index) else { return nil }
         let capacity = 256
         var buffer = [UInt8](repeating: 0, count: capacity * capacity)
         var w: Int32 = 0, h: Int32 = 0
         let ok = buffer.withUnsafeMutableBufferPointer {
             xclaw_font_render(
-                fonts[index].handle, Int32(size), Int32(phase), fonts[index].mono ? 1 : 0, scalar.value, $0.baseAddress,
+                handle, Int32(size), Int32(phase), fonts[index].mono ? 1 : 0, scalar.value, $0.baseAddress,
                 Int32(capacity),
                 Int32(capacity), &w,
                 &h)
@@ -212,14 +230,26 @@ final class GlyphAtlas: @unchecked Sendable {
         return rendered
     }
 
-    /// The fonts, opened on first use.
+    /// The fonts present on this machine (a missing one is skipped: fewer glyphs are read, nothing fails).
     private func openFonts() -> [Font] {
         if let fonts { return fonts }
-        let opened = Self.fontPaths.compactMap { path -> Font? in
-            guard FileManager.default.fileExists(atPath: path), let handle = xclaw_font_open(path) else { return nil }
-            return Font(handle: handle, bitmap: xclaw_font_is_bitmap(handle) != 0, mono: path.hasSuffix(".pfb"))
+        let present = Self.fontPaths.filter { FileManager.default.fileExists(atPath: $0) }.map { path -> Font in
+            let bitmap = path.hasSuffix(".pcf.gz")
+            let name = (path as NSString).lastPathComponent
+            let cell = name.split(separator: ".").first?.split(separator: "x").last.flatMap {
+                Int($0.filter(\.isNumber))
+            }
+            return Font(path: path, bitmap: bitmap, mono: path.hasSuffix(".pfb"), cell: bitmap ? cell : nil)
         }
-        fonts = opened
+        fonts = present
+        return present
+    }
+
+    /// The handle of font `index`, opening it on first use.
+    private func handle(_ index: Int) -> UnsafeMutableRawPointer? {
+        if let known = handles[index] { return known }
+        let opened = fonts.flatMap { xclaw_font_open($0[index].path) }
+        handles[index] = opened
         return opened
     }
 }
