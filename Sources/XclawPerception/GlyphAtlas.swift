@@ -99,7 +99,13 @@ final class GlyphAtlas: @unchecked Sendable {
             // The lock guards FreeType and the cache only: two readers compare with renders side by side.
             let fonts = lock.withLock { openFonts() }
             var best: [Character: Candidate] = [:]
-            for (index, font) in fonts.enumerated() where font.cell.map({ height <= $0 && height * 3 >= $0 }) ?? true {
+            // Bitmap fonts first: a glyph one of them draws exactly (xcalc's, Motif's) is not looked for in the
+            // scalable ones, whose four phases are most of the work.
+            let order = fonts.indices.filter { fonts[$0].bitmap } + fonts.indices.filter { !fonts[$0].bitmap }
+            for index in order {
+                let font = fonts[index]
+                guard font.cell.map({ height <= $0 && height * 3 >= $0 }) ?? true else { continue }
+                if !font.bitmap, best.values.contains(where: { $0.similarity >= 0.995 }) { break }
                 for character in Self.alphabet {
                     for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
                         guard
