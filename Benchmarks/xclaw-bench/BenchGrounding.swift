@@ -29,6 +29,10 @@ struct BenchGrounding: ParsableCommand {
         /// Median warm snapshot (the same window again), with and without per-control reading, in ms.
         var warmMs: Double
         var warmWithoutControlsMs: Double
+        /// Median whole `xclaw-core snapshot --window` process, no daemon, fresh state (nothing cached, no font
+        /// loaded), with and without per-control reading (`XCLAW_CONTROL_READING=0`), in ms.
+        var processMs: Double?
+        var processWithoutControlsMs: Double?
         var notes: [String]
     }
 
@@ -52,6 +56,7 @@ struct BenchGrounding: ParsableCommand {
         try emit(rows, json: json) {
             var lines = [
                 "app           controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"
+                    + "   process ms (without)"
             ]
             for r in rows {
                 lines.append(
@@ -59,7 +64,10 @@ struct BenchGrounding: ParsableCommand {
                         + String(
                             format: "%8d %8d %6d %7d %9.1f %%  %7.0f (%5.0f)     %7.1f (%5.1f)", r.controls,
                             r.correct, r.wrong, r.missed, r.percent, r.coldMs, r.coldWithoutControlsMs, r.warmMs,
-                            r.warmWithoutControlsMs))
+                            r.warmWithoutControlsMs)
+                        + (r.processMs.map { p in
+                            String(format: "   %7.0f (%5.0f)", p, r.processWithoutControlsMs ?? 0)
+                        } ?? ""))
             }
             for r in rows where !r.notes.isEmpty {
                 lines.append("\(r.app): " + r.notes.joined(separator: "; "))
@@ -97,6 +105,28 @@ struct BenchGrounding: ParsableCommand {
                 }
             }
         }
+        // Whole processes, as a script without the daemon runs them: every cost of a cold start included.
+        var process: [Double] = [], processWithout: [Double] = []
+        if let core = XclawPaths.sibling("xclaw-core") {
+            for run in 0..<iterations {
+                for controls in [true, false] {
+                    let state = FileManager.default.temporaryDirectory.appendingPathComponent(
+                        "xclaw-bench-grounding-\(getpid())-\(run)-\(controls)")
+                    defer { try? FileManager.default.removeItem(at: state) }
+                    var environment = ProcessInfo.processInfo.environment
+                    environment["XCLAW_STATE_DIR"] = state.path
+                    environment["XCLAW_NO_DAEMON"] = "1"
+                    environment["XCLAW_CONTROL_READING"] = controls ? "1" : "0"
+                    let start = ContinuousClock.now
+                    let child = try Subprocess.spawn(
+                        [core, "snapshot", "--window", app.title, "--display", display.name], stdout: .null,
+                        stderr: .null, environment: environment)
+                    _ = child.wait()
+                    let elapsed = (ContinuousClock.now - start).milliseconds
+                    if controls { process.append(elapsed) } else { processWithout.append(elapsed) }
+                }
+            }
+        }
         let perceiver = try Perceiver(connection: connection)
         var tally = GroundingTally(app: app.name)
         for target in app.allTargets {
@@ -114,6 +144,8 @@ struct BenchGrounding: ParsableCommand {
             wrong: tally.wrong, missed: tally.missed, percent: (tally.percent * 10).rounded() / 10,
             coldMs: median(cold), coldWithoutControlsMs: median(coldWithout), warmMs: median(warm),
             warmWithoutControlsMs: median(warmWithout),
+            processMs: process.isEmpty ? nil : median(process),
+            processWithoutControlsMs: processWithout.isEmpty ? nil : median(processWithout),
             notes: tally.notes.map { String($0.split(separator: "\n").first ?? "").prefix(90).description })
     }
 }

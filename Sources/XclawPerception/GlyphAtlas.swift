@@ -59,8 +59,10 @@ final class GlyphAtlas: @unchecked Sendable {
         let phase: Int
     }
 
-    /// The size characters are first rendered at, to learn their proportions.
+    /// The size characters are rendered at to learn the size that draws them as tall as some ink.
     static let referenceSize = 40
+    /// The size of the first, rough render: proportions only.
+    static let sketchSize = 16
 
     private let lock = NSLock()
     private var fonts: [Font]?
@@ -102,8 +104,12 @@ final class GlyphAtlas: @unchecked Sendable {
             // Bitmap fonts first: a glyph one of them draws exactly (xcalc's, Motif's) is not looked for in the
             // scalable ones, whose four phases are most of the work.
             let order = fonts.indices.filter { fonts[$0].bitmap } + fonts.indices.filter { !fonts[$0].bitmap }
+            let smoothed = Self.isSmoothed(coverage)
             for index in order {
                 let font = fonts[index]
+                // Anti-aliased ink is drawn by Xft (scalable fonts, smoothed); hard-edged ink by X's core fonts
+                // (bitmaps, and Type 1 scaled by the server in one bit): the others need not be rendered at all.
+                guard smoothed == !(font.bitmap || font.mono) else { continue }
                 guard font.cell.map({ height <= $0 && height * 3 >= $0 }) ?? true else { continue }
                 if !font.bitmap, best.values.contains(where: { $0.similarity >= 0.995 }) { break }
                 for character in Self.alphabet {
@@ -157,7 +163,8 @@ final class GlyphAtlas: @unchecked Sendable {
         return lock.withLock {
             let fonts = openFonts()
             var best: [Character: Double] = [:]
-            for (index, font) in fonts.enumerated() {
+            let smoothed = Self.isSmoothed(coverage)
+            for (index, font) in fonts.enumerated() where smoothed == !(font.bitmap || font.mono) {
                 for character in family {
                     for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
                         guard
@@ -186,6 +193,13 @@ final class GlyphAtlas: @unchecked Sendable {
         }
     }
 
+    /// Whether ink is anti-aliased: many of its pixels are partly covered (a core font's are all or nothing).
+    static func isSmoothed(_ coverage: [UInt8]) -> Bool {
+        let inked = coverage.filter { $0 > 40 }.count
+        let partial = coverage.filter { $0 > 40 && $0 < 215 }.count
+        return partial * 100 >= inked * 15
+    }
+
     /// The look-alike whose font size agrees with the size the other labels of the window were read at (within
     /// 15 %), when exactly one does; among keys with more digits than letters, the one digit that does; nil otherwise.
     static func decide(_ candidates: [Candidate], typicalSize: Int?, mostlyDigits: Bool = false) -> Candidate? {
@@ -202,13 +216,16 @@ final class GlyphAtlas: @unchecked Sendable {
         -> (Rendered, Int)?
     {
         if bitmap { return render(character, font: index, size: 0, phase: 0).map { ($0, 0) } }
-        // Each character is rendered once at the reference size, for its proportions.
+        // A small render first, for the character's proportions: most characters cannot be as wide as the ink for
+        // its height and are ruled out without the larger renders (a cold atlas's cost is rendering).
+        guard let sketch = render(character, font: index, size: Self.sketchSize, phase: 0), sketch.height > 0,
+            abs((sketch.width * height + sketch.height / 2) / sketch.height - width) <= max(3, width * 2 / 5)
+        else { return nil }
+        // Then the reference size, once, for the size that draws it as tall as the ink.
         guard let reference = render(character, font: index, size: Self.referenceSize, phase: 0), reference.height > 0
         else { return nil }
         let size = (Self.referenceSize * height + reference.height / 2) / reference.height
         guard (6...160).contains(size) else { return nil }
-        // The reference's proportions say whether it can be as wide as the ink: most characters are ruled out
-        // without rendering them at this size (four phases each).
         let predicted = (reference.width * size + Self.referenceSize / 2) / Self.referenceSize
         guard abs(predicted - width) <= max(2, width / 3) else { return nil }
         return render(character, font: index, size: size, phase: phase).map { ($0, size) }

@@ -208,8 +208,15 @@ public struct Snapshotter {
     /// to measure what that reading costs.
     public var readsControls = true
 
+    /// Whether per-control reading is on: always, unless `XCLAW_CONTROL_READING=0` switches it off to measure what it
+    /// costs (`xclaw bench grounding` compares whole processes that way).
+    public static func readsControlsByDefault(_ environment: [String: String] = Invocation.current.environment) -> Bool
+    {
+        environment["XCLAW_CONTROL_READING"] != "0"
+    }
+
     /// Creates a snapshotter over `perceiver`.
-    public init(perceiver: Perceiver, readsControls: Bool = true) {
+    public init(perceiver: Perceiver, readsControls: Bool = Snapshotter.readsControlsByDefault()) {
         self.perceiver = perceiver
         self.readsControls = readsControls
     }
