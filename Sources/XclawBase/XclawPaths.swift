@@ -47,6 +47,12 @@ public enum XclawPaths {
         xdg("XDG_DATA_HOME", ".local/share", environment) + "/xclaw"
     }
 
+    /// `$XDG_CACHE_HOME/xclaw`, else `~/.cache/xclaw`: what is derived from installed files (glyphs rendered from
+    /// the fonts), never from the screen, and can be made again at any time.
+    public static func cacheDirectory(_ environment: [String: String] = environment) -> String {
+        xdg("XDG_CACHE_HOME", ".cache", environment) + "/xclaw"
+    }
+
     /// `$XDG_STATE_HOME/xclaw`, else `~/.local/state/xclaw`: the action logs of runs.
     public static func userStateDirectory(_ environment: [String: String] = environment) -> String {
         xdg("XDG_STATE_HOME", ".local/state", environment) + "/xclaw"

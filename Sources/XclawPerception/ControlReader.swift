@@ -152,6 +152,7 @@ extension TextRecognizer {
             return moved
         }
         lastControls.withLock { $0 = (frame, origin, partitions, languages, result) }
+        GlyphAtlas.shared.saveIfChanged()
         return result
     }
 

@@ -1,5 +1,6 @@
 import CXclawGlyphs
 import Foundation
+import XclawBase
 import XclawScreen
 
 /// Reads a lone glyph by comparing it with the glyphs of the fonts toolkits draw labels in. Tesseract guesses on a
@@ -68,6 +69,8 @@ final class GlyphAtlas: @unchecked Sendable {
     private var fonts: [Font]?
     /// Open fonts by index; a font is opened the first time a glyph could be in it (nil: it could not be read).
     private var handles: [Int: UnsafeMutableRawPointer?] = [:]
+    /// Renders made since the cache file was read or written.
+    private var unsaved = 0
     private var renders: [Key: Rendered?] = [:]
 
     deinit {
@@ -249,6 +252,7 @@ final class GlyphAtlas: @unchecked Sendable {
         let rendered =
             ok == 1 ? Rendered(width: Int(w), height: Int(h), coverage: Array(buffer.prefix(Int(w * h)))) : nil
         renders[key] = rendered
+        unsaved += 1
         if renders.count > 200_000 { renders.removeAll() }  // a bound, far above any real screen's needs
         return rendered
     }
@@ -265,7 +269,100 @@ final class GlyphAtlas: @unchecked Sendable {
             return Font(path: path, bitmap: bitmap, mono: path.hasSuffix(".pfb"), cell: bitmap ? cell : nil)
         }
         fonts = present
+        loadRenders(fonts: present)
         return present
+    }
+
+    /// Where renders are kept between processes: they depend on the font files only, as fontconfig's cache does.
+    static var cacheFile: String { XclawPaths.cacheDirectory() + "/glyphs.bin" }
+    private static let cacheTag = Array("xclaw-glyphs 1\n".utf8)
+
+    /// Each font file's size and modification time: a cache made from other files is not used.
+    private static func stamp(_ path: String) -> (UInt64, UInt64) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return (0, 0) }
+        return (UInt64(st.st_size), UInt64(st.st_mtim.tv_sec))
+    }
+
+    /// Saves the renders made by this process, when there are new ones (a cold process pays for rendering once; the
+    /// next ones read the file). Errors are ignored: the cache is an optimisation.
+    func saveIfChanged() {
+        let data: Data? = lock.withLock {
+            guard unsaved > 0, let fonts else { return nil }
+            unsaved = 0
+            var out = Self.cacheTag
+            func u16(_ v: Int) { out += [UInt8(v & 0xff), UInt8((v >> 8) & 0xff)] }
+            func u64(_ v: UInt64) { for i in 0..<8 { out.append(UInt8((v >> (8 * UInt64(i))) & 0xff)) } }
+            u16(fonts.count)
+            for font in fonts {
+                let bytes = Array(font.path.utf8)
+                u16(bytes.count)
+                out += bytes
+                let (size, time) = Self.stamp(font.path)
+                u64(size)
+                u64(time)
+            }
+            for (key, value) in renders {
+                guard let scalar = key.character.unicodeScalars.first else { continue }
+                u16(key.font)
+                u64(UInt64(scalar.value))
+                u16(key.size)
+                u16(key.phase)
+                if let value {
+                    u16(value.width)
+                    u16(value.height)
+                    out += value.coverage
+                } else {
+                    u16(0)
+                    u16(0)
+                }
+            }
+            return Data(out)
+        }
+        guard let data else { return }
+        let file = Self.cacheFile
+        try? FileManager.default.createDirectory(
+            atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        try? PrivateFiles.write(data, to: file)
+    }
+
+    /// Reads the renders a previous process saved for these same font files.
+    private func loadRenders(fonts: [Font]) {
+        guard let data = try? PrivateFiles.read(Self.cacheFile) else { return }
+        let bytes = [UInt8](data)
+        var at = 0
+        func take(_ n: Int) -> ArraySlice<UInt8>? {
+            guard n >= 0, at + n <= bytes.count else { return nil }
+            defer { at += n }
+            return bytes[at..<(at + n)]
+        }
+        func u16() -> Int? { take(2).map { Int($0[$0.startIndex]) | Int($0[$0.startIndex + 1]) << 8 } }
+        func u64() -> UInt64? {
+            take(8).map { $0.enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) } }
+        }
+        guard take(Self.cacheTag.count).map(Array.init) == Self.cacheTag, let count = u16(), count == fonts.count else {
+            return
+        }
+        for font in fonts {
+            guard let length = u16(), let path = take(length), let size = u64(), let time = u64(),
+                String(decoding: path, as: UTF8.self) == font.path, Self.stamp(font.path) == (size, time)
+            else { return }
+        }
+        var loaded: [Key: Rendered?] = [:]
+        while at < bytes.count {
+            guard let font = u16(), let scalar = u64(), let size = u16(), let phase = u16(), let w = u16(),
+                let h = u16(), font < fonts.count, let unicode = Unicode.Scalar(UInt32(truncatingIfNeeded: scalar))
+            else { return }
+            let key = Key(font: font, character: Character(unicode), size: size, phase: phase)
+            if w == 0 || h == 0 {
+                loaded[key] = .some(nil)
+            } else {
+                guard let pixels = take(w * h) else { return }
+                loaded[key] = Rendered(width: w, height: h, coverage: Array(pixels))
+            }
+        }
+        renders = loaded
     }
 
     /// The handle of font `index`, opening it on first use.
