@@ -118,21 +118,9 @@ final class GlyphAtlas: @unchecked Sendable {
                 for character in Self.alphabet {
                     for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
                         guard
-                            let (glyph, size) = lock.withLock({
-                                fit(
-                                    character, font: index, bitmap: font.bitmap, height: height, width: width,
-                                    phase: phase)
-                            }),
-                            abs(glyph.height - height) <= max(1, height / 8),
-                            abs(glyph.width - width) <= max(1, width / 5)
+                            let (score, size) = similarity(
+                                coverage, width: width, height: height, to: character, font: index, phase: phase)
                         else { continue }
-                        let score = coverage.withUnsafeBufferPointer { a in
-                            glyph.coverage.withUnsafeBufferPointer { b in
-                                xclaw_glyph_similarity(
-                                    a.baseAddress, Int32(width), Int32(height), b.baseAddress, Int32(glyph.width),
-                                    Int32(glyph.height))
-                            }
-                        }
                         if score > best[character]?.similarity ?? -1 {
                             best[character] = Candidate(text: String(character), similarity: score, size: size)
                         }
@@ -163,27 +151,17 @@ final class GlyphAtlas: @unchecked Sendable {
     /// the next; nil otherwise. For restoring accents, where the base letter is known and only the mark is in doubt.
     func best(among family: [Character], coverage: [UInt8], width: Int, height: Int) -> Character? {
         guard width >= 2, height >= 4, width <= 200, height <= 200 else { return nil }
-        return lock.withLock {
-            let fonts = openFonts()
+        do {
+            let fonts = lock.withLock { openFonts() }
             var best: [Character: Double] = [:]
             let smoothed = Self.isSmoothed(coverage)
             for (index, font) in fonts.enumerated() where smoothed == !(font.bitmap || font.mono) {
                 for character in family {
                     for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
                         guard
-                            let (glyph, _) = fit(
-                                character, font: index, bitmap: font.bitmap, height: height, width: width,
-                                phase: phase),
-                            abs(glyph.height - height) <= max(1, height / 8),
-                            abs(glyph.width - width) <= max(1, width / 5)
+                            let (score, _) = similarity(
+                                coverage, width: width, height: height, to: character, font: index, phase: phase)
                         else { continue }
-                        let score = coverage.withUnsafeBufferPointer { a in
-                            glyph.coverage.withUnsafeBufferPointer { b in
-                                xclaw_glyph_similarity(
-                                    a.baseAddress, Int32(width), Int32(height), b.baseAddress, Int32(glyph.width),
-                                    Int32(glyph.height))
-                            }
-                        }
                         best[character] = max(best[character] ?? -1, score)
                     }
                 }
@@ -212,6 +190,30 @@ final class GlyphAtlas: @unchecked Sendable {
         // "0" and "O" are drawn the same size: among keys with more digits than letters, it is the digit.
         let digits = fitting.filter { $0.text.first?.isNumber == true }
         return mostlyDigits && digits.count == 1 ? digits[0] : nil
+    }
+
+    /// How alike the ink is to `character` of font `index` drawn as tall as it (at `phase`), and that size; nil when
+    /// the character cannot be drawn that size (the font lacks it, or its proportions do not fit). FreeType and the
+    /// cache under the lock, the comparison outside it.
+    private func similarity(
+        _ coverage: [UInt8], width: Int, height: Int, to character: Character, font index: Int, phase: Int
+    ) -> (Double, Int)? {
+        guard
+            let (glyph, size) = lock.withLock({ () -> (Rendered, Int)? in
+                guard let font = fonts?[index] else { return nil }
+                return fit(
+                    character, font: index, bitmap: font.bitmap, height: height, width: width, phase: phase)
+            }),
+            abs(glyph.height - height) <= max(1, height / 8), abs(glyph.width - width) <= max(1, width / 5)
+        else { return nil }
+        let score = coverage.withUnsafeBufferPointer { a in
+            glyph.coverage.withUnsafeBufferPointer { b in
+                xclaw_glyph_similarity(
+                    a.baseAddress, Int32(width), Int32(height), b.baseAddress, Int32(glyph.width),
+                    Int32(glyph.height))
+            }
+        }
+        return (score, size)
     }
 
     /// The glyph of `character` in font `index` rendered as tall as `height` (bitmap fonts: at their one size).
