@@ -252,3 +252,42 @@ public final class DataBox: Sendable {
 
 /// Every printable ASCII character.
 public let printableASCII = String((0x20...0x7e).map { Character(Unicode.Scalar($0)!) })
+
+/// A fixture that comes up after a delay, and goes again after `lifetime` when one is given: what tests of waiting
+/// (`watch`, `--timeout`) wait for. Safe because the fixture and the stopped flag are touched only under `lock`.
+public final class LateFixture: @unchecked Sendable {
+    private let lock = NSLock()
+    private var started: Fixture?
+    private var stopped = false
+
+    /// Starts `make` on a thread of its own after `delay` seconds.
+    public init(
+        after delay: TimeInterval, lifetime: TimeInterval? = nil, _ make: @escaping @Sendable () throws -> Fixture
+    ) {
+        Thread { [self] in
+            Thread.sleep(forTimeInterval: delay)
+            let fixture = try? make()
+            let late = lock.withLock { () -> Bool in
+                if !stopped { started = fixture }
+                return stopped
+            }
+            if late { fixture?.stop() }
+            guard let lifetime else { return }
+            Thread.sleep(forTimeInterval: lifetime)
+            stop()
+        }.start()
+    }
+
+    /// The fixture, once it is up.
+    public var fixture: Fixture? { lock.withLock { started } }
+
+    /// Ends it (now, or as soon as it comes up).
+    public func stop() {
+        let fixture = lock.withLock { () -> Fixture? in
+            stopped = true
+            defer { started = nil }
+            return started
+        }
+        fixture?.stop()
+    }
+}

@@ -211,15 +211,12 @@ final class ImageCLITests: XCTestCase {
         XCTAssertTrue(none.stderr.contains("timed out waiting for image \(icon) to appear"), none.stderr)
         // A window with the same icon comes up 0.6 s later, and goes 1.5 s after that.
         let name = display.name
-        let late = Thread {
-            Thread.sleep(forTimeInterval: 0.6)
-            let fixture = try? Fixture(
+        let late = LateFixture(after: 0.6, lifetime: 1.5) {
+            try Fixture(
                 display: name, title: "late icon", frame: Rect(x: 920, y: 100, width: 120, height: 80),
                 background: "#f0f0f0", rects: Self.icon(at: 30, 20, dark: false))
-            Thread.sleep(forTimeInterval: 1.5)
-            fixture?.stop()
         }
-        late.start()
+        defer { late.stop() }
         let appeared = try runCLI(["watch", "--image", icon, "--timeout", "10", "--json"] + area + d)
         XCTAssertEqual(appeared.status, 0, appeared.stderr)
         let result = try JSONDecoder().decode(WatchResult.self, from: appeared.stdout)

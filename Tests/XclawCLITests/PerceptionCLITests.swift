@@ -123,15 +123,12 @@ final class PerceptionCLITests: XCTestCase {
         XCTAssertTrue(byClass.text.contains("Large twelve"), byClass.stderr)
         // watch --window waits for a window that does not exist yet.
         let name = display.name
-        let late = Thread {
-            Thread.sleep(forTimeInterval: 0.6)
-            let fixture = try? Fixture(
+        let late = LateFixture(after: 0.6, lifetime: 3) {
+            try Fixture(
                 display: name, title: "late window", frame: Rect(x: 900, y: 500, width: 300, height: 80),
                 extra: ["--text", "20,20,10x20,#000000:Arrived"])
-            Thread.sleep(forTimeInterval: 3)
-            fixture?.stop()
         }
-        late.start()
+        defer { late.stop() }
         let waited = try runCLI(
             ["watch", "--text", "Arrived", "--window", "late window", "--timeout", "10"] + d,
             environment: env)
@@ -141,27 +138,18 @@ final class PerceptionCLITests: XCTestCase {
     func testTapAndFindWaitForTheirTargetAndWatchWaitsForWindows() throws {
         let d = ["--display", display.name]
         let env = ["XCLAW_STATE_DIR": FileManager.default.temporaryDirectory.path + "/xclaw-wait-\(getpid())"]
-        /// The late app, once it is up.
-        final class Late: @unchecked Sendable {
-            let lock = NSLock()
-            var fixture: Fixture?
-        }
-        let late = Late()
         let name = display.name
-        let starter = Thread {
-            Thread.sleep(forTimeInterval: 0.8)
-            let fixture = try? Fixture(
+        let late = LateFixture(after: 0.8) {
+            try Fixture(
                 display: name, title: "late buttons", frame: Rect(x: 800, y: 450, width: 300, height: 100),
                 extra: ["--button", "20,20,120,34:Proceed"])
-            late.lock.withLock { late.fixture = fixture }
         }
-        starter.start()
-        defer { late.lock.withLock { late.fixture?.stop() } }
+        defer { late.stop() }
         // Neither the window nor the button exists yet: tap waits for both, then clicks once.
         let tapped = try runCLI(
             ["tap", "Proceed", "--window", "late buttons", "--timeout", "15"] + d, environment: env)
         XCTAssertEqual(tapped.status, 0, tapped.stderr)
-        let fixture = try XCTUnwrap(late.lock.withLock { late.fixture })
+        let fixture = try XCTUnwrap(late.fixture)
         XCTAssertEqual(fixture.wait(for: .buttonPress).map(\.target), ["Proceed"])
         let found = try runCLI(["find", "Proceed", "--timeout", "5"] + d, environment: env)
         XCTAssertEqual(found.status, 0, found.stderr)
@@ -180,7 +168,7 @@ final class PerceptionCLITests: XCTestCase {
         XCTAssertEqual(active.status, 0, active.stderr)
         let stopper = Thread {
             Thread.sleep(forTimeInterval: 0.5)
-            late.lock.withLock { late.fixture?.stop() }
+            late.stop()
         }
         stopper.start()
         let gone = try runCLI(["watch", "--window", "late buttons", "--gone", "--timeout", "10"] + d)
