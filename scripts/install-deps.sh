@@ -18,8 +18,9 @@ packages=(
   xterm x11-apps x11-utils zenity openbox
   # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
   libglib2.0-dev libatspi2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
-  # Tk apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its Motif app.
-  python3-tk libmotif-dev
+  # Tk and GTK apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its
+  # Motif app.
+  python3-tk python3-gi gir1.2-gtk-3.0 libmotif-dev
 )
 [[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot tesseract-ocr python3-venv python3-pip)
 

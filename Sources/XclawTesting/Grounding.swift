@@ -22,19 +22,28 @@ public enum GroundingOutcome: Equatable, Sendable {
 }
 
 /// A real app of the grounding suite, started on a display, with its targets and its way of saying what was pressed:
-/// a Tk app prints `pressed ID`; xmessage prints the label of its button and exits; xcalc's keys are X windows of
+/// the Tk, GTK and Motif apps print `pressed ID`; xmessage prints the label of its button and exits; xcalc's keys are X windows of
 /// their own, so the key under the pointer after a click is the X server's answer.
 public final class GroundingApp: @unchecked Sendable {
     /// Which app.
     public enum Kind: Sendable {
         /// The Tk app of `groundingTkSource`, in a variant: default, dark, small or 2x.
         case tk(String)
+        /// The GTK 3 app of `groundingGtkSource` in a theme (default or dark), served by its accessibility tree
+        /// (`tree`: the display needs an accessibility bus) or, with none, by per-control reading and OCR.
+        case gtk(String, tree: Bool)
         /// Debian's xcalc (Xaw), its whole keypad.
         case xcalc
         /// xmessage with a row of buttons.
         case xmessage([String])
         /// The Motif app of `groundingMotifSource`, compiled with cc against libXm.
         case motif
+
+        /// Whether the app's display must have an accessibility bus (`TestDisplay(accessibility: true)`).
+        public var needsAccessibility: Bool {
+            if case .gtk(_, let tree) = self { return tree }
+            return false
+        }
     }
 
     /// Which app.
@@ -62,6 +71,10 @@ public final class GroundingApp: @unchecked Sendable {
         case .tk(let variant):
             name = "tk \(variant)"
             title = "grounding \(variant)"
+            targets = groundingTkTargets.map { GroundingTarget(label: $0.label, expected: $0.expected, role: $0.role) }
+        case .gtk(let theme, let tree):
+            name = "gtk \(theme)" + (tree ? " (tree)" : "")
+            title = "grounding gtk \(theme)" + (tree ? " tree" : "")
             targets = groundingTkTargets.map { GroundingTarget(label: $0.label, expected: $0.expected, role: $0.role) }
         case .xcalc:
             name = "xcalc"
@@ -98,15 +111,16 @@ public final class GroundingApp: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         env["DISPLAY"] = display
-        p.environment = env
         switch kind {
         case .tk(let variant):
-            let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "xclaw-grounding-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).py")
-            try Data(groundingTkSource.utf8).write(to: url)
-            script = url
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            p.arguments = [url.path, variant, title]
+            try python(p, source: groundingTkSource, arguments: [variant, title])
+        case .gtk(let theme, let tree):
+            // Without a tree GTK is kept off any bus it could find, as an app on a desktop without one.
+            if !tree {
+                env["NO_AT_BRIDGE"] = "1"
+                for bus in ["DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS"] { env[bus] = nil }
+            }
+            try python(p, source: groundingGtkSource, arguments: [theme, title])
         case .xcalc:
             p.executableURL = URL(fileURLWithPath: "/usr/bin/xcalc")
             p.arguments = ["-geometry", "+20+20"]
@@ -120,6 +134,7 @@ public final class GroundingApp: @unchecked Sendable {
                 "Pick one of the buttons below.",
             ]
         }
+        p.environment = env
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
@@ -134,6 +149,16 @@ public final class GroundingApp: @unchecked Sendable {
         try p.run()
         process = p
         try waitForWindow()
+    }
+
+    /// Sets `p` up to run `source` with Debian's python3 (which has python3-tk and python3-gi), from a script file.
+    private func python(_ p: Process, source: String, arguments: [String]) throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "xclaw-grounding-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).py")
+        try Data(source.utf8).write(to: url)
+        script = url
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = [url.path] + arguments
     }
 
     /// Waits until a window titled `title` is viewable and painted.
@@ -173,7 +198,7 @@ public final class GroundingApp: @unchecked Sendable {
                 return .wrong("clicked \(at.x),\(at.y), outside every key")
             }
             return key.label == target.expected ? .correct : .wrong(key.label)
-        case .tk, .xmessage, .motif:
+        case .tk, .gtk, .xmessage, .motif:
             let deadline = Date().addingTimeInterval(2)
             var reported: [String] = []
             while Date() < deadline {
@@ -181,7 +206,7 @@ public final class GroundingApp: @unchecked Sendable {
                 if !reported.isEmpty { break }
                 Thread.sleep(forTimeInterval: 0.02)
             }
-            if case .tk = kind, target.expected.hasPrefix("menu ") {
+            if target.expected.hasPrefix("menu ") {
                 // Close the menu the press posted, so the next tap sees the window again.
                 try? input?.move(to: Point(x: 5, y: 790))
                 // Twice: once to close the menu, once to leave the menu bar's keyboard traversal, which would

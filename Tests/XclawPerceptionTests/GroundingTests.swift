@@ -11,7 +11,7 @@ import XclawTesting
 final class GroundingTests: XCTestCase {
     /// Taps every target of `app` in-process, the way `xclaw tap LABEL --window TITLE [--role R]` does.
     private func run(_ kind: GroundingApp.Kind, size: Size = Size(width: 1280, height: 800)) throws -> GroundingTally {
-        let display = try TestDisplay(size: size)
+        let display = try TestDisplay(size: size, accessibility: kind.needsAccessibility)
         defer { display.stop() }
         let app = try GroundingApp(kind, display: display.name, environment: display.environment)
         defer { app.stop() }
@@ -53,6 +53,12 @@ final class GroundingTests: XCTestCase {
     func testTkSmallFont() throws { check(try run(.tk("small"))) }
 
     func testTkScaledTwice() throws { check(try run(.tk("2x"), size: Size(width: 1920, height: 1080))) }
+
+    func testGtkServedByItsTree() throws { check(try run(.gtk("default", tree: true))) }
+
+    func testGtkWithoutATree() throws { check(try run(.gtk("default", tree: false))) }
+
+    func testGtkDarkWithoutATree() throws { check(try run(.gtk("dark", tree: false))) }
 
     func testMotifKeys() throws { check(try run(.motif)) }
 

@@ -53,8 +53,9 @@ int xclaw_font_render(void *handle, int pixel_size, int phase, int mono, uint32_
     }
     FT_UInt index = FT_Get_Char_Index(face, codepoint);
     if (!index) return 0;
-    // Where the glyph starts within its first pixel changes its anti-aliasing; a label may sit at any phase.
-    FT_Vector delta = { phase, 0 };
+    // Where the glyph starts within its first pixel changes its anti-aliasing; a label may sit at any phase, across
+    // (most labels) or, drawn at a fractional height, also down.
+    FT_Vector delta = { phase % 64, -(phase / 64) };
     FT_Set_Transform(face, NULL, &delta);
     // Hinted and anti-aliased, as Xft draws for Tk and GTK; bitmap fonts come out as their mono strikes.
     // X's core fonts are rasterised in one bit: `mono` renders so too.

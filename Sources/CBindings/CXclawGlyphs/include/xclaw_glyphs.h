@@ -14,7 +14,8 @@ void xclaw_font_close(void *font);
 /// Whether the font is a bitmap font with fixed sizes (then pixel_size is ignored: it renders at its own size).
 int xclaw_font_is_bitmap(void *font);
 
-/// Renders `codepoint` at `pixel_size` (ppem), shifted right by `phase` 64ths of a pixel (in one bit when `mono`,
+/// Renders `codepoint` at `pixel_size` (ppem), shifted right by `phase % 64` and down by `phase / 64` 64ths of a
+/// pixel (in one bit when `mono`,
 /// as X rasterises its core fonts, else anti-aliased as Xft does), cropped tight to its ink, as coverage 0..255 into dst (max_w x max_h
 /// bytes, row stride *w). Returns 1 and sets *w, *h; 0 when the font lacks the glyph, it has no ink, or it is larger
 /// than max_w x max_h.
