@@ -99,6 +99,7 @@ final class GlyphAtlas: @unchecked Sendable {
     /// Reads an ink map (coverage 0–255, `width` x `height`); nil when no character matches well, or two unalike
     /// ones match about as well.
     func read(coverage: [UInt8], width: Int, height: Int) -> Reading? {
+        let (coverage, width, height) = Self.trimmed(coverage, width: width, height: height)
         guard width >= 2, height >= 4, width <= 200, height <= 200 else { return nil }
         do {
             // The lock guards FreeType and the cache only: two readers compare with renders side by side.
@@ -127,7 +128,41 @@ final class GlyphAtlas: @unchecked Sendable {
                     }
                 }
             }
+            // A second look for ink drawn between pixel rows (a label at a fractional height, as GTK's dark theme
+            // draws its keys: a digit spread faintly over one row more): the best few characters again, one row
+            // shorter, at three phases down as well as across. Only for ink no character matched closely.
+            if smoothed, let first = best.values.max(by: { $0.similarity < $1.similarity }), first.similarity < 0.9 {
+                let contenders = best.values.sorted { $0.similarity > $1.similarity }.prefix(8).compactMap(\.text.first)
+                for index in fonts.indices where !(fonts[index].bitmap || fonts[index].mono) {
+                    for character in contenders {
+                        for down in [16, 32, 48] {
+                            for across in [0, 16, 32, 48] {
+                                guard
+                                    let (score, size) = similarity(
+                                        coverage, width: width, height: height, to: character, font: index,
+                                        phase: down * 64 + across, sizedFor: height - 1)
+                                else { continue }
+                                if score > best[character]?.similarity ?? -1 {
+                                    best[character] = Candidate(text: String(character), similarity: score, size: size)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             let ranked = best.values.sorted { $0.similarity > $1.similarity }
+            if ProcessInfo.processInfo.environment["XCLAW_GLYPH_DEBUG"] != nil {
+                FileHandle.standardError.write(
+                    Data(
+                        "glyph \(width)x\(height) smoothed=\(smoothed): \(ranked.prefix(5).map { "\($0.text)=\(String(format: "%.3f", $0.similarity))@\($0.size)" })\n"
+                            .utf8))
+                for y in 0..<height {
+                    FileHandle.standardError.write(
+                        Data(
+                            ("  " + (0..<width).map { x in String(format: "%3d ", coverage[y * width + x]) }.joined()
+                                + "\n").utf8))
+                }
+            }
             // A close match, or a fair one far ahead of any other (X scales its Type 1 Symbol font with a rasteriser
             // of its own: xcalc's "π" matches at 0.74, the next character at 0.44; its "√" at 0.54, the next at
             // 0.30). Letters and digits, which resemble each other more, need 0.65 for that; symbols 0.5.
@@ -142,7 +177,13 @@ final class GlyphAtlas: @unchecked Sendable {
             // An unalike character within reach makes it no reading.
             let close = ranked.dropFirst().filter { $0.similarity >= top.similarity - 0.06 }
             if close.contains(where: { !group.contains($0.text.first ?? " ") }) { return nil }
-            let twins = close.filter { $0.similarity >= top.similarity - 0.02 }
+            // Look-alikes about as close, or a letter and a digit drawn the same size ("O" and "0", 0.947 and 0.900
+            // on a dark key), are for the label's size and its neighbours to decide, not the closer score alone.
+            let twins = close.filter {
+                $0.similarity >= top.similarity - 0.02
+                    || ($0.size > 0 && abs($0.size - top.size) * 100 <= top.size * 15
+                        && ($0.text.first?.isNumber ?? false) != first.isNumber)
+            }
             return twins.isEmpty ? .sure(top) : .sizeDependent([top] + twins)
         }
     }
@@ -150,6 +191,7 @@ final class GlyphAtlas: @unchecked Sendable {
     /// The one of `family` ("e", "é", "è", "ê", "ë") the ink map matches clearly best: at least 0.75 and 0.03 ahead of
     /// the next; nil otherwise. For restoring accents, where the base letter is known and only the mark is in doubt.
     func best(among family: [Character], coverage: [UInt8], width: Int, height: Int) -> Character? {
+        let (coverage, width, height) = Self.trimmed(coverage, width: width, height: height)
         guard width >= 2, height >= 4, width <= 200, height <= 200 else { return nil }
         do {
             let fonts = lock.withLock { openFonts() }
@@ -174,6 +216,19 @@ final class GlyphAtlas: @unchecked Sendable {
         }
     }
 
+    /// The ink map without its faint top and bottom rows (at most an eighth covered): a hinted horizontal stroke
+    /// leaves a row of 5 % coverage under it (GTK's "2" and "4"), which made the ink a pixel taller than any render
+    /// of the character, so the size was wrong and the match poor.
+    static func trimmed(_ coverage: [UInt8], width: Int, height: Int) -> ([UInt8], Int, Int) {
+        let faint: UInt8 = 32
+        func rowFaint(_ y: Int) -> Bool { (0..<width).allSatisfy { coverage[y * width + $0] < faint } }
+        var top = 0, bottom = height
+        while bottom - top > 1, rowFaint(top) { top += 1 }
+        while bottom - top > 1, rowFaint(bottom - 1) { bottom -= 1 }
+        guard top > 0 || bottom < height else { return (coverage, width, height) }
+        return (Array(coverage[(top * width)..<(bottom * width)]), width, bottom - top)
+    }
+
     /// Whether ink is anti-aliased: many of its pixels are partly covered (a core font's are all or nothing).
     static func isSmoothed(_ coverage: [UInt8]) -> Bool {
         let inked = coverage.filter { $0 > 40 }.count
@@ -192,17 +247,19 @@ final class GlyphAtlas: @unchecked Sendable {
         return mostlyDigits && digits.count == 1 ? digits[0] : nil
     }
 
-    /// How alike the ink is to `character` of font `index` drawn as tall as it (at `phase`), and that size; nil when
+    /// How alike the ink is to `character` of font `index` drawn as tall as it, or sized for `sizing` rows (at `phase`), and that size; nil when
     /// the character cannot be drawn that size (the font lacks it, or its proportions do not fit). FreeType and the
     /// cache under the lock, the comparison outside it.
     private func similarity(
-        _ coverage: [UInt8], width: Int, height: Int, to character: Character, font index: Int, phase: Int
+        _ coverage: [UInt8], width: Int, height: Int, to character: Character, font index: Int, phase: Int,
+        sizedFor sizing: Int? = nil
     ) -> (Double, Int)? {
         guard
             let (glyph, size) = lock.withLock({ () -> (Rendered, Int)? in
                 guard let font = fonts?[index] else { return nil }
                 return fit(
-                    character, font: index, bitmap: font.bitmap, height: height, width: width, phase: phase)
+                    character, font: index, bitmap: font.bitmap, height: sizing ?? height, width: width,
+                    phase: phase)
             }),
             abs(glyph.height - height) <= max(1, height / 8), abs(glyph.width - width) <= max(1, width / 5)
         else { return nil }

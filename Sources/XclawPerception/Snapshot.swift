@@ -396,10 +396,9 @@ public enum SnapshotStages {
                 // What the tree leaves out of a window it serves (list rows, calendar days, file-chooser rows are
                 // often no elements of their own): OCR reads the window where no tree element is.
                 var gaps = pieces
-                for element in fromTree.elements where element.windowID == window.id {
-                    gaps = gaps.flatMap { $0.subtracting(element.box) }
-                }
-                parts += gaps.filter { $0.width >= 24 && $0.height >= 10 }
+                let boxes = fromTree.elements.filter { $0.windowID == window.id }.map(\.box)
+                for box in boxes { gaps = gaps.flatMap { $0.subtracting(box) } }
+                parts += Rect.coalesced(gaps).filter { $0.width >= 24 && $0.height >= 10 }
             }
             above.append(window.frame)
         }

@@ -134,6 +134,52 @@ public struct Rect: Codable, Sendable, Hashable, CustomStringConvertible {
         return parts.filter { !$0.isEmpty }
     }
 
+    /// Disjoint free `pieces` (what is left of an area once holes are cut out) grown into each other: a piece grows
+    /// across a neighbour that spans its whole side, as far as that neighbour goes, until none can. Cutting holes
+    /// leaves bands whose edges run through whatever stands beside a hole (a list's row beside a button was cut in
+    /// two at the button's edge); grown pieces keep such rows whole, cover nothing that was not free, and are
+    /// disjoint again (the largest kept whole).
+    public static func coalesced(_ pieces: [Rect]) -> [Rect] {
+        var out = pieces.filter { !$0.isEmpty }
+        var grew = true
+        while grew {
+            grew = false
+            for i in out.indices {
+                for j in out.indices where j != i {
+                    let a = out[i], b = out[j]
+                    let grown: Rect?
+                    if b.x <= a.x && b.x + b.width >= a.x + a.width && (b.y == a.y + a.height || b.y + b.height == a.y)
+                    {
+                        grown = a.union(Rect(x: a.x, y: b.y, width: a.width, height: b.height))
+                    } else if b.y <= a.y && b.y + b.height >= a.y + a.height
+                        && (b.x == a.x + a.width || b.x + b.width == a.x)
+                    {
+                        grown = a.union(Rect(x: b.x, y: a.y, width: b.width, height: a.height))
+                    } else {
+                        grown = nil
+                    }
+                    guard let grown, !out.contains(where: { $0.contains(grown) }) else { continue }
+                    out[i] = grown
+                    grew = true
+                }
+            }
+            // Pieces another one now covers are gone.
+            out = out.enumerated().filter { index, piece in
+                !out.enumerated().contains {
+                    $0.offset != index && $0.element.contains(piece) && ($0.element != piece || $0.offset < index)
+                }
+            }.map(\.element)
+        }
+        // Disjoint again, the largest first: what overlaps a larger piece is cut out of the smaller one.
+        var disjoint: [Rect] = []
+        for piece in out.sorted(by: { $0.width * $0.height > $1.width * $1.height }) {
+            var bits = [piece]
+            for taken in disjoint { bits = bits.flatMap { $0.subtracting(taken) } }
+            disjoint += bits
+        }
+        return disjoint
+    }
+
     /// Splits `area` into the parts each of `layers` shows (top-most first) and what is left of the area below them,
     /// as disjoint rectangles: where windows overlap, each pixel belongs to the one on top.
     public static func visibleParts(of layers: [Rect], within area: Rect) -> [Rect] {

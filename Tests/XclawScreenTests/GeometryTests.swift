@@ -159,6 +159,30 @@ final class GeometryTests: XCTestCase {
         }
     }
 
+    func testFreePiecesGrowIntoWholeColumnsAndStayDisjoint() {
+        // A window with two stacked buttons on the left and a free column (a list) on the right: cutting the buttons
+        // out leaves bands whose edges cross the column at the buttons' edges, where a row of the list stood.
+        let window = Rect(x: 0, y: 0, width: 300, height: 100)
+        let buttons = [Rect(x: 10, y: 10, width: 100, height: 30), Rect(x: 10, y: 45, width: 100, height: 30)]
+        var pieces = [window]
+        for button in buttons { pieces = pieces.flatMap { $0.subtracting(button) } }
+        XCTAssertFalse(pieces.contains { $0.contains(Rect(x: 200, y: 35, width: 60, height: 15)) }, "\(pieces)")
+        let grown = Rect.coalesced(pieces)
+        // The row across the old cut at y 40-45 lies in one piece now.
+        XCTAssertTrue(grown.contains { $0.contains(Rect(x: 200, y: 35, width: 60, height: 15)) }, "\(grown)")
+        // The same free area: disjoint pieces, none on a button, covering what the cut pieces covered.
+        let area = { (rects: [Rect]) in rects.reduce(0) { $0 + $1.width * $1.height } }
+        XCTAssertEqual(area(grown), area(pieces))
+        XCTAssertEqual(area(grown), 300 * 100 - 2 * 100 * 30)
+        for (i, a) in grown.enumerated() {
+            XCTAssertTrue(window.contains(a))
+            XCTAssertTrue(buttons.allSatisfy { a.intersection($0).isEmpty }, "\(a)")
+            for b in grown[(i + 1)...] { XCTAssertTrue(a.intersection(b).isEmpty, "\(a) overlaps \(b)") }
+        }
+        XCTAssertEqual(Rect.coalesced([]), [])
+        XCTAssertEqual(Rect.coalesced([window]), [window])
+    }
+
     func testAreaAveragingDownscale() throws {
         // A 4x2 checkerboard of black and white halves to mid grey: every source pixel counts.
         var frame = Frame(size: Size(width: 4, height: 2), color: RGB(r: 0, g: 0, b: 0))
