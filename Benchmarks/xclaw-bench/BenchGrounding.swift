@@ -6,7 +6,8 @@ import XclawPerception
 import XclawScreen
 import XclawTesting
 
-/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage, Motif) tapped
+/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage, Motif, a GTK
+/// app with and without its accessibility tree) tapped
 /// once by its label, judged by the app; and what per-control reading costs a snapshot, cold and warm.
 struct BenchGrounding: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,6 +51,9 @@ struct BenchGrounding: ParsableCommand {
                 Size(width: 1280, height: 800)
             ),
             (.motif, Size(width: 1280, height: 800)),
+            (.gtk("default", tree: true), Size(width: 1280, height: 800)),
+            (.gtk("default", tree: false), Size(width: 1280, height: 800)),
+            (.gtk("dark", tree: false), Size(width: 1280, height: 800)),
         ]
         var rows: [Row] = []
         for (kind, size) in apps { rows.append(try measure(kind, size: size)) }
@@ -78,7 +82,7 @@ struct BenchGrounding: ParsableCommand {
 
     /// Taps every target of one app in-process (as `xclaw tap LABEL --window TITLE` does), then times snapshots.
     private func measure(_ kind: GroundingApp.Kind, size: Size) throws -> Row {
-        let display = try TestDisplay(size: size)
+        let display = try TestDisplay(size: size, accessibility: kind.needsAccessibility)
         defer { display.stop() }
         let app = try GroundingApp(kind, display: display.name, environment: display.environment)
         defer { app.stop() }

@@ -261,7 +261,10 @@ extension TextRecognizer {
         // have): it is read by comparison with the fonts labels are drawn in, and left unread when that is unsure.
         // One glyph, or pieces that may be one glyph whose faint strokes fell apart ("√" at 10 px is three).
         let columns = GlyphShapes.columns(mask.blobs)
-        if ink.width <= 2 * ink.height && (columns == 1 || (columns <= 3 && ink.width * 2 <= ink.height * 3)) {
+        // Wide single strokes too: an arrow ("←" at 11x5).
+        if (ink.width <= 2 * ink.height || (columns == 1 && ink.width <= 3 * ink.height))
+            && (columns == 1 || (columns <= 3 && ink.width * 2 <= ink.height * 3))
+        {
             let coverage = Self.coverage(gray: gray, stride: stride, rect: ink, fill: box.fill)
             switch GlyphAtlas.shared.read(coverage: coverage, width: ink.width, height: ink.height) {
             case .sure(let candidate): return .glyph(candidate, ink: ink)

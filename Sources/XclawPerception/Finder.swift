@@ -9,7 +9,7 @@ public struct Match: Codable, Sendable, Hashable {
     /// The box of the matched words (or of the control that holds them).
     public var box: Rect
     /// 1 exact, 0.995 equal once end punctuation is trimmed ("(Cancel)"), 0.97 case-insensitive, 0.93 equal once OCR
-    /// look-alikes are folded, lower for fuzzy matches.
+    /// look-alikes are folded and lost spaces ignored, lower for fuzzy matches.
     public var score: Double
     /// The role of the element that holds the words.
     public var role: Role
@@ -252,12 +252,13 @@ public enum Finder {
     }
 
     /// Folds characters OCR confuses into one (after lowercasing): l/1/i/|/! → l, o/0 → o, s/5 → s, ²/³ → 2/3, ^ → *,
-    /// rn → m, vv → w.
+    /// rn → m, vv → w; and drops spaces, which OCR loses between close words ("Rememberme").
     static func fold(_ s: String) -> String {
         var mapped: [Character] = []
         mapped.reserveCapacity(s.count)
         for c in s {
             switch c {
+            case " ": continue
             case "1", "i", "|", "!": mapped.append("l")
             case "0": mapped.append("o")
             case "5": mapped.append("s")

@@ -128,41 +128,38 @@ final class GlyphAtlas: @unchecked Sendable {
                     }
                 }
             }
-            // A second look for ink drawn between pixel rows (a label at a fractional height, as GTK's dark theme
-            // draws its keys: a digit spread faintly over one row more): the best few characters again, one row
-            // shorter, at three phases down as well as across. Only for ink no character matched closely.
-            if smoothed, let first = best.values.max(by: { $0.similarity < $1.similarity }), first.similarity < 0.9 {
-                let contenders = best.values.sorted { $0.similarity > $1.similarity }.prefix(8).compactMap(\.text.first)
+            // A second look, only for ink no character matched closely or a letter and a digit matched alike ("o"
+            // and "0"), at the best few characters again:
+            // - drawn between pixel rows (a label at a fractional height, as GTK's dark theme draws its keys: a digit
+            //   spread faintly over one row more): one row shorter, at three phases down as well as across;
+            // - drawn a size or two larger than its height says: hinting snaps a 13 px font's capitals to 9 rows, so
+            //   the 9-row size draws them too narrow (GTK's "C" matched "G" better).
+            let sorted = best.values.sorted { $0.similarity > $1.similarity }
+            if smoothed, let first = sorted.first,
+                first.similarity < 0.9
+                    || (sorted.count > 1 && sorted[1].similarity >= first.similarity - 0.06
+                        && sorted[1].text.first?.isNumber != first.text.first?.isNumber)
+            {
+                let contenders = sorted.prefix(8).compactMap(\.text.first)
+                let looks =
+                    [16, 32, 48].flatMap { down in [0, 16, 32, 48].map { (down * 64 + $0, height - 1) } }
+                    + [height + 1, height + 2].flatMap { sizing in [0, 16, 32, 48].map { ($0, sizing) } }
                 for index in fonts.indices where !(fonts[index].bitmap || fonts[index].mono) {
                     for character in contenders {
-                        for down in [16, 32, 48] {
-                            for across in [0, 16, 32, 48] {
-                                guard
-                                    let (score, size) = similarity(
-                                        coverage, width: width, height: height, to: character, font: index,
-                                        phase: down * 64 + across, sizedFor: height - 1)
-                                else { continue }
-                                if score > best[character]?.similarity ?? -1 {
-                                    best[character] = Candidate(text: String(character), similarity: score, size: size)
-                                }
+                        for (phase, sizing) in looks {
+                            guard
+                                let (score, size) = similarity(
+                                    coverage, width: width, height: height, to: character, font: index,
+                                    phase: phase, sizedFor: sizing)
+                            else { continue }
+                            if score > best[character]?.similarity ?? -1 {
+                                best[character] = Candidate(text: String(character), similarity: score, size: size)
                             }
                         }
                     }
                 }
             }
             let ranked = best.values.sorted { $0.similarity > $1.similarity }
-            if ProcessInfo.processInfo.environment["XCLAW_GLYPH_DEBUG"] != nil {
-                FileHandle.standardError.write(
-                    Data(
-                        "glyph \(width)x\(height) smoothed=\(smoothed): \(ranked.prefix(5).map { "\($0.text)=\(String(format: "%.3f", $0.similarity))@\($0.size)" })\n"
-                            .utf8))
-                for y in 0..<height {
-                    FileHandle.standardError.write(
-                        Data(
-                            ("  " + (0..<width).map { x in String(format: "%3d ", coverage[y * width + x]) }.joined()
-                                + "\n").utf8))
-                }
-            }
             // A close match, or a fair one far ahead of any other (X scales its Type 1 Symbol font with a rasteriser
             // of its own: xcalc's "π" matches at 0.74, the next character at 0.44; its "√" at 0.54, the next at
             // 0.30). Letters and digits, which resemble each other more, need 0.65 for that; symbols 0.5.

@@ -499,7 +499,7 @@ public enum SnapshotStages {
                     className: nil, confidence: line?.confidence ?? 0, words: line?.words ?? [],
                     source: .ocr))
         }
-        for read in remaining {
+        for read in remaining.flatMap(pixels.splitAtSquares) {
             var (role, box, line) = pixels.classify(read)
             // A box that holds other lines too is a list or a panel, not this line's control: clicking its centre
             // would press another row ("Apple" in a list box pressed "Lemon").
@@ -659,6 +659,25 @@ struct PixelEvidence {
         return (role, box, line)
     }
 
+    /// A line cut before each check box square inside it: check boxes side by side read as one line ("Remember me |
+    /// | Bold", the square read as strokes) are each their own control, the square starting the next one's line.
+    func splitAtSquares(_ line: TextLine) -> [TextLine] {
+        let words = line.words
+        var lines: [TextLine] = [], start = 0
+        for k in words.indices.dropFirst(2) {
+            guard let background = ringColour(words[k].box),
+                let square = checkboxSquare(left: words[k].box, background: background)
+            else { continue }
+            // The words OCR made of the square: those whose centre it holds, just before the label.
+            var first = k
+            while first > start + 1, square.contains(words[first - 1].box.center) { first -= 1 }
+            guard first < k else { continue }
+            lines.append(TextLine(words: Array(words[start..<first])))
+            start = first
+        }
+        return lines + [TextLine(words: Array(words[start...]))]
+    }
+
     /// What OCR makes of a radio button's circle, empty or chosen.
     static let circles: Set<String> = [
         "©", "®", "O", "o", "0", "@", "◉", "○", "●", "©)", "(o)", "()", "(@)", "e", "@)",
@@ -726,8 +745,58 @@ struct PixelEvidence {
 
     /// An empty input box just right of a short label ("Account name [          ]"): an outline 16–48 px tall and at
     /// least 40 px wide, starting within 60 px of the label, spanning the label's centre row, with nothing drawn
-    /// inside. Fields with text in them are found from that text instead.
-    func emptyField(rightOf b: Rect) -> Rect? {
+    /// inside; with square corners or rounded ones (GTK's). Fields with text in them are found from that text
+    /// instead.
+    func emptyField(rightOf b: Rect) -> Rect? { squareField(rightOf: b) ?? roundedField(rightOf: b) }
+
+    /// An empty input box found from inside: its rounded corners (GTK's entries) leave its left side shorter than
+    /// the box and its top side starting further in.
+    private func roundedField(rightOf b: Rect) -> Rect? {
+        guard b.width < 400, let background = ringColour(b) else { return nil }
+        let isInk = { (x: Int, y: Int) in self.isInk(x, y, on: background) }
+        let cy = b.y + b.height / 2, start = b.x + b.width + 3
+        guard let x0 = (start..<(start + 60)).first(where: { isInk($0, cy) }) else { return nil }
+        // The left side, then from a point inside it the other sides, each where the inside's colour ends going out
+        // (a side drawn in the inside's colour, as a sunken relief's light edge, is the pixel before the
+        // background): a rounded corner leaves the left side shorter than the box, the top side starting further in.
+        let (sideTop, sideBottom) = column(x: x0, through: cy, reach: 48, background: background)
+        let probe = x0 + 6
+        guard sideBottom - sideTop + 1 >= 8, let fill = rgb(probe, cy) else { return nil }
+        let ends = { (x: Int, y: Int) in self.rgb(x, y).map { Self.differs($0, fill) } ?? true }
+        let side = { (x: Int, y: Int, back: (Int, Int)) -> (Int, Int) in
+            isInk(x, y) ? (x, y) : (x + back.0, y + back.1)
+        }
+        guard let up = (1...30).lazy.map({ cy - $0 }).first(where: { ends(probe, $0) }),
+            let down = (1...30).lazy.map({ cy + $0 }).first(where: { ends(probe, $0) }),
+            let across = (1...2000).lazy.map({ probe + $0 }).first(where: { ends($0, cy) })
+        else { return nil }
+        let top = side(probe, up, (0, 1)).1, bottom = side(probe, down, (0, -1)).1
+        let x1 = side(across, cy, (-1, 0)).0
+        let height = bottom - top + 1, width = x1 - x0 + 1
+        guard (16...48).contains(height), width >= 40, sideTop >= top, sideBottom <= bottom else { return nil }
+        // The other sides are there too, but for their corners.
+        let corner = min(8, height / 3)
+        let span = (x0 + corner)...(x1 - corner)
+        let topInk = span.filter { isInk($0, top) }.count, bottomInk = span.filter { isInk($0, bottom) }.count
+        let rightInk = ((top + corner)...(bottom - corner)).filter { isInk(x1, $0) }.count
+        guard topInk * 10 >= span.count * 9, bottomInk * 10 >= span.count * 9,
+            rightInk * 10 >= (height - 2 * corner) * 9
+        else { return nil }
+        // Inside: one colour, apart from a text cursor.
+        var marks = 0, total = 0
+        for y in stride(from: top + 3, through: bottom - 3, by: 1) {
+            for x in stride(from: x0 + corner, through: x1 - corner, by: 2) {
+                guard let p = rgb(x, y) else { continue }
+                total += 1
+                if Self.differs(p, fill) { marks += 1 }
+            }
+        }
+        guard total > 0, marks * 100 <= total * 3 else { return nil }
+        return Rect(x: x0, y: top, width: width, height: height)
+    }
+
+    /// An empty input box with square corners, found along its sides from the left side's ends.
+    private func squareField(rightOf b: Rect) -> Rect? {
         guard b.width < 400, let background = ringColour(b) else { return nil }
         let isInk = { (x: Int, y: Int) in self.isInk(x, y, on: background) }
         let cy = b.y + b.height / 2, start = b.x + b.width + 3
