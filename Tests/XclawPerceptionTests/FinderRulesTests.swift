@@ -87,6 +87,18 @@ final class FinderRulesTests: XCTestCase {
         XCTAssertEqual(try Selection().resolve("e", in: snapshot(read)).ref, "e2")
     }
 
+    func testALostSpaceIsALookAlikeNotAFuzzyMatch() {
+        // OCR lost the space of a check box's label: the label, as a look-alike (clicked when nothing is unread),
+        // never as a fuzzy match that is always refused.
+        XCTAssertEqual(Finder.score("Remember me", "Rememberme"), 0.93)
+        let box = element("e1", .checkbox, "Rememberme", x: 10)
+        XCTAssertEqual(try Selection().resolve("Remember me", in: snapshot([box])).ref, "e1")
+        let unread = element("e3", .button, "", x: 300, width: 40)
+        guard case .uncertain? = refusal("Remember me", snapshot([box, unread])) else {
+            return XCTFail("a look-alike read beside an unread control was clicked")
+        }
+    }
+
     func testLookAlikesAndLowConfidenceAreRefusedBesideUnreadControls() {
         let unread = element("e3", .button, "", x: 200, width: 40)
         let lookAlike = snapshot([element("e1", .button, "xl", x: 10, width: 40), unread])
