@@ -69,10 +69,12 @@ public final class InterruptHub: Sendable {
             return !state.abandoned
         }
         guard first else { return }
+        // The asker is answered before the command is woken: woken, it ends (a blocked read returns nothing) and
+        // the daemon would answer first with the command's own status instead of the signal's.
+        onAbandon(status)
         if let wake {
             var byte: UInt8 = 1
             _ = Glibc.write(wake.write, &byte, 1)
         }
-        onAbandon(status)
     }
 }

@@ -105,10 +105,16 @@ public final class DaemonServer: Sendable {
             stop()
         case .run:
             // Answered once: when the command ends, or earlier when it is abandoned (a signal it does not handle).
-            let answered = Atomic<Bool>(false)
+            // The reply is written under the lock, so a second caller returns only once the first one's reply is
+            // sent: `run` shuts the socket down right after its own call, which would otherwise cut off the
+            // listener thread's answer halfway (the asker would see the daemon hang up without one).
+            let answered = Mutex<Bool>(false)
             let answer: @Sendable (Int32) -> Void = { status in
-                guard !answered.exchange(true, ordering: .sequentiallyConsistent) else { return }
-                self.reply(connection, DaemonReply(version: DaemonProtocol.version, exit: status))
+                answered.withLock { answered in
+                    guard !answered else { return }
+                    answered = true
+                    self.reply(connection, DaemonReply(version: DaemonProtocol.version, exit: status))
+                }
             }
             answer(run(request, on: connection, answer: answer))
         }
