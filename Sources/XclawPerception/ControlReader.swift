@@ -259,11 +259,12 @@ extension TextRecognizer {
         }
         // A lone glyph is where tesseract guesses ("3" read "5", "←" read "e", at confidences right reads also
         // have): it is read by comparison with the fonts labels are drawn in, and left unread when that is unsure.
-        // One glyph, or pieces that may be one glyph whose faint strokes fell apart ("√" at 10 px is three).
+        // One glyph, or pieces that may be one glyph whose faint strokes fell apart ("√" at 10 px is three, on a
+        // dark key four).
         let columns = GlyphShapes.columns(mask.blobs)
         // Wide single strokes too: an arrow ("←" at 11x5).
         if (ink.width <= 2 * ink.height || (columns == 1 && ink.width <= 3 * ink.height))
-            && (columns == 1 || (columns <= 3 && ink.width * 2 <= ink.height * 3))
+            && (columns == 1 || (columns <= 4 && ink.width * 2 <= ink.height * 3))
         {
             let coverage = Self.coverage(gray: gray, stride: stride, rect: ink, fill: box.fill)
             switch GlyphAtlas.shared.read(coverage: coverage, width: ink.width, height: ink.height) {

@@ -33,7 +33,7 @@ final class GlyphAtlas: @unchecked Sendable {
     static let lookAlikes: [Set<Character>] = [
         ["o", "O", "0"], ["l", "I", "1", "|", "i", "!"], ["c", "C"], ["s", "S"], ["v", "V", "✓"], ["w", "W"],
         ["x", "X", "×", "✕"], ["z", "Z"], ["u", "U"], ["p", "P"], ["k", "K"], ["y", "Y"], ["-", "~"],
-        [".", ","], ["/", "\\"],
+        [".", ","], ["/", "\\"], ["8", "B"], ["9", "g"],
     ]
 
     private struct Font {
@@ -131,7 +131,8 @@ final class GlyphAtlas: @unchecked Sendable {
             // A second look, only for ink no character matched closely or a letter and a digit matched alike ("o"
             // and "0"), at the best few characters again:
             // - drawn between pixel rows (a label at a fractional height, as GTK's dark theme draws its keys: a digit
-            //   spread faintly over one row more): one row shorter, at three phases down as well as across;
+            //   spread faintly over one row more): sized for one row shorter or as tall (hinting may have made it a
+            //   row shorter still), at three phases down as well as across;
             // - drawn a size or two larger than its height says: hinting snaps a 13 px font's capitals to 9 rows, so
             //   the 9-row size draws them too narrow (GTK's "C" matched "G" better).
             let sorted = best.values.sorted { $0.similarity > $1.similarity }
@@ -141,8 +142,9 @@ final class GlyphAtlas: @unchecked Sendable {
                         && sorted[1].text.first?.isNumber != first.text.first?.isNumber)
             {
                 let contenders = sorted.prefix(8).compactMap(\.text.first)
+                let down = [16, 32, 48].flatMap { down in [0, 16, 32, 48].map { down * 64 + $0 } }
                 let looks =
-                    [16, 32, 48].flatMap { down in [0, 16, 32, 48].map { (down * 64 + $0, height - 1) } }
+                    [height - 1, height].flatMap { sizing in down.map { ($0, sizing) } }
                     + [height + 1, height + 2].flatMap { sizing in [0, 16, 32, 48].map { ($0, sizing) } }
                 for index in fonts.indices where !(fonts[index].bitmap || fonts[index].mono) {
                     for character in contenders {
@@ -234,14 +236,20 @@ final class GlyphAtlas: @unchecked Sendable {
     }
 
     /// The look-alike whose font size agrees with the size the other labels of the window were read at (within
-    /// 15 %), when exactly one does; among keys with more digits than letters, the one digit that does; nil otherwise.
+    /// 20 %: hinting draws one font size at neighbouring sizes' heights), when exactly one does; among keys with more digits than letters, the one digit that does and matched best
+    /// or within 0.04 of the best (`candidates` best first); nil otherwise.
     static func decide(_ candidates: [Candidate], typicalSize: Int?, mostlyDigits: Bool = false) -> Candidate? {
         guard let typical = typicalSize, typical > 0 else { return nil }
-        let fitting = candidates.filter { $0.size > 0 && abs($0.size - typical) * 100 <= typical * 15 }
+        let fitting = candidates.filter { $0.size > 0 && abs($0.size - typical) * 100 <= typical * 20 }
         if fitting.count == 1 { return fitting[0] }
-        // "0" and "O" are drawn the same size: among keys with more digits than letters, it is the digit.
+        // "0" and "O" are drawn the same size: among keys with more digits than letters, it is the digit, when it
+        // matched best or all but as well (GTK's "0" matched "O" 0.024 better; a "B" that matched clearly as a "B"
+        // stays unread, never an "8").
         let digits = fitting.filter { $0.text.first?.isNumber == true }
-        return mostlyDigits && digits.count == 1 ? digits[0] : nil
+        guard mostlyDigits, digits.count == 1, let top = candidates.first,
+            digits[0].similarity >= top.similarity - 0.04
+        else { return nil }
+        return digits[0]
     }
 
     /// How alike the ink is to `character` of font `index` drawn as tall as it, or sized for `sizing` rows (at `phase`), and that size; nil when
