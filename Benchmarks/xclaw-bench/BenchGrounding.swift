@@ -59,12 +59,12 @@ struct BenchGrounding: ParsableCommand {
         for (kind, size) in apps { rows.append(try measure(kind, size: size)) }
         try emit(rows, json: json) {
             var lines = [
-                "app           controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"
+                "app                 controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"
                     + "   process ms (without)"
             ]
             for r in rows {
                 lines.append(
-                    r.app.padding(toLength: 14, withPad: " ", startingAt: 0)
+                    r.app.padding(toLength: 20, withPad: " ", startingAt: 0)
                         + String(
                             format: "%8d %8d %6d %7d %9.1f %%  %7.0f (%5.0f)     %7.1f (%5.1f)", r.controls,
                             r.correct, r.wrong, r.missed, r.percent, r.coldMs, r.coldWithoutControlsMs, r.warmMs,
