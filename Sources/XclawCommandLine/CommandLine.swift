@@ -25,6 +25,10 @@ public enum CommandRunner {
     /// Parses the arguments, runs the command, and maps every outcome to a documented exit status.
     public static func run(_ root: any ParsableCommand.Type, arguments: [String]? = nil) -> Int32 {
         do {
+            var arguments = arguments
+            if let rewriter = root as? any RewritesArguments.Type {
+                arguments = rewriter.rewrite(arguments ?? Array(CommandLine.arguments.dropFirst()))
+            }
             var command = try root.parseAsRoot(arguments)
             try command.run()
             return ExitStatus.ok.rawValue
@@ -45,6 +49,13 @@ public enum CommandRunner {
                 : ExitStatus.internal.rawValue
         }
     }
+}
+
+/// A root command that rewrites its arguments before they are parsed: for an option whose value may be left out
+/// (`launch --wait-window [SECONDS]`), which ArgumentParser's options cannot express.
+public protocol RewritesArguments {
+    /// The arguments as ArgumentParser should see them.
+    static func rewrite(_ arguments: [String]) -> [String]
 }
 
 /// Writes a line to stderr, with control characters shown instead of obeyed: messages quote model and screen text,

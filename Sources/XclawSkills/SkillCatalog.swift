@@ -105,6 +105,9 @@ public enum SkillCatalog {
             return FindAndTapTool(session: deps.session, vision: vision)
         },
         ToolEntry("memory", default: 9, screen: false) { MemoryTool(backend: $0.memory) },
+        // An agent on a bare display has no launcher to click: these open what its task needs.
+        ToolEntry("list_apps", default: 10, screen: false) { _ in ListAppsTool() },
+        ToolEntry("launch_app", default: 11) { LaunchAppTool(session: $0.session) },
     ]
 
     /// Every tool this layer offers.

@@ -16,11 +16,18 @@ struct Xclaw: ParsableCommand {
         subcommands: [
             DisplayCommand.self, Capture.self, PixelCommand.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
-            Cursor.self, Windows.self, Activate.self, Monitors.self,
+            Cursor.self, Windows.self, Activate.self, Monitors.self, Apps.self, Launch.self,
             Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self,
             Models.self,
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
             DaemonCommand.self, Bench.self, KeymapRestore.self,
         ]
     )
+}
+
+extension Xclaw: RewritesArguments {
+    /// `launch --wait-window` without a number waits the default 10 s.
+    static func rewrite(_ arguments: [String]) -> [String] {
+        arguments.first == "launch" ? Launch.normalize(arguments) : arguments
+    }
 }

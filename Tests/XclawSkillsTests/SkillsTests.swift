@@ -103,14 +103,15 @@ final class SkillsTests: XCTestCase {
             SkillCatalog.defaultToolNames,
             [
                 "computer", "screen_snapshot", "read_screen_text", "tap_element", "type_text", "press_button", "scroll",
-                "watch_screen", "capture_screen", "memory",
+                "watch_screen", "capture_screen", "memory", "list_apps", "launch_app",
             ])
         XCTAssertFalse(table.contains { $0.defaultPosition != nil && ($0.needsVision || $0.name == "tap_xy") })
         XCTAssertEqual(
             SkillCatalog.ocrToolNames,
             ["read_screen_text", "screen_snapshot", "tap_element", "watch_screen", "find_and_tap"])
         XCTAssertEqual(Set(table.filter(\.needsVision).map(\.name)), ["analyze_screen", "find_and_tap"])
-        XCTAssertEqual(Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames), ["memory"])
+        XCTAssertEqual(
+            Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames), ["memory", "list_apps"])
         // --tools: nil is the safe set, `all` every tool, a list is trimmed and checked against the table.
         XCTAssertEqual(try SkillCatalog.select(nil), SkillCatalog.defaultToolNames)
         XCTAssertEqual(try SkillCatalog.select("all"), SkillCatalog.allToolNames)

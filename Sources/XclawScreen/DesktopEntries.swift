@@ -1,0 +1,261 @@
+import Foundation
+import XclawBase
+
+/// One installed application, from its freedesktop `.desktop` entry (the Desktop Entry Specification 1.5).
+public struct DesktopEntry: Codable, Sendable, Hashable {
+    /// The desktop file id: its path below `applications/`, `/` turned into `-` (`org.gnome.Calculator.desktop`).
+    public var id: String
+    /// Where the file is.
+    public var path: String
+    /// `Name`.
+    public var name: String
+    /// `GenericName` ("Text Editor").
+    public var genericName: String?
+    /// `Comment`.
+    public var comment: String?
+    /// `Keywords`.
+    public var keywords: [String]
+    /// `Exec`, as written (field codes and quoting included).
+    public var exec: String?
+    /// `Terminal=true`: the program wants a terminal.
+    public var terminal: Bool
+    /// `NoDisplay=true`: installed, but not meant for menus (still launchable by id).
+    public var noDisplay: Bool
+    /// `OnlyShowIn`: desktops it is shown in (empty: all).
+    public var onlyShowIn: [String]
+    /// `NotShowIn`.
+    public var notShowIn: [String]
+
+    /// Whether a menu on `desktops` (`XDG_CURRENT_DESKTOP`, colon-separated; empty on a bare display) lists it.
+    public func isShown(on desktops: [String]) -> Bool {
+        if noDisplay { return false }
+        if !onlyShowIn.isEmpty && !onlyShowIn.contains(where: desktops.contains) { return false }
+        return !notShowIn.contains(where: desktops.contains)
+    }
+}
+
+/// Why an application could not be found, read or launched.
+public enum AppError: ClassifiedError, Hashable {
+    /// No entry matches the name.
+    case notFound(String, suggestions: [String])
+    /// Several entries match it equally.
+    case ambiguous(String, candidates: [String])
+    /// The entry cannot be launched: no Exec, not an application, or an unreadable file.
+    case notLaunchable(String, why: String)
+    /// The program is not on PATH.
+    case missingProgram(String)
+    /// No window of the launched process mapped in time.
+    case noWindow(pid: Int32, seconds: Double)
+
+    /// Missing and ambiguous names and windows that never came are conditions (1); an unusable entry is the input's
+    /// fault (2).
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .notFound, .ambiguous, .noWindow: return .notFound
+        case .notLaunchable, .missingProgram: return .usage
+        }
+    }
+
+    /// The message, saying what to do.
+    public var description: String {
+        switch self {
+        case .notFound(let name, let suggestions):
+            return "no application is named \"\(name)\""
+                + (suggestions.isEmpty ? "" : " (closest: \(suggestions.joined(separator: ", ")))")
+                + "; `xclaw apps` lists them, or launch a command with `xclaw launch -- CMD ARGS`"
+        case .ambiguous(let name, let candidates):
+            return "\"\(name)\" names \(candidates.count) applications (\(candidates.joined(separator: ", "))); "
+                + "launch one by its id"
+        case .notLaunchable(let what, let why): return "\(what) cannot be launched: \(why)"
+        case .missingProgram(let program):
+            return "\(program) is not installed (not found on PATH); install its package or give the full path"
+        case .noWindow(let pid, let seconds):
+            return "no window of pid \(pid) mapped within \(seconds.formatted()) s; it is still running "
+                + "(`kill \(pid)` ends it), or wait longer with --wait-window SECONDS"
+        }
+    }
+}
+
+/// The applications installed for this user: `.desktop` files under `applications/` in `$XDG_DATA_HOME` (default
+/// `~/.local/share`) and each of `$XDG_DATA_DIRS` (default `/usr/local/share:/usr/share`), the first of one id winning.
+public enum DesktopEntries {
+    /// Every application entry, by id; hidden (`Hidden=true`) and non-application entries are left out.
+    public static func all(environment: [String: String]) -> [DesktopEntry] {
+        var seen = Set<String>()
+        var entries: [DesktopEntry] = []
+        for directory in directories(environment: environment) {
+            let root = URL(fileURLWithPath: directory).appendingPathComponent("applications")
+            guard
+                let walker = FileManager.default.enumerator(
+                    at: root, includingPropertiesForKeys: nil, options: [.skipsHiddenFiles])
+            else { continue }
+            var files: [URL] = []
+            for case let file as URL in walker where file.pathExtension == "desktop" { files.append(file) }
+            for file in files.sorted(by: { $0.path < $1.path }) {
+                let relative = String(file.path.dropFirst(root.path.count + 1))
+                let id = relative.replacingOccurrences(of: "/", with: "-")
+                // The first directory's file of an id wins, even when it hides the application.
+                guard seen.insert(id).inserted, let text = try? String(contentsOf: file, encoding: .utf8),
+                    let entry = parse(text, id: id, path: file.path)
+                else { continue }
+                entries.append(entry)
+            }
+        }
+        return entries.sorted { ($0.name.lowercased(), $0.id) < ($1.name.lowercased(), $1.id) }
+    }
+
+    /// The data directories searched, most important first.
+    static func directories(environment: [String: String]) -> [String] {
+        let home =
+            environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? environment["HOME"].map { $0 + "/.local/share" }
+        let dirs = environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
+        return ([home].compactMap { $0 } + dirs.split(separator: ":").map(String.init)).filter { $0.hasPrefix("/") }
+    }
+
+    /// Reads the `[Desktop Entry]` group of a file; nil unless it is a visible application (`Type=Application`, not
+    /// `Hidden`) with a name. Localised keys (`Name[de]`) are skipped: the untranslated ones are what `launch` matches.
+    public static func parse(_ text: String, id: String, path: String) -> DesktopEntry? {
+        var values: [String: String] = [:]
+        var inGroup = false
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("[") {
+                inGroup = line == "[Desktop Entry]"
+                continue
+            }
+            guard inGroup, let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            guard !key.contains("["), values[key] == nil else { continue }
+            values[key] = unescape(line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+        }
+        guard values["Type"] == "Application", values["Hidden"] != "true", let name = values["Name"], !name.isEmpty
+        else { return nil }
+        let list = { (key: String) in
+            (values[key] ?? "").split(separator: ";").map { String($0).trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+        }
+        return DesktopEntry(
+            id: id, path: path, name: name, genericName: values["GenericName"], comment: values["Comment"],
+            keywords: list("Keywords"), exec: values["Exec"], terminal: values["Terminal"] == "true",
+            noDisplay: values["NoDisplay"] == "true", onlyShowIn: list("OnlyShowIn"), notShowIn: list("NotShowIn"))
+    }
+
+    /// A value's escapes: `\s` `\n` `\t` `\r` `\\`.
+    static func unescape(_ value: String) -> String {
+        var out = "", escaped = false
+        for c in value {
+            if escaped {
+                switch c {
+                case "s": out.append(" ")
+                case "n": out.append("\n")
+                case "t": out.append("\t")
+                case "r": out.append("\r")
+                default:
+                    // `\;` and others stay for the list and Exec parsers.
+                    out.append("\\")
+                    out.append(c)
+                }
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else {
+                out.append(c)
+            }
+        }
+        return escaped ? out + "\\" : out
+    }
+
+    /// The entry `name` names: its id (with or without `.desktop`), else its Name, else its GenericName (both without
+    /// regard to case), among all entries (NoDisplay ones included: they are launchable); a path to a `.desktop` file
+    /// is read as it is.
+    public static func find(_ name: String, environment: [String: String]) throws -> DesktopEntry {
+        if name.hasSuffix(".desktop"), name.contains("/") {
+            guard let text = try? String(contentsOfFile: name, encoding: .utf8) else {
+                throw AppError.notLaunchable(name, why: "the file cannot be read")
+            }
+            guard let entry = parse(text, id: (name as NSString).lastPathComponent, path: name) else {
+                throw AppError.notLaunchable(name, why: "it is not a visible application entry (Type=Application)")
+            }
+            return entry
+        }
+        let entries = all(environment: environment)
+        let bare = name.hasSuffix(".desktop") ? String(name.dropLast(8)) : name
+        let lower = name.lowercased()
+        let tiers: [(DesktopEntry) -> Bool] = [
+            { $0.id == bare + ".desktop" }, { $0.name.lowercased() == lower },
+            { $0.genericName?.lowercased() == lower },
+        ]
+        for tier in tiers {
+            let matches = entries.filter(tier)
+            if matches.count == 1 { return matches[0] }
+            if matches.count > 1 { throw AppError.ambiguous(name, candidates: matches.map(\.id)) }
+        }
+        let near = entries.filter {
+            $0.name.lowercased().contains(lower) || $0.id.lowercased().contains(lower)
+                || $0.keywords.contains { $0.lowercased() == lower }
+        }
+        throw AppError.notFound(name, suggestions: near.prefix(5).map { "\($0.id) (\($0.name))" })
+    }
+
+    /// The program and arguments `Exec` runs: quoting undone (double quotes with `\"` `` \` `` `\$` `\\`), field codes
+    /// dropped (`%f %F %u %U` name files, none here; `%i %c %k` and the deprecated ones too), `%%` a percent sign. A
+    /// `Terminal=true` program runs in a terminal (`x-terminal-emulator -e`, else `xterm -e`) found on `PATH`.
+    public static func command(_ entry: DesktopEntry, environment: [String: String] = [:]) throws -> [String] {
+        let program = try execArguments(entry)
+        guard entry.terminal else { return program }
+        for terminal in ["x-terminal-emulator", "xterm"] {
+            if let path = try? AppLauncher.resolve(terminal, path: environment["PATH"]) {
+                return [path, "-e"] + program
+            }
+        }
+        throw AppError.notLaunchable(entry.id, why: "it needs a terminal and none is installed (apt-get install xterm)")
+    }
+
+    /// `Exec` as arguments.
+    static func execArguments(_ entry: DesktopEntry) throws -> [String] {
+        guard let exec = entry.exec, !exec.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw AppError.notLaunchable(entry.id, why: "it has no Exec line")
+        }
+        var arguments: [String] = []
+        var current = "", inQuotes = false, escaped = false, started = false
+        for c in exec {
+            if escaped {
+                current.append(c)
+                escaped = false
+            } else if inQuotes {
+                if c == "\\" { escaped = true } else if c == "\"" { inQuotes = false } else { current.append(c) }
+            } else if c == "\"" {
+                inQuotes = true
+                started = true
+            } else if c == " " || c == "\t" {
+                if started { arguments.append(current) }
+                (current, started) = ("", false)
+            } else {
+                current.append(c)
+                started = true
+            }
+        }
+        guard !inQuotes else { throw AppError.notLaunchable(entry.id, why: "its Exec line has an unclosed quote") }
+        if started { arguments.append(current) }
+        let expanded = arguments.compactMap { argument -> String? in
+            // A whole-argument field code goes with its argument; inside one it is removed.
+            if argument.count == 2, argument.hasPrefix("%"), argument != "%%" { return nil }
+            var out = "", percent = false
+            for c in argument {
+                if percent {
+                    if c == "%" { out.append("%") }
+                    percent = false
+                } else if c == "%" {
+                    percent = true
+                } else {
+                    out.append(c)
+                }
+            }
+            return out
+        }
+        guard !expanded.isEmpty else { throw AppError.notLaunchable(entry.id, why: "its Exec line names no program") }
+        return expanded
+    }
+}
