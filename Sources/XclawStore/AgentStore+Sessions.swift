@@ -251,29 +251,82 @@ extension AgentStore {
     public func createTask(
         agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
         contextMode: TaskContextMode = .isolated, nextRun: Date?, status: TaskStatus = .active,
-        id: String = UUID().uuidString.lowercased()
+        id: String = UUID().uuidString.lowercased(), name: String? = nil, timeZone: String? = nil,
+        catchUp: TaskCatchUp = .once
     ) throws -> TaskRecord {
         guard !id.isEmpty else { throw StoreError.invalidArgument("a task id cannot be empty") }
+        if let name, name.isEmpty || name.count > 64 || name.contains(where: \.isNewline) {
+            throw StoreError.invalidArgument("a task name is 1 to 64 characters on one line")
+        }
         let task = TaskRecord(
             id: id, agent: agent, prompt: prompt, scheduleType: scheduleType,
             scheduleValue: scheduleValue, contextMode: contextMode, nextRun: nextRun,
-            status: status)
+            status: status, name: name, timeZone: timeZone, catchUp: catchUp)
         try write { db in
             try requireAgent(db, agent)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [id]) != nil {
                 throw StoreError.invalidArgument("a task with id \"\(id)\" already exists; choose another id")
             }
+            if let name, try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE name = ?", arguments: [name]) != nil {
+                throw StoreError.invalidArgument("a task named \"\(name)\" already exists; choose another name")
+            }
             try db.execute(
                 sql: """
                     INSERT INTO tasks (id, agent, prompt, schedule_type, schedule_value, context_mode, next_run,
-                        status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        status, created_at, name, tz, catch_up) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     id, agent, prompt, scheduleType.rawValue, scheduleValue, contextMode.rawValue,
                     task.nextRun.map(StoreDate.format), status.rawValue, StoreDate.format(task.createdAt),
+                    name, timeZone, catchUp.rawValue,
                 ])
         }
         return task
+    }
+
+    /// Takes every active task due at `now` (its next run at or before it) for one scheduler, in one IMMEDIATE
+    /// transaction, moving each task's next run on to `nextRun(task, now)` (after `now`: missed slots are not queued
+    /// up) before anything runs. A slot is taken once, whichever scheduler asks first, also across processes and
+    /// restarts: the update only applies to the next run it read. A slot more than `grace` seconds late was missed
+    /// (no scheduler ran then): it fires once when the task catches up, else it is dropped and logged as skipped.
+    public func claimDueTasks(
+        now: Date, claimer: String, grace: TimeInterval = 60, nextRun: (TaskRecord, Date) -> Date?
+    ) throws -> [ClaimedSlot] {
+        try write { db in
+            let due = try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT * FROM tasks WHERE status = 'active' AND next_run IS NOT NULL AND next_run <= ? ORDER BY next_run, id",
+                arguments: [StoreDate.format(now)]
+            ).map(taskRecord)
+            var claimed: [ClaimedSlot] = []
+            for task in due {
+                guard let slot = task.nextRun else { continue }
+                let next = nextRun(task, now).map(StoreDate.normalized)
+                let fires = task.catchUp == .once || slot >= now.addingTimeInterval(-grace)
+                try db.execute(
+                    sql: """
+                        UPDATE tasks SET next_run = ?, last_run = CASE WHEN ? THEN ? ELSE last_run END, claimed_by = ?,
+                            claimed_at = ?, status = CASE WHEN ? IS NULL AND schedule_type = 'once' THEN 'completed' ELSE status END
+                        WHERE id = ? AND next_run = ? AND status = 'active'
+                        """,
+                    arguments: [
+                        next.map(StoreDate.format), fires, StoreDate.format(slot), claimer, StoreDate.format(now),
+                        next.map(StoreDate.format), task.id, StoreDate.format(slot),
+                    ])
+                guard db.changesCount == 1 else { continue }
+                if !fires {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO task_run_logs (task_id, run_at, duration_ms, status, error)
+                            VALUES (?, ?, 0, 'skipped', ?)
+                            """,
+                        arguments: [task.id, StoreDate.format(slot), "missed while no scheduler ran (catch-up none)"])
+                }
+                claimed.append(ClaimedSlot(task: task, slot: slot, fires: fires))
+            }
+            return claimed
+        }
     }
 
     /// Tasks, oldest first: one agent's, or all when `agent` is nil.
@@ -350,6 +403,7 @@ extension AgentStore {
             lastRun: try dateIfAny(row["last_run"], "tasks.last_run"),
             lastResult: row["last_result"], status: status, claimedBy: row["claimed_by"],
             claimedAt: try dateIfAny(row["claimed_at"], "tasks.claimed_at"),
-            createdAt: try date(row["created_at"] as String, "tasks.created_at"))
+            createdAt: try date(row["created_at"] as String, "tasks.created_at"), name: row["name"],
+            timeZone: row["tz"], catchUp: TaskCatchUp(rawValue: row["catch_up"] ?? "once") ?? .once)
     }
 }

@@ -250,6 +250,14 @@ public enum TaskContextMode: String, Sendable, Codable, CaseIterable {
     case agent
 }
 
+/// What a scheduler does with slots that passed while no scheduler ran (the daemon was down).
+public enum TaskCatchUp: String, Sendable, Codable, CaseIterable {
+    /// Missed slots are dropped; the task fires at its next slot.
+    case none
+    /// One run for all the missed slots, then the schedule goes on.
+    case once
+}
+
 /// Whether a task still fires.
 public enum TaskStatus: String, Sendable, Codable, CaseIterable {
     /// Fires when due.
@@ -288,14 +296,23 @@ public struct TaskRecord: Sendable, Hashable, Codable {
     public var claimedAt: Date?
     /// When it was created.
     public var createdAt: Date
+    /// A name people call it by, unique when given.
+    public var name: String?
+    /// The IANA time zone its cron expression and one-shot time are read in (nil: UTC).
+    public var timeZone: String?
+    /// What happens to slots missed while no scheduler ran.
+    public var catchUp: TaskCatchUp
 
     /// Creates a record value.
     public init(
         id: String, agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
         contextMode: TaskContextMode, nextRun: Date?, lastRun: Date? = nil, lastResult: String? = nil,
         status: TaskStatus = .active, claimedBy: String? = nil, claimedAt: Date? = nil,
-        createdAt: Date = Date()
+        createdAt: Date = Date(), name: String? = nil, timeZone: String? = nil, catchUp: TaskCatchUp = .once
     ) {
+        self.name = name
+        self.timeZone = timeZone
+        self.catchUp = catchUp
         self.id = id
         self.agent = agent
         self.prompt = prompt
@@ -310,6 +327,17 @@ public struct TaskRecord: Sendable, Hashable, Codable {
         self.claimedAt = claimedAt.map(StoreDate.normalized)
         self.createdAt = StoreDate.normalized(createdAt)
     }
+}
+
+/// A slot a scheduler took from the store: the task as it was when claimed, when the slot was due, and whether it
+/// fires (false: a missed slot of a task that does not catch up, dropped).
+public struct ClaimedSlot: Sendable, Hashable {
+    /// The task, before the claim moved its next run on.
+    public var task: TaskRecord
+    /// When the slot was due.
+    public var slot: Date
+    /// Whether to run it.
+    public var fires: Bool
 }
 
 /// One execution of a task, for its history and failure reports.

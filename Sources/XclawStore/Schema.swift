@@ -16,6 +16,16 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE agents ADD COLUMN dry_run INTEGER NOT NULL DEFAULT 0")
             try db.execute(sql: "ALTER TABLE agents ADD COLUMN confirm INTEGER NOT NULL DEFAULT 0")
         }
+        // Scheduled tasks by name, in a time zone, with a rule for slots missed while no scheduler ran.
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: "ALTER TABLE tasks ADD COLUMN name TEXT")
+            try db.execute(sql: "ALTER TABLE tasks ADD COLUMN tz TEXT")
+            try db.execute(
+                sql:
+                    "ALTER TABLE tasks ADD COLUMN catch_up TEXT NOT NULL DEFAULT 'once' CHECK (catch_up IN ('none', 'once'))"
+            )
+            try db.execute(sql: "CREATE UNIQUE INDEX IF NOT EXISTS tasks_name ON tasks(name) WHERE name IS NOT NULL")
+        }
         return migrator
     }
 

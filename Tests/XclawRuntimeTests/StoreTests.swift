@@ -76,7 +76,7 @@ final class StoreTests: XCTestCase {
                 "agent_state", "agents", "memory", "messages", "sessions", "task_run_logs",
                 "tasks", "usage",
             ])
-        XCTAssertEqual(info.migrations, ["v1", "v2", "v3"])
+        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
