@@ -165,7 +165,7 @@ public final class GroundingApp: @unchecked Sendable {
     private func waitForWindow() throws {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            let tree = try? Self.run("/usr/bin/xwininfo", ["-display", display, "-root", "-tree"])
+            let tree = try? toolOutput("/usr/bin/xwininfo", ["-display", display, "-root", "-tree"])
             if let tree, tree.contains("\"\(title)\"") {
                 Thread.sleep(forTimeInterval: 0.5)  // first paint
                 return
@@ -252,7 +252,7 @@ public final class GroundingApp: @unchecked Sendable {
         }
         // The keys drawn in the Symbol font show other glyphs than their Latin-1 codes.
         let shown = ["x\\262": "x²", "\\326\\140": "√", "\\160": "π", "\\270": "÷"]
-        let tree = try run("/usr/bin/xwininfo", ["-display", display, "-root", "-tree"])
+        let tree = try toolOutput("/usr/bin/xwininfo", ["-display", display, "-root", "-tree"])
         // Buttons: 40x26-ish windows directly inside the form, with absolute positions.
         var frames: [Rect] = []
         for line in tree.split(separator: "\n") where line.contains("(has no name): ()") {
@@ -300,19 +300,20 @@ public final class GroundingApp: @unchecked Sendable {
         return binary
     }
 
-    /// Runs a tool and returns its stdout.
-    static func run(_ tool: String, _ arguments: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
+}
+
+/// Runs an oracle tool (xwininfo, xprop) to its end and returns its stdout; its stderr is dropped.
+public func toolOutput(_ tool: String, _ arguments: [String]) throws -> String {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: tool)
+    p.arguments = arguments
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
 }
 
 /// The tally of a grounding run on one app.

@@ -29,19 +29,6 @@ final class AppCLITests: XCTestCase {
         return url
     }
 
-    private func tool(_ path: String, _ arguments: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
-
     private struct Launched: Decodable {
         var pid: Int32
         var window: String?
@@ -79,9 +66,9 @@ final class AppCLITests: XCTestCase {
         launched.append(result.pid)
         XCTAssertEqual(result.app, "launch-probe.desktop")
         let window = try XCTUnwrap(result.window)
-        let pidProperty = try tool("/usr/bin/xprop", ["-display", display.name, "-id", window, "_NET_WM_PID"])
+        let pidProperty = try toolOutput("/usr/bin/xprop", ["-display", display.name, "-id", window, "_NET_WM_PID"])
         XCTAssertTrue(pidProperty.hasSuffix("= \(result.pid)\n"), pidProperty)
-        let info = try tool("/usr/bin/xwininfo", ["-display", display.name, "-id", window])
+        let info = try toolOutput("/usr/bin/xwininfo", ["-display", display.name, "-id", window])
         XCTAssertTrue(info.contains("\"xclaw launched\""), info)
         // The process is detached: a session of its own.
         XCTAssertEqual(getsid(result.pid), result.pid)
