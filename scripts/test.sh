@@ -9,5 +9,5 @@ swift build --build-tests
 swift test
 # The CLI suite once more with every command handed to a daemon (XclawTesting's DaemonMode starts one per state
 # directory): the same assertions, so the same bytes and exit codes as in-process.
-# DaemonCLITests manage their daemons themselves: the first pass ran them.
-XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests
+# DaemonCLITests and ScheduleCLITests manage their daemons themselves: the first pass ran them.
+XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests --skip ScheduleCLITests

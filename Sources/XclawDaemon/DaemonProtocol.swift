@@ -89,4 +89,9 @@ public enum DaemonPaths {
     public static func log() throws -> String {
         try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("daemon.log").path
     }
+
+    /// Where the daemon's scheduled runs write what they print.
+    public static func scheduleLog() throws -> String {
+        try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("schedule.log").path
+    }
 }

@@ -52,6 +52,26 @@ public final class DaemonServer: Sendable {
         logger.info("stopped")
     }
 
+    /// Whether `stop` was called: the daemon's own threads (the scheduler) end at their next look.
+    public var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+
+    /// Runs a command the daemon starts itself (a scheduled task's run) as a served one, with its displays kept
+    /// warm: stdin empty, stdout and stderr appended to `log`, this process's environment. Returns its exit status.
+    public func runOwn(_ arguments: [String], log: Int32) -> Int32 {
+        let empty = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { if empty >= 0 { close(empty) } }
+        let invocation = Invocation(
+            environment: ProcessInfo.processInfo.environment, directory: "/", descriptors: (empty, log, log),
+            terminal: nil, pid: getpid(), interrupts: InterruptHub(onAbandon: { _ in }))
+        let host = displays.host()
+        running.add(1, ordering: .relaxed)
+        let status = Invocation.serve(invocation) { Hosting.$served.withValue(host) { execute(arguments) } }
+        running.subtract(1, ordering: .relaxed)
+        host.saveRefs()
+        host.end()
+        return status
+    }
+
     /// Stops accepting and removes the socket; `run` returns.
     public func stop() {
         guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }

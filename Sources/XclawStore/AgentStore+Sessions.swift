@@ -284,6 +284,65 @@ extension AgentStore {
         return task
     }
 
+    /// The task with this id or name.
+    public func task(_ idOrName: String) throws -> TaskRecord {
+        try read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM tasks WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1",
+                    arguments: [idOrName, idOrName, idOrName])
+            else { throw StoreError.unknownTask(idOrName) }
+            return try taskRecord(row)
+        }
+    }
+
+    /// Pauses or resumes a task; resuming sets its next run (a paused task's slots are not caught up).
+    public func setTaskStatus(_ id: String, _ status: TaskStatus, nextRun: Date?) throws {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE tasks SET status = ?, next_run = ? WHERE id = ?",
+                arguments: [status.rawValue, nextRun.map(StoreDate.format), id])
+            if db.changesCount == 0 { throw StoreError.unknownTask(id) }
+        }
+    }
+
+    /// Deletes a task and its run history.
+    public func deleteTask(_ id: String) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM tasks WHERE id = ?", arguments: [id])
+            if db.changesCount == 0 { throw StoreError.unknownTask(id) }
+        }
+    }
+
+    /// Records how one run of a task went: its history and the task's last result.
+    public func recordTaskRun(
+        taskID: String, runAt: Date, durationMs: Int, status: String, result: String?, error: String?
+    ) throws {
+        try write { db in
+            if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
+                throw StoreError.unknownTask(taskID)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO task_run_logs (task_id, run_at, duration_ms, status, result, error)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [taskID, StoreDate.format(runAt), durationMs, status, result, error])
+            try db.execute(
+                sql: "UPDATE tasks SET last_run = ?, last_result = ? WHERE id = ?",
+                arguments: [StoreDate.format(runAt), error.map { "\(status): \($0)" } ?? status, taskID])
+        }
+    }
+
+    /// The earliest next run of the active tasks: when a scheduler has something to do next.
+    public func nextDueTime() throws -> Date? {
+        try read { db in
+            try String.fetchOne(
+                db, sql: "SELECT MIN(next_run) FROM tasks WHERE status = 'active' AND next_run IS NOT NULL"
+            ).flatMap { try? date($0, "tasks.next_run") }
+        }
+    }
+
     /// Takes every active task due at `now` (its next run at or before it) for one scheduler, in one IMMEDIATE
     /// transaction, moving each task's next run on to `nextRun(task, now)` (after `now`: missed slots are not queued
     /// up) before anything runs. A slot is taken once, whichever scheduler asks first, also across processes and

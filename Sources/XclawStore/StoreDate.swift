@@ -4,14 +4,14 @@ import Foundation
 /// It is fixed-width, so text order is time order (`next_run <= ?` works), the `sqlite3` shell shows it readably, and
 /// SQLite's own `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')` produces the same format. Hand-written instead of a
 /// `DateFormatter` because it runs on every streamed update and must be thread-safe.
-enum StoreDate {
+public enum StoreDate {
     /// Rounds a date to the millisecond the database keeps, so a value read back equals the value stored.
-    static func normalized(_ date: Date) -> Date {
+    public static func normalized(_ date: Date) -> Date {
         Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000)
     }
 
     /// The database text for a date.
-    static func format(_ date: Date) -> String {
+    public static func format(_ date: Date) -> String {
         let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var seconds = time_t(totalMs >= 0 ? totalMs / 1000 : (totalMs - 999) / 1000)
         let ms = Int(totalMs - Int64(seconds) * 1000)
@@ -23,7 +23,7 @@ enum StoreDate {
     }
 
     /// Reads the database text; also accepts a space for `T`, no fraction, and no `Z` (SQLite's `datetime()`).
-    static func parse(_ text: String) -> Date? {
+    public static func parse(_ text: String) -> Date? {
         let u = Array(text.utf8)
         guard u.count >= 19 else { return nil }
         func num(_ from: Int, _ len: Int) -> Int? {

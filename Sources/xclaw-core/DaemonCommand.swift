@@ -93,6 +93,7 @@ struct DaemonCommand: ParsableCommand {
                     server.stop()
                 }.start()
             }
+            DaemonScheduling.start(server)
             signal(SIGPIPE, SIG_IGN)
             signal(SIGTERM, SIG_IGN)
             signal(SIGINT, SIG_IGN)

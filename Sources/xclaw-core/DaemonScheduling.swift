@@ -1,0 +1,59 @@
+import Foundation
+import Logging
+import XclawBase
+import XclawDaemon
+import XclawRuntime
+import XclawStore
+
+/// The daemon's scheduler: a thread that fires the scheduled tasks of the daemon's database ($XCLAW_DB when it
+/// started, else the default) when they are due, each as `xclaw send AGENT PROMPT --sender schedule:NAME` run inside
+/// the daemon, its output appended to `schedule.log` in the state directory.
+enum DaemonScheduling {
+    private static let logger = Logger(label: "xclaw.schedule")
+
+    /// Starts the thread; it ends when the server stops.
+    static func start(_ server: DaemonServer) {
+        let path = AgentStore.defaultPath()
+        let hostname = ProcessInfo.processInfo.hostName
+        Thread {
+            var scheduler: TaskScheduler?
+            while !server.isStopping {
+                // The database may not exist yet: it is opened (not created) once an xclaw command made it.
+                if scheduler == nil, FileManager.default.fileExists(atPath: path),
+                    let store = try? AgentStore(path: path)
+                {
+                    scheduler = TaskScheduler(store: store, claimer: "daemon \(getpid())@\(hostname)")
+                }
+                // Each second: a read to see whether anything is due (tasks another process added included),
+                // a claim only then.
+                if let scheduler, let due = try? scheduler.store.nextDueTime(), due <= Date() {
+                    do {
+                        try scheduler.tick(now: Date()) { task in run(task, database: path, on: server) }
+                    } catch {
+                        logger.error("scheduling failed", metadata: ["error": "\(error)"])
+                    }
+                }
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }.start()
+    }
+
+    /// One run of a task, as `send` does it, with the exit status as its outcome.
+    static func run(_ task: TaskRecord, database: String, on server: DaemonServer) -> TaskRunResult {
+        let logPath = (try? DaemonPaths.scheduleLog()) ?? "/dev/null"
+        let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        defer { if log >= 0 { close(log) } }
+        let label = task.name ?? task.id
+        if log >= 0 {
+            let header = "\n== \(StoreDate.format(Date())) task \(label) → \(task.agent)\n"
+            _ = header.withCString { write(log, $0, strlen($0)) }
+        }
+        let status = server.runOwn(
+            ["send", task.agent, task.prompt, "--sender", "schedule:\(label)", "--db", database],
+            log: log >= 0 ? log : 2)
+        logger.info("scheduled run", metadata: ["task": "\(label)", "exit": "\(status)"])
+        return status == 0
+            ? TaskRunResult(status: "completed", result: "exit 0")
+            : TaskRunResult(status: "failed", result: "exit \(status)", error: "exit \(status); see \(logPath)")
+    }
+}

@@ -1,0 +1,255 @@
+import ArgumentParser
+import Foundation
+import XclawBase
+import XclawCommandLine
+import XclawRuntime
+import XclawStore
+
+/// `xclaw schedule`: prompts an agent gets on a schedule, fired by the daemon.
+struct ScheduleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schedule",
+        abstract: "Send an agent a prompt on a schedule (cron, interval or once); the daemon fires them.",
+        discussion: """
+            xclaw schedule add bot "Check the build page" --cron "*/15 8-18 * * mon-fri" --tz Europe/Berlin --name build
+            xclaw schedule add bot "Water the plants" --every 2h
+            xclaw schedule add bot "Send the report" --at "2026-12-01 09:00" --tz America/New_York
+            Each run is `xclaw send AGENT PROMPT --sender schedule:NAME` inside the daemon (`xclaw daemon start`), which
+            fires the tasks of its database ($XCLAW_DB when it started, else the default); what the runs print goes to
+            schedule.log in the state directory. A slot fires at most once, also with two daemons on one database or
+            across a restart. Slots missed while no daemon ran fire once (--catch-up once) or not at all (none).
+            """,
+        subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Remove.self, RunNow.self])
+
+    /// One task as `list` and `show --json` print it.
+    struct Row: Encodable {
+        var id: String
+        var name: String?
+        var agent: String
+        var prompt: String
+        var schedule: String
+        var tz: String?
+        var catch_up: String
+        var status: String
+        var next_run: String?
+        var last_run: String?
+        var last_result: String?
+
+        init(_ task: TaskRecord) {
+            id = task.id
+            name = task.name
+            agent = task.agent
+            prompt = task.prompt
+            schedule = ScheduleCommand.describe(task)
+            tz = task.timeZone
+            catch_up = task.catchUp.rawValue
+            status = task.status.rawValue
+            next_run = task.nextRun.map(StoreDate.format)
+            last_run = task.lastRun.map(StoreDate.format)
+            last_result = task.lastResult
+        }
+    }
+
+    /// "cron */15 * * * *", "every 2h", "at 2026-12-01T08:00:00.000Z".
+    static func describe(_ task: TaskRecord) -> String {
+        switch task.scheduleType {
+        case .cron: return "cron \(task.scheduleValue)"
+        case .interval: return "every \(Self.duration((Int(task.scheduleValue) ?? 0) / 1000))"
+        case .once: return "at \(task.scheduleValue)"
+        }
+    }
+
+    /// Seconds as `1h30m`.
+    static func duration(_ seconds: Int) -> String {
+        var rest = seconds, out = ""
+        for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] where rest >= size {
+            out += "\(rest / size)\(unit)"
+            rest %= size
+        }
+        return out.isEmpty ? "0s" : out
+    }
+
+    /// `schedule add`.
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Schedule a prompt for an agent.")
+        @Argument(help: "The agent.") var agent: String
+        @Argument(help: "The prompt each run sends.") var prompt: String
+        @Option(help: "A cron expression: minute hour day-of-month month day-of-week.") var cron: String?
+        @Option(help: "An interval: 30s, 10m, 2h, 1h30m, 1d (at least 1 minute).") var every: String?
+        @Option(help: "Once, at a time: 2026-12-01 09:00, 09:00 (the next), or an ISO 8601 instant.") var at: String?
+        @Option(help: "The IANA time zone of --cron and --at (default: UTC).") var tz: String?
+        @Option(help: "A name to refer to it by (unique).") var name: String?
+        @Option(help: "Slots missed while no daemon ran: once (one run for them all) or none.") var catchUp:
+            TaskCatchUp =
+                .once
+        @OptionGroup var storeOptions: StoreOptions
+        @Flag var json = false
+
+        func validate() throws {
+            if [cron, every, at].compactMap({ $0 }).count != 1 {
+                throw ValidationError("give exactly one of --cron, --every and --at")
+            }
+            if tz != nil && every != nil { throw ValidationError("--tz goes with --cron or --at, not --every") }
+        }
+
+        func run() throws {
+            let now = Date()
+            let type: TaskScheduleType, value: String, schedule: TaskSchedule
+            do {
+                let zone = try TaskScheduler.zone(tz)
+                if let cron {
+                    let expression = try CronExpression(cron)
+                    (type, value, schedule) = (.cron, expression.description, .cron(expression, zone: zone))
+                } else if let every {
+                    let seconds = try TaskSchedule.seconds(every)
+                    guard seconds >= 60 else { throw ValidationError("--every is at least 1m") }
+                    (type, value, schedule) = (.interval, "\(seconds * 1000)", .interval(seconds: seconds, anchor: now))
+                } else {
+                    let instant = try TaskSchedule.instant(at ?? "", in: zone, now: now)
+                    guard instant > now else {
+                        throw ValidationError("--at \(at ?? "") is in the past (\(StoreDate.format(instant)))")
+                    }
+                    (type, value, schedule) = (.once, StoreDate.format(instant), .once(instant))
+                }
+            } catch let error as CronExpression.ParseError {
+                throw ValidationError(error.description)
+            } catch let error as TaskSchedule.ParseError {
+                throw ValidationError(error.description)
+            }
+            guard let first = schedule.next(after: now) else {
+                throw ValidationError("that schedule never fires")
+            }
+            let store = try storeOptions.open()
+            let task = try store.createTask(
+                agent: agent, prompt: prompt, scheduleType: type, scheduleValue: value, contextMode: .agent,
+                nextRun: first, name: name, timeZone: tz, catchUp: catchUp)
+            // The interval's grid starts at the task's creation, as stored.
+            try emit(Row(task), json: json) { "\(task.id) next \(StoreDate.format(first))" }
+        }
+    }
+
+    /// `schedule list`.
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List scheduled tasks (one agent's, or all).")
+        @Argument(help: "Only this agent's.") var agent: String?
+        @OptionGroup var storeOptions: StoreOptions
+        @Flag var json = false
+
+        func run() throws {
+            let rows = try storeOptions.open().tasks(agent: agent).map(Row.init)
+            try emit(rows, json: json) {
+                rows.map { r in
+                    [
+                        r.id, r.name ?? "-", r.agent, r.schedule + (r.tz.map { " \($0)" } ?? ""), r.status,
+                        "next " + (r.next_run ?? "-"), "last " + (r.last_result ?? "-"), UntrustedText.quoted(r.prompt),
+                    ].joined(separator: "\t")
+                }.joined(separator: "\n")
+            }
+        }
+    }
+
+    /// `schedule show`.
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a task and its runs.")
+        @Argument(help: "Its id or name.") var task: String
+        @OptionGroup var storeOptions: StoreOptions
+        @Flag var json = false
+
+        /// A task with its history.
+        struct Shown: Encodable {
+            var task: Row
+            var runs: [TaskRunLog]
+        }
+
+        func run() throws {
+            let store = try storeOptions.open()
+            let record = try store.task(task)
+            let shown = Shown(task: Row(record), runs: try store.taskRunLogs(taskID: record.id))
+            try emit(shown, json: json) {
+                let r = shown.task
+                return
+                    ([
+                        "\(r.id) \(r.name ?? "") → \(r.agent): \(r.schedule)\(r.tz.map { " (\($0))" } ?? "")",
+                        "status \(r.status), next \(r.next_run ?? "-"), catch-up \(r.catch_up)",
+                        "prompt \(UntrustedText.quoted(r.prompt))",
+                    ]
+                    + shown.runs.map { run in
+                        "  \(StoreDate.format(run.runAt)) \(run.status) \(run.durationMs) ms"
+                            + (run.error.map { " \($0)" } ?? "")
+                    }).joined(separator: "\n")
+            }
+        }
+    }
+
+    /// `schedule pause`.
+    struct Pause: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop a task firing (it is kept).")
+        @Argument(help: "Its id or name.") var task: String
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() throws {
+            let store = try storeOptions.open()
+            let record = try store.task(task)
+            try store.setTaskStatus(record.id, .paused, nextRun: record.nextRun)
+            writeOut("paused \(record.name ?? record.id)\n")
+        }
+    }
+
+    /// `schedule resume`.
+    struct Resume: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Let a paused task fire again, from its next slot after now.")
+        @Argument(help: "Its id or name.") var task: String
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() throws {
+            let store = try storeOptions.open()
+            let record = try store.task(task)
+            guard let next = TaskScheduler.nextRun(record, after: Date()) else {
+                throw ValidationError("\(record.name ?? record.id) has no slot left to fire at")
+            }
+            try store.setTaskStatus(record.id, .active, nextRun: next)
+            writeOut("resumed \(record.name ?? record.id), next \(StoreDate.format(next))\n")
+        }
+    }
+
+    /// `schedule remove`.
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a task and its run history.")
+        @Argument(help: "Its id or name.") var task: String
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() throws {
+            let store = try storeOptions.open()
+            let record = try store.task(task)
+            try store.deleteTask(record.id)
+            writeOut("removed \(record.name ?? record.id)\n")
+        }
+    }
+
+    /// `schedule run-now`.
+    struct RunNow: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run-now",
+            abstract: "Run a task now, here (its reply is printed), and record the run; its schedule is unchanged.")
+        @Argument(help: "Its id or name.") var task: String
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() throws {
+            let store = try storeOptions.open()
+            let record = try store.task(task)
+            let label = record.name ?? record.id
+            let started = Date(), clock = ContinuousClock.now
+            var arguments = ["send", record.agent, record.prompt, "--sender", "schedule:\(label)"]
+            if let db = storeOptions.db { arguments += ["--db", db] }
+            let status = CommandRunner.run(Xclaw.self, arguments: arguments)
+            try store.recordTaskRun(
+                taskID: record.id, runAt: started, durationMs: Int((ContinuousClock.now - clock) / .milliseconds(1)),
+                status: status == 0 ? "completed" : "failed", result: "exit \(status) (run-now)",
+                error: status == 0 ? nil : "exit \(status)")
+            if status != 0 { throw ExitCode(status) }
+        }
+    }
+}
+
+extension TaskCatchUp: ExpressibleByArgument {}

@@ -1,0 +1,133 @@
+import Foundation
+import XCTest
+import XclawBase
+import XclawMessages
+import XclawMockAPI
+import XclawTesting
+
+/// `xclaw schedule` end to end: tasks added by the CLI, fired by a real daemon against the loopback Messages API,
+/// recorded in the store; bad schedules refused with exit 2. The daemon is this test's own (both suite passes).
+final class ScheduleCLITests: XCTestCase {
+    private var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-schedule-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        if let dir {
+            _ = try? runCLI(
+                ["daemon", "stop"], environment: ["XCLAW_STATE_DIR": dir.appendingPathComponent("state").path])
+            try? FileManager.default.removeItem(at: dir)
+        }
+    }
+
+    private struct Shown: Decodable {
+        struct Task: Decodable {
+            var id: String
+            var name: String?
+            var status: String
+            var schedule: String
+            var next_run: String?
+            var last_result: String?
+        }
+        struct Run: Decodable {
+            var status: String
+            var runAt: String?
+        }
+        var task: Task
+        var runs: [Run]
+    }
+
+    func testTasksFireOnceFromTheDaemonAndBadSchedulesAreRefused() throws {
+        let server = try MockMessagesServer(replies: [
+            .stream(.turn(blocks: [.text("Scheduled hello ✓")])),
+            .stream(.turn(blocks: [.text("Ran it now.")])),
+        ])
+        defer { server.stop() }
+        let env = [
+            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-schedule-SECRET"),
+            "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path, "HOME": dir.path,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+            "XCLAW_STATE_DIR": dir.appendingPathComponent("state").path, "XCLAW_TEST_DAEMON": "0",
+        ]
+        XCTAssertEqual(try runCLI(["agent", "create", "bot", "--tools", "memory"], environment: env).status, 0)
+
+        // Refused, with what to write instead, and nothing stored.
+        for (arguments, says) in [
+            (["schedule", "add", "bot", "p"], "exactly one of --cron, --every and --at"),
+            (["schedule", "add", "bot", "p", "--cron", "61 * * * *"], "the minute field"),
+            (["schedule", "add", "bot", "p", "--every", "10s"], "at least 1m"),
+            (["schedule", "add", "bot", "p", "--every", "ten"], "not a duration"),
+            (["schedule", "add", "bot", "p", "--at", "2020-01-01 10:00"], "in the past"),
+            (["schedule", "add", "bot", "p", "--cron", "0 9 * * *", "--tz", "Mars/Base"], "not a time zone"),
+            (["schedule", "add", "bot", "p", "--every", "1h", "--tz", "UTC"], "--tz goes with"),
+        ] {
+            let refused = try runCLI(arguments, environment: env)
+            XCTAssertEqual(refused.status, 2, "\(arguments) \(refused.stderr)")
+            XCTAssertTrue(refused.stderr.contains(says), "\(arguments): \(refused.stderr)")
+        }
+        let nobody = try runCLI(["schedule", "add", "nobody", "p", "--every", "1h"], environment: env)
+        XCTAssertEqual(nobody.status, 1, nobody.stderr)
+        XCTAssertEqual(try runCLI(["schedule", "list", "--json"], environment: env).text, "[]\n")
+
+        // A weekly task in Berlin: Monday 09:00 there is 08:00 UTC in winter.
+        let weekly = try runCLI(
+            [
+                "schedule", "add", "bot", "weekly report", "--cron", "0 9 * * mon", "--tz", "Europe/Berlin", "--name",
+                "weekly", "--json",
+            ], environment: env)
+        XCTAssertEqual(weekly.status, 0, weekly.stderr)
+        let weeklyNext = try XCTUnwrap(try JSONValue.parse(weekly.stdout)["next_run"]?.string)
+        XCTAssertTrue(weeklyNext.hasSuffix("T08:00:00.000Z"), weeklyNext)
+        let duplicate = try runCLI(
+            ["schedule", "add", "bot", "p", "--every", "1h", "--name", "weekly"], environment: env)
+        XCTAssertEqual(duplicate.status, 2, duplicate.stderr)
+
+        // One due in two seconds; the daemon fires it once.
+        let formatter = ISO8601DateFormatter()
+        let soon = formatter.string(from: Date().addingTimeInterval(2))
+        let added = try runCLI(
+            ["schedule", "add", "bot", "say hello", "--at", soon, "--name", "hello"], environment: env)
+        XCTAssertEqual(added.status, 0, added.stderr)
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: env).status, 0)
+        var shown: Shown?
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let result = try runCLI(["schedule", "show", "hello", "--json"], environment: env)
+            shown = try? JSONDecoder().decode(Shown.self, from: result.stdout)
+            if shown?.runs.isEmpty == false { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        XCTAssertEqual(shown?.runs.map(\.status), ["completed"])
+        XCTAssertEqual(shown?.task.status, "completed", "a one-shot is done after its run")
+        XCTAssertNil(shown?.task.next_run)
+        XCTAssertEqual(server.requests.count, 1, "fired once")
+        let history = try runCLI(["history", "bot"], environment: env)
+        XCTAssertTrue(history.text.contains("say hello"), history.text)
+        XCTAssertTrue(history.text.contains("Scheduled hello ✓"), history.text)
+
+        // Pause, resume, run now (here, printed, recorded), remove.
+        XCTAssertEqual(try runCLI(["schedule", "pause", "weekly"], environment: env).status, 0)
+        let list = try JSONValue.parse(try runCLI(["schedule", "list", "--json"], environment: env).stdout)
+        XCTAssertEqual(list.array?.first { $0["name"]?.string == "weekly" }?["status"]?.string, "paused")
+        let resumed = try runCLI(["schedule", "resume", "weekly"], environment: env)
+        XCTAssertEqual(resumed.status, 0, resumed.stderr)
+        XCTAssertTrue(resumed.text.contains("T08:00:00.000Z"), resumed.text)
+        let now = try runCLI(["schedule", "run-now", "weekly"], environment: env)
+        XCTAssertEqual(now.status, 0, now.stderr)
+        XCTAssertTrue(now.text.contains("Ran it now."), now.text)
+        let after = try JSONDecoder().decode(
+            Shown.self, from: try runCLI(["schedule", "show", "weekly", "--json"], environment: env).stdout)
+        XCTAssertEqual(after.runs.map(\.status), ["completed"])
+        XCTAssertEqual(after.task.next_run, resumed.text.split(separator: " ").last.map { String($0.dropLast()) })
+        XCTAssertEqual(try runCLI(["schedule", "remove", "weekly"], environment: env).status, 0)
+        let gone = try runCLI(["schedule", "show", "weekly"], environment: env)
+        XCTAssertEqual(gone.status, 1, gone.stderr)
+        // The key never reaches the task list or the log.
+        let log = (try? String(contentsOf: dir.appendingPathComponent("state/schedule.log"), encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("task hello"), log)
+        XCTAssertFalse(log.contains("SECRET"))
+    }
+}
