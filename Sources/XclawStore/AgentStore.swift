@@ -33,11 +33,7 @@ public final class AgentStore: Sendable {
             // DatabasePool sets this when it turns WAL on; repeated for connections opened on an existing WAL file.
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
-        do {
-            pool = try DatabasePool(path: path, configuration: config)
-        } catch {
-            throw Self.storeError(error, path: path)
-        }
+        pool = try Self.openPool(path: path, configuration: config)
         try migrate()
     }
 
@@ -79,6 +75,35 @@ public final class AgentStore: Sendable {
             let reason = Errno.current.description
             throw StoreError.unwritable(path: path, detail: "cannot create \(directory): \(reason)")
         }
+    }
+
+    /// Opens the pool, trying again for up to the busy timeout while it fails on a race with another opener.
+    private static func openPool(path: String, configuration: Configuration) throws -> DatabasePool {
+        let deadline = ContinuousClock.now + .seconds(busyTimeout)
+        while true {
+            do {
+                return try DatabasePool(path: path, configuration: configuration)
+            } catch let error where isRaceWithAnotherOpener(error, path: path) && ContinuousClock.now < deadline {
+                // A short, uneven pause, so openers that failed together do not meet again.
+                Thread.sleep(forTimeInterval: .random(in: 0.001...0.01))
+            } catch {
+                throw storeError(error, path: path)
+            }
+        }
+    }
+
+    /// Whether opening failed on something another store does for a moment only, so a second try succeeds:
+    /// - SQLITE_BUSY: the first open of a new file turns WAL on (`PRAGMA journal_mode = WAL`) by upgrading a read
+    ///   lock to a write lock; when another opener is making the same switch, SQLite fails the upgrade at once
+    ///   (waiting with the read lock held could deadlock) instead of calling the busy handler, so the timeout never
+    ///   applies.
+    /// - The -wal file gone: GRDB checks that it exists, then reads its size; when another store's last connection
+    ///   closes in between, SQLite deletes the file.
+    private static func isRaceWithAnotherOpener(_ error: Error, path: String) -> Bool {
+        if let error = error as? DatabaseError { return error.resultCode == .SQLITE_BUSY }
+        let error = error as NSError
+        return error.domain == NSCocoaErrorDomain && error.code == CocoaError.fileReadNoSuchFile.rawValue
+            && error.userInfo[NSFilePathErrorKey] as? String == path + "-wal"
     }
 
     /// Runs the migrations. Two processes opening a new file at once can both see "v1" unapplied; the loser's

@@ -112,6 +112,31 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try AgentStore(path: path).agents().map(\.name), ["agent0", "agent1", "agent2", "agent3"])
     }
 
+    /// Turning WAL on while another connection holds the write lock of the still rollback-journal file fails at once
+    /// with SQLITE_BUSY, without the busy handler (seen as a `locked` error in 0 ms when four stores opened one new
+    /// file at once); opening waits for the lock instead.
+    func testFirstOpenWaitsForAnotherOpenersWriteLock() throws {
+        // scripts/install-deps.sh installs it; without it this must fail, not pass unchecked.
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else {
+            return XCTFail("/usr/bin/sqlite3 is not installed: run scripts/install-deps.sh")
+        }
+        let path = dbPath("new.sqlite")
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil), "an empty file, as a store makes it")
+        let ready = directory.appendingPathComponent("ready").path
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        shell.arguments = [path, "BEGIN IMMEDIATE", ".shell touch \(ready); sleep 1", "COMMIT"]
+        try shell.run()
+        defer { shell.waitUntilExit() }
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: ready), Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ready), "the shell took the lock")
+        let start = Date()
+        let store = try AgentStore(path: path)
+        XCTAssertGreaterThan(Date().timeIntervalSince(start), 0.5, "the open waited for the other writer")
+        XCTAssertEqual(try store.info().journalMode, "wal")
+    }
+
     func testAgentCRUDAndNameValidation() throws {
         let store = try AgentStore(path: dbPath())
         let created = AgentConfig(
