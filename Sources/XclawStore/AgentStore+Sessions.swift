@@ -319,15 +319,8 @@ extension AgentStore {
         taskID: String, runAt: Date, durationMs: Int, status: String, result: String?, error: String?
     ) throws {
         try write { db in
-            if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
-                throw StoreError.unknownTask(taskID)
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO task_run_logs (task_id, run_at, duration_ms, status, result, error)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [taskID, StoreDate.format(runAt), durationMs, status, result, error])
+            _ = try insertRunLog(
+                db, taskID: taskID, runAt: runAt, durationMs: durationMs, status: status, result: result, error: error)
             try db.execute(
                 sql: "UPDATE tasks SET last_run = ?, last_result = ? WHERE id = ?",
                 arguments: [StoreDate.format(runAt), error.map { "\(status): \($0)" } ?? status, taskID])
@@ -409,17 +402,25 @@ extension AgentStore {
         result: String? = nil, error: String? = nil
     ) throws -> Int64 {
         try write { db in
-            if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
-                throw StoreError.unknownTask(taskID)
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO task_run_logs (task_id, run_at, duration_ms, status, result, error)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [taskID, StoreDate.format(runAt), durationMs, status, result, error])
-            return db.lastInsertedRowID
+            try insertRunLog(
+                db, taskID: taskID, runAt: runAt, durationMs: durationMs, status: status, result: result, error: error)
         }
+    }
+
+    /// One row of a task's run history, in the caller's transaction; its id.
+    private func insertRunLog(
+        _ db: Database, taskID: String, runAt: Date, durationMs: Int, status: String, result: String?, error: String?
+    ) throws -> Int64 {
+        if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
+            throw StoreError.unknownTask(taskID)
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO task_run_logs (task_id, run_at, duration_ms, status, result, error)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [taskID, StoreDate.format(runAt), durationMs, status, result, error])
+        return db.lastInsertedRowID
     }
 
     /// A task's run history, oldest first.
