@@ -15,6 +15,7 @@ struct BenchGrounding: ParsableCommand {
         abstract: "Tap every labelled control of real apps once by label: first-try correct, wrong clicks, misses.")
     @Option(help: "Snapshots timed per app and mode (medians are reported).") var iterations = 5
     @Flag(help: "Print one JSON object.") var json = false
+    @Option(help: "Only the apps whose name contains this (xcalc, tk, xmessage, motif, gtk).") var app: String?
 
     /// One app's figures.
     struct Row: Codable {
@@ -56,7 +57,10 @@ struct BenchGrounding: ParsableCommand {
             (.gtk("dark", tree: false), Size(width: 1280, height: 800)),
         ]
         var rows: [Row] = []
-        for (kind, size) in apps { rows.append(try measure(kind, size: size)) }
+        for (kind, size) in apps {
+            if let app, !GroundingApp.name(of: kind).contains(app) { continue }
+            rows.append(try measure(kind, size: size))
+        }
         try emit(rows, json: json) {
             var lines = [
                 "app                 controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"

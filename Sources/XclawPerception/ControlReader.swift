@@ -39,6 +39,9 @@ extension TextRecognizer {
     /// whenever the way controls are read changes, so a cache file saved by an older xclaw is not taken at its word.
     static let controlKeyTag: UInt64 = 0x434f_4e54_524f_4c32  // "CONTROL2"
 
+    /// How many times wider than tall a line of three words or more must be to be text, not a control's label.
+    static let longLine = 15
+
     /// A page-read label this confident, two characters or more, inside a box is used without reading it again.
     static let trustedConfidence = 90.0
 
@@ -76,8 +79,13 @@ extension TextRecognizer {
             for (index, box) in boxes.enumerated() {
                 let inside = words.filter { box.interior.contains($0.box.center) }
                 let letters = inside.reduce(0) { $0 + $1.text.count }
-                if !inside.isEmpty, letters >= 2, inside.allSatisfy({ $0.confidence >= Self.trustedConfidence }),
-                    inside.allSatisfy({ box.interior.contains($0.box) })
+                // A line far longer than a label (a dialog's message in its frame) is the page's: read in context
+                // there, not again on its own (xmessage's message line cost ~19 ms a snapshot).
+                let long = inside.count >= 3 && box.ink.width > Self.longLine * box.ink.height
+                if !inside.isEmpty, letters >= 2,
+                    long
+                        || (inside.allSatisfy({ $0.confidence >= Self.trustedConfidence })
+                            && inside.allSatisfy({ box.interior.contains($0.box) }))
                 {
                     controls[index] = ControlReading(
                         box: box.outline, ink: box.ink, line: TextLine(words: inside), reread: false)

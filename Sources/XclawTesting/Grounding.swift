@@ -62,30 +62,37 @@ public final class GroundingApp: @unchecked Sendable {
     private var keys: [(label: String, frame: Rect)] = []
     private var script: URL?
 
+    /// The short name of an app of this kind, as reports give it ("tk dark", "gtk default (tree)").
+    public static func name(of kind: Kind) -> String {
+        switch kind {
+        case .tk(let variant): return "tk \(variant)"
+        case .gtk(let theme, let tree): return "gtk \(theme)" + (tree ? " (tree)" : "")
+        case .xcalc: return "xcalc"
+        case .xmessage: return "xmessage"
+        case .motif: return "motif"
+        }
+    }
+
     /// Starts the app on `display` (with `environment` for its buses) and waits until it is on screen.
     public init(_ kind: Kind, display: String, environment: [String: String]) throws {
         self.kind = kind
         self.display = display
         self.environment = environment
+        name = Self.name(of: kind)
         switch kind {
         case .tk(let variant):
-            name = "tk \(variant)"
             title = "grounding \(variant)"
             targets = groundingTkTargets.map { GroundingTarget(label: $0.label, expected: $0.expected, role: $0.role) }
         case .gtk(let theme, let tree):
-            name = "gtk \(theme)" + (tree ? " (tree)" : "")
             title = "grounding gtk \(theme)" + (tree ? " tree" : "")
             targets = groundingTkTargets.map { GroundingTarget(label: $0.label, expected: $0.expected, role: $0.role) }
         case .xcalc:
-            name = "xcalc"
             title = "Calculator"
             targets = []
         case .xmessage(let buttons):
-            name = "xmessage"
             title = "xmessage"
             targets = buttons.map { GroundingTarget(label: $0, expected: $0, role: nil) }
         case .motif:
-            name = "motif"
             title = "grounding motif"
             targets = groundingMotifLabels.map { GroundingTarget(label: $0, expected: $0, role: nil) }
         }
