@@ -15,7 +15,7 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
     public let months: Set<Int>
     /// Allowed days of the week (0–6, Sunday 0; 7 is read as Sunday).
     public let daysOfWeek: Set<Int>
-    /// Whether the day-of-month field was `*` (cron matches either day field only when both are restricted).
+    /// Whether the day-of-month field starts with `*` (cron matches either day field only when both are restricted).
     let anyDayOfMonth: Bool
     /// Whether the day-of-week field was `*`.
     let anyDayOfWeek: Bool
@@ -50,8 +50,10 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
         months = try Self.field(fields[3], name: "month", range: 1...12, names: Self.monthNames, firstName: 1)
         let week = try Self.field(fields[4], name: "day of week", range: 0...7, names: Self.dayNames)
         daysOfWeek = Set(week.map { $0 % 7 })
-        anyDayOfMonth = fields[2] == "*"
-        anyDayOfWeek = fields[4] == "*"
+        // As Vixie cron and cronie read it: a day field starting with "*" (also "*/2") does not restrict, so the
+        // other day field alone decides.
+        anyDayOfMonth = fields[2].hasPrefix("*")
+        anyDayOfWeek = fields[4].hasPrefix("*")
         everyHour = fields[1] == "*"
         description = fields.joined(separator: " ")
         // A date no month has (31 February) would search forever.
@@ -109,12 +111,9 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
     func matchesDay(year: Int, month: Int, day: Int) -> Bool {
         guard months.contains(month) else { return false }
         let weekday = CivilTime.weekday(year: year, month: month, day: day)
-        switch (anyDayOfMonth, anyDayOfWeek) {
-        case (true, true): return true
-        case (false, true): return daysOfMonth.contains(day)
-        case (true, false): return daysOfWeek.contains(weekday)
-        case (false, false): return daysOfMonth.contains(day) || daysOfWeek.contains(weekday)
-        }
+        // Both fields restricted: either day matches; one starting with "*" (all days, or every other): both must.
+        if anyDayOfMonth || anyDayOfWeek { return daysOfMonth.contains(day) && daysOfWeek.contains(weekday) }
+        return daysOfMonth.contains(day) || daysOfWeek.contains(weekday)
     }
 
     /// The first instant after `date` at which it fires in `zone`; nil when none comes within eight years (an

@@ -27,10 +27,14 @@ public struct TaskScheduler: Sendable {
     /// Who claims (`daemon PID@HOST`), recorded on each task it takes.
     public let claimer: String
 
-    /// Creates a scheduler over `store`.
-    public init(store: AgentStore, claimer: String) {
+    /// Slots due before this were missed while no scheduler ran: when this one started, less a minute.
+    public let missedBefore: Date
+
+    /// Creates a scheduler over `store`, started at `started`.
+    public init(store: AgentStore, claimer: String, started: Date = Date()) {
         self.store = store
         self.claimer = claimer
+        missedBefore = started.addingTimeInterval(-60)
     }
 
     /// A stored task's schedule: its cron expression in its zone (UTC when none), its interval anchored to its
@@ -69,17 +73,26 @@ public struct TaskScheduler: Sendable {
     }
 
     /// Claims what is due at `now` and runs each slot that fires, one after another, recording each run; returns the
-    /// slots taken (dropped ones included).
+    /// slots taken (dropped ones included). A run whose record cannot be written (its task was removed meanwhile)
+    /// is reported through `failed` and the other slots still run.
     @discardableResult
-    public func tick(now: Date, run: (TaskRecord) -> TaskRunResult) throws -> [ClaimedSlot] {
-        let slots = try store.claimDueTasks(now: now, claimer: claimer) { Self.nextRun($0, after: $1) }
+    public func tick(
+        now: Date, failed: (TaskRecord, Error) -> Void = { _, _ in }, run: (TaskRecord) -> TaskRunResult
+    ) throws -> [ClaimedSlot] {
+        let slots = try store.claimDueTasks(now: now, claimer: claimer, missedBefore: missedBefore) {
+            Self.nextRun($0, after: $1)
+        }
         for slot in slots where slot.fires {
             let started = ContinuousClock.now
             let result = run(slot.task)
             let ms = Int((ContinuousClock.now - started) / .milliseconds(1))
-            try store.recordTaskRun(
-                taskID: slot.task.id, runAt: slot.slot, durationMs: ms, status: result.status, result: result.result,
-                error: result.error)
+            do {
+                try store.recordTaskRun(
+                    taskID: slot.task.id, runAt: slot.slot, durationMs: ms, status: result.status,
+                    result: result.result, error: result.error)
+            } catch {
+                failed(slot.task, error)
+            }
         }
         return slots
     }

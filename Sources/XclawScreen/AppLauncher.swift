@@ -18,6 +18,17 @@ public enum AppLauncher {
         throw AppError.missingProgram(program)
     }
 
+    /// The environment an application started on `display` gets: the caller's, with the display named and every
+    /// toolkit told to use X (a `WAYLAND_DISPLAY` inherited from a desktop session would open GTK and Qt apps there).
+    public static func environment(_ base: [String: String], display: String) -> [String: String] {
+        var environment = base
+        environment["DISPLAY"] = display
+        environment["WAYLAND_DISPLAY"] = nil
+        environment["GDK_BACKEND"] = "x11"
+        environment["QT_QPA_PLATFORM"] = "xcb"
+        return environment
+    }
+
     /// Starts `command` with `environment` (which names the display) in a session of its own and returns its pid. A
     /// thread reaps it when it exits, so a long-lived caller (the daemon, an agent) collects no zombies; a caller that
     /// exits first leaves it running, adopted by init.

@@ -14,8 +14,8 @@ public struct LaunchAppTool: AgentTool {
     /// Where the entries are looked for and what the application inherits (its `DISPLAY` is the session's).
     public let environment: [String: String]
 
-    /// Creates the tool; `environment` defaults to this process's.
-    public init(session: ScreenSession, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    /// Creates the tool; `environment` defaults to the running command's (the caller's when the daemon serves it).
+    public init(session: ScreenSession, environment: [String: String] = Invocation.current.environment) {
         self.session = session
         self.environment = environment
     }
@@ -53,8 +53,12 @@ public struct LaunchAppTool: AgentTool {
         }
         let wait = input["wait_seconds"]?.double ?? 10
         guard wait.isFinite, (0...60).contains(wait) else { throw ToolError("wait_seconds must be from 0 to 60") }
-        var environment = self.environment
-        environment["DISPLAY"] = session.connection.name
+        // Installed applications only: a path (a .desktop file planted in Downloads, named by text on the screen)
+        // could run anything.
+        guard !wanted.contains("/") else {
+            throw ToolError("name an installed application (from list_apps), not a file")
+        }
+        let environment = AppLauncher.environment(self.environment, display: session.connection.name)
         let entry: DesktopEntry, command: [String]
         let launchEnvironment = environment
         do {

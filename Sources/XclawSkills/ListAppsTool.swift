@@ -9,8 +9,8 @@ public struct ListAppsTool: AgentTool {
     /// Where the entries are looked for (`XDG_DATA_HOME`, `XDG_DATA_DIRS`, `HOME`) and the desktop shown on.
     public let environment: [String: String]
 
-    /// Creates the tool; `environment` defaults to this process's.
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) { self.environment = environment }
+    /// Creates the tool; `environment` defaults to the running command's (the caller's when the daemon serves it).
+    public init(environment: [String: String] = Invocation.current.environment) { self.environment = environment }
 
     /// The tool's name.
     public var name: String { "list_apps" }

@@ -252,7 +252,7 @@ extension AgentStore {
         agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
         contextMode: TaskContextMode = .isolated, nextRun: Date?, status: TaskStatus = .active,
         id: String = UUID().uuidString.lowercased(), name: String? = nil, timeZone: String? = nil,
-        catchUp: TaskCatchUp = .once
+        catchUp: TaskCatchUp = .once, createdAt: Date = Date()
     ) throws -> TaskRecord {
         guard !id.isEmpty else { throw StoreError.invalidArgument("a task id cannot be empty") }
         if let name, name.isEmpty || name.count > 64 || name.contains(where: \.isNewline) {
@@ -261,7 +261,7 @@ extension AgentStore {
         let task = TaskRecord(
             id: id, agent: agent, prompt: prompt, scheduleType: scheduleType,
             scheduleValue: scheduleValue, contextMode: contextMode, nextRun: nextRun,
-            status: status, name: name, timeZone: timeZone, catchUp: catchUp)
+            status: status, createdAt: createdAt, name: name, timeZone: timeZone, catchUp: catchUp)
         try write { db in
             try requireAgent(db, agent)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [id]) != nil {
@@ -339,10 +339,11 @@ extension AgentStore {
     /// Takes every active task due at `now` (its next run at or before it) for one scheduler, in one IMMEDIATE
     /// transaction, moving each task's next run on to `nextRun(task, now)` (after `now`: missed slots are not queued
     /// up) before anything runs. A slot is taken once, whichever scheduler asks first, also across processes and
-    /// restarts: the update only applies to the next run it read. A slot more than `grace` seconds late was missed
-    /// (no scheduler ran then): it fires once when the task catches up, else it is dropped and logged as skipped.
+    /// restarts: the update only applies to the next run it read. A slot due before `missedBefore` (when the asking
+    /// scheduler started, less a minute) was missed, no scheduler running then: it fires once when the task catches
+    /// up, else it is dropped and logged as skipped. A slot that waited for a busy scheduler is never dropped.
     public func claimDueTasks(
-        now: Date, claimer: String, grace: TimeInterval = 60, nextRun: (TaskRecord, Date) -> Date?
+        now: Date, claimer: String, missedBefore: Date, nextRun: (TaskRecord, Date) -> Date?
     ) throws -> [ClaimedSlot] {
         try write { db in
             let due = try Row.fetchAll(
@@ -355,7 +356,7 @@ extension AgentStore {
             for task in due {
                 guard let slot = task.nextRun else { continue }
                 let next = nextRun(task, now).map(StoreDate.normalized)
-                let fires = task.catchUp == .once || slot >= now.addingTimeInterval(-grace)
+                let fires = task.catchUp == .once || slot >= missedBefore
                 try db.execute(
                     sql: """
                         UPDATE tasks SET next_run = ?, last_run = CASE WHEN ? THEN ? ELSE last_run END, claimed_by = ?,

@@ -82,7 +82,11 @@ struct Launch: ParsableCommand {
             // One word is an application first, else a program on PATH (`launch -- xterm` runs xterm's entry, which
             // runs xterm).
             do {
-                let entry = try DesktopEntries.find(words[0], environment: environment)
+                // A .desktop path is the caller's (in the daemon too), relative to its working directory.
+                let name =
+                    words[0].hasSuffix(".desktop") && words[0].contains("/")
+                    ? Invocation.current.resolve(words[0]) : words[0]
+                let entry = try DesktopEntries.find(name, environment: environment)
                 (command, app) = (try DesktopEntries.command(entry, environment: environment), entry.id)
             } catch AppError.notFound(let name, let suggestions) {
                 guard (try? AppLauncher.resolve(words[0], path: environment["PATH"])) != nil else {
@@ -91,8 +95,7 @@ struct Launch: ParsableCommand {
                 (command, app) = (words, nil)
             }
         }
-        var childEnvironment = environment
-        childEnvironment["DISPLAY"] = connection.name
+        let childEnvironment = AppLauncher.environment(environment, display: connection.name)
         let pid = try AppLauncher.launch(command, environment: childEnvironment)
         var result = Launched(pid: pid, window: nil, app: app)
         if let waitWindow {

@@ -28,7 +28,14 @@ enum DaemonScheduling {
                 // a claim only then.
                 if let scheduler, let due = try? scheduler.store.nextDueTime(), due <= Date() {
                     do {
-                        try scheduler.tick(now: Date()) { task in run(task, database: path, on: server) }
+                        try scheduler.tick(
+                            now: Date(),
+                            failed: { task, error in
+                                logger.error(
+                                    "a scheduled run could not be recorded",
+                                    metadata: ["task": "\(task.name ?? task.id)", "error": "\(error)"])
+                            }
+                        ) { task in run(task, database: path, on: server) }
                     } catch {
                         logger.error("scheduling failed", metadata: ["error": "\(error)"])
                     }
@@ -49,7 +56,8 @@ enum DaemonScheduling {
             _ = header.withCString { write(log, $0, strlen($0)) }
         }
         let status = server.runOwn(
-            ["send", task.agent, task.prompt, "--sender", "schedule:\(label)", "--db", database],
+            // Options first and `--` before the prompt: a prompt may start with "-".
+            ["send", "--sender", "schedule:\(label)", "--db", database, "--", task.agent, task.prompt],
             log: log >= 0 ? log : 2)
         logger.info("scheduled run", metadata: ["task": "\(label)", "exit": "\(status)"])
         return status == 0

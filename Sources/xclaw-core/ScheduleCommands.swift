@@ -103,6 +103,7 @@ struct ScheduleCommand: ParsableCommand {
                 } else if let every {
                     let seconds = try TaskSchedule.seconds(every)
                     guard seconds >= 60 else { throw ValidationError("--every is at least 1m") }
+                    // The grid's anchor is the task's creation, stored as `now` below.
                     (type, value, schedule) = (.interval, "\(seconds * 1000)", .interval(seconds: seconds, anchor: now))
                 } else {
                     let instant = try TaskSchedule.instant(at ?? "", in: zone, now: now)
@@ -122,8 +123,7 @@ struct ScheduleCommand: ParsableCommand {
             let store = try storeOptions.open()
             let task = try store.createTask(
                 agent: agent, prompt: prompt, scheduleType: type, scheduleValue: value, contextMode: .agent,
-                nextRun: first, name: name, timeZone: tz, catchUp: catchUp)
-            // The interval's grid starts at the task's creation, as stored.
+                nextRun: first, name: name, timeZone: tz, catchUp: catchUp, createdAt: now)
             try emit(Row(task), json: json) { "\(task.id) next \(StoreDate.format(first))" }
         }
     }
@@ -240,8 +240,10 @@ struct ScheduleCommand: ParsableCommand {
             let record = try store.task(task)
             let label = record.name ?? record.id
             let started = Date(), clock = ContinuousClock.now
-            var arguments = ["send", record.agent, record.prompt, "--sender", "schedule:\(label)"]
+            var arguments = ["send", "--sender", "schedule:\(label)"]
             if let db = storeOptions.db { arguments += ["--db", db] }
+            // `--` first: a prompt may start with "-".
+            arguments += ["--", record.agent, record.prompt]
             let status = CommandRunner.run(Xclaw.self, arguments: arguments)
             try store.recordTaskRun(
                 taskID: record.id, runAt: started, durationMs: Int((ContinuousClock.now - clock) / .milliseconds(1)),

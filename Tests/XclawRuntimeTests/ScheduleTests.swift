@@ -51,6 +51,10 @@ final class ScheduleTests: XCTestCase {
         XCTAssertEqual(
             try firings("0 0 13 * fri", after: "2026-11-10T00:00:00Z", in: utc, count: 3),
             [at("2026-11-13T00:00:00Z"), at("2026-11-20T00:00:00Z"), at("2026-11-27T00:00:00Z")])
+        // A day field starting with "*" does not make it either-or (as cron reads it): odd-dated Mondays only.
+        XCTAssertEqual(
+            try firings("0 9 */2 * mon", after: "2026-11-01T00:00:00Z", in: utc, count: 2),
+            [at("2026-11-09T09:00:00Z"), at("2026-11-23T09:00:00Z")])
         // 7 is Sunday too; 29 February only in leap years.
         XCTAssertEqual(
             try firings("0 0 * * 7", after: "2026-11-25T00:00:00Z", in: utc, count: 1), [at("2026-11-29T00:00:00Z")])

@@ -52,7 +52,9 @@ final class TaskClaimTests: XCTestCase {
         let now = t0.addingTimeInterval(10)
         DispatchQueue.concurrentPerform(iterations: stores.count) { i in
             do {
-                let slots = try stores[i].claimDueTasks(now: now, claimer: "daemon\(i % 2)") {
+                let slots = try stores[i].claimDueTasks(
+                    now: now, claimer: "daemon\(i % 2)", missedBefore: now.addingTimeInterval(-60)
+                ) {
                     TaskClaimTests.next($0, $1)
                 }
                 taken.withLock { $0 += slots.map(\.task.id) }
@@ -67,7 +69,9 @@ final class TaskClaimTests: XCTestCase {
         // A restart at the same instant finds nothing due: the claim lives in the database, not in memory.
         let restarted = try AgentStore(path: path)
         XCTAssertEqual(
-            try restarted.claimDueTasks(now: t0.addingTimeInterval(20), claimer: "daemon2") { Self.next($0, $1) }, [])
+            try restarted.claimDueTasks(now: t0.addingTimeInterval(20), claimer: "daemon2", missedBefore: t0) {
+                Self.next($0, $1)
+            }, [])
         // Each task's next slot is the cron's next after the claim.
         for task in try restarted.tasks(agent: "bot") {
             XCTAssertEqual(task.nextRun, t0.addingTimeInterval(200), task.name ?? task.id)  // 11:10, the next */5
@@ -85,7 +89,11 @@ final class TaskClaimTests: XCTestCase {
             agent: "bot", prompt: "skip", scheduleType: .interval, scheduleValue: "600000", nextRun: t0, name: "none",
             catchUp: .none)
         let late = t0.addingTimeInterval(3 * 3600 + 125)
-        let slots = try temporary.store.claimDueTasks(now: late, claimer: "d") { task, now in
+        // This scheduler started a minute before: the slots of the three hours before were missed.
+        let slots = try temporary.store.claimDueTasks(
+            now: late, claimer: "d", missedBefore: late.addingTimeInterval(-120)
+        ) {
+            task, now in
             TaskSchedule.interval(seconds: 600, anchor: Self.t0).next(after: now)
         }
         XCTAssertEqual(slots.count, 2)
@@ -97,10 +105,11 @@ final class TaskClaimTests: XCTestCase {
         }
         XCTAssertEqual(try temporary.store.taskRunLogs(taskID: none.id).map(\.status), ["skipped"])
         XCTAssertEqual(try temporary.store.taskRunLogs(taskID: once.id), [])
-        // A slot within the grace period is on time whatever the task's rule.
-        let onTime = try temporary.store.claimDueTasks(now: t0.addingTimeInterval(3 * 3600 + 630), claimer: "d") {
-            _, now in TaskSchedule.interval(seconds: 600, anchor: Self.t0).next(after: now)
-        }
+        // A slot due while this scheduler ran is on time whatever the task's rule, however late a busy scheduler
+        // claims it (a run before it took ten minutes).
+        let onTime = try temporary.store.claimDueTasks(
+            now: t0.addingTimeInterval(3 * 3600 + 1200), claimer: "d", missedBefore: late.addingTimeInterval(-120)
+        ) { _, now in TaskSchedule.interval(seconds: 600, anchor: Self.t0).next(after: now) }
         XCTAssertEqual(onTime.map(\.fires), [true, true])
     }
 
@@ -111,7 +120,7 @@ final class TaskClaimTests: XCTestCase {
             agent: "bot", prompt: "paused", scheduleType: .once, scheduleValue: "x", nextRun: t0, status: .paused)
         let future = try temporary.store.createTask(
             agent: "bot", prompt: "later", scheduleType: .once, scheduleValue: "y", nextRun: t0.addingTimeInterval(60))
-        let slots = try temporary.store.claimDueTasks(now: t0, claimer: "d") { _, _ in nil }
+        let slots = try temporary.store.claimDueTasks(now: t0, claimer: "d", missedBefore: t0) { _, _ in nil }
         XCTAssertEqual(slots.map(\.task.id), [shot.id])
         let tasks = try temporary.store.tasks(agent: "bot")
         XCTAssertEqual(tasks.first { $0.id == shot.id }?.status, .completed)

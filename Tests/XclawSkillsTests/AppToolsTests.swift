@@ -49,6 +49,12 @@ final class AppToolsTests: XCTestCase {
             try await launch.execute(["name": "No Such App"], context: ToolContext())
         }
         XCTAssertTrue(unknown?.message.contains("no application is named") == true, "\(String(describing: unknown))")
+        // A file, not an installed application: never (text on the screen could name a planted one).
+        let planted = await expectToolError {
+            try await launch.execute(
+                ["name": .string(applications.appendingPathComponent("agent-probe.desktop").path)], context: ToolContext())
+        }
+        XCTAssertTrue(planted?.message.contains("not a file") == true, "\(String(describing: planted))")
         let badWait = await expectToolError {
             try await launch.execute(["name": "Agent Probe", "wait_seconds": 600], context: ToolContext())
         }
