@@ -50,6 +50,12 @@ struct ScheduleCommand: ParsableCommand {
         }
     }
 
+    /// The store and the task a command names by id or name.
+    static func task(_ idOrName: String, in options: StoreOptions) throws -> (AgentStore, TaskRecord) {
+        let store = try options.open()
+        return (store, try store.task(idOrName))
+    }
+
     /// "cron */15 * * * *", "every 2h", "at 2026-12-01T08:00:00.000Z".
     static func describe(_ task: TaskRecord) -> String {
         switch task.scheduleType {
@@ -162,8 +168,7 @@ struct ScheduleCommand: ParsableCommand {
         }
 
         func run() throws {
-            let store = try storeOptions.open()
-            let record = try store.task(task)
+            let (store, record) = try ScheduleCommand.task(task, in: storeOptions)
             let shown = Shown(task: Row(record), runs: try store.taskRunLogs(taskID: record.id))
             try emit(shown, json: json) {
                 let r = shown.task
@@ -188,8 +193,7 @@ struct ScheduleCommand: ParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() throws {
-            let store = try storeOptions.open()
-            let record = try store.task(task)
+            let (store, record) = try ScheduleCommand.task(task, in: storeOptions)
             try store.setTaskStatus(record.id, .paused, nextRun: record.nextRun)
             writeOut("paused \(record.name ?? record.id)\n")
         }
@@ -203,8 +207,7 @@ struct ScheduleCommand: ParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() throws {
-            let store = try storeOptions.open()
-            let record = try store.task(task)
+            let (store, record) = try ScheduleCommand.task(task, in: storeOptions)
             guard let next = TaskScheduler.nextRun(record, after: Date()) else {
                 throw ValidationError("\(record.name ?? record.id) has no slot left to fire at")
             }
@@ -220,8 +223,7 @@ struct ScheduleCommand: ParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() throws {
-            let store = try storeOptions.open()
-            let record = try store.task(task)
+            let (store, record) = try ScheduleCommand.task(task, in: storeOptions)
             try store.deleteTask(record.id)
             writeOut("removed \(record.name ?? record.id)\n")
         }
@@ -236,8 +238,7 @@ struct ScheduleCommand: ParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() throws {
-            let store = try storeOptions.open()
-            let record = try store.task(task)
+            let (store, record) = try ScheduleCommand.task(task, in: storeOptions)
             let label = record.name ?? record.id
             let started = Date(), clock = ContinuousClock.now
             var arguments = ["send", "--sender", "schedule:\(label)"]

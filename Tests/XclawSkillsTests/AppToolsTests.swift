@@ -52,7 +52,8 @@ final class AppToolsTests: XCTestCase {
         // A file, not an installed application: never (text on the screen could name a planted one).
         let planted = await expectToolError {
             try await launch.execute(
-                ["name": .string(applications.appendingPathComponent("agent-probe.desktop").path)], context: ToolContext())
+                ["name": .string(applications.appendingPathComponent("agent-probe.desktop").path)],
+                context: ToolContext())
         }
         XCTAssertTrue(planted?.message.contains("not a file") == true, "\(String(describing: planted))")
         let badWait = await expectToolError {
