@@ -62,6 +62,24 @@ extension AgentStore {
         }
     }
 
+    /// Runs, oldest first, with the scheduled task each ran for (the `schedule:NAME` sender of a message in its
+    /// batch; nil for runs a person asked for): one agent's or all, and only one task's when `task` is given.
+    public func runs(agent: String?, task: String?) throws -> [(session: SessionRecord, task: String?)] {
+        try read { db in
+            if let agent { try requireAgent(db, agent) }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.*, (SELECT substr(m.sender, 10) FROM messages m WHERE m.agent = s.agent
+                        AND m.id > coalesce(s.previous_cursor, 0) AND m.id <= coalesce(s.claimed_cursor, 0)
+                        AND m.sender LIKE 'schedule:%' ORDER BY m.id LIMIT 1) AS task_label
+                    FROM sessions s WHERE (? IS NULL OR s.agent = ?) ORDER BY s.id
+                    """, arguments: [agent, agent])
+            return try rows.map { (try sessionRecord($0), $0["task_label"] as String?) }
+                .filter { task == nil || $0.1 == task }
+        }
+    }
+
     /// Marks as `interrupted` every `running` session whose process is gone: its pid no longer exists, or the pid
     /// now belongs to another process (this one included, after a restart). Their `partial` messages stay partial.
     /// Returns them, updated, so the caller can tell the user what was cut short.

@@ -256,3 +256,68 @@ struct ScheduleCommand: ParsableCommand {
 }
 
 extension TaskCatchUp: ExpressibleByArgument {}
+
+/// `xclaw runs`.
+struct Runs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List agent runs, oldest first, with the scheduled task each ran for.",
+        discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
+            + "(running, completed, failed, cancelled, interrupted), started, duration_ms, steps, cost_usd, report "
+            + "(null until run reports exist).")
+    @Argument(help: "Only this agent's.") var agent: String?
+    @Option(help: "Only this task's runs (its name or id).") var task: String?
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag var json = false
+
+    /// One run.
+    struct Row: Encodable {
+        var id: Int64
+        var agent: String
+        var task: String?
+        var status: String
+        var started: String
+        var duration_ms: Int?
+        var steps: Int
+        var cost_usd: Double
+        var report: String?
+
+        /// Encodes `task` and `report` as null rather than leaving them out: every row has every field.
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(agent, forKey: .agent)
+            try c.encode(task, forKey: .task)
+            try c.encode(status, forKey: .status)
+            try c.encode(started, forKey: .started)
+            try c.encode(duration_ms, forKey: .duration_ms)
+            try c.encode(steps, forKey: .steps)
+            try c.encode(cost_usd, forKey: .cost_usd)
+            try c.encode(report, forKey: .report)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case id, agent, task, status, started, duration_ms, steps, cost_usd, report
+        }
+    }
+
+    func run() throws {
+        let store = try storeOptions.open()
+        // A task named by its id lists under its name, as its runs record it.
+        let label = try task.map { wanted in (try? store.task(wanted)).map { $0.name ?? $0.id } ?? wanted }
+        let rows = try store.runs(agent: agent, task: label).map { session, task in
+            Row(
+                id: session.id, agent: session.agent, task: task, status: session.status.rawValue,
+                started: StoreDate.format(session.startedAt),
+                duration_ms: session.endedAt.map { Int(($0.timeIntervalSince(session.startedAt) * 1000).rounded()) },
+                steps: session.steps, cost_usd: session.usd, report: nil)
+        }
+        try emit(rows, json: json) {
+            rows.map { r in
+                [
+                    "\(r.id)", r.agent, r.task ?? "-", r.status, r.started,
+                    r.duration_ms.map { "\($0) ms" } ?? "-", "\(r.steps) steps", String(format: "$%.4f", r.cost_usd),
+                ].joined(separator: "\t")
+            }.joined(separator: "\n")
+        }
+    }
+}

@@ -122,6 +122,23 @@ final class ScheduleCLITests: XCTestCase {
             Shown.self, from: try runCLI(["schedule", "show", "weekly", "--json"], environment: env).stdout)
         XCTAssertEqual(after.runs.map(\.status), ["completed"])
         XCTAssertEqual(after.task.next_run, resumed.text.split(separator: " ").last.map { String($0.dropLast()) })
+        // The runs, each with its task, and every field of a row there (null where it has no value).
+        let runs = try runCLI(["runs", "--json"], environment: env)
+        XCTAssertEqual(runs.status, 0, runs.stderr)
+        let rows = try XCTUnwrap(try JSONValue.parse(runs.stdout).array)
+        XCTAssertEqual(rows.map { $0["task"]?.string }, ["hello", "weekly"])
+        for row in rows {
+            XCTAssertEqual(row["status"]?.string, "completed")
+            XCTAssertEqual(row["agent"]?.string, "bot")
+            XCTAssertGreaterThanOrEqual(row["steps"]?.double ?? 0, 1)
+            XCTAssertNotNil(row["duration_ms"]?.double)
+            XCTAssertNotNil(row["cost_usd"]?.double)
+            XCTAssertEqual(row["report"], .null)
+            XCTAssertNotNil(row["started"]?.string)
+        }
+        let byTask = try runCLI(["runs", "bot", "--task", "hello", "--json"], environment: env)
+        XCTAssertEqual(try JSONValue.parse(byTask.stdout).array?.count, 1, byTask.stderr)
+        XCTAssertEqual(try runCLI(["runs", "nobody"], environment: env).status, 1)
         XCTAssertEqual(try runCLI(["schedule", "remove", "weekly"], environment: env).status, 0)
         let gone = try runCLI(["schedule", "show", "weekly"], environment: env)
         XCTAssertEqual(gone.status, 1, gone.stderr)
