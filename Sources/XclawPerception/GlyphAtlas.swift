@@ -105,6 +105,16 @@ final class GlyphAtlas: @unchecked Sendable {
             // The lock guards FreeType and the cache only: two readers compare with renders side by side.
             let fonts = lock.withLock { openFonts() }
             var best: [Character: Candidate] = [:]
+            /// Keeps a character's best score over the renders tried.
+            func consider(_ character: Character, font index: Int, phase: Int, sizedFor sizing: Int?) {
+                guard
+                    let (score, size) = similarity(
+                        coverage, width: width, height: height, to: character, font: index, phase: phase,
+                        sizedFor: sizing),
+                    score > best[character]?.similarity ?? -1
+                else { return }
+                best[character] = Candidate(text: String(character), similarity: score, size: size)
+            }
             // Bitmap fonts first: a glyph one of them draws exactly (xcalc's, Motif's) is not looked for in the
             // scalable ones, whose four phases are most of the work.
             let order = fonts.indices.filter { fonts[$0].bitmap } + fonts.indices.filter { !fonts[$0].bitmap }
@@ -118,13 +128,7 @@ final class GlyphAtlas: @unchecked Sendable {
                 if !font.bitmap, best.values.contains(where: { $0.similarity >= 0.995 }) { break }
                 for character in Self.alphabet {
                     for phase in font.bitmap || font.mono ? [0] : [0, 16, 32, 48] {
-                        guard
-                            let (score, size) = similarity(
-                                coverage, width: width, height: height, to: character, font: index, phase: phase)
-                        else { continue }
-                        if score > best[character]?.similarity ?? -1 {
-                            best[character] = Candidate(text: String(character), similarity: score, size: size)
-                        }
+                        consider(character, font: index, phase: phase, sizedFor: nil)
                     }
                 }
             }
@@ -149,14 +153,7 @@ final class GlyphAtlas: @unchecked Sendable {
                 for index in fonts.indices where !(fonts[index].bitmap || fonts[index].mono) {
                     for character in contenders {
                         for (phase, sizing) in looks {
-                            guard
-                                let (score, size) = similarity(
-                                    coverage, width: width, height: height, to: character, font: index,
-                                    phase: phase, sizedFor: sizing)
-                            else { continue }
-                            if score > best[character]?.similarity ?? -1 {
-                                best[character] = Candidate(text: String(character), similarity: score, size: size)
-                            }
+                            consider(character, font: index, phase: phase, sizedFor: sizing)
                         }
                     }
                 }

@@ -782,16 +782,7 @@ struct PixelEvidence {
         guard topInk * 10 >= span.count * 9, bottomInk * 10 >= span.count * 9,
             rightInk * 10 >= (height - 2 * corner) * 9
         else { return nil }
-        // Inside: one colour, apart from a text cursor.
-        var marks = 0, total = 0
-        for y in stride(from: top + 3, through: bottom - 3, by: 1) {
-            for x in stride(from: x0 + corner, through: x1 - corner, by: 2) {
-                guard let p = rgb(x, y) else { continue }
-                total += 1
-                if Self.differs(p, fill) { marks += 1 }
-            }
-        }
-        guard total > 0, marks * 100 <= total * 3 else { return nil }
+        guard isBlank(x: (x0 + corner)...(x1 - corner), y: (top + 3)...(bottom - 3), fill: fill) else { return nil }
         return Rect(x: x0, y: top, width: width, height: height)
     }
 
@@ -812,18 +803,23 @@ struct PixelEvidence {
         let bottomInk = (x0...x1).filter { isInk($0, bottom) }.count
         let rightInk = (top...bottom).filter { isInk(x1, $0) }.count
         guard bottomInk * 10 >= width * 9, rightInk * 10 >= height * 9 else { return nil }
-        // Inside: one colour, apart from a text cursor.
-        guard let fill = rgb(x0 + 3, cy) else { return nil }
+        guard let fill = rgb(x0 + 3, cy), isBlank(x: (x0 + 3)...(x1 - 3), y: (top + 3)...(bottom - 3), fill: fill)
+        else { return nil }
+        return Rect(x: x0, y: top, width: width, height: height)
+    }
+
+    /// Whether a box's inside is one colour, `fill`, apart from a text cursor (at most 3 % of every other column's
+    /// pixels differ): what makes an outlined box an empty field.
+    private func isBlank(x: ClosedRange<Int>, y: ClosedRange<Int>, fill: RGB) -> Bool {
         var marks = 0, total = 0
-        for y in stride(from: top + 3, through: bottom - 3, by: 1) {
-            for x in stride(from: x0 + 3, through: x1 - 3, by: 2) {
-                guard let p = rgb(x, y) else { continue }
+        for row in y {
+            for column in stride(from: x.lowerBound, through: x.upperBound, by: 2) {
+                guard let p = rgb(column, row) else { continue }
                 total += 1
                 if Self.differs(p, fill) { marks += 1 }
             }
         }
-        guard total > 0, marks * 100 <= total * 3 else { return nil }
-        return Rect(x: x0, y: top, width: width, height: height)
+        return total > 0 && marks * 100 <= total * 3
     }
 
     /// Whether the pixel differs from `background` (off-screen pixels do not).
