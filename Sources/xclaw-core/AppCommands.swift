@@ -49,7 +49,7 @@ struct Launch: ParsableCommand {
 
     /// `--wait-window` with no number after it means 10 s (ArgumentParser's options always take a value).
     static func normalize(_ arguments: [String]) -> [String] {
-        guard let index = arguments.firstIndex(of: "wait-window".withDashes), !arguments[..<index].contains("--")
+        guard let index = arguments.firstIndex(of: "--wait-window"), !arguments[..<index].contains("--")
         else { return arguments }
         let next = arguments.index(after: index)
         if next < arguments.endIndex, Double(arguments[next]) != nil { return arguments }
@@ -105,9 +105,4 @@ struct Launch: ParsableCommand {
         }
         try emit(result, json: json) { "\(pid)" + (result.window.map { " \($0)" } ?? "") }
     }
-}
-
-extension String {
-    /// `--name`.
-    fileprivate var withDashes: String { "--" + self }
 }

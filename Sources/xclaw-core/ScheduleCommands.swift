@@ -18,6 +18,8 @@ struct ScheduleCommand: ParsableCommand {
             fires the tasks of its database ($XCLAW_DB when it started, else the default); what the runs print goes to
             schedule.log in the state directory. A slot fires at most once, also with two daemons on one database or
             across a restart. Slots missed while no daemon ran fire once (--catch-up once) or not at all (none).
+            Exit 1: no such agent or task; 2: a schedule, time zone or name that cannot be used (the message says
+            how to write it).
             """,
         subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Remove.self, RunNow.self])
 
