@@ -329,7 +329,10 @@ final class RunRecorder: @unchecked Sendable {
                     save {
                         try store.recordUsage(
                             agent: agent, sessionID: session, model: model.id, usage: step.usage,
-                            usd: step.costUSD)
+                            usd: step.costUSD,
+                            timing: StepTiming(
+                                step: step.step, modelMs: step.modelMs, toolMs: step.toolMs,
+                                stopReason: step.stopReason))
                     }
                 }
                 events(.step(agent: agent, step))

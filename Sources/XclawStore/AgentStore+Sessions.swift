@@ -87,7 +87,7 @@ extension AgentStore {
     public func recoverInterrupted() throws -> [SessionRecord] {
         let now = Self.now()
         return try write { db in
-            let running = try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE status = 'running' ORDER BY id")
+            let running = try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') ORDER BY id")
             var recovered: [SessionRecord] = []
             for row in running {
                 var session = try sessionRecord(row)
@@ -188,7 +188,9 @@ extension AgentStore {
 
 extension AgentStore {
     /// Records one model request's tokens and cost, so `xclaw usage` can total them per agent and session.
-    public func recordUsage(agent: String, sessionID: Int64?, model: String, usage: Usage, usd: Double) throws {
+    public func recordUsage(
+        agent: String, sessionID: Int64?, model: String, usage: Usage, usd: Double, timing: StepTiming? = nil
+    ) throws {
         guard usd.isFinite, usd >= 0 else { throw StoreError.invalidArgument("a cost cannot be negative (\(usd))") }
         try write { db in
             try requireAgent(db, agent)
@@ -196,12 +198,36 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     INSERT INTO usage (agent, session_id, model, input_tokens, output_tokens, cache_creation_tokens,
-                        cache_read_tokens, usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        cache_read_tokens, usd, created_at, step, model_ms, tool_ms, stop_reason)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     agent, sessionID, model, usage.inputTokens, usage.outputTokens,
                     usage.cacheCreationInputTokens, usage.cacheReadInputTokens, usd, Self.now(),
+                    timing?.step, timing?.modelMs, timing?.toolMs, timing?.stopReason,
                 ])
+            if let sessionID {
+                try db.execute(sql: "UPDATE sessions SET model = ? WHERE id = ?", arguments: [model, sessionID])
+            }
+        }
+    }
+
+    /// Each model request of a session, in order, with its tokens, cost and timings (for the run report).
+    public func steps(session: Int64) throws -> [StepRecord] {
+        try read { db in
+            try requireSession(db, session)
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM usage WHERE session_id = ? ORDER BY id", arguments: [session]
+            ).enumerated().map { index, row in
+                StepRecord(
+                    step: row["step"] ?? index + 1, model: row["model"],
+                    usage: Usage(
+                        inputTokens: row["input_tokens"], outputTokens: row["output_tokens"],
+                        cacheCreationInputTokens: row["cache_creation_tokens"],
+                        cacheReadInputTokens: row["cache_read_tokens"]),
+                    usd: row["usd"], modelMs: row["model_ms"], toolMs: row["tool_ms"], stopReason: row["stop_reason"],
+                    at: try date(row["created_at"] as String, "usage.created_at"))
+            }
         }
     }
 

@@ -142,9 +142,13 @@ public enum SessionStatus: String, Codable, Sendable, CaseIterable {
     case cancelled
     /// Its process died while it ran (found at the next start).
     case interrupted
+    /// An emergency stop ended it (`xclaw stop`, the stop hotkey, the corner failsafe).
+    case stopped
+    /// It waits for a person to approve or deny a gated action (`xclaw approve|deny`).
+    case needsApproval = "needs-approval"
 
     /// True for every status a session ends in.
-    public var isFinal: Bool { self != .running }
+    public var isFinal: Bool { self != .running && self != .needsApproval }
 }
 
 /// One run of an agent (a message batch, a scheduled task or `xclaw run`), as recorded for `ps`-like listings and
@@ -370,4 +374,41 @@ public struct TaskRunLog: Sendable, Hashable, Codable {
         self.result = result
         self.error = error
     }
+}
+
+/// When a model request of a run happened and how long its parts took, stored with its usage.
+public struct StepTiming: Sendable, Hashable, Codable {
+    /// 1-based step number within the run.
+    public var step: Int
+    /// Milliseconds from sending the request until the reply was complete.
+    public var modelMs: Double
+    /// Milliseconds the step's tools ran.
+    public var toolMs: Double
+    /// Why the model stopped (`tool_use`, `end_turn`, ...).
+    public var stopReason: String
+
+    /// Creates a timing.
+    public init(step: Int, modelMs: Double, toolMs: Double, stopReason: String) {
+        (self.step, self.modelMs, self.toolMs, self.stopReason) = (step, modelMs, toolMs, stopReason)
+    }
+}
+
+/// One stored model request of a session (a `usage` row), as the run report shows it.
+public struct StepRecord: Sendable, Hashable, Codable {
+    /// 1-based step number.
+    public var step: Int
+    /// The model that answered.
+    public var model: String
+    /// Its tokens.
+    public var usage: Usage
+    /// Its cost in USD.
+    public var usd: Double
+    /// Model time in ms (nil for rows older than the report).
+    public var modelMs: Double?
+    /// Tool time in ms (nil for rows older than the report).
+    public var toolMs: Double?
+    /// Why the model stopped.
+    public var stopReason: String?
+    /// When it was recorded (the step's end).
+    public var at: Date
 }

@@ -26,6 +26,15 @@ enum Schema {
             )
             try db.execute(sql: "CREATE UNIQUE INDEX IF NOT EXISTS tasks_name ON tasks(name) WHERE name IS NOT NULL")
         }
+        // Unattended runs: a run can be stopped (emergency stop) or wait for a person's approval; a stop is asked
+        // for through the row so any process (another daemon, `xclaw stop`) can ask; each step's timings feed the
+        // run report, whose path the session keeps; approvals wait in their own table; agents and tasks can ask
+        // for a private display, a setup command and an approval policy. SQLite cannot change a CHECK in place:
+        // the sessions table is rebuilt (foreign keys are off during migrations, so the rows referring to it keep
+        // their ids).
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: v5)
+        }
         return migrator
     }
 
@@ -134,5 +143,65 @@ enum Schema {
             error TEXT
         );
         CREATE INDEX IF NOT EXISTS task_run_logs_task ON task_run_logs(task_id, run_at);
+        """
+
+    /// Unattended runs (see the `v5` registration).
+    static let v5 = """
+        CREATE TABLE sessions_v5 (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            kind TEXT NOT NULL CHECK (kind IN ('message', 'task', 'run')),
+            status TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'completed', 'failed', 'cancelled', 'interrupted', 'stopped',
+                    'needs-approval')),
+            error TEXT,
+            steps INTEGER NOT NULL DEFAULT 0,
+            usd REAL NOT NULL DEFAULT 0,
+            pid INTEGER NOT NULL,
+            process TEXT,
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            previous_cursor INTEGER,
+            claimed_cursor INTEGER,
+            stop_requested TEXT,
+            report TEXT,
+            model TEXT
+        );
+        INSERT INTO sessions_v5 (id, agent, kind, status, error, steps, usd, pid, process, started_at, ended_at,
+            previous_cursor, claimed_cursor)
+            SELECT id, agent, kind, status, error, steps, usd, pid, process, started_at, ended_at, previous_cursor,
+                claimed_cursor FROM sessions;
+        DROP TABLE sessions;
+        ALTER TABLE sessions_v5 RENAME TO sessions;
+        CREATE INDEX IF NOT EXISTS sessions_agent_id ON sessions(agent, id);
+        CREATE INDEX IF NOT EXISTS sessions_running ON sessions(status) WHERE status IN ('running', 'needs-approval');
+
+        ALTER TABLE usage ADD COLUMN step INTEGER;
+        ALTER TABLE usage ADD COLUMN model_ms REAL;
+        ALTER TABLE usage ADD COLUMN tool_ms REAL;
+        ALTER TABLE usage ADD COLUMN stop_reason TEXT;
+
+        CREATE TABLE IF NOT EXISTS approvals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            agent TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            action TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+            requested_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            decided_at TEXT,
+            decided_by TEXT
+        );
+        CREATE INDEX IF NOT EXISTS approvals_session ON approvals(session_id, id);
+        CREATE INDEX IF NOT EXISTS approvals_pending ON approvals(status) WHERE status = 'pending';
+
+        ALTER TABLE agents ADD COLUMN setup TEXT;
+        ALTER TABLE agents ADD COLUMN approval TEXT;
+        ALTER TABLE tasks ADD COLUMN display TEXT;
+        ALTER TABLE tasks ADD COLUMN setup TEXT;
         """
 }

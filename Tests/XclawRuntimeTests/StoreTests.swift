@@ -48,7 +48,7 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(shell.terminationStatus, 19, "SQLITE_CONSTRAINT")
         XCTAssertEqual(try store.sessions(agent: "alice").map(\.kind), [.run])
         XCTAssertEqual(Set(SessionKind.allCases.map(\.rawValue)), ["message", "task", "run"])
-        XCTAssertEqual(SessionStatus.allCases.filter { !$0.isFinal }, [.running])
+        XCTAssertEqual(SessionStatus.allCases.filter { !$0.isFinal }, [.running, .needsApproval])
     }
 
     /// Asserts that `body` throws a `StoreError` and hands it over.
@@ -73,10 +73,10 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(
             info.tables,
             [
-                "agent_state", "agents", "memory", "messages", "sessions", "task_run_logs",
+                "agent_state", "agents", "approvals", "memory", "messages", "sessions", "task_run_logs",
                 "tasks", "usage",
             ])
-        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4"])
+        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
