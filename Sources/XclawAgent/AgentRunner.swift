@@ -13,6 +13,8 @@ public enum RunOutcome: Sendable, Equatable, CustomStringConvertible {
     case maxSteps(Int)
     /// The user cancelled (Ctrl-C).
     case cancelled
+    /// An emergency stop ended it (`xclaw stop`, the hotkey, the failsafe); the text says which.
+    case stopped(String)
     /// A request failed for good; the message says why.
     case failed(String)
 
@@ -23,6 +25,7 @@ public enum RunOutcome: Sendable, Equatable, CustomStringConvertible {
         case .refused: return "refused"
         case .maxSteps(let n): return "stopped after \(n) steps without finishing"
         case .cancelled: return "cancelled"
+        case .stopped(let why): return why
         case .failed(let why): return "failed: \(why)"
         }
     }

@@ -80,35 +80,68 @@ public struct ToolContext: Sendable {
     public var log: @Sendable (ActionRecord) -> Void
     /// True once the run was cancelled; long tools (watch, wait) poll it and stop early.
     public var isCancelled: @Sendable () -> Bool
+    /// The approval gate of the run (nil: none). Input tools describe what they act on (`ActionSubject`) only when
+    /// there is one, since finding the control under a click costs a snapshot.
+    public var gate: (@Sendable (GateRequest) async -> GateVerdict)?
+    /// Asks the person at the run's terminal a yes/no question; nil when the run is unattended (no terminal), so a
+    /// gated action waits for `xclaw approve|deny` instead.
+    public var ask: (@Sendable (String) async -> Bool)?
 
     /// Creates a context.
     public init(
         dryRun: Bool = false, confirm: @escaping @Sendable (String) async -> Bool = { _ in true },
         log: @escaping @Sendable (ActionRecord) -> Void = { _ in },
-        isCancelled: @escaping @Sendable () -> Bool = { Task.isCancelled }
+        isCancelled: @escaping @Sendable () -> Bool = { Task.isCancelled },
+        gate: (@Sendable (GateRequest) async -> GateVerdict)? = nil,
+        ask: (@Sendable (String) async -> Bool)? = nil
     ) {
+        self.ask = ask
         self.dryRun = dryRun
         self.confirm = confirm
         self.log = log
         self.isCancelled = isCancelled
+        self.gate = gate
+    }
+
+    /// How the gates answered an input action.
+    public enum Permission: Sendable, Equatable {
+        /// Act.
+        case go
+        /// `--dry-run`: log only.
+        case dryRun
+        /// The user at the terminal declined.
+        case declined
+        /// The approval gate denied it; the text is for the model.
+        case denied(String)
     }
 
     /// Gates an input action: returns false (and logs) under `--dry-run` or when the user declines.
     /// `describe` names the action for the prompt and the log ("left_click at 640,400").
     public func mayAct(_ record: ActionRecord, describe: String) async -> Bool {
-        if dryRun {
+        await permit(record, describe: describe, subject: nil) == .go
+    }
+
+    /// Gates an input action through dry-run, the terminal confirmation and the approval gate (with `subject`, what
+    /// it acts on), logging any refusal with its reason.
+    public func permit(_ record: ActionRecord, describe: String, subject: ActionSubject?) async -> Permission {
+        func refuse(_ result: String) {
             var r = record
-            r.result = "dry-run"
+            r.result = result
             log(r)
-            return false
+        }
+        if dryRun {
+            refuse("dry-run")
+            return .dryRun
         }
         if !(await confirm(describe)) {
-            var r = record
-            r.result = "declined"
-            log(r)
-            return false
+            refuse("declined")
+            return .declined
         }
-        return true
+        if let gate, let subject, case .deny(let why) = await gate(GateRequest(record: record, describe: describe, subject: subject)) {
+            refuse("denied: \(why)")
+            return .denied(why)
+        }
+        return .go
     }
 }
 

@@ -186,6 +186,7 @@ public struct AgentBuilder: Sendable {
             RunOptions(model: $0, system: $1)
         },
         context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
+        guardSettings: GuardSettings = GuardSettings(),
         events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
     ) -> AgentService {
         let builder = self
@@ -195,6 +196,6 @@ public struct AgentBuilder: Sendable {
             systemPrompt: { config in
                 try prepared?.systemPrompt ?? builder.systemPrompt(for: config, dryRun: context(config).dryRun)
             },
-            context: context, events: events)
+            context: context, guardSettings: guardSettings, events: events)
     }
 }

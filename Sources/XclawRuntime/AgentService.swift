@@ -4,6 +4,8 @@ import XclawAgent
 import XclawBase
 import XclawClient
 import XclawMessages
+import XclawScreen
+import XclawSkills
 import XclawStore
 
 /// What the service reports while agents work, for the terminal.
@@ -20,6 +22,8 @@ public enum ServiceEvent: Sendable {
     case step(agent: String, StepReport)
     /// A run ended.
     case finished(agent: String, session: Int64, outcome: RunOutcome)
+    /// Something the person running the agent should know now (a run waits for approval, the stop is not armed).
+    case notice(agent: String, String)
     /// A run failed and will be retried later, or failed for good: the user is told either way; `status` is the
     /// exit status a command ending on it returns.
     case failed(agent: String, message: String, willRetry: Bool, status: ExitStatus)
@@ -46,6 +50,8 @@ public final class AgentService: Sendable {
     public let saveInterval: Duration
     /// The per-agent queue.
     public let queue: AgentQueue
+    /// The emergency stop and approval settings every run of this service is guarded by.
+    public let guardSettings: GuardSettings
     /// How often the queue retries a failed batch (0: never; then failures are reported at once).
     private let queueRetries: Int
     /// Give-ups being recorded, awaited by `waitUntilIdle`.
@@ -61,8 +67,10 @@ public final class AgentService: Sendable {
         tools: @escaping @Sendable (AgentConfig) throws -> [any AgentTool],
         systemPrompt: @escaping @Sendable (AgentConfig) throws -> String,
         context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
+        guardSettings: GuardSettings = GuardSettings(),
         events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
     ) {
+        self.guardSettings = guardSettings
         self.store = store
         self.client = client
         self.catalog = catalog
@@ -134,13 +142,24 @@ public final class AgentService: Sendable {
             store: store, agent: agent, session: session, model: model,
             saveInterval: saveInterval, events: events)
         let runner = AgentRunner(client: client, registry: registry, options: options)
-        let result = await runner.run(messages: conversation, context: context(config), observer: recorder.observer)
+        let (result, stopped) = await guarded(
+            runner, conversation: conversation, config: config, session: session, observer: recorder.observer)
         recorder.finish(result.outcome)
         let (steps, usd) = (result.steps.count, result.costUSD)
         // The store refusing a write mid-run (disk full, locked) means the history lacks part of the run: say so.
         let lost = recorder.storeError.map { "the store could not save part of this run: \($0)" }
+        if let stopped {
+            do { try store.finishSession(session, status: .stopped, error: stopped, steps: steps, usd: usd) } catch {
+                events(
+                    .failed(
+                        agent: agent, message: "cannot record the end of session \(session): \(error)",
+                        willRetry: false, status: .internal))
+            }
+            events(.finished(agent: agent, session: session, outcome: .stopped(stopped)))
+            return .success
+        }
         switch result.outcome {
-        case .completed, .refused, .maxSteps, .cancelled:
+        case .completed, .refused, .maxSteps, .cancelled, .stopped:
             let status: SessionStatus = result.outcome == .cancelled ? .cancelled : (lost == nil ? .completed : .failed)
             do { try store.finishSession(session, status: status, error: lost, steps: steps, usd: usd) } catch {
                 events(
@@ -156,6 +175,41 @@ public final class AgentService: Sendable {
                 agent: agent, session: session, error: result.error ?? ClientError.badResponse("the run failed"),
                 reachedUser: recorder.reachedUser, steps: steps, usd: usd)
         }
+    }
+
+    /// Runs the loop under the run's guard: a stop request, the hotkey or the failsafe cancels it, and gated actions
+    /// wait for approval. Returns the result and, when the run was stopped, why (its held keys and buttons are then
+    /// released).
+    private func guarded(
+        _ runner: AgentRunner, conversation: [Message], config: AgentConfig, session: Int64, observer: RunObserver
+    ) async -> (RunResult, stopped: String?) {
+        let agent = config.name
+        let drivesScreen = config.tools.contains { SkillCatalog.screenToolNames.contains($0) }
+        let display = drivesScreen ? try? DisplayConnection.resolveName(config.display) : nil
+        let handle = RunHandle()
+        let events = self.events
+        let notice: @Sendable (String) -> Void = { events(.notice(agent: agent, $0)) }
+        let runGuard = RunGuard(
+            store: store, session: session, display: display, settings: guardSettings, events: notice,
+            cancel: { handle.cancel() })
+        var context = context(config)
+        // An agent's own policy wins; one that no longer parses gates everything (fail closed).
+        let policy = config.approval.map { (try? ApprovalPolicy.parse($0)) ?? .all } ?? guardSettings.policy
+        if !policy.kinds.isEmpty, !context.dryRun, drivesScreen {
+            context.gate = runGuard.gate(policy: policy, ask: context.ask, events: notice)
+        }
+        let run = Task { [context] in await runner.run(messages: conversation, context: context, observer: observer) }
+        handle.set(run)
+        var result = await withTaskCancellationHandler { await run.value } onCancel: { run.cancel() }
+        runGuard.finish()
+        guard let why = runGuard.stopReason else { return (result, nil) }
+        if let display, let connection = try? DisplayConnection(name: display),
+            let input = try? InputController(connection: connection)
+        {
+            _ = try? input.releaseEverything()
+        }
+        result.outcome = .stopped(why)
+        return (result, why)
     }
 
     /// Ends a failed run. Before anything reached the user and when a later try may work, the run is undone and the
@@ -245,6 +299,27 @@ public final class AgentService: Sendable {
             try store.rollBackRun(session: session.id)
             return (session, true)
         }
+    }
+}
+
+/// The task of a run, cancellable before it exists: a stop that comes first cancels it as soon as it is set.
+private final class RunHandle: Sendable {
+    private let state = Mutex<(task: Task<RunResult, Never>?, cancelled: Bool)>((nil, false))
+    /// Remembers the run's task (cancelling it at once when a stop came first).
+    func set(_ task: Task<RunResult, Never>) {
+        let cancelled = state.withLock { s in
+            s.task = task
+            return s.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+    /// Cancels the run.
+    func cancel() {
+        let task = state.withLock { s in
+            s.cancelled = true
+            return s.task
+        }
+        task?.cancel()
     }
 }
 
@@ -391,7 +466,7 @@ final class RunRecorder: @unchecked Sendable {
             guard let row else { return }
             let status: MessageStatus
             switch outcome {
-            case .cancelled: status = .cancelled
+            case .cancelled, .stopped: status = .cancelled
             case .failed: status = .error
             default: status = .partial  // streamed text whose message never completed (e.g. the step limit)
             }

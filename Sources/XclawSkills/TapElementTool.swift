@@ -95,6 +95,8 @@ public struct TapElementTool: AgentTool {
             }
             let point = match.point
             let what = "\(match.ref) \(match.role.rawValue) \(quoted(match.text))"
+            // The approval gate classifies the element the model named, not whatever is under its centre.
+            let subject = ActionSubject(label: match.text, role: match.role.rawValue)
             // A covered element cannot be clicked (the window above would get it), but its toolkit can press a
             // button-like one; a right/double click or a field (whose first action may submit) is refused instead.
             if pressAction || match.covered == true {
@@ -114,7 +116,7 @@ public struct TapElementTool: AgentTool {
                     result: "pending")
                 let outcome = try await session.runInput(
                     record, describe: "press \(what) through its toolkit",
-                    context: context
+                    context: context, subject: subject
                 ) { session in
                     _ = try session.perceiver.press(node)
                 }
@@ -134,7 +136,9 @@ public struct TapElementTool: AgentTool {
             let describe =
                 "\(double ? "double-click" : "click") \(button == .left ? "" : "\(button.rawValue) ")"
                 + "\(what) at (\(point.x), \(point.y))"
-            let outcome = try await session.runInput(record, describe: describe, context: context) { session in
+            let outcome = try await session.runInput(
+                record, describe: describe, context: context, subject: subject
+            ) { session in
                 try session.input.click(at: point, button: button, count: double ? 2 : 1)
             }
             switch outcome {

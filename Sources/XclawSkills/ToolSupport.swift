@@ -25,16 +25,23 @@ extension ScreenSession {
     /// The one path every input action takes: ask `context.mayAct` first (nothing touches the display under
     /// `--dry-run` or when the user declines), act under the session lock, settle, log the record with its result
     /// and time. `screenshot` also encodes the settled frame for the model (no extra capture).
+    /// With an approval gate, `subject` says what the action acts on; without one, the control under the action's
+    /// point (or, for typing, the focused field) is looked up on a fresh snapshot.
     func runInput(
         _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool = false,
-        act: @escaping @Sendable (ScreenSession) throws -> Void
+        subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
     ) async throws -> InputOutcome {
-        guard await context.mayAct(record, describe: describe) else {
+        var subject = subject
+        if context.gate != nil, subject == nil {
+            subject = try await perform { session in try session.gateSubject(for: record) }
+        }
+        switch await context.permit(record, describe: describe, subject: subject) {
+        case .go: break
+        case .dryRun: return .skipped("dry run: would \(describe)")
+        case .declined:
             return .skipped(
-                context.dryRun
-                    ? "dry run: would \(describe)"
-                    : "the user declined \(describe); nothing was done. Do not repeat it: ask the user or try another way."
-            )
+                "the user declined \(describe); nothing was done. Do not repeat it: ask the user or try another way.")
+        case .denied(let why): return .skipped(why)
         }
         // The run may have been cancelled while the user was being asked: then act on nothing.
         if context.isCancelled() { throw CancellationError() }
@@ -58,6 +65,59 @@ extension ScreenSession {
             context.log(failed)
             throw reported
         }
+    }
+}
+
+/// The actions that press what is under their point (a scroll or a hover presses nothing).
+private let pressingActions: Set<String> = [
+    "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up",
+    "tap", "press", "tap_element", "find_and_tap", "tap_xy", "press_button", "click",
+]
+/// The actions that type or press keys.
+private let typingActions: Set<String> = ["type", "key", "hold_key", "type_text"]
+
+extension ScreenSession {
+    /// What an action acts on, for the approval gate: the control under its point, or for typing the focused field
+    /// (else the field under the pointer, where the model clicked to focus it). Nil when it acts on nothing the
+    /// gate classifies. Runs a snapshot, so only runs with a gate call it.
+    func gateSubject(for record: ActionRecord) throws -> ActionSubject? {
+        let pressing = pressingActions.contains(record.action) || pressingActions.contains(record.tool)
+        let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
+        guard pressing || typing else { return nil }
+        let snapshot = try snapshot()
+        func under(_ p: Point) -> Element? {
+            snapshot.elements.filter { $0.role != .window && $0.box.contains(p) }
+                .min { a, b in
+                    (a.role.isInteractive ? 0 : 1, a.box.width * a.box.height)
+                        < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
+                }
+        }
+        if pressing, let x = record.x, let y = record.y {
+            guard let element = under(Point(x: x, y: y)) else { return ActionSubject() }
+            return ActionSubject(label: element.label, role: element.role.rawValue, toolkitRole: element.toolkitRole)
+        }
+        guard typing else { return nil }
+        let focused =
+            snapshot.elements.first { $0.states?.contains("focused") == true && $0.role == .field }
+            ?? (try? input.cursorPosition()).flatMap(under)
+        let password =
+            focused.map { e in
+                e.toolkitRole == "password text"
+                    || ApprovalPolicy.words(e.label).contains(where: { ["password", "passphrase", "pin"].contains($0) })
+                    || (!(e.value ?? e.label).isEmpty && (e.value ?? e.label).allSatisfy { "•●*∗·".contains($0) })
+            } ?? false
+        // The window typed into: the focused field's, else the active one (a terminal has no field).
+        let window = snapshot.elements.first { w in
+            w.role == .window && (focused.map { w.windowID == $0.windowID } ?? (w.active == true))
+        }
+        let terminal =
+            focused?.toolkitRole == "terminal"
+            || ["xterm", "rxvt", "terminal", "konsole", "kitty", "alacritty", "tilix"].contains { name in
+                (window?.className ?? "").lowercased().contains(name)
+            }
+        return ActionSubject(
+            label: focused?.label, role: focused?.role.rawValue, toolkitRole: focused?.toolkitRole,
+            typed: record.text, intoPassword: password, intoTerminal: terminal)
     }
 }
 

@@ -275,7 +275,7 @@ extension AgentStore {
         guard let tools = (try? JSONValue.parse(toolsText))?.array else {
             throw StoreError.corrupt(path: path, detail: "agent \(name) has unreadable tools \(toolsText)")
         }
-        return AgentConfig(
+        var config = AgentConfig(
             name: name, model: row["model"], systemPrompt: row["system_prompt"],
             tools: tools.compactMap(\.string), display: row["display"],
             memoryNotes: row["memory_notes"],
@@ -283,6 +283,18 @@ extension AgentStore {
                 row["created_at"] as String,
                 "agents.created_at"),
             dryRun: row["dry_run"], confirm: row["confirm"])
+        config.approval = row["approval"]
+        return config
+    }
+
+    /// Sets the kinds of action an agent's runs must have approved (nil: back to the config file's default).
+    public func setApproval(agent name: String, policy: String?) throws {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE agents SET approval = ?, updated_at = ? WHERE name = ?",
+                arguments: [policy, Self.now(), name])
+            if db.changesCount == 0 { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
+        }
     }
 }
 

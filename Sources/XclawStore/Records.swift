@@ -21,6 +21,9 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var dryRun: Bool = false
     /// Its runs ask on the terminal before every input action (a call may override it).
     public var confirm: Bool = false
+    /// The kinds of action its runs must have approved (`all`, `none`, or a list); nil: the config file's
+    /// `approval`, else all. Written by `AgentStore.setApproval`, not by `updateAgent`.
+    public var approval: String? = nil
 
     /// Creates a configuration; `createdAt` is rounded to the millisecond so it survives a round trip unchanged.
     public init(

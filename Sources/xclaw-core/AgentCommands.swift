@@ -52,8 +52,11 @@ struct AgentCreate: ParsableCommand {
     var dryRun = false
     @Flag(help: "Its runs ask on the terminal before every input action (`send --no-confirm` overrides it).")
     var confirm = false
+    @Option(help: ArgumentHelp(ApprovalHelp.text)) var approval: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
+
+    func validate() throws { try ApprovalHelp.check(approval) }
 
     func run() throws {
         let catalog = try ModelCatalog.load()
@@ -65,11 +68,31 @@ struct AgentCreate: ParsableCommand {
             name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
             memoryNotes: "", createdAt: Date(), dryRun: dryRun, confirm: confirm)
         try store.createAgent(config)
+        if let approval { try store.setApproval(agent: name, policy: ApprovalHelp.normalized(approval)) }
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
-        try emit(config, json: json) {
+        let created = try store.agent(named: name)
+        try emit(created, json: json) {
             "created agent \(name): \(info.id), tools \(names.joined(separator: ","))\(gates)"
         }
     }
+}
+
+/// The `--approval` option of `agent create|set`.
+enum ApprovalHelp {
+    /// Its help.
+    static let text =
+        "The kinds of action its runs must have approved: all, none, or a comma-separated list of "
+        + ApprovalKind.allCases.map(\.rawValue).joined(separator: ", ")
+        + " (default: `approval` in the config file, else all)."
+
+    /// Refuses a policy that does not parse (exit 2), naming the valid kinds.
+    static func check(_ text: String?) throws {
+        guard let text else { return }
+        do { _ = try ApprovalPolicy.parse(text) } catch { throw ValidationError("--approval: \(error)") }
+    }
+
+    /// The policy as stored (`all`, `none`, or the kinds in a fixed order).
+    static func normalized(_ text: String) throws -> String { try ApprovalPolicy.parse(text).text }
 }
 
 /// The text of a `--system FILE`; an unreadable file is bad usage.
@@ -90,8 +113,11 @@ struct AgentSet: ParsableCommand {
     @Option(help: "The X display it works on; `none` for $DISPLAY when it runs.") var display: String?
     @Flag(inversion: .prefixedNo, help: "Its runs plan and log only, or act.") var dryRun: Bool?
     @Flag(inversion: .prefixedNo, help: "Its runs ask before every input action, or do not.") var confirm: Bool?
+    @Option(help: ArgumentHelp(ApprovalHelp.text + " `default`: the config file's again.")) var approval: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
+
+    func validate() throws { if approval != "default" { try ApprovalHelp.check(approval) } }
 
     func run() throws {
         let store = try storeOptions.open()
@@ -103,6 +129,10 @@ struct AgentSet: ParsableCommand {
         if let dryRun { config.dryRun = dryRun }
         if let confirm { config.confirm = confirm }
         try store.updateAgent(config)
+        if let approval {
+            try store.setApproval(agent: name, policy: approval == "default" ? nil : ApprovalHelp.normalized(approval))
+            config = try store.agent(named: name)
+        }
         let gates = [config.dryRun ? "dry run" : nil, config.confirm ? "asks before input" : nil].compactMap { $0 }
         try emit(config, json: json) {
             "agent \(name): \(config.model), tools \(config.tools.joined(separator: ","))"
@@ -167,7 +197,7 @@ struct GateOptions: ParsableArguments {
         let ask: @Sendable (String) async -> Bool = { question in
             confirm ? await TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
         }
-        return ToolContext(dryRun: dryRun, confirm: ask)
+        return ToolContext(dryRun: dryRun, confirm: ask, ask: TerminalPrompt.approver)
     }
 }
 
@@ -198,6 +228,7 @@ enum ServiceFactory {
         let builder = AgentBuilder(store: store, client: client, catalog: try ModelCatalog.load())
         let service = builder.service(
             context: { config in (try? gates.context(for: config)) ?? ToolContext(dryRun: true) },
+            guardSettings: try GuardSettings.fromConfig(),
             events: { printer.handle($0) })
         return (store, printer, service)
     }
@@ -238,6 +269,10 @@ final class RunPrinter: @unchecked Sendable {
         case .finished(_, _, let outcome):
             streamed.endReply()
             lock.withLock { outcomes.append(outcome) }
+            if case .stopped(let why) = outcome { printError("xclaw: the run was \(why)") }
+        case .notice(let agent, let text):
+            streamed.breakLine()
+            printError("xclaw: \(agent): \(text)")
         case .failed(let agent, let message, let willRetry, let status):
             streamed.endReply()
             if willRetry { printError("xclaw: \(agent): \(message) (will retry)") }
@@ -261,8 +296,10 @@ struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send a message to an agent and stream its reply (the message and reply are stored).",
         discussion:
-            "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted, 143 on SIGTERM (the turn is cancelled "
-            + "and recorded).")
+            "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted (or stopped by `xclaw stop`, the "
+            + "stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and recorded).")
+    /// The exit status of a run an emergency stop ended: what Ctrl-C gives, since a person stopped it.
+    static let stoppedStatus: Int32 = 130
     @Argument(help: "The agent.") var name: String
     @Argument(help: "The message.") var message: String
     @Option(help: "Who the message is from.") var sender = "user"
@@ -288,6 +325,9 @@ struct Send: ParsableCommand {
         printer.finish()
         let sent = try result.get()
         if interrupted.isSet { throw ExitCode(CancellableRun.interruptedStatus) }
+        if printer.finishedOutcomes.contains(where: { if case .stopped = $0 { true } else { false } }) {
+            throw ExitCode(Self.stoppedStatus)
+        }
         if let failure = printer.finalFailures.last { throw AgentRunError.failed(failure.message, failure.status) }
         if printer.finishedOutcomes.isEmpty, try store.state(agent: name).cursor >= sent {
             // Another xclaw process took the message into its own run while this one waited for the agent.

@@ -26,7 +26,8 @@ struct Run: ParsableCommand {
             The run is recorded as a one-shot agent (`xclaw history run-…`, `xclaw usage`).
             Tools (--tools, comma-separated; default: the safe set): \(SkillCatalog.allToolNames.joined(separator: ", ")).
             Exit: 0 done; 1 step limit reached or the model refused; 2 bad usage; 3 display; 4 API error \
-            (4 also for an invalid API key); 130 interrupted (143 on SIGTERM).
+            (4 also for an invalid API key); 130 interrupted or stopped (`xclaw stop`, the stop hotkey, the failsafe; \
+            143 on SIGTERM).
             """)
 
     @Argument(help: "What to do, in words.") var task: String
@@ -82,7 +83,8 @@ struct Run: ParsableCommand {
         let ask: @Sendable (String) async -> Bool = { question in
             confirming ? await TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true
         }
-        let context = ToolContext(dryRun: dryRun, confirm: ask, log: { actionLog.append($0) })
+        let context = ToolContext(
+            dryRun: dryRun, confirm: ask, log: { actionLog.append($0) }, ask: TerminalPrompt.approver)
 
         // A one-shot agent, recorded like any other: its task, replies, tool results, usage and session.
         try store.createAgent(config)
@@ -93,7 +95,7 @@ struct Run: ParsableCommand {
             runOptions: { model, system in
                 RunOptions(model: model, system: system, maxSteps: maxSteps, maxTokens: maxTokens, keepImages: keep)
             },
-            context: { _ in context }, events: { printer.handle($0) })
+            context: { _ in context }, guardSettings: try GuardSettings.fromConfig(), events: { printer.handle($0) })
         let task = self.task
         let sent: Result<Void, any Error> = CancellableRun.execute(onInterrupt: {
             Task { await service.queue.cancel(agent: agent) }
@@ -130,6 +132,7 @@ struct Run: ParsableCommand {
         case .completed: return
         case .refused, .maxSteps: throw ExitCode(ExitStatus.notFound.rawValue)
         case .cancelled: throw ExitCode(CancellableRun.interruptedStatus)
+        case .stopped: throw ExitCode(Send.stoppedStatus)
         case .failed(let why): throw AgentRunError.failed(why, failure?.status ?? .api)
         }
     }
@@ -293,6 +296,13 @@ enum TerminalPrompt {
         if fd < 0 { return false }
         close(fd)
         return true
+    }
+
+    /// The approval gate's way to ask the person at the terminal, or nil when there is none (the run is
+    /// unattended, and a gated action waits for `xclaw approve|deny`).
+    static var approver: (@Sendable (String) async -> Bool)? {
+        guard available else { return nil }
+        return { @Sendable question in await ask(question) }
     }
 
     /// The command's terminal: the one the CLI passed to the daemon, else `/dev/tty`.

@@ -264,7 +264,7 @@ struct Runs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List agent runs, oldest first, with the scheduled task each ran for.",
         discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
-            + "(running, completed, failed, cancelled, interrupted), started, duration_ms, steps, cost_usd, report "
+            + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started, duration_ms, steps, cost_usd, report "
             + "(null until run reports exist).")
     @Argument(help: "Only this agent's.") var agent: String?
     @Option(help: "Only this task's runs (its name or id).") var task: String?
