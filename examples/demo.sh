@@ -2,7 +2,8 @@
 # xclaw demo: on its own headless display (with an accessibility bus), open a real terminal, type into it, click,
 # capture, read the screen by OCR, snapshot a GTK dialog from its accessibility tree next to the terminal read by OCR,
 # answer the dialog by its button's label, then let the agent loop (`xclaw run`) answer another dialog, driven by a
-# scripted model on a loopback Messages API (no API key needed), and check every result.
+# scripted model on a loopback Messages API (no API key needed), its "Delete" held for approval until
+# `xclaw approve`, and check every result.
 # Installs dependencies (idempotent) and builds on first run. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,16 +103,35 @@ mock=$!
 trap 'kill $mock 2>/dev/null || true; "$xclaw" display stop "$display" >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 100); do [ -s "$out/mock-api.url" ] && break; sleep 0.05; done
 echo "10. xclaw run with a scripted model at $(head -1 "$out/mock-api.url"):"
+# Pressing "Delete" needs a person's approval. Run without a terminal (setsid), as a scheduled run would be, the run
+# waits with status needs-approval until `xclaw approve` (in a terminal it would ask y/N instead).
 ANTHROPIC_BASE_URL="$(head -1 "$out/mock-api.url")" ANTHROPIC_API_KEY=demo-key-not-secret \
-  "$xclaw" run "Press Delete in the dialog" --display "$display" --tools computer,screen_snapshot,tap_element \
-  --log "$out/actions.jsonl" 2>"$out/run.log" | sed 's/^/     model: /'
+  setsid "$xclaw" run "Press Delete in the dialog" --display "$display" --tools computer,screen_snapshot,tap_element \
+  --log "$out/actions.jsonl" >"$out/run.out" 2>"$out/run.log" </dev/null &
+run=$!
+waiting=""
+for _ in $(seq 300); do
+  waiting=$("$xclaw" runs --json | python3 -c \
+    'import json, sys; r = [x["id"] for x in json.load(sys.stdin) if x["status"] == "needs-approval"]; print(r[-1] if r else "")')
+  [ -n "$waiting" ] && break
+  sleep 0.1
+done
+if [ -z "$waiting" ]; then
+  echo "11. MISMATCH: the run never waited for approval to press Delete" >&2
+  sed 's/^/     /' "$out/run.log" >&2
+  exit 1
+fi
+echo "11. run $waiting waits for approval to press Delete (status needs-approval); approving it:"
+"$xclaw" approve "$waiting" | sed 's/^/     /'
+wait "$run"
+sed 's/^/     model: /' "$out/run.out"
 sed 's/^/     /' "$out/run.log"
 status=0; wait "$dialog" || status=$?
 if [ "$status" = 0 ]; then
-  echo "11. the agent pressed \"Delete\": zenity exited 0; its action log:"
+  echo "12. the agent pressed \"Delete\": zenity exited 0; its action log:"
   sed 's/^/     /' "$out/actions.jsonl"
 else
-  echo "11. MISMATCH: zenity exited $status after the agent run (expected 0)" >&2
+  echo "12. MISMATCH: zenity exited $status after the agent run (expected 0)" >&2
   exit 1
 fi
 echo

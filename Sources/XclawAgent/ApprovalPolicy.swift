@@ -132,25 +132,41 @@ public struct ApprovalPolicy: Sendable, Hashable {
 
     /// The words and phrases of each kind, as lower-case word lists (discard before delete: "Discard changes").
     static let phrases: [(ApprovalKind, [[String]])] = [
-        (.discard, [
-            ["discard"], ["don't", "save"], ["dont", "save"], ["do", "not", "save"], ["close", "without", "saving"],
-            ["without", "saving"], ["revert"], ["lose", "changes"], ["quit", "anyway"], ["close", "anyway"],
-        ]),
-        (.delete, [
-            ["delete"], ["remove"], ["erase"], ["trash"], ["move", "to", "trash"], ["uninstall"], ["wipe"],
-            ["destroy"], ["purge"], ["shred"], ["empty", "trash"],
-        ]),
-        (.pay, [
-            ["pay"], ["buy"], ["purchase"], ["checkout"], ["check", "out"], ["place", "order"], ["order", "now"],
-            ["subscribe"], ["donate"], ["confirm", "payment"], ["add", "to", "cart"],
-        ]),
-        (.acceptTerms, [
-            ["accept"], ["agree"], ["i", "agree"], ["i", "accept"], ["consent"], ["accept", "all"],
-        ]),
-        (.send, [
-            ["send"], ["submit"], ["post"], ["publish"], ["reply"], ["reply", "all"], ["forward"], ["share"],
-            ["tweet"], ["send", "now"],
-        ]),
+        (
+            .discard,
+            [
+                ["discard"], ["don't", "save"], ["dont", "save"], ["do", "not", "save"],
+                ["close", "without", "saving"],
+                ["without", "saving"], ["revert"], ["lose", "changes"], ["quit", "anyway"], ["close", "anyway"],
+            ]
+        ),
+        (
+            .delete,
+            [
+                ["delete"], ["remove"], ["erase"], ["trash"], ["move", "to", "trash"], ["uninstall"], ["wipe"],
+                ["destroy"], ["purge"], ["shred"], ["empty", "trash"],
+            ]
+        ),
+        (
+            .pay,
+            [
+                ["pay"], ["buy"], ["purchase"], ["checkout"], ["check", "out"], ["place", "order"], ["order", "now"],
+                ["subscribe"], ["donate"], ["confirm", "payment"], ["add", "to", "cart"],
+            ]
+        ),
+        (
+            .acceptTerms,
+            [
+                ["accept"], ["agree"], ["i", "agree"], ["i", "accept"], ["consent"], ["accept", "all"],
+            ]
+        ),
+        (
+            .send,
+            [
+                ["send"], ["submit"], ["post"], ["publish"], ["reply"], ["reply", "all"], ["forward"], ["share"],
+                ["tweet"], ["send", "now"],
+            ]
+        ),
     ]
 
     /// The label's words, lower-case, apostrophes kept ("don't"), everything else a separator.

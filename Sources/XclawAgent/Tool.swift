@@ -137,7 +137,9 @@ public struct ToolContext: Sendable {
             refuse("declined")
             return .declined
         }
-        if let gate, let subject, case .deny(let why) = await gate(GateRequest(record: record, describe: describe, subject: subject)) {
+        if let gate, let subject,
+            case .deny(let why) = await gate(GateRequest(record: record, describe: describe, subject: subject))
+        {
             refuse("denied: \(why)")
             return .denied(why)
         }

@@ -137,6 +137,15 @@ public struct AgentBuilder: Sendable {
                 computerVersion: version, vision: vision, memory: memory)
             try skill.setup()
             for tool in skill.tools { screenTools[tool.name] = LockedTool(tool, display: session.connection.name) }
+            // Anthropic runs its prompt-injection classifiers only on requests that declare the computer tool, so a
+            // screen agent always declares it; one not given it can only look through it.
+            if !names.contains("computer"), !screenNames.isEmpty {
+                screenTools["computer"] = LockedTool(
+                    ComputerTool(session: session, version: version, inputAllowed: false),
+                    display: session.connection.name)
+                return names.compactMap { name in name == "memory" ? MemoryTool(backend: memory) : screenTools[name] }
+                    + [screenTools["computer"]].compactMap { $0 }
+            }
         }
         return names.compactMap { name in name == "memory" ? MemoryTool(backend: memory) : screenTools[name] }
     }

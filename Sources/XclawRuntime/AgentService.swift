@@ -200,7 +200,11 @@ public final class AgentService: Sendable {
         }
         let run = Task { [context] in await runner.run(messages: conversation, context: context, observer: observer) }
         handle.set(run)
-        var result = await withTaskCancellationHandler { await run.value } onCancel: { run.cancel() }
+        var result = await withTaskCancellationHandler {
+            await run.value
+        } onCancel: {
+            run.cancel()
+        }
         runGuard.finish()
         guard let why = runGuard.stopReason else { return (result, nil) }
         if let display, let connection = try? DisplayConnection(name: display),

@@ -157,7 +157,9 @@ final class RunGuard: Sendable {
     /// The run's approval gate under `policy`: an action of a gated kind is put to the person at the terminal when
     /// `ask` is given (an attended run), else recorded as waiting (`needs-approval`) until `xclaw approve|deny` or
     /// the timeout, which denies it. Anything that goes wrong denies it: the gate fails closed.
-    func gate(policy: ApprovalPolicy, ask: (@Sendable (String) async -> Bool)?, events: @escaping @Sendable (String) -> Void)
+    func gate(
+        policy: ApprovalPolicy, ask: (@Sendable (String) async -> Bool)?, events: @escaping @Sendable (String) -> Void
+    )
         -> @Sendable (GateRequest) async -> GateVerdict
     {
         let (store, session, settings) = (store, session, settings)
@@ -168,7 +170,8 @@ final class RunGuard: Sendable {
                 return await ask("xclaw: approve \(what)? [y/N] ")
                     ? .allow : .deny(Self.denial(what, by: "the user at the terminal"))
             }
-            let expires = Date().addingTimeInterval(Double(settings.approvalTimeout.components.seconds))
+            let timeout = settings.approvalTimeout.components
+            let expires = Date().addingTimeInterval(Double(timeout.seconds) + Double(timeout.attoseconds) / 1e18)
             let id: Int64
             do {
                 id = try store.requestApproval(
@@ -192,7 +195,8 @@ final class RunGuard: Sendable {
                 switch record.status {
                 case "approved": return .allow
                 case "expired":
-                    return .deny(Self.denial(what, by: "nobody within \(Int(settings.approvalTimeout.components.seconds)) s"))
+                    let seconds = Double(timeout.seconds) + Double(timeout.attoseconds) / 1e18
+                    return .deny(Self.denial(what, by: "nobody within \(String(format: "%g", seconds)) s"))
                 case "denied": return .deny(Self.denial(what, by: record.decidedBy ?? "a person"))
                 default: try? await Task.sleep(for: .milliseconds(100))
                 }

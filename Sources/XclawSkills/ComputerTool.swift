@@ -54,11 +54,15 @@ public struct ComputerTool: AgentTool {
     public let session: ScreenSession
     /// The tool type advertised to the model.
     public let version: ComputerToolVersion
+    /// False when the tool is declared only so Anthropic's prompt-injection classifiers run (they run only for
+    /// requests that declare it): then it looks (screenshot, zoom, cursor position, wait) and never acts.
+    public let inputAllowed: Bool
 
     /// Creates the tool for a session and the version the model expects.
-    public init(session: ScreenSession, version: ComputerToolVersion = .v20250124) {
+    public init(session: ScreenSession, version: ComputerToolVersion = .v20250124, inputAllowed: Bool = true) {
         self.session = session
         self.version = version
+        self.inputAllowed = inputAllowed
     }
 
     /// Always "computer": the name the model is trained to call.
@@ -119,6 +123,11 @@ public struct ComputerTool: AgentTool {
             case .zoom:
                 return try await zoom(input, geometry: geometry)
             default:
+                guard inputAllowed else {
+                    throw ToolError(
+                        "this agent may only look through the computer tool (screenshot, zoom, cursor_position, "
+                            + "wait): act with its other tools instead")
+                }
                 return try await act(action, input, geometry: geometry, context: context)
             }
         } catch {

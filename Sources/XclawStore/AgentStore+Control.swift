@@ -83,7 +83,9 @@ extension AgentStore {
         session: Int64, kind: String, tool: String, action: String, detail: String, expiresAt: Date
     ) throws -> Int64 {
         try write { db in
-            guard let agent = try String.fetchOne(db, sql: "SELECT agent FROM sessions WHERE id = ?", arguments: [session])
+            guard
+                let agent = try String.fetchOne(
+                    db, sql: "SELECT agent FROM sessions WHERE id = ?", arguments: [session])
             else { throw StoreError.unknownSession(session) }
             try db.execute(
                 sql: """

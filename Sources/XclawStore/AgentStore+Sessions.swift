@@ -87,7 +87,8 @@ extension AgentStore {
     public func recoverInterrupted() throws -> [SessionRecord] {
         let now = Self.now()
         return try write { db in
-            let running = try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') ORDER BY id")
+            let running = try Row.fetchAll(
+                db, sql: "SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') ORDER BY id")
             var recovered: [SessionRecord] = []
             for row in running {
                 var session = try sessionRecord(row)
@@ -96,6 +97,12 @@ extension AgentStore {
                 try db.execute(
                     sql: "UPDATE sessions SET status = 'interrupted', error = ?, ended_at = ? WHERE id = ?",
                     arguments: [reason, now, session.id])
+                // Nobody waits on its approvals any more: a later `approve` must not look like it did something.
+                try db.execute(
+                    sql: """
+                        UPDATE approvals SET status = 'denied', decided_at = ?, decided_by = 'the run was interrupted'
+                        WHERE session_id = ? AND status = 'pending'
+                        """, arguments: [now, session.id])
                 session.status = .interrupted
                 session.error = reason
                 session.endedAt = StoreDate.parse(now)

@@ -41,7 +41,11 @@ final class AgentEndToEndTests: XCTestCase {
 
     private func environment(_ server: MockMessagesServer, key: String = ("sk-" + "ant-e2e-SECRET")) -> [String: String]
     {
-        [
+        // These runs press "Submit" unattended; the approval gate has tests of its own (StopAndApprovalTests).
+        let config = workDir.appendingPathComponent("config/xclaw")
+        try? FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try? "approval = none\n".write(to: config.appendingPathComponent("config"), atomically: true, encoding: .utf8)
+        return [
             "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": key, "HOME": workDir.path,
             "XDG_STATE_HOME": workDir.appendingPathComponent("state").path,
             "XDG_CONFIG_HOME": workDir.appendingPathComponent("config").path,

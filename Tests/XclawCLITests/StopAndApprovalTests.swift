@@ -30,7 +30,8 @@ final class StopAndApprovalTests: XCTestCase {
                 "--button", "200,60,120,40:Delete",
             ])
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-stop-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("config/xclaw"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("config/xclaw"), withIntermediateDirectories: true)
         Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
 
@@ -147,7 +148,8 @@ final class StopAndApprovalTests: XCTestCase {
             XCTAssertEqual(result.status, 0, result.stderr)
             let stopped = try session(env) { $0.agent == agent && $0.status == .stopped }
             XCTAssertEqual(stopped?.status, .stopped, "\(agent): \(stopped?.error ?? "")")
-            print("\(agent): stopped \(Int(Date().timeIntervalSince(pressed) * 1000)) ms after the trigger command began")
+            print(
+                "\(agent): stopped \(Int(Date().timeIntervalSince(pressed) * 1000)) ms after the trigger command began")
             XCTAssertTrue(
                 stopped?.error?.contains(agent == "by-key" ? "hotkey" : "corner") == true, stopped?.error ?? "")
             run.waitUntilExit()
@@ -196,7 +198,9 @@ final class StopAndApprovalTests: XCTestCase {
             XCTAssertEqual(presses.isEmpty, decision != "approve", "\(agent): \(presses)")
         }
         // What the model read each time.
-        let results = server.requests.enumerated().filter { $0.offset % 2 == 1 }.map { String(decoding: $0.element.body, as: UTF8.self) }
+        let results = server.requests.enumerated().filter { $0.offset % 2 == 1 }.map {
+            String(decoding: $0.element.body, as: UTF8.self)
+        }
         XCTAssertEqual(results.count, 3)
         XCTAssertTrue(results[0].contains("tapped"), results[0])
         XCTAssertTrue(results[1].contains("not approved") && results[1].contains("xclaw deny"), results[1])
