@@ -55,11 +55,13 @@ enum DaemonScheduling {
             let header = "\n== \(StoreDate.format(Date())) task \(label) → \(task.agent)\n"
             _ = header.withCString { write(log, $0, strlen($0)) }
         }
+        let mark = DaemonReports.mark(database: database)
         let status = server.runOwn(
             // Options first and `--` before the prompt: a prompt may start with "-".
             ["send", "--sender", "schedule:\(label)", "--db", database, "--", task.agent, task.prompt],
             log: log >= 0 ? log : 2)
         logger.info("scheduled run", metadata: ["task": "\(label)", "exit": "\(status)"])
+        DaemonReports.keep(agent: task.agent, task: label, after: mark, database: database)
         return status == 0
             ? TaskRunResult(status: "completed", result: "exit 0")
             : TaskRunResult(status: "failed", result: "exit \(status)", error: "exit \(status); see \(logPath)")

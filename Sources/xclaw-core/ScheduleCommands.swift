@@ -265,7 +265,7 @@ struct Runs: ParsableCommand {
         abstract: "List agent runs, oldest first, with the scheduled task each ran for.",
         discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
             + "(running, completed, failed, cancelled, interrupted), started, duration_ms, steps, cost_usd, report "
-            + "(null until run reports exist).")
+            + "(the kept report's path: written after every scheduled run and by `xclaw report RUN`; else null).")
     @Argument(help: "Only this agent's.") var agent: String?
     @Option(help: "Only this task's runs (its name or id).") var task: String?
     @OptionGroup var storeOptions: StoreOptions
@@ -311,13 +311,14 @@ struct Runs: ParsableCommand {
                 id: session.id, agent: session.agent, task: task, status: session.status.rawValue,
                 started: StoreDate.format(session.startedAt),
                 duration_ms: session.endedAt.map { Int(($0.timeIntervalSince(session.startedAt) * 1000).rounded()) },
-                steps: session.steps, cost_usd: session.usd, report: nil)
+                steps: session.steps, cost_usd: session.usd, report: session.report)
         }
         try emit(rows, json: json) {
             rows.map { r in
                 [
                     "\(r.id)", r.agent, r.task ?? "-", r.status, r.started,
                     r.duration_ms.map { "\($0) ms" } ?? "-", "\(r.steps) steps", String(format: "$%.4f", r.cost_usd),
+                    r.report ?? "-",
                 ].joined(separator: "\t")
             }.joined(separator: "\n")
         }
