@@ -164,7 +164,11 @@ public struct RunReport: Sendable {
         // The marks, in order, so "at the pointer" follows the calls before it.
         for s in steps.indices {
             let size: (width: Int, height: Int)
-            if case .image(let image) = steps[s].shot { size = (image.width, image.height) } else { size = (1000, 1000) }
+            if case .image(let image) = steps[s].shot {
+                size = (image.width, image.height)
+            } else {
+                size = (1000, 1000)
+            }
             for a in steps[s].actions.indices {
                 let action = steps[s].actions[a]
                 steps[s].actions[a].overlay = ReportOverlay.action(

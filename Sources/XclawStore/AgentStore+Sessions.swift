@@ -87,7 +87,8 @@ extension AgentStore {
     public func recoverInterrupted() throws -> [SessionRecord] {
         let now = Self.now()
         return try write { db in
-            let running = try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') ORDER BY id")
+            let running = try Row.fetchAll(
+                db, sql: "SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') ORDER BY id")
             var recovered: [SessionRecord] = []
             for row in running {
                 var session = try sessionRecord(row)

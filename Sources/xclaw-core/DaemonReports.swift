@@ -12,15 +12,14 @@ enum DaemonReports {
     private static let logger = Logger(label: "xclaw.report")
 
     /// The newest session id before a run (nil when the database cannot be read: then no report is written).
-    static func mark(database: String) -> Int64? {
-        (try? AgentStore(path: database)).flatMap { try? RunReports.mark(store: $0) }
-    }
+    /// The daemon passes its scheduler's store: opening and closing another store on the file in this process,
+    /// while the run's own store is open, broke the database (a store is long-lived, one per file).
+    static func mark(_ store: AgentStore) -> Int64? { try? RunReports.mark(store: store) }
 
     /// Writes and keeps the reports of the sessions `task`'s run created after `mark`.
-    static func keep(agent: String, task: String, after mark: Int64?, database: String) {
+    static func keep(agent: String, task: String, after mark: Int64?, store: AgentStore) {
         guard let mark else { return }
         do {
-            let store = try AgentStore(path: database)
             let retention = try ReportRetention.configured()
             for path in try RunReports.keepScheduled(
                 agent: agent, task: task, after: mark, store: store, retention: retention)

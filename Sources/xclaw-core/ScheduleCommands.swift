@@ -247,7 +247,17 @@ struct ScheduleCommand: ParsableCommand {
             if let db = storeOptions.db { arguments += ["--db", db] }
             // `--` first: a prompt may start with "-".
             arguments += ["--", record.agent, record.prompt]
+            let mark = try RunReports.mark(store: store)
             let status = CommandRunner.run(Xclaw.self, arguments: arguments)
+            // Kept like the daemon's scheduled runs; a report that cannot be written does not fail the run.
+            do {
+                let retention = try ReportRetention.configured()
+                for path in try RunReports.keepScheduled(
+                    agent: record.agent, task: label, after: mark, store: store, retention: retention)
+                {
+                    printError("xclaw: run report \(path)")
+                }
+            } catch { printError("xclaw: the run report could not be written: \(error)") }
             try store.recordTaskRun(
                 taskID: record.id, runAt: started, durationMs: Int((ContinuousClock.now - clock) / .milliseconds(1)),
                 status: status == 0 ? "completed" : "failed", result: "exit \(status) (run-now)",

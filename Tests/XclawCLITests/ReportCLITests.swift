@@ -54,11 +54,14 @@ final class ReportCLITests: XCTestCase {
     /// Runs headless chromium on `arguments` + the file, offline, with a profile of its own; returns stderr.
     private func chromium(_ arguments: [String], _ file: URL) throws -> String {
         let binary = try XCTUnwrap(
-            ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) },
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            },
             "chromium is missing: scripts/install-deps.sh installs it")
         let result = try Subprocess.run(
             [
-                binary, "--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run", "--no-default-browser-check",
+                binary, "--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run",
+                "--no-default-browser-check",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--user-data-dir=" + workDir.appendingPathComponent("chromium").path,
                 "--enable-logging=stderr", "--v=0",
@@ -91,7 +94,8 @@ final class ReportCLITests: XCTestCase {
                 ),
             ]),
             Self.calls([("t6", "tap_element", #"{"label": "Submit"}"#)]),
-            .stream(.turn(blocks: [.text("Done <img src=\"http://127.0.0.1:9/x.png\"> </div><script>alert(2)</script>")])),
+            .stream(
+                .turn(blocks: [.text("Done <img src=\"http://127.0.0.1:9/x.png\"> </div><script>alert(2)</script>")])),
             // Two notes for the retention runs below.
             .stream(.turn(blocks: [.text("Noted.")])), .stream(.turn(blocks: [.text("Noted again.")])),
         ])
@@ -121,7 +125,8 @@ final class ReportCLITests: XCTestCase {
         for source in sources {
             let prefix = "data:image/png;base64,"
             XCTAssertTrue(source.hasPrefix(prefix))
-            let frame = try PNG.decode([UInt8](try XCTUnwrap(Data(base64Encoded: String(source.dropFirst(prefix.count))))))
+            let frame = try PNG.decode(
+                [UInt8](try XCTUnwrap(Data(base64Encoded: String(source.dropFirst(prefix.count))))))
             XCTAssertEqual(frame.size, geometry.model)
         }
         // tap_element's result names the element's box, which the overlay draws.

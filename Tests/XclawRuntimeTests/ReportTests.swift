@@ -38,7 +38,8 @@ final class ReportTests: XCTestCase {
             try store.appendMessage(agent: "bot", role: .assistant, content: turn.0, sessionID: batch.session)
             try store.recordUsage(
                 agent: "bot", sessionID: batch.session, model: "claude-sonnet-4-5",
-                usage: Usage(inputTokens: 1000, outputTokens: 50, cacheCreationInputTokens: 10, cacheReadInputTokens: 20),
+                usage: Usage(
+                    inputTokens: 1000, outputTokens: 50, cacheCreationInputTokens: 10, cacheReadInputTokens: 20),
                 usd: 0.01,
                 timing: StepTiming(
                     step: i + 1, modelMs: 1234, toolMs: 56, stopReason: turn.1.isEmpty ? "end_turn" : "tool_use"))
@@ -53,7 +54,9 @@ final class ReportTests: XCTestCase {
 
     private func result(_ id: String, _ text: String, image: String? = nil) -> ContentBlock {
         .toolResult(
-            ToolResultBlock(toolUseID: id, content: [.text(text)] + (image.map { [.image(mediaType: "image/png", base64: $0)] } ?? [])))
+            ToolResultBlock(
+                toolUseID: id,
+                content: [.text(text)] + (image.map { [.image(mediaType: "image/png", base64: $0)] } ?? [])))
     }
 
     func testStepsShowTheScreenshotBeforeEachRequestWithTheCallsDrawnInItsPixels() throws {
@@ -61,37 +64,46 @@ final class ReportTests: XCTestCase {
         let id = try storeRun(
             prompt: "Fill in <the> form & \"submit\"",
             turns: [
-                ([.text("Looking."), .toolUse(id: "t1", name: "computer", input: ["action": "screenshot"])],
-                 [result("t1", "", image: shot1)]),
-                ([
-                    .text("<script>alert(1)</script> clicking"),
-                    .toolUse(id: "t2", name: "computer", input: ["action": "left_click", "coordinate": [100, 200]]),
-                    .toolUse(
-                        id: "t3", name: "computer",
-                        input: ["action": "left_click_drag", "start_coordinate": [10, 20], "coordinate": [300, 400]]),
-                    .toolUse(
-                        id: "t4", name: "computer",
-                        input: ["action": "scroll", "scroll_direction": "down", "scroll_amount": 3]),
-                    .toolUse(id: "t5", name: "computer", input: ["action": "type", "text": "héllo <b>"]),
-                 ],
-                 [
-                    result("t2", "left_click at (100, 200)"), result("t3", "dragged"),
-                    result("t4", "scrolled"), result("t5", "typed 9 characters </div><img src=x>", image: shot2),
-                 ]),
-                ([
-                    .toolUse(id: "t6", name: "tap_xy", input: ["x": 0.5, "y": 0.25]),
-                    .toolUse(id: "t7", name: "swipe", input: ["from_x": 0, "from_y": 0, "to_x": 1, "to_y": 1]),
-                    .toolUse(id: "t8", name: "tap_element", input: ["label": "Save"]),
-                    .toolUse(id: "t9", name: "press_button", input: ["name": "ctrl+s"]),
-                 ],
-                 [
-                    result("t6", "tapped"), result("t7", "dragged"),
-                    result(
-                        "t8",
-                        "tapped e3 button \"Save (screen 1,1 of 1x1)\" at x=0.500 y=0.500 "
-                            + "(screen 960,540; box 900,520 120x40 of 1920x1080)"),
-                    result("t9", "pressed ctrl+s"),
-                 ]),
+                (
+                    [.text("Looking."), .toolUse(id: "t1", name: "computer", input: ["action": "screenshot"])],
+                    [result("t1", "", image: shot1)]
+                ),
+                (
+                    [
+                        .text("<script>alert(1)</script> clicking"),
+                        .toolUse(
+                            id: "t2", name: "computer", input: ["action": "left_click", "coordinate": [100, 200]]),
+                        .toolUse(
+                            id: "t3", name: "computer",
+                            input: [
+                                "action": "left_click_drag", "start_coordinate": [10, 20], "coordinate": [300, 400],
+                            ]),
+                        .toolUse(
+                            id: "t4", name: "computer",
+                            input: ["action": "scroll", "scroll_direction": "down", "scroll_amount": 3]),
+                        .toolUse(id: "t5", name: "computer", input: ["action": "type", "text": "héllo <b>"]),
+                    ],
+                    [
+                        result("t2", "left_click at (100, 200)"), result("t3", "dragged"),
+                        result("t4", "scrolled"), result("t5", "typed 9 characters </div><img src=x>", image: shot2),
+                    ]
+                ),
+                (
+                    [
+                        .toolUse(id: "t6", name: "tap_xy", input: ["x": 0.5, "y": 0.25]),
+                        .toolUse(id: "t7", name: "swipe", input: ["from_x": 0, "from_y": 0, "to_x": 1, "to_y": 1]),
+                        .toolUse(id: "t8", name: "tap_element", input: ["label": "Save"]),
+                        .toolUse(id: "t9", name: "press_button", input: ["name": "ctrl+s"]),
+                    ],
+                    [
+                        result("t6", "tapped"), result("t7", "dragged"),
+                        result(
+                            "t8",
+                            "tapped e3 button \"Save (screen 1,1 of 1x1)\" at x=0.500 y=0.500 "
+                                + "(screen 960,540; box 900,520 120x40 of 1920x1080)"),
+                        result("t9", "pressed ctrl+s"),
+                    ]
+                ),
                 ([.text("Done.")], []),
             ])
         let report = RunReport(try store.runTranscript(session: id))
@@ -157,8 +169,14 @@ final class ReportTests: XCTestCase {
         let id = try storeRun(
             prompt: "check the build", sender: "schedule:nightly",
             turns: [
-                ([.toolUse(id: "t1", name: "computer", input: ["action": "screenshot"])],
-                 [.toolResult(ToolResultBlock(toolUseID: "t1", content: [.image(mediaType: "image/png", base64: "PHN2Zz4=")]))]),
+                (
+                    [.toolUse(id: "t1", name: "computer", input: ["action": "screenshot"])],
+                    [
+                        .toolResult(
+                            ToolResultBlock(
+                                toolUseID: "t1", content: [.image(mediaType: "image/png", base64: "PHN2Zz4=")]))
+                    ]
+                ),
                 ([.text("ok")], []),
             ])
         let report = RunReport(try store.runTranscript(session: id))
@@ -178,8 +196,10 @@ final class ReportTests: XCTestCase {
                 try storeRun(
                     prompt: "run \(n)",
                     turns: [
-                        ([.toolUse(id: "t\(n)", name: "computer", input: ["action": "screenshot"])],
-                         [result("t\(n)", "shot", image: shot)]),
+                        (
+                            [.toolUse(id: "t\(n)", name: "computer", input: ["action": "screenshot"])],
+                            [result("t\(n)", "shot", image: shot)]
+                        ),
                         ([.text("done")], []),
                     ]))
         }
