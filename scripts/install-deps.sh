@@ -21,6 +21,8 @@ packages=(
   # Tk and GTK apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its
   # Motif app.
   python3-tk python3-gi gir1.2-gtk-3.0 libmotif-dev
+  # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
+  chromium
 )
 [[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot tesseract-ocr python3-venv python3-pip)
 

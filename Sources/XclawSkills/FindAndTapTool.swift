@@ -76,9 +76,11 @@ public struct FindAndTapTool: AgentTool {
 
         let point: Point
         let how: String
+        var box: Rect?
         switch lookup {
         case .ocr(let match):
             point = match.point
+            box = match.box
             how =
                 "found by OCR: \(match.ref) \(match.role.rawValue) \(quoted(match.text)) score "
                 + String(format: "%.2f", match.score)
@@ -102,7 +104,8 @@ public struct FindAndTapTool: AgentTool {
             case .done(_, let settle, _):
                 return .text(
                     "tapped \(quoted(wanted)) at \(normalizedText(point, screen: session.geometry.screen)) "
-                        + "(screen \(point.x),\(point.y)); \(how)" + settleNote(settle))
+                        + tapPlacement(point, box: box, screen: session.geometry.screen) + "; \(how)"
+                        + settleNote(settle))
             }
         } catch {
             throw modelError(error)

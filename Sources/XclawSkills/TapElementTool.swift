@@ -146,7 +146,7 @@ public struct TapElementTool: AgentTool {
             case .done(_, let settle, _):
                 return .text(
                     "tapped \(what) at \(normalizedText(point, screen: session.geometry.screen)) "
-                        + "(screen \(point.x),\(point.y))" + settleNote(settle))
+                        + tapPlacement(point, box: match.box, screen: session.geometry.screen) + settleNote(settle))
             }
         } catch {
             throw modelError(error)

@@ -189,6 +189,13 @@ func normalizedText(_ p: Point, screen: Size) -> String {
     return "x=\(n(p.x, screen.width)) y=\(n(p.y, screen.height))"
 }
 
+/// Where a tap landed, in screen pixels with the screen's size and, when known, the box it aimed at, so a run report
+/// can draw both on the screenshot: "(screen 983,251; box 950,240 66x22 of 1920x1080)".
+func tapPlacement(_ p: Point, box: Rect?, screen: Size) -> String {
+    let box = box.map { "; box \($0.x),\($0.y) \($0.width)x\($0.height)" } ?? ""
+    return "(screen \(p.x),\(p.y)\(box) of \(screen.width)x\(screen.height))"
+}
+
 /// A number in 0–1 from `input[key]`, nil when absent.
 func fraction(_ input: JSONValue, _ key: String) throws -> Double? {
     guard let value = input[key] else { return nil }

@@ -67,16 +67,6 @@ extension AgentStore {
         }
     }
 
-    /// One session by id.
-    public func session(_ id: Int64) throws -> SessionRecord {
-        try read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [id]) else {
-                throw StoreError.unknownSession(id)
-            }
-            return try sessionRecord(row)
-        }
-    }
-
     /// Records that a run waits for a decision on a gated action: the approval row, and the session's status
     /// `needs-approval` so `runs` shows who is waiting. Returns the approval's id.
     public func requestApproval(

@@ -132,7 +132,7 @@ extension AgentStore {
             id: row["id"], agent: row["agent"], kind: kind, status: status,
             error: row["error"], steps: row["steps"], usd: row["usd"], pid: row["pid"],
             startedAt: try date(row["started_at"] as String, "sessions.started_at"),
-            endedAt: try dateIfAny(row["ended_at"], "sessions.ended_at"))
+            endedAt: try dateIfAny(row["ended_at"], "sessions.ended_at"), report: row["report"], model: row["model"])
     }
 }
 

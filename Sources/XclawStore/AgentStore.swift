@@ -48,11 +48,18 @@ public final class AgentStore: Sendable {
 
     /// Creates missing parent directories (0700) and the file itself (0600) so history is private from the start:
     /// SQLite would create the file world-readable under the usual umask, and its -wal/-shm copy the file's mode.
+    /// An existing file is never opened here: closing a descriptor drops every POSIX lock this process holds on the
+    /// file, so a second store in a process whose first store is open (the daemon's scheduler and the `send` it
+    /// runs) would strip the first one's locks, and another process could then checkpoint and delete the WAL under
+    /// it (its writes lost, "disk I/O error", "malformed").
     private static func prepareFile(_ path: String) throws {
         guard !path.isEmpty else { throw StoreError.invalidArgument("the database path is empty; set XCLAW_DB") }
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty { try makeDirectories(parent, for: path) }
-        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        if access(path, F_OK) == 0 { return }
+        // O_EXCL: only a file no descriptor of this process can have open yet is opened and closed.
+        let fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
+        if fd < 0 && errno == EEXIST { return }  // another process created it just now
         guard fd >= 0 else {
             let reason = Errno.current.description
             throw StoreError.unwritable(path: path, detail: reason)

@@ -177,12 +177,18 @@ public struct SessionRecord: Sendable, Hashable, Codable {
     public var startedAt: Date
     /// When it ended; nil while running.
     public var endedAt: Date?
+    /// Where its run report was written (`xclaw report`, or the daemon after a scheduled run); nil when none is kept.
+    public var report: String?
+    /// The model that answered its requests (recorded with its usage), for the report's header.
+    public var model: String?
 
     /// Creates a record value.
     public init(
         id: Int64, agent: String, kind: SessionKind, status: SessionStatus, error: String?, steps: Int, usd: Double,
-        pid: Int32, startedAt: Date, endedAt: Date?
+        pid: Int32, startedAt: Date, endedAt: Date?, report: String? = nil, model: String? = nil
     ) {
+        self.report = report
+        self.model = model
         self.id = id
         self.agent = agent
         self.kind = kind

@@ -35,7 +35,7 @@ enum DaemonScheduling {
                                     "a scheduled run could not be recorded",
                                     metadata: ["task": "\(task.name ?? task.id)", "error": "\(error)"])
                             }
-                        ) { task in run(task, database: path, on: server) }
+                        ) { task in run(task, database: path, store: scheduler.store, on: server) }
                     } catch {
                         logger.error("scheduling failed", metadata: ["error": "\(error)"])
                     }
@@ -45,8 +45,11 @@ enum DaemonScheduling {
         }.start()
     }
 
-    /// One run of a task, as `send` does it, with the exit status as its outcome.
-    static func run(_ task: TaskRecord, database: String, on server: DaemonServer) -> TaskRunResult {
+    /// One run of a task, as `send` does it, with the exit status as its outcome; then its report, through the
+    /// scheduler's `store`.
+    static func run(
+        _ task: TaskRecord, database: String, store: AgentStore, on server: DaemonServer
+    ) -> TaskRunResult {
         let logPath = (try? DaemonPaths.scheduleLog()) ?? "/dev/null"
         let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         defer { if log >= 0 { close(log) } }
@@ -55,11 +58,13 @@ enum DaemonScheduling {
             let header = "\n== \(StoreDate.format(Date())) task \(label) → \(task.agent)\n"
             _ = header.withCString { write(log, $0, strlen($0)) }
         }
+        let mark = DaemonReports.mark(store)
         let status = server.runOwn(
             // Options first and `--` before the prompt: a prompt may start with "-".
             ["send", "--sender", "schedule:\(label)", "--db", database, "--", task.agent, task.prompt],
             log: log >= 0 ? log : 2)
         logger.info("scheduled run", metadata: ["task": "\(label)", "exit": "\(status)"])
+        DaemonReports.keep(agent: task.agent, task: label, after: mark, store: store)
         return status == 0
             ? TaskRunResult(status: "completed", result: "exit 0")
             : TaskRunResult(status: "failed", result: "exit \(status)", error: "exit \(status); see \(logPath)")

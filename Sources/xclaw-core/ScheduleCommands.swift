@@ -247,7 +247,17 @@ struct ScheduleCommand: ParsableCommand {
             if let db = storeOptions.db { arguments += ["--db", db] }
             // `--` first: a prompt may start with "-".
             arguments += ["--", record.agent, record.prompt]
+            let mark = try RunReports.mark(store: store)
             let status = CommandRunner.run(Xclaw.self, arguments: arguments)
+            // Kept like the daemon's scheduled runs; a report that cannot be written does not fail the run.
+            do {
+                let retention = try ReportRetention.configured()
+                for path in try RunReports.keepScheduled(
+                    agent: record.agent, task: label, after: mark, store: store, retention: retention)
+                {
+                    printError("xclaw: run report \(path)")
+                }
+            } catch { printError("xclaw: the run report could not be written: \(error)") }
             try store.recordTaskRun(
                 taskID: record.id, runAt: started, durationMs: Int((ContinuousClock.now - clock) / .milliseconds(1)),
                 status: status == 0 ? "completed" : "failed", result: "exit \(status) (run-now)",
@@ -264,8 +274,9 @@ struct Runs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List agent runs, oldest first, with the scheduled task each ran for.",
         discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
-            + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started, duration_ms, steps, cost_usd, report "
-            + "(null until run reports exist).")
+            + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started, duration_ms, "
+            + "steps, cost_usd, report (the kept report's path: written after every scheduled run and by "
+            + "`xclaw report RUN`; else null).")
     @Argument(help: "Only this agent's.") var agent: String?
     @Option(help: "Only this task's runs (its name or id).") var task: String?
     @OptionGroup var storeOptions: StoreOptions
@@ -311,13 +322,14 @@ struct Runs: ParsableCommand {
                 id: session.id, agent: session.agent, task: task, status: session.status.rawValue,
                 started: StoreDate.format(session.startedAt),
                 duration_ms: session.endedAt.map { Int(($0.timeIntervalSince(session.startedAt) * 1000).rounded()) },
-                steps: session.steps, cost_usd: session.usd, report: nil)
+                steps: session.steps, cost_usd: session.usd, report: session.report)
         }
         try emit(rows, json: json) {
             rows.map { r in
                 [
                     "\(r.id)", r.agent, r.task ?? "-", r.status, r.started,
                     r.duration_ms.map { "\($0) ms" } ?? "-", "\(r.steps) steps", String(format: "$%.4f", r.cost_usd),
+                    r.report ?? "-",
                 ].joined(separator: "\t")
             }.joined(separator: "\n")
         }

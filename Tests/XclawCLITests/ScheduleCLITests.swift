@@ -51,6 +51,7 @@ final class ScheduleCLITests: XCTestCase {
             "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path, "HOME": dir.path,
             "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
             "XCLAW_STATE_DIR": dir.appendingPathComponent("state").path, "XCLAW_TEST_DAEMON": "0",
+            "XDG_STATE_HOME": dir.appendingPathComponent("xdg-state").path,
         ]
         XCTAssertEqual(try runCLI(["agent", "create", "bot", "--tools", "memory"], environment: env).status, 0)
 
@@ -128,12 +129,18 @@ final class ScheduleCLITests: XCTestCase {
         let rows = try XCTUnwrap(try JSONValue.parse(runs.stdout).array)
         XCTAssertEqual(rows.map { $0["task"]?.string }, ["hello", "weekly"])
         for row in rows {
+            // Each scheduled run (the daemon's, and run-now's) kept its report, named by its session.
+            let report = row["report"]?.string ?? ""
+            XCTAssertEqual(
+                report,
+                dir.appendingPathComponent("xdg-state/xclaw/reports/run-\(row["id"]?.int ?? 0).html").path)
+            let page = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+            XCTAssertTrue(page.contains("scheduled task \(row["task"]?.string ?? "")"), report)
             XCTAssertEqual(row["status"]?.string, "completed")
             XCTAssertEqual(row["agent"]?.string, "bot")
             XCTAssertGreaterThanOrEqual(row["steps"]?.double ?? 0, 1)
             XCTAssertNotNil(row["duration_ms"]?.double)
             XCTAssertNotNil(row["cost_usd"]?.double)
-            XCTAssertEqual(row["report"], .null)
             XCTAssertNotNil(row["started"]?.string)
         }
         let byTask = try runCLI(["runs", "bot", "--task", "hello", "--json"], environment: env)

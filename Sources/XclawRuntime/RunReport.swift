@@ -1,0 +1,192 @@
+import Foundation
+import XclawAgent
+import XclawMessages
+import XclawStore
+
+/// One run, step by step, as its report shows it: built from what the store kept (no screen, no network), so a
+/// report can be written for any run, long after it ended. Rendered by `ReportHTML`.
+public struct RunReport: Sendable {
+    /// A screenshot as stored: a PNG whose size was read from its header (the overlay's viewBox).
+    public struct Image: Sendable, Hashable {
+        /// The PNG, base64 (re-encoded from the decoded bytes, so nothing but base64 reaches the page).
+        public var base64: String
+        /// Its width in pixels.
+        public var width: Int
+        /// Its height in pixels.
+        public var height: Int
+
+        /// Reads a stored image block; nil unless it is a PNG with a sane header.
+        public init?(mediaType: String, base64: String) {
+            guard mediaType == "image/png", let data = Data(base64Encoded: base64, options: .ignoreUnknownCharacters),
+                let size = Self.pngSize(data)
+            else { return nil }
+            (self.base64, width, height) = (data.base64EncodedString(), size.width, size.height)
+        }
+
+        /// Width and height from a PNG's signature and IHDR chunk, when they are plausible.
+        public static func pngSize(_ data: Data) -> (width: Int, height: Int)? {
+            let b = [UInt8](data.prefix(24))
+            guard b.count == 24, b[0..<8].elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
+                b[12..<16].elementsEqual(Array("IHDR".utf8))
+            else { return nil }
+            func be(_ i: Int) -> Int { Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3]) }
+            let (w, h) = (be(16), be(20))
+            guard (1...32768).contains(w), (1...32768).contains(h) else { return nil }
+            return (w, h)
+        }
+    }
+
+    /// What the model had seen when it made a step's request.
+    public enum Shot: Sendable, Hashable {
+        /// No screenshot yet in this run.
+        case none
+        /// The newest screenshot of the run before the request.
+        case image(Image)
+        /// There was one, but retention (or the loop's pruning) replaced it with a placeholder.
+        case removed
+    }
+
+    /// One tool call of a step, with what it answered and how the report draws it.
+    public struct Action: Sendable, Hashable {
+        /// Its number within the step (the overlay's label).
+        public var number: Int
+        /// The tool_use id.
+        public var id: String
+        /// The tool.
+        public var tool: String
+        /// Its input, as the model sent it.
+        public var input: JSONValue
+        /// The result's text blocks joined; nil when no result was stored (the run ended first).
+        public var result: String?
+        /// Whether the tool failed.
+        public var isError: Bool
+        /// Screenshots the result carried (shown at the next step).
+        public var images: Int
+        /// The marks and caption, in the step's screenshot's pixels.
+        public var overlay: OverlayAction
+    }
+
+    /// One model request and what came of it.
+    public struct Step: Sendable, Hashable {
+        /// 1-based.
+        public var number: Int
+        /// The screenshot the request carried last.
+        public var shot: Shot
+        /// The reply's text blocks.
+        public var text: String
+        /// How far the reply got (partial: cut off; error: the request failed).
+        public var status: MessageStatus
+        /// The tool calls it made.
+        public var actions: [Action]
+        /// Its usage row: tokens, cost, model and tool milliseconds, stop reason (nil when none was stored).
+        public var record: StepRecord?
+    }
+
+    /// The run's session.
+    public var session: SessionRecord
+    /// The scheduled task's name when a schedule started it.
+    public var task: String?
+    /// What the run was asked: the input messages' text, else its batch prompt.
+    public var prompt: String
+    /// The model that answered (the session's, else the steps').
+    public var model: String?
+    /// Summed tokens of the steps.
+    public var usage: Usage
+    /// The cost in USD: the session's, else the steps' sum.
+    public var usd: Double
+    /// The steps, in order.
+    public var steps: [Step]
+
+    /// Builds the report of a stored run. Step k shows the newest screenshot stored before request k (zoom crops
+    /// excluded: their pixels are not the screen the coordinates refer to) with reply k's calls drawn on it.
+    public init(_ transcript: RunTranscript) {
+        session = transcript.session
+        task = transcript.task
+        let asked = transcript.input.map { Message(role: .user, content: $0.content).text }.joined(separator: "\n\n")
+        prompt =
+            asked.isEmpty
+            ? (transcript.messages.first { $0.role == .user }.map { Message(role: .user, content: $0.content).text }
+                ?? "") : asked
+        model = transcript.session.model ?? transcript.steps.last?.model
+        usage = transcript.steps.reduce(Usage()) { $0 + $1.usage }
+        let stepCost = transcript.steps.reduce(0) { $0 + $1.usd }
+        usd = transcript.session.usd > 0 ? transcript.session.usd : stepCost
+
+        var steps: [Step] = []
+        var shot = Shot.none
+        var pointer: (x: Double, y: Double)?
+        for message in transcript.messages {
+            if message.role == .assistant {
+                let number = steps.count + 1
+                let uses = message.content.compactMap { block -> (String, String, JSONValue)? in
+                    if case .toolUse(let id, let name, let input) = block { return (id, name, input) }
+                    return nil
+                }
+                let actions = uses.enumerated().map { i, use in
+                    Action(
+                        number: i + 1, id: use.0, tool: use.1, input: use.2, result: nil, isError: false, images: 0,
+                        overlay: OverlayAction(marks: [], caption: use.1))
+                }
+                steps.append(
+                    Step(
+                        number: number, shot: shot, text: Message(role: .assistant, content: message.content).text,
+                        status: message.status, actions: actions,
+                        record: transcript.steps.first { $0.step == number }))
+                continue
+            }
+            // A tool-results turn answers the last step's calls; its screenshots are what the next step sees.
+            for case .toolResult(let result) in message.content {
+                guard var step = steps.last, let i = step.actions.firstIndex(where: { $0.id == result.toolUseID })
+                else { continue }
+                var texts: [String] = []
+                var images = 0
+                let zoom = step.actions[i].tool == "computer" && step.actions[i].input["action"]?.string == "zoom"
+                for block in result.content {
+                    switch block {
+                    case .image(let media, let data):
+                        images += 1
+                        if !zoom { shot = Image(mediaType: media, base64: data).map(Shot.image) ?? .removed }
+                    case .text(let t) where t == ImagePruner.placeholder:
+                        images += 1
+                        if !zoom { shot = .removed }
+                    case .text(let t):
+                        texts.append(t)
+                    default:
+                        break
+                    }
+                }
+                step.actions[i].result = texts.joined(separator: "\n")
+                step.actions[i].isError = result.isError
+                step.actions[i].images = images
+                steps[steps.count - 1] = step
+            }
+        }
+        // The marks, in order, so "at the pointer" follows the calls before it.
+        for s in steps.indices {
+            let size: (width: Int, height: Int)
+            if case .image(let image) = steps[s].shot {
+                size = (image.width, image.height)
+            } else {
+                size = (1000, 1000)
+            }
+            for a in steps[s].actions.indices {
+                let action = steps[s].actions[a]
+                steps[s].actions[a].overlay = ReportOverlay.action(
+                    tool: action.tool, input: action.input, result: action.result, image: size, pointer: &pointer)
+            }
+        }
+        self.steps = steps
+    }
+
+    /// How long the run took in milliseconds; nil while it runs.
+    public var durationMs: Int? {
+        session.endedAt.map { Int(($0.timeIntervalSince(session.startedAt) * 1000).rounded()) }
+    }
+
+    /// The header's task line: the scheduled task's name, else the prompt's first 120 characters on one line.
+    public var title: String {
+        if let task { return task }
+        let line = prompt.split(whereSeparator: \.isNewline).joined(separator: " ")
+        return line.count > 120 ? String(line.prefix(119)) + "…" : (line.isEmpty ? "(no prompt)" : line)
+    }
+}
