@@ -36,7 +36,11 @@ final class ReportCLITests: XCTestCase {
     }
 
     private func environment(_ server: MockMessagesServer) -> [String: String] {
-        [
+        // The run presses "Submit" unattended; the approval gate has tests of its own (StopAndApprovalTests).
+        let config = workDir.appendingPathComponent("config/xclaw")
+        try? FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try? "approval = none\n".write(to: config.appendingPathComponent("config"), atomically: true, encoding: .utf8)
+        return [
             "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": "sk-" + "ant-report-SECRET",
             "HOME": workDir.path, "XCLAW_DB": workDir.appendingPathComponent("db.sqlite").path,
             "XDG_STATE_HOME": workDir.appendingPathComponent("state").path,
