@@ -3,6 +3,7 @@ import XCTest
 import XclawBase
 import XclawMessages
 import XclawMockAPI
+import XclawScreen
 import XclawTesting
 
 /// `xclaw schedule` end to end: tasks added by the CLI, fired by a real daemon against the loopback Messages API,
@@ -153,5 +154,81 @@ final class ScheduleCLITests: XCTestCase {
         let log = (try? String(contentsOf: dir.appendingPathComponent("state/schedule.log"), encoding: .utf8)) ?? ""
         XCTAssertTrue(log.contains("task hello"), log)
         XCTAssertFalse(log.contains("SECRET"))
+    }
+
+    /// Unattended end to end: a scheduled task fires in the daemon, its agent takes a screenshot and answers a real
+    /// zenity dialog by its button's label, and `runs` and the kept report show the run.
+    func testAScheduledRunAnswersAZenityDialogAndItsReportShowsIt() throws {
+        let display = try TestDisplay(size: Size(width: 1024, height: 768))
+        defer { display.stop() }
+        let zenity = Process()
+        zenity.executableURL = URL(fileURLWithPath: "/usr/bin/zenity")
+        zenity.arguments = [
+            "--question", "--title", "Backup", "--text", "Start the nightly backup now?", "--ok-label", "Proceed",
+            "--cancel-label", "Later",
+        ]
+        zenity.environment = ProcessInfo.processInfo.environment.merging(display.environment) { $1 }
+            .merging(["NO_AT_BRIDGE": "1"]) { $1 }
+        zenity.standardOutput = FileHandle.nullDevice
+        zenity.standardError = FileHandle.nullDevice
+        try zenity.run()
+        defer { if zenity.isRunning { kill(zenity.processIdentifier, SIGKILL) } }
+        let server = try MockMessagesServer(replies: [
+            .stream(
+                .turn(
+                    blocks: [
+                        .text("Looking first. "),
+                        .toolUse(id: "toolu_1", name: "computer", input: #"{"action": "screenshot"}"#),
+                    ],
+                    stopReason: "tool_use")),
+            .stream(
+                .turn(
+                    blocks: [.toolUse(id: "toolu_2", name: "tap_element", input: #"{"label": "Proceed"}"#)],
+                    stopReason: "tool_use")),
+            .stream(.turn(blocks: [.text("Started the backup.")])),
+        ])
+        defer { server.stop() }
+        let env = [
+            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-zenity-SECRET"),
+            "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path, "HOME": dir.path,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+            "XCLAW_STATE_DIR": dir.appendingPathComponent("state").path, "XCLAW_TEST_DAEMON": "0",
+            "XDG_STATE_HOME": dir.appendingPathComponent("xdg-state").path,
+        ]
+        let created = try runCLI(
+            ["agent", "create", "nightly", "--tools", "computer,tap_element", "--display", display.name],
+            environment: env)
+        XCTAssertEqual(created.status, 0, created.stderr)
+        // The dialog is up before the run is due.
+        let seen = try runCLI(
+            ["watch", "--text", "Proceed", "--timeout", "20", "--display", display.name], environment: env)
+        XCTAssertEqual(seen.status, 0, seen.stderr)
+        let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
+        let added = try runCLI(
+            ["schedule", "add", "nightly", "Answer the backup dialog: proceed.", "--at", soon, "--name", "backup"],
+            environment: env)
+        XCTAssertEqual(added.status, 0, added.stderr)
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: env).status, 0)
+        // zenity exits 0 for its OK button: the oracle that the right button was pressed.
+        let deadline = Date().addingTimeInterval(40)
+        while zenity.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertFalse(zenity.isRunning, "the scheduled run never answered the dialog")
+        XCTAssertEqual(zenity.terminationStatus, 0, "zenity's answer (0 = Proceed)")
+        var row: JSONValue?
+        while Date() < deadline {
+            row = try JSONValue.parse(try runCLI(["runs", "nightly", "--json"], environment: env).stdout).array?.last
+            if row?["status"]?.string == "completed", row?["report"]?.string != nil { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTAssertEqual(row?["task"]?.string, "backup")
+        XCTAssertEqual(row?["status"]?.string, "completed")
+        XCTAssertEqual(row?["steps"]?.int, 3)
+        let report = try XCTUnwrap(row?["report"]?.string)
+        let page = try String(contentsOfFile: report, encoding: .utf8)
+        XCTAssertTrue(page.contains("scheduled task backup"), report)
+        XCTAssertTrue(page.contains("Proceed"), "the tap is in the report")
+        XCTAssertTrue(page.contains("Started the backup."), "the model's last words are in the report")
+        XCTAssertTrue(page.contains("data:image/png;base64,"), "the screenshot the model saw is in the report")
+        XCTAssertFalse(page.contains("SECRET"))
     }
 }
