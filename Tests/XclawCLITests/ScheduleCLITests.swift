@@ -231,4 +231,48 @@ final class ScheduleCLITests: XCTestCase {
         XCTAssertTrue(page.contains("data:image/png;base64,"), "the screenshot the model saw is in the report")
         XCTAssertFalse(page.contains("SECRET"))
     }
+
+    /// Two daemons on one database (each with its own state directory and socket) both see a slot come due: it runs
+    /// once. Several one-shot slots make a double run likely if the claim were not one transaction.
+    func testTwoDaemonsOnOneDatabaseRunEachSlotOnce() throws {
+        let slots = 4
+        let server = try MockMessagesServer(
+            replies: (0..<slots).map { _ in .stream(.turn(blocks: [.text("once")])) }
+                + (0..<slots).map { _ in .stream(.turn(blocks: [.text("TWICE")])) })
+        defer { server.stop() }
+        func env(_ daemon: String) -> [String: String] {
+            [
+                "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-two-SECRET"),
+                "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path, "HOME": dir.path,
+                "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+                "XCLAW_STATE_DIR": dir.appendingPathComponent(daemon).path, "XCLAW_TEST_DAEMON": "0",
+                "XDG_STATE_HOME": dir.appendingPathComponent("xdg-state").path,
+            ]
+        }
+        let (first, second) = (env("state"), env("state-2"))
+        defer { _ = try? runCLI(["daemon", "stop"], environment: second) }
+        XCTAssertEqual(try runCLI(["agent", "create", "bot", "--tools", "memory"], environment: first).status, 0)
+        let due = Date().addingTimeInterval(3)
+        for slot in 0..<slots {
+            let at = ISO8601DateFormatter().string(from: due.addingTimeInterval(Double(slot)))
+            let added = try runCLI(
+                ["schedule", "add", "bot", "slot \(slot)", "--at", at, "--name", "slot-\(slot)"], environment: first)
+            XCTAssertEqual(added.status, 0, added.stderr)
+        }
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: first).status, 0)
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: second).status, 0)
+        let deadline = Date().addingTimeInterval(40)
+        var done: [JSONValue] = []
+        while Date() < deadline {
+            done = try JSONValue.parse(try runCLI(["runs", "bot", "--json"], environment: first).stdout).array ?? []
+            if done.filter({ $0["status"]?.string == "completed" }).count >= slots { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        Thread.sleep(forTimeInterval: 2)  // a double run would start within the daemons' 1 s tick
+        let runs = try JSONValue.parse(try runCLI(["runs", "bot", "--json"], environment: first).stdout).array ?? []
+        XCTAssertEqual(runs.compactMap { $0["task"]?.string }.sorted(), (0..<slots).map { "slot-\($0)" })
+        XCTAssertEqual(server.requests.count, slots, "each slot ran exactly once")
+        let history = try runCLI(["history", "bot"], environment: first)
+        XCTAssertFalse(history.text.contains("TWICE"), history.text)
+    }
 }
