@@ -145,7 +145,8 @@ public final class RunDisplay: Sendable {
             }
             if let setup, !setup.isEmpty {
                 if parts.processGuard == nil { parts.processGuard = try ProcessGuard() }
-                try runSetup(setup, on: name, display: parts.display, token: token, timeout: setupTimeout,
+                try runSetup(
+                    setup, on: name, display: parts.display, token: token, timeout: setupTimeout,
                     cancelled: cancelled, parts: &parts)
             }
             return RunDisplay(name: name, token: token, parts: parts)
@@ -167,7 +168,8 @@ public final class RunDisplay: Sendable {
 
     /// The accessibility bus for a display just started, watched by the guard; nil (with a warning) when it cannot
     /// start: the run still works, reading the screen by OCR only.
-    private static func startBus(for display: VirtualDisplay, watchedBy processGuard: ProcessGuard) -> AccessibilityBus? {
+    private static func startBus(for display: VirtualDisplay, watchedBy processGuard: ProcessGuard) -> AccessibilityBus?
+    {
         // Buses of displays whose xclaw was killed before its guard could act would otherwise pile up.
         AccessibilityBus.reapOrphans()
         do {
@@ -220,11 +222,14 @@ public final class RunDisplay: Sendable {
                 switch Subprocess.termination(status) {
                 case .exited(0): return
                 case .exited(let code):
-                    throw RunDisplayError.setupFailed(command: command, ending: "exited with status \(code)", log: tail(log))
+                    throw RunDisplayError.setupFailed(
+                        command: command, ending: "exited with status \(code)", log: tail(log))
                 case .signalled(let signal):
-                    throw RunDisplayError.setupFailed(command: command, ending: "was killed by signal \(signal)", log: tail(log))
+                    throw RunDisplayError.setupFailed(
+                        command: command, ending: "was killed by signal \(signal)", log: tail(log))
                 case .timedOut, .unknown:
-                    throw RunDisplayError.setupFailed(command: command, ending: "ended with an unknown status", log: tail(log))
+                    throw RunDisplayError.setupFailed(
+                        command: command, ending: "ended with an unknown status", log: tail(log))
                 }
             }
             if rc < 0 && errno != EINTR { return }  // reaped elsewhere (SIGCHLD ignored): its status is lost
@@ -248,9 +253,10 @@ public final class RunDisplay: Sendable {
         // Who to wait for: the setup command's group and every process carrying the run's mark (zombies count as
         // gone: an orphan's parent may be slow to reap it).
         let (setupGroup, mark) = (parts.setupGroup, Array("\(marker)=\(token)".utf8))
-        var targets = Set(ownProcesses { _, group, environ in
-            group == setupGroup || environ().contains { $0.elementsEqual(mark) }
-        })
+        var targets = Set(
+            ownProcesses { _, group, environ in
+                group == setupGroup || environ().contains { $0.elementsEqual(mark) }
+            })
         if let group = parts.setupGroup { kill(-group, SIGTERM) }
         for pid in targets { kill(pid, SIGTERM) }
         let deadline = ContinuousClock.now + .seconds(1)

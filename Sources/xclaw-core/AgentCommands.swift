@@ -137,8 +137,9 @@ struct AgentSet: ParsableCommand {
     @Option(help: "Tools, comma-separated, or `all`.") var tools: String?
     @Option(help: "A file with the agent's own instructions (an empty file removes them).") var system: String?
     @Option(
-        help: "The X display it works on; `new` or `new:WxH` for a private one per run; `none` for $DISPLAY when it runs."
-    ) var display: String?
+        help: ArgumentHelp(
+            "The X display it works on; `new` or `new:WxH` for a private one per run; `none` for $DISPLAY when it "
+                + "runs.")) var display: String?
     @Option(help: ArgumentHelp(RunDisplayOptions.setupHelp + " An empty one (\"\") removes it.")) var setup: String?
     @Flag(inversion: .prefixedNo, help: "Its runs plan and log only, or act.") var dryRun: Bool?
     @Flag(inversion: .prefixedNo, help: "Its runs ask before every input action, or do not.") var confirm: Bool?

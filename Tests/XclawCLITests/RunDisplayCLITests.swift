@@ -76,7 +76,8 @@ final class RunDisplayCLITests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.02)
         } while ContinuousClock.now < deadline
         let names = left.map { pid in
-            "\(pid) " + ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "?")
+            "\(pid) "
+                + ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "?")
                 .replacingOccurrences(of: "\0", with: " ")
         }
         XCTFail("left running after the run on \(run.display): \(names)", file: file, line: line)
@@ -102,7 +103,8 @@ final class RunDisplayCLITests: XCTestCase {
     }
 
     private static let screenshot = MockReply.stream(
-        .turn(blocks: [.toolUse(id: "toolu_1", name: "computer", input: "{\"action\": \"screenshot\"}")],
+        .turn(
+            blocks: [.toolUse(id: "toolu_1", name: "computer", input: "{\"action\": \"screenshot\"}")],
             stopReason: "tool_use"))
 
     func testEachRunGetsItsOwnDisplayOfItsSizeAndNothingIsLeftAfterIt() throws {
@@ -164,6 +166,44 @@ final class RunDisplayCLITests: XCTestCase {
         XCTAssertEqual(small.0, 640)
         XCTAssertEqual(small.1, 480)
         assertTornDown(second)
+    }
+
+    func testTheDaemonFiresATaskOnADisplayOfItsOwn() throws {
+        let server = try MockMessagesServer(replies: [Self.screenshot, .stream(.turn(blocks: [.text("Fired.")]))])
+        defer { server.stop() }
+        // A daemon of this test's own, on a state directory of its own (both suite passes).
+        var e = env(server)
+        e["XCLAW_STATE_DIR"] = dir.appendingPathComponent("state").path
+        e["XCLAW_TEST_DAEMON"] = "0"
+        defer { _ = try? runCLI(["daemon", "stop"], environment: e) }
+        XCTAssertEqual(try runCLI(["agent", "create", "night", "--tools", "computer"], environment: e).status, 0)
+        let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
+        let added = try runCLI(
+            [
+                "schedule", "add", "night", "look", "--at", soon, "--name", "once", "--display", "new:640x480",
+                "--setup", setup(),
+            ], environment: e)
+        XCTAssertEqual(added.status, 0, added.stderr)
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: e).status, 0)
+        var runs: [JSONValue] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        while runs.isEmpty && ContinuousClock.now < deadline {
+            let shown = try runCLI(["schedule", "show", "once", "--json"], environment: e)
+            runs = (try? JSONValue.parse(shown.stdout))?["runs"]?.array ?? []
+            if runs.isEmpty { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        let logs = ["schedule.log", "daemon.log"].map {
+            (try? String(contentsOf: dir.appendingPathComponent("state/\($0)"), encoding: .utf8)) ?? ""
+        }
+        XCTAssertEqual(runs.first?["status"]?.string, "completed", "\(logs)")
+        let shot = try XCTUnwrap(server.requests.count == 2 ? Self.screenshotSize(server.requests[1]) : nil)
+        XCTAssertEqual(shot.0, 640)
+        XCTAssertEqual(shot.1, 480)
+        let run = try started()
+        assertTornDown(run)
+        let status = try runCLI(["daemon", "status", "--json"], environment: e)
+        let kept = try JSONValue.parse(status.stdout)["displays"]?.array?.compactMap(\.string) ?? []
+        XCTAssertFalse(kept.contains(run.display), "the daemon keeps no run's display: \(kept)")
     }
 
     func testRunOnANewDisplayUsesItAndEndsIt() throws {
