@@ -330,8 +330,9 @@ struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send a message to an agent and stream its reply (the message and reply are stored).",
         discussion:
-            "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted (or stopped by `xclaw stop`, the "
-            + "stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and recorded).")
+            "Exit: 0 replied; 1 no such agent, or its setup command failed; 4 the reply failed; 130 interrupted (or "
+            + "stopped by `xclaw stop`, the stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and "
+            + "recorded).")
     /// The exit status of a run an emergency stop ended: what Ctrl-C gives, since a person stopped it.
     static let stoppedStatus: Int32 = 130
     @Argument(help: "The agent.") var name: String

@@ -27,8 +27,8 @@ struct Run: ParsableCommand {
             --display new (or new:WxH) runs it on a private Xvfb with an accessibility bus, started for the run \
             (1920x1080 unless given) and stopped after it, with whatever --setup started on it.
             Tools (--tools, comma-separated; default: the safe set): \(SkillCatalog.allToolNames.joined(separator: ", ")).
-            Exit: 0 done; 1 step limit reached or the model refused; 2 bad usage; 3 display; 4 API error \
-            (4 also for an invalid API key); 130 interrupted or stopped (`xclaw stop`, the stop hotkey, the failsafe; \
+            Exit: 0 done; 1 step limit reached, the model refused or the --setup command failed; 2 bad usage; \
+            3 display; 4 API error (4 also for an invalid API key); 130 interrupted or stopped (`xclaw stop`, the stop hotkey, the failsafe; \
             143 on SIGTERM).
             """)
 
