@@ -140,6 +140,7 @@ let package = Package(
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
                 "XclawStore",
                 "XclawSkills",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/XclawRuntime"
         ),

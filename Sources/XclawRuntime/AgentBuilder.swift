@@ -188,7 +188,8 @@ public struct AgentBuilder: Sendable {
     }
 
     /// The service that runs agents from the store: each run's tools and prompt come from `prepared` when given (a
-    /// one-shot run), else from this builder for the agent's config at the time it runs.
+    /// one-shot run), else from this builder for the agent's config at the time it runs, in the environment
+    /// `environment` prepares (default: `RunEnvironments`, a private display and setup command per run when asked).
     public func service(
         queue: QueueConfiguration = QueueConfiguration(), prepared: PreparedAgent? = nil,
         runOptions: @escaping @Sendable (ModelInfo, String) -> RunOptions = {
@@ -196,15 +197,18 @@ public struct AgentBuilder: Sendable {
         },
         context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
         guardSettings: GuardSettings = GuardSettings(),
+        environment: (@Sendable (AgentConfig, ClaimedBatch) async throws -> RunEnvironment)? = nil,
         events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
     ) -> AgentService {
         let builder = self
+        let environments = RunEnvironments(store: store)
         return AgentService(
             store: store, client: client, catalog: catalog, queue: queue, runOptions: runOptions,
             tools: { config in try prepared?.tools ?? builder.tools(for: config) },
             systemPrompt: { config in
                 try prepared?.systemPrompt ?? builder.systemPrompt(for: config, dryRun: context(config).dryRun)
             },
-            context: context, guardSettings: guardSettings, events: events)
+            context: context, guardSettings: guardSettings, environment: environment ?? environments.prepare,
+            events: events)
     }
 }

@@ -44,6 +44,9 @@ public final class AgentService: Sendable {
     public let systemPrompt: @Sendable (AgentConfig) throws -> String
     /// The tool context of a run: dry-run, confirmation, the action log.
     public let context: @Sendable (AgentConfig) -> ToolContext
+    /// Prepares what a run works in before its tools are built (a private display, the setup command) and gives the
+    /// config to build them from; its `tearDown` runs when the run is over, however it ends.
+    public let environment: @Sendable (AgentConfig, ClaimedBatch) async throws -> RunEnvironment
     /// Where events go.
     public let events: @Sendable (ServiceEvent) -> Void
     /// How long a streamed reply may go unsaved: each save is one UPDATE of the partial message.
@@ -68,10 +71,14 @@ public final class AgentService: Sendable {
         systemPrompt: @escaping @Sendable (AgentConfig) throws -> String,
         context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
         guardSettings: GuardSettings = GuardSettings(),
+        environment: @escaping @Sendable (AgentConfig, ClaimedBatch) async throws -> RunEnvironment = { config, _ in
+            RunEnvironment(config: config)
+        },
         events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
     ) {
         self.guardSettings = guardSettings
         self.store = store
+        self.environment = environment
         self.client = client
         self.catalog = catalog
         self.tools = tools
@@ -116,7 +123,7 @@ public final class AgentService: Sendable {
         }
         defer { withExtendedLifetime(lock) {} }
         let claim: ClaimedBatch
-        let config: AgentConfig
+        var config: AgentConfig
         do {
             config = try store.agent(named: agent)
             guard
@@ -129,6 +136,18 @@ public final class AgentService: Sendable {
             return fail(agent: agent, session: nil, error: error, reachedUser: false)
         }
         let session = claim.session
+        let surroundings: RunEnvironment
+        do { surroundings = try await environment(config, claim) } catch is CancellationError {
+            // Stopped during its setup: nothing reached the user, so its batch is pending again.
+            try? store.finishSession(session, status: .cancelled, steps: 0, usd: 0)
+            try? store.rollBackRun(session: session)
+            events(.finished(agent: agent, session: session, outcome: .cancelled))
+            return .success
+        } catch {
+            return fail(agent: agent, session: session, error: error, reachedUser: false)
+        }
+        defer { surroundings.tearDown() }
+        config = surroundings.config
         let model: ModelInfo, registry: ToolRegistry, options: RunOptions, conversation: [Message]
         do {
             model = try catalog.model(config.model)

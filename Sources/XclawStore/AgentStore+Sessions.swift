@@ -303,16 +303,17 @@ extension AgentStore {
         agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
         contextMode: TaskContextMode = .isolated, nextRun: Date?, status: TaskStatus = .active,
         id: String = UUID().uuidString.lowercased(), name: String? = nil, timeZone: String? = nil,
-        catchUp: TaskCatchUp = .once, createdAt: Date = Date()
+        catchUp: TaskCatchUp = .once, createdAt: Date = Date(), display: String? = nil, setup: String? = nil
     ) throws -> TaskRecord {
         guard !id.isEmpty else { throw StoreError.invalidArgument("a task id cannot be empty") }
         if let name, name.isEmpty || name.count > 64 || name.contains(where: \.isNewline) {
             throw StoreError.invalidArgument("a task name is 1 to 64 characters on one line")
         }
-        let task = TaskRecord(
+        var task = TaskRecord(
             id: id, agent: agent, prompt: prompt, scheduleType: scheduleType,
             scheduleValue: scheduleValue, contextMode: contextMode, nextRun: nextRun,
             status: status, createdAt: createdAt, name: name, timeZone: timeZone, catchUp: catchUp)
+        (task.display, task.setup) = (display, setup)
         try write { db in
             try requireAgent(db, agent)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [id]) != nil {
@@ -324,12 +325,13 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     INSERT INTO tasks (id, agent, prompt, schedule_type, schedule_value, context_mode, next_run,
-                        status, created_at, name, tz, catch_up) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        status, created_at, name, tz, catch_up, display, setup)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     id, agent, prompt, scheduleType.rawValue, scheduleValue, contextMode.rawValue,
                     task.nextRun.map(StoreDate.format), status.rawValue, StoreDate.format(task.createdAt),
-                    name, timeZone, catchUp.rawValue,
+                    name, timeZone, catchUp.rawValue, display, setup,
                 ])
         }
         return task
@@ -508,7 +510,7 @@ extension AgentStore {
                 detail: "task \(id) has schedule \(typeText), mode \(modeText), "
                     + "status \(statusText)")
         }
-        return TaskRecord(
+        var task = TaskRecord(
             id: id, agent: row["agent"], prompt: row["prompt"], scheduleType: type,
             scheduleValue: row["schedule_value"], contextMode: mode,
             nextRun: try dateIfAny(row["next_run"], "tasks.next_run"),
@@ -517,5 +519,7 @@ extension AgentStore {
             claimedAt: try dateIfAny(row["claimed_at"], "tasks.claimed_at"),
             createdAt: try date(row["created_at"] as String, "tasks.created_at"), name: row["name"],
             timeZone: row["tz"], catchUp: TaskCatchUp(rawValue: row["catch_up"] ?? "once") ?? .once)
+        (task.display, task.setup) = (row["display"], row["setup"])
+        return task
     }
 }

@@ -206,13 +206,13 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     INSERT INTO agents (name, model, system_prompt, tools, display, memory_notes, created_at,
-                        updated_at, dry_run, confirm)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        updated_at, dry_run, confirm, setup)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
                     config.display, config.memoryNotes, StoreDate.format(config.createdAt), now, config.dryRun,
-                    config.confirm,
+                    config.confirm, config.setup,
                 ])
             try db.execute(
                 sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
@@ -242,11 +242,11 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     UPDATE agents SET model = ?, system_prompt = ?, tools = ?, display = ?, memory_notes = ?,
-                        updated_at = ?, dry_run = ?, confirm = ? WHERE name = ?
+                        updated_at = ?, dry_run = ?, confirm = ?, setup = ? WHERE name = ?
                     """,
                 arguments: [
                     config.model, config.systemPrompt, Self.encodeTools(config.tools), config.display,
-                    config.memoryNotes, Self.now(), config.dryRun, config.confirm, config.name,
+                    config.memoryNotes, Self.now(), config.dryRun, config.confirm, config.setup, config.name,
                 ])
             if db.changesCount == 0 { throw StoreError.unknownAgent(config.name, known: try knownAgents(db)) }
         }
@@ -291,6 +291,7 @@ extension AgentStore {
                 "agents.created_at"),
             dryRun: row["dry_run"], confirm: row["confirm"])
         config.approval = row["approval"]
+        config.setup = row["setup"]
         return config
     }
 

@@ -24,6 +24,9 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// The kinds of action its runs must have approved (`all`, `none`, or a list); nil: the config file's
     /// `approval`, else all. Written by `AgentStore.setApproval`, not by `updateAgent`.
     public var approval: String? = nil
+    /// A shell command each run starts with (`/bin/sh -c`, `DISPLAY` set to the run's display), e.g. to open the
+    /// app it works on; nil: none. What it leaves running is ended with the run.
+    public var setup: String?
 
     /// Creates a configuration; `createdAt` is rounded to the millisecond so it survives a round trip unchanged.
     public init(
@@ -315,6 +318,10 @@ public struct TaskRecord: Sendable, Hashable, Codable {
     public var timeZone: String?
     /// What happens to slots missed while no scheduler ran.
     public var catchUp: TaskCatchUp
+    /// The display its runs work on instead of the agent's (`new[:WxH]`: a private one per run); nil: the agent's.
+    public var display: String?
+    /// The setup command its runs start with instead of the agent's; nil: the agent's.
+    public var setup: String?
 
     /// Creates a record value.
     public init(

@@ -47,7 +47,12 @@ struct AgentCreate: ParsableCommand {
     @Option(help: "Model id (see `xclaw models`); default: the catalog's default.") var model: String?
     @Option(help: "Tools, comma-separated, or `all`; default: the safe set.") var tools: String?
     @Option(help: "A file with the agent's own instructions.") var system: String?
-    @Option(help: "The X display it works on (default: $DISPLAY when it runs).") var display: String?
+    @Option(
+        help: ArgumentHelp(
+            "The X display it works on (default: $DISPLAY when it runs); `new` or `new:WxH` (e.g. new:1280x800): a "
+                + "private Xvfb and accessibility bus started for each run (default size 1920x1080) and stopped after it."
+        )) var display: String?
+    @Option(help: ArgumentHelp(RunDisplayOptions.setupHelp)) var setup: String?
     @Flag(help: "Its runs plan and log only: input tools inject nothing (`send --no-dry-run` overrides it).")
     var dryRun = false
     @Flag(help: "Its runs ask on the terminal before every input action (`send --no-confirm` overrides it).")
@@ -56,7 +61,10 @@ struct AgentCreate: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
-    func validate() throws { try ApprovalHelp.check(approval) }
+    func validate() throws {
+        try ApprovalHelp.check(approval)
+        try RunDisplayOptions.check(display: display)
+    }
 
     func run() throws {
         let catalog = try ModelCatalog.load()
@@ -64,9 +72,10 @@ struct AgentCreate: ParsableCommand {
         let names = try ToolSelection.names(tools)
         let prompt = try system.map(readSystemFile) ?? ""
         let store = try storeOptions.open()
-        let config = AgentConfig(
+        var config = AgentConfig(
             name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
             memoryNotes: "", createdAt: Date(), dryRun: dryRun, confirm: confirm)
+        config.setup = setup.flatMap { $0.isEmpty ? nil : $0 }
         try store.createAgent(config)
         if let approval { try store.setApproval(agent: name, policy: ApprovalHelp.normalized(approval)) }
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
@@ -95,6 +104,23 @@ enum ApprovalHelp {
     static func normalized(_ text: String) throws -> String { try ApprovalPolicy.parse(text).text }
 }
 
+/// What `--display new[:WxH]` and `--setup` share on `agent`, `schedule add` and `run`.
+enum RunDisplayOptions {
+    /// The help of `--setup`.
+    static let setupHelp =
+        "A shell command each run starts with, before the model is asked anything: /bin/sh -c, in the caller's "
+        + "directory, with DISPLAY (and the display's D-Bus session bus) set to the run's display, e.g. \"xterm &\". "
+        + "It must exit within 60 s (put apps in the background with &); a non-zero exit fails the run. What it "
+        + "leaves running is ended when the run ends."
+
+    /// Refuses a malformed `new:` display as bad usage, saying how to write it.
+    static func check(display: String?) throws {
+        do { _ = try RunDisplay.privateSize(display) } catch let error as RunDisplayError {
+            throw ValidationError("--display: \(error.description)")
+        }
+    }
+}
+
 /// The text of a `--system FILE`; an unreadable file is bad usage.
 func readSystemFile(_ path: String) throws -> String {
     do { return try String(contentsOfFile: Invocation.current.resolve(path), encoding: .utf8) } catch {
@@ -110,14 +136,21 @@ struct AgentSet: ParsableCommand {
     @Option(help: "Model id (see `xclaw models`).") var model: String?
     @Option(help: "Tools, comma-separated, or `all`.") var tools: String?
     @Option(help: "A file with the agent's own instructions (an empty file removes them).") var system: String?
-    @Option(help: "The X display it works on; `none` for $DISPLAY when it runs.") var display: String?
+    @Option(
+        help: ArgumentHelp(
+            "The X display it works on; `new` or `new:WxH` for a private one per run; `none` for $DISPLAY when it "
+                + "runs.")) var display: String?
+    @Option(help: ArgumentHelp(RunDisplayOptions.setupHelp + " An empty one (\"\") removes it.")) var setup: String?
     @Flag(inversion: .prefixedNo, help: "Its runs plan and log only, or act.") var dryRun: Bool?
     @Flag(inversion: .prefixedNo, help: "Its runs ask before every input action, or do not.") var confirm: Bool?
     @Option(help: ArgumentHelp(ApprovalHelp.text + " `default`: the config file's again.")) var approval: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
-    func validate() throws { if approval != "default" { try ApprovalHelp.check(approval) } }
+    func validate() throws {
+        if approval != "default" { try ApprovalHelp.check(approval) }
+        try RunDisplayOptions.check(display: display)
+    }
 
     func run() throws {
         let store = try storeOptions.open()
@@ -126,6 +159,7 @@ struct AgentSet: ParsableCommand {
         if let tools { config.tools = try ToolSelection.names(tools) }
         if let system { config.systemPrompt = try readSystemFile(system) }
         if let display { config.display = display == "none" ? nil : display }
+        if let setup { config.setup = setup.isEmpty ? nil : setup }
         if let dryRun { config.dryRun = dryRun }
         if let confirm { config.confirm = confirm }
         try store.updateAgent(config)
@@ -296,8 +330,9 @@ struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send a message to an agent and stream its reply (the message and reply are stored).",
         discussion:
-            "Exit: 0 replied; 1 no such agent; 4 the reply failed; 130 interrupted (or stopped by `xclaw stop`, the "
-            + "stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and recorded).")
+            "Exit: 0 replied; 1 no such agent, or its setup command failed; 4 the reply failed; 130 interrupted (or "
+            + "stopped by `xclaw stop`, the stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and "
+            + "recorded).")
     /// The exit status of a run an emergency stop ended: what Ctrl-C gives, since a person stopped it.
     static let stoppedStatus: Int32 = 130
     @Argument(help: "The agent.") var name: String

@@ -24,9 +24,11 @@ struct Run: ParsableCommand {
             at once and still answers every pending tool call, so the conversation stays valid; a second Ctrl-C \
             exits immediately.
             The run is recorded as a one-shot agent (`xclaw history run-…`, `xclaw usage`).
+            --display new (or new:WxH) runs it on a private Xvfb with an accessibility bus, started for the run \
+            (1920x1080 unless given) and stopped after it, with whatever --setup started on it.
             Tools (--tools, comma-separated; default: the safe set): \(SkillCatalog.allToolNames.joined(separator: ", ")).
-            Exit: 0 done; 1 step limit reached or the model refused; 2 bad usage; 3 display; 4 API error \
-            (4 also for an invalid API key); 130 interrupted or stopped (`xclaw stop`, the stop hotkey, the failsafe; \
+            Exit: 0 done; 1 step limit reached, the model refused or the --setup command failed; 2 bad usage; \
+            3 display; 4 API error (4 also for an invalid API key); 130 interrupted or stopped (`xclaw stop`, the stop hotkey, the failsafe; \
             143 on SIGTERM).
             """)
 
@@ -43,6 +45,7 @@ struct Run: ParsableCommand {
     @Option(help: "Action log file (JSON lines); default: $XDG_STATE_HOME/xclaw/runs/<time>.jsonl.") var log: String?
     @Option(help: "A file whose text is added to the system prompt.") var system: String?
     @Flag(help: "Print a JSON summary on stdout instead of streaming text.") var json = false
+    @Option(help: ArgumentHelp(RunDisplayOptions.setupHelp)) var setup: String?
     @OptionGroup var target: DisplayOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
@@ -52,6 +55,7 @@ struct Run: ParsableCommand {
         try requireRange(keepScreenshots, 1...1_000, "--keep-screenshots", "")
         try requireRange(maxTokens, 1...1_000_000, "--max-tokens", "")
         try requireRange(settleMs, 1...5000, "--settle-ms", "ms")
+        try RunDisplayOptions.check(display: target.display)
     }
 
     func run() throws {
@@ -66,7 +70,14 @@ struct Run: ParsableCommand {
         let configuration = try ClientConfiguration.load()
         let client = ClaudeClient(configuration: configuration)
 
-        let connection = try target.connect()
+        // A private display (`--display new`) and the setup command, ended when the run is over; the connection to a
+        // private one is the run's own, never one the daemon keeps.
+        let surroundings =
+            try RunDisplay.isNeeded(display: target.display, setup: setup)
+            ? RunDisplay.start(display: target.display, setup: setup) : nil
+        defer { surroundings?.tearDown() }
+        let connection =
+            try surroundings?.started.map { try DisplayConnection(name: $0.name) } ?? target.connect()
         let sideQuestions = UsageLedger()
         let store = try storeOptions.open()
         let agent = Self.agentName()

@@ -14,10 +14,14 @@ struct ScheduleCommand: ParsableCommand {
             xclaw schedule add bot "Check the build page" --cron "*/15 8-18 * * mon-fri" --tz Europe/Berlin --name build
             xclaw schedule add bot "Water the plants" --every 2h
             xclaw schedule add bot "Send the report" --at "2026-12-01 09:00" --tz America/New_York
+            xclaw schedule add bot "Answer the dialog" --every 1h --display new:1280x800 --setup "zenity --question &"
             Each run is `xclaw send AGENT PROMPT --sender schedule:NAME` inside the daemon (`xclaw daemon start`), which
             fires the tasks of its database ($XCLAW_DB when it started, else the default); what the runs print goes to
             schedule.log in the state directory. A slot fires at most once, also with two daemons on one database or
             across a restart. Slots missed while no daemon ran fire once (--catch-up once) or not at all (none).
+            A task's --display and --setup replace the agent's for its runs; with --display new[:WxH] each run gets its
+            own Xvfb and accessibility bus, stopped with what the setup started when the run ends (also when it fails,
+            is stopped, or xclaw is killed).
             Exit 1: no such agent or task; 2: a schedule, time zone or name that cannot be used (the message says
             how to write it).
             """,
@@ -36,6 +40,8 @@ struct ScheduleCommand: ParsableCommand {
         var next_run: String?
         var last_run: String?
         var last_result: String?
+        var display: String?
+        var setup: String?
 
         init(_ task: TaskRecord) {
             id = task.id
@@ -49,6 +55,7 @@ struct ScheduleCommand: ParsableCommand {
             next_run = task.nextRun.map(StoreDate.format)
             last_run = task.lastRun.map(StoreDate.format)
             last_result = task.lastResult
+            (display, setup) = (task.display, task.setup)
         }
     }
 
@@ -90,6 +97,14 @@ struct ScheduleCommand: ParsableCommand {
         @Option(help: "Slots missed while no daemon ran: once (one run for them all) or none.") var catchUp:
             TaskCatchUp =
                 .once
+        @Option(
+            help: ArgumentHelp(
+                "The display its runs work on instead of the agent's: a name (:1), or `new` / `new:WxH` for a "
+                    + "private Xvfb and accessibility bus started for each run and stopped after it.")) var display:
+            String?
+        @Option(
+            help: ArgumentHelp(
+                "Instead of the agent's setup command (\"\": none). " + RunDisplayOptions.setupHelp)) var setup: String?
         @OptionGroup var storeOptions: StoreOptions
         @Flag var json = false
 
@@ -98,6 +113,7 @@ struct ScheduleCommand: ParsableCommand {
                 throw ValidationError("give exactly one of --cron, --every and --at")
             }
             if tz != nil && every != nil { throw ValidationError("--tz goes with --cron or --at, not --every") }
+            try RunDisplayOptions.check(display: display)
         }
 
         func run() throws {
@@ -131,7 +147,8 @@ struct ScheduleCommand: ParsableCommand {
             let store = try storeOptions.open()
             let task = try store.createTask(
                 agent: agent, prompt: prompt, scheduleType: type, scheduleValue: value, contextMode: .agent,
-                nextRun: first, name: name, timeZone: tz, catchUp: catchUp, createdAt: now)
+                nextRun: first, name: name, timeZone: tz, catchUp: catchUp, createdAt: now, display: display,
+                setup: setup)
             try emit(Row(task), json: json) { "\(task.id) next \(StoreDate.format(first))" }
         }
     }
@@ -180,6 +197,8 @@ struct ScheduleCommand: ParsableCommand {
                         "status \(r.status), next \(r.next_run ?? "-"), catch-up \(r.catch_up)",
                         "prompt \(UntrustedText.quoted(r.prompt))",
                     ]
+                    + (r.display.map { ["display \($0)"] } ?? [])
+                    + (r.setup.map { ["setup \(UntrustedText.quoted($0))"] } ?? [])
                     + shown.runs.map { run in
                         "  \(StoreDate.format(run.runAt)) \(run.status) \(run.durationMs) ms"
                             + (run.error.map { " \($0)" } ?? "")
