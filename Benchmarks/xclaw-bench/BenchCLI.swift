@@ -181,9 +181,22 @@ struct CLIBench {
         }
 
         // Perception on the scene's unchanged screen: warm runs after the untimed warm-up.
+        // Clicking the dialog's label selects it (GTK redraws it and says so on the bus), so a tap changes the screen
+        // the next tap sees. "Unchanged" taps are each preceded by an untimed snapshot that perceives that change;
+        // the second section times taps back to back, each paying to read what the one before it changed.
+        let tap = ["tap", "Save changes to the report?"]
+        for mode in modes {
+            try report.measure(
+                "tap a label on an unchanged screen", "\(mode.name): xclaw tap \"Save changes to the report?\"",
+                iterations: n
+            ) {
+                _ = try session.timedRun(own, ["snapshot"], environment: mode.environment)
+                return try session.timedRun(own, tap, environment: mode.environment)
+            }
+        }
         try compare(
-            "tap a label on an unchanged screen", "tap \"Save changes to the report?\"",
-            ["tap", "Save changes to the report?"], peer: nil)
+            "tap a label right after a tap changed it (the change is read first)",
+            "tap \"Save changes to the report?\"", tap, peer: nil)
         try compare("snapshot of GTK, Qt and xterm windows", "snapshot", ["snapshot"], peer: nil)
         let shot = state.appendingPathComponent("shot.png").path
         try compare(

@@ -122,6 +122,13 @@ final class RunDisplayCLITests: XCTestCase {
         XCTAssertEqual(created.status, 0, created.stderr)
         XCTAssertEqual(try JSONValue.parse(created.stdout)["display"]?.string, "new:800x600")
 
+        // Display numbers are reused: a name the shared daemon kept from an earlier test's display is not this run's.
+        func kept() throws -> [String] {
+            guard DaemonMode.isOn else { return [] }
+            let status = try runCLI(["daemon", "status", "--json"], environment: e)
+            return try JSONValue.parse(status.stdout)["displays"]?.array?.compactMap(\.string) ?? []
+        }
+        let keptBefore = try kept()
         let sent = try runCLI(["send", "private", "look at the screen"], environment: e)
         XCTAssertEqual(sent.status, 0, sent.stderr)
         XCTAssertTrue(sent.text.contains("Saw 800x600."), sent.text)
@@ -138,11 +145,10 @@ final class RunDisplayCLITests: XCTestCase {
         XCTAssertEqual(shot.0, 800)
         XCTAssertEqual(shot.1, 600)
         assertTornDown(first)
-        if DaemonMode.isOn {
+        if DaemonMode.isOn, !keptBefore.contains(first.display) {
             // The daemon's kept displays never include a run's own.
-            let status = try runCLI(["daemon", "status", "--json"], environment: e)
-            let kept = try JSONValue.parse(status.stdout)["displays"]?.array?.compactMap(\.string) ?? []
-            XCTAssertFalse(kept.contains(first.display), "\(kept)")
+            let after = try kept()
+            XCTAssertFalse(after.contains(first.display), "\(after)")
         }
 
         // A scheduled task's own display and setup replace the agent's for its runs.
