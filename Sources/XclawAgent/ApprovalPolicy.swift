@@ -48,12 +48,15 @@ public struct ActionSubject: Sendable, Hashable, Codable {
     public var intoTerminal: Bool
     /// A command line the action runs.
     public var command: String?
+    /// `typed` names keys pressed (`ctrl+Return`, `Delete`), not text typed.
+    public var keys: Bool
 
     /// Creates a subject; everything unknown by default.
     public init(
         label: String? = nil, role: String? = nil, toolkitRole: String? = nil, typed: String? = nil,
-        intoPassword: Bool = false, intoTerminal: Bool = false, command: String? = nil
+        intoPassword: Bool = false, intoTerminal: Bool = false, command: String? = nil, keys: Bool = false
     ) {
+        self.keys = keys
         self.label = label
         self.role = role
         self.toolkitRole = toolkitRole
@@ -114,15 +117,30 @@ public struct ApprovalPolicy: Sendable, Hashable {
         var found: [ApprovalKind] = []
         if subject.intoPassword || subject.toolkitRole == "password text" { found.append(.password) }
         if subject.command != nil { found.append(.command) }
-        if subject.intoTerminal, let typed = subject.typed, typed.contains("\n") || typed.contains("Return") {
-            found.append(.command)
+        let combos = subject.keys ? Self.combos(subject.typed ?? "") : []
+        let entersLine =
+            subject.keys
+            ? combos.contains { ["return", "enter", "kp_enter", "ret", "ctrl+m", "ctrl+j", "control+m"].contains($0) }
+            : (subject.typed.map { $0.contains("\n") || $0.contains("\r") } ?? false)
+        if subject.intoTerminal, entersLine { found.append(.command) }
+        if subject.keys, !subject.intoTerminal, subject.role != "field" {
+            // Keys that act on a selection: Delete in a file manager deletes, Ctrl+Return sends in mail clients.
+            if combos.contains(where: { $0.hasSuffix("delete") || $0.hasSuffix("kp_delete") }) { found.append(.delete) }
+            if combos.contains(where: { ["ctrl+return", "control+return", "ctrl+enter", "super+return"].contains($0) })
+            {
+                found.append(.send)
+            }
         }
-        // Only what one presses is classified by its label: text typed into a field or the label of a text
-        // element says nothing about what a click will do.
-        if let label = subject.label, subject.role.map({ !["field", "text", "window"].contains($0) }) ?? true {
+        // What one presses is classified by its label; text typed into a field says nothing about a click. A text
+        // element counts when it is short (a borderless button or a link read by OCR), not when it is a sentence.
+        if !subject.keys, subject.typed == nil, let label = subject.label,
+            subject.role.map({ !["field", "window"].contains($0) }) ?? true
+        {
             let words = Self.words(label)
-            for (kind, phrases) in Self.phrases where phrases.contains(where: { Self.contains(words, $0) }) {
-                found.append(kind)
+            if subject.role != "text" || words.count <= 4 {
+                for (kind, phrases) in Self.phrases where phrases.contains(where: { Self.contains(words, $0) }) {
+                    found.append(kind)
+                }
             }
         }
         var unique: [ApprovalKind] = []
@@ -168,6 +186,11 @@ public struct ApprovalPolicy: Sendable, Hashable {
             ]
         ),
     ]
+
+    /// Key combinations of a key action's text, lower-case, one per space-separated part (`ctrl+Return Tab`).
+    static func combos(_ text: String) -> [String] {
+        text.lowercased().split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+    }
 
     /// The label's words, lower-case, apostrophes kept ("don't"), everything else a separator.
     public static func words(_ label: String) -> [String] {

@@ -137,7 +137,24 @@ public final class AgentService: Sendable {
         }
         let session = claim.session
         let surroundings: RunEnvironment
-        do { surroundings = try await environment(config, claim) } catch is CancellationError {
+        // A stop asked while the private display and the setup command start (up to a minute) ends them too.
+        let setupStop = SetupStopWatch(store: store, session: session, poll: guardSettings.poll)
+        let environment = self.environment
+        let preparing = Task { [config] in try await environment(config, claim) }
+        setupStop.watch { preparing.cancel() }
+        let prepared = await withTaskCancellationHandler {
+            await preparing.result
+        } onCancel: {
+            preparing.cancel()
+        }
+        setupStop.finish()
+        if let why = setupStop.reason {
+            if case .success(let ready) = prepared { ready.tearDown() }
+            try? store.finishSession(session, status: .stopped, error: why, steps: 0, usd: 0)
+            events(.finished(agent: agent, session: session, outcome: .stopped(why)))
+            return .success
+        }
+        do { surroundings = try prepared.get() } catch is CancellationError {
             // Stopped during its setup: nothing reached the user, so its batch is pending again.
             try? store.finishSession(session, status: .cancelled, steps: 0, usd: 0)
             try? store.rollBackRun(session: session)
@@ -323,6 +340,41 @@ public final class AgentService: Sendable {
             return (session, true)
         }
     }
+}
+
+/// Watches the store for a stop request while a run's environment is prepared (before its `RunGuard` exists).
+private final class SetupStopWatch: Sendable {
+    private let store: AgentStore
+    private let session: Int64
+    private let poll: Duration
+    private let state = Mutex<(reason: String?, task: Task<Void, Never>?)>((nil, nil))
+
+    init(store: AgentStore, session: Int64, poll: Duration) {
+        (self.store, self.session, self.poll) = (store, session, poll)
+    }
+
+    /// Why the run was stopped, or nil.
+    var reason: String? { state.withLock { $0.reason } }
+
+    /// Polls until `finish`; on a stop request records why and calls `stop`.
+    func watch(_ stop: @escaping @Sendable () -> Void) {
+        let (store, session, poll) = (store, session, poll)
+        let task = Task.detached { [weak self] in
+            while !Task.isCancelled {
+                if let request = try? store.stopRequest(session: session) {
+                    let who = request.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init)
+                    self?.state.withLock { $0.reason = "stopped by \(who ?? "a stop request")" }
+                    stop()
+                    return
+                }
+                try? await Task.sleep(for: poll)
+            }
+        }
+        state.withLock { $0.task = task }
+    }
+
+    /// Stops polling.
+    func finish() { state.withLock { $0.task }?.cancel() }
 }
 
 /// The task of a run, cancellable before it exists: a stop that comes first cancels it as soon as it is set.

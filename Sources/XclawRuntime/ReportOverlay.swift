@@ -158,7 +158,9 @@ public enum ReportOverlay {
     /// else its "at x=0.512 y=0.233" fractions.
     static func tapped(_ result: String, image: (width: Int, height: Int)) -> (point: ImagePoint, box: OverlayMark?)? {
         let w = Double(image.width), h = Double(image.height)
-        let placement = #"\(screen (\d+),(\d+)(?:; box (\d+),(\d+) (\d+)x(\d+))? of (\d+)x(\d+)\)"#
+        // At most 6 digits a number: screen text that mimics the placement cannot make an absurd one.
+        let placement =
+            #"\(screen (\d{1,6}),(\d{1,6})(?:; box (\d{1,6}),(\d{1,6}) (\d{1,6})x(\d{1,6}))? of (\d{1,6})x(\d{1,6})\)"#
         if let regex = try? NSRegularExpression(pattern: placement),
             let match = regex.matches(in: result, range: NSRange(result.startIndex..., in: result)).last
         {
@@ -292,7 +294,8 @@ public enum ReportOverlay {
 
     /// A coordinate with at most one decimal, as SVG reads it.
     private static func f(_ v: Double) -> String {
-        let r = (v * 10).rounded() / 10
+        // Marks are drawn within a screenshot: a value far outside any (or not a number) is clamped, never trapped on.
+        let r = ((v.isFinite ? min(max(v, -1e6), 1e6) : 0) * 10).rounded() / 10
         return r == r.rounded() ? String(Int(r)) : String(r)
     }
 }

@@ -200,7 +200,7 @@ public final class RunDisplay: Sendable {
         let log = directory.appendingPathComponent("setup-\(token).log").path
         parts.setupLog = log
         let invocation = Invocation.current
-        var environment = invocation.environment
+        var environment = SecretEnvironment.stripped(invocation.environment)
         if let display {
             for key in display.environmentToRemove { environment.removeValue(forKey: key) }
             environment.merge(display.environment) { _, new in new }

@@ -124,9 +124,9 @@ final class RunGuard: Sendable {
                     self?.stop("stopped: \(cause)")
                 }
             } catch {
-                // Another run of this or another xclaw process holds the key on this display: its press stops every
-                // run through the store, this one included. Anything else is worth saying once per run.
-                if !"\(error)".contains("already holds") { events("the emergency stop is not armed: \(error)") }
+                // Held by another run (its press stops every run through the store, this one included) or by another
+                // program: either way the person should know the key may not reach this run.
+                events("the stop hotkey is not armed for this run (\(error)); `xclaw stop` still reaches it")
             }
         }
         watchers.withLock { $0 = (poller, trigger) }
@@ -165,7 +165,13 @@ final class RunGuard: Sendable {
         let (store, session, settings) = (store, session, settings)
         return { request in
             guard let kind = policy.classify(request.subject) else { return .allow }
-            let what = "\(request.describe) (\(kind.rawValue))"
+            // A password's characters go nowhere but the field: not into the approval, its notice or the log.
+            let action =
+                kind == .password
+                ? "type \(request.subject.typed?.count ?? 0) character(s) into the password field "
+                    + UntrustedText.quoted(request.subject.label ?? "", limit: 60)
+                : request.describe
+            let what = "\(action) (\(kind.rawValue))"
             if let ask {
                 return await ask("xclaw: approve \(what)? [y/N] ")
                     ? .allow : .deny(Self.denial(what, by: "the user at the terminal"))
@@ -176,7 +182,7 @@ final class RunGuard: Sendable {
             do {
                 id = try store.requestApproval(
                     session: session, kind: kind.rawValue, tool: request.record.tool,
-                    action: request.record.action, detail: request.describe, expiresAt: expires)
+                    action: request.record.action, detail: action, expiresAt: expires)
             } catch {
                 return .deny(Self.denial(what, by: "xclaw, which could not record the request (\(error))"))
             }
@@ -189,6 +195,10 @@ final class RunGuard: Sendable {
                     return .deny(Self.denial(what, by: "the run ending"))
                 }
                 guard let record = try? store.settleApproval(id) else {
+                    // The store cannot answer (locked, the row gone): the deadline still holds, and denies.
+                    if Date() > expires.addingTimeInterval(5) {
+                        return .deny(Self.denial(what, by: "xclaw, which could not read the decision in time"))
+                    }
                     try? await Task.sleep(for: settings.poll)
                     continue
                 }

@@ -21,7 +21,7 @@ public enum AppLauncher {
     /// The environment an application started on `display` gets: the caller's, with the display named and every
     /// toolkit told to use X (a `WAYLAND_DISPLAY` inherited from a desktop session would open GTK and Qt apps there).
     public static func environment(_ base: [String: String], display: String) -> [String: String] {
-        var environment = base
+        var environment = SecretEnvironment.stripped(base)
         environment["DISPLAY"] = display
         environment["WAYLAND_DISPLAY"] = nil
         environment["GDK_BACKEND"] = "x11"

@@ -55,7 +55,11 @@ public final class StopTrigger: Sendable {
         worker.start()
     }
 
-    deinit { cancel() }
+    deinit {
+        cancel()
+        // The watcher closes the read end as it ends; the write end is this object's (a daemon runs thousands).
+        close(wake.write)
+    }
 
     /// Stops watching and releases the grab; the watcher's connection closes with its thread.
     public func cancel() {

@@ -96,7 +96,10 @@ public struct FindAndTapTool: AgentTool {
             text: wanted, result: "pending")
         let describe = "\(double ? "double-click" : "click") \(quoted(wanted)) at (\(point.x), \(point.y)) (\(how))"
         do {
-            let outcome = try await session.runInput(record, describe: describe, context: context) { session in
+            // The gate classifies what the model asked for (vision's point has no element of its own).
+            let outcome = try await session.runInput(
+                record, describe: describe, context: context, subject: ActionSubject(label: wanted, role: "button")
+            ) { session in
                 try session.input.click(at: point, button: button, count: double ? 2 : 1)
             }
             switch outcome {

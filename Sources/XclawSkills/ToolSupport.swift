@@ -33,7 +33,16 @@ extension ScreenSession {
     ) async throws -> InputOutcome {
         var subject = subject
         if context.gate != nil, subject == nil {
-            subject = try await perform { session in try session.gateSubject(for: record) }
+            do {
+                subject = try await perform { session in try session.gateSubject(for: record) }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // The gate fails closed: an action whose control cannot be read is not done.
+                throw ToolError(
+                    "the approval gate could not read what \(describe) would act on (\(modelError(error))); nothing "
+                        + "was done: take a screenshot and try again")
+            }
         }
         switch await context.permit(record, describe: describe, subject: subject) {
         case .go: break
@@ -71,19 +80,26 @@ extension ScreenSession {
 /// The actions that press what is under their point (a scroll or a hover presses nothing).
 private let pressingActions: Set<String> = [
     "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up",
-    "tap", "press", "tap_element", "find_and_tap", "tap_xy", "press_button", "click",
+    "tap", "double_tap", "press", "tap_element", "find_and_tap", "tap_xy", "press_button", "click",
 ]
-/// The actions that type or press keys.
-private let typingActions: Set<String> = ["type", "key", "hold_key", "type_text"]
+/// The actions that drag from their point to the one their text names ("to X,Y").
+private let draggingActions: Set<String> = ["left_click_drag", "swipe"]
+/// The actions that type text.
+private let typingActions: Set<String> = ["type", "type_text", "type_submit"]
+/// The actions that press keys (their text is the key combinations).
+private let keyActions: Set<String> = ["key", "hold_key", "press_button"]
 
 extension ScreenSession {
-    /// What an action acts on, for the approval gate: the control under its point, or for typing the focused field
-    /// (else the field under the pointer, where the model clicked to focus it). Nil when it acts on nothing the
-    /// gate classifies. Runs a snapshot, so only runs with a gate call it.
+    /// What an action acts on, for the approval gate: the control under its point (the pointer's when it names
+    /// none), both ends of a drag, or for typing and keys the focused field (else the field under the pointer, where
+    /// the model clicked to focus it). Nil only for what presses and types nothing (a scroll, a hover, a launch by
+    /// name). Runs a snapshot, so only runs with a gate call it.
     func gateSubject(for record: ActionRecord) throws -> ActionSubject? {
-        let pressing = pressingActions.contains(record.action) || pressingActions.contains(record.tool)
+        let keys = keyActions.contains(record.action) || (record.tool == "press_button")
         let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
-        guard pressing || typing else { return nil }
+        let dragging = draggingActions.contains(record.action)
+        let pressing = !keys && (pressingActions.contains(record.action) || pressingActions.contains(record.tool))
+        guard pressing || typing || dragging || keys else { return nil }
         let snapshot = try snapshot()
         func under(_ p: Point) -> Element? {
             snapshot.elements.filter { $0.role != .window && $0.box.contains(p) }
@@ -92,14 +108,23 @@ extension ScreenSession {
                         < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
                 }
         }
-        if pressing, let x = record.x, let y = record.y {
-            guard let element = under(Point(x: x, y: y)) else { return ActionSubject() }
-            return ActionSubject(label: element.label, role: element.role.rawValue, toolkitRole: element.toolkitRole)
+        let pointer = try? input.cursorPosition()
+        if pressing || dragging {
+            var points = [record.x.flatMap { x in record.y.map { Point(x: x, y: $0) } } ?? pointer].compactMap { $0 }
+            if dragging, let text = record.text, let end = try? Point(parsing: String(text.dropFirst(3))) {
+                points.append(end)
+            }
+            let found = points.compactMap(under)
+            guard !found.isEmpty else { return ActionSubject() }
+            // A drag is what it drops onto as much as what it picks up ("file.txt" onto "Trash").
+            let interactive = found.first { $0.role.isInteractive } ?? found[0]
+            return ActionSubject(
+                label: found.map(\.label).joined(separator: " "), role: interactive.role.rawValue,
+                toolkitRole: interactive.toolkitRole)
         }
-        guard typing else { return nil }
         let focused =
             snapshot.elements.first { $0.states?.contains("focused") == true && $0.role == .field }
-            ?? (try? input.cursorPosition()).flatMap(under)
+            ?? pointer.flatMap(under)
         let password =
             focused.map { e in
                 e.toolkitRole == "password text"
@@ -115,9 +140,10 @@ extension ScreenSession {
             || ["xterm", "rxvt", "terminal", "konsole", "kitty", "alacritty", "tilix"].contains { name in
                 (window?.className ?? "").lowercased().contains(name)
             }
+        let typed = (record.text ?? "") + (record.action == "type_submit" ? "\n" : "")
         return ActionSubject(
             label: focused?.label, role: focused?.role.rawValue, toolkitRole: focused?.toolkitRole,
-            typed: record.text, intoPassword: password, intoTerminal: terminal)
+            typed: typed, intoPassword: password, intoTerminal: terminal, keys: keys)
     }
 }
 

@@ -66,7 +66,17 @@ public struct TypeTextTool: AgentTool {
                 "type \(quoted(text, limit: .max))\(submit ? " and press Return" : "")"
                 + (target.map { " into \($0.ref) \($0.role.rawValue) \(quoted($0.text))" } ?? "")
             let cancelled = context.isCancelled
-            let outcome = try await session.runInput(record, describe: describe, context: context) { session in
+            // With `into`, the gate classifies the field the text goes to, not what has the focus before it moves.
+            let subject = target.map { t in
+                ActionSubject(
+                    label: t.text, role: t.role.rawValue, typed: text + (submit ? "\n" : ""),
+                    intoPassword: ApprovalPolicy.words(t.text).contains {
+                        ["password", "passphrase", "pin"].contains($0)
+                    })
+            }
+            let outcome = try await session.runInput(
+                record, describe: describe, context: context, subject: subject
+            ) { session in
                 if let target {
                     // The toolkit's own focus call moves no pointer; a click is the fallback.
                     switch session.perceiver.focusForTyping(target) {

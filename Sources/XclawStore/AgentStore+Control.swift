@@ -104,6 +104,8 @@ extension AgentStore {
                     arguments: [session])
             else { throw StoreError.notPending(session) }
             let id: Int64 = row["id"]
+            // Past its deadline the run has denied it (or is about to): a late decision must not look like one.
+            if try approvalRecord(row).expiresAt <= Date() { throw StoreError.notPending(session) }
             try db.execute(
                 sql: "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ?",
                 arguments: [approve ? "approved" : "denied", Self.now(), who, id])

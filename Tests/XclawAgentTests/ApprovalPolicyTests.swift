@@ -30,7 +30,10 @@ final class ApprovalPolicyTests: XCTestCase {
         XCTAssertEqual(kinds("OK"), [])
         // A field's or a text's label says nothing about what a press does.
         XCTAssertEqual(kinds("Delete", role: "field"), [])
-        XCTAssertEqual(kinds("Delete", role: "text"), [])
+        XCTAssertEqual(kinds("Please delete the old files before Friday", role: "text"), [], "a sentence")
+        XCTAssertEqual(kinds("Delete account", role: "text"), [.delete], "a borderless button read by OCR")
+        // What is typed is classified by where it goes, never by its words.
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(label: "Note", role: "field", typed: "delete it")), [])
         XCTAssertEqual(kinds("Delete", role: "menuitem"), [.delete])
     }
 
@@ -38,7 +41,20 @@ final class ApprovalPolicyTests: XCTestCase {
         XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "hunter2", intoPassword: true)), [.password])
         XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(toolkitRole: "password text", typed: "x")), [.password])
         XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "ls -l\n", intoTerminal: true)), [.command])
-        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "Return", intoTerminal: true)), [.command])
+        XCTAssertEqual(
+            ApprovalPolicy.kinds(of: ActionSubject(typed: "Return", intoTerminal: true, keys: true)), [.command])
+        XCTAssertEqual(
+            ApprovalPolicy.kinds(of: ActionSubject(typed: "KP_Enter", intoTerminal: true, keys: true)), [.command])
+        XCTAssertEqual(
+            ApprovalPolicy.kinds(of: ActionSubject(typed: "ctrl+m", intoTerminal: true, keys: true)), [.command])
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "make\r", intoTerminal: true)), [.command])
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "Return", intoTerminal: true)), [], "the word")
+        // Keys acting on a selection; in a text field they only edit.
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "Delete", keys: true)), [.delete])
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "shift+Delete", keys: true)), [.delete])
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "ctrl+Return", keys: true)), [.send])
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(role: "field", typed: "Delete", keys: true)), [])
+        XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "Tab", keys: true)), [])
         XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "ls -l", intoTerminal: true)), [], "no Enter yet")
         XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(typed: "hello\n")), [], "a text field is not a shell")
         XCTAssertEqual(ApprovalPolicy.kinds(of: ActionSubject(command: "rm -rf /tmp/x")), [.command])

@@ -238,4 +238,67 @@ final class StopAndApprovalTests: XCTestCase {
         XCTAssertEqual(refused.status, 2, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("approval = everything"), refused.stderr)
     }
+
+    /// A run still starting its private display's setup command is stopped as quickly, and recorded as stopped.
+    func testAStopDuringTheSetupCommandEndsTheRunAtOnce() throws {
+        let server = try MockMessagesServer(replies: [.stream(.turn(blocks: [.text("never asked")]))])
+        defer { server.stop() }
+        let env = try environment(server)
+        let seen = dir.appendingPathComponent("setup-environment").path
+        let created = try runCLI(
+            [
+                "agent", "create", "slow-setup", "--tools", "computer", "--display", "new:320x240", "--setup",
+                "env > '\(seen)'; sleep 60",
+            ], environment: env)
+        XCTAssertEqual(created.status, 0, created.stderr)
+        let run = try launchCLI(["send", "slow-setup", "look"], environment: env)
+        defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+        XCTAssertNotNil(try session(env) { $0.agent == "slow-setup" && $0.status == .running })
+        Thread.sleep(forTimeInterval: 0.5)  // the display is up and the setup command sleeping
+        let stop = try runCLI(["stop", "slow-setup", "--json"], environment: env)
+        XCTAssertEqual(stop.status, 0, stop.stderr)
+        let row = try XCTUnwrap(try JSONValue.parse(stop.stdout).array?.first)
+        XCTAssertEqual(row["status"]?.string, "stopped")
+        print("xclaw stop during the setup → stopped in \(row["stopped_ms"]?.int ?? -1) ms")
+        run.waitUntilExit()
+        XCTAssertEqual(run.terminationStatus, 130)
+        XCTAssertEqual(server.requests.count, 0, "the model was never asked")
+        // The setup got the run's display, never the API key (an agent could read it back off a terminal).
+        let environment = try String(contentsOfFile: seen, encoding: .utf8)
+        XCTAssertTrue(environment.contains("DISPLAY=:"), environment)
+        XCTAssertFalse(environment.contains("SECRET"), "the API key reached the setup command")
+    }
+
+    /// The gate classifies what a click without a coordinate presses (the control under the pointer) and what a drag
+    /// drops onto: both wait for approval; denied, nothing is pressed.
+    func testAClickAtThePointerAndADragOntoDeleteAreGated() throws {
+        let c = button.center
+        let server = try MockMessagesServer(replies: [
+            Self.tool("toolu_1", "computer", "{\"action\": \"mouse_move\", \"coordinate\": [\(c.x), \(c.y)]}"),
+            Self.tool("toolu_2", "computer", "{\"action\": \"left_click\"}"),
+            Self.tool(
+                "toolu_3", "computer",
+                "{\"action\": \"left_click_drag\", \"start_coordinate\": [\(frame.x + 40), \(frame.y + 200)], "
+                    + "\"coordinate\": [\(c.x), \(c.y)]}"),
+            .stream(.turn(blocks: [.text("Finished.")])),
+        ])
+        defer { server.stop() }
+        let env = try environment(server)
+        try createAgent("pointer", tools: "computer", env)
+        let run = try launchCLI(["send", "pointer", "delete via the pointer"], environment: env)
+        defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+        for _ in 0..<2 {
+            let waiting = try session(env) { $0.agent == "pointer" && $0.status == .needsApproval }
+            XCTAssertEqual(waiting?.status, .needsApproval)
+            let denied = try runCLI(["deny", "\(waiting?.id ?? 0)"], environment: env)
+            XCTAssertEqual(denied.status, 0, denied.stderr)
+            _ = try session(env) { $0.agent == "pointer" && $0.status != .needsApproval }
+        }
+        run.waitUntilExit()
+        XCTAssertEqual(run.terminationStatus, 0)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress }.isEmpty, "a denied press happened")
+        let bodies = server.requests.map { String(decoding: $0.body, as: UTF8.self) }
+        XCTAssertTrue(bodies[2].contains("not approved"), bodies[2])
+        XCTAssertTrue(bodies[3].contains("not approved"), bodies[3])
+    }
 }

@@ -1,0 +1,14 @@
+/// The environment variables that hold xclaw's secrets. Programs xclaw starts for the screen (a run's setup command,
+/// launched apps) never get them: an agent could read them back off a terminal, into a screenshot, the store and a
+/// report.
+public enum SecretEnvironment {
+    /// The variables removed.
+    public static let names: Set<String> = [
+        "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY", "XCLAW_WEB_TOKEN",
+    ]
+
+    /// `environment` without the secrets.
+    public static func stripped(_ environment: [String: String]) -> [String: String] {
+        environment.filter { !names.contains($0.key) }
+    }
+}
