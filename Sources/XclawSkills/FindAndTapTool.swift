@@ -98,7 +98,8 @@ public struct FindAndTapTool: AgentTool {
         do {
             // The gate classifies what the model asked for (vision's point has no element of its own).
             let outcome = try await session.runInput(
-                record, describe: describe, context: context, subject: ActionSubject(label: wanted, role: "button")
+                record, describe: describe, context: context,
+                subject: isGenericAnswer(wanted) ? nil : ActionSubject(label: wanted, role: "button")
             ) { session in
                 try session.input.click(at: point, button: button, count: double ? 2 : 1)
             }

@@ -95,8 +95,10 @@ public struct TapElementTool: AgentTool {
             }
             let point = match.point
             let what = "\(match.ref) \(match.role.rawValue) \(quoted(match.text))"
-            // The approval gate classifies the element the model named, not whatever is under its centre.
-            let subject = ActionSubject(label: match.text, role: match.role.rawValue)
+            // The approval gate classifies the element the model named, not whatever is under its centre; a generic
+            // answer ("OK") is classified by the dialog around it, found under its point.
+            let subject =
+                isGenericAnswer(match.text) ? nil : ActionSubject(label: match.text, role: match.role.rawValue)
             // A covered element cannot be clicked (the window above would get it), but its toolkit can press a
             // button-like one; a right/double click or a field (whose first action may submit) is refused instead.
             if pressAction || match.covered == true {

@@ -82,6 +82,16 @@ private let pressingActions: Set<String> = [
     "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up",
     "tap", "double_tap", "press", "tap_element", "find_and_tap", "tap_xy", "press_button", "click",
 ]
+/// Answers whose meaning is the question's: the gate reads the dialog they answer.
+private let genericAnswers: Set<String> = [
+    "ok", "okay", "yes", "continue", "confirm", "apply", "proceed", "done", "next", "go", "sure", "accept",
+]
+/// Whether a label is only a generic answer ("OK", "Yes"), which the gate classifies by its dialog.
+func isGenericAnswer(_ label: String) -> Bool {
+    let words = ApprovalPolicy.words(label)
+    return !words.isEmpty && words.allSatisfy(genericAnswers.contains)
+}
+
 /// The actions that drag from their point to the one their text names ("to X,Y").
 private let draggingActions: Set<String> = ["left_click_drag", "swipe"]
 /// The actions that type text.
@@ -118,9 +128,18 @@ extension ScreenSession {
             guard !found.isEmpty else { return ActionSubject() }
             // A drag is what it drops onto as much as what it picks up ("file.txt" onto "Trash").
             let interactive = found.first { $0.role.isInteractive } ?? found[0]
-            return ActionSubject(
-                label: found.map(\.label).joined(separator: " "), role: interactive.role.rawValue,
-                toolkitRole: interactive.toolkitRole)
+            var label = found.map(\.label).joined(separator: " ")
+            // "OK" says nothing by itself: in a dialog it does what the dialog asks ("Delete 3 files?").
+            if isGenericAnswer(label), let window = interactive.windowID {
+                let inWindow = snapshot.elements.filter { $0.windowID == window }
+                if inWindow.count <= 40 {
+                    label +=
+                        " "
+                        + inWindow.filter { $0.role == .text || $0.role == .window }.map(\.label)
+                        .joined(separator: " ")
+                }
+            }
+            return ActionSubject(label: label, role: interactive.role.rawValue, toolkitRole: interactive.toolkitRole)
         }
         let focused =
             snapshot.elements.first { $0.states?.contains("focused") == true && $0.role == .field }

@@ -301,4 +301,26 @@ final class StopAndApprovalTests: XCTestCase {
         XCTAssertTrue(bodies[2].contains("not approved"), bodies[2])
         XCTAssertTrue(bodies[3].contains("not approved"), bodies[3])
     }
+
+    /// "OK" in a dialog that asks to delete is a delete: the gate reads the question a generic answer answers.
+    func testAnOKThatConfirmsADeleteIsGated() throws {
+        fixture.stop()
+        fixture = try Fixture(
+            display: display.name, title: "Confirm", frame: frame,
+            extra: ["--text", "20,20,10x20,#000000:Delete 3 files permanently?", "--button", "200,60,120,40:OK"])
+        Thread.sleep(forTimeInterval: 0.2)  // first paint
+        let server = try MockMessagesServer(replies: [
+            Self.tool("toolu_1", "tap_element", "{\"label\": \"OK\"}"),
+            .stream(.turn(blocks: [.text("Finished.")])),
+        ])
+        defer { server.stop() }
+        let env = try environment(server, config: "approval_timeout = 1\n")
+        try createAgent("confirmer", tools: "tap_element", env)
+        let sent = try runCLI(["send", "confirmer", "confirm it"], environment: env)
+        XCTAssertEqual(sent.status, 0, sent.stderr)
+        XCTAssertTrue(sent.stderr.contains("waits for approval"), sent.stderr)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress }.isEmpty, "OK was pressed without approval")
+        let body = String(decoding: server.requests[1].body, as: UTF8.self)
+        XCTAssertTrue(body.contains("not approved"), body)
+    }
 }
