@@ -288,7 +288,7 @@ public final class RunDisplay: Sendable {
     ) -> [pid_t] {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         return entries.compactMap { entry -> pid_t? in
-            guard let pid = pid_t(entry), pid != getpid(), let stat = readProcFile("/proc/\(pid)/stat") else {
+            guard let pid = pid_t(entry), pid != getpid(), let stat = ProcFiles.read("/proc/\(pid)/stat") else {
                 return nil
             }
             // "pid (comm) S ppid pgrp …": comm may hold spaces and parentheses, so split after the last ')'.
@@ -296,24 +296,8 @@ public final class RunDisplay: Sendable {
             guard let close = text.lastIndex(of: ")") else { return nil }
             let fields = text[text.index(after: close)...].split(separator: " ")
             guard fields.count >= 3, fields[0] != "Z", let group = pid_t(fields[2]) else { return nil }
-            let environ = { (readProcFile("/proc/\(pid)/environ") ?? []).split(separator: 0) }
+            let environ = { (ProcFiles.read("/proc/\(pid)/environ") ?? []).split(separator: 0) }
             return matches(pid, group, environ) ? pid : nil
         }
-    }
-
-    /// A whole `/proc` file (their size reads as 0, so read until EOF); nil when it cannot be opened.
-    private static func readProcFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var result: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            result += buffer[0..<n]
-        }
-        return result
     }
 }

@@ -296,7 +296,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
 
     /// The state letter and process group of `pid`, from `/proc/PID/stat`.
     private static func processStat(_ pid: Int32) -> (state: Character, group: Int32)? {
-        guard let bytes = readProcFile("/proc/\(pid)/stat") else { return nil }
+        guard let bytes = ProcFiles.read("/proc/\(pid)/stat") else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
         // "pid (comm) S ppid pgrp …": comm may hold spaces and parentheses, so split after the last ')'.
         guard let close = text.lastIndex(of: ")") else { return nil }
@@ -307,7 +307,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
 
     /// `pid`'s command line, arguments joined by spaces ("" when it is gone).
     private static func commandLine(_ pid: Int32) -> String {
-        guard let bytes = readProcFile("/proc/\(pid)/cmdline") else { return "" }
+        guard let bytes = ProcFiles.read("/proc/\(pid)/cmdline") else { return "" }
         return String(decoding: bytes.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
     }
 
@@ -320,7 +320,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         var result: Set<Int32> = []
         for entry in entries {
             guard let pid = Int32(entry), pid != getpid(), let stat = processStat(pid), groups.contains(stat.group),
-                stat.state != "Z", let environ = readProcFile("/proc/\(pid)/environ")
+                stat.state != "Z", let environ = ProcFiles.read("/proc/\(pid)/environ")
             else { continue }
             let prefix = Array("DBUS_SESSION_BUS_ADDRESS=".utf8)
             for variable in environ.split(separator: 0) where variable.starts(with: prefix) {
@@ -345,9 +345,9 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         var orphans: [Int32] = []
         for entry in entries {
             guard let pid = Int32(entry), pid != getpid(),
-                let comm = readProcFile("/proc/\(pid)/comm"),
+                let comm = ProcFiles.read("/proc/\(pid)/comm"),
                 names.contains(String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
-                let environ = readProcFile("/proc/\(pid)/environ")
+                let environ = ProcFiles.read("/proc/\(pid)/environ")
             else { continue }
             let prefix = Array("\(marker)=".utf8)
             guard let variable = environ.split(separator: 0).first(where: { $0.starts(with: prefix) }) else { continue }
@@ -366,7 +366,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
 
     /// Whether an X server runs for display `number`, by the pid in its lock file.
     private static func serverRuns(display number: Int) -> Bool {
-        guard let bytes = readProcFile("/tmp/.X\(number)-lock"),
+        guard let bytes = ProcFiles.read("/tmp/.X\(number)-lock"),
             let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
         else { return false }
         return kill(pid, 0) == 0 || errno == EPERM
@@ -375,21 +375,5 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
     /// A bus address without its `guid=` part, which a daemon may or may not pass on to what it spawns.
     private static func busIdentity(_ address: String) -> String {
         address.split(separator: ",").filter { !$0.hasPrefix("guid=") }.joined(separator: ",")
-    }
-
-    /// Reads a whole `/proc` file (their size reads as 0, so read until EOF); nil when it cannot be opened.
-    private static func readProcFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var result: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            result += buffer[0..<n]
-        }
-        return result
     }
 }
