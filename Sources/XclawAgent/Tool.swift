@@ -86,6 +86,8 @@ public struct ToolContext: Sendable {
     /// Asks the person at the run's terminal a yes/no question; nil when the run is unattended (no terminal), so a
     /// gated action waits for `xclaw approve|deny` instead.
     public var ask: (@Sendable (String) async -> Bool)?
+    /// Keeps each input action that was done as a replayable step (nil: the run records none).
+    public var recordStep: (@Sendable (RecordedStep) -> Void)?
 
     /// Creates a context.
     public init(

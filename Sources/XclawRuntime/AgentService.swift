@@ -178,8 +178,10 @@ public final class AgentService: Sendable {
             store: store, agent: agent, session: session, model: model,
             saveInterval: saveInterval, events: events)
         let runner = AgentRunner(client: client, registry: registry, options: options)
+        let prompt = claim.pending.map { Message(role: .user, content: $0.content).text }.joined(separator: "\n")
         let (result, stopped) = await guarded(
-            runner, conversation: conversation, config: config, session: session, observer: recorder.observer)
+            runner, conversation: conversation, config: config, session: session, prompt: prompt,
+            observer: recorder.observer)
         recorder.finish(result.outcome)
         let (steps, usd) = (result.steps.count, result.costUSD)
         // The store refusing a write mid-run (disk full, locked) means the history lacks part of the run: say so.
@@ -217,7 +219,8 @@ public final class AgentService: Sendable {
     /// wait for approval. Returns the result and, when the run was stopped, why (its held keys and buttons are then
     /// released).
     private func guarded(
-        _ runner: AgentRunner, conversation: [Message], config: AgentConfig, session: Int64, observer: RunObserver
+        _ runner: AgentRunner, conversation: [Message], config: AgentConfig, session: Int64, prompt: String,
+        observer: RunObserver
     ) async -> (RunResult, stopped: String?) {
         let agent = config.name
         let drivesScreen = config.tools.contains { SkillCatalog.screenToolNames.contains($0) }
@@ -234,6 +237,7 @@ public final class AgentService: Sendable {
         if !policy.kinds.isEmpty, !context.dryRun, drivesScreen {
             context.gate = runGuard.gate(policy: policy, ask: context.ask, events: notice)
         }
+        context.recordStep = StepKeeper(store: store, session: session, prompt: prompt).keep
         let run = Task { [context] in await runner.run(messages: conversation, context: context, observer: observer) }
         handle.set(run)
         var result = await withTaskCancellationHandler {

@@ -32,16 +32,29 @@ extension ScreenSession {
         subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
     ) async throws -> InputOutcome {
         var subject = subject
-        if context.gate != nil, subject == nil {
+        let gating = context.gate != nil && subject == nil
+        // One look before the action serves the gate (what it would act on) and the recording (its anchors).
+        var before: (snapshot: Snapshot, patch: String?, pointer: Point?)?
+        if gating || context.recordStep != nil {
             do {
-                subject = try await perform { session in try session.gateSubject(for: record) }
+                before = try await perform { session in
+                    let snapshot = try session.snapshot()
+                    let pointer = try? session.input.cursorPosition()
+                    let patch = context.recordStep == nil ? nil : session.patch(around: record, pointer: pointer)
+                    return (snapshot, patch, pointer)
+                }
+                if gating, let before {
+                    subject = try await perform { session in try session.gateSubject(for: record, in: before.snapshot) }
+                }
             } catch is CancellationError {
                 throw CancellationError()
-            } catch {
+            } catch  where gating {
                 // The gate fails closed: an action whose control cannot be read is not done.
                 throw ToolError(
                     "the approval gate could not read what \(describe) would act on (\(modelError(error))); nothing "
                         + "was done: take a screenshot and try again")
+            } catch {
+                before = nil  // a recording without anchors is still a recording
             }
         }
         switch await context.permit(record, describe: describe, subject: subject) {
@@ -65,6 +78,13 @@ extension ScreenSession {
             done.result = "ok"
             done.ms = millisecondsSince(start)
             context.log(done)
+            if let keep = context.recordStep {
+                let after = try? await perform { try $0.snapshot() }
+                keep(
+                    StepRecorder.step(
+                        done, before: before?.snapshot, patch: before?.patch, pointer: before?.pointer, after: after,
+                        changed: settled.changed))
+            }
             return .done(ms: done.ms ?? 0, settle: settled, screenshot: shot)
         } catch {
             let reported = modelError(error)
@@ -104,20 +124,13 @@ extension ScreenSession {
     /// none), both ends of a drag, or for typing and keys the focused field (else the field under the pointer, where
     /// the model clicked to focus it). Nil only for what presses and types nothing (a scroll, a hover, a launch by
     /// name). Runs a snapshot, so only runs with a gate call it.
-    func gateSubject(for record: ActionRecord) throws -> ActionSubject? {
+    func gateSubject(for record: ActionRecord, in snapshot: Snapshot) throws -> ActionSubject? {
         let keys = keyActions.contains(record.action) || (record.tool == "press_button")
         let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
         let dragging = draggingActions.contains(record.action)
         let pressing = !keys && (pressingActions.contains(record.action) || pressingActions.contains(record.tool))
         guard pressing || typing || dragging || keys else { return nil }
-        let snapshot = try snapshot()
-        func under(_ p: Point) -> Element? {
-            snapshot.elements.filter { $0.role != .window && $0.box.contains(p) }
-                .min { a, b in
-                    (a.role.isInteractive ? 0 : 1, a.box.width * a.box.height)
-                        < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
-                }
-        }
+        func under(_ p: Point) -> Element? { StepRecorder.under(p, in: snapshot) }
         let pointer = try? input.cursorPosition()
         if pressing || dragging {
             var points = [record.x.flatMap { x in record.y.map { Point(x: x, y: $0) } } ?? pointer].compactMap { $0 }

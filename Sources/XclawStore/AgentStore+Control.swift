@@ -177,3 +177,26 @@ extension AgentStore {
             decidedAt: try dateIfAny(row["decided_at"], "approvals.decided_at"), decidedBy: row["decided_by"])
     }
 }
+
+// MARK: - Replayable steps
+
+extension AgentStore {
+    /// Stores a run's `seq`-th input action as replayable step JSON (see `RecordedStep`).
+    public func recordActionStep(session: Int64, seq: Int, json: String) throws {
+        try write { db in
+            try requireSession(db, session)
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO action_steps (session_id, seq, step, created_at) VALUES (?, ?, ?, ?)",
+                arguments: [session, seq, json, Self.now()])
+        }
+    }
+
+    /// A run's recorded steps as JSON, in the order they were done; `unknownSession` for a run that does not exist.
+    public func actionSteps(session: Int64) throws -> [String] {
+        try read { db in
+            try requireSession(db, session)
+            return try String.fetchAll(
+                db, sql: "SELECT step FROM action_steps WHERE session_id = ? ORDER BY seq", arguments: [session])
+        }
+    }
+}

@@ -35,6 +35,20 @@ enum Schema {
         migrator.registerMigration("v5") { db in
             try db.execute(sql: v5)
         }
+        // Replayable steps: each input action of a run with its anchors, pre- and postcondition (JSON, written by
+        // the runtime), in the order they were done.
+        migrator.registerMigration("v6") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS action_steps (
+                        session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                        seq INTEGER NOT NULL,
+                        step TEXT NOT NULL,
+                        created_at TEXT NOT NULL,
+                        PRIMARY KEY (session_id, seq)
+                    )
+                    """)
+        }
         return migrator
     }
 

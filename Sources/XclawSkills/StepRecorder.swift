@@ -1,0 +1,78 @@
+import Foundation
+import XclawAgent
+import XclawPerception
+import XclawScreen
+
+/// Turns an input action that was done into a replayable step: its target anchored by the snapshot taken before it
+/// (tree, label, role, window, place, look-alike rank, an image patch), and what the snapshot after it shows changed.
+enum StepRecorder {
+    /// The side of the image patch kept around a step's point, in pixels.
+    static let patchSide = 48
+
+    /// The step of `record` (done), from the snapshots before and after it.
+    static func step(
+        _ record: ActionRecord, before: Snapshot?, patch: String?, pointer: Point?, after: Snapshot?, changed: Bool
+    ) -> RecordedStep {
+        let point = record.x.flatMap { x in record.y.map { Point(x: x, y: $0) } } ?? pointer
+        var step = RecordedStep(
+            tool: record.tool, action: record.action, x: point?.x, y: point?.y, text: record.text,
+            screen: before.map { [$0.screen.width, $0.screen.height] }, ms: record.ms)
+        guard let before else { return step }
+        let active = before.elements.first { $0.role == .window && $0.active == true }
+        step.pre = StepPrecondition(anchorVisible: false, activeWindow: active?.label)
+        if let point, let element = under(point, in: before) {
+            let window = before.elements.first { $0.role == .window && $0.windowID == element.windowID }
+            let alike = before.elements.filter {
+                $0.windowID == element.windowID && $0.role == element.role && $0.label == element.label
+            }
+            step.target = StepAnchor(
+                source: element.source?.rawValue, label: element.label, role: element.role.rawValue,
+                toolkitRole: element.toolkitRole, treePath: element.node?.path,
+                box: [element.box.x, element.box.y, element.box.width, element.box.height],
+                windowClass: window?.className, windowTitle: window?.label,
+                windowBox: window.map { [$0.box.x, $0.box.y, $0.box.width, $0.box.height] },
+                relative: window.map { [point.x - $0.box.x, point.y - $0.box.y] },
+                nth: (alike.firstIndex { $0.ref == element.ref } ?? 0) + 1, patch: patch)
+            step.pre.anchorVisible = true
+        } else if let point {
+            step.target = StepAnchor(label: "", role: "", box: [point.x, point.y, 1, 1], patch: patch)
+        }
+        if let after {
+            func names(_ s: Snapshot) -> Set<String> {
+                Set(
+                    s.elements.filter { $0.role != .window && !$0.label.isEmpty }.map {
+                        "\($0.role.rawValue) \($0.label)"
+                    })
+            }
+            let (was, now) = (names(before), names(after))
+            step.post = StepPostcondition(
+                appeared: Array(now.subtracting(was).sorted().prefix(20)),
+                vanished: Array(was.subtracting(now).sorted().prefix(20)), changed: changed)
+        }
+        return step
+    }
+
+    /// The element a point acts on: the smallest interactive one containing it, else the smallest of any kind.
+    static func under(_ p: Point, in snapshot: Snapshot) -> Element? {
+        snapshot.elements.filter { $0.role != .window && $0.box.contains(p) }
+            .min { a, b in
+                (a.role.isInteractive ? 0 : 1, a.box.width * a.box.height)
+                    < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
+            }
+    }
+}
+
+extension ScreenSession {
+    /// A small PNG (base64) of the screen around the record's point, or the pointer's; nil when there is none.
+    func patch(around record: ActionRecord, pointer: Point?) -> String? {
+        guard let p = record.x.flatMap({ x in record.y.map { Point(x: x, y: $0) } }) ?? pointer,
+            let screen = try? connection.screenSize()
+        else { return nil }
+        let side = StepRecorder.patchSide
+        let x = min(max(0, p.x - side / 2), max(0, screen.width - side))
+        let y = min(max(0, p.y - side / 2), max(0, screen.height - side))
+        let area = Rect(x: x, y: y, width: min(side, screen.width), height: min(side, screen.height))
+        guard let frame = try? capturer.capture(area), let png = try? PNG.encode(frame) else { return nil }
+        return Data(png).base64EncodedString()
+    }
+}

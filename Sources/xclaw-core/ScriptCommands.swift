@@ -1,0 +1,211 @@
+import ArgumentParser
+import Foundation
+import XclawAgent
+import XclawBase
+import XclawCommandLine
+import XclawMessages
+import XclawStore
+
+/// `xclaw script`: a run's recorded input actions as a script to keep, read and run again.
+struct ScriptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "script",
+        abstract: "Export a run's recorded steps as a replayable script, or show a script's steps.",
+        subcommands: [ScriptExport.self, ScriptShow.self])
+}
+
+/// The replay format: a run's steps with their anchors, and the parameters typed text came from.
+struct ReplayScript: Codable {
+    /// Always `xclaw-script`.
+    var format = "xclaw-script"
+    /// The format's version.
+    var version = 1
+    /// The run it was recorded from.
+    var run: Int64
+    /// The agent that ran it.
+    var agent: String
+    /// What the run was asked.
+    var prompt: String
+    /// Parameter names → the values recorded.
+    var parameters: [String: String]
+    /// The steps, in order.
+    var steps: [RecordedStep]
+
+    /// The script of a recorded run in `store`; exit 1 when the run does not exist or recorded no step.
+    static func of(run: Int64, in store: AgentStore) throws -> ReplayScript {
+        let transcript = try store.runTranscript(session: run)
+        let decoder = JSONDecoder()
+        let steps = try store.actionSteps(session: run).map {
+            try decoder.decode(RecordedStep.self, from: Data($0.utf8))
+        }
+        guard !steps.isEmpty else {
+            throw AgentRunError.failed(
+                "run \(run) recorded no input action (it only looked, or ran before steps were recorded): nothing "
+                    + "to export", .notFound)
+        }
+        var parameters: [String: String] = [:]
+        for step in steps { if let name = step.parameter, let text = step.text { parameters[name] = text } }
+        let prompt = transcript.input.map { Message(role: .user, content: $0.content).text }.joined(separator: "\n")
+        return ReplayScript(
+            run: run, agent: transcript.session.agent, prompt: prompt, parameters: parameters, steps: steps)
+    }
+
+    /// Reads a script file; a file that is not one is bad usage.
+    static func read(_ path: String) throws -> ReplayScript {
+        let url = URL(fileURLWithPath: Invocation.current.resolve(path))
+        guard let data = try? Data(contentsOf: url) else { throw ValidationError("cannot read the script \(path)") }
+        guard let script = try? JSONDecoder().decode(ReplayScript.self, from: data), script.format == "xclaw-script"
+        else {
+            throw ValidationError("\(path) is not an xclaw script (write one with `xclaw script export RUN -o FILE`)")
+        }
+        return script
+    }
+
+    /// One line per step, for `script show`.
+    var lines: [String] {
+        steps.enumerated().map { index, step in
+            var line = "\(index + 1). \(step.tool) \(step.action)"
+            if let t = step.target, !t.label.isEmpty {
+                line += " \(t.role) \(UntrustedText.quoted(t.label, limit: 60))"
+                if let title = t.windowTitle { line += " in \(UntrustedText.quoted(title, limit: 40))" }
+            }
+            if let x = step.x, let y = step.y { line += " @\(x),\(y)" }
+            if let name = step.parameter {
+                line += " text=$\(name.uppercased())"
+            } else if let text = step.text {
+                line += " \(UntrustedText.quoted(text, limit: 60))"
+            }
+            if !step.post.appeared.isEmpty {
+                line += " → appeared: " + step.post.appeared.prefix(3).joined(separator: ", ")
+            }
+            return line
+        }
+    }
+
+    /// The script as a shell script of xclaw commands, to read, edit and run on its own: each step finds its target
+    /// by label (and window) where it has one, else clicks its recorded point; a parameter is an environment variable
+    /// with the recorded value as default; `set -e` stops at the first step that fails.
+    var shell: String {
+        func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        var out = [
+            "#!/bin/sh", "# xclaw script from run \(run) (agent \(agent)).",
+            "# Asked: " + prompt.replacingOccurrences(of: "\n", with: " ").prefix(200),
+            "# Runs on $DISPLAY; each tap finds its control by label again, and stops (set -e) if it is gone.",
+            "set -e", "xclaw=${XCLAW:-xclaw}",
+        ]
+        for (name, value) in parameters.sorted(by: { $0.key < $1.key }) {
+            out.append("\(name.uppercased())=${\(name.uppercased()):-\(q(value))}")
+        }
+        for step in steps {
+            let text: String? = step.parameter.map { "\"$\($0.uppercased())\"" } ?? step.text.map(q)
+            let labelled = step.target.flatMap { $0.label.isEmpty ? nil : $0 }
+            let window = labelled?.windowTitle.map { " --window \(q($0))" } ?? ""
+            let nth = (labelled?.nth ?? 1) > 1 ? " --nth \(labelled?.nth ?? 1)" : ""
+            let role = labelled.map { ["text", "image", ""].contains($0.role) ? "" : " --role \($0.role)" } ?? ""
+            let point = step.x.flatMap { x in step.y.map { "\(x) \($0)" } } ?? ""
+            switch step.action {
+            case "left_click", "tap", "press", "click", "right_click", "middle_click", "double_click", "double_tap",
+                "triple_click":
+                let button =
+                    step.action == "right_click"
+                    ? " --button right" : step.action == "middle_click" ? " --button middle" : ""
+                let double = ["double_click", "double_tap"].contains(step.action)
+                if let labelled {
+                    out.append(
+                        "$xclaw tap \(q(labelled.label))\(role)\(window)\(nth)\(button)\(double ? " --double" : "")")
+                } else {
+                    out.append("$xclaw click \(point)\(button)\(double ? " --count 2" : "")")
+                }
+            case "type", "type_submit":
+                out.append("$xclaw type -- \(text ?? "''")")
+                if step.action == "type_submit" { out.append("$xclaw key Return") }
+            case "key", "press_button":
+                out.append("$xclaw key \(step.text ?? "")")
+            case "scroll":
+                let parts = (step.text ?? "down 1").split(separator: " ")
+                let at = point.isEmpty ? "" : " --at \(point.replacingOccurrences(of: " ", with: ","))"
+                out.append("$xclaw scroll \(parts.first ?? "down") --amount \(parts.count > 1 ? parts[1] : "1")\(at)")
+            case "left_click_drag", "swipe":
+                let end = (step.text ?? "").dropFirst(3).replacingOccurrences(of: ",", with: " ")
+                out.append("$xclaw drag \(point) \(end)")
+            case "mouse_move":
+                out.append("$xclaw move \(point)")
+            case "left_mouse_down":
+                out.append("$xclaw mousedown")
+            case "left_mouse_up":
+                out.append("$xclaw mouseup")
+            default:
+                out.append("# not replayable by a command: \(step.tool) \(step.action)")
+            }
+            // The postcondition: what the step made appear, waited for before the next step.
+            if let first = step.post.appeared.first, let space = first.firstIndex(of: " ") {
+                out.append(
+                    "$xclaw watch --text \(q(String(first[first.index(after: space)...]))) --timeout 10 >/dev/null")
+            }
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+}
+
+/// `xclaw script export RUN [-o FILE] [--format json|sh]`.
+struct ScriptExport: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write a run's recorded steps as a replay script (JSON) or a shell script of xclaw commands.",
+        discussion: """
+            Every input action of a run is recorded with its target anchored several ways (the accessibility \
+            tree's role and name, the label, role and window read by OCR, its place in the window, a 48x48 image \
+            patch, the screen point), what held before it and what it changed. Typed text found in the run's \
+            prompt becomes a parameter (P1, …). Exit: 0 written; 1 no such run, or it recorded no step; 2 bad usage.
+            """)
+    @Argument(help: "The run id (from `xclaw runs`).") var runID: Int64
+    @Option(name: .shortAndLong, help: "Write here instead of stdout.") var output: String?
+    @Option(help: "json (the replay format) or sh (a shell script of xclaw commands).") var format = "json"
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        guard ["json", "sh"].contains(format) else { throw ValidationError("--format is json or sh, not \(format)") }
+    }
+
+    func run() throws {
+        let script = try ReplayScript.of(run: runID, in: try storeOptions.open())
+        let text: String
+        if format == "sh" {
+            text = script.shell
+        } else {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            text = String(decoding: try encoder.encode(script), as: UTF8.self) + "\n"
+        }
+        guard let output else { return writeOut(text) }
+        let path = Invocation.current.resolve(output)
+        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            throw ValidationError("cannot write \(output): \(error.localizedDescription)")
+        }
+        if format == "sh" { chmod(path, 0o755) }
+        printError("wrote \(script.steps.count) step(s) of run \(runID) to \(output)")
+    }
+}
+
+/// `xclaw script show FILE|RUN`.
+struct ScriptShow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Print a script's steps (a file written by `script export`, or a run id).",
+        discussion: "Exit: 0 shown; 1 no such run, or it recorded no step; 2 a file that is not a script.")
+    @Argument(help: "A script file or a run id.") var script: String
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag var json = false
+
+    func run() throws {
+        let loaded =
+            try Int64(script).map { try ReplayScript.of(run: $0, in: try storeOptions.open()) }
+            ?? ReplayScript.read(script)
+        try emit(loaded.steps, json: json) {
+            (["run \(loaded.run) (\(loaded.agent)): \(loaded.steps.count) step(s)"]
+                + loaded.parameters.sorted { $0.key < $1.key }.map {
+                    "parameter \($0.key.uppercased()) = \(UntrustedText.quoted($0.value))"
+                }
+                + loaded.lines).joined(separator: "\n")
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import XCTest
+import XclawBase
+import XclawMessages
+import XclawMockAPI
+import XclawScreen
+import XclawTesting
+
+/// Recording and exporting a run's steps: a run driven by the loopback model clicks the fixture's Submit button,
+/// types text from its prompt and presses Return; its script has each step anchored (label, role, window, place,
+/// image patch), the typed text as a parameter, and its shell export, run on its own with another value, does the
+/// same to the fixture.
+final class ScriptCLITests: XCTestCase {
+    private var display: TestDisplay!
+    private var fixture: Fixture!
+    private var dir: URL!
+    private let frame = Rect(x: 200, y: 150, width: 800, height: 400)
+    private var button: Rect { Rect(x: frame.x + 300, y: frame.y + 40, width: 120, height: 36) }
+    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080))
+
+    override func setUpWithError() throws {
+        display = try TestDisplay(size: Size(width: 1920, height: 1080))
+        fixture = try Fixture(
+            display: display.name, title: "form", frame: frame,
+            extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Submit"])
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-script-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("config/xclaw"), withIntermediateDirectories: true)
+        // The run presses "Submit" unattended; the approval gate has tests of its own.
+        try "approval = none\n".write(
+            to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 0.2)  // first paint
+    }
+
+    override func tearDown() {
+        fixture?.stop()
+        display?.stop()
+        if let dir { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    private static func tool(_ id: String, _ input: String) -> MockReply {
+        .stream(.turn(blocks: [.toolUse(id: id, name: "computer", input: input)], stopReason: "tool_use"))
+    }
+
+    func testARunsStepsExportAsAnchoredScriptsAndTheShellScriptRunsOnItsOwn() throws {
+        let target = geometry.toModel(button.center)
+        let server = try MockMessagesServer(replies: [
+            Self.tool("toolu_1", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
+            Self.tool("toolu_2", "{\"action\": \"type\", \"text\": \"order 42\"}"),
+            Self.tool("toolu_3", "{\"action\": \"key\", \"text\": \"Return\"}"),
+            .stream(.turn(blocks: [.text("Done.")])),
+        ])
+        defer { server.stop() }
+        let env = [
+            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-script-SECRET"), "HOME": dir.path,
+            "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path,
+            "XDG_STATE_HOME": dir.appendingPathComponent("state").path,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+        ]
+        let ran = try runCLI(
+            [
+                "run", "Press Submit, then type order 42 and press Return", "--display", display.name, "--tools",
+                "computer",
+            ],
+            environment: env)
+        XCTAssertEqual(ran.status, 0, ran.stderr)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
+        let runs = try XCTUnwrap(try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array)
+        let id = try XCTUnwrap(runs.last?["id"]?.int)
+
+        // The replay format: three steps, anchored, with the typed text as a parameter.
+        let exported = try runCLI(["script", "export", "\(id)"], environment: env)
+        XCTAssertEqual(exported.status, 0, exported.stderr)
+        let script = try JSONValue.parse(exported.stdout)
+        XCTAssertEqual(script["format"]?.string, "xclaw-script")
+        XCTAssertEqual(script["parameters"]?["p1"]?.string, "order 42")
+        let steps = try XCTUnwrap(script["steps"]?.array)
+        XCTAssertEqual(steps.map { $0["action"]?.string }, ["left_click", "type", "key"])
+        let click = steps[0]
+        XCTAssertEqual(click["target"]?["label"]?.string, "Submit")
+        XCTAssertEqual(click["target"]?["role"]?.string, "button")
+        XCTAssertEqual(click["target"]?["windowTitle"]?.string, "form")
+        XCTAssertEqual(click["pre"]?["anchorVisible"], true)
+        XCTAssertEqual(click["screen"]?.array?.compactMap(\.int), [1920, 1080])
+        // Its place in the window: the click's point less the window's corner (the frame's, borders aside).
+        let relative = try XCTUnwrap(click["target"]?["relative"]?.array?.compactMap(\.int))
+        let windowBox = try XCTUnwrap(click["target"]?["windowBox"]?.array?.compactMap(\.int))
+        XCTAssertEqual(relative, [(click["x"]?.int ?? 0) - windowBox[0], (click["y"]?.int ?? 0) - windowBox[1]])
+        XCTAssertTrue(button.contains(Point(x: click["x"]?.int ?? 0, y: click["y"]?.int ?? 0)))
+        // The image patch is a 48x48 PNG.
+        let patch = try XCTUnwrap(Data(base64Encoded: click["target"]?["patch"]?.string ?? ""))
+        XCTAssertEqual(Array(patch.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        let image = try PNG.decode([UInt8](patch))
+        XCTAssertEqual(image.width, 48)
+        XCTAssertEqual(image.height, 48)
+        XCTAssertEqual(steps[1]["parameter"]?.string, "p1")
+        XCTAssertEqual(steps[2]["text"]?.string, "Return")
+
+        // Shown, and written to a file that `show` reads back.
+        let file = dir.appendingPathComponent("task.json").path
+        XCTAssertEqual(try runCLI(["script", "export", "\(id)", "-o", file], environment: env).status, 0)
+        let shown = try runCLI(["script", "show", file], environment: env)
+        XCTAssertEqual(shown.status, 0, shown.stderr)
+        XCTAssertTrue(shown.text.contains("1. computer left_click button \"Submit\" in \"form\""), shown.text)
+        XCTAssertTrue(shown.text.contains("parameter P1 = \"order 42\""), shown.text)
+
+        // The shell export reads as commands and runs on its own, with another value for the parameter.
+        let sh = dir.appendingPathComponent("task.sh").path
+        XCTAssertEqual(
+            try runCLI(["script", "export", "\(id)", "--format", "sh", "-o", sh], environment: env).status, 0)
+        let text = try String(contentsOfFile: sh, encoding: .utf8)
+        XCTAssertTrue(text.contains("$xclaw tap 'Submit' --role button --window 'form'"), text)
+        XCTAssertTrue(text.contains("P1=${P1:-'order 42'}"), text)
+        XCTAssertTrue(text.contains("$xclaw type -- \"$P1\""), text)
+        XCTAssertTrue(text.contains("$xclaw key Return"), text)
+        XCTAssertFalse(text.contains("SECRET"))
+        server.stop()  // no model from here on
+        fixture.clear()
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = [sh]
+        shell.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }.merging([
+            "DISPLAY": display.name, "P1": "order 7",
+            "XCLAW": productsDirectory.appendingPathComponent("xclaw").path,
+        ]) { $1 }
+        try shell.run()
+        shell.waitUntilExit()
+        XCTAssertEqual(shell.terminationStatus, 0)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
+        XCTAssertTrue(button.contains(Point(x: press.rootX ?? -1, y: press.rootY ?? -1)), "\(press)")
+        // The parameter's new value, then Return (the probe shows it as a line break).
+        let typed = fixture.typed(count: 8)
+        XCTAssertEqual(typed.trimmingCharacters(in: .newlines), "order 7")
+        XCTAssertEqual(typed.unicodeScalars.count, 8, typed)
+
+        // Bad input.
+        XCTAssertEqual(try runCLI(["script", "export", "9999"], environment: env).status, 1)
+        XCTAssertEqual(try runCLI(["script", "export", "\(id)", "--format", "xml"], environment: env).status, 2)
+        XCTAssertEqual(
+            try runCLI(["script", "show", dir.appendingPathComponent("nope.json").path], environment: env).status, 2)
+    }
+}
