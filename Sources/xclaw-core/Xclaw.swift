@@ -20,7 +20,8 @@ struct Xclaw: ParsableCommand {
             Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self,
             Models.self,
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
-            ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Stop.self, Approve.self, Deny.self,
+            ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,
+            Approve.self, Deny.self,
             DaemonCommand.self, Bench.self, KeymapRestore.self,
         ]
     )

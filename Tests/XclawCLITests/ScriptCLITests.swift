@@ -133,6 +133,38 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertEqual(typed.trimmingCharacters(in: .newlines), "order 7")
         XCTAssertEqual(typed.unicodeScalars.count, 8, typed)
 
+        // Replayed without the model (the loopback server is stopped) after the window moved: the tap finds
+        // Submit again by its label in its window.
+        fixture.stop()
+        let moved = Rect(x: frame.x + 350, y: frame.y + 250, width: frame.width, height: frame.height)
+        fixture = try Fixture(
+            display: display.name, title: "form", frame: moved,
+            extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Submit"])
+        Thread.sleep(forTimeInterval: 0.2)
+        let replayed = try runCLI(
+            ["replay", "\(id)", "--param", "P1=order 9", "--display", display.name, "--json"], environment: env)
+        XCTAssertEqual(replayed.status, 0, replayed.stderr)
+        XCTAssertEqual(try JSONValue.parse(replayed.stdout)["replayed"]?.int, 3)
+        XCTAssertEqual(try JSONValue.parse(replayed.stdout)["model_requests"]?.int, 0)
+        let movedButton = Rect(x: moved.x + 300, y: moved.y + 40, width: 120, height: 36)
+        let again = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
+        XCTAssertTrue(movedButton.contains(Point(x: again.rootX ?? -1, y: again.rootY ?? -1)), "\(again)")
+        XCTAssertEqual(fixture.typed(count: 8).trimmingCharacters(in: .newlines), "order 9")
+
+        // The button renamed: the replay stops at that step (exit 1) and clicks nothing.
+        fixture.stop()
+        fixture = try Fixture(
+            display: display.name, title: "form", frame: moved,
+            extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Send order"])
+        Thread.sleep(forTimeInterval: 0.2)
+        let diverged = try runCLI(
+            ["replay", file, "--display", display.name, "--timeout", "1"], environment: env)
+        XCTAssertEqual(diverged.status, 1, diverged.stderr)
+        XCTAssertTrue(diverged.stderr.contains("step 1 diverged"), diverged.stderr)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress || $0.kind == .keyPress }.isEmpty)
+        XCTAssertEqual(server.requests.count, 4, "replays asked no model")
+        XCTAssertEqual(try runCLI(["replay", file, "--param", "P9=x"], environment: env).status, 2)
+
         // Bad input.
         XCTAssertEqual(try runCLI(["script", "export", "9999"], environment: env).status, 1)
         XCTAssertEqual(try runCLI(["script", "export", "\(id)", "--format", "xml"], environment: env).status, 2)
