@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import XclawAgent
 import XclawBase
+import XclawClient
 import XclawCommandLine
+import XclawMessages
 import XclawPerception
 import XclawScreen
 
@@ -16,15 +18,23 @@ struct Replay: ParsableCommand {
             Each tap finds its control again by label and role in the window it was in (so a moved window or another \
             screen size is fine); a control whose label is gone is searched for by its recorded image patch in that \
             window; a control found nowhere, or found twice, stops the replay. After each step what it made appear is \
-            waited for (--timeout). --param P1=VALUE replaces a recorded parameter. No model is asked: healing a \
-            diverged step with Claude is not implemented yet.
-            Exit: 0 every step replayed; 1 a step diverged (which and why on stderr, or in --json); 2 bad usage; \
-            3 display.
+            waited for (--timeout). --param P1=VALUE replaces a recorded parameter. No model is asked unless a tap's \
+            control is found nowhere: then, with --heal auto (the default when an API key is set), only that step \
+            goes to Claude with a screenshot ("which label is this control now?"); its answer is grounded like any \
+            label, and the fix is written back into the script file as a new version, so the next replay needs no \
+            model. --heal ask shows the fix and asks first; --heal never stops there.
+            Exit: 0 every step replayed (healed or not); 1 a step diverged (which and why on stderr, or in --json); \
+            2 bad usage; 3 display; 4 the model failed while healing.
             """)
     @Argument(help: "A script file (`xclaw script export RUN -o FILE`) or a run id.") var script: String
     @Option(name: .customLong("param"), help: "NAME=VALUE for a parameter of the script (repeatable).")
     var parameters: [String] = []
     @Option(help: "Seconds each step waits for its target and for what it should make appear.") var timeout = 10.0
+    @Option(
+        help:
+            "auto (ask Claude about a step that diverged; the default with an API key), ask (the same, asking you before the fix is used) or never."
+    )
+    var heal: String?
     @OptionGroup var target: DisplayOptions
     @OptionGroup var storeOptions: StoreOptions
     @Flag var json = false
@@ -33,12 +43,18 @@ struct Replay: ParsableCommand {
     struct Outcome: Encodable {
         var steps: Int
         var replayed: Int
+        var healed = 0
         var diverged: Int?
         var reason: String?
         var model_requests = 0
+        var cost_usd = 0.0
+        var saved: String?
     }
 
     func validate() throws {
+        if let heal, !["auto", "ask", "never"].contains(heal) {
+            throw ValidationError("--heal is auto, ask or never, not \(heal)")
+        }
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout takes seconds from 0 to 3600") }
         for p in parameters where !p.contains("=") {
             throw ValidationError("--param takes NAME=VALUE (e.g. --param P1=hello), not \(p)")
@@ -60,11 +76,17 @@ struct Replay: ParsableCommand {
             values[name] = String(p[p.index(after: p.firstIndex(of: "=") ?? p.startIndex)...])
         }
         var outcome = Outcome(steps: loaded.steps.count, replayed: 0)
+        let healer = try Healer.make(mode: heal)
+        var fixed = loaded
         try withPerceiver(target) { p in
             let input = try InputController(connection: p.connection)
+            let replayer = StepReplayer(perceiver: p, input: input, timeout: timeout, healer: healer)
             for (index, step) in loaded.steps.enumerated() {
                 do {
-                    try StepReplayer(perceiver: p, input: input, timeout: timeout).replay(step, values: values)
+                    if let newLabel = try replayer.replay(step, values: values) {
+                        fixed.steps[index].target?.label = newLabel
+                        outcome.healed += 1
+                    }
                     outcome.replayed += 1
                 } catch let divergence as ReplayDivergence {
                     (outcome.diverged, outcome.reason) = (index + 1, divergence.reason)
@@ -72,9 +94,29 @@ struct Replay: ParsableCommand {
                 }
             }
         }
+        if let healer {
+            (outcome.model_requests, outcome.cost_usd) = healer.spent
+        }
+        // A healed script is saved as its next version, so the next replay needs no model.
+        if outcome.healed > 0 {
+            fixed.version += 1
+            if Int64(script) == nil {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                try encoder.encode(fixed).write(to: URL(fileURLWithPath: Invocation.current.resolve(script)))
+                outcome.saved = script
+            } else {
+                printError("xclaw: healed steps are not saved for a run id: export the run to a file and replay that")
+            }
+        }
         try emit(outcome, json: json) {
             outcome.diverged == nil
-                ? "replayed \(outcome.replayed) of \(outcome.steps) step(s); no model request"
+                ? "replayed \(outcome.replayed) of \(outcome.steps) step(s)"
+                    + (outcome.healed == 0
+                        ? "; no model request"
+                        : "; healed \(outcome.healed) with \(outcome.model_requests) model request(s), "
+                            + String(format: "$%.4f", outcome.cost_usd)
+                            + (outcome.saved.map { "; saved to \($0)" } ?? ""))
                 : "replayed \(outcome.replayed) of \(outcome.steps) step(s)"
         }
         if let step = outcome.diverged {
@@ -95,14 +137,26 @@ struct StepReplayer {
     let perceiver: Perceiver
     let input: InputController
     let timeout: Double
+    /// Asks the model about a step that diverged; nil: never.
+    let healer: Healer?
 
     /// Replays `step`, with `values` for its parameter; throws `ReplayDivergence` when it cannot be done safely.
-    func replay(_ step: RecordedStep, values: [String: String]) throws {
+    /// Returns the control's new label when the step was healed.
+    func replay(_ step: RecordedStep, values: [String: String]) throws -> String? {
+        var healed: String?
         let text = step.parameter.flatMap { values[$0] } ?? step.text
         switch step.action {
         case "left_click", "tap", "press", "click", "right_click", "middle_click", "double_click", "double_tap",
             "triple_click":
-            let point = try ground(step)
+            let point: Point
+            do { point = try ground(step) } catch let divergence as ReplayDivergence {
+                guard let healer, let anchor = step.target, !anchor.label.isEmpty else { throw divergence }
+                let label = try healer.relabel(anchor, perceiver: perceiver, divergence: divergence)
+                var fixed = step
+                fixed.target?.label = label
+                point = try ground(fixed)
+                healed = label
+            }
             let button: MouseButton =
                 step.action == "right_click" ? .right : step.action == "middle_click" ? .middle : .left
             let count =
@@ -125,6 +179,7 @@ struct StepReplayer {
             throw ReplayDivergence(reason: "\(step.tool) \(step.action) cannot be replayed without the model yet")
         }
         try postcondition(step)
+        return healed
     }
 
     /// Where the step's target is now: its label and role in its window, else its image patch there.
@@ -191,5 +246,72 @@ struct StepReplayer {
             throw ReplayDivergence(
                 reason: "after it, \"\(label)\" did not appear within \(timeout) s as it did when recorded")
         }
+    }
+}
+
+/// Asks Claude which label a control that diverged has now: one question with one screenshot, for one step.
+final class Healer: @unchecked Sendable {
+    private let client: ClaudeClient
+    private let model: ModelInfo
+    private let confirm: Bool
+    private let lock = NSLock()
+    private var requests = 0
+    private var cost = 0.0
+
+    private init(client: ClaudeClient, model: ModelInfo, confirm: Bool) {
+        (self.client, self.model, self.confirm) = (client, model, confirm)
+    }
+
+    /// The healer `mode` asks for: nil for never, and for auto without an API key (a replay never needs one).
+    static func make(mode: String?) throws -> Healer? {
+        if mode == "never" { return nil }
+        guard let configuration = try? ClientConfiguration.load() else {
+            if mode == nil { return nil }
+            throw ValidationError(
+                "--heal \(mode ?? "") needs an API key (ANTHROPIC_API_KEY): set one, or use --heal never")
+        }
+        let catalog = try ModelCatalog.load()
+        return Healer(
+            client: ClaudeClient(configuration: configuration), model: try catalog.model(catalog.default),
+            confirm: mode == "ask")
+    }
+
+    /// Requests made and their cost.
+    var spent: (Int, Double) { lock.withLock { (requests, cost) } }
+
+    /// The label the control of `anchor` has now, as the model reads the screen; a divergence when it sees none.
+    func relabel(_ anchor: StepAnchor, perceiver: Perceiver, divergence: ReplayDivergence) throws -> String {
+        let frame = try perceiver.capturer.capture()
+        let png = Data(try PNG.encode(frame)).base64EncodedString()
+        let question =
+            "A recorded step pressed the \(anchor.role) labelled \"\(anchor.label)\""
+            + (anchor.windowTitle.map { " in the window \"\($0)\"" } ?? "")
+            + ", which is no longer on the screen. Which visible control does the same thing now? Answer with its "
+            + "exact visible label and nothing else, or NONE if there is no such control."
+        let (client, model) = (client, self.model)
+        let answer: String = try Blocking.wait {
+            try await VisionRequest.ask(
+                client: client, model: model, question: question, pngBase64: png, width: frame.width,
+                height: frame.height
+            ) { [self] usage in
+                lock.withLock {
+                    requests += 1
+                    cost += model.price.cost(of: usage)
+                }
+            }
+        }
+        let label = answer.trimmingCharacters(in: .whitespacesAndNewlines)
+            .trimmingCharacters(in: CharacterSet(charactersIn: "\"'`."))
+        guard !label.isEmpty, label.uppercased() != "NONE", label.count <= 200, !label.contains("\n") else {
+            throw ReplayDivergence(reason: divergence.reason + "; the model saw no such control either")
+        }
+        if confirm {
+            let yes: Bool = Blocking.start {
+                await TerminalPrompt.ask("xclaw: use \"\(label)\" for \"\(anchor.label)\"? [y/N] ")
+            }.1()
+            guard yes else { throw ReplayDivergence(reason: divergence.reason + "; the fix \"\(label)\" was refused") }
+        }
+        printError("xclaw: healed: \"\(anchor.label)\" is now \"\(label)\"")
+        return label
     }
 }

@@ -158,12 +158,41 @@ final class ScriptCLITests: XCTestCase {
             extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Send order"])
         Thread.sleep(forTimeInterval: 0.2)
         let diverged = try runCLI(
-            ["replay", file, "--display", display.name, "--timeout", "1"], environment: env)
+            ["replay", file, "--display", display.name, "--timeout", "1", "--heal", "never"], environment: env)
         XCTAssertEqual(diverged.status, 1, diverged.stderr)
         XCTAssertTrue(diverged.stderr.contains("step 1 diverged"), diverged.stderr)
         XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress || $0.kind == .keyPress }.isEmpty)
         XCTAssertEqual(server.requests.count, 4, "replays asked no model")
         XCTAssertEqual(try runCLI(["replay", file, "--param", "P9=x"], environment: env).status, 2)
+        XCTAssertEqual(try runCLI(["replay", file, "--heal", "maybe"], environment: env).status, 2)
+
+        // Healed: only the diverged step goes to the model, which names the control's new label; the fix is saved
+        // as the script's next version, and the next replay needs no model.
+        let healer = try MockMessagesServer(replies: [.stream(.turn(blocks: [.text("Send order")]))])
+        defer { healer.stop() }
+        var healEnv = env
+        healEnv["ANTHROPIC_BASE_URL"] = healer.baseURL
+        let healed = try runCLI(
+            ["replay", file, "--display", display.name, "--timeout", "1", "--json"], environment: healEnv)
+        XCTAssertEqual(healed.status, 0, healed.stderr)
+        let report = try JSONValue.parse(healed.stdout)
+        XCTAssertEqual(report["healed"]?.int, 1)
+        XCTAssertEqual(report["model_requests"]?.int, 1)
+        XCTAssertEqual(healer.requests.count, 1)
+        let healedPress = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
+        XCTAssertTrue(movedButton.contains(Point(x: healedPress.rootX ?? -1, y: healedPress.rootY ?? -1)))
+        let saved = try JSONValue.parse(String(contentsOfFile: file, encoding: .utf8))
+        XCTAssertEqual(saved["version"]?.int, 2)
+        XCTAssertEqual(saved["steps"]?.array?.first?["target"]?["label"]?.string, "Send order")
+        healer.stop()
+        fixture.clear()
+        let next = try runCLI(
+            ["replay", file, "--display", display.name, "--timeout", "1", "--heal", "never", "--json"],
+            environment: healEnv)
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertEqual(try JSONValue.parse(next.stdout)["model_requests"]?.int, 0)
+        XCTAssertEqual(healer.requests.count, 1, "the healed step needed no model the next time")
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
 
         // Bad input.
         XCTAssertEqual(try runCLI(["script", "export", "9999"], environment: env).status, 1)
