@@ -519,7 +519,15 @@ extension AgentStore {
             claimedAt: try dateIfAny(row["claimed_at"], "tasks.claimed_at"),
             createdAt: try date(row["created_at"] as String, "tasks.created_at"), name: row["name"],
             timeZone: row["tz"], catchUp: TaskCatchUp(rawValue: row["catch_up"] ?? "once") ?? .once)
-        (task.display, task.setup) = (row["display"], row["setup"])
+        (task.display, task.setup, task.replay) = (row["display"], row["setup"], row["replay"])
         return task
+    }
+
+    /// Sets the script a task replays before its agent runs (nil: none).
+    public func setTaskReplay(_ id: String, path: String?) throws {
+        try write { db in
+            try db.execute(sql: "UPDATE tasks SET replay = ? WHERE id = ?", arguments: [path, id])
+            if db.changesCount == 0 { throw StoreError.unknownTask(id) }
+        }
     }
 }

@@ -322,6 +322,8 @@ public struct TaskRecord: Sendable, Hashable, Codable {
     public var display: String?
     /// The setup command its runs start with instead of the agent's; nil: the agent's.
     public var setup: String?
+    /// A script its runs replay first (an absolute path), the agent running only when it diverges; nil: none.
+    public var replay: String? = nil
 
     /// Creates a record value.
     public init(

@@ -49,6 +49,10 @@ enum Schema {
                     )
                     """)
         }
+        // A scheduled task can replay a recorded script first and run its agent only when the replay diverges.
+        migrator.registerMigration("v7") { db in
+            try db.execute(sql: "ALTER TABLE tasks ADD COLUMN replay TEXT")
+        }
         return migrator
     }
 

@@ -58,6 +58,19 @@ enum DaemonScheduling {
             let header = "\n== \(StoreDate.format(Date())) task \(label) → \(task.agent)\n"
             _ = header.withCString { write(log, $0, strlen($0)) }
         }
+        // A replay first, without the model: when it does every step, the agent is not asked at all.
+        if let script = task.replay {
+            let display = task.display ?? (try? store.agent(named: task.agent))?.display
+            let replayed = server.runOwn(
+                ["replay", script, "--heal", "never", "--db", database] + (display.map { ["--display", $0] } ?? []),
+                log: log >= 0 ? log : 2)
+            logger.info("scheduled replay", metadata: ["task": "\(label)", "exit": "\(replayed)"])
+            if replayed == 0 { return TaskRunResult(status: "completed", result: "replayed without the model") }
+            if log >= 0 {
+                let note = "replay diverged (exit \(replayed)): the agent runs the prompt\n"
+                _ = note.withCString { write(log, $0, strlen($0)) }
+            }
+        }
         let mark = DaemonReports.mark(store)
         let status = server.runOwn(
             // Options first and `--` before the prompt: a prompt may start with "-".
@@ -66,7 +79,8 @@ enum DaemonScheduling {
         logger.info("scheduled run", metadata: ["task": "\(label)", "exit": "\(status)"])
         DaemonReports.keep(agent: task.agent, task: label, after: mark, store: store)
         return status == 0
-            ? TaskRunResult(status: "completed", result: "exit 0")
+            ? TaskRunResult(
+                status: "completed", result: task.replay == nil ? "exit 0" : "the replay diverged; the agent ran")
             : TaskRunResult(status: "failed", result: "exit \(status)", error: "exit \(status); see \(logPath)")
     }
 }

@@ -42,6 +42,7 @@ struct ScheduleCommand: ParsableCommand {
         var last_result: String?
         var display: String?
         var setup: String?
+        var replay: String?
 
         init(_ task: TaskRecord) {
             id = task.id
@@ -55,7 +56,7 @@ struct ScheduleCommand: ParsableCommand {
             next_run = task.nextRun.map(StoreDate.format)
             last_run = task.lastRun.map(StoreDate.format)
             last_result = task.lastResult
-            (display, setup) = (task.display, task.setup)
+            (display, setup, replay) = (task.display, task.setup, task.replay)
         }
     }
 
@@ -105,6 +106,10 @@ struct ScheduleCommand: ParsableCommand {
         @Option(
             help: ArgumentHelp(
                 "Instead of the agent's setup command (\"\": none). " + RunDisplayOptions.setupHelp)) var setup: String?
+        @Option(
+            help: ArgumentHelp(
+                "A script (`xclaw script export RUN -o FILE`) each run replays first, without the model; the agent "
+                    + "runs the prompt only when the replay diverges.")) var replay: String?
         @OptionGroup var storeOptions: StoreOptions
         @Flag var json = false
 
@@ -114,6 +119,12 @@ struct ScheduleCommand: ParsableCommand {
             }
             if tz != nil && every != nil { throw ValidationError("--tz goes with --cron or --at, not --every") }
             try RunDisplayOptions.check(display: display)
+            if let replay {
+                _ = try ReplayScript.read(replay)
+                if display?.hasPrefix("new") == true {
+                    throw ValidationError("--replay works on a display that stays; not with --display new")
+                }
+            }
         }
 
         func run() throws {
@@ -149,7 +160,12 @@ struct ScheduleCommand: ParsableCommand {
                 agent: agent, prompt: prompt, scheduleType: type, scheduleValue: value, contextMode: .agent,
                 nextRun: first, name: name, timeZone: tz, catchUp: catchUp, createdAt: now, display: display,
                 setup: setup)
-            try emit(Row(task), json: json) { "\(task.id) next \(StoreDate.format(first))" }
+            var stored = task
+            if let replay {
+                stored.replay = Invocation.current.resolve(replay)
+                try store.setTaskReplay(task.id, path: stored.replay)
+            }
+            try emit(Row(stored), json: json) { "\(task.id) next \(StoreDate.format(first))" }
         }
     }
 

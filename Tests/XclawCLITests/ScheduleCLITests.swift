@@ -275,4 +275,65 @@ final class ScheduleCLITests: XCTestCase {
         let history = try runCLI(["history", "bot"], environment: first)
         XCTAssertFalse(history.text.contains("TWICE"), history.text)
     }
+
+    /// `schedule add --replay`: a task whose script replays is done without the model; one whose script diverges
+    /// (its button is not there) falls back to the agent, which the model answers.
+    func testAReplayingTaskAsksNoModelAndOneThatDivergesFallsBackToTheAgent() throws {
+        let display = try TestDisplay(size: Size(width: 1280, height: 800))
+        defer { display.stop() }
+        let frame = Rect(x: 100, y: 100, width: 600, height: 300)
+        let fixture = try Fixture(
+            display: display.name, title: "form", frame: frame, extra: ["--button", "300,40,120,36:Submit"])
+        defer { fixture.stop() }
+        Thread.sleep(forTimeInterval: 0.2)  // first paint
+        func script(_ label: String) throws -> String {
+            let path = dir.appendingPathComponent("\(label).json").path
+            let json = """
+                {"format": "xclaw-script", "version": 1, "run": 1, "agent": "bot", "prompt": "press it",
+                 "parameters": {}, "steps": [{"tool": "computer", "action": "left_click", "x": 460, "y": 158,
+                 "target": {"label": "\(label)", "role": "button", "box": [400, 140, 120, 36], "windowTitle": "form"},
+                 "pre": {"anchorVisible": true}, "post": {"appeared": [], "vanished": [], "changed": false}}]}
+                """
+            try json.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let server = try MockMessagesServer(replies: [.stream(.turn(blocks: [.text("Fell back to the agent.")]))])
+        defer { server.stop() }
+        let env = [
+            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-replay-SECRET"),
+            "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path, "HOME": dir.path,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+            "XCLAW_STATE_DIR": dir.appendingPathComponent("state").path, "XCLAW_TEST_DAEMON": "0",
+            "XDG_STATE_HOME": dir.appendingPathComponent("xdg-state").path,
+        ]
+        XCTAssertEqual(
+            try runCLI(["agent", "create", "bot", "--tools", "memory", "--display", display.name], environment: env)
+                .status, 0)
+        let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
+        for (name, label) in [("replayed", "Submit"), ("diverged", "Nope")] {
+            let added = try runCLI(
+                ["schedule", "add", "bot", "press it", "--at", soon, "--name", name, "--replay", try script(label)],
+                environment: env)
+            XCTAssertEqual(added.status, 0, added.stderr)
+        }
+        let bad = try runCLI(
+            ["schedule", "add", "bot", "p", "--every", "1h", "--replay", dir.appendingPathComponent("none.json").path],
+            environment: env)
+        XCTAssertEqual(bad.status, 2, bad.stderr)
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: env).status, 0)
+        var results: [String: String] = [:]
+        let deadline = Date().addingTimeInterval(40)
+        while Date() < deadline, results.count < 2 {
+            for name in ["replayed", "diverged"] {
+                let shown = try JSONValue.parse(
+                    try runCLI(["schedule", "show", name, "--json"], environment: env).stdout)
+                if let result = shown["runs"]?.array?.last?["result"]?.string { results[name] = result }
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        XCTAssertEqual(results["replayed"], "replayed without the model")
+        XCTAssertEqual(results["diverged"], "the replay diverged; the agent ran")
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1, "the replay pressed Submit once")
+        XCTAssertEqual(server.requests.count, 1, "only the diverged task asked the model")
+    }
 }

@@ -76,7 +76,7 @@ final class StoreTests: XCTestCase {
                 "action_steps", "agent_state", "agents", "approvals", "memory", "messages", "sessions", "task_run_logs",
                 "tasks", "usage",
             ])
-        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6"])
+        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
