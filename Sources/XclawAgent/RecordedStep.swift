@@ -71,6 +71,10 @@ public struct StepAnchor: Codable, Sendable, Hashable {
     public var relative: [Int]?
     /// 1-based place among elements of its label and role in its window, in reading order.
     public var nth: Int?
+    /// How many elements of its label and role its window had: a replay that finds another number stops.
+    public var alikes: Int? = nil
+    /// The screen point of the patch's top-left corner, `[x, y]`: the point lies at the same offset in a match.
+    public var patchOrigin: [Int]? = nil
     /// A small PNG around the point (base64), for an image search when labels fail.
     public var patch: String?
 

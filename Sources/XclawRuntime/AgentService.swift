@@ -237,7 +237,10 @@ public final class AgentService: Sendable {
         if !policy.kinds.isEmpty, !context.dryRun, drivesScreen {
             context.gate = runGuard.gate(policy: policy, ask: context.ask, events: notice)
         }
-        context.recordStep = StepKeeper(store: store, session: session, prompt: prompt).keep
+        // Every run's input actions are kept as replayable steps unless `record = off` (each costs two snapshots).
+        if ConfigValues.value("record", environment: Invocation.current.environment)?.lowercased() != "off" {
+            context.recordStep = StepKeeper(store: store, session: session, prompt: prompt).keep
+        }
         let run = Task { [context] in await runner.run(messages: conversation, context: context, observer: observer) }
         handle.set(run)
         var result = await withTaskCancellationHandler {

@@ -11,7 +11,8 @@ enum StepRecorder {
 
     /// The step of `record` (done), from the snapshots before and after it.
     static func step(
-        _ record: ActionRecord, before: Snapshot?, patch: String?, pointer: Point?, after: Snapshot?, changed: Bool
+        _ record: ActionRecord, before: Snapshot?, patch: (png: String, origin: Point)?, pointer: Point?,
+        after: Snapshot?, changed: Bool
     ) -> RecordedStep {
         let point = record.x.flatMap { x in record.y.map { Point(x: x, y: $0) } } ?? pointer
         var step = RecordedStep(
@@ -32,10 +33,24 @@ enum StepRecorder {
                 windowClass: window?.className, windowTitle: window?.label,
                 windowBox: window.map { [$0.box.x, $0.box.y, $0.box.width, $0.box.height] },
                 relative: window.map { [point.x - $0.box.x, point.y - $0.box.y] },
-                nth: (alike.firstIndex { $0.ref == element.ref } ?? 0) + 1, patch: patch)
+                nth: (alike.firstIndex { $0.ref == element.ref } ?? 0) + 1, patch: patch?.png)
+            step.target?.alikes = alike.count
+            step.target?.patchOrigin = patch.map { [$0.origin.x, $0.origin.y] }
             step.pre.anchorVisible = true
+            // A password typed into its field is never kept: a replay must be given it (`--param`).
+            let typing = ["type", "type_submit"].contains(record.action)
+            if typing, element.role == .field,
+                element.toolkitRole == "password text"
+                    || ApprovalPolicy.words(element.label).contains(where: {
+                        ["password", "passphrase", "pin"].contains($0)
+                    })
+            {
+                step.text = nil
+                step.parameter = "password"
+            }
         } else if let point {
-            step.target = StepAnchor(label: "", role: "", box: [point.x, point.y, 1, 1], patch: patch)
+            step.target = StepAnchor(label: "", role: "", box: [point.x, point.y, 1, 1], patch: patch?.png)
+            step.target?.patchOrigin = patch.map { [$0.origin.x, $0.origin.y] }
         }
         if let after {
             func names(_ s: Snapshot) -> Set<String> {
@@ -63,8 +78,9 @@ enum StepRecorder {
 }
 
 extension ScreenSession {
-    /// A small PNG (base64) of the screen around the record's point, or the pointer's; nil when there is none.
-    func patch(around record: ActionRecord, pointer: Point?) -> String? {
+    /// A small PNG (base64) of the screen around the record's point, or the pointer's, with its top-left corner; nil
+    /// when there is none.
+    func patch(around record: ActionRecord, pointer: Point?) -> (png: String, origin: Point)? {
         guard let p = record.x.flatMap({ x in record.y.map { Point(x: x, y: $0) } }) ?? pointer,
             let screen = try? connection.screenSize()
         else { return nil }
@@ -73,6 +89,6 @@ extension ScreenSession {
         let y = min(max(0, p.y - side / 2), max(0, screen.height - side))
         let area = Rect(x: x, y: y, width: min(side, screen.width), height: min(side, screen.height))
         guard let frame = try? capturer.capture(area), let png = try? PNG.encode(frame) else { return nil }
-        return Data(png).base64EncodedString()
+        return (Data(png).base64EncodedString(), Point(x: x, y: y))
     }
 }

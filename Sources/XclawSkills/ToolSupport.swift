@@ -34,13 +34,15 @@ extension ScreenSession {
         var subject = subject
         let gating = context.gate != nil && subject == nil
         // One look before the action serves the gate (what it would act on) and the recording (its anchors).
-        var before: (snapshot: Snapshot, patch: String?, pointer: Point?)?
-        if gating || context.recordStep != nil {
+        var before: (snapshot: Snapshot, patch: (png: String, origin: Point)?, pointer: Point?)?
+        // A dry run does nothing, so there is nothing to record.
+        let recording = context.recordStep != nil && !context.dryRun
+        if gating || recording {
             do {
                 before = try await perform { session in
                     let snapshot = try session.snapshot()
                     let pointer = try? session.input.cursorPosition()
-                    let patch = context.recordStep == nil ? nil : session.patch(around: record, pointer: pointer)
+                    let patch = recording ? session.patch(around: record, pointer: pointer) : nil
                     return (snapshot, patch, pointer)
                 }
                 if gating, let before {

@@ -58,16 +58,34 @@ enum DaemonScheduling {
             let header = "\n== \(StoreDate.format(Date())) task \(label) → \(task.agent)\n"
             _ = header.withCString { write(log, $0, strlen($0)) }
         }
-        // A replay first, without the model: when it does every step, the agent is not asked at all.
-        if let script = task.replay {
-            let display = task.display ?? (try? store.agent(named: task.agent))?.display
+        // A replay first, without the model: when it does every step, the agent is not asked at all; when it stops
+        // before doing anything, the agent runs the prompt; when it stopped midway, nothing more runs (the agent
+        // would repeat what the replay did).
+        let display = task.display ?? (try? store.agent(named: task.agent))?.display
+        if let script = task.replay, display?.hasPrefix("new") != true {
+            let out = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-replay-\(UUID().uuidString)")
+            let fd = open(out.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            defer { try? FileManager.default.removeItem(at: out) }
             let replayed = server.runOwn(
-                ["replay", script, "--heal", "never", "--db", database] + (display.map { ["--display", $0] } ?? []),
-                log: log >= 0 ? log : 2)
+                ["replay", script, "--heal", "never", "--json", "--db", database]
+                    + (display.map { ["--display", $0] } ?? []),
+                log: fd >= 0 ? fd : 2)
+            if fd >= 0 { close(fd) }
+            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+            if log >= 0 { _ = text.withCString { write(log, $0, strlen($0)) } }
             logger.info("scheduled replay", metadata: ["task": "\(label)", "exit": "\(replayed)"])
             if replayed == 0 { return TaskRunResult(status: "completed", result: "replayed without the model") }
+            // The replay's JSON (its stderr follows it in the same file): how many steps it did.
+            let done = text.firstMatch(of: /"replayed"\s*:\s*(\d+)/).flatMap { Int($0.1) }
+            if done != 0 {
+                return TaskRunResult(
+                    status: "failed", result: "the replay diverged after \(done.map(String.init) ?? "some") step(s)",
+                    error:
+                        "the replay stopped midway; the agent was not run, as it would repeat those steps; see \(logPath)"
+                )
+            }
             if log >= 0 {
-                let note = "replay diverged (exit \(replayed)): the agent runs the prompt\n"
+                let note = "replay diverged before its first step: the agent runs the prompt\n"
                 _ = note.withCString { write(log, $0, strlen($0)) }
             }
         }

@@ -99,11 +99,12 @@ struct Replay: ParsableCommand {
         }
         // A healed script is saved as its next version, so the next replay needs no model.
         if outcome.healed > 0 {
-            fixed.version += 1
+            fixed.revision = (fixed.revision ?? 1) + 1
             if Int64(script) == nil {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try encoder.encode(fixed).write(to: URL(fileURLWithPath: Invocation.current.resolve(script)))
+                try encoder.encode(fixed).write(
+                    to: URL(fileURLWithPath: Invocation.current.resolve(script)), options: .atomic)
                 outcome.saved = script
             } else {
                 printError("xclaw: healed steps are not saved for a run id: export the run to a file and replay that")
@@ -121,7 +122,7 @@ struct Replay: ParsableCommand {
         }
         if let step = outcome.diverged {
             throw AgentRunError.failed(
-                "step \(step) diverged: \(outcome.reason ?? "")\nnothing was done at or after it", .notFound)
+                "step \(step) diverged: \(outcome.reason ?? "")", .notFound)
         }
     }
 }
@@ -144,6 +145,10 @@ struct StepReplayer {
     /// Returns the control's new label when the step was healed.
     func replay(_ step: RecordedStep, values: [String: String]) throws -> String? {
         var healed: String?
+        if let name = step.parameter, values[name] == nil, step.text == nil {
+            throw ReplayDivergence(
+                reason: "it types a password, which is never recorded: pass --param \(name.uppercased())=…")
+        }
         let text = step.parameter.flatMap { values[$0] } ?? step.text
         switch step.action {
         case "left_click", "tap", "press", "click", "right_click", "middle_click", "double_click", "double_tap",
@@ -154,6 +159,8 @@ struct StepReplayer {
                 let label = try healer.relabel(anchor, perceiver: perceiver, divergence: divergence)
                 var fixed = step
                 fixed.target?.label = label
+                fixed.target?.alikes = nil  // the new label must be unique
+                fixed.target?.nth = nil
                 point = try ground(fixed)
                 healed = label
             }
@@ -182,37 +189,53 @@ struct StepReplayer {
         return healed
     }
 
-    /// Where the step's target is now: its label and role in its window, else its image patch there.
+    /// Where the step's target is now: its label and role in its window (exactly as many look-alikes as when it was
+    /// recorded, so the rank means the same one), else, only when the label is found nowhere, its image patch there.
     private func ground(_ step: RecordedStep) throws -> Point {
-        guard let anchor = step.target, !anchor.label.isEmpty || anchor.patch != nil else {
-            throw ReplayDivergence(
-                reason: "the step has no anchor but a screen point, which a replay never clicks blind")
+        guard let anchor = step.target, !anchor.label.isEmpty else {
+            throw ReplayDivergence(reason: "the step has no label to find its control by; a replay never clicks blind")
         }
         let area: () throws -> Rect = {
             guard let title = anchor.windowTitle, !title.isEmpty else { return try perceiver.area() }
             return try perceiver.area(window: title)
         }
+        let role = Role(rawValue: anchor.role).flatMap { $0.isInteractive ? $0 : nil }
         var why = ""
-        if !anchor.label.isEmpty {
-            do {
-                let match = try waiting(
-                    perceiver, timeout: timeout, for: "\"\(anchor.label)\" to appear", area: area
-                ) { area in
-                    let snapshot = try takeSnapshot(perceiver, area: area)
-                    let role = Role(rawValue: anchor.role).flatMap { $0.isInteractive ? $0 : nil }
-                    let alike = Finder.find(anchor.label, in: snapshot, role: role).filter { $0.score >= 0.999 }
-                    return try Selection(nth: alike.count > 1 ? anchor.nth : nil, role: role)
-                        .resolve(anchor.label, in: snapshot)
+        do {
+            let match = try waiting(perceiver, timeout: timeout, for: "\"\(anchor.label)\" to appear", area: area) {
+                area in
+                let snapshot = try takeSnapshot(perceiver, area: area)
+                // Exact, whole matches only (never a ref, a fuzzy or a partial one), in reading order.
+                let exact = Finder.find(anchor.label, in: snapshot, role: role)
+                    .filter { $0.score >= 0.999 && $0.whole == true }
+                    .sorted { ($0.box.y, $0.box.x) < ($1.box.y, $1.box.x) }
+                guard !exact.isEmpty else {
+                    throw PerceptionError.notFound(
+                        label: anchor.label, closest: Finder.closest(anchor.label, in: snapshot))
                 }
-                if match.covered == true { throw ReplayDivergence(reason: "\(match.summary) is covered by a window") }
-                return match.point
-            } catch let divergence as ReplayDivergence {
-                throw divergence
-            } catch {
-                why = "\(error)"
+                let expected = anchor.alikes ?? 1
+                guard exact.count == expected else {
+                    throw ReplayDivergence(
+                        reason:
+                            "found \(exact.count) \(anchor.role) \"\(anchor.label)\" where the run saw \(expected): "
+                            + "which one it meant is not certain")
+                }
+                let nth = min(max(1, anchor.nth ?? 1), exact.count)
+                return exact[nth - 1]
             }
+            if match.covered == true { throw ReplayDivergence(reason: "\(match.summary) is covered by a window") }
+            return match.point
+        } catch let divergence as ReplayDivergence {
+            throw divergence
+        } catch PerceptionError.notFound {
+            why = "its label is not on the screen"
+        } catch {
+            throw ReplayDivergence(reason: "cannot find \(anchor.role) \"\(anchor.label)\": \(error)")
         }
-        if let patch = anchor.patch, let data = Data(base64Encoded: patch) {
+        // Found nowhere by its label: its image, in its window, at the same offset inside the patch.
+        if let patch = anchor.patch, let data = Data(base64Encoded: patch), let origin = anchor.patchOrigin,
+            origin.count == 2, let x = step.x, let y = step.y
+        {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-patch-\(getpid()).png")
             defer { try? FileManager.default.removeItem(at: file) }
             do {
@@ -220,12 +243,10 @@ struct StepReplayer {
                 let template = try ImageTemplate(path: file.path, resolved: file.path)
                 let match = try ImageSearch(
                     perceiver, area: try area(), template: template, options: ImageSearchOptions()
-                )
-                .chosen(nth: nil)
-                // The patch is centred on the point unless the screen's edge shifted it.
-                return match.center
+                ).chosen(nth: nil)
+                return Point(x: match.box.x + (x - origin[0]), y: match.box.y + (y - origin[1]))
             } catch {
-                why += (why.isEmpty ? "" : "; ") + "its image: \(error)"
+                why += "; its image: \(error)"
             }
         }
         throw ReplayDivergence(
@@ -233,18 +254,22 @@ struct StepReplayer {
                 + (anchor.windowTitle.map { " in \"\($0)\"" } ?? "") + ": \(why)")
     }
 
-    /// Waits for what the step made appear when it was recorded (the first such label).
+    /// Waits for what the step made appear when it was recorded (the first such label, anywhere on the screen).
     private func postcondition(_ step: RecordedStep) throws {
         guard let first = step.post.appeared.first, let space = first.firstIndex(of: " ") else { return }
         let label = String(first[first.index(after: space)...])
         do {
             _ = try waiting(perceiver, timeout: timeout, for: "\"\(label)\" to appear", area: { try perceiver.area() })
             {
-                area in try Selection().resolve(label, in: takeSnapshot(perceiver, area: area), acting: false)
+                area in
+                guard !Finder.find(label, in: try takeSnapshot(perceiver, area: area)).isEmpty else {
+                    throw PerceptionError.notFound(label: label, closest: [])
+                }
+                return true
             }
         } catch {
             throw ReplayDivergence(
-                reason: "after it, \"\(label)\" did not appear within \(timeout) s as it did when recorded")
+                reason: "it was done, but \"\(label)\" did not appear within \(timeout) s as it did when recorded")
         }
     }
 }
@@ -302,16 +327,26 @@ final class Healer: @unchecked Sendable {
         }
         let label = answer.trimmingCharacters(in: .whitespacesAndNewlines)
             .trimmingCharacters(in: CharacterSet(charactersIn: "\"'`."))
-        guard !label.isEmpty, label.uppercased() != "NONE", label.count <= 200, !label.contains("\n") else {
+        guard !label.isEmpty, label.uppercased() != "NONE", label.count <= 200,
+            !label.unicodeScalars.contains(where: UntrustedText.isControl)
+        else {
             throw ReplayDivergence(reason: divergence.reason + "; the model saw no such control either")
+        }
+        // The model's answer is untrusted: it only names a label, and one whose press needs approval is refused.
+        if let kind = ApprovalPolicy.all.classify(ActionSubject(label: label, role: anchor.role)) {
+            throw ReplayDivergence(
+                reason: divergence.reason
+                    + "; the model named \(UntrustedText.quoted(label)), a \(kind.rawValue) action, "
+                    + "which a replay does not heal")
         }
         if confirm {
             let yes: Bool = Blocking.start {
-                await TerminalPrompt.ask("xclaw: use \"\(label)\" for \"\(anchor.label)\"? [y/N] ")
+                await TerminalPrompt.ask(
+                    "xclaw: use \(UntrustedText.quoted(label)) for \(UntrustedText.quoted(anchor.label))? [y/N] ")
             }.1()
             guard yes else { throw ReplayDivergence(reason: divergence.reason + "; the fix \"\(label)\" was refused") }
         }
-        printError("xclaw: healed: \"\(anchor.label)\" is now \"\(label)\"")
+        printError("xclaw: healed: \(UntrustedText.quoted(anchor.label)) is now \(UntrustedText.quoted(label))")
         return label
     }
 }

@@ -20,6 +20,8 @@ struct ReplayScript: Codable {
     var format = "xclaw-script"
     /// The format's version.
     var version = 1
+    /// The script's revision: 1 as exported, one more each time a replay healed and saved it.
+    var revision: Int? = 1
     /// The run it was recorded from.
     var run: Int64
     /// The agent that ran it.
@@ -89,7 +91,7 @@ struct ReplayScript: Codable {
         func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         var out = [
             "#!/bin/sh", "# xclaw script from run \(run) (agent \(agent)).",
-            "# Asked: " + prompt.replacingOccurrences(of: "\n", with: " ").prefix(200),
+            "# Asked: " + prompt.split(whereSeparator: \.isNewline).joined(separator: " ").prefix(200),
             "# Runs on $DISPLAY; each tap finds its control by label again, and stops (set -e) if it is gone.",
             "set -e", "xclaw=${XCLAW:-xclaw}",
         ]
@@ -101,7 +103,7 @@ struct ReplayScript: Codable {
             let labelled = step.target.flatMap { $0.label.isEmpty ? nil : $0 }
             let window = labelled?.windowTitle.map { " --window \(q($0))" } ?? ""
             let nth = (labelled?.nth ?? 1) > 1 ? " --nth \(labelled?.nth ?? 1)" : ""
-            let role = labelled.map { ["text", "image", ""].contains($0.role) ? "" : " --role \($0.role)" } ?? ""
+            let role = labelled.map { ["text", "image", ""].contains($0.role) ? "" : " --role \(q($0.role))" } ?? ""
             let point = step.x.flatMap { x in step.y.map { "\(x) \($0)" } } ?? ""
             switch step.action {
             case "left_click", "tap", "press", "click", "right_click", "middle_click", "double_click", "double_tap",
@@ -112,7 +114,8 @@ struct ReplayScript: Codable {
                 let double = ["double_click", "double_tap"].contains(step.action)
                 if let labelled {
                     out.append(
-                        "$xclaw tap \(q(labelled.label))\(role)\(window)\(nth)\(button)\(double ? " --double" : "")")
+                        "$xclaw tap\(role)\(window)\(nth)\(button)\(double ? " --double" : "") --timeout 10 -- "
+                            + q(labelled.label))
                 } else {
                     out.append("$xclaw click \(point)\(button)\(double ? " --count 2" : "")")
                 }
@@ -120,7 +123,9 @@ struct ReplayScript: Codable {
                 out.append("$xclaw type -- \(text ?? "''")")
                 if step.action == "type_submit" { out.append("$xclaw key Return") }
             case "key", "press_button":
-                out.append("$xclaw key \(step.text ?? "")")
+                out.append(
+                    "$xclaw key -- "
+                        + (step.text ?? "").split(separator: " ").map { q(String($0)) }.joined(separator: " "))
             case "scroll":
                 let parts = (step.text ?? "down 1").split(separator: " ")
                 let at = point.isEmpty ? "" : " --at \(point.replacingOccurrences(of: " ", with: ","))"

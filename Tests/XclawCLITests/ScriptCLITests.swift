@@ -109,10 +109,10 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertEqual(
             try runCLI(["script", "export", "\(id)", "--format", "sh", "-o", sh], environment: env).status, 0)
         let text = try String(contentsOfFile: sh, encoding: .utf8)
-        XCTAssertTrue(text.contains("$xclaw tap 'Submit' --role button --window 'form'"), text)
+        XCTAssertTrue(text.contains("$xclaw tap --role 'button' --window 'form' --timeout 10 -- 'Submit'"), text)
         XCTAssertTrue(text.contains("P1=${P1:-'order 42'}"), text)
         XCTAssertTrue(text.contains("$xclaw type -- \"$P1\""), text)
-        XCTAssertTrue(text.contains("$xclaw key Return"), text)
+        XCTAssertTrue(text.contains("$xclaw key -- 'Return'"), text)
         XCTAssertFalse(text.contains("SECRET"))
         server.stop()  // no model from here on
         fixture.clear()
@@ -155,7 +155,7 @@ final class ScriptCLITests: XCTestCase {
         fixture.stop()
         fixture = try Fixture(
             display: display.name, title: "form", frame: moved,
-            extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Send order"])
+            extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Finish"])
         Thread.sleep(forTimeInterval: 0.2)
         let diverged = try runCLI(
             ["replay", file, "--display", display.name, "--timeout", "1", "--heal", "never"], environment: env)
@@ -168,7 +168,7 @@ final class ScriptCLITests: XCTestCase {
 
         // Healed: only the diverged step goes to the model, which names the control's new label; the fix is saved
         // as the script's next version, and the next replay needs no model.
-        let healer = try MockMessagesServer(replies: [.stream(.turn(blocks: [.text("Send order")]))])
+        let healer = try MockMessagesServer(replies: [.stream(.turn(blocks: [.text("Finish")]))])
         defer { healer.stop() }
         var healEnv = env
         healEnv["ANTHROPIC_BASE_URL"] = healer.baseURL
@@ -182,8 +182,8 @@ final class ScriptCLITests: XCTestCase {
         let healedPress = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
         XCTAssertTrue(movedButton.contains(Point(x: healedPress.rootX ?? -1, y: healedPress.rootY ?? -1)))
         let saved = try JSONValue.parse(String(contentsOfFile: file, encoding: .utf8))
-        XCTAssertEqual(saved["version"]?.int, 2)
-        XCTAssertEqual(saved["steps"]?.array?.first?["target"]?["label"]?.string, "Send order")
+        XCTAssertEqual(saved["revision"]?.int, 2)
+        XCTAssertEqual(saved["steps"]?.array?.first?["target"]?["label"]?.string, "Finish")
         healer.stop()
         fixture.clear()
         let next = try runCLI(
