@@ -138,7 +138,7 @@ public final class AgentService: Sendable {
         let session = claim.session
         let surroundings: RunEnvironment
         // A stop asked while the private display and the setup command start (up to a minute) ends them too.
-        let setupStop = SetupStopWatch(store: store, session: session, poll: guardSettings.poll)
+        let setupStop = StopPoller(store: store, session: session, poll: guardSettings.poll)
         let environment = self.environment
         let preparing = Task { [config] in try await environment(config, claim) }
         setupStop.watch { preparing.cancel() }
@@ -347,41 +347,6 @@ public final class AgentService: Sendable {
             return (session, true)
         }
     }
-}
-
-/// Watches the store for a stop request while a run's environment is prepared (before its `RunGuard` exists).
-private final class SetupStopWatch: Sendable {
-    private let store: AgentStore
-    private let session: Int64
-    private let poll: Duration
-    private let state = Mutex<(reason: String?, task: Task<Void, Never>?)>((nil, nil))
-
-    init(store: AgentStore, session: Int64, poll: Duration) {
-        (self.store, self.session, self.poll) = (store, session, poll)
-    }
-
-    /// Why the run was stopped, or nil.
-    var reason: String? { state.withLock { $0.reason } }
-
-    /// Polls until `finish`; on a stop request records why and calls `stop`.
-    func watch(_ stop: @escaping @Sendable () -> Void) {
-        let (store, session, poll) = (store, session, poll)
-        let task = Task.detached { [weak self] in
-            while !Task.isCancelled {
-                if let request = try? store.stopRequest(session: session) {
-                    let who = request.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init)
-                    self?.state.withLock { $0.reason = "stopped by \(who ?? "a stop request")" }
-                    stop()
-                    return
-                }
-                try? await Task.sleep(for: poll)
-            }
-        }
-        state.withLock { $0.task = task }
-    }
-
-    /// Stops polling.
-    func finish() { state.withLock { $0.task }?.cancel() }
 }
 
 /// The task of a run, cancellable before it exists: a stop that comes first cancels it as soon as it is set.

@@ -93,7 +93,7 @@ final class RunGuard: Sendable {
     private let settings: GuardSettings
     private let cancel: @Sendable () -> Void
     private let reason = Mutex<String?>(nil)
-    private let watchers = Mutex<(poller: Task<Void, Never>?, trigger: StopTrigger?)>((nil, nil))
+    private let watchers = Mutex<(poller: StopPoller?, trigger: StopTrigger?)>((nil, nil))
 
     /// Starts guarding `session`: polls the store for a stop request and, when the run drives `display`, grabs the
     /// stop hotkey there. `cancel` ends the run.
@@ -102,18 +102,8 @@ final class RunGuard: Sendable {
         events: @escaping @Sendable (String) -> Void, cancel: @escaping @Sendable () -> Void
     ) {
         (self.store, self.session, self.settings, self.cancel) = (store, session, settings, cancel)
-        let poll = settings.poll
-        let poller = Task.detached { [weak self] in
-            while !Task.isCancelled {
-                guard let self else { return }
-                if let request = try? store.stopRequest(session: session) {
-                    let who = request.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init)
-                    self.stop("stopped by \(who ?? "a stop request")")
-                    return
-                }
-                try? await Task.sleep(for: poll)
-            }
-        }
+        let poller = StopPoller(store: store, session: session, poll: settings.poll)
+        poller.watch { [weak self] in self?.stop(poller.reason ?? "stopped by a stop request") }
         var trigger: StopTrigger?
         if let display, settings.stopKey != nil || settings.failsafe {
             do {
@@ -150,7 +140,7 @@ final class RunGuard: Sendable {
             defer { w = (nil, nil) }
             return w
         }
-        poller?.cancel()
+        poller?.finish()
         trigger?.cancel()
     }
 
@@ -219,4 +209,40 @@ final class RunGuard: Sendable {
         "not approved: \(what) needs a person's approval and was denied by \(who); nothing was done. Do not try "
             + "it again or another way: finish, and say what was left undone."
     }
+}
+
+/// Watches the store for a stop request of one run (`xclaw stop`, another process's hotkey): the run's guard, and
+/// the preparation of its environment before the guard exists, both wait through it.
+final class StopPoller: Sendable {
+    private let store: AgentStore
+    private let session: Int64
+    private let poll: Duration
+    private let state = Mutex<(reason: String?, task: Task<Void, Never>?)>((nil, nil))
+
+    init(store: AgentStore, session: Int64, poll: Duration) {
+        (self.store, self.session, self.poll) = (store, session, poll)
+    }
+
+    /// Why the run was stopped, or nil.
+    var reason: String? { state.withLock { $0.reason } }
+
+    /// Polls until `finish`; on a stop request records why and calls `stop`.
+    func watch(_ stop: @escaping @Sendable () -> Void) {
+        let (store, session, poll) = (store, session, poll)
+        let task = Task.detached { [weak self] in
+            while !Task.isCancelled {
+                if let request = try? store.stopRequest(session: session) {
+                    let who = request.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init)
+                    self?.state.withLock { $0.reason = "stopped by \(who ?? "a stop request")" }
+                    stop()
+                    return
+                }
+                try? await Task.sleep(for: poll)
+            }
+        }
+        state.withLock { $0.task = task }
+    }
+
+    /// Stops polling.
+    func finish() { state.withLock { $0.task }?.cancel() }
 }
