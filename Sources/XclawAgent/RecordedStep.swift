@@ -25,6 +25,10 @@ public struct RecordedStep: Codable, Sendable, Hashable {
     public var parameter: String?
     /// Milliseconds the action took, settling included.
     public var ms: Double?
+    /// Modifier keys a click held (`shift`, `ctrl+shift`).
+    public var modifiers: String? = nil
+    /// The text was typed into `target`, which the run focused first (`type_text into:`): a replay clicks it too.
+    public var focus: Bool? = nil
 
     /// Creates a step.
     public init(

@@ -42,13 +42,49 @@ public enum ReportHTML {
             "\(u.inputTokens) input, \(u.outputTokens) output, \(u.cacheReadInputTokens) cache read, "
                 + "\(u.cacheCreationInputTokens) cache write")
         row("Cost", String(format: "$%.4f", report.usd))
+        if let replay = s.replay {
+            row(
+                "Replay",
+                "\(replay.script) (revision \(replay.revision ?? 1)): \(replay.steps) steps, \(replay.replayed) replayed "
+                    + "without the model, \(replay.healed) healed, \(replay.failed) failed; \(replay.requests) model "
+                    + "request(s)")
+        }
         out += "</dl></header>\n"
+        if s.replay != nil { out += replaySection(report) }
         for step in report.steps { out += section(step) }
-        if report.steps.isEmpty { out += "<p class=\"empty\">This run stored no model reply.</p>\n" }
+        if report.steps.isEmpty && s.replay == nil {
+            out += "<p class=\"empty\">This run stored no model reply.</p>\n"
+        }
         out +=
             "<footer>Written by xclaw on \(StoreDate.format(generated)). Screen text and the model's words are shown "
             + "as data; nothing on this page runs.</footer>\n</body></html>\n"
         return out
+    }
+
+    /// A replay's steps: how each was found (label, image, its place in its window) and what came of it, then the
+    /// screen where it diverged.
+    private static func replaySection(_ report: RunReport) -> String {
+        var out =
+            "<section class=\"step\" id=\"replay\"><h2>Replayed steps</h2>\n<table class=\"replay\"><tr><th>#</th>"
+            + "<th>action</th><th>control</th><th>found by</th><th>at</th><th>result</th><th>time</th></tr>\n"
+        for step in report.replaySteps {
+            let result = step.result + (step.healedLabel.map { " (now “\($0)”)" } ?? "")
+                + (step.reason.map { ": \($0)" } ?? "")
+            out +=
+                "<tr class=\"\(escape(step.result))\"><td>\(step.number)</td><td>\(escape(step.action))</td>"
+                + "<td>\(escape(step.label ?? ""))</td><td>\(escape(step.grounded ?? "-"))</td>"
+                + "<td>\(step.point.map { $0.map(String.init).joined(separator: ",") } ?? "-")</td>"
+                + "<td>\(escape(cut(result, 2000)))</td><td>\(milliseconds(Int(step.ms.rounded())))</td></tr>\n"
+        }
+        out += "</table>\n"
+        if report.replaySteps.isEmpty { out += "<p class=\"empty\">No step was replayed.</p>\n" }
+        if let image = report.replayShot {
+            out +=
+                "<p>The screen when it diverged:</p><div class=\"shot\" style=\"max-width:\(image.width)px\">"
+                + "<img src=\"data:image/png;base64,\(image.base64)\" width=\"\(image.width)\" "
+                + "height=\"\(image.height)\" alt=\"the screen when the replay diverged\"></div>\n"
+        }
+        return out + "</section>\n"
     }
 
     /// One step: its figures, the screenshot with the overlay, the model's text, the calls and their results.
@@ -145,6 +181,8 @@ public enum ReportHTML {
     private static let style = """
         body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;padding:16px;max-width:1500px;color:#1b1b1b;\
         background:#fff}\
+        table.replay{border-collapse:collapse}.replay td,.replay th{border:1px solid #ccc;padding:2px 6px;\
+        text-align:left}tr.failed{background:#fde2e2}tr.healed{background:#fff6d6}\
         h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:24px 0 8px;border-top:1px solid #ccc;\
         padding-top:12px}h2 small{font-weight:normal;color:#555}\
         dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}dt{font-weight:bold}dd{margin:0}\

@@ -96,6 +96,10 @@ public struct RunReport: Sendable {
     public var usd: Double
     /// The steps, in order.
     public var steps: [Step]
+    /// A replay's steps' outcomes (empty for an agent's run: `session.replay` tells which it was).
+    public var replaySteps: [ReplayedStep] = []
+    /// The screen when a replay diverged.
+    public var replayShot: Image?
 
     /// Builds the report of a stored run. Step k shows the newest screenshot stored before request k (zoom crops
     /// excluded: their pixels are not the screen the coordinates refer to) with reply k's calls drawn on it.

@@ -89,7 +89,13 @@ public enum RunReports {
 
     /// The HTML of session `id`'s report; `unknownSession` when there is no such run.
     public static func render(session id: Int64, store: AgentStore) throws -> Data {
-        Data(ReportHTML.page(RunReport(try store.runTranscript(session: id))).utf8)
+        var report = RunReport(try store.runTranscript(session: id))
+        if let (log, shot) = try store.replayLog(session: id) {
+            report.replaySteps = (try? JSONDecoder().decode([ReplayedStep].self, from: Data(log.utf8))) ?? []
+            report.replayShot = shot.flatMap { RunReport.Image(mediaType: "image/png", base64: $0) }
+            if report.prompt.isEmpty, let replay = report.session.replay { report.prompt = "replay of \(replay.script)" }
+        }
+        return Data(ReportHTML.page(report).utf8)
     }
 
     /// Writes session `id`'s report to `path` (0600, atomically); returns the bytes written.
@@ -148,6 +154,7 @@ public enum RunReports {
         }
         if let cutoff {
             outcome.prunedImages = try store.pruneImages(sessionsBefore: cutoff, placeholder: ImagePruner.placeholder)
+            outcome.prunedImages += try store.pruneReplayScreenshots(sessionsBefore: cutoff)
         }
         return outcome
     }

@@ -8,6 +8,8 @@ import XclawScreen
 enum StepRecorder {
     /// The side of the image patch kept around a step's point, in pixels.
     static let patchSide = 48
+    /// The computer tool's clicks, whose text holds the modifier keys.
+    static let clickActions: Set<String> = ["left_click", "right_click", "middle_click", "double_click", "triple_click"]
 
     /// The step of `record` (done), from the snapshots before and after it.
     static func step(
@@ -18,6 +20,14 @@ enum StepRecorder {
         var step = RecordedStep(
             tool: record.tool, action: record.action, x: point?.x, y: point?.y, text: record.text,
             screen: before.map { [$0.screen.width, $0.screen.height] }, ms: record.ms)
+        // A click's text is its modifier keys (computer) or its button (tap_xy); a replay needs both as such.
+        if record.tool == "computer", clickActions.contains(record.action) {
+            (step.modifiers, step.text) = (record.text, nil)
+        } else if record.tool == "tap_xy", let button = record.text, ["right", "middle"].contains(button) {
+            (step.action, step.text) = ("\(button)_click", nil)
+        }
+        // `type_text into:` clicked its field first: its point is the field's.
+        step.focus = ["type", "type_submit"].contains(record.action) && record.x != nil ? true : nil
         guard let before else { return step }
         let active = before.elements.first { $0.role == .window && $0.active == true }
         step.pre = StepPrecondition(anchorVisible: false, activeWindow: active?.label)

@@ -133,7 +133,9 @@ public struct TapElementTool: AgentTool {
                 }
             }
             let record = ActionRecord(
-                tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
+                tool: name,
+                action: double ? "double_tap" : button == .left ? "tap" : "\(button.rawValue)_click", x: point.x,
+                y: point.y,
                 text: wanted, result: "pending")
             let describe =
                 "\(double ? "double-click" : "click") \(button == .left ? "" : "\(button.rawValue) ")"

@@ -52,7 +52,7 @@ public struct TypeTextTool: AgentTool {
         do {
             _ = try Keyboard.keysyms(for: text)
             let enter = try KeyCombo.parse("Return")
-            let record = ActionRecord(
+            var record = ActionRecord(
                 tool: name, action: submit ? "type_submit" : "type", text: text,
                 result: "pending")
             let into = input["into"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
@@ -62,6 +62,8 @@ public struct TypeTextTool: AgentTool {
                     return try Selection().resolve(wanted, in: try session.snapshot())
                 }
             }
+            // The field's point: the recording anchors the step on it, and a replay focuses it first.
+            (record.x, record.y) = (target?.point.x, target?.point.y)
             let describe =
                 "type \(quoted(text, limit: .max))\(submit ? " and press Return" : "")"
                 + (target.map { " into \($0.ref) \($0.role.rawValue) \(quoted($0.text))" } ?? "")

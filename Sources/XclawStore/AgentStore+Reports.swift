@@ -24,7 +24,14 @@ extension AgentStore {
     /// One session by id; `unknownSession` when there is none (never started, or its agent was deleted).
     public func session(_ id: Int64) throws -> SessionRecord {
         try read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [id]) else {
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT s.*, \(Self.replayColumns) FROM sessions s LEFT JOIN replays r ON r.session_id = s.id
+                        WHERE s.id = ?
+                        """, arguments: [id])
+            else {
                 throw StoreError.unknownSession(id)
             }
             return try sessionRecord(row)
@@ -39,10 +46,11 @@ extension AgentStore {
                 let row = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT s.*, (SELECT substr(m.sender, 10) FROM messages m WHERE m.agent = s.agent
-                            AND m.id > coalesce(s.previous_cursor, 0) AND m.id <= coalesce(s.claimed_cursor, 0)
-                            AND m.sender LIKE 'schedule:%' ORDER BY m.id LIMIT 1) AS task_label
-                        FROM sessions s WHERE s.id = ?
+                        SELECT s.*, \(Self.replayColumns), coalesce(r.task, (SELECT substr(m.sender, 10)
+                            FROM messages m WHERE m.agent = s.agent AND m.id > coalesce(s.previous_cursor, 0)
+                            AND m.id <= coalesce(s.claimed_cursor, 0) AND m.sender LIKE 'schedule:%' ORDER BY m.id
+                            LIMIT 1)) AS task_label
+                        FROM sessions s LEFT JOIN replays r ON r.session_id = s.id WHERE s.id = ?
                         """, arguments: [id])
             else { throw StoreError.unknownSession(id) }
             let session = try sessionRecord(row)

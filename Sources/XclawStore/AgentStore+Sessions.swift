@@ -53,12 +53,14 @@ extension AgentStore {
         try read { db in
             if let agent {
                 try requireAgent(db, agent)
-                return try Row.fetchAll(
-                    db, sql: "SELECT * FROM sessions WHERE agent = ? ORDER BY id",
-                    arguments: [agent]
-                ).map(sessionRecord)
             }
-            return try Row.fetchAll(db, sql: "SELECT * FROM sessions ORDER BY id").map(sessionRecord)
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.*, \(Self.replayColumns) FROM sessions s LEFT JOIN replays r ON r.session_id = s.id
+                    WHERE (? IS NULL OR s.agent = ?) ORDER BY s.id
+                    """, arguments: [agent, agent]
+            ).map(sessionRecord)
         }
     }
 
@@ -70,10 +72,12 @@ extension AgentStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT s.*, (SELECT substr(m.sender, 10) FROM messages m WHERE m.agent = s.agent
-                        AND m.id > coalesce(s.previous_cursor, 0) AND m.id <= coalesce(s.claimed_cursor, 0)
-                        AND m.sender LIKE 'schedule:%' ORDER BY m.id LIMIT 1) AS task_label
-                    FROM sessions s WHERE (? IS NULL OR s.agent = ?) ORDER BY s.id
+                    SELECT s.*, \(Self.replayColumns), coalesce(r.task, (SELECT substr(m.sender, 10) FROM messages m
+                        WHERE m.agent = s.agent AND m.id > coalesce(s.previous_cursor, 0)
+                        AND m.id <= coalesce(s.claimed_cursor, 0) AND m.sender LIKE 'schedule:%' ORDER BY m.id
+                        LIMIT 1)) AS task_label
+                    FROM sessions s LEFT JOIN replays r ON r.session_id = s.id
+                    WHERE (? IS NULL OR s.agent = ?) ORDER BY s.id
                     """, arguments: [agent, agent])
             return try rows.map { (try sessionRecord($0), $0["task_label"] as String?) }
                 .filter { task == nil || $0.1 == task }
@@ -128,11 +132,19 @@ extension AgentStore {
                 detail: "a session has kind \"\(kindText)\" and status \"\(statusText)\", "
                     + "which this xclaw does not know (a newer version wrote it?)")
         }
-        return SessionRecord(
+        var record = SessionRecord(
             id: row["id"], agent: row["agent"], kind: kind, status: status,
             error: row["error"], steps: row["steps"], usd: row["usd"], pid: row["pid"],
             startedAt: try date(row["started_at"] as String, "sessions.started_at"),
             endedAt: try dateIfAny(row["ended_at"], "sessions.ended_at"), report: row["report"], model: row["model"])
+        // Joined with `replayColumns`: the replay's counts.
+        if let script: String = row["rp_script"] {
+            record.replay = ReplaySummary(
+                script: script, revision: row["rp_revision"], steps: row["rp_steps"], replayed: row["rp_replayed"],
+                healed: row["rp_healed"], failed: row["rp_failed"], requests: row["rp_requests"],
+                divergedStep: row["rp_diverged_step"], reason: row["rp_reason"])
+        }
+        return record
     }
 }
 

@@ -184,6 +184,8 @@ public struct SessionRecord: Sendable, Hashable, Codable {
     public var report: String?
     /// The model that answered its requests (recorded with its usage), for the report's header.
     public var model: String?
+    /// What the replay did, when the run was a replay of a script; nil for an agent's run.
+    public var replay: ReplaySummary? = nil
 
     /// Creates a record value.
     public init(
@@ -202,6 +204,37 @@ public struct SessionRecord: Sendable, Hashable, Codable {
         self.pid = pid
         self.startedAt = startedAt
         self.endedAt = endedAt
+    }
+}
+
+/// A replay's counts, kept with its session so `runs` and reports tell a replay from an agent's run.
+public struct ReplaySummary: Sendable, Hashable, Codable {
+    /// The script replayed: its file's path, or `run N` for a run's recorded steps.
+    public var script: String
+    /// The script's revision when it started (a healed script is saved as the next).
+    public var revision: Int?
+    /// Its steps.
+    public var steps: Int
+    /// Steps done without the model.
+    public var replayed: Int
+    /// Steps done after the model named their control's new label.
+    public var healed: Int
+    /// Steps that diverged (0 or 1: a replay stops at the first).
+    public var failed: Int
+    /// Model requests made while healing.
+    public var requests: Int
+    /// The 1-based step where it diverged, if it did.
+    public var divergedStep: Int?
+    /// Why it diverged.
+    public var reason: String?
+
+    /// Creates a summary.
+    public init(
+        script: String, revision: Int?, steps: Int, replayed: Int = 0, healed: Int = 0, failed: Int = 0,
+        requests: Int = 0, divergedStep: Int? = nil, reason: String? = nil
+    ) {
+        (self.script, self.revision, self.steps, self.replayed, self.healed) = (script, revision, steps, replayed, healed)
+        (self.failed, self.requests, self.divergedStep, self.reason) = (failed, requests, divergedStep, reason)
     }
 }
 

@@ -53,6 +53,29 @@ enum Schema {
         migrator.registerMigration("v7") { db in
             try db.execute(sql: "ALTER TABLE tasks ADD COLUMN replay TEXT")
         }
+        // A replay is a run: its session (kind `run`, cost 0 unless a step healed) gets a row here with the script it
+        // replayed, the scheduled task that fired it, how many steps replayed, healed or failed, each step's outcome
+        // (JSON, written by the runtime) and the screen where it diverged, for its report.
+        migrator.registerMigration("v8") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS replays (
+                        session_id INTEGER PRIMARY KEY NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                        script TEXT NOT NULL,
+                        revision INTEGER,
+                        task TEXT,
+                        steps INTEGER NOT NULL DEFAULT 0,
+                        replayed INTEGER NOT NULL DEFAULT 0,
+                        healed INTEGER NOT NULL DEFAULT 0,
+                        failed INTEGER NOT NULL DEFAULT 0,
+                        requests INTEGER NOT NULL DEFAULT 0,
+                        diverged_step INTEGER,
+                        reason TEXT,
+                        log TEXT NOT NULL DEFAULT '[]',
+                        screenshot TEXT
+                    )
+                    """)
+        }
         return migrator
     }
 

@@ -61,33 +61,10 @@ enum DaemonScheduling {
         // A replay first, without the model: when it does every step, the agent is not asked at all; when it stops
         // before doing anything, the agent runs the prompt; when it stopped midway, nothing more runs (the agent
         // would repeat what the replay did).
-        let display = task.display ?? (try? store.agent(named: task.agent))?.display
-        if let script = task.replay, display?.hasPrefix("new") != true {
-            let out = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-replay-\(UUID().uuidString)")
-            let fd = open(out.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            defer { try? FileManager.default.removeItem(at: out) }
-            let replayed = server.runOwn(
-                ["replay", script, "--heal", "never", "--json", "--db", database]
-                    + (display.map { ["--display", $0] } ?? []),
-                log: fd >= 0 ? fd : 2)
-            if fd >= 0 { close(fd) }
-            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if log >= 0 { _ = text.withCString { write(log, $0, strlen($0)) } }
-            logger.info("scheduled replay", metadata: ["task": "\(label)", "exit": "\(replayed)"])
-            if replayed == 0 { return TaskRunResult(status: "completed", result: "replayed without the model") }
-            // The replay's JSON (its stderr follows it in the same file): how many steps it did.
-            let done = text.firstMatch(of: /"replayed"\s*:\s*(\d+)/).flatMap { Int($0.1) }
-            if done != 0 {
-                return TaskRunResult(
-                    status: "failed", result: "the replay diverged after \(done.map(String.init) ?? "some") step(s)",
-                    error:
-                        "the replay stopped midway; the agent was not run, as it would repeat those steps; see \(logPath)"
-                )
-            }
-            if log >= 0 {
-                let note = "replay diverged before its first step: the agent runs the prompt\n"
-                _ = note.withCString { write(log, $0, strlen($0)) }
-            }
+        if let result = replayFirst(task, label: label, database: database, store: store, log: log, logPath: logPath, {
+            server.runOwn($0, log: log >= 0 ? log : 2)
+        }) {
+            return result
         }
         let mark = DaemonReports.mark(store)
         let status = server.runOwn(
@@ -100,5 +77,58 @@ enum DaemonScheduling {
             ? TaskRunResult(
                 status: "completed", result: task.replay == nil ? "exit 0" : "the replay diverged; the agent ran")
             : TaskRunResult(status: "failed", result: "exit \(status)", error: "exit \(status); see \(logPath)")
+    }
+
+    /// A task's replay, first, without the model: a result when it did every step (completed), or stopped midway or
+    /// could not start (failed: the agent would repeat what it did); nil when the agent must run the prompt (no
+    /// script, a private display, or the replay diverged before its first step). `runner` runs an xclaw command.
+    static func replayFirst(
+        _ task: TaskRecord, label: String, database: String?, store: AgentStore, log: Int32, logPath: String,
+        _ runner: ([String]) -> Int32
+    ) -> TaskRunResult? {
+        let display = task.display ?? (try? store.agent(named: task.agent))?.display
+        guard let script = task.replay, display?.hasPrefix("new") != true else { return nil }
+        // The replay is a run of the task's agent, tied to the task: `runs --task` lists it, and its report is
+        // kept like the agent's.
+        let mark = DaemonReports.mark(store)
+        let replayed = runner(
+            ["replay", script, "--heal", "never", "--json", "--agent", task.agent, "--task", label]
+                + (database.map { ["--db", $0] } ?? []) + (display.map { ["--display", $0] } ?? []))
+        logger.info("scheduled replay", metadata: ["task": "\(label)", "exit": "\(replayed)"])
+        DaemonReports.keep(agent: task.agent, task: label, after: mark, store: store)
+        let run = (try? store.runs(agent: task.agent, task: label))?.last {
+            $0.session.id > (mark ?? 0) && $0.session.replay != nil
+        }?.session
+        let summary = run?.replay
+        let done = summary.map { $0.replayed + $0.healed }
+        if replayed == 0 {
+            return TaskRunResult(
+                status: "completed",
+                result: "replayed \(done.map(String.init) ?? "every") step(s) without the model"
+                    + (run.map { " (run \($0.id))" } ?? ""))
+        }
+        if replayed == Send.stoppedStatus || run?.status == .stopped {
+            return TaskRunResult(
+                status: "failed", result: "the replay was stopped", error: run?.error ?? "stopped; see \(logPath)")
+        }
+        guard run != nil else {
+            return TaskRunResult(
+                status: "failed", result: "the replay could not start (exit \(replayed))",
+                error: "the replay of \(script) could not start (exit \(replayed)); see \(logPath)")
+        }
+        if done != 0 {
+            return TaskRunResult(
+                status: "failed",
+                result: "the replay diverged after \(done.map(String.init) ?? "some") step(s)"
+                    + (run.map { " (run \($0.id))" } ?? ""),
+                error: "the replay stopped midway"
+                    + (summary?.reason.map { " (\($0))" } ?? "")
+                    + "; the agent was not run, as it would repeat those steps; see \(logPath)")
+        }
+        if log >= 0 {
+            let note = "replay diverged before its first step: the agent runs the prompt\n"
+            _ = note.withCString { write(log, $0, strlen($0)) }
+        }
+        return nil
     }
 }

@@ -120,7 +120,7 @@ struct ScheduleCommand: ParsableCommand {
             if tz != nil && every != nil { throw ValidationError("--tz goes with --cron or --at, not --every") }
             try RunDisplayOptions.check(display: display)
             if let replay {
-                _ = try ReplayScript.read(replay)
+                _ = try ReplayScript.read(replay, resolved: Invocation.current.resolve(replay))
                 if display?.hasPrefix("new") == true {
                     throw ValidationError("--replay works on a display that stays; not with --display new")
                 }
@@ -278,6 +278,18 @@ struct ScheduleCommand: ParsableCommand {
             let (store, record) = try ScheduleCommand.task(task, in: storeOptions)
             let label = record.name ?? record.id
             let started = Date(), clock = ContinuousClock.now
+            // The task's script first, without the model, as when the daemon fires it.
+            if let result = DaemonScheduling.replayFirst(
+                record, label: label, database: storeOptions.db, store: store, log: 2, logPath: "stderr",
+                { CommandRunner.run(Xclaw.self, arguments: $0) })
+            {
+                try store.recordTaskRun(
+                    taskID: record.id, runAt: started,
+                    durationMs: Int((ContinuousClock.now - clock) / .milliseconds(1)), status: result.status,
+                    result: (result.result ?? "") + " (run-now)", error: result.error)
+                if result.status != "completed" { throw ExitCode(1) }
+                return
+            }
             var arguments = ["send", "--sender", "schedule:\(label)"]
             if let db = storeOptions.db { arguments += ["--db", db] }
             // `--` first: a prompt may start with "-".
@@ -311,7 +323,9 @@ struct Runs: ParsableCommand {
         discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
             + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started, duration_ms, "
             + "steps, cost_usd, report (the kept report's path: written after every scheduled run and by "
-            + "`xclaw report RUN`; else null).")
+            + "`xclaw report RUN`; else null), replay (null for an agent's run; for `xclaw replay`: script, revision, "
+            + "steps, replayed and healed (done without and with the model), failed, requests, divergedStep, "
+            + "reason).")
     @Argument(help: "Only this agent's.") var agent: String?
     @Option(help: "Only this task's runs (its name or id).") var task: String?
     @OptionGroup var storeOptions: StoreOptions
@@ -328,8 +342,9 @@ struct Runs: ParsableCommand {
         var steps: Int
         var cost_usd: Double
         var report: String?
+        var replay: ReplaySummary?
 
-        /// Encodes `task` and `report` as null rather than leaving them out: every row has every field.
+        /// Encodes `task`, `report` and `replay` as null rather than leaving them out: every row has every field.
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(id, forKey: .id)
@@ -341,10 +356,11 @@ struct Runs: ParsableCommand {
             try c.encode(steps, forKey: .steps)
             try c.encode(cost_usd, forKey: .cost_usd)
             try c.encode(report, forKey: .report)
+            try c.encode(replay, forKey: .replay)
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, agent, task, status, started, duration_ms, steps, cost_usd, report
+            case id, agent, task, status, started, duration_ms, steps, cost_usd, report, replay
         }
     }
 
@@ -357,13 +373,17 @@ struct Runs: ParsableCommand {
                 id: session.id, agent: session.agent, task: task, status: session.status.rawValue,
                 started: StoreDate.format(session.startedAt),
                 duration_ms: session.endedAt.map { Int(($0.timeIntervalSince(session.startedAt) * 1000).rounded()) },
-                steps: session.steps, cost_usd: session.usd, report: session.report)
+                steps: session.steps, cost_usd: session.usd, report: session.report, replay: session.replay)
         }
         try emit(rows, json: json) {
             rows.map { r in
                 [
                     "\(r.id)", r.agent, r.task ?? "-", r.status, r.started,
-                    r.duration_ms.map { "\($0) ms" } ?? "-", "\(r.steps) steps", String(format: "$%.4f", r.cost_usd),
+                    r.duration_ms.map { "\($0) ms" } ?? "-",
+                    r.replay.map {
+                        "replay \($0.replayed)+\($0.healed) healed/\($0.steps) steps" + ($0.failed > 0 ? ", failed" : "")
+                    } ?? "\(r.steps) steps",
+                    String(format: "$%.4f", r.cost_usd),
                     r.report ?? "-",
                 ].joined(separator: "\t")
             }.joined(separator: "\n")

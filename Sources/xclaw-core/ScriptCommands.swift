@@ -4,6 +4,7 @@ import XclawAgent
 import XclawBase
 import XclawCommandLine
 import XclawMessages
+import XclawRuntime
 import XclawStore
 
 /// `xclaw script`: a run's recorded input actions as a script to keep, read and run again.
@@ -14,55 +15,7 @@ struct ScriptCommand: ParsableCommand {
         subcommands: [ScriptExport.self, ScriptShow.self])
 }
 
-/// The replay format: a run's steps with their anchors, and the parameters typed text came from.
-struct ReplayScript: Codable {
-    /// Always `xclaw-script`.
-    var format = "xclaw-script"
-    /// The format's version.
-    var version = 1
-    /// The script's revision: 1 as exported, one more each time a replay healed and saved it.
-    var revision: Int? = 1
-    /// The run it was recorded from.
-    var run: Int64
-    /// The agent that ran it.
-    var agent: String
-    /// What the run was asked.
-    var prompt: String
-    /// Parameter names → the values recorded.
-    var parameters: [String: String]
-    /// The steps, in order.
-    var steps: [RecordedStep]
-
-    /// The script of a recorded run in `store`; exit 1 when the run does not exist or recorded no step.
-    static func of(run: Int64, in store: AgentStore) throws -> ReplayScript {
-        let transcript = try store.runTranscript(session: run)
-        let decoder = JSONDecoder()
-        let steps = try store.actionSteps(session: run).map {
-            try decoder.decode(RecordedStep.self, from: Data($0.utf8))
-        }
-        guard !steps.isEmpty else {
-            throw AgentRunError.failed(
-                "run \(run) recorded no input action (it only looked, or ran before steps were recorded): nothing "
-                    + "to export", .notFound)
-        }
-        var parameters: [String: String] = [:]
-        for step in steps { if let name = step.parameter, let text = step.text { parameters[name] = text } }
-        let prompt = transcript.input.map { Message(role: .user, content: $0.content).text }.joined(separator: "\n")
-        return ReplayScript(
-            run: run, agent: transcript.session.agent, prompt: prompt, parameters: parameters, steps: steps)
-    }
-
-    /// Reads a script file; a file that is not one is bad usage.
-    static func read(_ path: String) throws -> ReplayScript {
-        let url = URL(fileURLWithPath: Invocation.current.resolve(path))
-        guard let data = try? Data(contentsOf: url) else { throw ValidationError("cannot read the script \(path)") }
-        guard let script = try? JSONDecoder().decode(ReplayScript.self, from: data), script.format == "xclaw-script"
-        else {
-            throw ValidationError("\(path) is not an xclaw script (write one with `xclaw script export RUN -o FILE`)")
-        }
-        return script
-    }
-
+extension ReplayScript {
     /// One line per step, for `script show`.
     var lines: [String] {
         steps.enumerated().map { index, step in
@@ -204,7 +157,7 @@ struct ScriptShow: ParsableCommand {
     func run() throws {
         let loaded =
             try Int64(script).map { try ReplayScript.of(run: $0, in: try storeOptions.open()) }
-            ?? ReplayScript.read(script)
+            ?? ReplayScript.read(script, resolved: Invocation.current.resolve(script))
         try emit(loaded.steps, json: json) {
             (["run \(loaded.run) (\(loaded.agent)): \(loaded.steps.count) step(s)"]
                 + loaded.parameters.sorted { $0.key < $1.key }.map {

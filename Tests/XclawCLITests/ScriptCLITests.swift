@@ -3,7 +3,10 @@ import XCTest
 import XclawBase
 import XclawMessages
 import XclawMockAPI
+import XclawRuntime
 import XclawScreen
+import XclawStore
+import XclawAgent
 import XclawTesting
 
 /// Recording and exporting a run's steps: a run driven by the loopback model clicks the fixture's Submit button,
@@ -163,6 +166,29 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertTrue(diverged.stderr.contains("step 1 diverged"), diverged.stderr)
         XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress || $0.kind == .keyPress }.isEmpty)
         XCTAssertEqual(server.requests.count, 4, "replays asked no model")
+
+        // Each replay is a run: listed with its counts, and its report shows its steps and where it diverged.
+        let listed = try XCTUnwrap(try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array)
+        let replays = listed.filter { $0["replay"] != nil && $0["replay"] != .null }
+        XCTAssertEqual(replays.count, 2, "\(listed)")
+        XCTAssertEqual(replays[0]["status"]?.string, "completed")
+        XCTAssertEqual(replays[0]["replay"]?["replayed"]?.int, 3)
+        XCTAssertEqual(replays[0]["replay"]?["script"]?.string, "run \(id)")
+        XCTAssertEqual(replays[0]["cost_usd"]?.double, 0)
+        XCTAssertEqual(replays[1]["status"]?.string, "failed")
+        XCTAssertEqual(replays[1]["replay"]?["failed"]?.int, 1)
+        XCTAssertEqual(replays[1]["replay"]?["divergedStep"]?.int, 1)
+        XCTAssertEqual(replays[1]["replay"]?["replayed"]?.int, 0)
+        let failedRun = try XCTUnwrap(replays[1]["id"]?.int)
+        let page = dir.appendingPathComponent("replay.html").path
+        let reported = try runCLI(["report", "\(failedRun)", "-o", page], environment: env)
+        XCTAssertEqual(reported.status, 0, reported.stderr)
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        XCTAssertTrue(html.contains("Replayed steps"), html)
+        XCTAssertTrue(html.contains("<tr class=\"failed\"><td>1</td><td>left_click</td><td>Submit</td>"), html)
+        XCTAssertTrue(html.contains("alt=\"the screen when the replay diverged\""), html)
+        XCTAssertTrue(html.contains("0 model request(s)"), html)
+        XCTAssertFalse(html.contains("SECRET"))
         XCTAssertEqual(try runCLI(["replay", file, "--param", "P9=x"], environment: env).status, 2)
         XCTAssertEqual(try runCLI(["replay", file, "--heal", "maybe"], environment: env).status, 2)
 
@@ -199,5 +225,96 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["script", "export", "\(id)", "--format", "xml"], environment: env).status, 2)
         XCTAssertEqual(
             try runCLI(["script", "show", dir.appendingPathComponent("nope.json").path], environment: env).status, 2)
+    }
+
+    /// A script written by hand: a tap of `label` in the form, then typing `typed` into whatever is active, which
+    /// must be the window titled `active`.
+    private func script(label: String, typed: String? = nil, active: String? = nil) throws -> String {
+        var steps = [
+            RecordedStep(
+                tool: "computer", action: "left_click", x: button.center.x, y: button.center.y, screen: [1920, 1080],
+                target: StepAnchor(
+                    source: "ocr", label: label, role: "button", box: [button.x, button.y, button.width, button.height],
+                    windowTitle: "form", nth: 1))
+        ]
+        if let typed {
+            steps.append(
+                RecordedStep(
+                    tool: "computer", action: "type", text: typed, pre: StepPrecondition(activeWindow: active)))
+        }
+        let file = dir.appendingPathComponent("hand-\(UUID().uuidString).json").path
+        let encoder = JSONEncoder()
+        try encoder.encode(
+            ReplayScript(run: 1, agent: "replayer", prompt: "by hand", parameters: [:], steps: steps)
+        ).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+
+    /// A replay under the default approval policy waits for approval of a gated control (and is denied at the
+    /// timeout); a replay waiting for its control stops at `xclaw stop` (exit 130, recorded `stopped`); typing
+    /// waits for the window that was active, and stops rather than type elsewhere; an unknown agent is refused.
+    func testReplaysAreGatedStoppableAndTypeOnlyIntoTheRecordedWindow() throws {
+        try "approval_timeout = 1\n".write(
+            to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
+        let env = [
+            "HOME": dir.path, "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path,
+            "XDG_STATE_HOME": dir.appendingPathComponent("state").path,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+        ]
+        XCTAssertEqual(try runCLI(["agent", "create", "replayer"], environment: env).status, 0)
+        let gated = try runCLI(
+            ["replay", try script(label: "Submit"), "--display", display.name, "--timeout", "2"], environment: env)
+        XCTAssertEqual(gated.status, 1, gated.stderr)
+        XCTAssertTrue(gated.stderr.contains("needs approval"), gated.stderr)
+        XCTAssertTrue(fixture.wait(for: .buttonPress, timeout: 0.5).isEmpty, "the gated Submit was not pressed")
+
+        // Stopped while it waits for a control that is not there.
+        let waiting = try launchCLI(
+            ["replay", try script(label: "Missing"), "--display", display.name, "--timeout", "60"], environment: env)
+        defer { if waiting.isRunning { kill(waiting.processIdentifier, SIGKILL) } }
+        let store = try AgentStore(path: try XCTUnwrap(env["XCLAW_DB"]))
+        var running: SessionRecord?
+        for _ in 0..<400 where running == nil {
+            running = try store.sessions(agent: "replayer").last { $0.status == .running }
+            if running == nil { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        let run = try XCTUnwrap(running, "the replay shows as a running run")
+        XCTAssertEqual(run.replay?.steps, 1)
+        XCTAssertEqual(try runCLI(["stop", "\(run.id)"], environment: env).status, 0)
+        waiting.waitUntilExit()
+        XCTAssertEqual(waiting.terminationStatus, 130)
+        XCTAssertEqual(try store.session(run.id).status, .stopped)
+
+        // Typing waits for the recorded active window; another one is active, so nothing is typed.
+        try "approval = none\n".write(
+            to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
+        fixture.clear()
+        let elsewhere = try runCLI(
+            [
+                "replay", try script(label: "Submit", typed: "abc", active: "Elsewhere"), "--display", display.name,
+                "--timeout", "1", "--json",
+            ], environment: env)
+        XCTAssertEqual(elsewhere.status, 1, elsewhere.stderr)
+        let outcome = try JSONValue.parse(elsewhere.stdout)
+        XCTAssertEqual(outcome["replayed"]?.int, 1)
+        XCTAssertEqual(outcome["diverged"]?.int, 2)
+        XCTAssertTrue(outcome["reason"]?.string?.contains("active window is \"form\"") == true, elsewhere.text)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .keyPress }.isEmpty, "nothing was typed")
+        // The recorded window active: typed.
+        fixture.clear()
+        let typed = try runCLI(
+            [
+                "replay", try script(label: "Submit", typed: "abc", active: "form"), "--display", display.name,
+                "--timeout", "2",
+            ], environment: env)
+        XCTAssertEqual(typed.status, 0, typed.stderr)
+        XCTAssertEqual(fixture.typed(count: 3), "abc")
+
+        // A script from elsewhere names an agent this database lacks: refused before anything happens.
+        let other = try runCLI(
+            ["replay", try script(label: "Submit"), "--agent", "nobody", "--display", display.name], environment: env)
+        XCTAssertEqual(other.status, 1, other.stderr)
+        XCTAssertTrue(other.stderr.contains("no agent named \"nobody\""), other.stderr)
     }
 }

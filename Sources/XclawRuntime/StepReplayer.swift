@@ -1,0 +1,364 @@
+import Foundation
+import XclawAgent
+import XclawBase
+import XclawPerception
+import XclawScreen
+
+/// Why a step could not be replayed safely: the replay stops there rather than act on a guess.
+public struct ReplayDivergence: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, for the user.
+    public var reason: String
+    /// Whether the model may be asked about it (a control that is gone or ambiguous); a failed postcondition or a
+    /// wrong window is not healed: the model would only be guessing what happened.
+    public var healable: Bool
+
+    /// Creates a divergence.
+    public init(reason: String, healable: Bool = false) { (self.reason, self.healable) = (reason, healable) }
+
+    /// The reason.
+    public var description: String { reason }
+}
+
+/// How one step went, for the run's record and report.
+public struct ReplayedStep: Codable, Sendable, Hashable {
+    /// 1-based.
+    public var number: Int
+    /// The recorded action.
+    public var action: String
+    /// The control acted on, when the step had one.
+    public var label: String?
+    /// How its target was found: `label`, `image`, `window` (its place in its window, checked by its image), or
+    /// nil for steps that act on no point.
+    public var grounded: String?
+    /// The point acted on, `[x, y]`.
+    public var point: [Int]?
+    /// `replayed`, `healed` or `failed`.
+    public var result: String
+    /// The control's new label when the model healed the step.
+    public var healedLabel: String?
+    /// Why it failed.
+    public var reason: String?
+    /// Milliseconds the step took, waits included.
+    public var ms: Double
+
+    /// Creates an outcome.
+    public init(
+        number: Int, action: String, label: String?, grounded: String?, point: [Int]?, result: String,
+        healedLabel: String? = nil, reason: String? = nil, ms: Double
+    ) {
+        (self.number, self.action, self.label, self.grounded, self.point) = (number, action, label, grounded, point)
+        (self.result, self.healedLabel, self.reason, self.ms) = (result, healedLabel, reason, ms)
+    }
+}
+
+/// Grounds and performs one recorded step: its target found anew (label and role in its window, with as many
+/// look-alikes as recorded; then its image patch there; an unlabelled target by its place in its window, checked by
+/// its image), its precondition waited for, then its postcondition. Nothing is clicked that failed a check.
+public struct StepReplayer {
+    /// The perception of the display replayed on.
+    public let perceiver: Perceiver
+    /// Its input.
+    public let input: InputController
+    /// Seconds each wait lasts at most.
+    public let timeout: Double
+    /// Asks the model about a control that is gone; nil: never.
+    public let healer: ReplayHealer?
+    /// True once the replay must stop (a stop request, Ctrl-C): every wait ends at once.
+    public let stopped: @Sendable () -> Bool
+
+    /// A replayer on `perceiver`'s display.
+    public init(
+        perceiver: Perceiver, input: InputController, timeout: Double, healer: ReplayHealer?,
+        stopped: @escaping @Sendable () -> Bool = { false }
+    ) {
+        (self.perceiver, self.input, self.timeout, self.healer, self.stopped) =
+            (perceiver, input, timeout, healer, stopped)
+    }
+
+    /// The actions that click their target.
+    static let clicks: Set<String> = [
+        "left_click", "tap", "press", "click", "right_click", "middle_click", "double_click", "double_tap",
+        "triple_click",
+    ]
+
+    /// Replays `step` (number `number`), with `values` for its parameter; throws `ReplayDivergence` when it cannot be
+    /// done safely, before acting whenever the check allows it.
+    public func replay(_ step: RecordedStep, number: Int, values: [String: String]) throws -> ReplayedStep {
+        let start = ContinuousClock.now
+        var outcome = ReplayedStep(
+            number: number, action: step.action, label: step.target.flatMap { $0.label.isEmpty ? nil : $0.label },
+            grounded: nil, point: nil, result: "replayed", ms: 0)
+        if let name = step.parameter, values[name] == nil, step.text == nil {
+            throw ReplayDivergence(
+                reason: "it types a password, which is never recorded: pass --param \(name.uppercased())=…")
+        }
+        let text = step.parameter.flatMap { values[$0] } ?? step.text
+        func located(_ step: RecordedStep) throws -> Point {
+            let (point, how) = try groundOrHeal(step, outcome: &outcome)
+            (outcome.grounded, outcome.point) = (how, [point.x, point.y])
+            return point
+        }
+        switch step.action {
+        case let action where Self.clicks.contains(action):
+            let point = try located(step)
+            let button: MouseButton = action == "right_click" ? .right : action == "middle_click" ? .middle : .left
+            let count = ["double_click", "double_tap"].contains(action) ? 2 : action == "triple_click" ? 3 : 1
+            try input.click(at: point, button: button, count: count, modifiers: try modifiers(of: step))
+        case "type", "type_submit", "type_text":
+            // Typed into a field named by the run (`type_text into:`): that field is found and clicked first.
+            if step.focus == true, step.target != nil {
+                try input.click(at: try located(step))
+            } else {
+                try activeWindowHolds(step)
+            }
+            try input.keyboard.type(text ?? "")
+            if step.action == "type_submit" { try input.keyboard.press([try KeyCombo.parse("Return")]) }
+        case "key", "press_button":
+            try activeWindowHolds(step)
+            let combos = try (step.text ?? "").split(separator: " ").map { try KeyCombo.parse(String($0)) }
+            try input.keyboard.press(combos)
+        case "scroll":
+            let parts = (step.text ?? "down 1").split(separator: " ")
+            guard let direction = parts.first.flatMap({ ScrollDirection(rawValue: String($0)) }) else {
+                throw ReplayDivergence(reason: "the recorded scroll \(step.text ?? "") names no direction")
+            }
+            let point = step.target == nil ? nil : try located(step)
+            try input.scroll(direction, amount: parts.count > 1 ? Int(parts[1]) ?? 1 : 1, at: point)
+        default:
+            throw ReplayDivergence(reason: "\(step.tool) \(step.action) cannot be replayed without the model yet")
+        }
+        try postcondition(step)
+        outcome.ms = Replayer.milliseconds(since: start)
+        return outcome
+    }
+
+    /// The modifier keys a click held (`shift`, `ctrl+shift`).
+    private func modifiers(of step: RecordedStep) throws -> [UInt] {
+        guard let text = step.modifiers, !text.isEmpty else { return [] }
+        do {
+            return try text.split { $0 == "+" || $0.isWhitespace }.map { try KeyNames.keysym(for: String($0)) }
+        } catch {
+            throw ReplayDivergence(reason: "the recorded modifier keys \(text) are not key names: \(error)")
+        }
+    }
+
+    /// Where the step's target is, or its healed label's; the healed label is set on `outcome`.
+    private func groundOrHeal(_ step: RecordedStep, outcome: inout ReplayedStep) throws -> (Point, String) {
+        do {
+            return try ground(step)
+        } catch let divergence as ReplayDivergence {
+            guard divergence.healable, let healer, let anchor = step.target, !anchor.label.isEmpty else {
+                throw divergence
+            }
+            let label = try healer.relabel(anchor, perceiver: perceiver, divergence: divergence)
+            var fixed = step
+            fixed.target?.label = label
+            fixed.target?.alikes = nil  // the new label must be unique
+            fixed.target?.nth = nil
+            let found = try ground(fixed)
+            (outcome.result, outcome.healedLabel) = ("healed", label)
+            return found
+        }
+    }
+
+    /// Where the step's target is now: its label and role in its window (exactly as many look-alikes as when it was
+    /// recorded, so the rank means the same one), else, only when the label is found nowhere, its image patch
+    /// there. An unlabelled target is found by its place in its window when its image is still there.
+    func ground(_ step: RecordedStep) throws -> (Point, String) {
+        guard let anchor = step.target else {
+            throw ReplayDivergence(reason: "the step has no target to find again; a replay never clicks blind")
+        }
+        if anchor.label.isEmpty { return try groundByPlace(step, anchor) }
+        let area: () throws -> Rect = {
+            if stopped() { throw CancellationError() }
+            guard let title = anchor.windowTitle, !title.isEmpty else { return try perceiver.area() }
+            return try perceiver.area(window: title)
+        }
+        let role = Role(rawValue: anchor.role).flatMap { $0.isInteractive ? $0 : nil }
+        var why = ""
+        do {
+            let match = try wait(for: "\"\(anchor.label)\" to appear", area: area) { area in
+                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
+                // Exact, whole matches only (never a ref, a fuzzy or a partial one), in reading order.
+                let exact = Finder.find(anchor.label, in: snapshot, role: role)
+                    .filter { $0.score >= 0.999 && $0.whole == true }
+                    .sorted { ($0.box.y, $0.box.x) < ($1.box.y, $1.box.x) }
+                guard !exact.isEmpty else {
+                    throw PerceptionError.notFound(
+                        label: anchor.label, closest: Finder.closest(anchor.label, in: snapshot))
+                }
+                let expected = anchor.alikes ?? 1
+                guard exact.count == expected else {
+                    throw ReplayDivergence(
+                        reason:
+                            "found \(exact.count) \(anchor.role) \"\(anchor.label)\" where the run saw \(expected): "
+                            + "which one it meant is not certain", healable: true)
+                }
+                let nth = min(max(1, anchor.nth ?? 1), exact.count)
+                return exact[nth - 1]
+            }
+            if match.covered == true { throw ReplayDivergence(reason: "\(match.summary) is covered by a window") }
+            return (match.point, "label")
+        } catch let divergence as ReplayDivergence {
+            throw divergence
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch PerceptionError.notFound {
+            why = "its label is not on the screen"
+        } catch ScreenError.windowNotFound {
+            throw ReplayDivergence(
+                reason: "its window \(UntrustedText.quoted(anchor.windowTitle ?? "")) is not on the screen")
+        } catch {
+            throw ReplayDivergence(reason: "cannot find \(anchor.role) \"\(anchor.label)\": \(error)")
+        }
+        // Found nowhere by its label: its image, in its window, at the same offset inside the patch.
+        if let (template, origin) = patchTemplate(anchor), let x = step.x, let y = step.y {
+            do {
+                let area = try area()
+                let frame = try perceiver.capturer.capture(area)
+                let options = ImageSearchOptions()
+                let matches = try TemplateMatcher.find(
+                    template, in: frame, origin: Point(x: area.x, y: area.y), options: options)
+                let match = try TemplateMatcher.choose(
+                    matches, nth: nil, template: template, confidence: options.confidence
+                ) {
+                    try TemplateMatcher.bestBelow(
+                        template, in: frame, origin: Point(x: area.x, y: area.y), options: options)
+                }
+                return (Point(x: match.box.x + (x - origin.x), y: match.box.y + (y - origin.y)), "image")
+            } catch {
+                why += "; its image: \(error)"
+            }
+        }
+        throw ReplayDivergence(
+            reason: "cannot find \(anchor.role) \"\(anchor.label)\""
+                + (anchor.windowTitle.map { " in \(UntrustedText.quoted($0))" } ?? "") + ": \(why)",
+            healable: true)
+    }
+
+    /// An unlabelled target (a canvas, an unlabelled field): the same place in its window, found by title, when the
+    /// recorded image is there again (so a changed window is not clicked into blindly).
+    private func groundByPlace(_ step: RecordedStep, _ anchor: StepAnchor) throws -> (Point, String) {
+        guard let title = anchor.windowTitle, !title.isEmpty, let relative = anchor.relative, relative.count == 2,
+            let (template, origin) = patchTemplate(anchor), let x = step.x, let y = step.y
+        else {
+            throw ReplayDivergence(
+                reason: "its target has no label, window and image to find it by; a replay never clicks blind")
+        }
+        return try wait(for: "its place in \(UntrustedText.quoted(title))", area: { try perceiver.area() }) { _ in
+            let windows = try perceiver.windows.list().filter { $0.visible && $0.title == title }
+            guard let window = windows.first else { throw ScreenError.windowNotFound(title) }
+            guard windows.count == 1 else {
+                throw ReplayDivergence(reason: "\(windows.count) windows are titled \(UntrustedText.quoted(title))")
+            }
+            let point = Point(x: window.frame.x + relative[0], y: window.frame.y + relative[1])
+            guard window.frame.contains(point) else {
+                throw ReplayDivergence(
+                    reason: "its place lies outside \(UntrustedText.quoted(title)) now (the window is smaller)")
+            }
+            // The image must be where the recording had it, around the point (a few pixels of slack).
+            let slack = 6
+            let box = Rect(
+                x: point.x - (x - origin.x) - slack, y: point.y - (y - origin.y) - slack,
+                width: template.frame.width + 2 * slack, height: template.frame.height + 2 * slack
+            ).intersection(try perceiver.connection.screenRect())
+            let frame = try perceiver.capturer.capture(box)
+            let options = ImageSearchOptions()
+            guard
+                try !TemplateMatcher.find(template, in: frame, origin: Point(x: box.x, y: box.y), options: options)
+                    .isEmpty
+            else {
+                throw ImageSearchError.belowConfidence(
+                    path: "the recorded image", confidence: options.confidence, best: nil,
+                    floor: TemplateMatcher.floorScore(options.confidence))
+            }
+            return (point, "window")
+        }
+    }
+
+    /// The anchor's image patch as a template, with the screen point of its top-left corner when recorded.
+    private func patchTemplate(_ anchor: StepAnchor) -> (ImageTemplate, Point)? {
+        guard let patch = anchor.patch, let data = Data(base64Encoded: patch), let origin = anchor.patchOrigin,
+            origin.count == 2, let frame = try? PNG.decode(Array(data)),
+            let template = try? ImageTemplate(frame: frame, path: "the recorded image")
+        else { return nil }
+        return (template, Point(x: origin[0], y: origin[1]))
+    }
+
+    /// Typing and keys go to the active window: when the run recorded which one that was, the same window must be
+    /// active (by title) before anything is typed, or the text would land elsewhere.
+    private func activeWindowHolds(_ step: RecordedStep) throws {
+        guard let wanted = step.pre.activeWindow, !wanted.isEmpty else { return }
+        var seen: String?
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while true {
+            if stopped() { throw CancellationError() }
+            guard let id = try perceiver.windows.activeWindow() else { return }  // none known: nothing to compare
+            seen = try? perceiver.windows.window(id: id).title
+            if seen == nil || seen == wanted { return }
+            if ContinuousClock.now > deadline { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw ReplayDivergence(
+            reason: "the active window is \(UntrustedText.quoted(seen ?? "")), not \(UntrustedText.quoted(wanted)) "
+                + "as when it was recorded: the keys would go elsewhere")
+    }
+
+    /// Waits for what the step made appear when it was recorded (the first such label, anywhere on the screen).
+    private func postcondition(_ step: RecordedStep) throws {
+        guard let first = step.post.appeared.first, let space = first.firstIndex(of: " ") else { return }
+        let label = String(first[first.index(after: space)...])
+        do {
+            _ = try wait(for: "\"\(label)\" to appear", area: { try perceiver.area() }) { area in
+                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
+                guard !Finder.find(label, in: snapshot).isEmpty else {
+                    throw PerceptionError.notFound(label: label, closest: [])
+                }
+                return true
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ReplayDivergence(
+                reason: "it was done, but \"\(label)\" did not appear within \(timeout) s as it did when recorded")
+        }
+    }
+
+    /// Runs `body` until it stops failing with "not yet" (nothing found, a window not there yet, ties), for at most
+    /// `timeout`, through the watcher (a target is taken once its pixels settled); a stop ends the wait at once.
+    private func wait<T>(for what: String, area: () throws -> Rect, _ body: (Rect) throws -> T) throws -> T {
+        var watcher = Watcher(perceiver: perceiver, interval: .milliseconds(50))
+        let capture = watcher.frames
+        let stopped = self.stopped
+        watcher.frames = { area in
+            if stopped() { throw CancellationError() }
+            return try capture(area)
+        }
+        // On timeout the last "not yet" is what the caller needs to decide (not found: try the image; ties: stop).
+        var last: Error?
+        func noting<R>(_ work: () throws -> R) throws -> R {
+            do { return try work() } catch {
+                last = error
+                throw error
+            }
+        }
+        do {
+            return try watcher.retry(
+                what, timeout: .milliseconds(Int(timeout * 1000)), area: { try noting(area) },
+                retryable: retryable, attempt: { rect in try noting { try body(rect) } })
+        } catch PerceptionError.timedOut(let condition, let observed) {
+            throw last ?? PerceptionError.timedOut(condition: condition, lastObserved: observed)
+        }
+    }
+
+    /// The errors that mean "not yet" while waiting for a target.
+    private func retryable(_ error: Error) -> Bool {
+        switch error {
+        case PerceptionError.notFound, PerceptionError.ambiguous, PerceptionError.uncertain,
+            ScreenError.windowNotFound, ImageSearchError.belowConfidence, ImageSearchError.ambiguous:
+            return true
+        case let divergence as ReplayDivergence: return divergence.healable  // look-alikes may still settle
+        default: return false
+        }
+    }
+}
