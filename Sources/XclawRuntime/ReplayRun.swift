@@ -144,8 +144,13 @@ public enum Replayer {
                     fixed.steps[index].target?.label = label
                     fixed.steps[index].target?.alikes = nil
                     fixed.steps[index].target?.nth = nil
-                    outcome.healed += 1
                 }
+                if let text = done.healedPost, let first = step.post.appeared.first {
+                    // The same role, the new words: "text Saved" → "text Saved to disk".
+                    let role = first.split(separator: " ", maxSplits: 1).first.map(String.init) ?? "text"
+                    fixed.steps[index].post.appeared[0] = "\(role) \(text)"
+                }
+                if done.result == "healed" { outcome.healed += 1 }
             } catch let divergence as ReplayDivergence {
                 (outcome.diverged, outcome.reason, outcome.failed) = (number, divergence.reason, 1)
                 outcome.outcomes.append(failure(step, number, divergence.reason, since: began))

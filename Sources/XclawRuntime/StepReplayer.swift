@@ -36,6 +36,8 @@ public struct ReplayedStep: Codable, Sendable, Hashable {
     public var result: String
     /// The control's new label when the model healed the step.
     public var healedLabel: String?
+    /// The text that shows the step's outcome now, when the model healed its postcondition.
+    public var healedPost: String? = nil
     /// Why it failed.
     public var reason: String?
     /// Milliseconds the step took, waits included.
@@ -127,7 +129,7 @@ public struct StepReplayer {
         default:
             throw ReplayDivergence(reason: "\(step.tool) \(step.action) cannot be replayed without the model yet")
         }
-        try postcondition(step)
+        try postcondition(step, outcome: &outcome)
         outcome.ms = Replayer.milliseconds(since: start)
         return outcome
     }
@@ -305,22 +307,38 @@ public struct StepReplayer {
     }
 
     /// Waits for what the step made appear when it was recorded (the first such label, anywhere on the screen).
-    private func postcondition(_ step: RecordedStep) throws {
+    /// When it does not appear and a healer is there, the model is asked whether the screen shows the same outcome
+    /// in other words; its answer counts only if that exact text is on the screen, and becomes the step's new
+    /// postcondition (`outcome.healedPost`).
+    private func postcondition(_ step: RecordedStep, outcome: inout ReplayedStep) throws {
         guard let first = step.post.appeared.first, let space = first.firstIndex(of: " ") else { return }
         let label = String(first[first.index(after: space)...])
         do {
-            _ = try wait(for: "\"\(label)\" to appear", area: { try perceiver.area() }) { area in
-                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
-                guard !Finder.find(label, in: snapshot).isEmpty else {
-                    throw PerceptionError.notFound(label: label, closest: [])
-                }
-                return true
-            }
+            try appears(label, within: timeout, exact: false)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw ReplayDivergence(
+            let divergence = ReplayDivergence(
                 reason: "it was done, but \"\(label)\" did not appear within \(timeout) s as it did when recorded")
+            guard let healer else { throw divergence }
+            let now = try healer.reconfirm(step, expected: label, perceiver: perceiver, divergence: divergence)
+            do { try appears(now, within: 1, exact: true) } catch {
+                throw ReplayDivergence(
+                    reason: divergence.reason
+                        + "; the model named \(UntrustedText.quoted(now)), which is not on the screen")
+            }
+            (outcome.result, outcome.healedPost) = ("healed", now)
+        }
+    }
+
+    /// Waits until `label` is on the screen (`exact`: whole and exactly; else as `find` matches it).
+    private func appears(_ label: String, within seconds: Double, exact: Bool) throws {
+        let quick = StepReplayer(perceiver: perceiver, input: input, timeout: seconds, healer: healer, stopped: stopped)
+        _ = try quick.wait(for: "\"\(label)\" to appear", area: { try perceiver.area() }) { area in
+            let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
+            let found = Finder.find(label, in: snapshot).filter { !exact || ($0.score >= 0.999 && $0.whole == true) }
+            guard !found.isEmpty else { throw PerceptionError.notFound(label: label, closest: []) }
+            return true
         }
     }
 

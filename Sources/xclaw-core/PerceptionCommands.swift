@@ -293,6 +293,7 @@ struct Tap: ParsableCommand {
     var actionName: String?
     @Flag(help: "Double-click.") var double = false
     @Option(help: "left, middle or right.") var button: MouseButton = .left
+    @Option(name: .customLong("with"), help: "Modifiers held during the click, e.g. ctrl+shift.") var modifiers: String?
     @Option(
         parsing: .unconditional,
         help: "Click this far from the match's centre, DX,DY (e.g. 120,0: the field right of a \"Name:\" label).")
@@ -369,7 +370,8 @@ struct Tap: ParsableCommand {
             }
             moved = point
         }
-        try InputController(connection: p.connection).click(at: point, button: button, count: double ? 2 : 1)
+        try InputController(connection: p.connection).click(
+            at: point, button: button, count: double ? 2 : 1, modifiers: try parseModifiers(modifiers))
         return moved
     }
 

@@ -65,14 +65,20 @@ extension ReplayScript {
                     step.action == "right_click"
                     ? " --button right" : step.action == "middle_click" ? " --button middle" : ""
                 let double = ["double_click", "double_tap"].contains(step.action)
+                let with = step.modifiers.map { " --with \(q($0))" } ?? ""
                 if let labelled {
                     out.append(
-                        "$xclaw tap\(role)\(window)\(nth)\(button)\(double ? " --double" : "") --timeout 10 -- "
+                        "$xclaw tap\(role)\(window)\(nth)\(button)\(double ? " --double" : "")\(with) --timeout 10 -- "
                             + q(labelled.label))
                 } else {
-                    out.append("$xclaw click \(point)\(button)\(double ? " --count 2" : "")")
+                    out.append(
+                        "$xclaw click \(point)\(button)\(double ? " --count 2" : step.action == "triple_click" ? " --count 3" : "")\(with)")
                 }
             case "type", "type_submit":
+                // Typed into a field the run named: it is tapped first, as the run focused it.
+                if step.focus == true, let labelled {
+                    out.append("$xclaw tap\(role)\(window)\(nth) --timeout 10 -- \(q(labelled.label))")
+                }
                 out.append("$xclaw type -- \(text ?? "''")")
                 if step.action == "type_submit" { out.append("$xclaw key Return") }
             case "key", "press_button":

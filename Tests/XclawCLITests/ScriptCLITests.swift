@@ -229,13 +229,15 @@ final class ScriptCLITests: XCTestCase {
 
     /// A script written by hand: a tap of `label` in the form, then typing `typed` into whatever is active, which
     /// must be the window titled `active`.
-    private func script(label: String, typed: String? = nil, active: String? = nil) throws -> String {
+    private func script(label: String, typed: String? = nil, active: String? = nil, appeared: [String] = []) throws
+        -> String
+    {
         var steps = [
             RecordedStep(
                 tool: "computer", action: "left_click", x: button.center.x, y: button.center.y, screen: [1920, 1080],
                 target: StepAnchor(
                     source: "ocr", label: label, role: "button", box: [button.x, button.y, button.width, button.height],
-                    windowTitle: "form", nth: 1))
+                    windowTitle: "form", nth: 1), post: StepPostcondition(appeared: appeared, changed: true))
         ]
         if let typed {
             steps.append(
@@ -316,5 +318,51 @@ final class ScriptCLITests: XCTestCase {
             ["replay", try script(label: "Submit"), "--agent", "nobody", "--display", display.name], environment: env)
         XCTAssertEqual(other.status, 1, other.stderr)
         XCTAssertTrue(other.stderr.contains("no agent named \"nobody\""), other.stderr)
+    }
+
+    /// A step whose outcome reads differently now: the model is asked whether the screen shows the same outcome, and
+    /// its words count only when they are on the screen; the fix is saved, and the next replay needs no model.
+    func testADivergedOutcomeIsHealedOnlyWithWordsThatAreOnTheScreen() throws {
+        try "approval = none\n".write(
+            to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
+        let server = try MockMessagesServer(replies: [
+            .stream(.turn(blocks: [.text("Shipped")])), .stream(.turn(blocks: [.text("\"Order form\"")])),
+        ])
+        defer { server.stop() }
+        let env = [
+            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-heal-SECRET"), "HOME": dir.path,
+            "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path,
+            "XDG_STATE_HOME": dir.appendingPathComponent("state").path,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+        ]
+        XCTAssertEqual(try runCLI(["agent", "create", "replayer"], environment: env).status, 0)
+        let file = try script(label: "Submit", appeared: ["text Order sent"])
+        // The model names words that are not on the screen: not believed.
+        let refused = try runCLI(
+            ["replay", file, "--display", display.name, "--timeout", "1", "--json"], environment: env)
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssertTrue(
+            try JSONValue.parse(refused.stdout)["reason"]?.string?.contains("\"Shipped\", which is not on the screen")
+                == true, refused.text)
+        // It names what the screen shows: healed, saved as the script's next revision.
+        let healed = try runCLI(
+            ["replay", file, "--display", display.name, "--timeout", "1", "--json"], environment: env)
+        XCTAssertEqual(healed.status, 0, healed.stderr)
+        XCTAssertEqual(try JSONValue.parse(healed.stdout)["healed"]?.int, 1)
+        let saved = try JSONValue.parse(String(contentsOfFile: file, encoding: .utf8))
+        XCTAssertEqual(saved["revision"]?.int, 2)
+        XCTAssertEqual(saved["steps"]?.array?.first?["post"]?["appeared"]?.array?.first?.string, "text Order form")
+        XCTAssertEqual(server.requests.count, 2)
+        server.stop()
+        let next = try runCLI(
+            ["replay", file, "--display", display.name, "--timeout", "1", "--heal", "never"], environment: env)
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertEqual(server.requests.count, 2, "the healed outcome needed no model the next time")
+        // The healing requests are the replay's: their cost is on its run.
+        let store = try AgentStore(path: try XCTUnwrap(env["XCLAW_DB"]))
+        let runs = try store.sessions(agent: "replayer")
+        XCTAssertEqual(runs.map(\.status), [.failed, .completed, .completed])
+        XCTAssertEqual(runs.map { $0.replay?.requests }, [1, 1, 0])
+        XCTAssertEqual(try store.steps(session: runs[1].id).count, 1, "its request is recorded with the run")
     }
 }
