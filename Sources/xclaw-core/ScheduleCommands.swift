@@ -120,7 +120,9 @@ struct ScheduleCommand: ParsableCommand {
             if tz != nil && every != nil { throw ValidationError("--tz goes with --cron or --at, not --every") }
             try RunDisplayOptions.check(display: display)
             if let replay {
-                _ = try ReplayScript.read(replay, resolved: Invocation.current.resolve(replay))
+                do { _ = try ReplayScript.read(replay, resolved: Invocation.current.resolve(replay)) } catch {
+                    throw ValidationError("\(error)")
+                }
                 if display?.hasPrefix("new") == true {
                     throw ValidationError("--replay works on a display that stays; not with --display new")
                 }

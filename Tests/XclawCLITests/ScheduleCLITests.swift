@@ -306,9 +306,12 @@ final class ScheduleCLITests: XCTestCase {
             "XCLAW_STATE_DIR": dir.appendingPathComponent("state").path, "XCLAW_TEST_DAEMON": "0",
             "XDG_STATE_HOME": dir.appendingPathComponent("xdg-state").path,
         ]
+        // Submit is gated for unattended runs, replays included; this agent may press it.
         XCTAssertEqual(
-            try runCLI(["agent", "create", "bot", "--tools", "memory", "--display", display.name], environment: env)
-                .status, 0)
+            try runCLI(
+                ["agent", "create", "bot", "--tools", "memory", "--display", display.name, "--approval", "none"],
+                environment: env
+            ).status, 0)
         let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
         for (name, label) in [("replayed", "Submit"), ("diverged", "Nope")] {
             let added = try runCLI(
@@ -331,9 +334,26 @@ final class ScheduleCLITests: XCTestCase {
             }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        XCTAssertEqual(results["replayed"], "replayed without the model")
+        XCTAssertTrue(results["replayed"]?.hasPrefix("replayed 1 step(s) without the model (run ") == true, "\(results)")
         XCTAssertEqual(results["diverged"], "the replay diverged; the agent ran")
         XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1, "the replay pressed Submit once")
         XCTAssertEqual(server.requests.count, 1, "only the diverged task asked the model")
+        // Both replays are runs of their tasks, with kept reports; the diverged one is followed by the agent's run.
+        let runs = try XCTUnwrap(try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array)
+        let replayed = runs.filter { $0["task"]?.string == "replayed" }
+        XCTAssertEqual(replayed.count, 1, "\(runs)")
+        XCTAssertEqual(replayed.first?["replay"]?["replayed"]?.int, 1)
+        XCTAssertEqual(replayed.first?["cost_usd"]?.double, 0)
+        XCTAssertNotNil(replayed.first?["report"]?.string, "its report is kept")
+        let diverged = runs.filter { $0["task"]?.string == "diverged" }
+        XCTAssertEqual(diverged.map { $0["replay"] == .null }, [false, true], "\(diverged)")
+        XCTAssertEqual(diverged.first?["replay"]?["failed"]?.int, 1)
+
+        // run-now replays first too, without the model.
+        fixture.clear()
+        let now = try runCLI(["schedule", "run-now", "replayed"], environment: env)
+        XCTAssertEqual(now.status, 0, now.stderr)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1, "run-now pressed Submit through the replay")
+        XCTAssertEqual(server.requests.count, 1, "run-now asked no model")
     }
 }
