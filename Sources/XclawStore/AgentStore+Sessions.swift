@@ -315,7 +315,8 @@ extension AgentStore {
         agent: String, prompt: String, scheduleType: TaskScheduleType, scheduleValue: String,
         contextMode: TaskContextMode = .isolated, nextRun: Date?, status: TaskStatus = .active,
         id: String = UUID().uuidString.lowercased(), name: String? = nil, timeZone: String? = nil,
-        catchUp: TaskCatchUp = .once, createdAt: Date = Date(), display: String? = nil, setup: String? = nil
+        catchUp: TaskCatchUp = .once, createdAt: Date = Date(), display: String? = nil, setup: String? = nil,
+        replay: String? = nil
     ) throws -> TaskRecord {
         guard !id.isEmpty else { throw StoreError.invalidArgument("a task id cannot be empty") }
         if let name, name.isEmpty || name.count > 64 || name.contains(where: \.isNewline) {
@@ -325,7 +326,7 @@ extension AgentStore {
             id: id, agent: agent, prompt: prompt, scheduleType: scheduleType,
             scheduleValue: scheduleValue, contextMode: contextMode, nextRun: nextRun,
             status: status, createdAt: createdAt, name: name, timeZone: timeZone, catchUp: catchUp)
-        (task.display, task.setup) = (display, setup)
+        (task.display, task.setup, task.replay) = (display, setup, replay)
         try write { db in
             try requireAgent(db, agent)
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [id]) != nil {
@@ -337,13 +338,13 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     INSERT INTO tasks (id, agent, prompt, schedule_type, schedule_value, context_mode, next_run,
-                        status, created_at, name, tz, catch_up, display, setup)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        status, created_at, name, tz, catch_up, display, setup, replay)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     id, agent, prompt, scheduleType.rawValue, scheduleValue, contextMode.rawValue,
                     task.nextRun.map(StoreDate.format), status.rawValue, StoreDate.format(task.createdAt),
-                    name, timeZone, catchUp.rawValue, display, setup,
+                    name, timeZone, catchUp.rawValue, display, setup, replay,
                 ])
         }
         return task
@@ -533,13 +534,5 @@ extension AgentStore {
             timeZone: row["tz"], catchUp: TaskCatchUp(rawValue: row["catch_up"] ?? "once") ?? .once)
         (task.display, task.setup, task.replay) = (row["display"], row["setup"], row["replay"])
         return task
-    }
-
-    /// Sets the script a task replays before its agent runs (nil: none).
-    public func setTaskReplay(_ id: String, path: String?) throws {
-        try write { db in
-            try db.execute(sql: "UPDATE tasks SET replay = ? WHERE id = ?", arguments: [path, id])
-            if db.changesCount == 0 { throw StoreError.unknownTask(id) }
-        }
     }
 }

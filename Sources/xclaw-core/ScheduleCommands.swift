@@ -161,13 +161,8 @@ struct ScheduleCommand: ParsableCommand {
             let task = try store.createTask(
                 agent: agent, prompt: prompt, scheduleType: type, scheduleValue: value, contextMode: .agent,
                 nextRun: first, name: name, timeZone: tz, catchUp: catchUp, createdAt: now, display: display,
-                setup: setup)
-            var stored = task
-            if let replay {
-                stored.replay = Invocation.current.resolve(replay)
-                try store.setTaskReplay(task.id, path: stored.replay)
-            }
-            try emit(Row(stored), json: json) { "\(task.id) next \(StoreDate.format(first))" }
+                setup: setup, replay: replay.map { Invocation.current.resolve($0) })
+            try emit(Row(task), json: json) { "\(task.id) next \(StoreDate.format(first))" }
         }
     }
 
