@@ -174,7 +174,17 @@ public struct StepReplayer {
         let area: () throws -> Rect = {
             if stopped() { throw CancellationError() }
             guard let title = anchor.windowTitle, !title.isEmpty else { return try perceiver.area() }
-            return try perceiver.area(window: title)
+            do {
+                return try perceiver.area(window: title)
+            } catch ScreenError.windowNotFound(let name) {
+                // A title that changed (a document's name in it): the one window of the recorded class.
+                guard let windowClass = anchor.windowClass, !windowClass.isEmpty else {
+                    throw ScreenError.windowNotFound(name)
+                }
+                let same = try perceiver.windows.list().filter { $0.visible && $0.className == windowClass }
+                guard same.count == 1, let window = same.first else { throw ScreenError.windowNotFound(name) }
+                return try perceiver.capturer.visibleArea(of: window)
+            }
         }
         let role = Role(rawValue: anchor.role).flatMap { $0.isInteractive ? $0 : nil }
         var why = ""

@@ -205,6 +205,9 @@ public final class EventProbe: @unchecked Sendable {
             | ExposureMask | StructureNotifyMask | FocusChangeMask | EnterWindowMask
         XSelectInput(d, id, Int(mask))
         XStoreName(d, id, title)
+        // WM_CLASS: instance and class, each NUL-terminated (a replay finds a retitled window by its class).
+        var windowClass = Array("xclaw-fixture\0XclawFixture\0".utf8)
+        XChangeProperty(d, id, XA_WM_CLASS, XA_STRING, 8, PropModeReplace, &windowClass, Int32(windowClass.count))
         var utf8 = Array(title.utf8)
         XChangeProperty(
             d, id, connection.atom("_NET_WM_NAME"), connection.atom("UTF8_STRING"), 8, PropModeReplace,

@@ -237,7 +237,8 @@ final class ScriptCLITests: XCTestCase {
                 tool: "computer", action: "left_click", x: button.center.x, y: button.center.y, screen: [1920, 1080],
                 target: StepAnchor(
                     source: "ocr", label: label, role: "button", box: [button.x, button.y, button.width, button.height],
-                    windowTitle: "form", nth: 1), post: StepPostcondition(appeared: appeared, changed: true))
+                    windowClass: "XclawFixture", windowTitle: "form", nth: 1),
+                post: StepPostcondition(appeared: appeared, changed: true))
         ]
         if let typed {
             steps.append(
@@ -312,6 +313,30 @@ final class ScriptCLITests: XCTestCase {
             ], environment: env)
         XCTAssertEqual(typed.status, 0, typed.stderr)
         XCTAssertEqual(fixture.typed(count: 3), "abc")
+
+        // The window's title changed (a document's name in it): found by its class, the only one of that class.
+        fixture.stop()
+        fixture = try Fixture(
+            display: display.name, title: "report.txt", frame: frame,
+            extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Submit"])
+        Thread.sleep(forTimeInterval: 0.2)
+        let retitled = try runCLI(
+            ["replay", try script(label: "Submit"), "--display", display.name, "--timeout", "2"], environment: env)
+        XCTAssertEqual(retitled.status, 0, retitled.stderr)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
+        // Two windows of that class, neither titled as recorded: which one is not certain, so nothing is clicked.
+        let twin = try Fixture(
+            display: display.name, title: "notes.txt", frame: Rect(x: 1100, y: 500, width: 600, height: 300),
+            extra: ["--button", "300,40,120,36:Submit"])
+        defer { twin.stop() }
+        Thread.sleep(forTimeInterval: 0.2)
+        fixture.clear()
+        let twins = try runCLI(
+            ["replay", try script(label: "Submit"), "--display", display.name, "--timeout", "1"], environment: env)
+        XCTAssertEqual(twins.status, 1, twins.stderr)
+        XCTAssertTrue(twins.stderr.contains("its window \"form\" is not on the screen"), twins.stderr)
+        XCTAssertTrue(fixture.wait(for: .buttonPress, timeout: 0.5).isEmpty)
+        XCTAssertTrue(twin.wait(for: .buttonPress, timeout: 0.5).isEmpty)
 
         // A script from elsewhere names an agent this database lacks: refused before anything happens.
         let other = try runCLI(
