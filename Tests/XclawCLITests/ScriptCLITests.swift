@@ -41,6 +41,20 @@ final class ScriptCLITests: XCTestCase {
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
+    /// The test's own database, config and state; the loopback model and a fake key when `server` is given.
+    private func environment(_ server: MockMessagesServer?) -> [String: String] {
+        var env = [
+            "HOME": dir.path, "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path,
+            "XDG_STATE_HOME": dir.appendingPathComponent("state").path,
+            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
+        ]
+        if let server {
+            env["ANTHROPIC_BASE_URL"] = server.baseURL
+            env["ANTHROPIC_API_KEY"] = "sk-" + "ant-script-SECRET"
+        }
+        return env
+    }
+
     private static func tool(_ id: String, _ input: String) -> MockReply {
         .stream(.turn(blocks: [.toolUse(id: id, name: "computer", input: input)], stopReason: "tool_use"))
     }
@@ -54,12 +68,7 @@ final class ScriptCLITests: XCTestCase {
             .stream(.turn(blocks: [.text("Done.")])),
         ])
         defer { server.stop() }
-        let env = [
-            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-script-SECRET"), "HOME": dir.path,
-            "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path,
-            "XDG_STATE_HOME": dir.appendingPathComponent("state").path,
-            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
-        ]
+        let env = environment(server)
         let ran = try runCLI(
             [
                 "run", "Press Submit, then type order 42 and press Return", "--display", display.name, "--tools",
@@ -259,11 +268,7 @@ final class ScriptCLITests: XCTestCase {
     func testReplaysAreGatedStoppableAndTypeOnlyIntoTheRecordedWindow() throws {
         try "approval_timeout = 1\n".write(
             to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
-        let env = [
-            "HOME": dir.path, "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path,
-            "XDG_STATE_HOME": dir.appendingPathComponent("state").path,
-            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
-        ]
+        let env = environment(nil)
         XCTAssertEqual(try runCLI(["agent", "create", "replayer"], environment: env).status, 0)
         let gated = try runCLI(
             ["replay", try script(label: "Submit"), "--display", display.name, "--timeout", "2"], environment: env)
@@ -354,12 +359,7 @@ final class ScriptCLITests: XCTestCase {
             .stream(.turn(blocks: [.text("Shipped")])), .stream(.turn(blocks: [.text("\"Order form\"")])),
         ])
         defer { server.stop() }
-        let env = [
-            "ANTHROPIC_BASE_URL": server.baseURL, "ANTHROPIC_API_KEY": ("sk-" + "ant-heal-SECRET"), "HOME": dir.path,
-            "XCLAW_DB": dir.appendingPathComponent("db.sqlite").path,
-            "XDG_STATE_HOME": dir.appendingPathComponent("state").path,
-            "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
-        ]
+        let env = environment(server)
         XCTAssertEqual(try runCLI(["agent", "create", "replayer"], environment: env).status, 0)
         let file = try script(label: "Submit", appeared: ["text Order sent"])
         // The model names words that are not on the screen: not believed.
