@@ -159,4 +159,15 @@ final class ReplayAppsCLITests: XCTestCase {
         XCTAssertTrue(apps.dialogIsUp)
         XCTAssertEqual(server.requests.count, 11, "the replays asked no model")
     }
+
+    /// `xclaw bench replay` replays on a second display (1280x800) while the first one still serves: starting that
+    /// display's bus must not end the first one's. Xvfb started with `-displayfd` writes no `/tmp/.XN-lock`, and the
+    /// orphan reaper once took every such display for gone and killed its bus.
+    func testBAnotherAccessibilityDisplayLeavesThisOnesBusAlone() throws {
+        let bus = try XCTUnwrap(display.server.accessibility)
+        let other = try TestDisplay(size: Size(width: 1280, height: 800), accessibility: true)
+        defer { other.stop() }
+        XCTAssertTrue(Subprocess.isRunning(bus.daemonPID), "the first display's session bus was killed")
+        XCTAssertTrue(Subprocess.isRunning(bus.launcherPID), "the first display's accessibility bus was killed")
+    }
 }
