@@ -38,6 +38,12 @@ struct BenchReplay: ParsableCommand {
         var right: Int
         /// Median ms of the run's actions themselves (each with its settling), from its recorded steps.
         var actionsMs: Double?
+        /// The recording's phases, measured at the loopback server: process start to the first request, and a turn
+        /// (one request to the next: the loopback's answer, the action and its settling, the recording's snapshots,
+        /// the loop), medians; and one action with its settling, median.
+        var firstRequestMs: Double?
+        var turnMs: Double?
+        var stepMs: Double?
         var notes: [String]
     }
 
@@ -56,6 +62,9 @@ struct BenchReplay: ParsableCommand {
         var replayed = 0
         var right = false
         var actionsMs: Double?
+        var firstRequestMs: Double?
+        var turnMs: Double?
+        var stepMs: Double?
         var note: String?
     }
 
@@ -120,19 +129,29 @@ struct BenchReplay: ParsableCommand {
                             toLength: 14, withPad: " ", startingAt: 0)
                         + " \(r.right)/\(r.runs)")
             }
-            if let first = rows.first, let actions = first.actionsMs {
+            if let first = rows.first, let actions = first.actionsMs, let startUp = first.firstRequestMs,
+                let turn = first.turnMs, let step = first.stepMs
+            {
                 lines.append(
                     String(
-                        format: "the recorded run: %.0f ms of its %.0f ms were its 10 actions with their settling; the "
-                            + "rest is start-up, the recording's snapshots around each action and the loop (the "
-                            + "loopback model answers in about 1 ms; a real one adds its latency to each of the "
-                            + "%d requests)", actions, first.medianMs, first.requests))
+                        format: "the recorded run (medians): %.0f ms of its %.0f ms were its 10 actions with their "
+                            + "settling; start to the first request %.0f ms; a turn (one request to the next: the "
+                            + "loopback's answer, one action with its settling, the recording's snapshots, the loop) "
+                            + "%.0f ms, of which the action %.0f ms. The loopback model's own time is in the turn's "
+                            + "rest; a real model adds its latency to each of the %d requests",
+                        actions, first.medianMs, startUp, turn, step, first.requests))
             }
             for r in rows where !r.notes.isEmpty {
                 lines.append("\(r.name): " + Array(Set(r.notes)).sorted().joined(separator: "; "))
             }
             return lines.joined(separator: "\n")
         }
+    }
+
+    /// The median of `values`, nil when there are none.
+    static func median(_ values: [Double]) -> Double? {
+        let s = values.sorted()
+        return s.isEmpty ? nil : s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
     }
 
     /// Medians of one kind's samples.
@@ -152,7 +171,13 @@ struct BenchReplay: ParsableCommand {
                 ? nil : (Double(samples.map(\.replayed).reduce(0, +)) * 1000 / Double(steps)).rounded() / 10,
             right: samples.filter(\.right).count,
             actionsMs: recording ? median(samples.compactMap(\.actionsMs)).rounded() : nil,
-            notes: samples.compactMap(\.note))
+            firstRequestMs: recording ? median(samples.compactMap(\.firstRequestMs)).rounded() : nil,
+            turnMs: recording ? median(samples.compactMap(\.turnMs)).rounded() : nil,
+            stepMs: recording ? median(samples.compactMap(\.stepMs)).rounded() : nil,
+            // Without the refs (e12), which differ from run to run, so the same reason is said once.
+            notes: samples.compactMap(\.note).map {
+                $0.replacingOccurrences(of: #"\be[0-9]+ "#, with: "", options: .regularExpression)
+            })
     }
 
     /// The run with the loopback model: its wall time, requests, estimated tokens; the script exported to `script`.
@@ -175,6 +200,7 @@ struct BenchReplay: ParsableCommand {
         env["ANTHROPIC_BASE_URL"] = server.baseURL
         env["ANTHROPIC_API_KEY"] = "sk-" + "ant-bench-replay"
         let start = ContinuousClock.now
+        let started = Date()
         let ran = try ReplayApps.xclaw(
             ["run", ReplayApps.prompt, "--display", display.name, "--tools", "computer", "--json"], environment: env,
             timeout: 300)
@@ -183,6 +209,11 @@ struct BenchReplay: ParsableCommand {
             throw ValidationError("the recorded run failed (\(ran.status)): \(ran.stderr.suffix(400))")
         }
         sample.requests = server.requests.count
+        let arrivals = server.requests.map(\.receivedAt)
+        if let first = arrivals.first {
+            sample.firstRequestMs = first.timeIntervalSince(started) * 1000
+            sample.turnMs = Self.median(zip(arrivals.dropFirst(), arrivals).map { $0.timeIntervalSince($1) * 1000 })
+        }
         if let summary = try? JSONSerialization.jsonObject(with: Data(ran.stdout.utf8)) as? [String: Any],
             let usage = summary["usage"] as? [String: Any]
         {
@@ -208,6 +239,7 @@ struct BenchReplay: ParsableCommand {
         {
             sample.steps = steps.count
             sample.actionsMs = steps.compactMap { $0["ms"] as? Double }.reduce(0, +)
+            sample.stepMs = Self.median(steps.compactMap { $0["ms"] as? Double })
         }
         return sample
     }
