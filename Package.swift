@@ -216,6 +216,8 @@ let package = Package(
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
                 "XclawRuntime", "XclawSkills", "XclawCommandLine", "XclawTesting",
+                // The loopback model of `bench replay`'s recorded run.
+                "XclawMockAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

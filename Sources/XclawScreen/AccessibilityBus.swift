@@ -364,12 +364,16 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         return orphans.count
     }
 
-    /// Whether an X server runs for display `number`, by the pid in its lock file.
+    /// Whether an X server runs for display `number`: the pid in its lock file is alive, or (an Xvfb started with
+    /// `-displayfd`, as xclaw starts them, writes no lock file) its socket accepts a connection.
     private static func serverRuns(display number: Int) -> Bool {
-        guard let bytes = ProcFiles.read("/tmp/.X\(number)-lock"),
-            let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        else { return false }
-        return kill(pid, 0) == 0 || errno == EPERM
+        if let bytes = ProcFiles.read("/tmp/.X\(number)-lock"),
+            let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+            kill(pid, 0) == 0 || errno == EPERM
+        {
+            return true
+        }
+        return (try? UnixSocket.connect(path: "/tmp/.X11-unix/X\(number)")) != nil
     }
 
     /// A bus address without its `guid=` part, which a daemon may or may not pass on to what it spawns.
