@@ -190,7 +190,10 @@ public struct StepReplayer {
         var why = ""
         do {
             let match = try wait(for: "\"\(anchor.label)\" to appear", area: area) { area in
-                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
+                // The whole screen read as the recording read it (a window read alone can classify its labels
+                // otherwise: "Name:" beside a field), then only what lies in the target's window.
+                var snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: nil, refs: nil)
+                snapshot.elements = snapshot.elements.filter { area.contains($0.box.center) }
                 // Exact, whole matches only (never a ref, a fuzzy or a partial one), in reading order.
                 let exact = Finder.find(anchor.label, in: snapshot, role: role)
                     .filter { $0.score >= 0.999 && $0.whole == true }
@@ -237,7 +240,19 @@ public struct StepReplayer {
                     try TemplateMatcher.bestBelow(
                         template, in: frame, origin: Point(x: area.x, y: area.y), options: options)
                 }
-                return (Point(x: match.box.x + (x - origin.x), y: match.box.y + (y - origin.y)), "image")
+                let point = Point(x: match.box.x + (x - origin.x), y: match.box.y + (y - origin.y))
+                // The image may look like its neighbours (a keypad's keys): what lies there must not be labelled
+                // otherwise, or the match is another control.
+                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: nil, refs: nil)
+                if let there = Self.under(point, in: snapshot), !there.label.isEmpty, there.label != anchor.label {
+                    throw ReplayDivergence(
+                        reason: "cannot find \(anchor.role) \"\(anchor.label)\" by its label; its image matches "
+                            + "\(there.role.rawValue) \(UntrustedText.quoted(there.label)), another label, so it is not "
+                            + "certain to be the same control", healable: true)
+                }
+                return (point, "image")
+            } catch let divergence as ReplayDivergence {
+                throw divergence
             } catch {
                 why += "; its image: \(error)"
             }
@@ -246,6 +261,16 @@ public struct StepReplayer {
             reason: "cannot find \(anchor.role) \"\(anchor.label)\""
                 + (anchor.windowTitle.map { " in \(UntrustedText.quoted($0))" } ?? "") + ": \(why)",
             healable: true)
+    }
+
+    /// The element a point acts on, as the recording chose it: the smallest interactive one containing it, else the
+    /// smallest of any kind.
+    static func under(_ p: Point, in snapshot: Snapshot) -> Element? {
+        snapshot.elements.filter { $0.role != .window && $0.box.contains(p) }
+            .min { a, b in
+                (a.role.isInteractive ? 0 : 1, a.box.width * a.box.height)
+                    < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
+            }
     }
 
     /// An unlabelled target (a canvas, an unlabelled field): the same place in its window, found by title, when the

@@ -63,16 +63,21 @@ enum StepRecorder {
             step.target?.patchOrigin = patch.map { [$0.origin.x, $0.origin.y] }
         }
         if let after {
-            func names(_ s: Snapshot) -> Set<String> {
-                Set(
-                    s.elements.filter { $0.role != .window && !$0.label.isEmpty }.map {
-                        "\($0.role.rawValue) \($0.label)"
-                    })
+            // By label alone: a label read with another role after the action (a closing window read by OCR
+            // instead of its tree) neither appeared nor vanished.
+            func labels(_ s: Snapshot) -> Set<String> {
+                Set(s.elements.filter { $0.role != .window && !$0.label.isEmpty }.map(\.label))
             }
-            let (was, now) = (names(before), names(after))
+            func named(_ s: Snapshot, _ wanted: Set<String>) -> [String] {
+                Array(
+                    Set(s.elements.filter { $0.role != .window && wanted.contains($0.label) }.map {
+                        "\($0.role.rawValue) \($0.label)"
+                    }).sorted().prefix(20))
+            }
+            let (was, now) = (labels(before), labels(after))
             step.post = StepPostcondition(
-                appeared: Array(now.subtracting(was).sorted().prefix(20)),
-                vanished: Array(was.subtracting(now).sorted().prefix(20)), changed: changed)
+                appeared: named(after, now.subtracting(was)), vanished: named(before, was.subtracting(now)),
+                changed: changed)
         }
         return step
     }
