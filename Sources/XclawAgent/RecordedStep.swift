@@ -109,6 +109,8 @@ public struct StepPrecondition: Codable, Sendable, Hashable {
     public var anchorVisible: Bool
     /// The title of the window that was active.
     public var activeWindow: String?
+    /// Its class (a retitled window is still the one when it is the only one of its class).
+    public var activeClass: String? = nil
 
     /// Creates a precondition.
     public init(anchorVisible: Bool = false, activeWindow: String? = nil) {

@@ -6,6 +6,7 @@ import XclawClient
 import XclawMessages
 import XclawPerception
 import XclawScreen
+import XclawSkills
 import XclawStore
 
 /// What a replay is asked to do.
@@ -39,23 +40,27 @@ public struct ReplayOutcome: Codable, Sendable {
     public var run: Int64
     /// The script's steps.
     public var steps: Int
-    /// Steps done (healed ones included).
+    /// Steps done without the model.
     public var replayed: Int
-    /// Steps done after the model named their control's new label.
+    /// Steps done after the model healed them (a control's new label, an outcome's new words).
     public var healed = 0
     /// Steps that diverged (0 or 1).
     public var failed = 0
+    /// Steps whose input was sent, the failed one included when it failed after acting.
+    public var acted = 0
     /// The 1-based step that diverged.
     public var diverged: Int?
     /// Why it diverged, or why it stopped.
     public var reason: String?
-    /// Model requests made (0 unless a step healed).
+    /// Model requests made (0 unless a step was healed, or healing was tried).
     public var model_requests = 0
     /// Their cost.
     public var cost_usd = 0.0
     /// Where the healed script was saved.
     public var saved: String?
-    /// True when a stop request (or Ctrl-C) ended it.
+    /// Where the revision before it was kept.
+    public var previous: String?
+    /// True when a stop request (`xclaw stop`, the hotkey, the failsafe, Ctrl-C) ended it.
     public var stopped = false
     /// Wall time in milliseconds.
     public var wall_ms = 0.0
@@ -63,44 +68,68 @@ public struct ReplayOutcome: Codable, Sendable {
     public var outcomes: [ReplayedStep] = []
 }
 
+/// Stops a replay from outside (a signal handler): the replay ends at once, as on `xclaw stop`.
+public final class ReplayControl: Sendable {
+    private let hook = Mutex<(@Sendable (String) -> Void)?>(nil)
+    private let pending = Mutex<String?>(nil)
+
+    /// A control that stops nothing until a replay runs with it.
+    public init() {}
+
+    /// Stops the replay (or the one about to start) because of `why`.
+    public func stop(_ why: String) {
+        if let hook = hook.withLock({ $0 }) { hook(why) } else { pending.withLock { $0 = why } }
+    }
+
+    /// Wires the replay's own stop.
+    func attach(_ stop: @escaping @Sendable (String) -> Void) {
+        hook.withLock { $0 = stop }
+        if let why = pending.withLock({ $0 }) { stop(why) }
+    }
+}
+
 /// A replay as a run: recorded in `runs` (its own session, counts, cost, each step's outcome and the screen where it
-/// diverged, for `xclaw report`), stoppable like an agent's run (`xclaw stop`, the hotkey, the failsafe), gated by
-/// the agent's approval policy, and healed (when asked) one step at a time.
+/// diverged, for `xclaw report`), stoppable like an agent's run (`xclaw stop`, the hotkey, the failsafe, a signal),
+/// gated by the agent's approval policy as its own runs are, and healed (when asked) one step at a time.
 public enum Replayer {
-    /// Checks what a replay needs before anything connects or acts: its parameters, its agent, an API key when
-    /// healing is asked for. Throws the error the replay would.
-    public static func check(_ request: ReplayRequest, store: AgentStore) throws {
-        _ = try request.script.values(request.assignments)
+    /// The start of a divergence's reason when the approval gate refused the step: the agent would need the same
+    /// approval, so a schedule does not hand the task to it.
+    public static let approvalReason = "it needs approval"
+
+    /// Checks what a replay needs before anything connects or acts: its parameters (a password is never recorded,
+    /// so a script that types one needs it given), its agent, an API key when healing is asked for, a terminal for
+    /// `--heal ask`. Throws the error the replay would.
+    public static func check(_ request: ReplayRequest, store: AgentStore, attended: Bool) throws {
+        let values = try request.script.values(request.assignments)
+        let missing = Set(request.script.steps.compactMap { step in
+            step.parameter.flatMap { values[$0] == nil && step.text == nil ? $0 : nil }
+        })
+        if let name = missing.sorted().first {
+            throw ReplayError.missingParameter(name)
+        }
         _ = try store.agent(named: request.agent ?? request.script.agent)
         _ = try ReplayHealer.configuration(mode: request.heal)
+        if request.heal == "ask", !attended { throw ReplayError.noTerminal }
     }
 
     /// Runs `request` on `perceiver`'s display, recording it in `store`. `ask` asks the person at the terminal (nil
-    /// when unattended); `events` hears what the user should know. Throws before acting on bad input; a step that
-    /// diverges ends the replay with `failed` set, not with an error.
+    /// when unattended); `events` hears what the user should know; `control` stops it from outside. Throws before
+    /// acting on bad input; a step that diverges ends the replay with `failed` set, not with an error.
     public static func run(
         _ request: ReplayRequest, perceiver: Perceiver, store: AgentStore, settings: GuardSettings,
-        ask: (@Sendable (String) async -> Bool)?, events: @escaping @Sendable (String) -> Void
+        ask: (@Sendable (String) async -> Bool)?, control: ReplayControl = ReplayControl(),
+        events: @escaping @Sendable (String) -> Void
     ) throws -> ReplayOutcome {
+        try check(request, store: store, attended: ask != nil)
         let script = request.script
         let values = try script.values(request.assignments)
         let agentName = request.agent ?? script.agent
         let agent = try store.agent(named: agentName)
-        let configuration = try ReplayHealer.configuration(mode: request.heal)
         let input = try InputController(connection: perceiver.connection)
-        let session = try store.startReplay(
-            agent: agentName, script: request.name, revision: script.revision, steps: script.steps.count,
-            task: request.task)
-        let start = ContinuousClock.now
-        let stop = CancelFlag()
-        let runGuard = RunGuard(
-            store: store, session: session, display: perceiver.connection.name, settings: settings, events: events,
-            cancel: { stop.set() })
-        defer { runGuard.finish() }
-        let policy = agent.approval.map { (try? ApprovalPolicy.parse($0)) ?? .all } ?? settings.policy
-        let gate = policy.kinds.isEmpty ? nil : runGuard.gate(policy: policy, ask: ask, events: events)
+        // Everything that can fail is ready before the run is recorded, so no run is left `running`.
+        let sessionBox = Mutex<Int64?>(nil)
         var healer: ReplayHealer?
-        if let configuration {
+        if let configuration = try ReplayHealer.configuration(mode: request.heal) {
             let catalog = try ModelCatalog.load()
             let model = try (try? catalog.model(agent.model)) ?? catalog.model(catalog.default)
             healer = ReplayHealer(
@@ -108,19 +137,39 @@ public enum Replayer {
                 confirm: request.heal == "ask" ? ask : nil, events: events
             ) { usage, usd in
                 try? store.recordUsage(
-                    agent: agentName, sessionID: session, model: model.id, usage: usage, usd: usd)
+                    agent: agentName, sessionID: sessionBox.withLock { $0 }, model: model.id, usage: usage, usd: usd)
             }
         }
+        let session = try store.startReplay(
+            agent: agentName, script: request.name, revision: script.revision, steps: script.steps.count,
+            task: request.task)
+        sessionBox.withLock { $0 = session }
+        let start = ContinuousClock.now
+        let stop = CancelFlag()
+        // The approval wait in flight, cancelled by a stop so a stopped replay does not wait for a decision.
+        let waiting = Mutex<Task<Void, Never>?>(nil)
+        let runGuard = RunGuard(
+            store: store, session: session, display: perceiver.connection.name, settings: settings, events: events
+        ) {
+            stop.set()
+            waiting.withLock { $0?.cancel() }
+        }
+        defer { runGuard.finish() }
+        control.attach { why in runGuard.stop(why) }
+        let policy = agent.approval.map { (try? ApprovalPolicy.parse($0)) ?? .all } ?? settings.policy
+        let gate = policy.kinds.isEmpty ? nil : runGuard.gate(policy: policy, ask: ask, events: events)
         let replayer = StepReplayer(
             perceiver: perceiver, input: input, timeout: request.timeout, healer: healer, stopped: { stop.isSet })
         var outcome = ReplayOutcome(run: session, steps: script.steps.count, replayed: 0)
         var fixed = script
         var screenshot: String?
         func summary() -> ReplaySummary {
-            ReplaySummary(
+            var summary = ReplaySummary(
                 script: request.name, revision: script.revision, steps: script.steps.count,
-                replayed: outcome.replayed - outcome.healed, healed: outcome.healed, failed: outcome.failed,
+                replayed: outcome.replayed, healed: outcome.healed, failed: outcome.failed,
                 requests: outcome.model_requests, divergedStep: outcome.diverged, reason: outcome.reason)
+            summary.acted = outcome.acted
+            return summary
         }
         func save() {
             let encoder = JSONEncoder()
@@ -129,17 +178,42 @@ public enum Replayer {
             (outcome.model_requests, outcome.cost_usd) = healer?.spent ?? (0, 0)
             try? store.updateReplay(session: session, summary: summary(), log: log, screenshot: screenshot)
         }
+        // The gate sees the control where it is now, as the agent's gate would: a plain "OK" by its dialog's text,
+        // typing by its field (a password, a terminal).
+        func approve(_ record: ActionRecord) throws {
+            guard let gate else { return }
+            let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: nil, refs: nil)
+            let subject =
+                GateSubject.of(record, in: snapshot, pointer: try? input.cursorPosition()) ?? ActionSubject()
+            guard let kind = policy.classify(subject) else { return }
+            let describe =
+                "\(record.action)"
+                + (subject.label.map { " \(subject.role ?? "control") \(UntrustedText.quoted($0, limit: 60))" } ?? "")
+            let (task, wait) = Blocking.start {
+                await gate(GateRequest(record: record, describe: describe, subject: subject))
+            }
+            waiting.withLock { $0 = task }
+            if stop.isSet { task.cancel() }
+            let verdict = wait()
+            waiting.withLock { $0 = nil }
+            if stop.isSet { throw CancellationError() }
+            if case .deny = verdict {
+                throw ReplayDivergence(
+                    reason: "\(approvalReason) (\(kind.rawValue): \(describe)) and was not approved: run the replay "
+                        + "at a terminal to approve it, `xclaw approve \(session)` while it waits, or change the "
+                        + "approval policy of agent \(agentName) (`xclaw agent set \(agentName) --approval …`)")
+            }
+        }
         for (index, step) in script.steps.enumerated() {
             if stop.isSet { break }
             let number = index + 1
             let began = ContinuousClock.now
+            var acted = false
             do {
-                if let gate, let why = approval(of: step, values: values, gate: gate) {
-                    throw ReplayDivergence(reason: why)
-                }
-                let done = try replayer.replay(step, number: number, values: values)
+                let done = try replayer.replay(step, number: number, values: values, acted: &acted, gate: approve)
                 outcome.outcomes.append(done)
-                outcome.replayed += 1
+                outcome.acted += 1
+                if done.result == "healed" { outcome.healed += 1 } else { outcome.replayed += 1 }
                 if let label = done.healedLabel {
                     fixed.steps[index].target?.label = label
                     fixed.steps[index].target?.alikes = nil
@@ -150,24 +224,25 @@ public enum Replayer {
                     let role = first.split(separator: " ", maxSplits: 1).first.map(String.init) ?? "text"
                     fixed.steps[index].post.appeared[0] = "\(role) \(text)"
                 }
-                if done.result == "healed" { outcome.healed += 1 }
             } catch let divergence as ReplayDivergence {
                 (outcome.diverged, outcome.reason, outcome.failed) = (number, divergence.reason, 1)
-                outcome.outcomes.append(failure(step, number, divergence.reason, since: began))
+                if acted { outcome.acted += 1 }
+                outcome.outcomes.append(failure(step, number, divergence.reason, acted: acted, since: began))
                 screenshot = try? Data(PNG.encode(perceiver.capturer.capture())).base64EncodedString()
-                save()
                 break
             } catch is CancellationError {
+                if acted { outcome.acted += 1 }
                 break
             } catch {
-                // The display or the input failed: the replay cannot go on (its status says which).
+                // The display or the input failed: the replay cannot go on.
                 let reason = "\(error)"
                 (outcome.diverged, outcome.reason, outcome.failed) = (number, reason, 1)
-                outcome.outcomes.append(failure(step, number, reason, since: began))
+                if acted { outcome.acted += 1 }
+                outcome.outcomes.append(failure(step, number, reason, acted: acted, since: began))
                 save()
                 try? store.finishSession(
-                    session, status: .failed, error: "step \(number): \(reason)",
-                    steps: outcome.replayed, usd: healer?.spent.usd ?? 0)
+                    session, status: .failed, error: "step \(number): \(reason)", steps: outcome.acted,
+                    usd: healer?.spent.usd ?? 0)
                 throw error
             }
             save()
@@ -175,12 +250,18 @@ public enum Replayer {
         if stop.isSet {
             outcome.stopped = true
             outcome.reason = runGuard.stopReason ?? "stopped"
+            _ = try? input.releaseEverything()  // a click's modifiers or a key may have been down
         }
         outcome.wall_ms = milliseconds(since: start)
-        // A healed script is saved as its next revision, so the next replay needs no model.
+        // A healed script is saved as its next revision (the one before kept beside it), so the next replay needs
+        // no model.
         if outcome.healed > 0, let path = request.savePath {
             fixed.revision = (fixed.revision ?? 1) + 1
+            let previous = "\(path).rev\(script.revision ?? 1)"
             do {
+                try? FileManager.default.removeItem(atPath: previous)
+                try FileManager.default.copyItem(atPath: path, toPath: previous)
+                outcome.previous = previous
                 try fixed.write(to: path)
                 outcome.saved = path
             } catch {
@@ -191,51 +272,27 @@ public enum Replayer {
         }
         save()
         let status: SessionStatus = outcome.stopped ? .stopped : outcome.diverged == nil ? .completed : .failed
-        try? store.finishSession(
-            session, status: status,
-            error: outcome.stopped ? outcome.reason : outcome.diverged.map { "step \($0) diverged: \(outcome.reason ?? "")" },
-            steps: outcome.replayed, usd: outcome.cost_usd)
+        do {
+            try store.finishSession(
+                session, status: status,
+                error: outcome.stopped
+                    ? outcome.reason : outcome.diverged.map { "step \($0) diverged: \(outcome.reason ?? "")" },
+                steps: outcome.acted, usd: outcome.cost_usd)
+        } catch {
+            events("run \(session) ended, but its end could not be recorded (\(error)); `xclaw runs` may show it running")
+        }
         return outcome
     }
 
-    /// Why the approval gate refused the step, or nil when it may go: the control's label and role, or the text
-    /// typed (a password) and keys pressed, classified by the agent's policy as in its own runs.
-    private static func approval(
-        of step: RecordedStep, values: [String: String], gate: @escaping @Sendable (GateRequest) async -> GateVerdict
-    ) -> String? {
-        let text = step.parameter.flatMap { values[$0] } ?? step.text
-        let subject: ActionSubject
-        switch step.action {
-        case let action where StepReplayer.clicks.contains(action):
-            subject = ActionSubject(label: step.target?.label, role: step.target?.role)
-        case "type", "type_submit", "type_text":
-            subject = ActionSubject(
-                label: step.focus == true ? step.target?.label : nil, role: step.focus == true ? step.target?.role : nil,
-                typed: (text ?? "") + (step.action == "type_submit" ? "\n" : ""),
-                intoPassword: step.parameter == "password")
-        case "key", "press_button":
-            subject = ActionSubject(typed: step.text, keys: true)
-        default:
-            return nil
-        }
-        let record = ActionRecord(tool: step.tool, action: step.action, x: step.x, y: step.y, text: nil, result: "pending")
-        let describe =
-            "\(step.action)"
-            + (step.target.flatMap { $0.label.isEmpty ? nil : " \($0.role) \(UntrustedText.quoted($0.label))" } ?? "")
-        let verdict: GateVerdict = Blocking.start {
-            await gate(GateRequest(record: record, describe: describe, subject: subject))
-        }.1()
-        if case .deny(let why) = verdict { return "it needs approval: " + why }
-        return nil
-    }
-
     /// A failed step's outcome.
-    private static func failure(_ step: RecordedStep, _ number: Int, _ reason: String, since: ContinuousClock.Instant)
-        -> ReplayedStep
-    {
-        ReplayedStep(
+    private static func failure(
+        _ step: RecordedStep, _ number: Int, _ reason: String, acted: Bool, since: ContinuousClock.Instant
+    ) -> ReplayedStep {
+        var outcome = ReplayedStep(
             number: number, action: step.action, label: step.target.flatMap { $0.label.isEmpty ? nil : $0.label },
             grounded: nil, point: nil, result: "failed", reason: reason, ms: milliseconds(since: since))
+        outcome.acted = acted
+        return outcome
     }
 
     /// Milliseconds since `start`.

@@ -16,6 +16,10 @@ public enum ReplayError: ClassifiedError, Equatable {
     case healingNeedsKey(String)
     /// The script was written by a newer xclaw (exit 2).
     case newerFormat(Int)
+    /// A step types a parameter that has no value: a password, which is never recorded (exit 2).
+    case missingParameter(String)
+    /// `--heal ask` with nobody to ask (exit 2).
+    case noTerminal
 
     /// The exit status each case ends a command with.
     public var exitStatus: ExitStatus {
@@ -37,6 +41,11 @@ public enum ReplayError: ClassifiedError, Equatable {
                 + (known.isEmpty ? "none" : known.map { $0.uppercased() }.joined(separator: ", ")) + ")"
         case .healingNeedsKey(let mode):
             return "--heal \(mode) needs an API key (ANTHROPIC_API_KEY): set one, or use --heal never"
+        case .missingParameter(let name):
+            return "a step types \(name.uppercased()), which is never recorded (a password): pass "
+                + "--param \(name.uppercased())=VALUE"
+        case .noTerminal:
+            return "--heal ask asks at a terminal, and there is none: use --heal auto or --heal never"
         case .newerFormat(let version):
             return "the script is format version \(version), newer than this xclaw reads (1): update xclaw"
         }

@@ -38,6 +38,8 @@ public struct ReplayedStep: Codable, Sendable, Hashable {
     public var healedLabel: String?
     /// The text that shows the step's outcome now, when the model healed its postcondition.
     public var healedPost: String? = nil
+    /// Whether its input was sent (a failed step may have acted before its check failed).
+    public var acted: Bool? = nil
     /// Why it failed.
     public var reason: String?
     /// Milliseconds the step took, waits included.
@@ -84,8 +86,13 @@ public struct StepReplayer {
     ]
 
     /// Replays `step` (number `number`), with `values` for its parameter; throws `ReplayDivergence` when it cannot be
-    /// done safely, before acting whenever the check allows it.
-    public func replay(_ step: RecordedStep, number: Int, values: [String: String]) throws -> ReplayedStep {
+    /// done safely, before acting whenever the check allows it. `acted` turns true once its input was sent (a step
+    /// that fails after acting must not be done again by someone else). `gate` hears the action, its target grounded,
+    /// just before it is sent, and throws to refuse it.
+    public func replay(
+        _ step: RecordedStep, number: Int, values: [String: String], acted: inout Bool,
+        gate: (ActionRecord) throws -> Void = { _ in }
+    ) throws -> ReplayedStep {
         let start = ContinuousClock.now
         var outcome = ReplayedStep(
             number: number, action: step.action, label: step.target.flatMap { $0.label.isEmpty ? nil : $0.label },
@@ -100,32 +107,48 @@ public struct StepReplayer {
             (outcome.grounded, outcome.point) = (how, [point.x, point.y])
             return point
         }
+        func record(_ point: Point?, text: String?) -> ActionRecord {
+            ActionRecord(tool: step.tool, action: step.action, x: point?.x, y: point?.y, text: text, result: "pending")
+        }
         switch step.action {
         case let action where Self.clicks.contains(action):
             let point = try located(step)
             let button: MouseButton = action == "right_click" ? .right : action == "middle_click" ? .middle : .left
             let count = ["double_click", "double_tap"].contains(action) ? 2 : action == "triple_click" ? 3 : 1
-            try input.click(at: point, button: button, count: count, modifiers: try modifiers(of: step))
+            let held = try modifiers(step.modifiers)
+            try gate(record(point, text: nil))
+            acted = true
+            try input.click(at: point, button: button, count: count, modifiers: held)
         case "type", "type_submit", "type_text":
             // Typed into a field named by the run (`type_text into:`): that field is found and clicked first.
+            var field: Point?
             if step.focus == true, step.target != nil {
-                try input.click(at: try located(step))
+                field = try located(step)
             } else {
                 try activeWindowHolds(step)
             }
-            try input.keyboard.type(text ?? "")
-            if step.action == "type_submit" { try input.keyboard.press([try KeyCombo.parse("Return")]) }
+            try gate(record(field, text: text))
+            acted = true
+            if let field { try input.click(at: field) }
+            try input.keyboard.type(text ?? "", interrupted: stopped)
+            if step.action == "type_submit", !stopped() { try input.keyboard.press([try KeyCombo.parse("Return")]) }
         case "key", "press_button":
             try activeWindowHolds(step)
             let combos = try (step.text ?? "").split(separator: " ").map { try KeyCombo.parse(String($0)) }
+            try gate(record(nil, text: step.text))
+            acted = true
             try input.keyboard.press(combos)
         case "scroll":
-            let parts = (step.text ?? "down 1").split(separator: " ")
-            guard let direction = parts.first.flatMap({ ScrollDirection(rawValue: String($0)) }) else {
+            // "down 3", or "down 3 with ctrl" (a zoom).
+            let words = (step.text ?? "down 1").split(separator: " ").map(String.init)
+            guard let direction = words.first.flatMap(ScrollDirection.init(rawValue:)) else {
                 throw ReplayDivergence(reason: "the recorded scroll \(step.text ?? "") names no direction")
             }
+            let amount = words.count > 1 ? Int(words[1]) ?? 1 : 1
+            let held = try modifiers(words.count > 3 && words[2] == "with" ? words[3] : nil)
             let point = step.target == nil ? nil : try located(step)
-            try input.scroll(direction, amount: parts.count > 1 ? Int(parts[1]) ?? 1 : 1, at: point)
+            acted = true
+            try input.scroll(direction, amount: amount, at: point, modifiers: held)
         default:
             throw ReplayDivergence(reason: "\(step.tool) \(step.action) cannot be replayed without the model yet")
         }
@@ -134,9 +157,9 @@ public struct StepReplayer {
         return outcome
     }
 
-    /// The modifier keys a click held (`shift`, `ctrl+shift`).
-    private func modifiers(of step: RecordedStep) throws -> [UInt] {
-        guard let text = step.modifiers, !text.isEmpty else { return [] }
+    /// The modifier keys an action held (`shift`, `ctrl+shift`).
+    private func modifiers(_ text: String?) throws -> [UInt] {
+        guard let text, !text.isEmpty else { return [] }
         do {
             return try text.split { $0 == "+" || $0.isWhitespace }.map { try KeyNames.keysym(for: String($0)) }
         } catch {
@@ -174,17 +197,7 @@ public struct StepReplayer {
         let area: () throws -> Rect = {
             if stopped() { throw CancellationError() }
             guard let title = anchor.windowTitle, !title.isEmpty else { return try perceiver.area() }
-            do {
-                return try perceiver.area(window: title)
-            } catch ScreenError.windowNotFound(let name) {
-                // A title that changed (a document's name in it): the one window of the recorded class.
-                guard let windowClass = anchor.windowClass, !windowClass.isEmpty else {
-                    throw ScreenError.windowNotFound(name)
-                }
-                let same = try perceiver.windows.list().filter { $0.visible && $0.className == windowClass }
-                guard same.count == 1, let window = same.first else { throw ScreenError.windowNotFound(name) }
-                return try perceiver.capturer.visibleArea(of: window)
-            }
+            return try perceiver.capturer.visibleArea(of: try window(title: title, windowClass: anchor.windowClass))
         }
         let role = Role(rawValue: anchor.role).flatMap { $0.isInteractive ? $0 : nil }
         var why = ""
@@ -209,7 +222,12 @@ public struct StepReplayer {
                             "found \(exact.count) \(anchor.role) \"\(anchor.label)\" where the run saw \(expected): "
                             + "which one it meant is not certain", healable: true)
                 }
-                let nth = min(max(1, anchor.nth ?? 1), exact.count)
+                let nth = anchor.nth ?? 1
+                guard (1...exact.count).contains(nth) else {
+                    throw ReplayDivergence(
+                        reason: "the script wants look-alike \(nth) of \(exact.count) \(anchor.role) "
+                            + "\"\(anchor.label)\": fix its nth")
+                }
                 return exact[nth - 1]
             }
             if match.covered == true { throw ReplayDivergence(reason: "\(match.summary) is covered by a window") }
@@ -263,6 +281,23 @@ public struct StepReplayer {
             healable: true)
     }
 
+    /// The window a step was recorded in: the one visible window titled exactly so (never a part of a title: "Delete"
+    /// is not "Delete all items?"), else, when the title changed (a document's name in it), the one of its class.
+    /// Two windows of the title (or of the class) are a divergence: which one is not certain.
+    func window(title: String, windowClass: String?) throws -> WindowInfo {
+        let windows = try perceiver.windows.list().filter(\.visible)
+        let titled = windows.filter { $0.title == title }
+        if titled.count == 1, let window = titled.first { return window }
+        if titled.count > 1 {
+            throw ReplayDivergence(reason: "\(titled.count) windows are titled \(UntrustedText.quoted(title))")
+        }
+        if let windowClass, !windowClass.isEmpty {
+            let same = windows.filter { $0.className == windowClass }
+            if same.count == 1, let window = same.first { return window }
+        }
+        throw ScreenError.windowNotFound(title)
+    }
+
     /// The element a point acts on, as the recording chose it: the smallest interactive one containing it, else the
     /// smallest of any kind.
     static func under(_ p: Point, in snapshot: Snapshot) -> Element? {
@@ -283,11 +318,7 @@ public struct StepReplayer {
                 reason: "its target has no label, window and image to find it by; a replay never clicks blind")
         }
         return try wait(for: "its place in \(UntrustedText.quoted(title))", area: { try perceiver.area() }) { _ in
-            let windows = try perceiver.windows.list().filter { $0.visible && $0.title == title }
-            guard let window = windows.first else { throw ScreenError.windowNotFound(title) }
-            guard windows.count == 1 else {
-                throw ReplayDivergence(reason: "\(windows.count) windows are titled \(UntrustedText.quoted(title))")
-            }
+            let window = try window(title: title, windowClass: anchor.windowClass)
             let point = Point(x: window.frame.x + relative[0], y: window.frame.y + relative[1])
             guard window.frame.contains(point) else {
                 throw ReplayDivergence(
@@ -322,23 +353,31 @@ public struct StepReplayer {
         return (template, Point(x: origin[0], y: origin[1]))
     }
 
-    /// Typing and keys go to the active window: when the run recorded which one that was, the same window must be
-    /// active (by title) before anything is typed, or the text would land elsewhere.
+    /// Typing and keys go to the active window (with no window manager, the one holding the focus, else the one
+    /// under the pointer): when the run recorded which one that was, the same window must be active before anything
+    /// is typed (by title; a retitled one by its class when it is the only window of that class), or the text would
+    /// land elsewhere. A title that cannot be read is no match.
     private func activeWindowHolds(_ step: RecordedStep) throws {
         guard let wanted = step.pre.activeWindow, !wanted.isEmpty else { return }
-        var seen: String?
+        var seen = "no window"
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while true {
             if stopped() { throw CancellationError() }
-            guard let id = try perceiver.windows.activeWindow() else { return }  // none known: nothing to compare
-            seen = try? perceiver.windows.window(id: id).title
-            if seen == nil || seen == wanted { return }
+            if let id = try perceiver.windows.activeWindow(), let active = try? perceiver.windows.window(id: id) {
+                if active.title == wanted { return }
+                if let cls = step.pre.activeClass, !cls.isEmpty, active.className == cls,
+                    try perceiver.windows.list().filter({ $0.visible && $0.className == cls }).count == 1
+                {
+                    return
+                }
+                seen = UntrustedText.quoted(active.title)
+            }
             if ContinuousClock.now > deadline { break }
             Thread.sleep(forTimeInterval: 0.05)
         }
         throw ReplayDivergence(
-            reason: "the active window is \(UntrustedText.quoted(seen ?? "")), not \(UntrustedText.quoted(wanted)) "
-                + "as when it was recorded: the keys would go elsewhere")
+            reason: "the active window is \(seen), not \(UntrustedText.quoted(wanted)) as when it was recorded: the "
+                + "keys would go elsewhere")
     }
 
     /// Waits for what the step made appear when it was recorded (the first such label, anywhere on the screen).

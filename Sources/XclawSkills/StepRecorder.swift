@@ -31,6 +31,7 @@ enum StepRecorder {
         guard let before else { return step }
         let active = before.elements.first { $0.role == .window && $0.active == true }
         step.pre = StepPrecondition(anchorVisible: false, activeWindow: active?.label)
+        step.pre.activeClass = active?.className
         if let point, let element = under(point, in: before) {
             let window = before.elements.first { $0.role == .window && $0.windowID == element.windowID }
             let alike = before.elements.filter {
@@ -47,20 +48,17 @@ enum StepRecorder {
             step.target?.alikes = alike.count
             step.target?.patchOrigin = patch.map { [$0.origin.x, $0.origin.y] }
             step.pre.anchorVisible = true
-            // A password typed into its field is never kept: a replay must be given it (`--param`).
-            let typing = ["type", "type_submit"].contains(record.action)
-            if typing, element.role == .field,
-                element.toolkitRole == "password text"
-                    || ApprovalPolicy.words(element.label).contains(where: {
-                        ["password", "passphrase", "pin"].contains($0)
-                    })
-            {
-                step.text = nil
-                step.parameter = "password"
-            }
         } else if let point {
             step.target = StepAnchor(label: "", role: "", box: [point.x, point.y, 1, 1], patch: patch?.png)
             step.target?.patchOrigin = patch.map { [$0.origin.x, $0.origin.y] }
+        }
+        // A password is never kept: a replay must be given it (`--param PASSWORD=…`). The field is judged as the
+        // approval gate judges it (the focused field, else the one under the pointer; by role, label or bullets).
+        if ["type", "type_submit"].contains(record.action),
+            GateSubject.of(record, in: before, pointer: pointer)?.intoPassword == true
+        {
+            step.text = nil
+            step.parameter = "password"
         }
         if let after {
             // By label alone: a label read with another role after the action (a closing window read by OCR

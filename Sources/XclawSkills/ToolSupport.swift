@@ -127,13 +127,23 @@ extension ScreenSession {
     /// the model clicked to focus it). Nil only for what presses and types nothing (a scroll, a hover, a launch by
     /// name). Runs a snapshot, so only runs with a gate call it.
     func gateSubject(for record: ActionRecord, in snapshot: Snapshot) throws -> ActionSubject? {
+        GateSubject.of(record, in: snapshot, pointer: try? input.cursorPosition())
+    }
+}
+
+/// What an action acts on, for the approval gate, read off a snapshot: an agent's tools and a replay classify the
+/// same way.
+public enum GateSubject {
+    /// The control under the action's point (`pointer` when it names none), both ends of a drag, or for typing and
+    /// keys the focused field (else the field under the pointer, where a click focused it). Nil only for what presses
+    /// and types nothing (a scroll, a hover, a launch by name).
+    public static func of(_ record: ActionRecord, in snapshot: Snapshot, pointer: Point?) -> ActionSubject? {
         let keys = keyActions.contains(record.action) || (record.tool == "press_button")
         let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
         let dragging = draggingActions.contains(record.action)
         let pressing = !keys && (pressingActions.contains(record.action) || pressingActions.contains(record.tool))
         guard pressing || typing || dragging || keys else { return nil }
         func under(_ p: Point) -> Element? { StepRecorder.under(p, in: snapshot) }
-        let pointer = try? input.cursorPosition()
         if pressing || dragging {
             var points = [record.x.flatMap { x in record.y.map { Point(x: x, y: $0) } } ?? pointer].compactMap { $0 }
             if dragging, let text = record.text, let end = try? Point(parsing: String(text.dropFirst(3))) {
@@ -156,8 +166,10 @@ extension ScreenSession {
             }
             return ActionSubject(label: label, role: interactive.role.rawValue, toolkitRole: interactive.toolkitRole)
         }
+        // A field named by the action (`type_text into:` records its point) is where the text goes.
+        let named = record.x.flatMap { x in record.y.map { Point(x: x, y: $0) } }.flatMap(under)
         let focused =
-            snapshot.elements.first { $0.states?.contains("focused") == true && $0.role == .field }
+            named ?? snapshot.elements.first { $0.states?.contains("focused") == true && $0.role == .field }
             ?? pointer.flatMap(under)
         let password =
             focused.map { e in

@@ -8,7 +8,7 @@ extension AgentStore {
     /// The `replays` columns a sessions query joins (`LEFT JOIN replays r`), named so `sessionRecord` finds them.
     static let replayColumns = """
         r.script AS rp_script, r.revision AS rp_revision, r.steps AS rp_steps, r.replayed AS rp_replayed, \
-        r.healed AS rp_healed, r.failed AS rp_failed, r.requests AS rp_requests, \
+        r.healed AS rp_healed, r.failed AS rp_failed, r.acted AS rp_acted, r.requests AS rp_requests, \
         r.diverged_step AS rp_diverged_step, r.reason AS rp_reason
         """
 
@@ -40,11 +40,13 @@ extension AgentStore {
         try write { db in
             try db.execute(
                 sql: """
-                    UPDATE replays SET replayed = ?, healed = ?, failed = ?, requests = ?, diverged_step = ?,
-                        reason = ?, log = ?, screenshot = coalesce(?, screenshot) WHERE session_id = ?
+                    UPDATE replays SET replayed = ?, healed = ?, failed = ?, acted = ?, requests = ?,
+                        diverged_step = ?, reason = ?, log = ?, screenshot = coalesce(?, screenshot)
+                    WHERE session_id = ?
                     """,
                 arguments: [
-                    summary.replayed, summary.healed, summary.failed, summary.requests, summary.divergedStep,
+                    summary.replayed, summary.healed, summary.failed, summary.acted, summary.requests,
+                    summary.divergedStep,
                     summary.reason, log, screenshot, id,
                 ])
             if db.changesCount == 0 { throw StoreError.unknownSession(id) }

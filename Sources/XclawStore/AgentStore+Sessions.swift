@@ -143,6 +143,7 @@ extension AgentStore {
                 script: script, revision: row["rp_revision"], steps: row["rp_steps"], replayed: row["rp_replayed"],
                 healed: row["rp_healed"], failed: row["rp_failed"], requests: row["rp_requests"],
                 divergedStep: row["rp_diverged_step"], reason: row["rp_reason"])
+            record.replay?.acted = row["rp_acted"]
         }
         return record
     }

@@ -221,6 +221,9 @@ public struct ReplaySummary: Sendable, Hashable, Codable {
     public var healed: Int
     /// Steps that diverged (0 or 1: a replay stops at the first).
     public var failed: Int
+    /// Steps whose input was sent, the failed one included when it failed after acting: a replay with none did
+    /// nothing on the screen, so the agent may do the task instead.
+    public var acted: Int = 0
     /// Model requests made while healing.
     public var requests: Int
     /// The 1-based step where it diverged, if it did.

@@ -68,6 +68,7 @@ enum Schema {
                         replayed INTEGER NOT NULL DEFAULT 0,
                         healed INTEGER NOT NULL DEFAULT 0,
                         failed INTEGER NOT NULL DEFAULT 0,
+                        acted INTEGER NOT NULL DEFAULT 0,
                         requests INTEGER NOT NULL DEFAULT 0,
                         diverged_step INTEGER,
                         reason TEXT,

@@ -101,6 +101,7 @@ enum DaemonScheduling {
         }?.session
         let summary = run?.replay
         let done = summary.map { $0.replayed + $0.healed }
+        let acted = summary?.acted ?? 0
         if replayed == 0 {
             return TaskRunResult(
                 status: "completed",
@@ -116,14 +117,18 @@ enum DaemonScheduling {
                 status: "failed", result: "the replay could not start (exit \(replayed))",
                 error: "the replay of \(script) could not start (exit \(replayed)); see \(logPath)")
         }
-        if done != 0 {
+        // Something was done on the screen (a step may have acted before its check failed), or the agent would
+        // need the same approval the replay was refused: the agent is not run.
+        if acted > 0 || summary?.reason?.hasPrefix(Replayer.approvalReason) == true {
             return TaskRunResult(
                 status: "failed",
                 result: "the replay diverged after \(done.map(String.init) ?? "some") step(s)"
                     + (run.map { " (run \($0.id))" } ?? ""),
-                error: "the replay stopped midway"
+                error: "the replay stopped"
                     + (summary?.reason.map { " (\($0))" } ?? "")
-                    + "; the agent was not run, as it would repeat those steps; see \(logPath)")
+                    + (acted > 0
+                        ? "; the agent was not run, as it would repeat what was done" : "; the agent was not run")
+                    + "; see \(logPath)")
         }
         if log >= 0 {
             let note = "replay diverged before its first step: the agent runs the prompt\n"

@@ -65,20 +65,31 @@ struct Replay: ParsableCommand {
         (request.assignments, request.timeout, request.heal) = (parameters, timeout, heal)
         (request.agent, request.task) = (agent, task)
         let settings = try GuardSettings.fromConfig()
-        try Replayer.check(request, store: store)  // bad input costs nothing: checked before the display is opened
+        let ask = TerminalPrompt.approver
+        // Bad input costs nothing: checked before the display is opened.
+        try Replayer.check(request, store: store, attended: ask != nil)
+        // Ctrl-C, SIGTERM or a closed terminal stop the replay as `xclaw stop` does: recorded, keys let go, 130.
+        let control = ReplayControl()
+        let watch = Interrupt.watch([SIGINT, SIGTERM, SIGHUP]) { signal in
+            control.stop(signal == SIGINT ? "stopped by Ctrl-C" : "stopped by signal \(signal)")
+        }
+        defer { watch.stop() }
         let outcome = try withPerceiver(target) { p in
             try Replayer.run(
-                request, perceiver: p, store: store, settings: settings, ask: TerminalPrompt.approver,
+                request, perceiver: p, store: store, settings: settings, ask: ask, control: control,
                 events: { printError("xclaw: \($0)") })
         }
         try emit(outcome, json: json) {
-            var line = "run \(outcome.run): replayed \(outcome.replayed) of \(outcome.steps) step(s)"
-            if outcome.healed == 0 {
+            var line =
+                "run \(outcome.run): \(outcome.replayed + outcome.healed) of \(outcome.steps) step(s) done, "
+                + "\(outcome.replayed) without the model"
+            if outcome.model_requests == 0 {
                 line += "; no model request"
             } else {
                 line +=
-                    "; healed \(outcome.healed) with \(outcome.model_requests) model request(s), "
+                    "; \(outcome.healed) healed with \(outcome.model_requests) model request(s), "
                     + String(format: "$%.4f", outcome.cost_usd) + (outcome.saved.map { "; saved to \($0)" } ?? "")
+                    + (outcome.previous.map { " (the revision before it: \($0))" } ?? "")
             }
             return line
         }

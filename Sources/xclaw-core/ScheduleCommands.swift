@@ -120,8 +120,15 @@ struct ScheduleCommand: ParsableCommand {
             if tz != nil && every != nil { throw ValidationError("--tz goes with --cron or --at, not --every") }
             try RunDisplayOptions.check(display: display)
             if let replay {
-                do { _ = try ReplayScript.read(replay, resolved: Invocation.current.resolve(replay)) } catch {
+                let script: ReplayScript
+                do { script = try ReplayScript.read(replay, resolved: Invocation.current.resolve(replay)) } catch {
                     throw ValidationError("\(error)")
+                }
+                // A scheduled replay has nobody to give it a password (never recorded).
+                if let step = script.steps.firstIndex(where: { $0.parameter != nil && $0.text == nil }) {
+                    throw ValidationError(
+                        "step \(step + 1) of \(replay) types a password, which is never recorded and a schedule "
+                            + "cannot be given: schedule the agent without --replay")
                 }
                 if display?.hasPrefix("new") == true {
                     throw ValidationError("--replay works on a display that stays; not with --display new")
@@ -284,7 +291,9 @@ struct ScheduleCommand: ParsableCommand {
                     taskID: record.id, runAt: started,
                     durationMs: Int((ContinuousClock.now - clock) / .milliseconds(1)), status: result.status,
                     result: (result.result ?? "") + " (run-now)", error: result.error)
-                if result.status != "completed" { throw ExitCode(1) }
+                if result.status != "completed" {
+                    throw ExitCode(result.result == "the replay was stopped" ? Send.stoppedStatus : 1)
+                }
                 return
             }
             var arguments = ["send", "--sender", "schedule:\(label)"]

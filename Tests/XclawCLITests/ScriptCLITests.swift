@@ -262,6 +262,17 @@ final class ScriptCLITests: XCTestCase {
         return file
     }
 
+    /// The newest run of the replay agent after `after`, polled until `done` holds it (10 s at most).
+    private func waitForRun(_ store: AgentStore, after: Int64, _ done: (SessionRecord) -> Bool) throws
+        -> SessionRecord?
+    {
+        for _ in 0..<200 {
+            if let run = try store.sessions(agent: "replayer").last(where: { $0.id > after }), done(run) { return run }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return nil
+    }
+
     /// A replay under the default approval policy waits for approval of a gated control (and is denied at the
     /// timeout); a replay waiting for its control stops at `xclaw stop` (exit 130, recorded `stopped`); typing
     /// waits for the window that was active, and stops rather than type elsewhere; an unknown agent is refused.
@@ -292,6 +303,70 @@ final class ScriptCLITests: XCTestCase {
         waiting.waitUntilExit()
         XCTAssertEqual(waiting.terminationStatus, 130)
         XCTAssertEqual(try store.session(run.id).status, .stopped)
+
+        // Ctrl-C stops it the same way: recorded as stopped, exit 130.
+        let interrupted = try launchCLI(
+            ["replay", try script(label: "Missing"), "--display", display.name, "--timeout", "60"], environment: env)
+        defer { if interrupted.isRunning { kill(interrupted.processIdentifier, SIGKILL) } }
+        let second = try XCTUnwrap(waitForRun(store, after: run.id) { $0.status == .running })
+        kill(interrupted.processIdentifier, SIGINT)
+        interrupted.waitUntilExit()
+        XCTAssertEqual(interrupted.terminationStatus, 130)
+        XCTAssertEqual(try store.session(second.id).status, .stopped)
+        XCTAssertEqual(try store.session(second.id).error, "stopped by Ctrl-C")
+
+        // A stop ends a wait for approval at once, without a decision.
+        try "approval_timeout = 120\n".write(
+            to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
+        let approving = try launchCLI(
+            ["replay", try script(label: "Submit"), "--display", display.name, "--timeout", "5"], environment: env)
+        defer { if approving.isRunning { kill(approving.processIdentifier, SIGKILL) } }
+        let third = try XCTUnwrap(waitForRun(store, after: second.id) { $0.status == .needsApproval })
+        XCTAssertEqual(try runCLI(["stop", "\(third.id)", "--wait", "10"], environment: env).status, 0)
+        approving.waitUntilExit()
+        XCTAssertEqual(approving.terminationStatus, 130)
+        XCTAssertEqual(try store.session(third.id).status, .stopped)
+        XCTAssertTrue(fixture.wait(for: .buttonPress, timeout: 0.5).isEmpty, "nothing was pressed")
+
+        // A plain OK is judged by its dialog: "Delete 3 files?" makes it a delete, which waits; a neutral one does not.
+        try "approval_timeout = 1\n".write(
+            to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
+        for (question, gated) in [("Delete 3 files?", true), ("Welcome back", false)] {
+            fixture.stop()
+            fixture = try Fixture(
+                display: display.name, title: "form", frame: frame,
+                extra: ["--text", "20,40,10x20,#000000:\(question)", "--button", "300,40,120,36:OK"])
+            Thread.sleep(forTimeInterval: 0.2)
+            let answered = try runCLI(
+                ["replay", try script(label: "OK"), "--display", display.name, "--timeout", "2"], environment: env)
+            XCTAssertEqual(answered.status, gated ? 1 : 0, answered.stderr)
+            XCTAssertEqual(fixture.wait(for: .buttonPress, timeout: gated ? 0.5 : 5).count, gated ? 0 : 1, question)
+            if gated { XCTAssertTrue(answered.stderr.contains("(delete: left_click button"), answered.stderr) }
+        }
+        fixture.stop()
+        fixture = try Fixture(
+            display: display.name, title: "form", frame: frame,
+            extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Submit"])
+        Thread.sleep(forTimeInterval: 0.2)
+
+        // Bad input, refused before anything: a password step with no value; --heal ask with nobody to ask.
+        var password = try ReplayScript.read(
+            try script(label: "Submit", typed: "x"), resolved: try script(label: "Submit", typed: "x"))
+        (password.steps[1].text, password.steps[1].parameter) = (nil, "password")
+        let secret = dir.appendingPathComponent("password.json").path
+        try password.write(to: secret)
+        let unasked = try runCLI(["replay", secret, "--display", display.name], environment: env)
+        XCTAssertEqual(unasked.status, 2, unasked.stderr)
+        XCTAssertTrue(unasked.stderr.contains("--param PASSWORD=VALUE"), unasked.stderr)
+        let noTerminal = try runCLI(
+            ["replay", try script(label: "Submit"), "--heal", "ask", "--display", display.name],
+            environment: env.merging(["ANTHROPIC_API_KEY": "sk-" + "ant-unused"]) { $1 })
+        XCTAssertEqual(noTerminal.status, 2, noTerminal.stderr)
+        XCTAssertEqual(
+            try runCLI(
+                ["schedule", "add", "replayer", "p", "--every", "1h", "--replay", secret], environment: env
+            ).status, 2)
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress || $0.kind == .keyPress }.isEmpty)
 
         // Typing waits for the recorded active window; another one is active, so nothing is typed.
         try "approval = none\n".write(
