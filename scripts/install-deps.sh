@@ -2,7 +2,7 @@
 # Installs the Debian packages xclaw builds and tests against. Idempotent: it asks apt only for what is
 # missing and runs `apt-get update` only when something is. Needs root (or sudo) when anything is missing.
 #   scripts/install-deps.sh            build + test dependencies
-#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (xdotool, scrot, tesseract CLI,
+#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (scrot, tesseract CLI,
 #                                      and Python's venv and pip, for PyAutoGUI with OpenCV, installed by `bench image`)
 set -euo pipefail
 
@@ -16,6 +16,8 @@ packages=(
   libfreetype-dev fonts-dejavu-core xfonts-base fonts-urw-base35
   xvfb xauth
   xterm x11-apps x11-utils zenity openbox
+  # xdotool: the replay tests move windows with it (no window manager runs on the tests' Xvfb).
+  xdotool
   # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
   libglib2.0-dev libatspi2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
   # Tk and GTK apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its
@@ -24,7 +26,7 @@ packages=(
   # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
   chromium
 )
-[[ "${1:-}" == "--bench" ]] && packages+=(xdotool scrot tesseract-ocr python3-venv python3-pip)
+[[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr python3-venv python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do
