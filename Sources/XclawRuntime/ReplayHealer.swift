@@ -49,7 +49,8 @@ public final class ReplayHealer: Sendable {
         let did: String
         if let t = step.target, !t.label.isEmpty {
             did =
-                "pressed the \(t.role) labelled \"\(t.label)\"" + (t.windowTitle.map { " in the window \"\($0)\"" } ?? "")
+                "pressed the \(t.role) labelled \"\(t.label)\""
+                + (t.windowTitle.map { " in the window \"\($0)\"" } ?? "")
         } else {
             did = "did \(step.action)"
         }
@@ -117,7 +118,8 @@ public final class ReplayHealer: Sendable {
                 "xclaw: use \(UntrustedText.quoted(label)) for \(UntrustedText.quoted(anchor.label))? [y/N] "
             let yes: Bool = Blocking.start { await confirm(question) }.1()
             guard yes else {
-                throw ReplayDivergence(reason: divergence.reason + "; the fix \(UntrustedText.quoted(label)) was refused")
+                throw ReplayDivergence(
+                    reason: divergence.reason + "; the fix \(UntrustedText.quoted(label)) was refused")
             }
         }
         events("healed: \(UntrustedText.quoted(anchor.label)) is now \(UntrustedText.quoted(label))")

@@ -101,9 +101,10 @@ public enum Replayer {
     /// `--heal ask`. Throws the error the replay would.
     public static func check(_ request: ReplayRequest, store: AgentStore, attended: Bool) throws {
         let values = try request.script.values(request.assignments)
-        let missing = Set(request.script.steps.compactMap { step in
-            step.parameter.flatMap { values[$0] == nil && step.text == nil ? $0 : nil }
-        })
+        let missing = Set(
+            request.script.steps.compactMap { step in
+                step.parameter.flatMap { values[$0] == nil && step.text == nil ? $0 : nil }
+            })
         if let name = missing.sorted().first {
             throw ReplayError.missingParameter(name)
         }
@@ -279,7 +280,8 @@ public enum Replayer {
                     ? outcome.reason : outcome.diverged.map { "step \($0) diverged: \(outcome.reason ?? "")" },
                 steps: outcome.acted, usd: outcome.cost_usd)
         } catch {
-            events("run \(session) ended, but its end could not be recorded (\(error)); `xclaw runs` may show it running")
+            events(
+                "run \(session) ended, but its end could not be recorded (\(error)); `xclaw runs` may show it running")
         }
         return outcome
     }

@@ -68,7 +68,8 @@ public enum ReportHTML {
             "<section class=\"step\" id=\"replay\"><h2>Replayed steps</h2>\n<table class=\"replay\"><tr><th>#</th>"
             + "<th>action</th><th>control</th><th>found by</th><th>at</th><th>result</th><th>time</th></tr>\n"
         for step in report.replaySteps {
-            let result = step.result + (step.healedLabel.map { " (now “\($0)”)" } ?? "")
+            let result =
+                step.result + (step.healedLabel.map { " (now “\($0)”)" } ?? "")
                 + (step.reason.map { ": \($0)" } ?? "")
             out +=
                 "<tr class=\"\(escape(step.result))\"><td>\(step.number)</td><td>\(escape(step.action))</td>"

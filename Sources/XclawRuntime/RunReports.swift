@@ -93,7 +93,9 @@ public enum RunReports {
         if let (log, shot) = try store.replayLog(session: id) {
             report.replaySteps = (try? JSONDecoder().decode([ReplayedStep].self, from: Data(log.utf8))) ?? []
             report.replayShot = shot.flatMap { RunReport.Image(mediaType: "image/png", base64: $0) }
-            if report.prompt.isEmpty, let replay = report.session.replay { report.prompt = "replay of \(replay.script)" }
+            if report.prompt.isEmpty, let replay = report.session.replay {
+                report.prompt = "replay of \(replay.script)"
+            }
         }
         return Data(ReportHTML.page(report).utf8)
     }

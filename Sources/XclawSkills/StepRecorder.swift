@@ -9,7 +9,9 @@ enum StepRecorder {
     /// The side of the image patch kept around a step's point, in pixels.
     static let patchSide = 48
     /// The computer tool's clicks, whose text holds the modifier keys.
-    static let clickActions: Set<String> = ["left_click", "right_click", "middle_click", "double_click", "triple_click"]
+    static let clickActions: Set<String> = [
+        "left_click", "right_click", "middle_click", "double_click", "triple_click",
+    ]
 
     /// The step of `record` (done), from the snapshots before and after it.
     static func step(
@@ -68,9 +70,11 @@ enum StepRecorder {
             }
             func named(_ s: Snapshot, _ wanted: Set<String>) -> [String] {
                 Array(
-                    Set(s.elements.filter { $0.role != .window && wanted.contains($0.label) }.map {
-                        "\($0.role.rawValue) \($0.label)"
-                    }).sorted().prefix(20))
+                    Set(
+                        s.elements.filter { $0.role != .window && wanted.contains($0.label) }.map {
+                            "\($0.role.rawValue) \($0.label)"
+                        }
+                    ).sorted().prefix(20))
             }
             let (was, now) = (labels(before), labels(after))
             step.post = StepPostcondition(

@@ -236,7 +236,9 @@ public struct ReplaySummary: Sendable, Hashable, Codable {
         script: String, revision: Int?, steps: Int, replayed: Int = 0, healed: Int = 0, failed: Int = 0,
         requests: Int = 0, divergedStep: Int? = nil, reason: String? = nil
     ) {
-        (self.script, self.revision, self.steps, self.replayed, self.healed) = (script, revision, steps, replayed, healed)
+        (self.script, self.revision, self.steps, self.replayed, self.healed) = (
+            script, revision, steps, replayed, healed
+        )
         (self.failed, self.requests, self.divergedStep, self.reason) = (failed, requests, divergedStep, reason)
     }
 }

@@ -61,9 +61,12 @@ enum DaemonScheduling {
         // A replay first, without the model: when it does every step, the agent is not asked at all; when it stops
         // before doing anything, the agent runs the prompt; when it stopped midway, nothing more runs (the agent
         // would repeat what the replay did).
-        if let result = replayFirst(task, label: label, database: database, store: store, log: log, logPath: logPath, {
-            server.runOwn($0, log: log >= 0 ? log : 2)
-        }) {
+        if let result = replayFirst(
+            task, label: label, database: database, store: store, log: log, logPath: logPath,
+            {
+                server.runOwn($0, log: log >= 0 ? log : 2)
+            })
+        {
             return result
         }
         let mark = DaemonReports.mark(store)

@@ -387,7 +387,8 @@ struct Runs: ParsableCommand {
                     "\(r.id)", r.agent, r.task ?? "-", r.status, r.started,
                     r.duration_ms.map { "\($0) ms" } ?? "-",
                     r.replay.map {
-                        "replay \($0.replayed)+\($0.healed) healed/\($0.steps) steps" + ($0.failed > 0 ? ", failed" : "")
+                        "replay \($0.replayed)+\($0.healed) healed/\($0.steps) steps"
+                            + ($0.failed > 0 ? ", failed" : "")
                     } ?? "\(r.steps) steps",
                     String(format: "$%.4f", r.cost_usd),
                     r.report ?? "-",

@@ -72,7 +72,8 @@ extension ReplayScript {
                             + q(labelled.label))
                 } else {
                     out.append(
-                        "$xclaw click \(point)\(button)\(double ? " --count 2" : step.action == "triple_click" ? " --count 3" : "")\(with)")
+                        "$xclaw click \(point)\(button)\(double ? " --count 2" : step.action == "triple_click" ? " --count 3" : "")\(with)"
+                    )
                 }
             case "type", "type_submit":
                 // Typed into a field the run named: it is tapped first, as the run focused it.

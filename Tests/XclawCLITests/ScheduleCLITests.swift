@@ -334,7 +334,8 @@ final class ScheduleCLITests: XCTestCase {
             }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        XCTAssertTrue(results["replayed"]?.hasPrefix("replayed 1 step(s) without the model (run ") == true, "\(results)")
+        XCTAssertTrue(
+            results["replayed"]?.hasPrefix("replayed 1 step(s) without the model (run ") == true, "\(results)")
         XCTAssertEqual(results["diverged"], "the replay diverged; the agent ran")
         XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1, "the replay pressed Submit once")
         XCTAssertEqual(server.requests.count, 1, "only the diverged task asked the model")

@@ -1,12 +1,12 @@
 import Foundation
 import XCTest
+import XclawAgent
 import XclawBase
 import XclawMessages
 import XclawMockAPI
 import XclawRuntime
 import XclawScreen
 import XclawStore
-import XclawAgent
 import XclawTesting
 
 /// Recording and exporting a run's steps: a run driven by the loopback model clicks the fixture's Submit button,
@@ -245,7 +245,8 @@ final class ScriptCLITests: XCTestCase {
             RecordedStep(
                 tool: "computer", action: "left_click", x: button.center.x, y: button.center.y, screen: [1920, 1080],
                 target: StepAnchor(
-                    source: "ocr", label: label, role: "button", box: [button.x, button.y, button.width, button.height],
+                    source: "ocr", label: label, role: "button",
+                    box: [button.x, button.y, button.width, button.height],
                     windowClass: "XclawFixture", windowTitle: "form", nth: 1),
                 post: StepPostcondition(appeared: appeared, changed: true))
         ]

@@ -73,7 +73,8 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(
             info.tables,
             [
-                "action_steps", "agent_state", "agents", "approvals", "memory", "messages", "replays", "sessions", "task_run_logs",
+                "action_steps", "agent_state", "agents", "approvals", "memory", "messages", "replays", "sessions",
+                "task_run_logs",
                 "tasks", "usage",
             ])
         XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"])
