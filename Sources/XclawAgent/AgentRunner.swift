@@ -127,6 +127,8 @@ public struct RunOptions: Sendable {
     public var caching: Bool
     /// Extra beta headers besides the computer tool's.
     public var betas: [String]
+    /// `output_config.effort`, checked against the model's levels; nil: the model's default.
+    public var effort: String? = nil
 
     /// Creates options with xclaw's defaults (50 steps, 3 screenshots kept, caching on).
     public init(
@@ -192,10 +194,11 @@ public struct AgentRunner: Sendable {
             if steps.count >= options.maxSteps { return finish(.maxSteps(options.maxSteps)) }
             if Task.isCancelled { return finish(.cancelled, error: CancellationError()) }
             ImagePruner.prune(&messages, keep: options.keepImages, chunk: options.imageChunk)
-            let request = MessagesRequest(
+            var request = MessagesRequest(
                 model: options.model.id, maxTokens: options.maxTokens, system: options.system, messages: messages,
                 tools: registry.definitions, betas: betas,
                 cache: options.caching ? Self.cachePlan(messages) : .none)
+            request.effort = options.effort
             let bytes = request.bodyData.count
             let sent = clock.now
             let response: ModelResponse

@@ -43,10 +43,27 @@ public struct ModelInfo: Sendable, Hashable, Codable {
     public var vision: Bool
     /// Largest `max_tokens` the model accepts.
     public var maxOutput: Int
-    /// `enabled` (budget_tokens) or `adaptive`.
+    /// `enabled` (budget_tokens), `adaptive`, or `always` (thinking is always on: the parameter is never sent, not
+    /// even `disabled`, which such a model refuses).
     public var thinking: String?
     /// Prices per MTok.
     public var price: ModelPrice
+    /// The model takes high-resolution screenshots (long edge up to 2576 px, 3.75 MP), its coordinates 1:1 with the
+    /// image's pixels; others see images within the 1568 px / 1568-tile rule.
+    public var highRes: Bool?
+    /// The effort levels the model accepts (`output_config.effort`); nil or empty: none.
+    public var effort: [String]?
+    /// Its context window in tokens.
+    public var maxInput: Int?
+    /// The successor to use when the model is retired (the API no longer serves it).
+    public var retired: String?
+
+    /// `level` when the model takes it; the error names the levels it does take.
+    public func checkEffort(_ level: String) throws -> String {
+        let levels = effort ?? []
+        guard levels.contains(level) else { throw CatalogError.effort(level, model: id, levels: levels) }
+        return level
+    }
 
     enum CodingKeys: String, CodingKey {
         case id, aliases, name
@@ -54,6 +71,10 @@ public struct ModelInfo: Sendable, Hashable, Codable {
         case beta, vision
         case maxOutput = "max_output"
         case thinking, price
+        case highRes = "high_res"
+        case effort
+        case maxInput = "max_input"
+        case retired
     }
 }
 
@@ -63,6 +84,10 @@ public enum CatalogError: ClassifiedError, Equatable {
     case unknownModel(String, known: [String])
     /// A catalog file could not be read or parsed.
     case unreadable(path: String, reason: String)
+    /// The model is retired: the API no longer serves it.
+    case retired(String, successor: String)
+    /// The effort level is not one the model takes.
+    case effort(String, model: String, levels: [String])
 
     /// A wrong model id or catalog file is the user's to fix.
     public var exitStatus: ExitStatus { .usage }
@@ -74,6 +99,13 @@ public enum CatalogError: ClassifiedError, Equatable {
             return "unknown model \"\(id)\": xclaw needs to know its computer-use tool version and prices. "
                 + "Known: \(known.joined(separator: ", ")). Add it to ~/.config/xclaw/models.json "
                 + "(same shape as Models/models.json) if it is newer than this catalog."
+        case .effort(let level, let model, let levels):
+            return levels.isEmpty
+                ? "\(model) takes no effort setting: leave --effort out, or use a model that does (`xclaw models`)"
+                : "\(model) takes effort \(levels.joined(separator: ", ")), not \(level)"
+        case .retired(let id, let successor):
+            return "\(id) is retired: Anthropic no longer serves it. Use \(successor) (`--model \(successor)`; for an "
+                + "agent, `xclaw agent set NAME --model \(successor)`)"
         case .unreadable(let path, let reason):
             return "cannot read the model catalog \(path): \(reason). Fix its JSON (same shape as Models/models.json) "
                 + "or remove the file"
@@ -139,9 +171,12 @@ public struct ModelCatalog: Sendable, Hashable, Codable {
         XclawPaths.configDirectory(environment) + "/models.json"
     }
 
-    /// The model with this id or alias.
+    /// The model with this id or alias; a retired one is an error that names its successor.
     public func model(_ id: String) throws -> ModelInfo {
-        if let m = models.first(where: { $0.id == id || ($0.aliases ?? []).contains(id) }) { return m }
-        throw CatalogError.unknownModel(id, known: models.map(\.id))
+        if let m = models.first(where: { $0.id == id || ($0.aliases ?? []).contains(id) }) {
+            if let successor = m.retired { throw CatalogError.retired(m.id, successor: successor) }
+            return m
+        }
+        throw CatalogError.unknownModel(id, known: models.filter { $0.retired == nil }.map(\.id))
     }
 }

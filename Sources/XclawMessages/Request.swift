@@ -15,6 +15,8 @@ public struct MessagesRequest: Sendable, Hashable {
     public var tools: [JSONValue]
     /// The `thinking` parameter, when extended thinking is on.
     public var thinking: JSONValue?
+    /// `output_config.effort` (`low` … `max`), or nil for the model's default.
+    public var effort: String? = nil
     /// Values for the `anthropic-beta` header.
     public var betas: [String]
     /// Where `cache_control` goes: the last tool, the system prompt, and the last block of these messages.
@@ -84,6 +86,7 @@ public struct MessagesRequest: Sendable, Hashable {
             o["tools"] = .array(toolsJSON)
         }
         if let thinking { o["thinking"] = thinking }
+        if let effort { o["output_config"] = ["effort": .string(effort)] }
         return .object(o)
     }
 

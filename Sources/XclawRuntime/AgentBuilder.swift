@@ -83,6 +83,8 @@ public struct AgentBuilder: Sendable {
     public var settleQuiet: Duration?
     /// Receives the tokens of each vision side question (analyze_screen, find_and_tap), which are not loop steps.
     public var visionUsage: @Sendable (Usage) -> Void
+    /// A box screenshots must fit in besides the model's own limits (`--screenshot-size 1080p`); nil: native.
+    public var screenshotCap: Size?
 
     /// A builder over a store, a client and a catalog the caller loaded (in the order its errors should surface).
     public init(
@@ -91,6 +93,11 @@ public struct AgentBuilder: Sendable {
     ) {
         (self.store, self.client, self.catalog) = (store, client, catalog)
         (self.settleQuiet, self.visionUsage) = (settleQuiet, visionUsage)
+    }
+
+    /// How large `info`'s screenshots are: high resolution or the reference rule, within `cap`.
+    public static func sizing(for info: ModelInfo, cap: Size?) -> ImageSizing {
+        (info.highRes == true ? ImageSizing.highRes : .reference).capped(cap)
     }
 
     /// The computer-tool version the model was trained on; refuses a catalog entry whose beta header does not match.
@@ -126,6 +133,8 @@ public struct AgentBuilder: Sendable {
             let info = try catalog.model(config.model)
             let version = try Self.computerVersion(info)
             let session = try session ?? self.session(display: config.display)
+            // Screenshots as large as the model takes them (capped by --screenshot-size / screenshot_size).
+            session.sizing = Self.sizing(for: info, cap: screenshotCap)
             let (client, usage) = (client, visionUsage)
             let vision: VisionAsker = { question, png, size in
                 try await VisionRequest.ask(
@@ -168,7 +177,8 @@ public struct AgentBuilder: Sendable {
                 + (extra.map { "\n" + $0 } ?? "")
         }
         let connection = try DisplayConnection(name: config.display)
-        let geometry = ScreenGeometry(screen: try connection.screenSize())
+        let sizing = Self.sizing(for: try catalog.model(config.model), cap: screenshotCap)
+        let geometry = ScreenGeometry(screen: try connection.screenSize(), sizing: sizing)
         return SystemPrompt.build(
             display: connection.name, screen: geometry.screen, model: geometry.model,
             dryRun: dryRun, extra: extra)

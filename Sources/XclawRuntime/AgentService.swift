@@ -170,7 +170,10 @@ public final class AgentService: Sendable {
             model = try catalog.model(config.model)
             conversation = Conversation.build(try store.messages(agent: agent))
             registry = ToolRegistry(try tools(config))
-            options = runOptions(model, try systemPrompt(config))
+            var chosen = runOptions(model, try systemPrompt(config))
+            // The call's effort, else the agent's, checked against the model it runs on now.
+            chosen.effort = try (chosen.effort ?? config.effort).map { try model.checkEffort($0) }
+            options = chosen
         } catch {
             return fail(agent: agent, session: session, error: error, reachedUser: false)
         }

@@ -1,8 +1,102 @@
+import XclawBase
+
+/// How large a screenshot a model takes, by the API's rules: the reference rule (long edge ≤ 1568 px and ≤ 1568 tiles
+/// of 28x28 px, as Anthropic's `target_image_size` ports it), or high resolution (long edge ≤ 2576 px and ≤ 3.75 MP,
+/// coordinates 1:1 with the image), each optionally capped further by the user (`--screenshot-size`).
+public struct ImageSizing: Sendable, Hashable, Codable {
+    /// The longest edge the model takes.
+    public var maxLongEdge: Int
+    /// The most 28x28 tiles the model takes (the reference rule), or nil.
+    public var maxTiles: Int?
+    /// The most pixels the model takes (high resolution), or nil.
+    public var maxPixels: Int?
+    /// A box the image must also fit in (`1080p`: 1920x1080), or nil for the model's own limit.
+    public var cap: Size?
+
+    /// Creates a sizing.
+    public init(maxLongEdge: Int, maxTiles: Int? = nil, maxPixels: Int? = nil, cap: Size? = nil) {
+        (self.maxLongEdge, self.maxTiles, self.maxPixels, self.cap) = (maxLongEdge, maxTiles, maxPixels, cap)
+    }
+
+    /// The API's reference rule: long edge ≤ 1568 px, ≤ 1568 tiles of 28x28 px (1920x1080 → 1456x819).
+    public static let reference = ImageSizing(maxLongEdge: 1568, maxTiles: 1568)
+    /// High-resolution models (Opus 4.7 and later, Sonnet 5, Fable 5): long edge ≤ 2576 px, ≤ 3.75 MP.
+    public static let highRes = ImageSizing(maxLongEdge: 2576, maxPixels: 3_750_000)
+    /// The side of a vision tile.
+    public static let tile = 28
+
+    /// The same sizing, also fitting `cap`.
+    public func capped(_ cap: Size?) -> ImageSizing {
+        var copy = self
+        copy.cap = cap
+        return copy
+    }
+
+    /// Tiles an image of `w`x`h` costs: ceil(w/28)·ceil(h/28).
+    public static func tiles(_ w: Int, _ h: Int) -> Int { ((w - 1) / tile + 1) * ((h - 1) / tile + 1) }
+
+    /// Whether an image of `w`x`h` is within every limit.
+    public func fits(_ w: Int, _ h: Int) -> Bool {
+        guard w >= 1, h >= 1, max(w, h) <= maxLongEdge else { return false }
+        if let maxTiles, Self.tiles(w, h) > maxTiles { return false }
+        if let maxPixels, w * h > maxPixels { return false }
+        if let cap, w > cap.width || h > cap.height { return false }
+        return true
+    }
+
+    /// The largest size with the screen's aspect within every limit: the screen itself when it fits, else a binary
+    /// search over the long edge with the short one rounded (the reference algorithm; portrait screens transposed).
+    public func target(for screen: Size) -> Size {
+        let (width, height) = (max(1, screen.width), max(1, screen.height))
+        if fits(width, height) { return Size(width: width, height: height) }
+        if height > width {
+            var transposed = self
+            transposed.cap = cap.map { Size(width: $0.height, height: $0.width) }
+            let t = transposed.target(for: Size(width: height, height: width))
+            return Size(width: t.height, height: t.width)
+        }
+        let aspect = Double(width) / Double(height)
+        var (lo, hi) = (1, width)  // lo always fits (or is 1), hi never does
+        while lo + 1 < hi {
+            let mid = (lo + hi) / 2
+            if fits(mid, max(Int((Double(mid) / aspect).rounded()), 1)) { lo = mid } else { hi = mid }
+        }
+        return Size(width: lo, height: max(Int((Double(lo) / aspect).rounded()), 1))
+    }
+}
+
+extension ImageSizing {
+    /// The box `--screenshot-size` names: `native` (nil: the model's own limit), `1080p` (1920x1080), `720p`
+    /// (1280x720) or `WxH`.
+    public static func cap(parsing text: String) throws -> Size? {
+        switch text.lowercased() {
+        case "native": return nil
+        case "1080p": return Size(width: 1920, height: 1080)
+        case "720p": return Size(width: 1280, height: 720)
+        default:
+            let parts = text.lowercased().split(separator: "x")
+            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (64...8192).contains(w),
+                (64...8192).contains(h)
+            else {
+                throw ScreenError.invalidArgument(
+                    "a screenshot size is native, 1080p, 720p or WxH (64 to 8192 each, e.g. 1600x900), not \(text)")
+            }
+            return Size(width: w, height: h)
+        }
+    }
+
+    /// The configured cap: `screenshot_size` in the config file (default: native).
+    public static func configuredCap(environment: [String: String] = XclawPaths.environment) throws -> Size? {
+        guard let text = ConfigValues.value("screenshot_size", environment: environment) else { return nil }
+        return try cap(parsing: text)
+    }
+}
+
 /// The mapping between the screen and the downscaled screenshot a model sees.
 ///
-/// Claude resizes any image whose long edge exceeds 1568 px or whose area exceeds ~1.15 MP, by
-/// `min(1, 1568 / long_edge, sqrt(1_150_000 / (w * h)))`. Scaling before sending, to a size within both limits,
-/// means the model sees exactly our pixels, so coordinates can be mapped back exactly.
+/// The API resizes any image over its limits again before the model sees it, and the model then answers in a space
+/// xclaw never saw. Scaling before sending, to a size within the limits (`ImageSizing`), means the model sees
+/// exactly our pixels, so coordinates can be mapped back exactly.
 ///
 /// The two axes are mapped separately with integer arithmetic (the factor rounds differently per axis), which
 /// keeps the mapping exact for any aspect ratio: every model pixel maps to the screen pixel under its centre, and
@@ -13,23 +107,11 @@ public struct ScreenGeometry: Sendable, Hashable, Codable {
     /// The size the model sees; advertise it as `display_width_px` / `display_height_px`.
     public let model: Size
 
-    /// Claude's long-edge limit.
-    public static let defaultMaxLongEdge = 1568
-    /// Claude's area limit in pixels.
-    public static let defaultMaxPixels = 1_150_000
-
-    /// Computes the model size for a screen under the given limits.
-    public init(screen: Size, maxLongEdge: Int = defaultMaxLongEdge, maxPixels: Int = defaultMaxPixels) {
+    /// Computes the model size for a screen under `sizing` (default: the reference rule).
+    public init(screen: Size, sizing: ImageSizing = .reference) {
         self.screen = screen
-        let w = Double(screen.width), h = Double(screen.height)
-        let factor = min(1, Double(maxLongEdge) / max(w, h), (Double(maxPixels) / (w * h)).squareRoot())
-        var mw = max(1, Int((w * factor).rounded(.down)))
-        var mh = max(1, Int((h * factor).rounded(.down)))
-        // Floating-point rounding could leave the product a pixel over the limit: never let the model rescale.
-        while mw * mh > maxPixels || max(mw, mh) > maxLongEdge {
-            if mw >= mh { mw -= 1 } else { mh -= 1 }
-        }
-        model = Size(width: min(mw, screen.width), height: min(mh, screen.height))
+        let target = sizing.target(for: screen)
+        model = Size(width: min(target.width, screen.width), height: min(target.height, screen.height))
     }
 
     /// True when the model sees the screen at full size.
@@ -85,12 +167,11 @@ public struct ScreenGeometry: Sendable, Hashable, Codable {
 
 extension ScreenCapturer {
     /// Captures and scales the frame for the model in one step; the geometry maps the model's coordinates back.
-    public func captureForModel(
-        _ region: Rect? = nil, maxLongEdge: Int = ScreenGeometry.defaultMaxLongEdge,
-        maxPixels: Int = ScreenGeometry.defaultMaxPixels
-    ) throws -> (Frame, ScreenGeometry) {
+    public func captureForModel(_ region: Rect? = nil, sizing: ImageSizing = .reference) throws -> (
+        Frame, ScreenGeometry
+    ) {
         let frame = try capture(region)
-        let geometry = ScreenGeometry(screen: frame.size, maxLongEdge: maxLongEdge, maxPixels: maxPixels)
+        let geometry = ScreenGeometry(screen: frame.size, sizing: sizing)
         return (try frame.downscaled(to: geometry.model), geometry)
     }
 }

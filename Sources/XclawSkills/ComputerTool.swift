@@ -328,7 +328,8 @@ public struct ComputerTool: AgentTool {
         let (png, size) = try await session.perform { session -> ([UInt8], Size) in
             let settled = try session.settle()
             let crop = try settled.frame.cropped(to: area)
-            let limits = ScreenGeometry(screen: crop.size)
+            // The crop comes from the full-resolution frame; the model's own size limits still apply.
+            let limits = ScreenGeometry(screen: crop.size, sizing: session.sizing)
             let image = limits.isIdentity ? crop : try crop.downscaled(to: limits.model)
             return (try PNG.encode(image), image.size)
         }
@@ -336,7 +337,8 @@ public struct ComputerTool: AgentTool {
         return ToolOutput(content: [
             .text(
                 "zoom [\(x1), \(y1), \(x2), \(y2)]: screen area \(area.width)x\(area.height) at "
-                    + "\(area.x),\(area.y), \(scaled) (\(size.width)x\(size.height))"),
+                    + "\(area.x),\(area.y), \(scaled) (\(size.width)x\(size.height)). Coordinates still refer to the "
+                    + "full \(W)x\(H) screenshot, not to this image."),
             .image(mediaType: "image/png", base64: Data(png).base64EncodedString()),
         ])
     }

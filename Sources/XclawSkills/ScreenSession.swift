@@ -44,6 +44,7 @@ public final class ScreenSession: @unchecked Sendable {
     /// Recursive, so a public helper that locks (`screenshot()`) may also run inside `perform`.
     private let lock = NSRecursiveLock()
     private var currentGeometry: ScreenGeometry
+    private var currentSizing = ImageSizing.reference
 
     /// Opens a session on `display` (nil: `$DISPLAY`); fails with a message naming `xclaw display start` when no
     /// display is reachable.
@@ -67,6 +68,18 @@ public final class ScreenSession: @unchecked Sendable {
 
     /// The mapping between the screen and the screenshots the model sees (follows RandR resizes at each capture).
     public var geometry: ScreenGeometry { lock.withLock { currentGeometry } }
+
+    /// How large the screenshots are: the model's rule (high resolution or the reference rule) and the user's cap.
+    /// Set by the run for its model before the first screenshot.
+    public var sizing: ImageSizing {
+        get { lock.withLock { currentSizing } }
+        set {
+            lock.withLock {
+                currentSizing = newValue
+                currentGeometry = ScreenGeometry(screen: currentGeometry.screen, sizing: newValue)
+            }
+        }
+    }
 
     /// `X` when the display is `:X` or `:X.S` (a local display), for the computer tool's `display_number`.
     public var displayNumber: Int? {
@@ -107,7 +120,9 @@ public final class ScreenSession: @unchecked Sendable {
     /// the screen size changed (RandR).
     public func encodeForModel(_ frame: Frame) throws -> Screenshot {
         try lock.withLock {
-            if currentGeometry.screen != frame.size { currentGeometry = ScreenGeometry(screen: frame.size) }
+            if currentGeometry.screen != frame.size {
+                currentGeometry = ScreenGeometry(screen: frame.size, sizing: currentSizing)
+            }
             let scaled = try frame.downscaled(to: currentGeometry.model)
             let png = try PNG.encode(scaled)
             return Screenshot(

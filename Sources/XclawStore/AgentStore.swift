@@ -292,7 +292,18 @@ extension AgentStore {
             dryRun: row["dry_run"], confirm: row["confirm"])
         config.approval = row["approval"]
         config.setup = row["setup"]
+        config.effort = row["effort"]
         return config
+    }
+
+    /// Sets an agent's effort level (nil: the model's default).
+    public func setEffort(agent name: String, effort: String?) throws {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE agents SET effort = ?, updated_at = ? WHERE name = ?",
+                arguments: [effort, Self.now(), name])
+            if db.changesCount == 0 { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
+        }
     }
 
     /// Sets the kinds of action an agent's runs must have approved (nil: back to the config file's default).

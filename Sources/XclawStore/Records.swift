@@ -23,6 +23,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var confirm: Bool = false
     /// The kinds of action its runs must have approved (`all`, `none`, or a list); nil: the config file's
     /// `approval`, else all. Written by `AgentStore.setApproval`, not by `updateAgent`.
+    /// Its effort level (`output_config.effort`); nil: the model's default.
+    public var effort: String? = nil
     public var approval: String? = nil
     /// A shell command each run starts with (`/bin/sh -c`, `DISPLAY` set to the run's display), e.g. to open the
     /// app it works on; nil: none. What it leaves running is ended with the run.

@@ -77,6 +77,10 @@ enum Schema {
                     )
                     """)
         }
+        // An agent's effort level (`output_config.effort`).
+        migrator.registerMigration("v9") { db in
+            try db.execute(sql: "ALTER TABLE agents ADD COLUMN effort TEXT")
+        }
         return migrator
     }
 

@@ -58,6 +58,7 @@ struct AgentCreate: ParsableCommand {
     @Flag(help: "Its runs ask on the terminal before every input action (`send --no-confirm` overrides it).")
     var confirm = false
     @Option(help: ArgumentHelp(ApprovalHelp.text)) var approval: String?
+    @Option(help: ArgumentHelp(EffortHelp.text)) var effort: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
@@ -69,6 +70,7 @@ struct AgentCreate: ParsableCommand {
     func run() throws {
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
+        try EffortHelp.check(effort, info)
         let names = try ToolSelection.names(tools)
         let prompt = try system.map(readSystemFile) ?? ""
         let store = try storeOptions.open()
@@ -78,11 +80,26 @@ struct AgentCreate: ParsableCommand {
         config.setup = setup.flatMap { $0.isEmpty ? nil : $0 }
         try store.createAgent(config)
         if let approval { try store.setApproval(agent: name, policy: ApprovalHelp.normalized(approval)) }
+        if let effort { try store.setEffort(agent: name, effort: effort) }
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
         let created = try store.agent(named: name)
         try emit(created, json: json) {
             "created agent \(name): \(info.id), tools \(names.joined(separator: ","))\(gates)"
         }
+    }
+}
+
+/// The `--effort` option of `run`, `send` and `agent create|set`.
+enum EffortHelp {
+    /// Its help.
+    static let text =
+        "How much effort the model spends (output_config.effort): low, medium, high, xhigh or max, as the model "
+        + "takes them (`xclaw models`); default: the model's own."
+
+    /// Refuses a level the model does not take (exit 2), naming the ones it does.
+    static func check(_ level: String?, _ model: ModelInfo) throws {
+        guard let level else { return }
+        do { _ = try model.checkEffort(level) } catch { throw ValidationError("--effort: \(error)") }
     }
 }
 
@@ -144,6 +161,7 @@ struct AgentSet: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Its runs plan and log only, or act.") var dryRun: Bool?
     @Flag(inversion: .prefixedNo, help: "Its runs ask before every input action, or do not.") var confirm: Bool?
     @Option(help: ArgumentHelp(ApprovalHelp.text + " `default`: the config file's again.")) var approval: String?
+    @Option(help: ArgumentHelp(EffortHelp.text + " `default`: the model's again.")) var effort: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
@@ -156,6 +174,9 @@ struct AgentSet: ParsableCommand {
         let store = try storeOptions.open()
         var config = try store.agent(named: name)
         if let model { config.model = try ModelCatalog.load().model(model).id }
+        // The effort (new, or kept) must suit the model (new, or kept).
+        let level = effort == "default" ? nil : effort ?? config.effort
+        if effort != nil || model != nil { try EffortHelp.check(level, try ModelCatalog.load().model(config.model)) }
         if let tools { config.tools = try ToolSelection.names(tools) }
         if let system { config.systemPrompt = try readSystemFile(system) }
         if let display { config.display = display == "none" ? nil : display }
@@ -163,6 +184,7 @@ struct AgentSet: ParsableCommand {
         if let dryRun { config.dryRun = dryRun }
         if let confirm { config.confirm = confirm }
         try store.updateAgent(config)
+        if effort != nil { try store.setEffort(agent: name, effort: level) }
         if let approval {
             try store.setApproval(agent: name, policy: approval == "default" ? nil : ApprovalHelp.normalized(approval))
             config = try store.agent(named: name)
@@ -250,17 +272,24 @@ enum ToolSelection {
 enum ServiceFactory {
     /// What `send` and `chat` start with: the store (an unknown agent is refused before anything runs), a printer,
     /// and the service; a closed output pipe must not kill a run between an action and its record.
-    static func open(_ options: StoreOptions, agent: String, raw: Bool, gates: GateOptions) throws
-        -> (AgentStore, RunPrinter, AgentService)
-    {
+    static func open(
+        _ options: StoreOptions, agent: String, raw: Bool, gates: GateOptions, effort: String? = nil
+    ) throws -> (AgentStore, RunPrinter, AgentService) {
         signal(SIGPIPE, SIG_IGN)
         let store = try options.open()
         let config = try store.agent(named: agent)
         _ = try gates.context(for: config)  // refuse an impossible gate before anything is sent
+        try EffortHelp.check(effort, try ModelCatalog.load().model(config.model))
         let printer = RunPrinter(raw: raw)
         let client = ClaudeClient(configuration: try ClientConfiguration.load())
-        let builder = AgentBuilder(store: store, client: client, catalog: try ModelCatalog.load())
+        var builder = AgentBuilder(store: store, client: client, catalog: try ModelCatalog.load())
+        builder.screenshotCap = try ImageSizing.configuredCap()
         let service = builder.service(
+            runOptions: { model, system in
+                var options = RunOptions(model: model, system: system)
+                options.effort = effort
+                return options
+            },
             context: { config in (try? gates.context(for: config)) ?? ToolContext(dryRun: true) },
             guardSettings: try GuardSettings.fromConfig(),
             events: { printer.handle($0) })
@@ -338,13 +367,14 @@ struct Send: ParsableCommand {
     @Argument(help: "The agent.") var name: String
     @Argument(help: "The message.") var message: String
     @Option(help: "Who the message is from.") var sender = "user"
+    @Option(help: ArgumentHelp(EffortHelp.text + " For this message only (default: the agent's).")) var effort: String?
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
     @OptionGroup var gates: GateOptions
 
     func run() throws {
         let (store, printer, service) = try ServiceFactory.open(
-            storeOptions, agent: name, raw: rawOption.raw, gates: gates)
+            storeOptions, agent: name, raw: rawOption.raw, gates: gates, effort: effort)
         let (name, message, sender) = (self.name, self.message, self.sender)
         let interrupted = CancelFlag()
         let result: Result<Int64, any Error> = CancellableRun.execute(onInterrupt: {

@@ -31,7 +31,8 @@ struct DaemonCommand: ParsableCommand {
             _ = try Subprocess.spawn(
                 [executable, "daemon", "run"], stdout: .appending(toFile: log), stderr: .sameAsStdout,
                 group: .newSession)
-            let deadline = ContinuousClock.now + .seconds(10)
+            // A loaded machine (a CI run building beside it) can take a while to start a process and open the store.
+            let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline {
                 if let status = try client.status() {
                     try emit(status, json: json) { "started daemon pid \(status.pid) (socket \(status.socket))" }

@@ -46,6 +46,12 @@ struct Run: ParsableCommand {
     @Option(help: "A file whose text is added to the system prompt.") var system: String?
     @Flag(help: "Print a JSON summary on stdout instead of streaming text.") var json = false
     @Option(help: ArgumentHelp(RunDisplayOptions.setupHelp)) var setup: String?
+    @Option(
+        help:
+            "Screenshot size: native (as large as the model takes: 2576 px for high-resolution models, else the 1568 px / 1568-tile rule), 1080p, 720p or WxH to trade accuracy for cost; default: screenshot_size in the config file, else native."
+    )
+    var screenshotSize: String?
+    @Option(help: ArgumentHelp(EffortHelp.text)) var effort: String?
     @OptionGroup var target: DisplayOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
@@ -56,12 +62,16 @@ struct Run: ParsableCommand {
         try requireRange(maxTokens, 1...1_000_000, "--max-tokens", "")
         try requireRange(settleMs, 1...5000, "--settle-ms", "ms")
         try RunDisplayOptions.check(display: target.display)
+        if let screenshotSize {
+            do { _ = try ImageSizing.cap(parsing: screenshotSize) } catch { throw ValidationError("\(error)") }
+        }
     }
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)  // `xclaw run … | head` must not kill the run between an action and its log line
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
+        try EffortHelp.check(effort, info)
         let names = try ToolSelection.names(tools)
         let extraSystem = try system.map(readSystemFile)
         if confirm && !TerminalPrompt.available {
@@ -81,9 +91,10 @@ struct Run: ParsableCommand {
         let sideQuestions = UsageLedger()
         let store = try storeOptions.open()
         let agent = Self.agentName()
-        let builder = AgentBuilder(
+        var builder = AgentBuilder(
             store: store, client: client, catalog: catalog, settleQuiet: .milliseconds(settleMs),
             visionUsage: { sideQuestions.add($0) })
+        builder.screenshotCap = try screenshotSize.map(ImageSizing.cap(parsing:)) ?? ImageSizing.configuredCap()
         let session = try builder.session(display: connection.name, connection: connection)
         let config = AgentConfig(
             name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
@@ -100,11 +111,14 @@ struct Run: ParsableCommand {
         // A one-shot agent, recorded like any other: its task, replies, tool results, usage and session.
         try store.createAgent(config)
         let printer = RunPrinter(quiet: json, raw: rawOption.raw)
-        let (maxSteps, maxTokens, keep) = (self.maxSteps, self.maxTokens, keepScreenshots)
+        let (maxSteps, maxTokens, keep, effort) = (self.maxSteps, self.maxTokens, keepScreenshots, self.effort)
         let service = builder.service(
             queue: QueueConfiguration(maxConcurrent: 1, maxRetries: 0), prepared: prepared,
             runOptions: { model, system in
-                RunOptions(model: model, system: system, maxSteps: maxSteps, maxTokens: maxTokens, keepImages: keep)
+                var options = RunOptions(
+                    model: model, system: system, maxSteps: maxSteps, maxTokens: maxTokens, keepImages: keep)
+                options.effort = effort
+                return options
             },
             context: { _ in context }, guardSettings: try GuardSettings.fromConfig(), events: { printer.handle($0) })
         let task = self.task
@@ -194,7 +208,9 @@ struct RunSummary: Encodable {
 /// `xclaw models`: the catalog.
 struct Models: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List the models xclaw knows: computer-use tool version, beta header and prices per MTok.")
+        abstract:
+            "List the models xclaw knows: computer-use tool version, prices per MTok, screenshot size, thinking and "
+            + "effort; retired ones with their successor.")
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -202,8 +218,16 @@ struct Models: ParsableCommand {
         try emit(catalog, json: json) {
             catalog.models.map { m in
                 let mark = m.id == catalog.default ? "*" : " "
+                if let successor = m.retired {
+                    return
+                        "\(mark) \(m.id.padding(toLength: 28, withPad: " ", startingAt: 0)) retired: use \(successor)"
+                }
+                let screenshots = m.highRes == true ? "screenshots to 2576 px" : "screenshots to 1568 px"
+                let effort =
+                    (m.effort ?? []).isEmpty ? "no effort" : "effort \((m.effort ?? []).joined(separator: "/"))"
                 return "\(mark) \(m.id.padding(toLength: 28, withPad: " ", startingAt: 0)) \(m.computerTool)  "
                     + "$\(fmt(m.price.input))/$\(fmt(m.price.output)) per MTok in/out, cache read $\(fmt(m.price.cacheRead))"
+                    + "; \(screenshots); thinking \(m.thinking ?? "none"); \(effort)"
             }.joined(separator: "\n")
         }
     }

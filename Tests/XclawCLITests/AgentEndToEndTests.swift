@@ -16,7 +16,10 @@ final class AgentEndToEndTests: XCTestCase {
     private let frame = Rect(x: 200, y: 150, width: 800, height: 400)
     /// The Submit button, in screen pixels.
     private var button: Rect { Rect(x: frame.x + 300, y: frame.y + 40, width: 120, height: 36) }
-    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080))
+    /// The default model (Claude Sonnet 5) takes high-resolution screenshots: a 1080p screen whole, 1:1.
+    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080), sizing: .highRes)
+    /// A model under the reference rule (Claude Sonnet 4.6): 1456x819.
+    private let reference = ScreenGeometry(screen: Size(width: 1920, height: 1080))
 
     override func setUpWithError() throws {
         display = try TestDisplay(size: Size(width: 1920, height: 1080))
@@ -83,7 +86,9 @@ final class AgentEndToEndTests: XCTestCase {
         return (images, texts.joined(separator: "\n"), ids)
     }
 
+    /// A model under the reference rule (Sonnet 4.6) sees 1456x819 and its click is mapped back exactly.
     func testScriptedModelClicksTypesAndReadsOnARealDisplay() throws {
+        let geometry = reference
         let target = geometry.toModel(button.center)
         let server = try MockMessagesServer(replies: [
             Self.tool("toolu_1", "computer", "{\"action\": \"screenshot\"}"),
@@ -98,7 +103,7 @@ final class AgentEndToEndTests: XCTestCase {
         let result = try runCLI(
             [
                 "run", "Submit the order form", "--display", display.name, "--log", log,
-                "--tools", "computer,read_screen_text",
+                "--tools", "computer,read_screen_text", "--model", "claude-sonnet-4-6",
             ], environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.text.contains("Done: clicked Submit and typed the text."), result.text)
@@ -111,8 +116,8 @@ final class AgentEndToEndTests: XCTestCase {
         let body = try JSONValue.parse(requests[0].body)
         let computer = body["tools"]?.array?.first { $0["name"]?.string == "computer" }
         XCTAssertEqual(computer?["type"]?.string, "computer_20251124")
-        XCTAssertEqual(computer?["display_width_px"]?.int, 1429)
-        XCTAssertEqual(computer?["display_height_px"]?.int, 804)
+        XCTAssertEqual(computer?["display_width_px"]?.int, 1456)
+        XCTAssertEqual(computer?["display_height_px"]?.int, 819)
         XCTAssertEqual(computer?["enable_zoom"], true)
         XCTAssertEqual(requests[0].headers["anthropic-beta"], "computer-use-2025-11-24")
         XCTAssertTrue(body.jsonText.contains("untrusted"), "system prompt says screen text is data")
@@ -120,7 +125,7 @@ final class AgentEndToEndTests: XCTestCase {
         let shot = Self.lastResult(requests[1])
         XCTAssertEqual(shot.ids, ["toolu_1"])
         XCTAssertEqual(shot.images.count, 1)
-        XCTAssertEqual(shot.images.first.flatMap(Self.pngSize), Size(width: 1429, height: 804))
+        XCTAssertEqual(shot.images.first.flatMap(Self.pngSize), Size(width: 1456, height: 819))
         // The click landed on the screen pixel under the model's coordinate, inside the button.
         let presses = fixture.wait(for: .buttonPress)
         let expected = geometry.toScreen(target)
@@ -184,7 +189,7 @@ final class AgentEndToEndTests: XCTestCase {
             XCTAssertNil(body["tools"], "request \(i) is a plain vision question")
             let content = body["messages"]?.array?.first?["content"]?.array ?? []
             let image = try XCTUnwrap(content.first { $0["type"]?.string == "image" }?["source"]?["data"]?.string)
-            XCTAssertEqual(Self.pngSize(image), Size(width: 1429, height: 804))
+            XCTAssertEqual(Self.pngSize(image), Size(width: 1920, height: 1080), "the default model sees 1080p whole")
         }
         XCTAssertTrue(try JSONValue.parse(requests[1].body).jsonText.contains("What is the form called?"))
         XCTAssertTrue(Self.lastResult(requests[2]).text.contains("The form is called Order form."))
@@ -193,6 +198,85 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), geometry.toScreen(target))
         XCTAssertTrue(square.contains(geometry.toScreen(target)))
         XCTAssertTrue(Self.lastResult(requests[4]).text.contains("vision"), Self.lastResult(requests[4]).text)
+    }
+
+    /// The default model (Sonnet 5) takes high-resolution screenshots: the 1080p screen whole, its coordinates the
+    /// screen's own; `--screenshot-size 720p` trades that for a smaller image, still mapped back exactly; a zoom
+    /// says its coordinates still refer to the full screenshot.
+    func testAHighResolutionModelSeesTheScreenWholeAndACapShrinksIt() throws {
+        for (size, expected) in [(nil, Size(width: 1920, height: 1080)), ("720p", Size(width: 1280, height: 720))] {
+            fixture.clear()
+            let g = ScreenGeometry(
+                screen: Size(width: 1920, height: 1080),
+                sizing: ImageSizing.highRes.capped(try size.flatMap { try ImageSizing.cap(parsing: $0) }))
+            XCTAssertEqual(g.model, expected)
+            let target = g.toModel(button.center)
+            let server = try MockMessagesServer(replies: [
+                Self.tool(
+                    "toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
+                Self.tool("toolu_2", "computer", "{\"action\": \"zoom\", \"region\": [0, 0, 200, 100]}"),
+                .stream(.turn(blocks: [.text("Done.")])),
+            ])
+            defer { server.stop() }
+            let result = try runCLI(
+                ["run", "Submit", "--display", display.name, "--tools", "computer"]
+                    + (size.map { ["--screenshot-size", $0] } ?? []), environment: environment(server))
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let body = try JSONValue.parse(server.requests[0].body)
+            let computer = body["tools"]?.array?.first { $0["name"]?.string == "computer" }
+            XCTAssertEqual(computer?["display_width_px"]?.int, expected.width)
+            XCTAssertEqual(computer?["display_height_px"]?.int, expected.height)
+            XCTAssertEqual(Self.lastResult(server.requests[1]).images.first.flatMap(Self.pngSize), expected)
+            let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
+            XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), g.toScreen(target))
+            XCTAssertTrue(button.contains(g.toScreen(target)))
+            XCTAssertTrue(
+                Self.lastResult(server.requests[2]).text.contains("Coordinates still refer to the full"),
+                Self.lastResult(server.requests[2]).text)
+        }
+        let bad = try runCLI(["run", "x", "--display", display.name, "--screenshot-size", "huge"], environment: [:])
+        XCTAssertEqual(bad.status, 2, bad.stderr)
+    }
+
+    /// Effort goes out as `output_config.effort` in the form the model takes, from `run --effort`, an agent's own
+    /// level or `send --effort`; a level the model does not take, and a retired model, are refused before anything
+    /// is sent, naming what to use instead.
+    func testEffortIsSentAsTheModelTakesItAndRetiredModelsNameTheirSuccessor() throws {
+        let server = try MockMessagesServer(replies: (0..<3).map { _ in .stream(.turn(blocks: [.text("ok")])) })
+        defer { server.stop() }
+        var env = environment(server)
+        env["XCLAW_DB"] = workDir.appendingPathComponent("effort.sqlite").path
+        let run = try runCLI(
+            ["run", "look", "--display", display.name, "--tools", "computer", "--effort", "xhigh"], environment: env)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let body = try JSONValue.parse(server.requests[0].body)
+        XCTAssertEqual(body["output_config"]?["effort"]?.string, "xhigh")
+        XCTAssertEqual(body["model"]?.string, "claude-sonnet-5")
+        XCTAssertNil(body["thinking"], "thinking is left to the model's default, in the one form every model takes")
+        // An agent's own level, and one call's.
+        XCTAssertEqual(
+            try runCLI(["agent", "create", "careful", "--tools", "memory", "--effort", "max"], environment: env).status,
+            0)
+        XCTAssertEqual(try runCLI(["send", "careful", "hi"], environment: env).status, 0)
+        XCTAssertEqual(try JSONValue.parse(server.requests[1].body)["output_config"]?["effort"]?.string, "max")
+        XCTAssertEqual(try runCLI(["send", "careful", "hi", "--effort", "low"], environment: env).status, 0)
+        XCTAssertEqual(try JSONValue.parse(server.requests[2].body)["output_config"]?["effort"]?.string, "low")
+        // Refused before sending: a level the model does not take; a model change that would break the agent's level.
+        let haiku = try runCLI(
+            ["run", "x", "--display", display.name, "--model", "claude-haiku-4-5", "--effort", "high"], environment: env
+        )
+        XCTAssertEqual(haiku.status, 2, haiku.stderr)
+        XCTAssertTrue(haiku.stderr.contains("takes no effort setting"), haiku.stderr)
+        let old = try runCLI(["agent", "set", "careful", "--model", "claude-opus-4-5"], environment: env)
+        XCTAssertEqual(old.status, 2, old.stderr)
+        XCTAssertTrue(old.stderr.contains("takes effort low, medium, high, not max"), old.stderr)
+        let retired = try runCLI(
+            ["run", "x", "--display", display.name, "--model", "claude-sonnet-4-0"], environment: env)
+        XCTAssertEqual(retired.status, 2, retired.stderr)
+        XCTAssertTrue(
+            retired.stderr.contains("is retired") && retired.stderr.contains("claude-sonnet-5"), retired.stderr)
+        XCTAssertEqual(server.requests.count, 3, "nothing refused was sent")
+        XCTAssertFalse((run.stderr + haiku.stderr + retired.stderr).contains("SECRET"))
     }
 
     func testDryRunInjectsNothing() throws {
@@ -338,7 +422,7 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(summary["outcome"]?.string, "completed")
         XCTAssertEqual(summary["text"]?.string, "Nothing to do.")
         XCTAssertEqual(summary["steps"]?.array?.count, 1)
-        XCTAssertEqual(summary["costUSD"]?.double ?? 0, (2000.0 * 3 + 100.0 * 15) / 1e6, accuracy: 1e-9)
+        XCTAssertEqual(summary["costUSD"]?.double ?? 0, (2000.0 * 2 + 100.0 * 10) / 1e6, accuracy: 1e-9)  // Sonnet 5
         XCTAssertEqual(server.requests.count, 3)
     }
 

@@ -16,7 +16,8 @@ final class ReplayAppsCLITests: XCTestCase {
     private var apps: ReplayApps?
     private var dir: URL!
     private var env: [String: String] = [:]
-    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080))
+    /// The default model (Sonnet 5) sees the 1080p screen whole.
+    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080), sizing: .highRes)
 
     override func setUpWithError() throws {
         // The bus, so zenity (GTK) shows its tree: its entry is then named by its prompt, as on a desktop.

@@ -16,6 +16,7 @@ final class ReportCLITests: XCTestCase {
     private var fixture: Fixture!
     private var workDir: URL!
     private let frame = Rect(x: 200, y: 150, width: 800, height: 400)
+    /// The runs use Sonnet 4.6 (the reference rule: 1456x819), so the report's screenshots fit its 1500 px page.
     private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080))
 
     override func setUpWithError() throws {
@@ -106,7 +107,10 @@ final class ReportCLITests: XCTestCase {
         defer { server.stop() }
         let env = environment(server)
         let run = try runCLI(
-            ["run", "Submit the <b>order</b> form", "--display", display.name, "--tools", "computer,tap_element"],
+            [
+                "run", "Submit the <b>order</b> form", "--display", display.name, "--tools", "computer,tap_element",
+                "--model", "claude-sonnet-4-6",
+            ],
             environment: env)
         XCTAssertEqual(run.status, 0, run.stderr)
         let rows = try XCTUnwrap(try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array)

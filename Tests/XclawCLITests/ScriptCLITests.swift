@@ -19,7 +19,8 @@ final class ScriptCLITests: XCTestCase {
     private var dir: URL!
     private let frame = Rect(x: 200, y: 150, width: 800, height: 400)
     private var button: Rect { Rect(x: frame.x + 300, y: frame.y + 40, width: 120, height: 36) }
-    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080))
+    /// The default model (Sonnet 5) sees the 1080p screen whole.
+    private let geometry = ScreenGeometry(screen: Size(width: 1920, height: 1080), sizing: .highRes)
 
     override func setUpWithError() throws {
         display = try TestDisplay(size: Size(width: 1920, height: 1080))

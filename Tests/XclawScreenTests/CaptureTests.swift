@@ -99,7 +99,7 @@ final class CaptureTests: XCTestCase {
         defer { fixture.stop() }
         let capturer = try ScreenCapturer(connection: try big.connect())
         let (frame, geometry) = try capturer.captureForModel()
-        XCTAssertEqual(frame.size, Size(width: 1429, height: 804))
+        XCTAssertEqual(frame.size, Size(width: 1456, height: 819))
         XCTAssertEqual(geometry.model, frame.size)
         XCTAssertEqual(Set(frame.rgb()), [0x33, 0x66, 0x99])
     }

@@ -15,20 +15,59 @@ final class GeometryTests: XCTestCase {
         ("small", Size(width: 800, height: 600)),
     ]
 
-    func testModelSizeFollowsAnthropicsRule() {
+    /// The API's reference rule, as Anthropic's `target_image_size` ports it: the largest width whose aspect-rounded
+    /// height keeps the long edge ≤ 1568 and ceil(w/28)·ceil(h/28) ≤ 1568; one pixel wider would not fit.
+    func testModelSizeFollowsTheReferenceRule() {
+        let rule = ImageSizing.reference
         for (label, screen) in screens {
-            let g = ScreenGeometry(screen: screen)
-            let w = Double(screen.width), h = Double(screen.height)
-            let factor = min(1, 1568 / max(w, h), (1_150_000 / (w * h)).squareRoot())
-            XCTAssertLessThanOrEqual(max(g.model.width, g.model.height), 1568, label)
-            XCTAssertLessThanOrEqual(g.model.width * g.model.height, 1_150_000, label)
-            // Within one pixel of the exact factor on each axis (floor), never above it.
-            XCTAssertEqual(Double(g.model.width), (w * factor).rounded(.down), accuracy: 1, label)
-            XCTAssertEqual(Double(g.model.height), (h * factor).rounded(.down), accuracy: 1, label)
-            if factor == 1 { XCTAssertTrue(g.isIdentity, label) }
+            let m = ScreenGeometry(screen: screen).model
+            XCTAssertLessThanOrEqual(max(m.width, m.height), 1568, label)
+            XCTAssertLessThanOrEqual(ImageSizing.tiles(m.width, m.height), 1568, label)
+            if rule.fits(screen.width, screen.height) {
+                XCTAssertEqual(m, screen, label)
+                continue
+            }
+            // The largest: the next width up (height rounded from the aspect) breaks a limit.
+            let landscape = screen.width >= screen.height
+            let (long, short) = landscape ? (m.width, m.height) : (m.height, m.width)
+            let aspect = Double(max(screen.width, screen.height)) / Double(min(screen.width, screen.height))
+            let next = long + 1, nextShort = max(Int((Double(next) / aspect).rounded()), 1)
+            XCTAssertFalse(rule.fits(next, nextShort), label)
+            XCTAssertEqual(Double(short), (Double(long) / aspect).rounded(), accuracy: 0.5, label)
         }
-        XCTAssertEqual(ScreenGeometry(screen: Size(width: 1920, height: 1080)).model, Size(width: 1429, height: 804))
+        XCTAssertEqual(ScreenGeometry(screen: Size(width: 1920, height: 1080)).model, Size(width: 1456, height: 819))
         XCTAssertEqual(ScreenGeometry(screen: Size(width: 1024, height: 768)).model, Size(width: 1024, height: 768))
+        // The reference tests' cases: long edge at the cap but too many tiles; portrait is landscape transposed.
+        let capped = rule.target(for: Size(width: 1568, height: 1014))
+        XCTAssertNotEqual(capped, Size(width: 1568, height: 1014))
+        XCTAssertTrue(rule.fits(capped.width, capped.height))
+        let (l, p) = (
+            rule.target(for: Size(width: 3000, height: 2000)), rule.target(for: Size(width: 2000, height: 3000))
+        )
+        XCTAssertEqual(p, Size(width: l.height, height: l.width))
+        let square = rule.target(for: Size(width: 4000, height: 4000))
+        XCTAssertEqual(square.width, square.height)
+    }
+
+    /// High-resolution models see a 1080p or 1440p screen whole (1:1), and a 4K one within 2576 px and 3.75 MP; a cap
+    /// (`--screenshot-size`) bounds either rule.
+    func testHighResolutionAndCaps() throws {
+        XCTAssertEqual(
+            ScreenGeometry(screen: Size(width: 1920, height: 1080), sizing: .highRes).model,
+            Size(width: 1920, height: 1080))
+        XCTAssertTrue(ScreenGeometry(screen: Size(width: 2560, height: 1440), sizing: .highRes).isIdentity)
+        let uhd = ScreenGeometry(screen: Size(width: 3840, height: 2160), sizing: .highRes).model
+        XCTAssertLessThanOrEqual(max(uhd.width, uhd.height), 2576)
+        XCTAssertLessThanOrEqual(uhd.width * uhd.height, 3_750_000)
+        XCTAssertFalse(ImageSizing.highRes.fits(uhd.width + 1, Int((Double(uhd.width + 1) * 9 / 16).rounded())))
+        let capped = ImageSizing.highRes.capped(try ImageSizing.cap(parsing: "720p"))
+        XCTAssertEqual(
+            ScreenGeometry(screen: Size(width: 1920, height: 1080), sizing: capped).model,
+            Size(width: 1280, height: 720))
+        XCTAssertEqual(try ImageSizing.cap(parsing: "1600x900"), Size(width: 1600, height: 900))
+        XCTAssertNil(try ImageSizing.cap(parsing: "native"))
+        XCTAssertThrowsError(try ImageSizing.cap(parsing: "huge"))
+        XCTAssertThrowsError(try ImageSizing.cap(parsing: "10x10"))
     }
 
     func testEveryModelPixelRoundTripsExactly() {
@@ -66,13 +105,14 @@ final class GeometryTests: XCTestCase {
 
     func testModelBoundsAndZoomRegion() {
         let g = ScreenGeometry(screen: Size(width: 1920, height: 1080))
-        XCTAssertTrue(g.modelContains(Point(x: 1428, y: 803)))
-        XCTAssertFalse(g.modelContains(Point(x: 1429, y: 0)))
+        XCTAssertTrue(g.modelContains(Point(x: 1455, y: 818)))
+        XCTAssertFalse(g.modelContains(Point(x: 1456, y: 0)))
         XCTAssertFalse(g.modelContains(Point(x: 0, y: -1)))
         XCTAssertEqual(
-            g.toScreen(Rect(x: 0, y: 0, width: 1429, height: 804)), Rect(x: 0, y: 0, width: 1920, height: 1080))
+            g.toScreen(Rect(x: 0, y: 0, width: 1456, height: 819)), Rect(x: 0, y: 0, width: 1920, height: 1080))
+        // Model 100..300 x 100..200 covers screen 131.9..395.6 x 131.9..263.7 (factor 1920/1456 = 1080/819).
         let zoom = g.toScreen(Rect(x: 100, y: 100, width: 200, height: 100))
-        XCTAssertTrue(zoom.contains(Rect(x: 135, y: 135, width: 268, height: 133)), "\(zoom)")
+        XCTAssertTrue(zoom.contains(Rect(x: 132, y: 132, width: 263, height: 131)), "\(zoom)")
     }
 
     func testParsing() throws {

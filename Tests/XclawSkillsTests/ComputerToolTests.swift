@@ -52,7 +52,7 @@ func expectToolError(_ body: () async throws -> ToolOutput, file: StaticString =
     return nil
 }
 
-/// Claude's computer tool on a real 1920x1080 Xvfb, where screenshots are scaled to 1429x804 for the model: every
+/// Claude's computer tool on a real 1920x1080 Xvfb, where screenshots are scaled to 1456x819 for the model: every
 /// model coordinate must land on the exact screen pixel `ScreenGeometry` maps it to.
 final class ComputerToolTests: XCTestCase {
     nonisolated(unsafe) static var display: TestDisplay?
@@ -103,19 +103,19 @@ final class ComputerToolTests: XCTestCase {
 
     func testDefinitionAdvertisesTheModelSizeAndZoomOnlyFor20251124() throws {
         let session = try session
-        XCTAssertEqual(session.geometry.model, Size(width: 1429, height: 804))
+        XCTAssertEqual(session.geometry.model, Size(width: 1456, height: 819))
         let old = ComputerTool(session: session, version: .v20250124).definition
         XCTAssertEqual(old["type"], "computer_20250124")
         XCTAssertEqual(old["name"], "computer")
-        XCTAssertEqual(old["display_width_px"], 1429)
-        XCTAssertEqual(old["display_height_px"], 804)
+        XCTAssertEqual(old["display_width_px"], 1456)
+        XCTAssertEqual(old["display_height_px"], 819)
         XCTAssertNil(old["enable_zoom"])
         let number = try XCTUnwrap(Int(session.connection.name.dropFirst()))
         XCTAssertEqual(old["display_number"], .int(number))
         let new = ComputerTool(session: session, version: .v20251124).definition
         XCTAssertEqual(new["type"], "computer_20251124")
         XCTAssertEqual(new["enable_zoom"], true)
-        XCTAssertEqual(new["display_width_px"], 1429)
+        XCTAssertEqual(new["display_width_px"], 1456)
         XCTAssertEqual(ComputerToolVersion.v20251124.betaHeader, "computer-use-2025-11-24")
         // The permissive schema lets every action through to the tool's own checks.
         XCTAssertEqual(
@@ -141,7 +141,7 @@ final class ComputerToolTests: XCTestCase {
         // A line and the settled screenshot, at the model's size.
         XCTAssertTrue(outputText(output).contains("left_click at (\(model.x), \(model.y))"), outputText(output))
         let shots = try outputImages(output)
-        XCTAssertEqual(shots.map(\.size), [Size(width: 1429, height: 804)])
+        XCTAssertEqual(shots.map(\.size), [Size(width: 1456, height: 819)])
         // The screenshot shows the red rectangle where the model clicked.
         XCTAssertEqual(shots.first?.pixel(x: model.x, y: model.y), RGB(r: 255, g: 0, b: 0))
         // The log has the screen coordinates.
@@ -178,33 +178,33 @@ final class ComputerToolTests: XCTestCase {
         try focusFixture()
         let session = try session
         let tool = ComputerTool(session: session)
-        // 1500 is on the 1920-px screen but outside the 1429-px image the model sees.
+        // 1500 is on the 1920-px screen but outside the 1456-px image the model sees.
         let error = await expectToolError {
             try await tool.execute(
                 ["action": "left_click", "coordinate": [1500, 100]],
                 context: ToolContext())
         }
         XCTAssertEqual(
-            error?.message.hasPrefix("Coordinates (1500, 100) are outside the display (1429x804)"), true,
+            error?.message.hasPrefix("Coordinates (1500, 100) are outside the display (1456x819)"), true,
             error?.message ?? "")
         let error2 = await expectToolError {
             try await tool.execute(
                 ["action": "mouse_move", "coordinate": [-1, 5]],
                 context: ToolContext())
         }
-        XCTAssertTrue(error2?.message.contains("outside the display (1429x804)") ?? false)
+        XCTAssertTrue(error2?.message.contains("outside the display (1456x819)") ?? false)
         // Through the registry: an is_error result with the same words, no image.
         let result = await ToolRegistry([tool]).run(
             id: "toolu_1", name: "computer",
-            input: ["action": "double_click", "coordinate": [1429, 804]],
+            input: ["action": "double_click", "coordinate": [1456, 819]],
             context: ToolContext())
         XCTAssertTrue(result.isError)
         XCTAssertEqual(
             result.content,
             [
                 .text(
-                    "Coordinates (1429, 804) are outside the display (1429x804): x must be "
-                        + "0–1428 and y 0–803, in the pixels of the latest screenshot")
+                    "Coordinates (1456, 819) are outside the display (1456x819): x must be "
+                        + "0–1455 and y 0–818, in the pixels of the latest screenshot")
             ])
         XCTAssertEqual(try pressesUntilSentinel(), [], "a refused action sends nothing")
     }
@@ -355,7 +355,7 @@ final class ComputerToolTests: XCTestCase {
         let output = try await tool.execute(["action": "screenshot"], context: ToolContext())
         XCTAssertEqual(output.content.count, 1, "just the image")
         let shot = try XCTUnwrap(try outputImages(output).first)
-        XCTAssertEqual(shot.size, Size(width: 1429, height: 804))
+        XCTAssertEqual(shot.size, Size(width: 1456, height: 819))
         _ = try await tool.execute(["action": "mouse_move", "coordinate": [1000, 700]], context: ToolContext())
         XCTAssertEqual(try session.input.cursorPosition(), session.geometry.toScreen(Point(x: 1000, y: 700)))
         let cursor = try await tool.execute(["action": "cursor_position"], context: ToolContext())
@@ -380,10 +380,10 @@ final class ComputerToolTests: XCTestCase {
                 ["action": "zoom", "region": [500, 200, 300, 350]],
                 context: ToolContext())
         }
-        XCTAssertTrue(bad?.message.contains("0 ≤ x1 < x2 ≤ 1429") ?? false, bad?.message ?? "")
+        XCTAssertTrue(bad?.message.contains("0 ≤ x1 < x2 ≤ 1456") ?? false, bad?.message ?? "")
         let outside = await expectToolError {
             try await tool.execute(
-                ["action": "zoom", "region": [0, 0, 1430, 10]],
+                ["action": "zoom", "region": [0, 0, 1460, 10]],
                 context: ToolContext())
         }
         XCTAssertNotNil(outside)
@@ -424,7 +424,7 @@ final class ComputerToolTests: XCTestCase {
         XCTAssertEqual(result.area, Rect(x: 0, y: 0, width: 1920, height: 1080))
         let started = ContinuousClock.now
         let shot = try session.screenshot()
-        XCTAssertEqual(shot.size, Size(width: 1429, height: 804))
+        XCTAssertEqual(shot.size, Size(width: 1456, height: 819))
         print(
             "settle on a static 1080p screen: \(Int(result.elapsedMs)) ms, \(result.polls) polls; settle + scale + "
                 + "PNG: \(ContinuousClock.now - started)")
