@@ -74,6 +74,51 @@ public final class ClaudeClient: Sendable {
         }
     }
 
+    /// Every model the API serves this key (`GET /v1/models`, all pages), as the API describes them: id, display
+    /// name, `max_input_tokens`, `max_tokens` and the `capabilities` tree. One attempt per page; a failure throws the
+    /// API's error as `send` does.
+    public func listModels() async throws -> [JSONValue] {
+        var models: [JSONValue] = []
+        var after: String?
+        for _ in 0..<100 {  // pages; the API has far fewer
+            var url = configuration.baseURL + "/v1/models?limit=100"
+            if let after {
+                var allowed = CharacterSet.urlQueryAllowed
+                allowed.remove(charactersIn: "&=+#")
+                url += "&after_id=" + (after.addingPercentEncoding(withAllowedCharacters: allowed) ?? after)
+            }
+            let http = HTTPRequest(
+                url: url,
+                headers: [
+                    "x-api-key: " + Self.headerSafe(configuration.apiKey.value), "anthropic-version: 2023-06-01",
+                    "accept: application/json", "user-agent: xclaw/0.1",
+                ], body: Data(), connectTimeout: configuration.connectTimeout,
+                idleTimeout: configuration.idleTimeout, get: true)
+            logger.debug("GET /v1/models", metadata: ["after": "\(after ?? "-")"])
+            guard let multi = pool.withLock({ $0.popLast() }) ?? CurlMulti() else {
+                throw ClientError.network("libcurl could not be initialised")
+            }
+            let outcome = await CurlTransport.perform(http, multi: multi, onEvent: { _ in })
+            pool.withLock { if $0.count < 4 { $0.append(multi) } }
+            if outcome.cancelled { throw CancellationError() }
+            guard outcome.status == 200, let page = try? JSONValue.parse(Data(outcome.body)),
+                let data = page["data"]?.array
+            else {
+                switch classify(outcome, url: http.url) {
+                case .failure(let error): throw error
+                case .retry(let reason, _, let requestID):
+                    throw ClientError.retriesExhausted(last: reason, attempts: 1, requestID: requestID)
+                case .success:
+                    throw ClientError.badResponse("GET /v1/models answered without a list of models")
+                }
+            }
+            models += data
+            guard page["has_more"]?.bool == true, let last = page["last_id"]?.string else { return models }
+            after = last
+        }
+        return models
+    }
+
     /// The request headers; `Expect:` (empty) stops curl from waiting for a 100-continue on large bodies.
     func headers(for request: MessagesRequest) -> [String] {
         var h = [

@@ -27,6 +27,8 @@ struct HTTPRequest: Sendable {
     var body: Data
     var connectTimeout: Duration
     var idleTimeout: Duration
+    /// A GET (the body is not sent) instead of a POST.
+    var get = false
 }
 
 /// What one attempt got back, before the client decides between success, retry and failure.
@@ -174,9 +176,13 @@ enum CurlTransport {
         _ = xclaw_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         _ = xclaw_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(request.connectTimeout))
         _ = xclaw_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
-        _ = xclaw_curl_setopt_long(easy, CURLOPT_POST, 1)
-        _ = xclaw_curl_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
-        _ = xclaw_curl_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress)
+        if request.get {
+            _ = xclaw_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        } else {
+            _ = xclaw_curl_setopt_long(easy, CURLOPT_POST, 1)
+            _ = xclaw_curl_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+            _ = xclaw_curl_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress)
+        }
         _ = xclaw_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = xclaw_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, opaque)
         _ = xclaw_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, opaque)

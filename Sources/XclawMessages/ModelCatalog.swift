@@ -163,6 +163,14 @@ public struct ModelCatalog: Sendable, Hashable, Codable {
             catalog.models = user.models + catalog.models.filter { !replaced.contains($0.id) }
             catalog.default = user.default
         }
+        // What the API said last (`xclaw models --refresh`) wins over the table.
+        let cached = try ModelCapabilities.cached(environment: environment)
+        if !cached.isEmpty {
+            catalog.models = catalog.models.map { m in
+                let names = [m.id] + (m.aliases ?? [])
+                return cached.first { names.contains($0.id) }.map { m.updated(with: $0) } ?? m
+            }
+        }
         return catalog
     }
 

@@ -35,6 +35,19 @@ public final class MockMessagesServer: Sendable {
         try self.init(replies: [], port: 0, handler: handler)
     }
 
+    /// What `GET /v1/models` lists (each a model object's JSON text, newest first), paged as the API pages: `limit` (default
+    /// 20, here at most `modelsPageSize`) and `after_id`, with `has_more`, `first_id` and `last_id`.
+    public var models: [String] {
+        get { core.state.withLock { $0.models } }
+        set { core.state.withLock { $0.models = newValue } }
+    }
+
+    /// The most models one page holds, so tests can see paging.
+    public var modelsPageSize: Int {
+        get { core.state.withLock { $0.modelsPageSize } }
+        set { core.state.withLock { $0.modelsPageSize = newValue } }
+    }
+
     /// Adds a reply at the end of the queue, for tests that script as they go.
     public func enqueue(_ reply: MockReply) { core.state.withLock { $0.queue.append(reply) } }
 
@@ -89,6 +102,8 @@ final class ServerCore: Sendable {
         var requests: [RecordedRequest] = []
         var disconnects: [Date] = []
         var stopped = false
+        var models: [String] = []
+        var modelsPageSize = 20
     }
 
     /// What to do with an admitted request.
@@ -208,7 +223,9 @@ final class ServerCore: Sendable {
                 body: body, requestID: "req_mock_\(index + 1)")
             s.requests.append(request)
             let decision: Decision
-            if method != "POST" || path != "/v1/messages" {
+            if method == "GET" && path == "/v1/models" {
+                decision = .reply(Self.modelsPage(s.models, query: query, pageSize: s.modelsPageSize))
+            } else if method != "POST" || path != "/v1/messages" {
                 decision = .reply(
                     .error(
                         status: 404, type: "not_found_error",
@@ -227,6 +244,29 @@ final class ServerCore: Sendable {
             }
             return (request, decision, s.observer)
         }
+    }
+
+    /// One page of the models list, in the API's shape.
+    static func modelsPage(_ models: [String], query: String?, pageSize: Int) -> MockReply {
+        var limit = 20, after: String?
+        for pair in (query ?? "").split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard kv.count == 2 else { continue }
+            if kv[0] == "limit" { limit = Int(kv[1]) ?? 20 }
+            if kv[0] == "after_id" { after = kv[1].removingPercentEncoding }
+        }
+        let ids = models.map { text -> String in
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+            return object?["id"] as? String ?? ""
+        }
+        let start = after.flatMap { a in ids.firstIndex(of: a).map { $0 + 1 } } ?? 0
+        let end = min(models.count, start + max(1, min(limit, pageSize)))
+        let page = start < end ? Array(models[start..<end]) : []
+        let body =
+            "{\"data\": [" + page.joined(separator: ", ") + "], \"has_more\": \(end < models.count), "
+            + "\"first_id\": " + (start < end ? "\"\(ids[start])\"" : "null") + ", \"last_id\": "
+            + (start < end ? "\"\(ids[end - 1])\"" : "null") + "}"
+        return .raw(status: 200, headers: ["content-type": "application/json"], body: body)
     }
 
     func recordDisconnect() { state.withLock { $0.disconnects.append(Date()) } }

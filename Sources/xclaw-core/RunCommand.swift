@@ -210,10 +210,28 @@ struct Models: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
             "List the models xclaw knows: computer-use tool version, prices per MTok, screenshot size, thinking and "
-            + "effort; retired ones with their successor.")
+            + "effort; retired ones with their successor.",
+        discussion:
+            "--refresh asks the API (needs ANTHROPIC_API_KEY) and caches what it says in "
+            + "$XDG_STATE_HOME/xclaw/models-cache.json; later runs use those limits and levels. Exit: 0 listed; "
+            + "2 an unreadable catalog or cache; 4 the API failed (the cache stays as it was).")
+    @Flag(
+        help:
+            "First read what the API serves (GET /v1/models, every page) and cache each model's limits, thinking form and effort levels, which then win over the built-in table."
+    )
+    var refresh = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
+        if refresh {
+            let client = ClaudeClient(configuration: try ClientConfiguration.load())
+            let listed = try Blocking.wait { try await client.listModels() }
+            let capabilities = listed.compactMap(ModelCapabilities.init(api:))
+            try ModelCapabilities.write(capabilities)
+            printError(
+                "xclaw: the API serves \(capabilities.count) model(s); their capabilities are cached in "
+                    + ModelCapabilities.cachePath())
+        }
         let catalog = try ModelCatalog.load()
         try emit(catalog, json: json) {
             catalog.models.map { m in

@@ -279,6 +279,64 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertFalse((run.stderr + haiku.stderr + retired.stderr).contains("SECRET"))
     }
 
+    /// `models --refresh` reads every page of `GET /v1/models` (the loopback serves the API's shape, two a page) and
+    /// caches each model's capabilities, which then win over the built-in table: a level the API no longer lists is
+    /// refused, and the output limit follows the API.
+    func testModelsRefreshReadsEveryPageAndTheAPIsCapabilitiesWin() throws {
+        let server = try MockMessagesServer()
+        defer { server.stop() }
+        func model(_ id: String, effort: [String], maxTokens: Int) -> String {
+            let levels = ["low", "medium", "high", "xhigh", "max"].map {
+                "\"\($0)\": {\"supported\": \(effort.contains($0))}"
+            }.joined(separator: ", ")
+            return """
+                {"id": "\(id)", "type": "model", "display_name": "\(id)", "created_at": "2026-09-01T00:00:00Z",
+                 "max_input_tokens": 1000000, "max_tokens": \(maxTokens),
+                 "capabilities": {"image_input": {"supported": true},
+                  "thinking": {"supported": true, "types": {"enabled": {"supported": false},
+                   "adaptive": {"supported": true}}},
+                  "effort": {"supported": \(!effort.isEmpty), \(levels)},
+                  "context_management": {"compact_20260112": {"supported": true}}}}
+                """
+        }
+        server.models = [
+            model("claude-sonnet-5", effort: ["low", "high"], maxTokens: 64000),
+            model("claude-opus-5", effort: ["low", "medium", "high", "xhigh", "max"], maxTokens: 128000),
+            model("claude-haiku-4-5-20251001", effort: [], maxTokens: 64000),
+        ]
+        server.modelsPageSize = 2
+        var env = environment(server)
+        env["XCLAW_DB"] = workDir.appendingPathComponent("models.sqlite").path
+        let refreshed = try runCLI(["models", "--refresh", "--json"], environment: env)
+        XCTAssertEqual(refreshed.status, 0, refreshed.stderr)
+        XCTAssertTrue(refreshed.stderr.contains("the API serves 3 model(s)"), refreshed.stderr)
+        let gets = server.requests.filter { $0.method == "GET" }
+        XCTAssertEqual(gets.map(\.path), ["/v1/models", "/v1/models"], "two pages")
+        XCTAssertEqual(gets.last?.query, "limit=100&after_id=claude-opus-5")
+        XCTAssertEqual(gets.first?.headers["anthropic-version"], "2023-06-01")
+        let models = try XCTUnwrap(try JSONValue.parse(refreshed.stdout)["models"]?.array)
+        let sonnet = try XCTUnwrap(models.first { $0["id"]?.string == "claude-sonnet-5" })
+        XCTAssertEqual(sonnet["effort"]?.array?.compactMap(\.string), ["low", "high"])
+        XCTAssertEqual(sonnet["max_output"]?.int, 64000)
+        let cache = try String(
+            contentsOfFile: workDir.appendingPathComponent("state/xclaw/models-cache.json").path, encoding: .utf8)
+        XCTAssertTrue(cache.contains("\"compaction\" : true"), cache)
+        XCTAssertFalse(cache.contains("SECRET"))
+        // The cached levels win: medium is no longer Sonnet 5's, and nothing is sent.
+        let medium = try runCLI(["run", "x", "--display", display.name, "--effort", "medium"], environment: env)
+        XCTAssertEqual(medium.status, 2, medium.stderr)
+        XCTAssertTrue(medium.stderr.contains("takes effort low, high, not medium"), medium.stderr)
+        XCTAssertEqual(server.requests.filter { $0.method == "POST" }.count, 0)
+        // The API out of reach: exit 4, and the cache stays as it was.
+        server.stop()
+        let unreachable = try runCLI(["models", "--refresh"], environment: env)
+        XCTAssertEqual(unreachable.status, 4, unreachable.stderr)
+        XCTAssertEqual(
+            try String(
+                contentsOfFile: workDir.appendingPathComponent("state/xclaw/models-cache.json").path, encoding: .utf8),
+            cache)
+    }
+
     func testDryRunInjectsNothing() throws {
         let target = geometry.toModel(button.center)
         let server = try MockMessagesServer(replies: [
