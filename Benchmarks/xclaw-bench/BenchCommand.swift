@@ -15,7 +15,7 @@ struct Bench: ParsableCommand {
             + "tesseract and PyAutoGUI when installed.",
         subcommands: [
             BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self,
-            BenchSnapshot.self, BenchCLI.self, BenchGrounding.self, BenchImage.self, BenchReplay.self,
+            BenchSnapshot.self, BenchCLI.self, BenchGrounding.self, BenchImage.self, BenchReplay.self, BenchBatch.self,
         ])
 }
 

@@ -184,7 +184,8 @@ struct BenchReplay: ParsableCommand {
     private func record(on display: TestDisplay, env: inout [String: String], script: String) throws -> Sample {
         let apps = try ReplayApps(display: display.name, environment: display.environment)
         defer { apps.stop() }
-        let geometry = try ScreenGeometry(screen: display.connect().screenSize())
+        // The run uses the default model (Sonnet 5), which sees the screen whole.
+        let geometry = try ScreenGeometry(screen: display.connect().screenSize(), sizing: .highRes)
         let actions = try apps.actions(geometry: geometry, environment: env)
         let server = try MockMessagesServer { request, index in
             let input = Self.estimatedInputTokens(request.body)

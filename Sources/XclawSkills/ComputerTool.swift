@@ -58,6 +58,10 @@ public struct ComputerTool: AgentTool {
     /// requests that declare it): then it looks (screenshot, zoom, cursor position, wait) and never acts.
     public let inputAllowed: Bool
 
+    /// Inside `computer_batch`: input actions neither settle nor take a screenshot (the batch does both once, at
+    /// its end).
+    var batched = false
+
     /// Creates the tool for a session and the version the model expects.
     public init(session: ScreenSession, version: ComputerToolVersion = .v20250124, inputAllowed: Bool = true) {
         self.session = session
@@ -274,7 +278,7 @@ public struct ComputerTool: AgentTool {
         }
 
         switch try await session.runInput(
-            record, describe: describe, context: context, screenshot: true,
+            record, describe: describe, context: context, screenshot: !batched, settle: !batched,
             act: perform)
         {
         case .skipped(let text):

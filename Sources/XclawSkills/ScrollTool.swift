@@ -61,7 +61,7 @@ public struct ScrollTool: AgentTool {
             case .skipped(let text): return .text(text)
             case .done(_, let settle, _):
                 let changed =
-                    settle.changed
+                    settle?.changed ?? true
                     ? ""
                     : "; nothing on screen changed (the end of the content, or "
                         + "the pointer is not over a scrollable area)"

@@ -86,6 +86,9 @@ public enum SkillCatalog {
     /// Every tool, in the order `all` offers them and the help lists them.
     public static let table: [ToolEntry] = [
         ToolEntry("computer", default: 0) { ComputerTool(session: $0.session, version: $0.computerVersion) },
+        ToolEntry("computer_batch") {
+            ComputerBatchTool(computer: ComputerTool(session: $0.session, version: $0.computerVersion))
+        },
         ToolEntry("capture_screen", default: 8) { CaptureScreenTool(session: $0.session) },
         ToolEntry("read_screen_text", default: 2, ocr: true) { ReadScreenTextTool(session: $0.session) },
         ToolEntry("screen_snapshot", default: 1, ocr: true) { ScreenSnapshotTool(session: $0.session) },

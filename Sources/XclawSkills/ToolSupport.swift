@@ -17,8 +17,9 @@ func millisecondsSince(_ start: ContinuousClock.Instant) -> Double {
 enum InputOutcome: Sendable {
     /// Not performed (dry run, or the user declined); the text says so for the model.
     case skipped(String)
-    /// Performed; the screen settled (or timed out settling) afterwards.
-    case done(ms: Double, settle: SettleResult, screenshot: Screenshot?)
+    /// Performed; the screen settled (or timed out settling) afterwards; nil inside a batch, which settles once at
+    /// its end.
+    case done(ms: Double, settle: SettleResult?, screenshot: Screenshot?)
 }
 
 extension ScreenSession {
@@ -29,7 +30,7 @@ extension ScreenSession {
     /// point (or, for typing, the focused field) is looked up on a fresh snapshot.
     func runInput(
         _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool = false,
-        subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
+        settle: Bool = true, subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
     ) async throws -> InputOutcome {
         var subject = subject
         let gating = context.gate != nil && subject == nil
@@ -71,8 +72,9 @@ extension ScreenSession {
         if context.isCancelled() { throw CancellationError() }
         let start = ContinuousClock.now
         do {
-            let (settled, shot) = try await perform { session -> (SettleResult, Screenshot?) in
+            let (settled, shot) = try await perform { session -> (SettleResult?, Screenshot?) in
                 try act(session)
+                guard settle else { return (nil, nil) }
                 let settled = try session.settle()
                 return (settled, screenshot ? try session.encodeForModel(settled.frame) : nil)
             }
@@ -85,7 +87,7 @@ extension ScreenSession {
                 keep(
                     StepRecorder.step(
                         done, before: before?.snapshot, patch: before?.patch, pointer: before?.pointer, after: after,
-                        changed: settled.changed))
+                        changed: settled?.changed ?? true))
             }
             return .done(ms: done.ms ?? 0, settle: settled, screenshot: shot)
         } catch {
@@ -194,8 +196,9 @@ public enum GateSubject {
 }
 
 /// A short note on how settling went, for result texts ("" when it settled normally).
-func settleNote(_ settle: SettleResult) -> String {
-    settle.timedOut ? " (the screen was still changing after \(Int(settle.elapsedMs)) ms)" : ""
+func settleNote(_ settle: SettleResult?) -> String {
+    guard let settle else { return "" }
+    return settle.timedOut ? " (the screen was still changing after \(Int(settle.elapsedMs)) ms)" : ""
 }
 
 /// Turns an error of a lower layer into what the model should read: a `ToolError` whose message says what to do

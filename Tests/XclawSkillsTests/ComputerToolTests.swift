@@ -101,6 +101,48 @@ final class ComputerToolTests: XCTestCase {
             at: Point(x: Self.window.x + 850, y: Self.window.y + 550), via: try session.input)
     }
 
+    /// `computer_batch`: a click, typing and a key in one call, coordinates from the screenshot before it, one
+    /// screenshot at the end; the first error stops it and says how far it got, and nothing after it is sent.
+    func testABatchRunsItsActionsInOrderAndStopsAtTheFirstError() async throws {
+        try focusFixture()
+        let session = try session, fixture = try fixture
+        fixture.clear()
+        let batch = ComputerBatchTool(computer: ComputerTool(session: session, version: .v20251124))
+        let m = session.geometry.toModel(Self.red.center)
+        let output = try await batch.execute(
+            [
+                "actions": [
+                    ["action": "left_click", "coordinate": [.int(m.x), .int(m.y)]],
+                    ["action": "type", "text": "ab"], ["action": "key", "text": "Return"],
+                ]
+            ], context: ToolContext())
+        let text = outputText(output)
+        XCTAssertTrue(text.contains("[0:left_click]") && text.contains("[2:key]"), text)
+        XCTAssertEqual(output.content.filter { if case .image = $0 { return true } else { return false } }.count, 1)
+        let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
+        XCTAssertEqual(Point(x: press.rootX ?? -1, y: press.rootY ?? -1), session.geometry.toScreen(m))
+        XCTAssertEqual(fixture.typed(count: 3), "ab\n")
+        // Stopped at its second action (out of bounds); the third is never sent.
+        fixture.clear()
+        let error = await expectToolError {
+            try await batch.execute(
+                [
+                    "actions": [
+                        ["action": "type", "text": "c"], ["action": "left_click", "coordinate": [99999, 5]],
+                        ["action": "type", "text": "NEVER"],
+                    ]
+                ], context: ToolContext())
+        }
+        let message = try XCTUnwrap(error?.message)
+        XCTAssertTrue(message.contains("batch stopped at actions[1] (1:left_click)"), message)
+        XCTAssertTrue(message.contains("(1 completed, 1 skipped)"), message)
+        XCTAssertEqual(fixture.typed(count: 1), "c")
+        XCTAssertEqual(try pressesUntilSentinel(), [], "the refused click sent nothing")
+        XCTAssertFalse(EventProbe.typedText(fixture.received).contains("N"), "nothing after the error was typed")
+        let empty = await expectToolError { try await batch.execute(["actions": []], context: ToolContext()) }
+        XCTAssertNotNil(empty)
+    }
+
     func testDefinitionAdvertisesTheModelSizeAndZoomOnlyFor20251124() throws {
         let session = try session
         XCTAssertEqual(session.geometry.model, Size(width: 1456, height: 819))

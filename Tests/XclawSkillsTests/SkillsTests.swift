@@ -137,7 +137,7 @@ final class SkillsTests: XCTestCase {
         }
         XCTAssertThrowsError(try SkillCatalog.tools(named: ["computer", "teleport"], session: session)) { error in
             XCTAssertEqual(error as? SkillError, .unknownTools(["teleport"], valid: SkillCatalog.allToolNames))
-            XCTAssertTrue("\(error)".contains("valid names: computer, capture_screen"), "\(error)")
+            XCTAssertTrue("\(error)".contains("valid names: computer, computer_batch, capture_screen"), "\(error)")
         }
         XCTAssertThrowsError(try SkillCatalog.tools(named: ["find_and_tap"], session: session)) { error in
             XCTAssertEqual(error as? SkillError, .visionUnavailable("find_and_tap"))
