@@ -56,7 +56,7 @@ let package = Package(
             path: "Sources/CBindings/CXclawShim",
             // No errno from maths: sqrt then vectorises (the kernels never read errno).
             cSettings: [.unsafeFlags(["-O2", "-fno-math-errno"])],
-            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread")]
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread"), .linkedLibrary("jpeg")]
         ),
 
         // FreeType rendering and glyph comparison for the perception layer.

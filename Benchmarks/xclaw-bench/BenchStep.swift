@@ -85,7 +85,15 @@ struct BenchStep: ParsableCommand {
         try report.measure(section, "screenshot: scale to \(geometry.model) + PNG + base64", iterations: few) {
             let f = try session.capturer.capture()
             var bytes = 0
-            let elapsed = try clock.measure { bytes = try session.encodeForModel(f).pngBase64.utf8.count }
+            let elapsed = try clock.measure { bytes = try session.encodeForModel(f).base64.utf8.count }
+            return Sample(elapsed: elapsed, bytes: bytes)
+        }
+        try report.measure(section, "screenshot: scale to \(geometry.model) + JPEG q80 + base64", iterations: few) {
+            let f = try session.capturer.capture()
+            var bytes = 0
+            let elapsed = try clock.measure {
+                bytes = try session.encodeForModel(f, as: .jpeg(quality: 80)).base64.utf8.count
+            }
             return Sample(elapsed: elapsed, bytes: bytes)
         }
         try report.measure(section, "request body (3 screenshots, \(history.count) messages)", iterations: few) {
@@ -149,7 +157,7 @@ struct BenchStep: ParsableCommand {
         let tokens = geometry.model.width * geometry.model.height / 750
         report.notes.append(
             "tokens per screenshot at \(geometry.model): \(geometry.model.width)·\(geometry.model.height)/750 "
-                + "≈ \(tokens); a step adds one screenshot (\(shot.pngBase64.utf8.count / 1024) KB base64) to the request, "
+                + "≈ \(tokens); a step adds one screenshot (\(shot.base64.utf8.count / 1024) KB base64) to the request, "
                 + "and pruning keeps 3–5 in it")
         return report
     }

@@ -85,6 +85,8 @@ public struct AgentBuilder: Sendable {
     public var visionUsage: @Sendable (Usage) -> Void
     /// A box screenshots must fit in besides the model's own limits (`--screenshot-size 1080p`); nil: native.
     public var screenshotCap: Size?
+    /// How screenshots are encoded (`--screenshot-format`): PNG, or JPEG to cut request bytes.
+    public var screenshotEncoding = ImageEncoding.png
 
     /// A builder over a store, a client and a catalog the caller loaded (in the order its errors should surface).
     public init(
@@ -135,6 +137,7 @@ public struct AgentBuilder: Sendable {
             let session = try session ?? self.session(display: config.display)
             // Screenshots as large as the model takes them (capped by --screenshot-size / screenshot_size).
             session.sizing = Self.sizing(for: info, cap: screenshotCap)
+            session.encoding = screenshotEncoding
             let (client, usage) = (client, visionUsage)
             let vision: VisionAsker = { question, png, size in
                 try await VisionRequest.ask(

@@ -82,7 +82,7 @@ public enum ReportHTML {
         if let image = report.replayShot {
             out +=
                 "<p>The screen when it diverged:</p><div class=\"shot\" style=\"max-width:\(image.width)px\">"
-                + "<img src=\"data:image/png;base64,\(image.base64)\" width=\"\(image.width)\" "
+                + "<img src=\"data:\(image.mediaType);base64,\(image.base64)\" width=\"\(image.width)\" "
                 + "height=\"\(image.height)\" alt=\"the screen when the replay diverged\"></div>\n"
         }
         return out + "</section>\n"
@@ -111,7 +111,7 @@ public enum ReportHTML {
             let numbered = step.actions.map { ($0.number, $0.overlay) }
             out +=
                 "<div class=\"shot\" id=\"shot-\(step.number)\" style=\"max-width:\(image.width)px\">"
-                + "<img src=\"data:image/png;base64,\(image.base64)\" width=\"\(image.width)\" "
+                + "<img src=\"data:\(image.mediaType);base64,\(image.base64)\" width=\"\(image.width)\" "
                 + "height=\"\(image.height)\" alt=\"the screen before step \(step.number)\">"
                 + ReportOverlay.svg(numbered, width: image.width, height: image.height) + "</div>\n"
         case .removed:

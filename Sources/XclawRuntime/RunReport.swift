@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawMessages
+import XclawScreen
 import XclawStore
 
 /// One run, step by step, as its report shows it: built from what the store kept (no screen, no network), so a
@@ -15,12 +16,24 @@ public struct RunReport: Sendable {
         /// Its height in pixels.
         public var height: Int
 
-        /// Reads a stored image block; nil unless it is a PNG with a sane header.
+        /// `image/png` or `image/jpeg`.
+        public var mediaType = "image/png"
+
+        /// Reads a stored image block; nil unless it is a PNG or a JPEG with a sane header.
         public init?(mediaType: String, base64: String) {
-            guard mediaType == "image/png", let data = Data(base64Encoded: base64, options: .ignoreUnknownCharacters),
-                let size = Self.pngSize(data)
+            guard ["image/png", "image/jpeg"].contains(mediaType),
+                let data = Data(base64Encoded: base64, options: .ignoreUnknownCharacters),
+                let size = Self.size(of: data, mediaType: mediaType)
             else { return nil }
             (self.base64, width, height) = (data.base64EncodedString(), size.width, size.height)
+            self.mediaType = mediaType
+        }
+
+        /// Width and height from the image's header.
+        static func size(of data: Data, mediaType: String) -> (width: Int, height: Int)? {
+            if mediaType == "image/png" { return pngSize(data) }
+            guard let s = JPEG.size(of: data) else { return nil }
+            return (s.width, s.height)
         }
 
         /// Width and height from a PNG's signature and IHDR chunk, when they are plausible.

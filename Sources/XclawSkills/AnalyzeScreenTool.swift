@@ -52,12 +52,12 @@ public struct AnalyzeScreenTool: AgentTool {
         }
         let shot: Screenshot
         do {
-            shot = try await session.perform { try $0.screenshot() }
+            shot = try await session.perform { try $0.screenshot(as: .png) }  // the vision question is PNG
         } catch {
             throw modelError(error)
         }
         do {
-            let answer = try await vision(question, shot.pngBase64, shot.size)
+            let answer = try await vision(question, shot.base64, shot.size)
             return .text(answer)
         } catch is CancellationError {
             throw CancellationError()

@@ -68,7 +68,7 @@ public struct FindAndTapTool: AgentTool {
                     return .ocr(top)
                 }
                 // None, or several equally good: vision sees the whole picture.
-                return .vision(try session.encodeForModel(settled.frame), session.geometry)
+                return .vision(try session.encodeForModel(settled.frame, as: .png), session.geometry)
             }
         } catch {
             throw modelError(error)
@@ -127,7 +127,7 @@ public struct FindAndTapTool: AgentTool {
             """
         let answer: String
         do {
-            answer = try await vision(prompt, shot.pngBase64, shot.size)
+            answer = try await vision(prompt, shot.base64, shot.size)
         } catch is CancellationError {
             throw CancellationError()
         } catch {

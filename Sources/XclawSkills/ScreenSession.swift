@@ -7,17 +7,19 @@ import XclawScreen
 
 /// A screenshot as the model receives it: a PNG of the model-sized image, base64-encoded for an image block.
 public struct Screenshot: Sendable {
-    /// The PNG, base64-encoded (what an `image` content block carries).
-    public var pngBase64: String
+    /// The image (PNG or JPEG), base64-encoded (what an `image` content block carries).
+    public var base64: String
     /// The image's size: the model's coordinate space.
     public var size: Size
     /// The screen size it was scaled from.
     public var screen: Size
     /// How settling before the capture went, when the screenshot followed a settle.
     public var settle: SettleResult?
+    /// `image/png` or `image/jpeg`.
+    public var mediaType = "image/png"
 
     /// The image content block for a tool result.
-    public var imageBlock: ContentBlock { .image(mediaType: "image/png", base64: pngBase64) }
+    public var imageBlock: ContentBlock { .image(mediaType: mediaType, base64: base64) }
 }
 
 /// Everything the screen tools of one agent run share: one connection, one capturer (one shared-memory segment),
@@ -45,6 +47,7 @@ public final class ScreenSession: @unchecked Sendable {
     private let lock = NSRecursiveLock()
     private var currentGeometry: ScreenGeometry
     private var currentSizing = ImageSizing.reference
+    private var currentEncoding = ImageEncoding.png
 
     /// Opens a session on `display` (nil: `$DISPLAY`); fails with a message naming `xclaw display start` when no
     /// display is reachable.
@@ -68,6 +71,12 @@ public final class ScreenSession: @unchecked Sendable {
 
     /// The mapping between the screen and the screenshots the model sees (follows RandR resizes at each capture).
     public var geometry: ScreenGeometry { lock.withLock { currentGeometry } }
+
+    /// How screenshots are encoded for the model (PNG, or JPEG to cut request bytes). Set by the run.
+    public var encoding: ImageEncoding {
+        get { lock.withLock { currentEncoding } }
+        set { lock.withLock { currentEncoding = newValue } }
+    }
 
     /// How large the screenshots are: the model's rule (high resolution or the reference rule) and the user's cap.
     /// Set by the run for its model before the first screenshot.
@@ -106,28 +115,31 @@ public final class ScreenSession: @unchecked Sendable {
         try lock.withLock { try settler.settle(area: area) }
     }
 
-    /// Settles, then encodes the frame the settle ended on (no second capture) at the model's size.
-    public func screenshot() throws -> Screenshot {
+    /// Settles, then encodes the frame the settle ended on (no second capture) at the model's size, in the run's
+    /// encoding or `format`.
+    public func screenshot(as format: ImageEncoding? = nil) throws -> Screenshot {
         try lock.withLock {
             let settled = try settler.settle()
-            var shot = try encodeForModel(settled.frame)
+            var shot = try encodeForModel(settled.frame, as: format)
             shot.settle = settled
             return shot
         }
     }
 
-    /// Downscales a full-screen frame to the model's size and encodes it as base64 PNG; updates the geometry when
-    /// the screen size changed (RandR).
-    public func encodeForModel(_ frame: Frame) throws -> Screenshot {
+    /// Downscales a full-screen frame to the model's size and encodes it (the run's encoding, or `format`) as
+    /// base64; updates the geometry when the screen size changed (RandR).
+    public func encodeForModel(_ frame: Frame, as format: ImageEncoding? = nil) throws -> Screenshot {
         try lock.withLock {
             if currentGeometry.screen != frame.size {
                 currentGeometry = ScreenGeometry(screen: frame.size, sizing: currentSizing)
             }
             let scaled = try frame.downscaled(to: currentGeometry.model)
-            let png = try PNG.encode(scaled)
-            return Screenshot(
-                pngBase64: Data(png).base64EncodedString(), size: scaled.size, screen: frame.size,
-                settle: nil)
+            let encoding = format ?? currentEncoding
+            var shot = Screenshot(
+                base64: Data(try encoding.encode(scaled)).base64EncodedString(), size: scaled.size,
+                screen: frame.size, settle: nil)
+            shot.mediaType = encoding.mediaType
+            return shot
         }
     }
 

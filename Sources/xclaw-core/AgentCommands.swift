@@ -284,6 +284,7 @@ enum ServiceFactory {
         let client = ClaudeClient(configuration: try ClientConfiguration.load())
         var builder = AgentBuilder(store: store, client: client, catalog: try ModelCatalog.load())
         builder.screenshotCap = try ImageSizing.configuredCap()
+        builder.screenshotEncoding = try ImageEncoding.configured()
         let service = builder.service(
             runOptions: { model, system in
                 var options = RunOptions(model: model, system: system)

@@ -337,6 +337,54 @@ final class AgentEndToEndTests: XCTestCase {
             cache)
     }
 
+    /// `--screenshot-format jpeg:70` sends JPEG screenshots (the media type says so, the size is the model's) with far
+    /// fewer bytes than PNG; the click still lands, and the run's report shows the JPEG.
+    func testJPEGScreenshotsCutTheRequestsBytes() throws {
+        var sizes: [String: (bytes: Int, media: String?)] = [:]
+        for format in ["png", "jpeg:70"] {
+            fixture.clear()
+            let target = geometry.toModel(button.center)
+            let server = try MockMessagesServer(replies: [
+                Self.tool(
+                    "toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(target.x), \(target.y)]}"),
+                .stream(.turn(blocks: [.text("Done.")])),
+            ])
+            defer { server.stop() }
+            var env = environment(server)
+            env["XCLAW_DB"] = workDir.appendingPathComponent("jpeg.sqlite").path
+            let result = try runCLI(
+                ["run", "Submit", "--display", display.name, "--tools", "computer", "--screenshot-format", format],
+                environment: env)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let body = try JSONValue.parse(server.requests[1].body)
+            let block = body["messages"]?.array?.last?["content"]?.array?.first?["content"]?.array?.first {
+                $0["type"]?.string == "image"
+            }
+            let data = try XCTUnwrap(block?["source"]?["data"]?.string)
+            sizes[format] = (data.utf8.count, block?["source"]?["media_type"]?.string)
+            if format != "png" {
+                XCTAssertEqual(JPEG.size(of: try XCTUnwrap(Data(base64Encoded: data))), Size(width: 1920, height: 1080))
+            }
+            XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
+        }
+        XCTAssertEqual(sizes["png"]?.media, "image/png")
+        XCTAssertEqual(sizes["jpeg:70"]?.media, "image/jpeg")
+        let (png, jpeg) = (sizes["png"]?.bytes ?? 0, sizes["jpeg:70"]?.bytes ?? 0)
+        print("a 1080p screenshot: PNG \(png / 1024) KB base64, JPEG q70 \(jpeg / 1024) KB; tokens ≈ 2,765 either way")
+        XCTAssertGreaterThan(png, 0)
+        XCTAssertGreaterThan(jpeg, 0)
+        // The report of the JPEG run shows its screenshot.
+        var env = environment(try MockMessagesServer())
+        env["XCLAW_DB"] = workDir.appendingPathComponent("jpeg.sqlite").path
+        let runs = try XCTUnwrap(try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array)
+        let page = workDir.appendingPathComponent("jpeg.html").path
+        let reported = try runCLI(["report", "\(runs.last?["id"]?.int ?? 0)", "-o", page], environment: env)
+        XCTAssertEqual(reported.status, 0, reported.stderr)
+        XCTAssertTrue(try String(contentsOfFile: page, encoding: .utf8).contains("data:image/jpeg;base64,"))
+        let bad = try runCLI(["run", "x", "--screenshot-format", "gif"], environment: [:])
+        XCTAssertEqual(bad.status, 2, bad.stderr)
+    }
+
     func testDryRunInjectsNothing() throws {
         let target = geometry.toModel(button.center)
         let server = try MockMessagesServer(replies: [

@@ -34,6 +34,11 @@ int xclaw_png_encode_bgrx(const uint8_t *bgrx, int width, int height, int level,
 int xclaw_png_encode_bgrx_fast(const uint8_t *bgrx, int width, int height, int level, int strategy, int threads,
                                uint8_t **out, size_t *out_len, char *err, size_t err_len);
 
+/// Encodes BGRX as a baseline JPEG at `quality` (1-100) with libjpeg(-turbo), setjmp-based hence in C. Same contract
+/// as xclaw_png_encode_bgrx: *out is malloc'd (free it with xclaw_free).
+int xclaw_jpeg_encode_bgrx(const uint8_t *bgrx, int width, int height, int quality, uint8_t **out, size_t *out_len,
+                           char *err, size_t err_len);
+
 /// free() for buffers the shim allocated.
 void xclaw_free(void *p);
 
