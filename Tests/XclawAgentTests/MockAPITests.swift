@@ -198,7 +198,7 @@ final class MockAPITests: XCTestCase {
             .raw(status: 502, headers: ["content-type": "text/html"], body: "<h1>502</h1>")
         ])
         defer { server.stop() }
-        let notFound = try rawRequest(port: server.port, method: "GET", path: "/v1/models", body: nil)
+        let notFound = try rawRequest(port: server.port, method: "GET", path: "/v1/files", body: nil)
         XCTAssertEqual(notFound.status, 404)
         XCTAssertEqual(
             try jsonObject(String(decoding: notFound.body, as: UTF8.self))["error"].flatMap {
