@@ -168,7 +168,9 @@ public final class AgentService: Sendable {
         let model: ModelInfo, registry: ToolRegistry, options: RunOptions, conversation: [Message]
         do {
             model = try catalog.model(config.model)
-            conversation = Conversation.build(try store.messages(agent: agent))
+            // Only what came after the last `agent reset`.
+            let floor = config.contextFrom
+            conversation = Conversation.build(try store.messages(agent: agent).filter { $0.id > floor })
             registry = ToolRegistry(try tools(config))
             var chosen = runOptions(model, try systemPrompt(config))
             // The call's effort, else the agent's, checked against the model it runs on now.

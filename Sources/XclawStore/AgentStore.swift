@@ -293,7 +293,40 @@ extension AgentStore {
         config.approval = row["approval"]
         config.setup = row["setup"]
         config.effort = row["effort"]
+        config.contextFrom = row["context_from"] ?? 0
         return config
+    }
+
+    /// Starts an agent's conversation afresh: its runs send nothing stored before now (`xclaw history` and reports
+    /// still show it all). Refused while one of its runs is in flight. Returns how many messages are left out.
+    @discardableResult
+    public func resetContext(agent name: String) throws -> Int {
+        try write { db in
+            try requireAgent(db, name)
+            if let running = try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT id FROM sessions WHERE agent = ? AND status IN ('running', 'needs-approval')
+                    ORDER BY id LIMIT 1
+                    """, arguments: [name])
+            {
+                throw StoreError.invalidArgument(
+                    "agent \(name) has a run in flight (run \(running)): stop it first (`xclaw stop \(running)`) or "
+                        + "wait for it to end")
+            }
+            let last =
+                try Int64.fetchOne(db, sql: "SELECT max(id) FROM messages WHERE agent = ?", arguments: [name]) ?? 0
+            let previous =
+                try Int64.fetchOne(db, sql: "SELECT context_from FROM agents WHERE name = ?", arguments: [name]) ?? 0
+            let dropped =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM messages WHERE agent = ? AND id > ?", arguments: [name, previous])
+                ?? 0
+            try db.execute(
+                sql: "UPDATE agents SET context_from = ?, updated_at = ? WHERE name = ?",
+                arguments: [last, Self.now(), name])
+            return dropped
+        }
     }
 
     /// Sets an agent's effort level (nil: the model's default).

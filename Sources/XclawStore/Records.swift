@@ -23,6 +23,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var confirm: Bool = false
     /// The kinds of action its runs must have approved (`all`, `none`, or a list); nil: the config file's
     /// `approval`, else all. Written by `AgentStore.setApproval`, not by `updateAgent`.
+    /// The message id its conversation starts after (`agent reset`); 0: from the start.
+    public var contextFrom: Int64 = 0
     /// Its effort level (`output_config.effort`); nil: the model's default.
     public var effort: String? = nil
     public var approval: String? = nil

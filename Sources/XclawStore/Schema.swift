@@ -81,6 +81,10 @@ enum Schema {
         migrator.registerMigration("v9") { db in
             try db.execute(sql: "ALTER TABLE agents ADD COLUMN effort TEXT")
         }
+        // `agent reset`: the conversation a run sends starts after this message id (history keeps everything).
+        migrator.registerMigration("v10") { db in
+            try db.execute(sql: "ALTER TABLE agents ADD COLUMN context_from INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

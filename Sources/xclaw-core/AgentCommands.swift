@@ -37,7 +37,7 @@ struct AgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent",
         abstract: "Create, change or delete an agent (its own model, tools, system prompt, display and history).",
-        subcommands: [AgentCreate.self, AgentSet.self, AgentDelete.self])
+        subcommands: [AgentCreate.self, AgentSet.self, AgentReset.self, AgentDelete.self])
 }
 
 /// `xclaw agent create`.
@@ -194,6 +194,28 @@ struct AgentSet: ParsableCommand {
             "agent \(name): \(config.model), tools \(config.tools.joined(separator: ","))"
                 + (gates.isEmpty ? "" : ", " + gates.joined(separator: ", "))
         }
+    }
+}
+
+/// `xclaw agent reset`: a long-lived agent starts its conversation afresh.
+struct AgentReset: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset",
+        abstract: "Start an agent's conversation afresh: its next run sends nothing from before (history keeps it).",
+        discussion:
+            "Its model, tools, memory and history stay; `xclaw history` and reports still show every earlier message. "
+            + "Exit: 0 reset; 1 no such agent, or one of its runs is in flight (stop it first).")
+    @Argument(help: "The agent.") var name: String
+    @OptionGroup var storeOptions: StoreOptions
+
+    func run() throws {
+        let store = try storeOptions.open()
+        let dropped: Int
+        do { dropped = try store.resetContext(agent: name) } catch StoreError.invalidArgument(let why) {
+            throw AgentRunError.failed(why, .notFound)
+        }
+        writeOut(
+            "agent \(name) starts afresh: \(dropped) earlier message(s) stay in its history but are no longer sent\n")
     }
 }
 

@@ -385,6 +385,33 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(bad.status, 2, bad.stderr)
     }
 
+    /// `agent reset`: the next run sends nothing from before (the earlier request carried the first exchange),
+    /// while `history` keeps every message; an unknown agent is refused.
+    func testAgentResetStartsTheConversationAfreshAndKeepsTheHistory() throws {
+        let server = try MockMessagesServer(replies: [
+            .stream(.turn(blocks: [.text("Noted: BLUE.")])), .stream(.turn(blocks: [.text("Second answer.")])),
+            .stream(.turn(blocks: [.text("Third answer.")])),
+        ])
+        defer { server.stop() }
+        var env = environment(server)
+        env["XCLAW_DB"] = workDir.appendingPathComponent("reset.sqlite").path
+        XCTAssertEqual(try runCLI(["agent", "create", "keeper", "--tools", "memory"], environment: env).status, 0)
+        XCTAssertEqual(try runCLI(["send", "keeper", "remember BLUE"], environment: env).status, 0)
+        XCTAssertEqual(try runCLI(["send", "keeper", "what colour?"], environment: env).status, 0)
+        func text(_ i: Int) -> String { String(decoding: server.requests[i].body, as: UTF8.self) }
+        XCTAssertTrue(text(1).contains("BLUE"), "the second run sends the first exchange")
+        let reset = try runCLI(["agent", "reset", "keeper"], environment: env)
+        XCTAssertEqual(reset.status, 0, reset.stderr)
+        XCTAssertTrue(reset.text.contains("agent keeper starts afresh: 6 earlier message(s)"), reset.text)
+        XCTAssertEqual(try runCLI(["send", "keeper", "and now?"], environment: env).status, 0)
+        let third = try JSONValue.parse(server.requests[2].body)
+        XCTAssertEqual(third["messages"]?.array?.count, 1, "only the new batch: \(text(2))")
+        XCTAssertFalse(text(2).contains("BLUE"))
+        let history = try runCLI(["history", "keeper"], environment: env)
+        XCTAssertTrue(history.text.contains("remember BLUE") && history.text.contains("and now?"), history.text)
+        XCTAssertEqual(try runCLI(["agent", "reset", "nobody"], environment: env).status, 1)
+    }
+
     func testDryRunInjectsNothing() throws {
         let target = geometry.toModel(button.center)
         let server = try MockMessagesServer(replies: [

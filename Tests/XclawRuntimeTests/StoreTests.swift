@@ -77,7 +77,7 @@ final class StoreTests: XCTestCase {
                 "task_run_logs",
                 "tasks", "usage",
             ])
-        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
+        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
