@@ -229,7 +229,7 @@ final class ServerCore: Sendable {
                 decision = .reply(
                     .error(
                         status: 404, type: "not_found_error",
-                        message: "mock: only POST /v1/messages is served, not \(method) \(path)"))
+                        message: "mock: only POST /v1/messages and GET /v1/models are served, not \(method) \(path)"))
             } else if (try? JSONSerialization.jsonObject(with: body)) == nil {
                 decision = .reply(
                     .error(

@@ -149,6 +149,16 @@ public struct Snapshot: Codable, Sendable {
     /// stood in); the CLI prints them on stderr.
     public var warnings: [String]? = nil
 
+    /// The element a point acts on: the smallest interactive one containing it, else the smallest of any kind
+    /// (windows aside). The approval gate, the step recorder and a replay's checks all judge a point by it.
+    public func element(at p: Point) -> Element? {
+        elements.filter { $0.role != .window && $0.box.contains(p) }
+            .min { a, b in
+                (a.role.isInteractive ? 0 : 1, a.box.width * a.box.height)
+                    < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
+            }
+    }
+
     /// What reading the accessibility tree cost and gave.
     public struct AccessibilityStats: Codable, Sendable, Equatable {
         /// Applications on the bus.

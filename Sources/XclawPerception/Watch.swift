@@ -214,6 +214,18 @@ public struct Watcher {
         }
     }
 
+    /// The errors that mean "not yet" while waiting for a target (nothing matches, matches tie or are only
+    /// guesses, the window does not exist yet, the image scores too low): `retry` goes on after them.
+    public static func isNotYet(_ error: Error) -> Bool {
+        switch error {
+        case PerceptionError.notFound, PerceptionError.ambiguous, PerceptionError.uncertain,
+            ScreenError.windowNotFound, ImageSearchError.belowConfidence, ImageSearchError.ambiguous,
+            ImageSearchError.colorNotFound:
+            return true
+        default: return false
+        }
+    }
+
     /// Waits for something to be on screen, for `find`/`tap --timeout`: `attempt` runs on the area (a window may not
     /// exist yet: `area` is asked again each poll) at once, then each time its pixels changed and have been still for
     /// `settle`, so a target drawn mid-animation is not taken. An error `retryable` accepts (not found, not yet sure)

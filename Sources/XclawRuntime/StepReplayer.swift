@@ -262,7 +262,7 @@ public struct StepReplayer {
                 // The image may look like its neighbours (a keypad's keys): what lies there must not be labelled
                 // otherwise, or the match is another control.
                 let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: nil, refs: nil)
-                if let there = Self.under(point, in: snapshot), !there.label.isEmpty, there.label != anchor.label {
+                if let there = snapshot.element(at: point), !there.label.isEmpty, there.label != anchor.label {
                     throw ReplayDivergence(
                         reason: "cannot find \(anchor.role) \"\(anchor.label)\" by its label; its image matches "
                             + "\(there.role.rawValue) \(UntrustedText.quoted(there.label)), another label, so it is not "
@@ -296,16 +296,6 @@ public struct StepReplayer {
             if same.count == 1, let window = same.first { return window }
         }
         throw ScreenError.windowNotFound(title)
-    }
-
-    /// The element a point acts on, as the recording chose it: the smallest interactive one containing it, else the
-    /// smallest of any kind.
-    static func under(_ p: Point, in snapshot: Snapshot) -> Element? {
-        snapshot.elements.filter { $0.role != .window && $0.box.contains(p) }
-            .min { a, b in
-                (a.role.isInteractive ? 0 : 1, a.box.width * a.box.height)
-                    < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
-            }
     }
 
     /// An unlabelled target (a canvas, an unlabelled field): the same place in its window, found by title, when the
@@ -445,12 +435,7 @@ public struct StepReplayer {
 
     /// The errors that mean "not yet" while waiting for a target.
     private func retryable(_ error: Error) -> Bool {
-        switch error {
-        case PerceptionError.notFound, PerceptionError.ambiguous, PerceptionError.uncertain,
-            ScreenError.windowNotFound, ImageSearchError.belowConfidence, ImageSearchError.ambiguous:
-            return true
-        case let divergence as ReplayDivergence: return divergence.healable  // look-alikes may still settle
-        default: return false
-        }
+        if let divergence = error as? ReplayDivergence { return divergence.healable }  // look-alikes may still settle
+        return Watcher.isNotYet(error)
     }
 }

@@ -34,7 +34,7 @@ enum StepRecorder {
         let active = before.elements.first { $0.role == .window && $0.active == true }
         step.pre = StepPrecondition(anchorVisible: false, activeWindow: active?.label)
         step.pre.activeClass = active?.className
-        if let point, let element = under(point, in: before) {
+        if let point, let element = before.element(at: point) {
             let window = before.elements.first { $0.role == .window && $0.windowID == element.windowID }
             let alike = before.elements.filter {
                 $0.windowID == element.windowID && $0.role == element.role && $0.label == element.label
@@ -82,15 +82,6 @@ enum StepRecorder {
                 changed: changed)
         }
         return step
-    }
-
-    /// The element a point acts on: the smallest interactive one containing it, else the smallest of any kind.
-    static func under(_ p: Point, in snapshot: Snapshot) -> Element? {
-        snapshot.elements.filter { $0.role != .window && $0.box.contains(p) }
-            .min { a, b in
-                (a.role.isInteractive ? 0 : 1, a.box.width * a.box.height)
-                    < (b.role.isInteractive ? 0 : 1, b.box.width * b.box.height)
-            }
     }
 }
 

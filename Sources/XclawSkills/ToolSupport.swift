@@ -145,7 +145,7 @@ public enum GateSubject {
         let dragging = draggingActions.contains(record.action)
         let pressing = !keys && (pressingActions.contains(record.action) || pressingActions.contains(record.tool))
         guard pressing || typing || dragging || keys else { return nil }
-        func under(_ p: Point) -> Element? { StepRecorder.under(p, in: snapshot) }
+        func under(_ p: Point) -> Element? { snapshot.element(at: p) }
         if pressing || dragging {
             var points = [record.x.flatMap { x in record.y.map { Point(x: x, y: $0) } } ?? pointer].compactMap { $0 }
             if dragging, let text = record.text, let end = try? Point(parsing: String(text.dropFirst(3))) {

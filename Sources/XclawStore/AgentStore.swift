@@ -331,22 +331,22 @@ extension AgentStore {
 
     /// Sets an agent's effort level (nil: the model's default).
     public func setEffort(agent name: String, effort: String?) throws {
+        try setSetting("effort", of: name, to: effort)
+    }
+
+    /// Sets one of an agent's optional settings (a column `updateAgent` leaves alone); unknown agents are refused.
+    private func setSetting(_ column: String, of name: String, to value: String?) throws {
         try write { db in
             try db.execute(
-                sql: "UPDATE agents SET effort = ?, updated_at = ? WHERE name = ?",
-                arguments: [effort, Self.now(), name])
+                sql: "UPDATE agents SET \(column) = ?, updated_at = ? WHERE name = ?",
+                arguments: [value, Self.now(), name])
             if db.changesCount == 0 { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
         }
     }
 
     /// Sets the kinds of action an agent's runs must have approved (nil: back to the config file's default).
     public func setApproval(agent name: String, policy: String?) throws {
-        try write { db in
-            try db.execute(
-                sql: "UPDATE agents SET approval = ?, updated_at = ? WHERE name = ?",
-                arguments: [policy, Self.now(), name])
-            if db.changesCount == 0 { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
-        }
+        try setSetting("approval", of: name, to: policy)
     }
 }
 

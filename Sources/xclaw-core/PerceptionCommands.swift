@@ -168,15 +168,7 @@ func waiting<T>(
     guard let timeout else { return try body(try area()) }
     return try stoppableWatcher(p, interval: 50).retry(
         what, timeout: .milliseconds(Int(timeout * 1000)), area: area,
-        retryable: { error in
-            switch error {
-            case PerceptionError.notFound, PerceptionError.ambiguous, PerceptionError.uncertain,
-                ScreenError.windowNotFound, ImageSearchError.belowConfidence, ImageSearchError.ambiguous,
-                ImageSearchError.colorNotFound:
-                return true
-            default: return false
-            }
-        }, attempt: body)
+        retryable: Watcher.isNotYet, attempt: body)
 }
 
 /// `xclaw find`: where a label, an image or a colour is on screen.
