@@ -223,7 +223,8 @@ struct Models: ParsableCommand {
         discussion:
             "--refresh asks the API (needs ANTHROPIC_API_KEY) and caches what it says in "
             + "$XDG_STATE_HOME/xclaw/models-cache.json; later runs use those limits and levels. Exit: 0 listed; "
-            + "2 an unreadable catalog or cache; 4 the API failed (the cache stays as it was).")
+            + "2 an unreadable catalog or cache, or --refresh without an API key; 4 the API failed (the cache stays as "
+            + "it was).")
     @Flag(
         help:
             "First read what the API serves (GET /v1/models, every page) and cache each model's limits, thinking form and effort levels, which then win over the built-in table."
