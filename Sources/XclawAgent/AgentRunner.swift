@@ -53,6 +53,33 @@ public struct StepReport: Sendable, Hashable, Codable {
     public var toolMs: Double
     /// The request id of the reply.
     public var requestID: String?
+    /// `compacted` when the server compacted the conversation in this reply, `summarised` when this request was
+    /// xclaw's summary of old turns; nil otherwise.
+    public var context: String? = nil
+}
+
+/// How a run keeps a long conversation within the model's context window (see `ContextWindow`).
+public enum ContextPolicy: Sendable, Hashable {
+    /// Neither: the conversation grows until the pruning of old screenshots is all that bounds it.
+    case off
+    /// Server-side compaction above `trigger` input tokens.
+    case server(trigger: Int)
+    /// xclaw's own summary of old turns above `trigger` input tokens.
+    case summary(trigger: Int)
+
+    /// The server's compaction where the model takes it, else the summary; `mode` is `auto`, `server`, `summary`
+    /// or `off` (the config file's `compaction`), `trigger` the input tokens to act at (`compact_at`).
+    public static func choose(mode: String = "auto", trigger: Int? = nil, model: ModelInfo) -> ContextPolicy {
+        // Act before the window is full: 150,000 tokens, or three quarters of a smaller window.
+        let window = model.maxInput ?? 200_000
+        let at = trigger ?? min(ContextWindow.defaultTrigger, window * 3 / 4)
+        switch mode {
+        case "off": return .off
+        case "summary": return .summary(trigger: at)
+        case "server": return .server(trigger: at)
+        default: return model.compaction == true ? .server(trigger: at) : .summary(trigger: at)
+        }
+    }
 }
 
 /// The result of a run: the conversation (always valid: every tool_use answered), the steps, the totals.
@@ -89,6 +116,9 @@ public struct RunObserver: Sendable {
     /// A message joined the conversation (the model's reply, or the tool results answering it), so a store can
     /// persist the conversation as it grows.
     public var appended: @Sendable (Message) -> Void
+    /// The turns before the newest reply were replaced by this summary (xclaw's own compaction), so a store can
+    /// rebuild the same conversation later.
+    public var summarised: @Sendable (String) -> Void
 
     /// Creates an observer; every callback defaults to doing nothing.
     public init(
@@ -97,7 +127,8 @@ public struct RunObserver: Sendable {
         toolStarted: @escaping @Sendable (String, JSONValue) -> Void = { _, _ in },
         toolFinished: @escaping @Sendable (String, ToolResultBlock, Double) -> Void = { _, _, _ in },
         stepFinished: @escaping @Sendable (StepReport) -> Void = { _ in },
-        appended: @escaping @Sendable (Message) -> Void = { _ in }
+        appended: @escaping @Sendable (Message) -> Void = { _ in },
+        summarised: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.text = text
         self.retry = retry
@@ -105,6 +136,7 @@ public struct RunObserver: Sendable {
         self.toolFinished = toolFinished
         self.stepFinished = stepFinished
         self.appended = appended
+        self.summarised = summarised
     }
 }
 
@@ -129,6 +161,11 @@ public struct RunOptions: Sendable {
     public var betas: [String]
     /// `output_config.effort`, checked against the model's levels; nil: the model's default.
     public var effort: String? = nil
+    /// Extended thinking, sent in the form the model takes (`ModelInfo.thinkingPlan`); nil: not chosen (`auto`).
+    public var thinking: ThinkingMode? = nil
+    /// How the conversation stays within the context window; by default the server's compaction where the model
+    /// takes it, else xclaw's summary, at 150,000 input tokens.
+    public var context: ContextPolicy
 
     /// Creates options with xclaw's defaults (50 steps, 3 screenshots kept, caching on).
     public init(
@@ -143,6 +180,7 @@ public struct RunOptions: Sendable {
         self.imageChunk = max(1, imageChunk)
         self.caching = caching
         self.betas = betas
+        self.context = .choose(model: model)
     }
 }
 
@@ -173,10 +211,26 @@ public struct AgentRunner: Sendable {
     public func run(messages start: [Message], context: ToolContext, observer: RunObserver = RunObserver()) async
         -> RunResult
     {
-        var messages = start
+        var messages = ContextWindow.trimToCompaction(start)
         var steps: [StepReport] = []
         let clock = ContinuousClock()
-        let betas = Self.betas(for: registry, extra: options.betas)
+        var betas = Self.betas(for: registry, extra: options.betas)
+        let thinking: ThinkingPlan
+        do {
+            thinking = try options.model.thinkingPlan(
+                options.thinking ?? .auto, effort: options.effort, maxTokens: options.maxTokens)
+        } catch {
+            return RunResult(outcome: .failed("\(error)"), messages: start, steps: [], finalText: "", error: error)
+        }
+        var contextManagement: JSONValue?
+        if case .server(let trigger) = options.context {
+            contextManagement = ContextWindow.compactionRequest(trigger: trigger)
+            if !betas.contains(ContextWindow.compactionBeta) { betas.append(ContextWindow.compactionBeta) }
+        }
+        /// The input tokens the last request cost as the API counted them (nil before the first, or after a summary).
+        var lastInput: Int?
+        /// A summary that failed is not asked for again in this run: the run goes on without one.
+        var summaryFailed = false
         // Counts the records tools log, so a failure a tool already logged (with its point and time) is not
         // logged a second time, bare, here.
         let logged = LogCounter()
@@ -194,11 +248,30 @@ public struct AgentRunner: Sendable {
             if steps.count >= options.maxSteps { return finish(.maxSteps(options.maxSteps)) }
             if Task.isCancelled { return finish(.cancelled, error: CancellationError()) }
             ImagePruner.prune(&messages, keep: options.keepImages, chunk: options.imageChunk)
+            if case .summary(let trigger) = options.context, !summaryFailed,
+                lastInput ?? ContextWindow.estimatedTokens(messages) >= trigger,
+                let cut = ContextWindow.summaryCut(messages)
+            {
+                switch await summarise(messages, cut: cut, betas: betas, step: steps.count + 1) {
+                case .success(let (summary, report)):
+                    messages = ContextWindow.applySummary(summary, to: messages, cut: cut)
+                    observer.summarised(summary)
+                    steps.append(report)
+                    observer.stepFinished(report)
+                    lastInput = nil
+                    continue  // the step limit and cancellation are checked again before the real request
+                case .failure(let error as CancellationError):
+                    return finish(.cancelled, error: error)
+                case .failure:
+                    summaryFailed = true
+                }
+            }
             var request = MessagesRequest(
-                model: options.model.id, maxTokens: options.maxTokens, system: options.system, messages: messages,
-                tools: registry.definitions, betas: betas,
+                model: options.model.id, maxTokens: thinking.maxTokens, system: options.system, messages: messages,
+                tools: registry.definitions, thinking: thinking.parameter, betas: betas,
                 cache: options.caching ? Self.cachePlan(messages) : .none)
             request.effort = options.effort
+            request.contextManagement = contextManagement
             let bytes = request.bodyData.count
             let sent = clock.now
             let response: ModelResponse
@@ -223,6 +296,12 @@ public struct AgentRunner: Sendable {
                 messages.append(reply)
                 observer.appended(reply)
             }
+            let compacted = reply.content.contains(where: ContextWindow.isCompaction)
+            // What came before the compaction block is never sent again (the API would ignore it anyway).
+            if compacted { messages = ContextWindow.trimToCompaction(messages) }
+            lastInput =
+                response.usage.inputTokens + response.usage.cacheReadInputTokens
+                + response.usage.cacheCreationInputTokens
             var step = StepReport(
                 step: steps.count + 1, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
                 stopReason: response.stopReason?.description ?? "none",
@@ -230,7 +309,7 @@ public struct AgentRunner: Sendable {
                     use.input["action"]?.string.map { "\(use.name):\($0)" } ?? use.name
                 },
                 requestBytes: bytes, images: ImagePruner.count(messages), modelMs: modelMs, toolMs: 0,
-                requestID: response.requestID)
+                requestID: response.requestID, context: compacted ? "compacted" : nil)
             let uses = response.message.toolUses
             if !uses.isEmpty {
                 let toolStart = clock.now
@@ -311,6 +390,34 @@ public struct AgentRunner: Sendable {
         }
     }
 
+    /// Asks the model for a summary of the turns before `cut` (no tools may be called), for `ContextPolicy.summary`.
+    private func summarise(_ messages: [Message], cut: Int, betas: [String], step: Int) async -> Result<
+        (String, StepReport), any Error
+    > {
+        let prefix = ContextWindow.summaryRequestMessages(messages, cut: cut)
+        var request = MessagesRequest(
+            model: options.model.id, maxTokens: min(8_192, options.model.maxOutput), system: options.system,
+            messages: prefix, tools: registry.definitions, betas: betas,
+            cache: options.caching ? .init(tools: true, system: true) : .none)
+        request.toolChoice = ["type": "none"]  // the history names tools, so they are declared; none may run
+        let bytes = request.bodyData.count
+        let clock = ContinuousClock()
+        let sent = clock.now
+        do {
+            let response = try await client.send(request) { _ in }
+            let summary = response.message.text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !summary.isEmpty else { return .failure(ContextSummaryError()) }
+            let report = StepReport(
+                step: step, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
+                stopReason: response.stopReason?.description ?? "none", toolCalls: [], requestBytes: bytes,
+                images: ImagePruner.count(prefix), modelMs: (clock.now - sent).milliseconds, toolMs: 0,
+                requestID: response.requestID, context: "summarised")
+            return .success((summary, report))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     /// The action a tool call names (`left_click`), or the tool's name.
     static func action(of use: (id: String, name: String, input: JSONValue)) -> String {
         use.input["action"]?.string ?? use.name
@@ -331,6 +438,9 @@ public struct AgentRunner: Sendable {
         return .init(tools: true, system: true, messages: Array(users.suffix(2)))
     }
 }
+
+/// The model answered a summary request with no text.
+struct ContextSummaryError: Error {}
 
 /// Drops old screenshots from tool results so a long run's requests stay bounded.
 public enum ImagePruner {

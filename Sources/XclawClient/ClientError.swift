@@ -45,7 +45,7 @@ public enum ClientError: ClassifiedError, Sendable, Hashable {
                 status == 200
                 ? "the API reported \(type) during the stream: \(message)\(Self.ridParen(requestID))"
                 : "API error (HTTP \(status) \(type)\(Self.rid(requestID))): \(message)"
-            return what + "; " + Self.hint(status: status, type: type)
+            return what + "; " + Self.hint(status: status, type: type, message: message)
         case .retriesExhausted(let last, let attempts, let requestID):
             return "the API still failed after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(last)"
                 + "\(Self.ridParen(requestID)); try again later (see https://status.anthropic.com)"
@@ -82,7 +82,22 @@ public enum ClientError: ClassifiedError, Sendable, Hashable {
     private static func rid(_ requestID: String?) -> String { requestID.map { ", request-id \($0)" } ?? "" }
     private static func ridParen(_ requestID: String?) -> String { requestID.map { " (request-id \($0))" } ?? "" }
 
-    private static func hint(status: Int, type: String) -> String {
+    private static func hint(status: Int, type: String, message: String) -> String {
+        let said = message.lowercased()
+        if status == 400 || type == "invalid_request_error" {
+            // The parameters whose accepted form differs from model to model: say which setting to change.
+            if said.contains("thinking") {
+                return "the model does not take thinking in the form xclaw sent: run `xclaw models --refresh` so "
+                    + "xclaw learns the model's thinking form, or set --thinking off (auto sends none)"
+            }
+            if said.contains("effort") {
+                return "the model does not take this effort level: run `xclaw models --refresh`, or leave --effort out"
+            }
+            if said.contains("context_management") || said.contains("compact") {
+                return "the model does not take server-side compaction: run `xclaw models --refresh`, or set "
+                    + "`compaction = summary` in the config file"
+            }
+        }
         switch status {
         case 400: return "the request was rejected: check --model and the options, or report it with the request-id"
         case 403: return "this key may not use this model or feature: check the key's organisation and plan"

@@ -96,6 +96,15 @@ public struct StreamAssembler: Sendable {
                 let more = delta["thinking"]?.string ?? ""
                 blocks[index] = .thinking(text: text + more, signature: signature)
                 return more.isEmpty ? [] : [.thinkingDelta(more)]
+            case ("compaction_delta", .other(var start, let partial)):
+                // A compaction block's summary streams in pieces; its opaque part comes whole, the newest wins.
+                let more = delta["content"]?.string ?? ""
+                if case .object(var o) = start {
+                    o["content"] = .string((o["content"]?.string ?? "") + more)
+                    if let opaque = delta["encrypted_content"], opaque != .null { o["encrypted_content"] = opaque }
+                    start = .object(o)
+                }
+                blocks[index] = .other(start, json: partial)
             case ("signature_delta", .thinking(let text, let signature)):
                 blocks[index] = .thinking(text: text, signature: signature + (delta["signature"]?.string ?? ""))
             default:

@@ -83,7 +83,7 @@ public struct ModelCapabilities: Codable, Sendable, Hashable {
 
 extension ModelInfo {
     /// This entry with what the API says of it: its limits, vision, thinking form (a model whose thinking is always on
-    /// keeps `always`) and effort levels.
+    /// keeps `always`), effort levels and whether it compacts.
     public func updated(with caps: ModelCapabilities) -> ModelInfo {
         var m = self
         if let t = caps.maxTokens { m.maxOutput = t }
@@ -91,6 +91,7 @@ extension ModelInfo {
         if let v = caps.imageInput { m.vision = v }
         if m.thinking != "always" { m.thinking = caps.thinking }
         m.effort = caps.effort
+        if let c = caps.compaction { m.compaction = c }
         return m
     }
 }

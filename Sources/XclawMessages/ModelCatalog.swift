@@ -57,6 +57,10 @@ public struct ModelInfo: Sendable, Hashable, Codable {
     public var maxInput: Int?
     /// The successor to use when the model is retired (the API no longer serves it).
     public var retired: String?
+    /// It thinks when the request says nothing of thinking, so `--thinking off` must send `disabled` (Opus 5).
+    public var thinksByDefault: Bool?
+    /// It takes server-side compaction (`compact_20260112`); others get xclaw's own summary of old turns.
+    public var compaction: Bool?
 
     /// `level` when the model takes it; the error names the levels it does take.
     public func checkEffort(_ level: String) throws -> String {
@@ -75,6 +79,8 @@ public struct ModelInfo: Sendable, Hashable, Codable {
         case effort
         case maxInput = "max_input"
         case retired
+        case thinksByDefault = "thinks_by_default"
+        case compaction
     }
 }
 
@@ -88,6 +94,8 @@ public enum CatalogError: ClassifiedError, Equatable {
     case retired(String, successor: String)
     /// The effort level is not one the model takes.
     case effort(String, model: String, levels: [String])
+    /// The thinking setting is not one the model takes (or not a setting at all).
+    case thinking(model: String?, why: String)
 
     /// A wrong model id or catalog file is the user's to fix.
     public var exitStatus: ExitStatus { .usage }
@@ -103,6 +111,8 @@ public enum CatalogError: ClassifiedError, Equatable {
             return levels.isEmpty
                 ? "\(model) takes no effort setting: leave --effort out, or use a model that does (`xclaw models`)"
                 : "\(model) takes effort \(levels.joined(separator: ", ")), not \(level)"
+        case .thinking(_, let why):
+            return why
         case .retired(let id, let successor):
             return "\(id) is retired: Anthropic no longer serves it. Use \(successor) (`--model \(successor)`; for an "
                 + "agent, `xclaw agent set NAME --model \(successor)`)"

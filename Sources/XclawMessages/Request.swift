@@ -17,6 +17,10 @@ public struct MessagesRequest: Sendable, Hashable {
     public var thinking: JSONValue?
     /// `output_config.effort` (`low` … `max`), or nil for the model's default.
     public var effort: String? = nil
+    /// `context_management` (server-side compaction), or nil.
+    public var contextManagement: JSONValue? = nil
+    /// `tool_choice`, or nil for the API's default (`auto`).
+    public var toolChoice: JSONValue? = nil
     /// Values for the `anthropic-beta` header.
     public var betas: [String]
     /// Where `cache_control` goes: the last tool, the system prompt, and the last block of these messages.
@@ -87,6 +91,8 @@ public struct MessagesRequest: Sendable, Hashable {
         }
         if let thinking { o["thinking"] = thinking }
         if let effort { o["output_config"] = ["effort": .string(effort)] }
+        if let contextManagement { o["context_management"] = contextManagement }
+        if let toolChoice { o["tool_choice"] = toolChoice }
         return .object(o)
     }
 

@@ -42,10 +42,16 @@ final class Connection {
             method: request.method, target: request.target,
             headers: request.headers, body: Data(body))
         observer?(recorded)
-        let reply: MockReply
-        switch decision {
-        case .reply(let r): reply = r
-        case .ask(let handler): reply = handler(recorded, recorded.index)
+        let rules = core.state.withLock { $0.rules }
+        var reply: MockReply
+        if recorded.path == "/v1/messages", let refused = rules.refusal(recorded) {
+            reply = refused  // the API refuses before any model sees the request
+        } else {
+            switch decision {
+            case .reply(let r): reply = r
+            case .ask(let handler): reply = handler(recorded, recorded.index)
+            }
+            if recorded.path == "/v1/messages" { reply = rules.apply(reply, to: recorded) }
         }
         send(reply, requestID: recorded.requestID)
     }

@@ -48,6 +48,12 @@ public final class MockMessagesServer: Sendable {
         set { core.state.withLock { $0.modelsPageSize = newValue } }
     }
 
+    /// The API rules the server enforces (thinking forms, compaction, counted tokens); none by default.
+    public var rules: MockRules {
+        get { core.state.withLock { $0.rules } }
+        set { core.state.withLock { $0.rules = newValue } }
+    }
+
     /// Adds a reply at the end of the queue, for tests that script as they go.
     public func enqueue(_ reply: MockReply) { core.state.withLock { $0.queue.append(reply) } }
 
@@ -104,6 +110,7 @@ final class ServerCore: Sendable {
         var stopped = false
         var models: [String] = []
         var modelsPageSize = 20
+        var rules = MockRules()
     }
 
     /// What to do with an admitted request.

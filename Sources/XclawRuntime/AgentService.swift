@@ -168,13 +168,22 @@ public final class AgentService: Sendable {
         let model: ModelInfo, registry: ToolRegistry, options: RunOptions, conversation: [Message]
         do {
             model = try catalog.model(config.model)
-            // Only what came after the last `agent reset`.
-            let floor = config.contextFrom
-            conversation = Conversation.build(try store.messages(agent: agent).filter { $0.id > floor })
             registry = ToolRegistry(try tools(config))
             var chosen = runOptions(model, try systemPrompt(config))
+            // Only what came after the last `agent reset`, with only the screenshots the run would still send.
+            conversation = Conversation.build(
+                try store.messages(
+                    agent: agent, after: config.contextFrom, newestImages: chosen.keepImages,
+                    removedImage: ImagePruner.placeholder))
             // The call's effort, else the agent's, checked against the model it runs on now.
             chosen.effort = try (chosen.effort ?? config.effort).map { try model.checkEffort($0) }
+            // Thinking: the call's, else the agent's, else the config file's; checked against the model now.
+            let environment = Invocation.current.environment
+            chosen.thinking =
+                try chosen.thinking ?? config.thinking.map(ThinkingMode.parse)
+                ?? ConfigValues.value("thinking", environment: environment).map(ThinkingMode.parse)
+            _ = try model.thinkingPlan(chosen.thinking ?? .auto, effort: chosen.effort, maxTokens: chosen.maxTokens)
+            chosen.context = try ContextSettings.policy(for: model, environment: environment)
             options = chosen
         } catch {
             return fail(agent: agent, session: session, error: error, reachedUser: false)
@@ -464,7 +473,16 @@ final class RunRecorder: @unchecked Sendable {
                 }
                 events(.step(agent: agent, step))
             },
-            appended: { [self] message in appended(message) })
+            appended: { [self] message in appended(message) },
+            summarised: { [self] summary in
+                lock.withLock {
+                    save {
+                        try store.appendMessage(
+                            agent: agent, role: .user, content: [.text(summary)],
+                            sender: Conversation.summarySender, sessionID: session)
+                    }
+                }
+            })
     }
 
     /// Accumulates streamed text and saves it as a partial reply now and then.

@@ -13,6 +13,8 @@ public enum Conversation {
     public static let interruptedMark = "[interrupted]"
     /// The sender of stored batch prompts (what a run sent), as opposed to the chat messages they contain.
     public static let batchSender = "xclaw:batch"
+    /// The sender of a stored summary that replaced the turns before the newest reply (`ContextPolicy.summary`).
+    public static let summarySender = "xclaw:summary"
 
     /// Whether a stored user message is a tool-results turn (written by a run).
     public static func isToolResults(_ m: StoredMessage) -> Bool {
@@ -25,8 +27,13 @@ public enum Conversation {
     /// Whether a stored message is a batch prompt a run sent.
     public static func isBatch(_ m: StoredMessage) -> Bool { m.role == .user && m.sender == batchSender }
 
+    /// Whether a stored message is a summary a run made of older turns.
+    public static func isSummary(_ m: StoredMessage) -> Bool { m.role == .user && m.sender == summarySender }
+
     /// Whether a stored message is chat from a user (input still to deliver, or delivered through a batch).
-    public static func isChat(_ m: StoredMessage) -> Bool { m.role == .user && !isToolResults(m) && !isBatch(m) }
+    public static func isChat(_ m: StoredMessage) -> Bool {
+        m.role == .user && !isToolResults(m) && !isBatch(m) && !isSummary(m)
+    }
 
     /// The batch prompt for queued chat messages.
     public static func batch(_ messages: [StoredMessage], timeZone: TimeZone = .current, scheduled: Bool = false)
@@ -41,9 +48,32 @@ public enum Conversation {
     }
 
     /// The messages to send: batch prompts, replies and tool results in stored order (chat rows are skipped: they
-    /// reached the model inside their batch).
+    /// reached the model inside their batch), from the newest summary or compaction on, exactly as the run that
+    /// made it went on sending (`ContextWindow`).
     public static func build(_ stored: [StoredMessage]) -> [Message] {
-        var out: [Message] = []
+        // A summary replaced everything before the newest reply that preceded it.
+        guard let s = stored.lastIndex(where: isSummary) else { return ContextWindow.trimToCompaction(rows(stored)) }
+        let before = stored[..<s].filter(isSent)
+        guard let a = before.lastIndex(where: { $0.role == .assistant }) else {
+            return ContextWindow.trimToCompaction(rows(Array(stored[(s + 1)...])))
+        }
+        let summary = ContextWindow.summaryMessage(
+            stored[s].content.compactMap {
+                if case .text(let t) = $0 { return t }; return nil
+            }.joined())
+        let tail = rows(Array(before[a...]) + stored[(s + 1)...], start: [summary])
+        return ContextWindow.trimToCompaction(tail)
+    }
+
+    /// Whether a row reaches the model as a row of its own: not chat (it went inside its batch), not xclaw's own
+    /// failure notes (status error, no session), which are for the user, not the model's words.
+    private static func isSent(_ m: StoredMessage) -> Bool {
+        !isChat(m) && !(m.role == .assistant && m.status == .error && m.sessionID == nil)
+    }
+
+    /// Stored rows as messages, after `start` (a summary that stands for what came before them).
+    private static func rows(_ stored: [StoredMessage], start: [Message] = []) -> [Message] {
+        var out: [Message] = start
         /// Tool calls of the last emitted assistant message still waiting for their results.
         var open: Set<String> = []
 
@@ -64,8 +94,7 @@ public enum Conversation {
             open.removeAll()
         }
 
-        // xclaw's own failure notes (status error, no session) are for the user, not the model's own words.
-        for m in stored where !isChat(m) && !(m.role == .assistant && m.status == .error && m.sessionID == nil) {
+        for m in stored where isSent(m) && !isSummary(m) {
             if isToolResults(m) {
                 // Keep only results for calls that are open; a stray result would be a 400.
                 let results = m.content.filter {

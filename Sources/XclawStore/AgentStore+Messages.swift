@@ -14,11 +14,11 @@ extension AgentStore {
         status: MessageStatus = .complete, sender: String? = nil,
         sessionID: Int64? = nil
     ) throws -> Int64 {
-        let json = Self.encodeContent(content)
         let now = Self.now()
         return try write { db in
             try requireAgent(db, agent)
             if let sessionID { try requireSession(db, sessionID) }
+            let json = try Self.storeContent(content, db)
             try db.cachedStatement(
                 sql: """
                     INSERT INTO messages (agent, role, sender, content, status, session_id, created_at, updated_at)
@@ -32,9 +32,9 @@ extension AgentStore {
     /// Replaces a message's content and status: the streaming hot path, called for each batch of tokens, so it
     /// is one cached UPDATE in autocommit mode (no fsync under WAL + `synchronous = NORMAL`).
     public func updateMessage(id: Int64, content: [ContentBlock], status: MessageStatus) throws {
-        let json = Self.encodeContent(content)
         let now = Self.now()
         try writeSingle { db in
+            let json = try Self.storeContent(content, db)
             try db.cachedStatement(sql: "UPDATE messages SET content = ?, status = ?, updated_at = ? WHERE id = ?")
                 .execute(arguments: [json, status.rawValue, now, id])
             if db.changesCount == 0 { throw StoreError.unknownMessage(id) }
@@ -42,15 +42,23 @@ extension AgentStore {
     }
 
     /// An agent's messages with id greater than `after`, ascending; with `limit`, one page: pass the last id
-    /// returned as the next `after` to get the rest, and nothing is ever skipped.
-    public func messages(agent: String, after: Int64 = 0, limit: Int? = nil) throws -> [StoredMessage] {
+    /// returned as the next `after` to get the rest, and nothing is ever skipped. With `newestImages`, only that
+    /// many screenshots (the newest, in tool results) are read back; older ones come as `removedImage` text, as
+    /// a run's pruning would send them, so a long history is not loaded only to be dropped.
+    public func messages(
+        agent: String, after: Int64 = 0, limit: Int? = nil, newestImages: Int? = nil, removedImage: String = ""
+    ) throws -> [StoredMessage] {
         let limit = try Self.checkedLimit(limit)
         return try read { db in
             try requireAgent(db, agent)
-            return try Row.fetchAll(
+            var found = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM messages WHERE agent = ? AND id > ? ORDER BY id LIMIT ?"),
                 arguments: [agent, after, limit]
-            ).map(storedMessage)
+            ).map { try storedMessage($0, db, resolve: newestImages == nil) }
+            if let newestImages {
+                try Self.resolveNewest(&found, keep: newestImages, removed: removedImage, db)
+            }
+            return found
         }
     }
 
@@ -70,7 +78,7 @@ extension AgentStore {
                         ORDER BY id LIMIT ?
                         """),
                 arguments: [agent, after, limit]
-            ).map(storedMessage)
+            ).map { try storedMessage($0, db) }
         }
     }
 
@@ -80,7 +88,7 @@ extension AgentStore {
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]) else {
                 throw StoreError.unknownMessage(id)
             }
-            return try storedMessage(row)
+            return try storedMessage(row, db)
         }
     }
 
@@ -104,8 +112,9 @@ extension AgentStore {
         return limit
     }
 
-    /// Builds a `StoredMessage` from a `messages` row.
-    func storedMessage(_ row: Row) throws -> StoredMessage {
+    /// Builds a `StoredMessage` from a `messages` row, its screenshots read back from `images` (or, without
+    /// `resolve`, left as references for `resolveNewest`).
+    func storedMessage(_ row: Row, _ db: Database, resolve: Bool = true) throws -> StoredMessage {
         let id: Int64 = row["id"]
         let text: String = row["content"]
         guard let blocks = (try? JSONValue.parse(text))?.array else {
@@ -116,9 +125,11 @@ extension AgentStore {
         guard let role = MessageRole(rawValue: roleText), let status = MessageStatus(rawValue: statusText) else {
             throw StoreError.corrupt(path: path, detail: "message \(id) has role \(roleText), status \(statusText)")
         }
+        var content = blocks.map(ContentBlock.init(json:))
+        if resolve { content = try Self.resolveImages(content, db) { _ in true } }
         return StoredMessage(
             id: id, agent: row["agent"], role: role, sender: row["sender"],
-            content: blocks.map(ContentBlock.init(json:)), status: status,
+            content: content, status: status,
             sessionID: row["session_id"],
             createdAt: try date(row["created_at"] as String, "messages.created_at"),
             updatedAt: try date(row["updated_at"] as String, "messages.updated_at"))

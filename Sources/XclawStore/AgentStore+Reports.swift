@@ -62,10 +62,10 @@ extension AgentStore {
                     SELECT * FROM messages WHERE agent = ? AND id > ? AND id <= ? AND role = 'user'
                         AND session_id IS NULL ORDER BY id
                     """, arguments: [session.agent, previous, claimed]
-            ).map(storedMessage)
+            ).map { try storedMessage($0, db) }
             let messages = try Row.fetchAll(
                 db, sql: "SELECT * FROM messages WHERE session_id = ? ORDER BY id", arguments: [id]
-            ).map(storedMessage)
+            ).map { try storedMessage($0, db) }
             return RunTranscript(
                 session: session, task: row["task_label"], input: input, messages: messages, steps: [])
         }
@@ -120,12 +120,12 @@ extension AgentStore {
             replaced += try write { db -> Int in
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id])
                 else { return 0 }
-                let message = try storedMessage(row)
+                let message = try storedMessage(row, db, resolve: false)
                 var count = 0
                 let content = message.content.map { block -> ContentBlock in
                     guard case .toolResult(var result) = block else { return block }
                     result.content = result.content.map { inner in
-                        guard inner.isImage else { return inner }
+                        guard inner.isImage || Self.imageReference(inner) != nil else { return inner }
                         count += 1
                         return .text(placeholder)
                     }
@@ -138,6 +138,7 @@ extension AgentStore {
                 return count
             }
         }
+        if replaced > 0 { try deleteUnusedImages() }
         return replaced
     }
 }

@@ -39,7 +39,7 @@ extension AgentStore {
                 sql: """
                     SELECT * FROM messages WHERE agent = ? AND id > ? AND role = 'user' ORDER BY id
                     """, arguments: [agent, previous])
-            let pending = try rows.map(storedMessage).filter(isInput)
+            let pending = try rows.map { try storedMessage($0, db) }.filter(isInput)
             guard let last = pending.last else { return nil }
             let now = Self.now()
             try db.execute(

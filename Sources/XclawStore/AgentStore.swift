@@ -293,6 +293,7 @@ extension AgentStore {
         config.approval = row["approval"]
         config.setup = row["setup"]
         config.effort = row["effort"]
+        config.thinking = row["thinking"]
         config.contextFrom = row["context_from"] ?? 0
         return config
     }
@@ -327,6 +328,11 @@ extension AgentStore {
                 arguments: [last, Self.now(), name])
             return dropped
         }
+    }
+
+    /// Sets an agent's thinking setting (nil: the config file's).
+    public func setThinking(agent name: String, thinking: String?) throws {
+        try setSetting("thinking", of: name, to: thinking)
     }
 
     /// Sets an agent's effort level (nil: the model's default).

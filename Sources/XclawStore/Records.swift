@@ -27,6 +27,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var contextFrom: Int64 = 0
     /// Its effort level (`output_config.effort`); nil: the model's default.
     public var effort: String? = nil
+    /// Its thinking setting (`auto`, `on`, `off`); nil: the config file's, else auto.
+    public var thinking: String? = nil
     public var approval: String? = nil
     /// A shell command each run starts with (`/bin/sh -c`, `DISPLAY` set to the run's display), e.g. to open the
     /// app it works on; nil: none. What it leaves running is ended with the run.

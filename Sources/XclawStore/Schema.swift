@@ -1,3 +1,5 @@
+import XclawMessages
+
 @_implementationOnly import GRDB
 
 /// The database schema, one migration per released change. Never edit a registered migration: add a new one.
@@ -84,6 +86,29 @@ enum Schema {
         // `agent reset`: the conversation a run sends starts after this message id (history keeps everything).
         migrator.registerMigration("v10") { db in
             try db.execute(sql: "ALTER TABLE agents ADD COLUMN context_from INTEGER NOT NULL DEFAULT 0")
+        }
+        // Screenshots kept once, by content (`AgentStore+Images`), and an agent's thinking setting. The images of
+        // existing messages move out of them here, one message at a time.
+        migrator.registerMigration("v11") { db in
+            try db.execute(sql: "ALTER TABLE agents ADD COLUMN thinking TEXT")
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS images (
+                        sha256 TEXT PRIMARY KEY,
+                        media_type TEXT NOT NULL,
+                        data BLOB NOT NULL,
+                        created_at TEXT NOT NULL
+                    )
+                    """)
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, content FROM messages WHERE content LIKE '%\"type\":\"base64\"%'")
+            for row in rows {
+                let id: Int64 = row["id"]
+                let text: String = row["content"]
+                guard let blocks = (try? JSONValue.parse(text))?.array else { continue }  // read as corrupt later
+                let json = try AgentStore.storeContent(blocks.map(ContentBlock.init(json:)), db)
+                try db.execute(sql: "UPDATE messages SET content = ? WHERE id = ?", arguments: [json, id])
+            }
         }
         return migrator
     }

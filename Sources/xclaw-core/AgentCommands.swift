@@ -59,11 +59,13 @@ struct AgentCreate: ParsableCommand {
     var confirm = false
     @Option(help: ArgumentHelp(ApprovalHelp.text)) var approval: String?
     @Option(help: ArgumentHelp(EffortHelp.text)) var effort: String?
+    @Option(help: ArgumentHelp(ThinkingHelp.text)) var thinking: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
     func validate() throws {
         try ApprovalHelp.check(approval)
+        try ThinkingHelp.parse(thinking)
         try RunDisplayOptions.check(display: display)
     }
 
@@ -71,6 +73,7 @@ struct AgentCreate: ParsableCommand {
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
         try EffortHelp.check(effort, info)
+        try ThinkingHelp.check(thinking, info, effort: effort)
         let names = try ToolSelection.names(tools)
         let prompt = try system.map(readSystemFile) ?? ""
         let store = try storeOptions.open()
@@ -81,6 +84,7 @@ struct AgentCreate: ParsableCommand {
         try store.createAgent(config)
         if let approval { try store.setApproval(agent: name, policy: ApprovalHelp.normalized(approval)) }
         if let effort { try store.setEffort(agent: name, effort: effort) }
+        if let thinking { try store.setThinking(agent: name, thinking: try ThinkingMode.parse(thinking).rawValue) }
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
         let created = try store.agent(named: name)
         try emit(created, json: json) {
@@ -100,6 +104,29 @@ enum EffortHelp {
     static func check(_ level: String?, _ model: ModelInfo) throws {
         guard let level else { return }
         do { _ = try model.checkEffort(level) } catch { throw ValidationError("--effort: \(error)") }
+    }
+}
+
+/// The `--thinking` option of `run`, `send` and `agent create|set`.
+enum ThinkingHelp {
+    /// Its help.
+    static let text =
+        "Extended thinking: on (sent in the form the model takes: adaptive, or a token budget), off, or auto (send "
+        + "nothing: the model's own default); default: `thinking` in the config file, else auto."
+
+    /// The mode, or a usage error (exit 2).
+    @discardableResult
+    static func parse(_ text: String?) throws -> ThinkingMode? {
+        guard let text else { return nil }
+        do { return try ThinkingMode.parse(text) } catch { throw ValidationError("--thinking: \(error)") }
+    }
+
+    /// Refuses a setting the model does not take (exit 2), saying what it takes.
+    static func check(_ text: String?, _ model: ModelInfo, effort: String?) throws {
+        guard let mode = try parse(text) else { return }
+        do { _ = try model.thinkingPlan(mode, effort: effort, maxTokens: 4096) } catch {
+            throw ValidationError("--thinking: \(error)")
+        }
     }
 }
 
@@ -162,11 +189,13 @@ struct AgentSet: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Its runs ask before every input action, or do not.") var confirm: Bool?
     @Option(help: ArgumentHelp(ApprovalHelp.text + " `default`: the config file's again.")) var approval: String?
     @Option(help: ArgumentHelp(EffortHelp.text + " `default`: the model's again.")) var effort: String?
+    @Option(help: ArgumentHelp(ThinkingHelp.text + " `default`: the config file's again.")) var thinking: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
     func validate() throws {
         if approval != "default" { try ApprovalHelp.check(approval) }
+        if thinking != "default" { try ThinkingHelp.parse(thinking) }
         try RunDisplayOptions.check(display: display)
     }
 
@@ -177,6 +206,10 @@ struct AgentSet: ParsableCommand {
         // The effort (new, or kept) must suit the model (new, or kept).
         let level = effort == "default" ? nil : effort ?? config.effort
         if effort != nil || model != nil { try EffortHelp.check(level, try ModelCatalog.load().model(config.model)) }
+        let thought = thinking == "default" ? nil : try ThinkingHelp.parse(thinking)?.rawValue ?? config.thinking
+        if thinking != nil || model != nil || effort != nil {
+            try ThinkingHelp.check(thought, try ModelCatalog.load().model(config.model), effort: level)
+        }
         if let tools { config.tools = try ToolSelection.names(tools) }
         if let system { config.systemPrompt = try readSystemFile(system) }
         if let display { config.display = display == "none" ? nil : display }
@@ -185,6 +218,7 @@ struct AgentSet: ParsableCommand {
         if let confirm { config.confirm = confirm }
         try store.updateAgent(config)
         if effort != nil { try store.setEffort(agent: name, effort: level) }
+        if thinking != nil { try store.setThinking(agent: name, thinking: thought) }
         if let approval {
             try store.setApproval(agent: name, policy: approval == "default" ? nil : ApprovalHelp.normalized(approval))
             config = try store.agent(named: name)
@@ -295,13 +329,16 @@ enum ServiceFactory {
     /// What `send` and `chat` start with: the store (an unknown agent is refused before anything runs), a printer,
     /// and the service; a closed output pipe must not kill a run between an action and its record.
     static func open(
-        _ options: StoreOptions, agent: String, raw: Bool, gates: GateOptions, effort: String? = nil
+        _ options: StoreOptions, agent: String, raw: Bool, gates: GateOptions, effort: String? = nil,
+        thinking: String? = nil
     ) throws -> (AgentStore, RunPrinter, AgentService) {
         signal(SIGPIPE, SIG_IGN)
         let store = try options.open()
         let config = try store.agent(named: agent)
         _ = try gates.context(for: config)  // refuse an impossible gate before anything is sent
         try EffortHelp.check(effort, try ModelCatalog.load().model(config.model))
+        try ThinkingHelp.check(thinking, try ModelCatalog.load().model(config.model), effort: effort ?? config.effort)
+        let mode = try ThinkingHelp.parse(thinking)
         let printer = RunPrinter(raw: raw)
         let client = ClaudeClient(configuration: try ClientConfiguration.load())
         var builder = AgentBuilder(store: store, client: client, catalog: try ModelCatalog.load())
@@ -311,6 +348,7 @@ enum ServiceFactory {
             runOptions: { model, system in
                 var options = RunOptions(model: model, system: system)
                 options.effort = effort
+                options.thinking = mode
                 return options
             },
             context: { config in (try? gates.context(for: config)) ?? ToolContext(dryRun: true) },
@@ -391,13 +429,15 @@ struct Send: ParsableCommand {
     @Argument(help: "The message.") var message: String
     @Option(help: "Who the message is from.") var sender = "user"
     @Option(help: ArgumentHelp(EffortHelp.text + " For this message only (default: the agent's).")) var effort: String?
+    @Option(help: ArgumentHelp(ThinkingHelp.text + " For this message only (default: the agent's)."))
+    var thinking: String?
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
     @OptionGroup var gates: GateOptions
 
     func run() throws {
         let (store, printer, service) = try ServiceFactory.open(
-            storeOptions, agent: name, raw: rawOption.raw, gates: gates, effort: effort)
+            storeOptions, agent: name, raw: rawOption.raw, gates: gates, effort: effort, thinking: thinking)
         let (name, message, sender) = (self.name, self.message, self.sender)
         let interrupted = CancelFlag()
         let result: Result<Int64, any Error> = CancellableRun.execute(onInterrupt: {

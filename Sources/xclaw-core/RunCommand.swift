@@ -57,6 +57,7 @@ struct Run: ParsableCommand {
     )
     var screenshotFormat: String?
     @Option(help: ArgumentHelp(EffortHelp.text)) var effort: String?
+    @Option(help: ArgumentHelp(ThinkingHelp.text)) var thinking: String?
     @OptionGroup var target: DisplayOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
@@ -67,6 +68,7 @@ struct Run: ParsableCommand {
         try requireRange(maxTokens, 1...1_000_000, "--max-tokens", "")
         try requireRange(settleMs, 1...5000, "--settle-ms", "ms")
         try RunDisplayOptions.check(display: target.display)
+        try ThinkingHelp.parse(thinking)
         if let screenshotSize {
             do { _ = try ImageSizing.cap(parsing: screenshotSize) } catch { throw ValidationError("\(error)") }
         }
@@ -80,6 +82,7 @@ struct Run: ParsableCommand {
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
         try EffortHelp.check(effort, info)
+        try ThinkingHelp.check(thinking, info, effort: effort)
         let names = try ToolSelection.names(tools)
         let extraSystem = try system.map(readSystemFile)
         if confirm && !TerminalPrompt.available {
@@ -121,12 +124,14 @@ struct Run: ParsableCommand {
         try store.createAgent(config)
         let printer = RunPrinter(quiet: json, raw: rawOption.raw)
         let (maxSteps, maxTokens, keep, effort) = (self.maxSteps, self.maxTokens, keepScreenshots, self.effort)
+        let thinking = try ThinkingHelp.parse(self.thinking)
         let service = builder.service(
             queue: QueueConfiguration(maxConcurrent: 1, maxRetries: 0), prepared: prepared,
             runOptions: { model, system in
                 var options = RunOptions(
                     model: model, system: system, maxSteps: maxSteps, maxTokens: maxTokens, keepImages: keep)
                 options.effort = effort
+                options.thinking = thinking
                 return options
             },
             context: { _ in context }, guardSettings: try GuardSettings.fromConfig(), events: { printer.handle($0) })
@@ -230,7 +235,46 @@ struct Models: ParsableCommand {
             "First read what the API serves (GET /v1/models, every page) and cache each model's limits, thinking form and effort levels, which then win over the built-in table."
     )
     var refresh = false
+    @Option(
+        help:
+            "The screen whose screenshot size and token cost each model's line shows (WxH); screenshot_size in the config file caps it as it caps runs."
+    )
+    var screen = "1920x1080"
     @Flag(help: "Print JSON.") var json = false
+
+    /// A model's entry with what one screenshot of `--screen` costs it.
+    struct Entry: Encodable {
+        var info: ModelInfo
+        var screenshot: Shot?
+        struct Shot: Encodable {
+            var width: Int
+            var height: Int
+            var tokens: Int
+        }
+        func encode(to encoder: Encoder) throws {
+            try info.encode(to: encoder)
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encodeIfPresent(screenshot, forKey: .screenshot)
+        }
+        enum Keys: String, CodingKey { case screenshot }
+    }
+
+    /// The catalog as `--json` prints it.
+    struct Listing: Encodable {
+        var `default`: String
+        var screen: String
+        var models: [Entry]
+    }
+
+    func validate() throws {
+        guard screenSize != nil else { throw ValidationError("--screen is WxH (e.g. 1920x1080), not \(screen)") }
+    }
+
+    private var screenSize: Size? {
+        let parts = screen.lowercased().split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, (1...32_767).contains(parts[0]), (1...32_767).contains(parts[1]) else { return nil }
+        return Size(width: parts[0], height: parts[1])
+    }
 
     func run() throws {
         if refresh {
@@ -243,20 +287,34 @@ struct Models: ParsableCommand {
                     + ModelCapabilities.cachePath())
         }
         let catalog = try ModelCatalog.load()
-        try emit(catalog, json: json) {
-            catalog.models.map { m in
+        let cap = try ImageSizing.configuredCap()
+        let display = screenSize ?? Size(width: 1920, height: 1080)
+        // Tokens follow the model: the size it is sent at (its sizing rule, the configured cap), then pixels / 750.
+        let entries = catalog.models.map { m -> Entry in
+            guard m.retired == nil, m.vision else { return Entry(info: m) }
+            let size = ScreenGeometry(screen: display, sizing: AgentBuilder.sizing(for: m, cap: cap)).model
+            return Entry(
+                info: m,
+                screenshot: .init(width: size.width, height: size.height, tokens: ImageSizing.tokens(size)))
+        }
+        let listing = Listing(default: catalog.default, screen: "\(display.width)x\(display.height)", models: entries)
+        try emit(listing, json: json) {
+            entries.map { e in
+                let m = e.info
                 let mark = m.id == catalog.default ? "*" : " "
                 if let successor = m.retired {
                     return
                         "\(mark) \(m.id.padding(toLength: 28, withPad: " ", startingAt: 0)) retired: use \(successor)"
                 }
-                let screenshots = m.highRes == true ? "screenshots to 2576 px" : "screenshots to 1568 px"
+                let screenshots =
+                    e.screenshot.map { "screenshots \($0.width)x\($0.height) ≈\($0.tokens) tokens" } ?? "no images"
                 let effort =
                     (m.effort ?? []).isEmpty ? "no effort" : "effort \((m.effort ?? []).joined(separator: "/"))"
+                let context = m.compaction == true ? "server compaction" : "xclaw summary"
                 return "\(mark) \(m.id.padding(toLength: 28, withPad: " ", startingAt: 0)) \(m.computerTool)  "
                     + "$\(fmt(m.price.input))/$\(fmt(m.price.output)) per MTok in/out, cache read $\(fmt(m.price.cacheRead))"
-                    + "; \(screenshots); thinking \(m.thinking ?? "none"); \(effort)"
-            }.joined(separator: "\n")
+                    + "; \(screenshots); thinking \(m.thinking ?? "none"); \(effort); \(context)"
+            }.joined(separator: "\n") + "\n(screenshots of a \(display.width)x\(display.height) screen: --screen WxH)"
         }
     }
 

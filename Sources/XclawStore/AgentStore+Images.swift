@@ -1,0 +1,119 @@
+import Foundation
+import XclawBase
+import XclawMessages
+
+@_implementationOnly import GRDB
+
+// MARK: - Screenshots, kept once
+
+/// Screenshots in stored messages are kept once, by content, in `images` (the bytes, not base64); a message holds a
+/// reference (`{"type": "image", "source": {"type": "xclaw_image", "sha256": …, "media_type": …}}`). An unchanged
+/// screen taken a hundred times is one row, and rebuilding a conversation reads back only the screenshots a run
+/// would still send.
+extension AgentStore {
+    /// The reference type in a stored image block's `source`.
+    static let imageReferenceType = "xclaw_image"
+
+    /// The content column for `content`: its images moved into `images` (inside tool results too), the rest as the
+    /// API's JSON with sorted keys. Runs in the caller's write transaction.
+    static func storeContent(_ content: [ContentBlock], _ db: Database) throws -> String {
+        func move(_ block: ContentBlock) throws -> ContentBlock {
+            switch block {
+            case .image(let media, let base64):
+                guard let bytes = Data(base64Encoded: base64) else { return block }  // kept as sent
+                let name = SHA256.hex(bytes)
+                try db.cachedStatement(
+                    sql: "INSERT OR IGNORE INTO images (sha256, media_type, data, created_at) VALUES (?, ?, ?, ?)"
+                ).execute(arguments: [name, media, bytes, now()])
+                return .other(
+                    [
+                        "type": "image",
+                        "source": [
+                            "type": .string(imageReferenceType), "sha256": .string(name), "media_type": .string(media),
+                        ],
+                    ])
+            case .toolResult(var result):
+                result.content = try result.content.map(move)
+                return .toolResult(result)
+            default:
+                return block
+            }
+        }
+        guard content.contains(where: hasImage) else { return encodeContent(content) }
+        return encodeContent(try content.map(move))
+    }
+
+    /// Whether a block is or holds an inline image.
+    private static func hasImage(_ block: ContentBlock) -> Bool {
+        if block.isImage { return true }
+        if case .toolResult(let r) = block { return r.content.contains(where: \.isImage) }
+        return false
+    }
+
+    /// The name and media type of a stored image reference, or nil for any other block.
+    static func imageReference(_ block: ContentBlock) -> (sha256: String, mediaType: String)? {
+        guard case .other(let json) = block, json["type"]?.string == "image",
+            json["source"]?["type"]?.string == imageReferenceType, let name = json["source"]?["sha256"]?.string
+        else { return nil }
+        return (name, json["source"]?["media_type"]?.string ?? "image/png")
+    }
+
+    /// `content` with the references `wanted` accepts read back as images; the others (in tool results) become
+    /// `removed` text. A reference whose row is gone becomes text saying so, never a broken block.
+    static func resolveImages(
+        _ content: [ContentBlock], _ db: Database, removed: String = "[screenshot removed]",
+        wanted: (String) -> Bool
+    ) throws -> [ContentBlock] {
+        func resolve(_ block: ContentBlock) throws -> ContentBlock {
+            if case .toolResult(var result) = block {
+                result.content = try result.content.map(resolve)
+                return .toolResult(result)
+            }
+            guard let (name, media) = imageReference(block) else { return block }
+            guard wanted(name) else { return .text(removed) }
+            guard
+                let bytes = try Data.fetchOne(
+                    db.cachedStatement(sql: "SELECT data FROM images WHERE sha256 = ?"), arguments: [name])
+            else { return .text("[screenshot \(name.prefix(12)) is no longer stored]") }
+            return .image(mediaType: media, base64: bytes.base64EncodedString())
+        }
+        return try content.map(resolve)
+    }
+
+    /// Reads back the newest `keep` screenshot references in tool results and every reference elsewhere; older
+    /// ones in tool results become `removed` text.
+    static func resolveNewest(_ messages: inout [StoredMessage], keep: Int, removed: String, _ db: Database) throws {
+        var left = max(0, keep)
+        for i in messages.indices.reversed() {
+            // Count this message's references in tool results, newest (last) first.
+            var positions: [String] = []
+            for case .toolResult(let r) in messages[i].content {
+                positions += r.content.compactMap { imageReference($0)?.sha256 }
+            }
+            let take = min(left, positions.count)
+            left -= take
+            // The oldest of this message's references go first.
+            let drop = positions.count - take
+            var seen = 0
+            messages[i].content = try messages[i].content.map { block in
+                guard case .toolResult = block else { return try resolveImages([block], db) { _ in true }[0] }
+                return try resolveImages([block], db, removed: removed) { _ in
+                    defer { seen += 1 }
+                    return seen >= drop
+                }[0]
+            }
+        }
+    }
+
+    /// Deletes stored screenshots no message refers to any more (after retention replaced them).
+    public func deleteUnusedImages() throws {
+        try write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM images WHERE sha256 NOT IN (
+                        SELECT json_extract(t.value, '$.sha256') FROM messages m, json_tree(m.content) t
+                        WHERE t.key = 'source' AND json_extract(t.value, '$.type') = ?)
+                    """, arguments: [Self.imageReferenceType])
+        }
+    }
+}
