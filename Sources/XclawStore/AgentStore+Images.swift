@@ -105,6 +105,14 @@ extension AgentStore {
         }
     }
 
+    /// How many screenshots the store keeps and their bytes.
+    public func imageTotals() throws -> (count: Int, bytes: Int) {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS b FROM images")
+            return (row?["n"] ?? 0, row?["b"] ?? 0)
+        }
+    }
+
     /// Deletes stored screenshots no message refers to any more (after retention replaced them).
     public func deleteUnusedImages() throws {
         try write { db in

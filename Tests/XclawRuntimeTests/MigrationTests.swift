@@ -41,7 +41,8 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(shell.terminationStatus, 0)
 
         let store = try AgentStore(path: path)
-        XCTAssertEqual(try store.info().migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
+        XCTAssertEqual(
+            try store.info().migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"])
         let sessions = try store.sessions(agent: "alice")
         XCTAssertEqual(sessions.map(\.id), [7])
         XCTAssertEqual(sessions.first?.status, .completed)
