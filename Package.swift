@@ -215,7 +215,7 @@ let package = Package(
             name: "xclaw-bench",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
-                "XclawRuntime", "XclawSkills", "XclawCommandLine", "XclawTesting",
+                "XclawRuntime", "XclawSkills", "XclawCommandLine", "XclawTesting", "XclawClient",
                 // The loopback model of `bench replay`'s recorded run.
                 "XclawMockAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

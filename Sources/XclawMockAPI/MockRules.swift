@@ -132,7 +132,7 @@ public struct MockRules: Sendable {
 
     /// The prompt's tokens, from the newest compaction block on (the API ignores what precedes it): the system
     /// prompt, tools and text at 4 characters a token, each image at its pixels / 750.
-    static func inputTokens(_ body: [String: Any]) -> Int {
+    public static func inputTokens(_ body: [String: Any]) -> Int {
         var blocks: [Any] = []
         for message in messages(body) {
             if let text = message["content"] as? String { blocks.append(["type": "text", "text": text]) }

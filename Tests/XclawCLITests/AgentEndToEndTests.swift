@@ -119,7 +119,9 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(computer?["display_width_px"]?.int, 1456)
         XCTAssertEqual(computer?["display_height_px"]?.int, 819)
         XCTAssertEqual(computer?["enable_zoom"], true)
-        XCTAssertEqual(requests[0].headers["anthropic-beta"], "computer-use-2025-11-24")
+        // The computer tool's beta, then server-side compaction's (Sonnet 4.6 compacts on the server).
+        XCTAssertEqual(requests[0].headers["anthropic-beta"], "computer-use-2025-11-24,compact-2026-01-12")
+        XCTAssertEqual(body["context_management"]?["edits"]?.array?.first?["type"]?.string, "compact_20260112")
         XCTAssertTrue(body.jsonText.contains("untrusted"), "system prompt says screen text is data")
         // The screenshot is scaled for the model.
         let shot = Self.lastResult(requests[1])
