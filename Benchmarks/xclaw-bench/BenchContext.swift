@@ -20,7 +20,8 @@ import XclawStore
 struct BenchContext: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "context",
-        abstract: "500 turns of a scripted long-lived agent: request size and tokens with compaction, summary, neither.")
+        abstract: "500 turns of a scripted long-lived agent: request size and tokens with compaction, summary, neither."
+    )
     @Option(help: "Turns (model requests that call the tool).") var turns = 500
     @Option(help: "Input tokens at which to compact or summarise (the API's minimum for compaction is 50000).")
     var trigger = 150_000
@@ -139,7 +140,9 @@ struct BenchContext: ParsableCommand {
             let started = ContinuousClock.now
             let runner = AgentRunner(
                 client: client, registry: ToolRegistry([LookTool(screenshots: shots)]), options: options)
-            let result = try Blocking.wait { await runner.run(task: "Watch the screen.", context: ToolContext(), observer: observer) }
+            let result = try Blocking.wait {
+                await runner.run(task: "Watch the screen.", context: ToolContext(), observer: observer)
+            }
             let seconds = Double((ContinuousClock.now - started).milliseconds) / 1000
             if case .failed(let why) = result.outcome { throw ValidationError("\(way): the run failed: \(why)") }
             let posts = server.requests.filter { $0.method == "POST" }
