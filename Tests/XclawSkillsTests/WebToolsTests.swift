@@ -11,7 +11,8 @@ import XclawSkills
 /// serves a page with scripts, styles and entities, redirect chains, a 404, a server that never answers and an
 /// oversize page; and Brave Search's API, which checks the path, the query and the token. The loopback site is a
 /// private address, so these tests allow 127.0.0.1 explicitly, and check separately that the default refuses it.
-/// Names carry the goals: 3.1 readable text, 3.2 ≥3 search results, 3.5 fetch errors, 3.6 no key.
+/// Names carry the goals: 3.1 readable text, 3.2 ≥3 search results, 3.5 fetch errors, 3.6 no key (3.3 and
+/// 3.4, memory, are `SkillsTests.testMemorySetGetListDelete` and `StoreTests.testMemorySurvivesReopeningTheFile`).
 final class WebToolsTests: XCTestCase {
     /// A fake key, built from parts so no scanner mistakes it for a real one.
     private let key = "BSA" + "-test-" + String(repeating: "k", count: 4) + "-SECRET-7731"
