@@ -2,28 +2,25 @@ import Foundation
 import XCTest
 import XclawMessages
 import XclawMockAPI
-import XclawScreen
 import XclawTesting
 
-/// `xclaw run --tools web_search,fetch_url` end to end: the scripted model (a `MockScript`) searches, then reads the
-/// page the search found; the search goes to the loopback Brave API and the page to the loopback site, both through
-/// the real binary's configuration (BRAVE_API_KEY, XCLAW_BRAVE_BASE_URL, XCLAW_FETCH_ALLOW_PRIVATE), and each tool's
-/// result reaches the next request. The Brave key never shows in the output, the log, the database or a request.
+/// `xclaw run --tools web_search,fetch_url` end to end, with no display at all: the scripted model (a `MockScript`)
+/// searches, then reads the page the search found; the search goes to the loopback Brave API and the page to the
+/// loopback site, both through the real binary's configuration (BRAVE_API_KEY, XCLAW_BRAVE_BASE_URL,
+/// XCLAW_FETCH_ALLOW_PRIVATE), and each tool's result reaches the next request. The Brave key never shows in the
+/// output, the log, the database or a request.
 final class WebToolsCLITests: XCTestCase {
-    private var display: TestDisplay!
     private var workDir: URL!
     /// A fake key, built from parts.
     private let braveKey = "BSA" + "e2e-" + String(repeating: "z", count: 6) + "-SECRET-5150"
 
     override func setUpWithError() throws {
-        display = try TestDisplay(size: Size(width: 800, height: 600))
         workDir = FileManager.default.temporaryDirectory.appendingPathComponent(
             "xclaw-web-e2e-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
     }
 
     override func tearDown() {
-        display?.stop()
         if let workDir { try? FileManager.default.removeItem(at: workDir) }
     }
 
@@ -70,15 +67,16 @@ final class WebToolsCLITests: XCTestCase {
         ]
         let result = try runCLI(
             [
-                "run", "What does the orbit report say?", "--display", display.name, "--tools", "web_search,fetch_url",
-                "--model", "claude-sonnet-4-6",
-            ], environment: environment)
+                "run", "What does the orbit report say?", "--tools", "web_search,fetch_url", "--model",
+                "claude-sonnet-4-6",
+            ], environment: environment, removing: ["DISPLAY"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.text.contains("The probe reached orbit on day 3."), result.text)
 
         let requests = model.requests
         XCTAssertEqual(requests.count, 3)
         XCTAssertEqual(requests[0].toolNames, ["web_search", "fetch_url"], "only the tools asked for, no screen tool")
+        XCTAssertTrue(requests[0].system?.contains("the web (inside <web_data> … </web_data>)") == true)
         // The search went to the loopback Brave API with the key, and its results came back to the model.
         let search = try XCTUnwrap(web.requests.first)
         XCTAssertEqual(search.path, "/res/v1/web/search")
