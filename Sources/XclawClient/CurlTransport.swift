@@ -141,7 +141,7 @@ private final class TransferContext {
         if outcome.streamed {
             return deliver(parser.feed(bytes))
         }
-        if let limit = page?.byteLimit, outcome.body.count + bytes.count >= limit {
+        if let limit = page?.byteLimit, outcome.body.count + bytes.count > limit {
             outcome.body.append(contentsOf: bytes.prefix(limit - outcome.body.count))
             outcome.truncated = true
             return false

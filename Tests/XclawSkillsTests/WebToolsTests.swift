@@ -5,6 +5,7 @@ import XclawBase
 import XclawClient
 import XclawMessages
 import XclawMockAPI
+import XclawScreen
 import XclawSkills
 
 /// `fetch_url` and `web_search` through the real client (libcurl) against loopback servers: a small web site that
@@ -332,6 +333,10 @@ final class WebToolsTests: XCTestCase {
         XCTAssertEqual(try WebConfiguration.load(environment: [:], configPath: path).braveKey?.value, key)
         let loaded = try XCTUnwrap(try WebConfiguration.load(environment: [:], configPath: path).braveKey)
         XCTAssertFalse("\(loaded)".contains(key), "a key prints redacted")
+        // An application launch_app starts (like a run's setup command) does not inherit it.
+        let launched = AppLauncher.environment(["BRAVE_API_KEY": key, "PATH": "/usr/bin"], display: ":5")
+        XCTAssertNil(launched["BRAVE_API_KEY"])
+        XCTAssertEqual(launched["PATH"], "/usr/bin")
     }
 
     func testHTMLTextIsTolerantOfBrokenPages() {
