@@ -124,10 +124,13 @@ let package = Package(
             path: "Sources/XclawStore"
         ),
 
-        // Layer 5: skills: the computer-use tool, the custom screen tools, memory.
+        // Layer 5: skills: the computer-use tool, the custom screen tools, memory, the web tools (fetch_url and
+        // web_search, over the client's libcurl transport).
         .target(
             name: "XclawSkills",
-            dependencies: ["XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent"],
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
+            ],
             path: "Sources/XclawSkills"
         ),
 
@@ -249,8 +252,8 @@ let package = Package(
         layerTests(
             "XclawSkillsTests",
             [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawSkills",
-                "XclawTesting", "xclaw-fixture",
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
+                "XclawSkills", "XclawMockAPI", "XclawTesting", "xclaw-fixture",
             ]),
         layerTests(
             "XclawCLITests",

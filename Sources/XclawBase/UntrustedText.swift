@@ -93,8 +93,19 @@ public enum UntrustedText {
     /// what the screen says from what xclaw says; a closing tag inside the text is broken so it cannot end the block
     /// early.
     public static func screenData(_ body: String, source: String) -> String {
-        let safe = body.replacingOccurrences(of: "</screen_data", with: "<\\/screen_data", options: .caseInsensitive)
-        return "<screen_data source=\"\(source)\">\n\(safe)\n</screen_data>"
+        block("screen_data", body, source: source)
+    }
+
+    /// A fetched web page's text inside `<web_data source="URL">` … `</web_data>`, for the same reason: a page is
+    /// written by anyone, and nothing inside the block is from xclaw or the user.
+    public static func webData(_ body: String, source: String) -> String {
+        block("web_data", body, source: escaped(source, limit: 500))
+    }
+
+    /// `body` inside `<tag source="…">` … `</tag>`, with any closing tag inside it broken.
+    private static func block(_ tag: String, _ body: String, source: String) -> String {
+        let safe = body.replacingOccurrences(of: "</\(tag)", with: "<\\/\(tag)", options: .caseInsensitive)
+        return "<\(tag) source=\"\(source)\">\n\(safe)\n</\(tag)>"
     }
 
     private static func hex(_ value: UInt32, width: Int) -> String {

@@ -6,7 +6,7 @@ import XclawMessages
     import Glibc
 #endif
 
-/// An Anthropic API key, wrapped so that printing, logging or dumping it can never leak the secret.
+/// An API key (Anthropic's, Brave Search's), wrapped so that printing, logging or dumping it can never leak the secret.
 public struct APIKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The secret itself; only the HTTP header builder should read it.
     public let value: String
@@ -69,11 +69,7 @@ public struct ClientConfiguration: Sendable {
         self.retryBudget = retryBudget
     }
 
-    private static func normalize(_ url: String) -> String {
-        var s = url.trimmingCharacters(in: .whitespacesAndNewlines)
-        while s.hasSuffix("/") { s.removeLast() }
-        return s.isEmpty ? defaultBaseURL : s
-    }
+    private static func normalize(_ url: String) -> String { normalizedRoot(url, fallback: defaultBaseURL) }
 
     /// ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from env; else the key from the config file
     /// (default ~/.config/xclaw/config, respecting XDG_CONFIG_HOME; lines `api_key = ...`, `base_url = ...`, `#` comments).
@@ -113,6 +109,13 @@ public struct ClientConfiguration: Sendable {
     }
 }
 
+/// An API root without surrounding blanks or trailing slashes, so paths join cleanly; `fallback` when blank.
+func normalizedRoot(_ url: String, fallback: String) -> String {
+    var s = url.trimmingCharacters(in: .whitespacesAndNewlines)
+    while s.hasSuffix("/") { s.removeLast() }
+    return s.isEmpty ? fallback : s
+}
+
 /// The parsed `key = value` config file; unknown keys are ignored so other parts of xclaw can add their own.
 struct ConfigFile: Sendable, Hashable {
     var apiKey: String?
@@ -121,6 +124,12 @@ struct ConfigFile: Sendable, Hashable {
     var idleTimeout: String?
     /// `retry_budget`, seconds (XCLAW_RETRY_BUDGET overrides it).
     var retryBudget: String?
+    /// `brave_api_key`, web_search's key (BRAVE_API_KEY overrides it): a secret like `api_key`.
+    var braveAPIKey: String?
+    /// `brave_base_url` (XCLAW_BRAVE_BASE_URL overrides it).
+    var braveBaseURL: String?
+    /// `fetch_allow_private` (XCLAW_FETCH_ALLOW_PRIVATE overrides it).
+    var fetchAllowPrivate: String?
 
     /// Reads `path`; nil when it does not exist. A file holding a key must not be readable by group or others.
     static func read(path: String) throws -> ConfigFile? {
@@ -129,7 +138,9 @@ struct ConfigFile: Sendable, Hashable {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         let parsed = try parse(String(decoding: data, as: UTF8.self), path: path)
         let mode = Int(st.st_mode) & 0o777
-        if parsed.apiKey != nil, mode & 0o077 != 0 { throw ClientError.insecureConfig(path: path, mode: mode) }
+        if parsed.apiKey != nil || parsed.braveAPIKey != nil, mode & 0o077 != 0 {
+            throw ClientError.insecureConfig(path: path, mode: mode)
+        }
         return parsed
     }
 
@@ -152,6 +163,9 @@ struct ConfigFile: Sendable, Hashable {
             case "base_url": file.baseURL = value.isEmpty ? nil : value
             case "idle_timeout": file.idleTimeout = value.isEmpty ? nil : value
             case "retry_budget": file.retryBudget = value.isEmpty ? nil : value
+            case "brave_api_key": file.braveAPIKey = value.isEmpty ? nil : value
+            case "brave_base_url": file.braveBaseURL = value.isEmpty ? nil : value
+            case "fetch_allow_private": file.fetchAllowPrivate = value.isEmpty ? nil : value
             default: break
             }
         }

@@ -29,6 +29,22 @@ struct HTTPRequest: Sendable {
     var idleTimeout: Duration
     /// A GET (the body is not sent) instead of a POST.
     var get = false
+    /// Set for a page the model named (fetch_url) rather than an API xclaw chose: redirects, a time and size limit,
+    /// and the address check on every connection.
+    var page: PageRules?
+}
+
+/// What a transfer of a model-named page obeys, so an untrusted page cannot make xclaw reach the local network, wait
+/// forever or fill memory.
+struct PageRules: Sendable {
+    /// Redirects followed (http and https only); one more fails with CURLE_TOO_MANY_REDIRECTS.
+    var maxRedirects: Int
+    /// The whole transfer, redirects included.
+    var timeout: Duration
+    /// Body bytes kept (after decompression); the transfer stops there and the outcome says `truncated`.
+    var byteLimit: Int
+    /// Asked for every address a socket is about to connect to, after DNS and on every hop; false refuses it.
+    var permits: @Sendable (IPAddress) -> Bool
 }
 
 /// What one attempt got back, before the client decides between success, retry and failure.
@@ -52,6 +68,12 @@ struct TransferOutcome: Sendable {
     var cancelled = false
     /// Nothing was sent or received for the idle timeout.
     var idleTimedOut = false
+    /// The body reached the page's byte limit and the transfer stopped there (not a failure).
+    var truncated = false
+    /// The URL of the last hop, after redirects.
+    var effectiveURL: String?
+    /// An address the page's rules refused a connection to (the transfer then failed to connect).
+    var refusedAddress: IPAddress?
 }
 
 /// The mutable state curl's C callbacks write into; lives on the transfer thread only.
@@ -59,16 +81,36 @@ private final class TransferContext {
     let easy: UnsafeMutableRawPointer
     let cancel: CancelFlag
     let onEvent: @Sendable (StreamEvent) -> Void
+    let page: PageRules?
     var outcome = TransferOutcome()
     var parser = SSEParser()
     var decided = false
     var bytesReceived = 0
     static let bodyLimit = 64 << 20
 
-    init(easy: UnsafeMutableRawPointer, cancel: CancelFlag, onEvent: @escaping @Sendable (StreamEvent) -> Void) {
+    init(
+        easy: UnsafeMutableRawPointer, cancel: CancelFlag, page: PageRules?,
+        onEvent: @escaping @Sendable (StreamEvent) -> Void
+    ) {
         self.easy = easy
         self.cancel = cancel
+        self.page = page
         self.onEvent = onEvent
+    }
+
+    /// A socket for `address`, or -1 (CURL_SOCKET_BAD) when the page's rules refuse the address.
+    func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let family = address.pointee.family
+        let target = withUnsafePointer(to: &address.pointee.addr) { IPAddress(family: family, sockaddr: $0) }
+        if let page {
+            // Not an IP socket (none is asked for over http/https) is refused too: nothing to check it against.
+            guard let target, page.permits(target) else {
+                outcome.refusedAddress = target
+                return -1
+            }
+        }
+        // Close-on-exec, so a program an agent launches never inherits the connection.
+        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
     }
 
     /// One header line; a new status line (after a proxy's CONNECT reply or a 1xx) starts a new header set.
@@ -94,10 +136,15 @@ private final class TransferContext {
             _ = xclaw_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
             outcome.status = code
             let type = outcome.headers["content-type"]?.lowercased() ?? ""
-            outcome.streamed = (200..<300).contains(code) && type.contains("text/event-stream")
+            outcome.streamed = page == nil && (200..<300).contains(code) && type.contains("text/event-stream")
         }
         if outcome.streamed {
             return deliver(parser.feed(bytes))
+        }
+        if let limit = page?.byteLimit, outcome.body.count + bytes.count > limit {
+            outcome.body.append(contentsOf: bytes.prefix(limit - outcome.body.count))
+            outcome.truncated = true
+            return false
         }
         if outcome.body.count < Self.bodyLimit { outcome.body.append(contentsOf: bytes) }
         return true
@@ -156,7 +203,7 @@ enum CurlTransport {
             failed.curlMessage = "libcurl could not create a handle"
             return failed
         }
-        let context = TransferContext(easy: easy, cancel: cancel, onEvent: onEvent)
+        let context = TransferContext(easy: easy, cancel: cancel, page: request.page, onEvent: onEvent)
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, request.body.count), alignment: 1)
@@ -200,6 +247,7 @@ enum CurlTransport {
             ctx.header(UnsafeRawBufferPointer(start: ptr, count: n))
             return n
         }
+        if let page = request.page { limit(easy, to: page, context: opaque) }
 
         return withExtendedLifetime(context) { () -> TransferOutcome in
             let m = multi.handle
@@ -246,6 +294,12 @@ enum CurlTransport {
             var code = 0
             _ = xclaw_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
             if code != 0 { context.outcome.status = code }
+            var effective: UnsafePointer<CChar>?
+            if xclaw_curl_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK, let effective {
+                context.outcome.effectiveURL = String(cString: effective)
+            }
+            // Stopping at the byte limit aborts the write; that is the page's end, not a failure.
+            if context.outcome.truncated, result == CURLE_WRITE_ERROR { result = CURLE_OK }
             if let multiError {
                 context.outcome.curlCode = CURLE_FAILED_INIT.rawValue
                 context.outcome.curlMessage = String(cString: curl_multi_strerror(multiError))
@@ -258,6 +312,23 @@ enum CurlTransport {
                 _ = context.deliver(context.parser.finish())
             }
             return context.outcome
+        }
+    }
+
+    /// Applies a page's rules: redirects over http/https only, a deadline, no proxy (through one, the address a
+    /// socket reaches could not be checked), any compression curl decodes, and the address check on every socket.
+    private static func limit(_ easy: UnsafeMutableRawPointer, to page: PageRules, context: UnsafeMutableRawPointer) {
+        _ = xclaw_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = xclaw_curl_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        _ = xclaw_curl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, page.maxRedirects > 0 ? 1 : 0)
+        _ = xclaw_curl_setopt_long(easy, CURLOPT_MAXREDIRS, page.maxRedirects)
+        _ = xclaw_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds(page.timeout))
+        _ = xclaw_curl_setopt_string(easy, CURLOPT_PROXY, "")
+        _ = xclaw_curl_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, "")
+        _ = xclaw_curl_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context)
+        _ = xclaw_curl_setopt_opensocket_function(easy) { userdata, _, address in
+            guard let userdata, let address else { return -1 }
+            return Unmanaged<TransferContext>.fromOpaque(userdata).takeUnretainedValue().openSocket(address)
         }
     }
 

@@ -151,6 +151,11 @@ final class Connection {
     private static func reason(_ status: Int) -> String {
         switch status {
         case 200: "OK"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 303: "See Other"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
         case 400: "Bad Request"
         case 401: "Unauthorized"
         case 403: "Forbidden"

@@ -111,6 +111,9 @@ final class ServerCore: Sendable {
         var models: [String] = []
         var modelsPageSize = 20
         var rules = MockRules()
+        /// When set, answers every request whatever its method and path: the core serves a plain web site
+        /// (`MockWebServer`) instead of the Messages API.
+        var router: MockMessagesServer.Handler?
     }
 
     /// What to do with an admitted request.
@@ -132,7 +135,10 @@ final class ServerCore: Sendable {
     let state: Mutex<State>
     let threads = DispatchGroup()
 
-    init(port: Int, replies: [MockReply], handler: MockMessagesServer.Handler?) throws {
+    init(
+        port: Int, replies: [MockReply], handler: MockMessagesServer.Handler?,
+        router: MockMessagesServer.Handler? = nil
+    ) throws {
         guard (0...65535).contains(port) else { throw MockServerError(description: "port \(port) is out of range") }
         var pipeFDs: [Int32] = [0, 0]
         // A socket pair rather than pipe2 (not imported): it is the only way to get close-on-exec atomically.
@@ -169,7 +175,7 @@ final class ServerCore: Sendable {
         wakeRead = pipeFDs[0]
         wakeWrite = pipeFDs[1]
         self.port = Int(UInt16(bigEndian: actual.sin_port))
-        state = Mutex(State(queue: replies, handler: handler))
+        state = Mutex(State(queue: replies, handler: handler, router: router))
     }
 
     func start() {
@@ -230,7 +236,9 @@ final class ServerCore: Sendable {
                 body: body, requestID: "req_mock_\(index + 1)")
             s.requests.append(request)
             let decision: Decision
-            if method == "GET" && path == "/v1/models" {
+            if let router = s.router {
+                decision = .ask(router)
+            } else if method == "GET" && path == "/v1/models" {
                 decision = .reply(Self.modelsPage(s.models, query: query, pageSize: s.modelsPageSize))
             } else if method != "POST" || path != "/v1/messages" {
                 decision = .reply(

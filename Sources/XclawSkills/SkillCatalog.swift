@@ -1,6 +1,7 @@
 import Foundation
 import XclawAgent
 import XclawBase
+import XclawClient
 import XclawMessages
 import XclawScreen
 
@@ -12,12 +13,14 @@ public enum SkillError: ClassifiedError, Equatable {
     case visionUnavailable(String)
     /// Tesseract's English data is missing.
     case ocrDataMissing(searched: [String])
+    /// A screen tool was built without a screen session.
+    case noScreen(String)
 
     /// Usage errors for bad tool lists; a missing OCR install is the machine's problem, not the user's input.
     public var exitStatus: ExitStatus {
         switch self {
         case .unknownTools, .visionUnavailable: return .usage
-        case .ocrDataMissing: return .internal
+        case .ocrDataMissing, .noScreen: return .internal
         }
     }
 
@@ -36,21 +39,38 @@ public enum SkillError: ClassifiedError, Equatable {
                 "tesseract's English OCR data (eng.traineddata) is missing (looked in \(searched.joined(separator: ", "))); "
                 + "install it with scripts/install-deps.sh or `apt-get install tesseract-ocr-eng`, or set "
                 + "TESSDATA_PREFIX to the directory holding eng.traineddata"
+        case .noScreen(let tool):
+            return "\(tool) works on a screen, and it was built without a screen session (a bug: please report it)"
         }
     }
 }
 
-/// What a tool's factory may use: the screen session the tools share, the computer-tool version of the model, the
-/// vision asker (nil when no model can be asked) and where the memory tool keeps its notes.
+/// What a tool's factory may use: the screen session the tools share (nil when only tools that need no screen are
+/// built), the computer-tool version of the model, the vision asker (nil when no model can be asked), where the memory
+/// tool keeps its notes and how the web tools reach the web.
 public struct ToolDependencies: Sendable {
-    /// The session every screen tool works through.
-    public var session: ScreenSession
+    /// The session every screen tool works through; nil for an agent without screen tools.
+    public var session: ScreenSession?
     /// The computer-use tool version the model was trained on.
     public var computerVersion: ComputerToolVersion
     /// Asks a vision model about a screenshot; nil when none is configured.
     public var vision: VisionAsker?
     /// The memory tool's notes.
     public var memory: any MemoryBackend
+    /// The web tools' key, limits and private-address policy.
+    public var web: WebConfiguration
+
+    /// Dependencies for building tools; without a session only the tools that need no screen can be built.
+    public init(
+        session: ScreenSession?, computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
+        memory: any MemoryBackend = MemoryStore(), web: WebConfiguration = WebConfiguration()
+    ) {
+        self.session = session
+        self.computerVersion = computerVersion
+        self.vision = vision
+        self.memory = memory
+        self.web = web
+    }
 }
 
 /// One row of the tool table: everything xclaw knows about a tool before building it.
@@ -63,20 +83,41 @@ public struct ToolEntry: Sendable {
     public let needsOCR: Bool
     /// Asks a vision model of its own (costs a request per use).
     public let needsVision: Bool
-    /// Works on a display (all but memory), so an agent with it needs a screen session.
+    /// Works on a display (all but the `offScreen` rows), so an agent with it needs a screen session.
     public let needsScreen: Bool
+    /// Reaches the web, so its configuration (the Brave key, the private-address policy) is read for it.
+    public let needsWeb: Bool
     /// Builds the tool.
     let make: @Sendable (ToolDependencies) throws -> any AgentTool
 
+    /// A tool that works on a display: its factory gets the session.
     init(
-        _ name: String, default position: Int? = nil, ocr: Bool = false, vision: Bool = false, screen: Bool = true,
-        make: @escaping @Sendable (ToolDependencies) throws -> any AgentTool
+        _ name: String, default position: Int? = nil, ocr: Bool = false, vision: Bool = false,
+        make: @escaping @Sendable (ScreenSession, ToolDependencies) throws -> any AgentTool
     ) {
         self.name = name
         defaultPosition = position
         needsOCR = ocr
         needsVision = vision
-        needsScreen = screen
+        needsScreen = true
+        needsWeb = false
+        self.make = { deps in
+            guard let session = deps.session else { throw SkillError.noScreen(name) }
+            return try make(session, deps)
+        }
+    }
+
+    /// A tool that needs no display (memory, the application list, the web tools).
+    init(
+        offScreen name: String, default position: Int? = nil, web: Bool = false,
+        make: @escaping @Sendable (ToolDependencies) throws -> any AgentTool
+    ) {
+        self.name = name
+        defaultPosition = position
+        needsOCR = false
+        needsVision = false
+        needsScreen = false
+        needsWeb = web
         self.make = make
     }
 }
@@ -85,32 +126,36 @@ public struct ToolEntry: Sendable {
 public enum SkillCatalog {
     /// Every tool, in the order `all` offers them and the help lists them.
     public static let table: [ToolEntry] = [
-        ToolEntry("computer", default: 0) { ComputerTool(session: $0.session, version: $0.computerVersion) },
+        ToolEntry("computer", default: 0) { ComputerTool(session: $0, version: $1.computerVersion) },
         ToolEntry("computer_batch") {
-            ComputerBatchTool(computer: ComputerTool(session: $0.session, version: $0.computerVersion))
+            ComputerBatchTool(computer: ComputerTool(session: $0, version: $1.computerVersion))
         },
-        ToolEntry("capture_screen", default: 8) { CaptureScreenTool(session: $0.session) },
-        ToolEntry("read_screen_text", default: 2, ocr: true) { ReadScreenTextTool(session: $0.session) },
-        ToolEntry("screen_snapshot", default: 1, ocr: true) { ScreenSnapshotTool(session: $0.session) },
-        ToolEntry("tap_element", default: 3, ocr: true) { TapElementTool(session: $0.session) },
-        ToolEntry("tap_xy") { TapXYTool(session: $0.session) },
-        ToolEntry("type_text", default: 4) { TypeTextTool(session: $0.session) },
-        ToolEntry("swipe") { SwipeTool(session: $0.session) },
-        ToolEntry("scroll", default: 6) { ScrollTool(session: $0.session) },
-        ToolEntry("press_button", default: 5) { PressButtonTool(session: $0.session) },
-        ToolEntry("watch_screen", default: 7, ocr: true) { WatchScreenTool(session: $0.session) },
-        ToolEntry("analyze_screen", vision: true) { deps in
+        ToolEntry("capture_screen", default: 8) { session, _ in CaptureScreenTool(session: session) },
+        ToolEntry("read_screen_text", default: 2, ocr: true) { session, _ in ReadScreenTextTool(session: session) },
+        ToolEntry("screen_snapshot", default: 1, ocr: true) { session, _ in ScreenSnapshotTool(session: session) },
+        ToolEntry("tap_element", default: 3, ocr: true) { session, _ in TapElementTool(session: session) },
+        ToolEntry("tap_xy") { session, _ in TapXYTool(session: session) },
+        ToolEntry("type_text", default: 4) { session, _ in TypeTextTool(session: session) },
+        ToolEntry("swipe") { session, _ in SwipeTool(session: session) },
+        ToolEntry("scroll", default: 6) { session, _ in ScrollTool(session: session) },
+        ToolEntry("press_button", default: 5) { session, _ in PressButtonTool(session: session) },
+        ToolEntry("watch_screen", default: 7, ocr: true) { session, _ in WatchScreenTool(session: session) },
+        ToolEntry("analyze_screen", vision: true) { session, deps in
             guard let vision = deps.vision else { throw SkillError.visionUnavailable("analyze_screen") }
-            return AnalyzeScreenTool(session: deps.session, vision: vision)
+            return AnalyzeScreenTool(session: session, vision: vision)
         },
-        ToolEntry("find_and_tap", ocr: true, vision: true) { deps in
+        ToolEntry("find_and_tap", ocr: true, vision: true) { session, deps in
             guard let vision = deps.vision else { throw SkillError.visionUnavailable("find_and_tap") }
-            return FindAndTapTool(session: deps.session, vision: vision)
+            return FindAndTapTool(session: session, vision: vision)
         },
-        ToolEntry("memory", default: 9, screen: false) { MemoryTool(backend: $0.memory) },
+        ToolEntry(offScreen: "memory", default: 9) { MemoryTool(backend: $0.memory) },
         // An agent on a bare display has no launcher to click: these open what its task needs.
-        ToolEntry("list_apps", default: 10, screen: false) { _ in ListAppsTool() },
-        ToolEntry("launch_app", default: 11) { LaunchAppTool(session: $0.session) },
+        ToolEntry(offScreen: "list_apps", default: 10) { _ in ListAppsTool() },
+        ToolEntry("launch_app", default: 11) { session, _ in LaunchAppTool(session: session) },
+        // Not in the default set: they reach the Internet (and Brave's API costs per search), which a screen agent's
+        // task rarely needs; `--tools` or an agent's tool list names them.
+        ToolEntry(offScreen: "web_search", web: true) { WebSearchTool(search: BraveSearch(configuration: $0.web)) },
+        ToolEntry(offScreen: "fetch_url", web: true) { FetchURLTool(fetcher: WebFetcher(configuration: $0.web)) },
     ]
 
     /// Every tool this layer offers.
@@ -123,8 +168,11 @@ public enum SkillCatalog {
     /// The tools that read text (need OCR data).
     public static let ocrToolNames = Set(table.filter(\.needsOCR).map(\.name))
 
-    /// The tools that work on a display (all but memory).
+    /// The tools that work on a display (all but memory, list_apps and the web tools).
     public static let screenToolNames = Set(table.filter(\.needsScreen).map(\.name))
+
+    /// The tools that reach the web.
+    public static let webToolNames = Set(table.filter(\.needsWeb).map(\.name))
 
     /// The row of `name`, if there is one.
     public static func entry(_ name: String) -> ToolEntry? { table.first { $0.name == name } }
@@ -145,8 +193,18 @@ public enum SkillCatalog {
     public static func tools(
         named names: [String], session: ScreenSession,
         computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
-        memory: any MemoryBackend = MemoryStore()
+        memory: any MemoryBackend = MemoryStore(), web: WebConfiguration = WebConfiguration()
     ) throws -> [any AgentTool] {
+        try tools(
+            named: names,
+            dependencies: ToolDependencies(
+                session: session, computerVersion: computerVersion, vision: vision, memory: memory, web: web))
+    }
+
+    /// Builds the named tools from `dependencies` in the order given (duplicates dropped); without a session, only
+    /// tools that need no screen. Unknown names, and vision tools without an asker, are refused before anything is
+    /// built.
+    public static func tools(named names: [String], dependencies deps: ToolDependencies) throws -> [any AgentTool] {
         var seen = Set<String>()
         let wanted = names.map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty && seen.insert($0).inserted
@@ -155,10 +213,9 @@ public enum SkillCatalog {
         guard entries.count == wanted.count else {
             throw SkillError.unknownTools(wanted.filter { entry($0) == nil }, valid: allToolNames)
         }
-        if vision == nil, let needy = entries.first(where: \.needsVision) {
+        if deps.vision == nil, let needy = entries.first(where: \.needsVision) {
             throw SkillError.visionUnavailable(needy.name)
         }
-        let deps = ToolDependencies(session: session, computerVersion: computerVersion, vision: vision, memory: memory)
         return try entries.map { try $0.make(deps) }
     }
 }

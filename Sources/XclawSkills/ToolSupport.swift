@@ -282,6 +282,25 @@ func fraction(_ input: JSONValue, _ key: String) throws -> Double? {
     return v
 }
 
+/// A whole number in `range` from `input[key]`, `fallback` when absent; anything else (a fraction, a string, out of
+/// range) is refused with the range, so the model knows what to send.
+func integer(_ input: JSONValue, _ key: String, in range: ClosedRange<Int>, default fallback: Int) throws -> Int {
+    guard let value = input[key] else { return fallback }
+    guard let v = value.int, range.contains(v) else {
+        throw ToolError(
+            "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \(value.jsonText)")
+    }
+    return v
+}
+
+/// The JSON schema of a whole number in `range`.
+func integerSchema(_ range: ClosedRange<Int>, _ what: String) -> JSONValue {
+    [
+        "type": "integer", "minimum": .number(Double(range.lowerBound)), "maximum": .number(Double(range.upperBound)),
+        "description": .string(what),
+    ]
+}
+
 /// The JSON schema of a normalized coordinate.
 func fractionSchema(_ what: String) -> JSONValue {
     ["type": "number", "minimum": 0, "maximum": 1, "description": .string(what)]

@@ -97,8 +97,11 @@ struct Run: ParsableCommand {
             try RunDisplay.isNeeded(display: target.display, setup: setup)
             ? RunDisplay.start(display: target.display, setup: setup) : nil
         defer { surroundings?.tearDown() }
+        // Tools that need no screen (memory, list_apps, the web tools) run without a display.
+        let drivesScreen = surroundings != nil || names.contains { SkillCatalog.screenToolNames.contains($0) }
         let connection =
-            try surroundings?.started.map { try DisplayConnection(name: $0.name) } ?? target.connect()
+            try drivesScreen
+            ? surroundings?.started.map { try DisplayConnection(name: $0.name) } ?? target.connect() : nil
         let sideQuestions = UsageLedger()
         let store = try storeOptions.open()
         let agent = Self.agentName()
@@ -107,10 +110,10 @@ struct Run: ParsableCommand {
             visionUsage: { sideQuestions.add($0) })
         builder.screenshotCap = try screenshotSize.map(ImageSizing.cap(parsing:)) ?? ImageSizing.configuredCap()
         builder.screenshotEncoding = try screenshotFormat.map(ImageEncoding.parse) ?? ImageEncoding.configured()
-        let session = try builder.session(display: connection.name, connection: connection)
+        let session = try connection.map { try builder.session(display: $0.name, connection: $0) }
         let config = AgentConfig(
             name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
-            display: connection.name)
+            display: connection?.name)
         let prepared = try usageErrors { try builder.prepare(config, session: session, dryRun: dryRun) }
         let actionLog = try ActionLog(path: log ?? ActionLog.defaultPath())
         let confirming = confirm

@@ -111,7 +111,18 @@ final class SkillsTests: XCTestCase {
             ["read_screen_text", "screen_snapshot", "tap_element", "watch_screen", "find_and_tap"])
         XCTAssertEqual(Set(table.filter(\.needsVision).map(\.name)), ["analyze_screen", "find_and_tap"])
         XCTAssertEqual(
-            Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames), ["memory", "list_apps"])
+            Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames),
+            ["memory", "list_apps", "web_search", "fetch_url"])
+        XCTAssertEqual(SkillCatalog.webToolNames, ["web_search", "fetch_url"])
+        XCTAssertTrue(SkillCatalog.webToolNames.isDisjoint(with: SkillCatalog.defaultToolNames), "opt-in only")
+        // Tools that need no screen are built without a session; a screen tool then says what is missing.
+        let offScreen = ToolDependencies(session: nil)
+        XCTAssertEqual(
+            try SkillCatalog.tools(named: ["web_search", "fetch_url", "memory"], dependencies: offScreen).map(\.name),
+            ["web_search", "fetch_url", "memory"])
+        XCTAssertThrowsError(try SkillCatalog.tools(named: ["memory", "tap_xy"], dependencies: offScreen)) { error in
+            XCTAssertEqual(error as? SkillError, .noScreen("tap_xy"))
+        }
         // --tools: nil is the safe set, `all` every tool, a list is trimmed and checked against the table.
         XCTAssertEqual(try SkillCatalog.select(nil), SkillCatalog.defaultToolNames)
         XCTAssertEqual(try SkillCatalog.select("all"), SkillCatalog.allToolNames)

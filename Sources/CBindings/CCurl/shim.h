@@ -1,4 +1,4 @@
-// libcurl, used by the Claude client.
+// libcurl, used by the Claude client and the web tools (fetch_url, web_search).
 // curl_easy_setopt / curl_easy_getinfo / curl_multi_setopt are variadic and do not import into Swift: these typed
 // wrappers are the only way the Swift side sets options. Each one exists for one argument type.
 #ifndef XCLAW_CCURL_SHIM_H
@@ -39,6 +39,12 @@ static inline CURLcode xclaw_curl_setopt_write_function(CURL *handle, CURLoption
     return curl_easy_setopt(handle, option, fn);
 }
 
+/// CURLOPT_OPENSOCKETFUNCTION: every socket a transfer opens goes through it, with the exact address it will connect
+/// to, so the web fetcher can refuse private addresses after DNS and on every redirect.
+static inline CURLcode xclaw_curl_setopt_opensocket_function(CURL *handle, curl_opensocket_callback fn) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, fn);
+}
+
 /// Informations returned as a `long` (CURLINFO_RESPONSE_CODE).
 static inline CURLcode xclaw_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
@@ -47,6 +53,14 @@ static inline CURLcode xclaw_curl_getinfo_long(CURL *handle, CURLINFO info, long
 /// Informations returned as a `curl_off_t` (CURLINFO_SIZE_UPLOAD_T).
 static inline CURLcode xclaw_curl_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(handle, info, value);
+}
+
+/// Informations returned as a C string owned by the handle (CURLINFO_EFFECTIVE_URL); NULL when there is none.
+static inline CURLcode xclaw_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value) {
+    char *text = NULL;
+    CURLcode code = curl_easy_getinfo(handle, info, &text);
+    *value = text;
+    return code;
 }
 
 /// The `result` of a CURLMSG_DONE message (a union member, awkward to reach from Swift).
