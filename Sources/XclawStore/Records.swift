@@ -28,6 +28,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// Its effort level (`output_config.effort`); nil: the model's default.
     public var effort: String? = nil
     public var approval: String? = nil
+    /// What the agent is: a plain agent, an orchestrator (its pipelines delegate), or one of a pipeline's own.
+    public var kind: AgentKind = .agent
     /// A shell command each run starts with (`/bin/sh -c`, `DISPLAY` set to the run's display), e.g. to open the
     /// app it works on; nil: none. What it leaves running is ended with the run.
     public var setup: String?
@@ -58,6 +60,16 @@ public struct AgentConfig: Sendable, Hashable, Codable {
                 || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
         }
     }
+}
+
+/// What an agent is; stored as its raw value.
+public enum AgentKind: String, Sendable, Codable, CaseIterable {
+    /// An agent a person talks to.
+    case agent
+    /// An agent whose pipelines (`xclaw pipeline`) split a task into delegated subtasks.
+    case orchestrator
+    /// One of a pipeline's own agents (its orchestrator's run, or a delegated subtask), kept out of `xclaw agents`.
+    case pipeline
 }
 
 /// How far a stored message got, so a crash or cancel mid-stream is visible instead of looking complete.
