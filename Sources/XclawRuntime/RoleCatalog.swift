@@ -93,7 +93,7 @@ public struct RoleCatalog: Sendable {
 
     /// Reads a role file: the header's description and tools, the prompt after it. Tool names this xclaw does not
     /// have are left out, so a role may name tools another build adds.
-    static func parse(name: String, text: String, source: String) -> AgentRole {
+    public static func parse(name: String, text: String, source: String) -> AgentRole {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var summary = "", tools: [String] = []
         if lines.first == "---", let end = lines.dropFirst().firstIndex(of: "---") {
