@@ -59,8 +59,17 @@ struct AgentCreate: ParsableCommand {
     var confirm = false
     @Option(help: ArgumentHelp(ApprovalHelp.text)) var approval: String?
     @Option(help: ArgumentHelp(EffortHelp.text)) var effort: String?
+    @Option(
+        help: ArgumentHelp(
+            "agent, or orchestrator: its pipelines (`xclaw pipeline --orchestrator NAME`) split a task into subtasks "
+                + "it delegates to role agents; its tools default to none besides `delegate`.")) var kind: Kind = .agent
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
+
+    /// The kinds a person creates (a pipeline's own agents are made by the pipeline).
+    enum Kind: String, ExpressibleByArgument, CaseIterable {
+        case agent, orchestrator
+    }
 
     func validate() throws {
         try ApprovalHelp.check(approval)
@@ -71,20 +80,23 @@ struct AgentCreate: ParsableCommand {
         let catalog = try ModelCatalog.load()
         let info = try catalog.model(model ?? catalog.default)
         try EffortHelp.check(effort, info)
-        let names = try ToolSelection.names(tools)
+        // An orchestrator works through its subtasks' agents: no screen tools unless asked for.
+        let names = kind == .orchestrator && tools == nil ? [] : try ToolSelection.names(tools)
         let prompt = try system.map(readSystemFile) ?? ""
         let store = try storeOptions.open()
         var config = AgentConfig(
             name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
             memoryNotes: "", createdAt: Date(), dryRun: dryRun, confirm: confirm)
         config.setup = setup.flatMap { $0.isEmpty ? nil : $0 }
+        config.kind = kind == .orchestrator ? .orchestrator : .agent
         try store.createAgent(config)
         if let approval { try store.setApproval(agent: name, policy: ApprovalHelp.normalized(approval)) }
         if let effort { try store.setEffort(agent: name, effort: effort) }
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
         let created = try store.agent(named: name)
         try emit(created, json: json) {
-            "created agent \(name): \(info.id), tools \(names.joined(separator: ","))\(gates)"
+            "created \(kind == .orchestrator ? "orchestrator" : "agent") \(name): \(info.id), tools "
+                + (kind == .orchestrator ? (names + ["delegate"]) : names).joined(separator: ",") + gates
         }
     }
 }
@@ -236,9 +248,11 @@ struct Agents: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the agents.")
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Include pipelines' own agents (each pipeline's run and subtasks; `xclaw history` shows them).")
+    var all = false
 
     func run() throws {
-        let agents = try storeOptions.open().agents()
+        let agents = try storeOptions.open().agents().filter { all || $0.kind != .pipeline }
         try emit(agents, json: json) {
             agents.isEmpty
                 ? "no agents: create one with `xclaw agent create NAME`"
