@@ -314,6 +314,12 @@ enum ServiceFactory {
         signal(SIGPIPE, SIG_IGN)
         let store = try options.open()
         let config = try store.agent(named: agent)
+        if config.kind == .orchestrator {
+            // Its `delegate` tool exists only in a pipeline's run.
+            throw ValidationError(
+                "agent \(agent) is an orchestrator: give it a task with `xclaw pipeline \"TASK\" --orchestrator \(agent)`"
+            )
+        }
         _ = try gates.context(for: config)  // refuse an impossible gate before anything is sent
         try EffortHelp.check(effort, try ModelCatalog.load().model(config.model))
         let printer = RunPrinter(raw: raw)

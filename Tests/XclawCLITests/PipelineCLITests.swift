@@ -93,6 +93,9 @@ final class PipelineCLITests: XCTestCase {
         let text = try runCLI(["pipeline", "show", "1"], environment: env)
         XCTAssertTrue(text.text.hasPrefix("pipeline 1  completed"), text.text)
         XCTAssertTrue(text.text.contains("└─"), text.text)
+        let follow = try runCLI(["pipeline", "show", "1", "--follow"], environment: env)
+        XCTAssertEqual(follow.status, 0, "an ended pipeline is shown once: \(follow.stderr)")
+        XCTAssertEqual(follow.text, text.text)
         // The pipelines' own agents stay out of the agent list.
         let agents = try runCLI(["agents"], environment: env)
         XCTAssertFalse(agents.text.contains("pipeline-1"), agents.text)

@@ -280,6 +280,34 @@ final class PipelineTests: XCTestCase {
         XCTAssertTrue(child.tools.contains("screen_snapshot"), "the role's default tools: \(child.tools)")
     }
 
+    func testASubtaskAskingForANewDisplayGetsAPrivateOne() throws {
+        let display = try TestDisplay(size: Size(width: 800, height: 600))
+        defer { display.stop() }
+        router.route(systemContains: Self.orchestratorMatch) { request, _ in
+            Self.isFirst(request)
+                ? Self.calls([
+                    Self.delegate("d1", role: "screen-operator", task: "look at the shared one"),
+                    Self.delegate(
+                        "d2", role: "screen-operator", task: "look at a new one", extra: #","display":"new""#),
+                ])
+                : .text("Both looked.")
+        }
+        router.route(systemContains: "You are the screen operator") { request, _ in
+            request.toolResults.isEmpty
+                ? .toolUse(name: "capture_screen", input: "{}")
+                : .text(request.toolResults.first?.isError == false ? "looked" : "failed")
+        }
+        let record = try run(try runner(display: display.name), "look twice")
+        XCTAssertEqual(record.status, .completed, record.error ?? "")
+        let subtasks = try store.subtasks(pipeline: record.id).sorted { ($0.display ?? "") < ($1.display ?? "") }
+        XCTAssertEqual(subtasks.map(\.display), [display.name, "new"])
+        XCTAssertEqual(subtasks.map(\.result), ["looked", "looked"])
+        // The private display's child was told of a display other than the shared one.
+        let systems = server.requests.compactMap(\.system).filter { $0.contains("You are the screen operator") }
+        XCTAssertTrue(systems.contains { $0.contains("display \(display.name),") })
+        XCTAssertTrue(systems.contains { !$0.contains("display \(display.name),") }, "one ran on a private display")
+    }
+
     // MARK: - Target: 20 pipelines of 5 at once
 
     func testTwentyPipelinesOfFiveSubtasksAtOnceLoseNothingAndRespectTheCap() throws {
