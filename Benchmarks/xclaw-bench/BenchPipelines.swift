@@ -52,14 +52,7 @@ enum BenchPipelines {
         let clock = ContinuousClock()
         let start = clock.now
         let ids = try (0..<burst).map { try runner.start(task: "bench job \($0) of \(width)", orchestrator: name) }
-        let records = try Blocking.wait {
-            await withTaskGroup(of: PipelineRecord.self) { group in
-                for id in ids { group.addTask { await runner.run(id) } }
-                var all: [PipelineRecord] = []
-                for await record in group { all.append(record) }
-                return all
-            }
-        }
+        let records = try Blocking.wait { await runner.run(all: ids) }
         let elapsed = clock.now - start
         var intervals: [(start: Date, end: Date)] = []
         var complete = 0

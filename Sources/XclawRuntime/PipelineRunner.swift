@@ -192,6 +192,16 @@ public final class PipelineRunner: Sendable {
         return record
     }
 
+    /// Runs started pipelines at once (their subtasks share the children's cap); their final records, in no order.
+    public func run(all ids: [Int64]) async -> [PipelineRecord] {
+        await withTaskGroup(of: PipelineRecord.self) { group in
+            for id in ids { group.addTask { await self.run(id) } }
+            var records: [PipelineRecord] = []
+            for await record in group { records.append(record) }
+            return records
+        }
+    }
+
     /// Waits until neither queue has anything running or waiting.
     public func waitUntilIdle() async {
         await orchestrators.waitUntilIdle()

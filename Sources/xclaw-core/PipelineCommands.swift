@@ -100,7 +100,8 @@ struct PipelineRun: ParsableCommand {
 /// `xclaw pipeline list`.
 struct PipelineList: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List pipelines, oldest first: status, subtasks, duration, cost, task.")
+        commandName: "list",
+        abstract: "List pipelines, oldest first: status, subtasks, duration, cost, task (--json: each with its tree).")
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 
@@ -108,7 +109,7 @@ struct PipelineList: ParsableCommand {
         let store = try storeOptions.open()
         try store.recoverPipelines()
         let trees = try store.pipelines().map { try PipelineTree($0, subtasks: store.subtasks(pipeline: $0.id)) }
-        try emit(trees.map(\.summary), json: json) {
+        try emit(trees, json: json) {
             trees.isEmpty
                 ? "no pipelines yet; start one with `xclaw pipeline \"TASK\"`"
                 : trees.map { tree in
@@ -240,19 +241,6 @@ struct PipelineTree: Encodable {
         var duration_ms: Int?
     }
 
-    /// A pipeline without its subtasks, for `list --json`.
-    struct Summary: Encodable {
-        var id: Int64
-        var orchestrator: String
-        var task: String
-        var status: String
-        var subtasks: Int
-        var usd: Double
-        var started_at: String
-        var ended_at: String?
-        var duration_ms: Int
-    }
-
     var id: Int64
     var orchestrator: String
     var agent: String
@@ -282,12 +270,6 @@ struct PipelineTree: Encodable {
                 ended_at: s.endedAt.map(StoreDate.format),
                 duration_ms: s.startedAt.map { Self.milliseconds($0, s.endedAt ?? Date()) })
         }
-    }
-
-    var summary: Summary {
-        Summary(
-            id: id, orchestrator: orchestrator, task: task, status: status, subtasks: subtasks.count, usd: usd,
-            started_at: started_at, ended_at: ended_at, duration_ms: duration_ms)
     }
 
     /// The tree, one line per node.

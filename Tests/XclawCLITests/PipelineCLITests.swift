@@ -77,7 +77,7 @@ final class PipelineCLITests: XCTestCase {
         let rows = try XCTUnwrap(try JSONValue.parse(list.stdout).array)
         XCTAssertEqual(rows.compactMap { $0["id"]?.int }, [1, 2], "oldest first")
         XCTAssertEqual(rows.first?["status"]?.string, "completed")
-        XCTAssertEqual(rows.first?["subtasks"]?.int, 2)
+        XCTAssertEqual(rows.first?["subtasks"]?.array?.count, 2)
 
         let show = try runCLI(["pipeline", "show", "1", "--json"], environment: env)
         XCTAssertEqual(show.status, 0, show.stderr)

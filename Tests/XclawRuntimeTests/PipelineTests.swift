@@ -79,6 +79,13 @@ final class PipelineTests: XCTestCase {
         return .stream(stream)
     }
 
+    /// The orchestrator's script: its first turn makes `calls`, its next one answers `answer`.
+    private func scriptOrchestrator(_ calls: [MockBlock], answer: String) {
+        router.route(systemContains: Self.orchestratorMatch) { request, _ in
+            Self.isFirst(request) ? Self.calls(calls) : .text(answer)
+        }
+    }
+
     /// Whether the request is the first of its conversation (no tool results yet).
     private static func isFirst(_ request: RecordedRequest) -> Bool { request.toolResults.isEmpty }
 
@@ -94,14 +101,12 @@ final class PipelineTests: XCTestCase {
     // MARK: - 2.1 two subtasks, in parallel
 
     func testTwoSubtasksRunInParallelAndTheirResultsComeBackInOrder() throws {
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request)
-                ? Self.calls([
-                    Self.delegate("d1", role: "researcher", task: "find the capital of France"),
-                    Self.delegate("d2", role: "analyst", task: "compare 3 and 4"),
-                ])
-                : .text("Combined: Paris; 4 is larger.")
-        }
+        scriptOrchestrator(
+            [
+                Self.delegate("d1", role: "researcher", task: "find the capital of France"),
+                Self.delegate("d2", role: "analyst", task: "compare 3 and 4"),
+            ],
+            answer: "Combined: Paris; 4 is larger.")
         router.route(systemContains: "You are the researcher") { _, _ in Self.slowText("Paris.", ms: 400) }
         router.route(systemContains: "You are the analyst") { _, _ in Self.slowText("4 is larger.", ms: 400) }
         let record = try run(try runner(), "capital and comparison")
@@ -133,14 +138,12 @@ final class PipelineTests: XCTestCase {
     // MARK: - 2.2 a subtask failing mid-run
 
     func testAFailedSubtaskComesBackAsAnErrorAndThePipelineGivesAPartialAnswer() throws {
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request)
-                ? Self.calls([
-                    Self.delegate("d1", role: "researcher", task: "look up the price"),
-                    Self.delegate("d2", role: "writer", task: "write the intro"),
-                ])
-                : .text("Partial answer. Missing: the price (the research failed).")
-        }
+        scriptOrchestrator(
+            [
+                Self.delegate("d1", role: "researcher", task: "look up the price"),
+                Self.delegate("d2", role: "writer", task: "write the intro"),
+            ],
+            answer: "Partial answer. Missing: the price (the research failed).")
         // The researcher takes a step (a tool call), then its next request fails for good.
         router.route(systemContains: "You are the researcher") { request, _ in
             Self.isFirst(request)
@@ -171,14 +174,12 @@ final class PipelineTests: XCTestCase {
     // MARK: - 2.3 cancel within 1 s
 
     func testCancelStopsEveryRunInFlightAndRecordsThemCancelled() throws {
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request)
-                ? Self.calls([
-                    Self.delegate("d1", role: "researcher", task: "a long search"),
-                    Self.delegate("d2", role: "analyst", task: "a long analysis"),
-                ])
-                : .text("unused")
-        }
+        scriptOrchestrator(
+            [
+                Self.delegate("d1", role: "researcher", task: "a long search"),
+                Self.delegate("d2", role: "analyst", task: "a long analysis"),
+            ],
+            answer: "unused")
         router.route(systemContains: "You are the researcher") { _, _ in .hang }
         router.route(systemContains: "You are the analyst") { _, _ in .hang }
         let runner = try runner()
@@ -210,9 +211,7 @@ final class PipelineTests: XCTestCase {
 
     func testFiveSubtasksRunUnderTheCapAndTheSixthWaitsForASlot() throws {
         let calls = (1...6).map { Self.delegate("d\($0)", role: "analyst", task: "part \($0)") }
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request) ? Self.calls(calls) : .text("All six parts done.")
-        }
+        scriptOrchestrator(calls, answer: "All six parts done.")
         router.route(systemContains: "You are the analyst") { _, _ in Self.slowText("part done", ms: 500) }
         let runner = try runner()
         let active = Lines()
@@ -253,11 +252,9 @@ final class PipelineTests: XCTestCase {
             extra: ["--button", "200,40,120,34:Save", "--text", "20,120,9x15,#000000:Quarterly total 4711"])
         defer { fixture.stop() }
         Thread.sleep(forTimeInterval: 0.3)  // first paint
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request)
-                ? Self.calls([Self.delegate("d1", role: "screen-operator", task: "read the quarterly total")])
-                : .text("The total is 4711.")
-        }
+        scriptOrchestrator(
+            [Self.delegate("d1", role: "screen-operator", task: "read the quarterly total")],
+            answer: "The total is 4711.")
         let seen = Lines()
         router.route(systemContains: "You are the screen operator") { request, _ in
             guard let result = request.toolResults.first else {
@@ -283,15 +280,13 @@ final class PipelineTests: XCTestCase {
     func testASubtaskAskingForANewDisplayGetsAPrivateOne() throws {
         let display = try TestDisplay(size: Size(width: 800, height: 600))
         defer { display.stop() }
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request)
-                ? Self.calls([
-                    Self.delegate("d1", role: "screen-operator", task: "look at the shared one"),
-                    Self.delegate(
-                        "d2", role: "screen-operator", task: "look at a new one", extra: #","display":"new""#),
-                ])
-                : .text("Both looked.")
-        }
+        scriptOrchestrator(
+            [
+                Self.delegate("d1", role: "screen-operator", task: "look at the shared one"),
+                Self.delegate(
+                    "d2", role: "screen-operator", task: "look at a new one", extra: #","display":"new""#),
+            ],
+            answer: "Both looked.")
         router.route(systemContains: "You are the screen operator") { request, _ in
             request.toolResults.isEmpty
                 ? .toolUse(name: "capture_screen", input: "{}")
@@ -311,22 +306,12 @@ final class PipelineTests: XCTestCase {
     // MARK: - Target: 20 pipelines of 5 at once
 
     func testTwentyPipelinesOfFiveSubtasksAtOnceLoseNothingAndRespectTheCap() throws {
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request)
-                ? Self.calls((1...5).map { Self.delegate("d\($0)", role: "writer", task: "piece \($0)") })
-                : .text("assembled")
-        }
+        scriptOrchestrator(
+            (1...5).map { Self.delegate("d\($0)", role: "writer", task: "piece \($0)") }, answer: "assembled")
         router.route(systemContains: "You are the writer") { _, _ in .text("piece") }
         let runner = try runner()
         let ids = try (1...20).map { try runner.start(task: "job \($0)", orchestrator: "boss") }
-        let records = try Blocking.wait {
-            await withTaskGroup(of: PipelineRecord.self) { group in
-                for id in ids { group.addTask { await runner.run(id) } }
-                var all: [PipelineRecord] = []
-                for await record in group { all.append(record) }
-                return all
-            }
-        }
+        let records = try Blocking.wait { await runner.run(all: ids) }
         XCTAssertEqual(records.count, 20)
         XCTAssertTrue(records.allSatisfy { $0.status == .completed && $0.result == "assembled" })
         var intervals: [(start: Double, end: Double)] = []
@@ -378,11 +363,9 @@ final class PipelineTests: XCTestCase {
     }
 
     func testAnUnknownRoleIsAnErrorResultListingTheRoles() throws {
-        router.route(systemContains: Self.orchestratorMatch) { request, _ in
-            Self.isFirst(request)
-                ? Self.calls([Self.delegate("d1", role: "poet", task: "a poem")])
-                : .text("No poet available.")
-        }
+        scriptOrchestrator(
+            [Self.delegate("d1", role: "poet", task: "a poem")],
+            answer: "No poet available.")
         let record = try run(try runner(), "a poem")
         XCTAssertEqual(record.status, .completed)
         let result = try XCTUnwrap(server.requests.last?.toolResults.first)
