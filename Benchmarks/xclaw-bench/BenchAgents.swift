@@ -15,16 +15,21 @@ struct BenchAgents: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agents",
         abstract:
-            "Benchmark the agent queue and store: messages/s, enqueue→start latency, SQLite write per token batch.")
+            "Benchmark the agent queue and store: messages/s, enqueue→start latency, pipeline orchestration overhead, "
+            + "SQLite write per token batch.")
     @Option(help: "Agents.") var agents = 50
     @Option(help: "Messages per agent.") var messages = 10
     @Option(help: "Parallel runs (the queue's cap).") var cap = 5
     @Option(help: "Streamed-reply saves to time.") var saves = 2000
+    @Option(help: "Pipelines run one after another to time orchestration (per subtask count).") var pipelineRuns = 20
+    @Option(help: "Pipelines run at once in the burst.") var pipelines = 20
+    @Option(help: "Subtasks each pipeline delegates in one turn.") var subtasks = 5
     @Flag(help: "Print one JSON object.") var json = false
 
     func validate() throws {
-        if agents < 1 || messages < 1 || cap < 1 || saves < 1 {
-            throw ValidationError("--agents, --messages, --cap and --saves must be at least 1")
+        if agents < 1 || messages < 1 || cap < 1 || saves < 1 || pipelineRuns < 1 || pipelines < 1 || subtasks < 1 {
+            throw ValidationError(
+                "--agents, --messages, --cap, --saves, --pipeline-runs, --pipelines and --subtasks must be at least 1")
         }
     }
 
@@ -74,6 +79,11 @@ struct BenchAgents: ParsableCommand {
                     + "(messages that arrive during a run are batched into the next); p99 enqueue→start %.1f ms",
                 total, elapsed.milliseconds, Double(total) / (elapsed.milliseconds / 1000), model.requests,
                 percentile(latencies, 0.99).milliseconds))
+
+        // Pipelines: an orchestrator's delegate calls → each child's first model request, and a burst at once.
+        try BenchPipelines.measure(
+            into: &report, store: store, catalog: catalog, runs: pipelineRuns, width: subtasks, burst: pipelines,
+            cap: cap)
 
         // Saving a streamed reply: one UPDATE of the partial message per batch of tokens.
         try store.createAgent(AgentConfig(name: "writer", model: catalog.default))

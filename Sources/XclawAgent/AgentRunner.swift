@@ -316,6 +316,10 @@ public struct AgentRunner: Sendable {
                 var results: [ContentBlock] = []
                 var interrupted = false
                 var stopped: RunStopped?
+                // Calls of tools that run concurrently (delegated subtasks) start together now; the loop below takes
+                // their results in the turn's order, so the answers keep the order of the calls.
+                let early = startConcurrent(uses, context: context, observer: observer)
+                defer { for task in early.values { task.cancel() } }
                 for use in uses {
                     if let stopped {
                         // The run ends: the calls after the fatal one are answered, so the conversation stays valid.
@@ -332,7 +336,7 @@ public struct AgentRunner: Sendable {
                         context.log(ActionRecord(tool: use.name, action: Self.action(of: use), result: "interrupted"))
                         continue
                     }
-                    observer.toolStarted(use.name, use.input)
+                    if early[use.id] == nil { observer.toolStarted(use.name, use.input) }
                     let began = clock.now
                     let loggedBefore = logged.count
                     let result: ToolResultBlock
@@ -346,8 +350,16 @@ public struct AgentRunner: Sendable {
                             ],
                             isError: true)
                     } else {
-                        let run = await registry.execute(
-                            id: use.id, name: use.name, input: use.input, context: context)
+                        let run: (result: ToolResultBlock, stop: RunStopped?)
+                        if let task = early[use.id] {
+                            run = await withTaskCancellationHandler {
+                                await task.value
+                            } onCancel: {
+                                task.cancel()
+                            }
+                        } else {
+                            run = await registry.execute(id: use.id, name: use.name, input: use.input, context: context)
+                        }
                         result = run.result
                         stopped = run.stop
                     }
@@ -416,6 +428,26 @@ public struct AgentRunner: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// Starts, each in its own task, the calls of tools that run concurrently, when a turn has more than one of them;
+    /// keyed by tool_use id. Calls with unreadable input are left to the loop, which answers them.
+    private func startConcurrent(
+        _ uses: [(id: String, name: String, input: JSONValue)], context: ToolContext, observer: RunObserver
+    ) -> [String: Task<(result: ToolResultBlock, stop: RunStopped?), Never>] {
+        let registry = self.registry
+        let concurrent = uses.filter { use in
+            use.input["_invalid_json"] == nil && registry.tool(named: use.name)?.runsConcurrently == true
+        }
+        guard concurrent.count > 1 else { return [:] }
+        var tasks: [String: Task<(result: ToolResultBlock, stop: RunStopped?), Never>] = [:]
+        for use in concurrent where tasks[use.id] == nil {
+            observer.toolStarted(use.name, use.input)
+            tasks[use.id] = Task {
+                await registry.execute(id: use.id, name: use.name, input: use.input, context: context)
+            }
+        }
+        return tasks
     }
 
     /// The action a tool call names (`left_click`), or the tool's name.

@@ -162,6 +162,9 @@ public protocol AgentTool: Sendable {
     var definition: JSONValue { get }
     /// The `anthropic-beta` values a request offering this tool needs (the computer tool's version header).
     var betas: [String] { get }
+    /// Whether several calls of it in one assistant turn may run at once (a delegated subtask waits minutes for
+    /// its own agent; screen tools must not overlap). Their results are still answered in the turn's order.
+    var runsConcurrently: Bool { get }
     /// Runs it. Throws `ToolError` for failures the model should read; anything else is reported the same way.
     func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput
 }
@@ -169,6 +172,9 @@ public protocol AgentTool: Sendable {
 extension AgentTool {
     /// Custom tools need no beta.
     public var betas: [String] { [] }
+
+    /// Tools run one after another unless they say otherwise.
+    public var runsConcurrently: Bool { false }
 
     /// The standard custom-tool definition.
     public var definition: JSONValue {

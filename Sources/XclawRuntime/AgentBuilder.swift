@@ -218,7 +218,8 @@ public struct AgentBuilder: Sendable {
 
     /// The service that runs agents from the store: each run's tools and prompt come from `prepared` when given (a
     /// one-shot run), else from this builder for the agent's config at the time it runs, in the environment
-    /// `environment` prepares (default: `RunEnvironments`, a private display and setup command per run when asked).
+    /// `environment` prepares (default: `RunEnvironments`, a private display and setup command per run when asked),
+    /// with the tools `extraTools` adds for a config (a pipeline's `delegate`).
     public func service(
         queue: QueueConfiguration = QueueConfiguration(), prepared: PreparedAgent? = nil,
         runOptions: @escaping @Sendable (ModelInfo, String) -> RunOptions = {
@@ -227,13 +228,14 @@ public struct AgentBuilder: Sendable {
         context: @escaping @Sendable (AgentConfig) -> ToolContext = { _ in ToolContext() },
         guardSettings: GuardSettings = GuardSettings(),
         environment: (@Sendable (AgentConfig, ClaimedBatch) async throws -> RunEnvironment)? = nil,
+        extraTools: @escaping @Sendable (AgentConfig) throws -> [any AgentTool] = { _ in [] },
         events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
     ) -> AgentService {
         let builder = self
         let environments = RunEnvironments(store: store)
         return AgentService(
             store: store, client: client, catalog: catalog, queue: queue, runOptions: runOptions,
-            tools: { config in try prepared?.tools ?? builder.tools(for: config) },
+            tools: { config in try (prepared?.tools ?? builder.tools(for: config)) + extraTools(config) },
             systemPrompt: { config in
                 try prepared?.systemPrompt ?? builder.systemPrompt(for: config, dryRun: context(config).dryRun)
             },

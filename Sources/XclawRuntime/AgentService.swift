@@ -201,7 +201,9 @@ public final class AgentService: Sendable {
         // The store refusing a write mid-run (disk full, locked) means the history lacks part of the run: say so.
         let lost = recorder.storeError.map { "the store could not save part of this run: \($0)" }
         if let stopped {
-            do { try store.finishSession(session, status: .stopped, error: stopped, steps: steps, usd: usd) } catch {
+            // `xclaw pipeline cancel` stops a pipeline's runs the way `xclaw stop` does; they are recorded cancelled.
+            let status: SessionStatus = stopped.contains(AgentStore.pipelineCancelMarker) ? .cancelled : .stopped
+            do { try store.finishSession(session, status: status, error: stopped, steps: steps, usd: usd) } catch {
                 events(
                     .failed(
                         agent: agent, message: "cannot record the end of session \(session): \(error)",

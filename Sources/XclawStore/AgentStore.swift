@@ -206,13 +206,13 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     INSERT INTO agents (name, model, system_prompt, tools, display, memory_notes, created_at,
-                        updated_at, dry_run, confirm, setup)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        updated_at, dry_run, confirm, setup, kind)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
                     config.display, config.memoryNotes, StoreDate.format(config.createdAt), now, config.dryRun,
-                    config.confirm, config.setup,
+                    config.confirm, config.setup, config.kind.rawValue,
                 ])
             try db.execute(
                 sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
@@ -295,6 +295,7 @@ extension AgentStore {
         config.effort = row["effort"]
         config.thinking = row["thinking"]
         config.contextFrom = row["context_from"] ?? 0
+        config.kind = (row["kind"] as String?).flatMap(AgentKind.init(rawValue:)) ?? .agent
         return config
     }
 

@@ -30,6 +30,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// Its thinking setting (`auto`, `on`, `off`); nil: the config file's, else auto.
     public var thinking: String? = nil
     public var approval: String? = nil
+    /// What the agent is: a plain agent, an orchestrator (its pipelines delegate), or one of a pipeline's own.
+    public var kind: AgentKind = .agent
     /// A shell command each run starts with (`/bin/sh -c`, `DISPLAY` set to the run's display), e.g. to open the
     /// app it works on; nil: none. What it leaves running is ended with the run.
     public var setup: String?
@@ -60,6 +62,16 @@ public struct AgentConfig: Sendable, Hashable, Codable {
                 || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-")
         }
     }
+}
+
+/// What an agent is; stored as its raw value.
+public enum AgentKind: String, Sendable, Codable, CaseIterable {
+    /// An agent a person talks to.
+    case agent
+    /// An agent whose pipelines (`xclaw pipeline`) split a task into delegated subtasks.
+    case orchestrator
+    /// One of a pipeline's own agents (its orchestrator's run, or a delegated subtask), kept out of `xclaw agents`.
+    case pipeline
 }
 
 /// How far a stored message got, so a crash or cancel mid-stream is visible instead of looking complete.

@@ -110,6 +110,13 @@ enum Schema {
                 try db.execute(sql: "UPDATE messages SET content = ? WHERE id = ?", arguments: [json, id])
             }
         }
+        // Multi-agent pipelines: an agent's kind (an orchestrator delegates; a pipeline's
+        // own agents are kept out of `xclaw agents`), each pipeline with its task, status, answer and cost, and each
+        // delegated subtask as a child record with its parent, role, child agent, status, result, cost and times.
+        // The sessions CHECK already has `cancelled`, so no table is rebuilt.
+        migrator.registerMigration("v12") { db in
+            try db.execute(sql: v12)
+        }
         return migrator
     }
 
@@ -218,6 +225,50 @@ enum Schema {
             error TEXT
         );
         CREATE INDEX IF NOT EXISTS task_run_logs_task ON task_run_logs(task_id, run_at);
+        """
+
+    /// Multi-agent pipelines (see the `v12` registration).
+    static let v12 = """
+        ALTER TABLE agents ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent'
+            CHECK (kind IN ('agent', 'orchestrator', 'pipeline'));
+
+        CREATE TABLE IF NOT EXISTS pipelines (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            orchestrator TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            task TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+            result TEXT,
+            error TEXT,
+            usd REAL NOT NULL DEFAULT 0,
+            cancel_requested TEXT,
+            pid INTEGER NOT NULL,
+            started_at TEXT NOT NULL,
+            ended_at TEXT
+        );
+
+        CREATE TABLE IF NOT EXISTS subtasks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            pipeline_id INTEGER NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+            parent_id INTEGER REFERENCES subtasks(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            task TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            display TEXT,
+            status TEXT NOT NULL DEFAULT 'waiting'
+                CHECK (status IN ('waiting', 'running', 'completed', 'failed', 'cancelled')),
+            result TEXT,
+            error TEXT,
+            steps INTEGER NOT NULL DEFAULT 0,
+            usd REAL NOT NULL DEFAULT 0,
+            session_id INTEGER,
+            created_at TEXT NOT NULL,
+            started_at TEXT,
+            ended_at TEXT
+        );
+        CREATE INDEX IF NOT EXISTS subtasks_pipeline ON subtasks(pipeline_id, id);
+        CREATE INDEX IF NOT EXISTS subtasks_agent ON subtasks(agent);
         """
 
     /// Unattended runs (see the `v5` registration).

@@ -14,6 +14,8 @@ public enum StoreError: ClassifiedError, Equatable {
     case unknownSession(Int64)
     /// No task has this id.
     case unknownTask(String)
+    /// No pipeline has this id.
+    case unknownPipeline(Int64)
     /// The run waits for no approval (it never asked, or it was decided already).
     case notPending(Int64)
     /// An argument is out of range or not one of the allowed values; the text says which.
@@ -45,6 +47,8 @@ public enum StoreError: ClassifiedError, Equatable {
             return "no session with id \(id) (it was never started, or its agent was deleted)"
         case .unknownTask(let id):
             return "no task with id \"\(id)\" (it was never created, or its agent was deleted)"
+        case .unknownPipeline(let id):
+            return "no pipeline with id \(id); `xclaw pipeline list` shows the pipelines"
         case .notPending(let id):
             return "run \(id) is not waiting for an approval (it never asked, it was decided already, or the "
                 + "request timed out and was denied); `xclaw runs` shows each run's status"
@@ -67,7 +71,8 @@ public enum StoreError: ClassifiedError, Equatable {
     /// Unknown names are "not found", bad input is a usage error, file trouble is internal.
     public var exitStatus: ExitStatus {
         switch self {
-        case .unknownAgent, .unknownMessage, .unknownSession, .unknownTask, .notPending: return .notFound
+        case .unknownAgent, .unknownMessage, .unknownSession, .unknownTask, .unknownPipeline, .notPending:
+            return .notFound
         case .agentExists, .invalidAgentName, .invalidArgument: return .usage
         case .locked, .corrupt, .unwritable, .database: return .internal
         }

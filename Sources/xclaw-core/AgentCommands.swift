@@ -60,8 +60,17 @@ struct AgentCreate: ParsableCommand {
     @Option(help: ArgumentHelp(ApprovalHelp.text)) var approval: String?
     @Option(help: ArgumentHelp(EffortHelp.text)) var effort: String?
     @Option(help: ArgumentHelp(ThinkingHelp.text)) var thinking: String?
+    @Option(
+        help: ArgumentHelp(
+            "agent, or orchestrator: its pipelines (`xclaw pipeline --orchestrator NAME`) split a task into subtasks "
+                + "it delegates to role agents; its tools default to none besides `delegate`.")) var kind: Kind = .agent
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
+
+    /// The kinds a person creates (a pipeline's own agents are made by the pipeline).
+    enum Kind: String, ExpressibleByArgument, CaseIterable {
+        case agent, orchestrator
+    }
 
     func validate() throws {
         try ApprovalHelp.check(approval)
@@ -74,13 +83,15 @@ struct AgentCreate: ParsableCommand {
         let info = try catalog.model(model ?? catalog.default)
         try EffortHelp.check(effort, info)
         try ThinkingHelp.check(thinking, info, effort: effort)
-        let names = try ToolSelection.names(tools)
+        // An orchestrator works through its subtasks' agents: no screen tools unless asked for.
+        let names = kind == .orchestrator && tools == nil ? [] : try ToolSelection.names(tools)
         let prompt = try system.map(readSystemFile) ?? ""
         let store = try storeOptions.open()
         var config = AgentConfig(
             name: name, model: info.id, systemPrompt: prompt, tools: names, display: display,
             memoryNotes: "", createdAt: Date(), dryRun: dryRun, confirm: confirm)
         config.setup = setup.flatMap { $0.isEmpty ? nil : $0 }
+        config.kind = kind == .orchestrator ? .orchestrator : .agent
         try store.createAgent(config)
         if let approval { try store.setApproval(agent: name, policy: ApprovalHelp.normalized(approval)) }
         if let effort { try store.setEffort(agent: name, effort: effort) }
@@ -88,7 +99,8 @@ struct AgentCreate: ParsableCommand {
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
         let created = try store.agent(named: name)
         try emit(created, json: json) {
-            "created agent \(name): \(info.id), tools \(names.joined(separator: ","))\(gates)"
+            "created \(kind == .orchestrator ? "orchestrator" : "agent") \(name): \(info.id), tools "
+                + (kind == .orchestrator ? (names + ["delegate"]) : names).joined(separator: ",") + gates
         }
     }
 }
@@ -270,9 +282,11 @@ struct Agents: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the agents.")
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Include pipelines' own agents (each pipeline's run and subtasks; `xclaw history` shows them).")
+    var all = false
 
     func run() throws {
-        let agents = try storeOptions.open().agents()
+        let agents = try storeOptions.open().agents().filter { all || $0.kind != .pipeline }
         try emit(agents, json: json) {
             agents.isEmpty
                 ? "no agents: create one with `xclaw agent create NAME`"
@@ -335,6 +349,12 @@ enum ServiceFactory {
         signal(SIGPIPE, SIG_IGN)
         let store = try options.open()
         let config = try store.agent(named: agent)
+        if config.kind == .orchestrator {
+            // Its `delegate` tool exists only in a pipeline's run.
+            throw ValidationError(
+                "agent \(agent) is an orchestrator: give it a task with `xclaw pipeline \"TASK\" --orchestrator \(agent)`"
+            )
+        }
         _ = try gates.context(for: config)  // refuse an impossible gate before anything is sent
         try EffortHelp.check(effort, try ModelCatalog.load().model(config.model))
         try ThinkingHelp.check(thinking, try ModelCatalog.load().model(config.model), effort: effort ?? config.effort)

@@ -8,7 +8,7 @@ struct Front {
     static let served: Set<String> = [
         "move", "click", "mousedown", "mouseup", "drag", "scroll", "key", "type", "cursor", "windows", "activate",
         "monitors", "capture", "pixel", "ocr", "snapshot", "tree", "find", "tap", "watch", "wait-stable", "run", "send",
-        "chat",
+        "chat", "pipeline",
     ]
 
     /// The arguments, `--no-daemon` taken out.

@@ -73,12 +73,12 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(
             info.tables,
             [
-                "action_steps", "agent_state", "agents", "approvals", "images", "memory", "messages", "replays",
-                "sessions",
-                "task_run_logs",
+                "action_steps", "agent_state", "agents", "approvals", "images", "memory", "messages", "pipelines",
+                "replays",
+                "sessions", "subtasks", "task_run_logs",
                 "tasks", "usage",
             ])
-        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"])
+        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
