@@ -54,8 +54,11 @@ public struct StepReport: Sendable, Hashable, Codable {
     /// The request id of the reply.
     public var requestID: String?
     /// `compacted` when the server compacted the conversation in this reply, `summarised` when this request was
-    /// xclaw's summary of old turns; nil otherwise.
+    /// xclaw's summary of old turns (its `step` is then 0: it is no step of the task); nil otherwise.
     public var context: String? = nil
+
+    /// The `context` of a summary request.
+    public static let summarised = "summarised"
 }
 
 /// How a run keeps a long conversation within the model's context window (see `ContextWindow`).
@@ -119,6 +122,8 @@ public struct RunObserver: Sendable {
     /// The turns before the newest reply were replaced by this summary (xclaw's own compaction), so a store can
     /// rebuild the same conversation later.
     public var summarised: @Sendable (String) -> Void
+    /// Something the user should know that is not the model's text (a summary that failed).
+    public var notice: @Sendable (String) -> Void
 
     /// Creates an observer; every callback defaults to doing nothing.
     public init(
@@ -128,7 +133,8 @@ public struct RunObserver: Sendable {
         toolFinished: @escaping @Sendable (String, ToolResultBlock, Double) -> Void = { _, _, _ in },
         stepFinished: @escaping @Sendable (StepReport) -> Void = { _ in },
         appended: @escaping @Sendable (Message) -> Void = { _ in },
-        summarised: @escaping @Sendable (String) -> Void = { _ in }
+        summarised: @escaping @Sendable (String) -> Void = { _ in },
+        notice: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.text = text
         self.retry = retry
@@ -137,6 +143,7 @@ public struct RunObserver: Sendable {
         self.stepFinished = stepFinished
         self.appended = appended
         self.summarised = summarised
+        self.notice = notice
     }
 }
 
@@ -245,14 +252,16 @@ public struct AgentRunner: Sendable {
             return RunResult(outcome: outcome, messages: messages, steps: steps, finalText: last, error: error)
         }
         while true {
-            if steps.count >= options.maxSteps { return finish(.maxSteps(options.maxSteps)) }
+            // Summaries are xclaw's requests, not steps of the task: they neither use up nor number the steps.
+            let taken = steps.filter { $0.context != StepReport.summarised }.count
+            if taken >= options.maxSteps { return finish(.maxSteps(options.maxSteps)) }
             if Task.isCancelled { return finish(.cancelled, error: CancellationError()) }
             ImagePruner.prune(&messages, keep: options.keepImages, chunk: options.imageChunk)
             if case .summary(let trigger) = options.context, !summaryFailed,
                 lastInput ?? ContextWindow.estimatedTokens(messages) >= trigger,
                 let cut = ContextWindow.summaryCut(messages)
             {
-                switch await summarise(messages, cut: cut, betas: betas, step: steps.count + 1) {
+                switch await summarise(messages, cut: cut, betas: betas, thinking: thinking) {
                 case .success(let (summary, report)):
                     messages = ContextWindow.applySummary(summary, to: messages, cut: cut)
                     observer.summarised(summary)
@@ -262,8 +271,10 @@ public struct AgentRunner: Sendable {
                     continue  // the step limit and cancellation are checked again before the real request
                 case .failure(let error as CancellationError):
                     return finish(.cancelled, error: error)
-                case .failure:
+                case .failure(let error):
                     summaryFailed = true
+                    observer.notice(
+                        "could not summarise the earlier turns (\(error)); the run goes on with the whole conversation")
                 }
             }
             var request = MessagesRequest(
@@ -303,7 +314,7 @@ public struct AgentRunner: Sendable {
                 response.usage.inputTokens + response.usage.cacheReadInputTokens
                 + response.usage.cacheCreationInputTokens
             var step = StepReport(
-                step: steps.count + 1, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
+                step: taken + 1, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
                 stopReason: response.stopReason?.description ?? "none",
                 toolCalls: response.message.toolUses.map { use in
                     use.input["action"]?.string.map { "\(use.name):\($0)" } ?? use.name
@@ -402,15 +413,17 @@ public struct AgentRunner: Sendable {
         }
     }
 
-    /// Asks the model for a summary of the turns before `cut` (no tools may be called), for `ContextPolicy.summary`.
-    private func summarise(_ messages: [Message], cut: Int, betas: [String], step: Int) async -> Result<
+    /// Asks the model for a summary of the turns before `cut` (no tools may be called), for `ContextPolicy.summary`,
+    /// with the run's thinking and effort: the history was written under them, and the API holds a request to them.
+    private func summarise(_ messages: [Message], cut: Int, betas: [String], thinking: ThinkingPlan) async -> Result<
         (String, StepReport), any Error
     > {
         let prefix = ContextWindow.summaryRequestMessages(messages, cut: cut)
         var request = MessagesRequest(
-            model: options.model.id, maxTokens: min(8_192, options.model.maxOutput), system: options.system,
-            messages: prefix, tools: registry.definitions, betas: betas,
-            cache: options.caching ? .init(tools: true, system: true) : .none)
+            model: options.model.id, maxTokens: max(thinking.maxTokens, min(8_192, options.model.maxOutput)),
+            system: options.system, messages: prefix, tools: registry.definitions, thinking: thinking.parameter,
+            betas: betas, cache: options.caching ? .init(tools: true, system: true) : .none)
+        request.effort = options.effort
         request.toolChoice = ["type": "none"]  // the history names tools, so they are declared; none may run
         let bytes = request.bodyData.count
         let clock = ContinuousClock()
@@ -420,10 +433,10 @@ public struct AgentRunner: Sendable {
             let summary = response.message.text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !summary.isEmpty else { return .failure(ContextSummaryError()) }
             let report = StepReport(
-                step: step, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
+                step: 0, usage: response.usage, costUSD: options.model.price.cost(of: response.usage),
                 stopReason: response.stopReason?.description ?? "none", toolCalls: [], requestBytes: bytes,
                 images: ImagePruner.count(prefix), modelMs: (clock.now - sent).milliseconds, toolMs: 0,
-                requestID: response.requestID, context: "summarised")
+                requestID: response.requestID, context: StepReport.summarised)
             return .success((summary, report))
         } catch {
             return .failure(error)
@@ -472,7 +485,9 @@ public struct AgentRunner: Sendable {
 }
 
 /// The model answered a summary request with no text.
-struct ContextSummaryError: Error {}
+struct ContextSummaryError: Error, CustomStringConvertible {
+    var description: String { "the model's summary was empty" }
+}
 
 /// Drops old screenshots from tool results so a long run's requests stay bounded.
 public enum ImagePruner {

@@ -171,10 +171,9 @@ public final class AgentService: Sendable {
             registry = ToolRegistry(try tools(config))
             var chosen = runOptions(model, try systemPrompt(config))
             // Only what came after the last `agent reset`, with only the screenshots the run would still send.
-            conversation = Conversation.build(
-                try store.messages(
-                    agent: agent, after: config.contextFrom, newestImages: chosen.keepImages,
-                    removedImage: ImagePruner.placeholder))
+            conversation = try store.resolveScreenshots(
+                Conversation.build(try store.messages(agent: agent, after: config.contextFrom, screenshots: false)),
+                keep: chosen.keepImages, chunk: chosen.imageChunk, removed: ImagePruner.placeholder)
             // The call's effort, else the agent's, checked against the model it runs on now.
             chosen.effort = try (chosen.effort ?? config.effort).map { try model.checkEffort($0) }
             // Thinking: the call's, else the agent's, else the config file's; checked against the model now.
@@ -197,7 +196,8 @@ public final class AgentService: Sendable {
             runner, conversation: conversation, config: config, session: session, prompt: prompt,
             observer: recorder.observer)
         recorder.finish(result.outcome)
-        let (steps, usd) = (result.steps.count, result.costUSD)
+        let steps = result.steps.filter { $0.context != StepReport.summarised }.count  // its cost counts, not a step
+        let usd = result.costUSD
         // The store refusing a write mid-run (disk full, locked) means the history lacks part of the run: say so.
         let lost = recorder.storeError.map { "the store could not save part of this run: \($0)" }
         if let stopped {
@@ -355,7 +355,9 @@ public final class AgentService: Sendable {
     public static func recover(store: AgentStore) throws -> [(session: SessionRecord, undone: Bool)] {
         try store.recoverInterrupted().map { session in
             guard session.kind == .message,
-                try store.outputCount(session: session.id, batchSender: Conversation.batchSender) == 0
+                try store.outputCount(
+                    session: session.id, batchSender: Conversation.batchSender,
+                    ignoring: [Conversation.summarySender]) == 0
             else {
                 return (session, false)
             }
@@ -484,7 +486,8 @@ final class RunRecorder: @unchecked Sendable {
                             sender: Conversation.summarySender, sessionID: session)
                     }
                 }
-            })
+            },
+            notice: { text in events(.notice(agent: agent, text)) })
     }
 
     /// Accumulates streamed text and saves it as a partial reply now and then.

@@ -80,27 +80,32 @@ extension AgentStore {
         return try content.map(resolve)
     }
 
-    /// Reads back the newest `keep` screenshot references in tool results and every reference elsewhere; older
-    /// ones in tool results become `removed` text.
-    static func resolveNewest(_ messages: inout [StoredMessage], keep: Int, removed: String, _ db: Database) throws {
-        var left = max(0, keep)
-        for i in messages.indices.reversed() {
-            // Count this message's references in tool results, newest (last) first.
-            var positions: [String] = []
-            for case .toolResult(let r) in messages[i].content {
-                positions += r.content.compactMap { imageReference($0)?.sha256 }
-            }
-            let take = min(left, positions.count)
-            left -= take
-            // The oldest of this message's references go first.
-            let drop = positions.count - take
-            var seen = 0
-            messages[i].content = try messages[i].content.map { block in
-                guard case .toolResult = block else { return try resolveImages([block], db) { _ in true }[0] }
-                return try resolveImages([block], db, removed: removed) { _ in
-                    defer { seen += 1 }
-                    return seen >= drop
-                }[0]
+    /// A conversation built from messages read with `screenshots: false`, with the screenshots in its tool results
+    /// read back as a run's pruning would have left them: the newest `keep`, plus the ones a prune `chunk` at a time
+    /// had not yet dropped (`keep + (n - keep) mod chunk` of n), so a run goes on with the images the previous one
+    /// last sent. The older ones become `removed` text; references outside tool results are read back.
+    public func resolveScreenshots(_ messages: [Message], keep: Int, chunk: Int, removed: String) throws -> [Message] {
+        let total = messages.reduce(0) { n, m in
+            n
+                + m.content.reduce(0) { k, block in
+                    guard case .toolResult(let r) = block else { return k }
+                    return k + r.content.filter { Self.imageReference($0) != nil }.count
+                }
+        }
+        let keep = max(0, keep)
+        let kept = total <= keep ? total : keep + (total - keep) % max(1, chunk)
+        var seen = 0
+        return try read { db in
+            try messages.map { m in
+                var m = m
+                m.content = try m.content.map { block in
+                    guard case .toolResult = block else { return try Self.resolveImages([block], db) { _ in true }[0] }
+                    return try Self.resolveImages([block], db, removed: removed) { _ in
+                        defer { seen += 1 }
+                        return seen >= total - kept
+                    }[0]
+                }
+                return m
             }
         }
     }
@@ -113,15 +118,19 @@ extension AgentStore {
         }
     }
 
-    /// Deletes stored screenshots no message refers to any more (after retention replaced them).
+    /// Deletes stored screenshots no message refers to any more (after retention replaced them, or their messages
+    /// were deleted).
     public func deleteUnusedImages() throws {
-        try write { db in
-            try db.execute(
-                sql: """
-                    DELETE FROM images WHERE sha256 NOT IN (
-                        SELECT json_extract(t.value, '$.sha256') FROM messages m, json_tree(m.content) t
-                        WHERE t.key = 'source' AND json_extract(t.value, '$.type') = ?)
-                    """, arguments: [Self.imageReferenceType])
-        }
+        try write { db in try Self.deleteOrphanImages(db) }
+    }
+
+    /// The orphan sweep, inside the caller's write transaction.
+    static func deleteOrphanImages(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                DELETE FROM images WHERE sha256 NOT IN (
+                    SELECT json_extract(t.value, '$.sha256') FROM messages m, json_tree(m.content) t
+                    WHERE m.content LIKE '%xclaw_image%' AND t.key = 'source' AND json_extract(t.value, '$.type') = ?)
+                """, arguments: [imageReferenceType])
     }
 }

@@ -42,23 +42,19 @@ extension AgentStore {
     }
 
     /// An agent's messages with id greater than `after`, ascending; with `limit`, one page: pass the last id
-    /// returned as the next `after` to get the rest, and nothing is ever skipped. With `newestImages`, only that
-    /// many screenshots (the newest, in tool results) are read back; older ones come as `removedImage` text, as
-    /// a run's pruning would send them, so a long history is not loaded only to be dropped.
-    public func messages(
-        agent: String, after: Int64 = 0, limit: Int? = nil, newestImages: Int? = nil, removedImage: String = ""
-    ) throws -> [StoredMessage] {
+    /// returned as the next `after` to get the rest, and nothing is ever skipped. With `screenshots: false` the
+    /// screenshots stay references (`resolveScreenshots` reads back the ones a run still sends), so a long history
+    /// is not loaded only to be pruned.
+    public func messages(agent: String, after: Int64 = 0, limit: Int? = nil, screenshots: Bool = true) throws
+        -> [StoredMessage]
+    {
         let limit = try Self.checkedLimit(limit)
         return try read { db in
             try requireAgent(db, agent)
-            var found = try Row.fetchAll(
+            return try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM messages WHERE agent = ? AND id > ? ORDER BY id LIMIT ?"),
                 arguments: [agent, after, limit]
-            ).map { try storedMessage($0, db, resolve: newestImages == nil) }
-            if let newestImages {
-                try Self.resolveNewest(&found, keep: newestImages, removed: removedImage, db)
-            }
-            return found
+            ).map { try storedMessage($0, db, resolve: screenshots) }
         }
     }
 
@@ -95,8 +91,11 @@ extension AgentStore {
     /// Deletes one message (e.g. an empty partial reply); its id is never handed out again.
     public func deleteMessage(id: Int64) throws {
         try write { db in
+            let held = try Bool.fetchOne(
+                db, sql: "SELECT content LIKE '%xclaw_image%' FROM messages WHERE id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM messages WHERE id = ?", arguments: [id])
             if db.changesCount == 0 { throw StoreError.unknownMessage(id) }
+            if held == true { try Self.deleteOrphanImages(db) }
         }
     }
 

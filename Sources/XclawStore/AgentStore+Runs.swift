@@ -81,6 +81,7 @@ extension AgentStore {
             let previous: Int64? = row["previous_cursor"]
             let claimed: Int64? = row["claimed_cursor"]
             try db.execute(sql: "DELETE FROM messages WHERE session_id = ?", arguments: [session])
+            try Self.deleteOrphanImages(db)
             if let agent, let previous, let claimed {
                 try db.execute(
                     sql: "UPDATE agent_state SET cursor = ?, updated_at = ? WHERE agent = ? AND cursor = ?",
@@ -89,14 +90,18 @@ extension AgentStore {
         }
     }
 
-    /// How many messages a session stored besides its batch prompt (its replies and tool results).
-    public func outputCount(session: Int64, batchSender: String) throws -> Int {
-        try read { db in
+    /// How many messages a session stored besides its batch prompt and the rows in `ignoring` (a summary of old
+    /// turns is xclaw's, not output that reached the user): its replies and tool results.
+    public func outputCount(session: Int64, batchSender: String, ignoring: [String] = []) throws -> Int {
+        let senders = [batchSender] + ignoring
+        return try read { db in
             try Int.fetchOne(
                 db,
                 sql: """
-                    SELECT COUNT(*) FROM messages WHERE session_id = ? AND NOT (role = 'user' AND sender IS ?)
-                    """, arguments: [session, batchSender]) ?? 0
+                    SELECT COUNT(*) FROM messages WHERE session_id = ? AND NOT (role = 'user' AND sender IN (\(
+                        Array(repeating: "?", count: senders.count).joined(separator: ", "))))
+                    """,
+                arguments: StatementArguments([session] + senders.map { $0 as (any DatabaseValueConvertible)? })) ?? 0
         }
     }
 }

@@ -257,6 +257,8 @@ extension AgentStore {
         try write { db in
             try db.execute(sql: "DELETE FROM agents WHERE name = ?", arguments: [name])
             if db.changesCount == 0 { throw StoreError.unknownAgent(name, known: try knownAgents(db)) }
+            // Its screenshots go with its messages (they may show anything that was on its screen).
+            try Self.deleteOrphanImages(db)
         }
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+import XclawBase
 import XclawMessages
 
 @_implementationOnly import GRDB
@@ -100,14 +102,17 @@ enum Schema {
                         created_at TEXT NOT NULL
                     )
                     """)
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT id, content FROM messages WHERE content LIKE '%\"type\":\"base64\"%'")
-            for row in rows {
-                let id: Int64 = row["id"]
-                let text: String = row["content"]
-                guard let blocks = (try? JSONValue.parse(text))?.array else { continue }  // read as corrupt later
-                let json = try AgentStore.storeContent(blocks.map(ContentBlock.init(json:)), db)
-                try db.execute(sql: "UPDATE messages SET content = ? WHERE id = ?", arguments: [json, id])
+            // One message at a time: a long history's screenshots are never all in memory at once.
+            let ids = try Int64.fetchAll(
+                db, sql: "SELECT id FROM messages WHERE content LIKE '%\"type\":\"base64\"%' ORDER BY id")
+            for id in ids {
+                guard
+                    let text = try String.fetchOne(
+                        db, sql: "SELECT content FROM messages WHERE id = ?", arguments: [id]),
+                    let blocks = (try? JSONValue.parse(text))?.array
+                else { continue }  // read as corrupt later, as before
+                let moved = JSONValue.array(try v11MoveImages(blocks, db)).jsonText
+                try db.execute(sql: "UPDATE messages SET content = ? WHERE id = ?", arguments: [moved, id])
             }
         }
         // Multi-agent pipelines: an agent's kind (an orchestrator delegates; a pipeline's
@@ -118,6 +123,33 @@ enum Schema {
             try db.execute(sql: v12)
         }
         return migrator
+    }
+
+    /// v11's conversion, frozen here (not the store's live code, which may change): each base64 image, at the top
+    /// level or in a tool result, becomes a row of `images` and a reference to it.
+    private static func v11MoveImages(_ blocks: [JSONValue], _ db: Database) throws -> [JSONValue] {
+        try blocks.map { block in
+            if block["type"]?.string == "image", block["source"]?["type"]?.string == "base64",
+                let data = block["source"]?["data"]?.string, let bytes = Data(base64Encoded: data)
+            {
+                let media = block["source"]?["media_type"]?.string ?? "image/png"
+                let name = SHA256.hex(bytes)
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO images (sha256, media_type, data, created_at) VALUES (?, ?, ?, ?)",
+                    arguments: [name, media, bytes, StoreDate.format(Date())])
+                return [
+                    "type": "image",
+                    "source": ["type": "xclaw_image", "sha256": .string(name), "media_type": .string(media)],
+                ]
+            }
+            if block["type"]?.string == "tool_result", case .object(var o) = block,
+                case .array(let inner)? = o["content"]
+            {
+                o["content"] = .array(try v11MoveImages(inner, db))
+                return .object(o)
+            }
+            return block
+        }
     }
 
     /// Every table of the first version. Dates are ISO-8601 UTC text with milliseconds (see `StoreDate`).

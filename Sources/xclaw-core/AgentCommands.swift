@@ -407,8 +407,9 @@ final class RunPrinter: @unchecked Sendable {
         case .step(_, let step):
             streamed.endReply()
             lock.withLock { reports.append(step) }
+            let what = step.context == StepReport.summarised ? "summary of earlier turns" : "step \(step.step)"
             printError(
-                "  · step \(step.step): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
+                "  · \(what): \(ToolSummary.usage(step.usage)) · $\(String(format: "%.4f", step.costUSD))"
                     + " · \(step.requestBytes / 1024) KB, \(step.images) image(s) · model \(Int(step.modelMs)) ms")
         case .finished(_, _, let outcome):
             streamed.endReply()

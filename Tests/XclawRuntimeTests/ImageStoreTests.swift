@@ -61,18 +61,27 @@ final class ImageStoreTests: XCTestCase {
         XCTAssertEqual(try sqlite(path, "SELECT count(*) FROM messages WHERE content LIKE '%\"data\"%'"), "0")
         XCTAssertEqual(try sqlite(path, "SELECT count(*) FROM messages WHERE content LIKE '%xclaw_image%'"), "6")
         XCTAssertEqual(try store.message(id: last).content, [Self.result("t5", other)])
-        // The rebuild reads back only the newest two; the older come as the pruning's placeholder.
-        let rebuilt = try store.messages(agent: "a", newestImages: 2, removedImage: "[removed]")
-        let images = rebuilt.map { m in
-            m.content.flatMap { block -> [ContentBlock] in
-                if case .toolResult(let r) = block {
-                    return r.content.filter { $0.isImage || $0 == .text("[removed]") }
+        // The rebuild reads back only the newest ones a run's pruning leaves (keep 2, one at a time: 2 of 6; keep 3,
+        // three at a time: 3 of 6, as the loop sends it after dropping three; keep 4, three at a time: all 6, since
+        // the loop drops only at 7).
+        let references = try store.messages(agent: "a", screenshots: false).map(\.message)
+        func shown(keep: Int, chunk: Int) throws -> [Bool] {
+            try store.resolveScreenshots(references, keep: keep, chunk: chunk, removed: "[removed]").map { m in
+                m.content.contains { block in
+                    if case .toolResult(let r) = block { return r.content.contains(where: \.isImage) }
+                    return false
                 }
-                return []
             }
         }
-        XCTAssertEqual(images.map { $0.first?.isImage }, [false, false, false, false, true, true])
-        XCTAssertEqual(images.last?.first, .image(mediaType: "image/png", base64: other))
+        XCTAssertEqual(try shown(keep: 2, chunk: 1), [false, false, false, false, true, true])
+        XCTAssertEqual(try shown(keep: 3, chunk: 3), [false, false, false, true, true, true])
+        XCTAssertEqual(try shown(keep: 4, chunk: 3), [true, true, true, true, true, true])
+        let newest = try store.resolveScreenshots(references, keep: 2, chunk: 1, removed: "[removed]")
+        XCTAssertEqual(newest.last?.content, [Self.result("t5", other)])
+        XCTAssertEqual(
+            newest.first?.content.first.flatMap { b -> [ContentBlock]? in
+                if case .toolResult(let r) = b { return r.content }; return nil
+            }, [.text("shot t0"), .text("[removed]")])
         // Retention replaces the images of old sessions; a screenshot no message refers to is deleted with them.
         let session = try store.startSession(agent: "a", kind: .run)
         try store.appendMessage(
@@ -83,9 +92,35 @@ final class ImageStoreTests: XCTestCase {
         XCTAssertEqual(try store.imageTotals().count, 2, "the unreferenced screenshot is freed")
     }
 
+    /// Deleting an agent deletes its screenshots too: they may show anything that was on its screen.
+    func testDeletingAnAgentDeletesItsScreenshots() throws {
+        let store = try AgentStore(path: temporary.appendingPathComponent("del.sqlite").path)
+        for name in ["a", "b"] {
+            try store.createAgent(AgentConfig(name: name, model: "claude-sonnet-5", tools: ["computer"]))
+        }
+        try store.appendMessage(agent: "a", role: .user, content: [Self.result("t1", Self.png(5, 5, salt: 1))])
+        try store.appendMessage(agent: "a", role: .user, content: [Self.result("t2", Self.png(5, 5, salt: 2))])
+        try store.appendMessage(agent: "b", role: .user, content: [Self.result("t3", Self.png(5, 5, salt: 2))])
+        XCTAssertEqual(try store.imageTotals().count, 2)
+        try store.deleteAgent(named: "a")
+        XCTAssertEqual(try store.imageTotals().count, 1, "b's screenshot (the same as one of a's) stays")
+        try store.deleteAgent(named: "b")
+        XCTAssertEqual(try store.imageTotals().count, 0)
+    }
+
     func testSHA256MatchesTheStandard() {
         XCTAssertEqual(SHA256.hex(Data("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         XCTAssertEqual(SHA256.hex(Data()), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        // The padding's edges: 55, 56 and 64 bytes (NIST's 448-bit message is 56).
+        XCTAssertEqual(
+            SHA256.hex(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        XCTAssertEqual(
+            SHA256.hex(Data(String(repeating: "a", count: 55).utf8)),
+            "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
+        XCTAssertEqual(
+            SHA256.hex(Data(String(repeating: "a", count: 64).utf8)),
+            "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
         let long = Data(String(repeating: "a", count: 1_000).utf8)
         XCTAssertEqual(SHA256.hex(long), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
     }

@@ -25,7 +25,7 @@ final class RuntimeTests: XCTestCase {
 
     private func service(
         _ server: MockMessagesServer, retryBase: Duration = .milliseconds(10), maxConcurrent: Int = 5,
-        clientRetries: Int = 5,
+        clientRetries: Int = 5, tools: [any AgentTool] = [EchoTool()],
         events: @escaping @Sendable (ServiceEvent) -> Void = { _ in }
     ) throws -> AgentService {
         let client = ClaudeClient(
@@ -35,7 +35,7 @@ final class RuntimeTests: XCTestCase {
         return AgentService(
             store: store, client: client, catalog: try ModelCatalog.load(overlay: "/nonexistent"),
             queue: QueueConfiguration(maxConcurrent: maxConcurrent, retryBase: retryBase),
-            tools: { _ in [EchoTool()] }, systemPrompt: { "You are \($0.name)." }, events: events)
+            tools: { _ in tools }, systemPrompt: { "You are \($0.name)." }, events: events)
     }
 
     private func makeAgent(_ name: String) throws {
@@ -252,6 +252,80 @@ final class RuntimeTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 1.0)
         XCTAssertEqual(try store.sessions(agent: "a").map(\.status), [.cancelled])
         XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(5)))
+    }
+
+    /// A tool that returns a real, distinct PNG each call (stored once, by content, in the store).
+    struct ShotTool: AgentTool {
+        let name = "shot"
+        let description = "Takes a screenshot."
+        let inputSchema: JSONValue = ["type": "object", "properties": ["n": ["type": "integer"]]]
+        func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
+            let n = UInt8(truncatingIfNeeded: input["n"]?.int ?? 0)
+            let png: [UInt8] =
+                [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]
+                + [0, 0, 0, 10, 0, 0, 0, 10, 8, 6, 0, 0, 0, n, n, n]
+            return ToolOutput(content: [
+                .text("shot \(n)"), .image(mediaType: "image/png", base64: Data(png).base64EncodedString()),
+            ])
+        }
+    }
+
+    /// The next `send` goes on with exactly the messages the previous run last sent, screenshots included: the
+    /// store keeps each once and reads back those the run's pruning had left (here 4 of 4: keep 3, pruned three at
+    /// a time), older ones as the same placeholder.
+    func testTheNextSendGoesOnWithTheScreenshotsTheLastRunSent() async throws {
+        try store.createAgent(AgentConfig(name: "a", model: "claude-sonnet-4-6", tools: ["shot"]))
+        let server = try MockMessagesServer(handler: { request, index in
+            // Run one: four screenshots, one a turn, then done; run two: done at once.
+            if index < 4 {
+                return .stream(
+                    .turn(
+                        blocks: [.toolUse(id: "s\(index)", name: "shot", input: "{\"n\": \(index)}")],
+                        stopReason: "tool_use"))
+            }
+            if index < 7 && index >= 5 {
+                return .stream(
+                    .turn(
+                        blocks: [.toolUse(id: "s\(index)", name: "shot", input: "{\"n\": \(index)}")],
+                        stopReason: "tool_use"))
+            }
+            return .text("done \(index)")
+        })
+        defer { server.stop() }
+        let svc = try service(server, tools: [ShotTool()])
+        try await svc.send(agent: "a", text: "look four times")
+        await svc.waitUntilIdle()
+        try await svc.send(agent: "a", text: "and twice more")
+        await svc.waitUntilIdle()
+        let requests = server.requests
+        XCTAssertEqual(requests.count, 8)
+        func messages(_ r: RecordedRequest) throws -> [JSONValue] {
+            try XCTUnwrap(try JSONValue.parse(r.body)["messages"]?.array).map(Self.withoutCacheMarks)
+        }
+        func images(_ r: RecordedRequest) throws -> Int {
+            try messages(r).map(\.jsonText).joined().components(separatedBy: "\"base64\"").count - 1
+        }
+        // Run one's last request carried four screenshots; run two's first starts with those very messages.
+        let last = try messages(requests[4]), next = try messages(requests[5])
+        XCTAssertEqual(try images(requests[4]), 4)
+        XCTAssertEqual(Array(next.prefix(last.count)), last)
+        // Two more: at six the loop drops three and keeps the newest three, with the placeholder where they were.
+        XCTAssertEqual(try images(requests[6]), 5)
+        XCTAssertEqual(try images(requests[7]), 3)
+        XCTAssertTrue(try messages(requests[7]).map(\.jsonText).joined().contains(ImagePruner.placeholder))
+        XCTAssertEqual(try store.imageTotals().count, 6, "six distinct screenshots, each stored once")
+    }
+
+    /// A message without its `cache_control` marks (they move with the newest turns).
+    static func withoutCacheMarks(_ message: JSONValue) -> JSONValue {
+        guard case .object(var m) = message, case .array(let blocks)? = m["content"] else { return message }
+        m["content"] = .array(
+            blocks.map { block in
+                guard case .object(var b) = block else { return block }
+                b["cache_control"] = nil
+                return .object(b)
+            })
+        return .object(m)
     }
 
     func testConversationRebuildIsValidAfterACrashAndEscapesBatches() throws {

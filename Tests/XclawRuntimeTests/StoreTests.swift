@@ -435,6 +435,23 @@ final class StoreTests: XCTestCase {
         }
     }
 
+    /// A summary of old turns is xclaw's, not output that reached the user: a run killed after storing one (and
+    /// nothing else) is still undone on recovery, so the user's message is answered by the next run.
+    func testASummaryIsNotOutput() throws {
+        let store = try storeWithAgent()
+        let session = try store.startSession(agent: "alice", kind: .message)
+        try store.appendMessage(
+            agent: "alice", role: .user, content: [.text("batch")], sender: "xclaw:batch", sessionID: session)
+        try store.appendMessage(
+            agent: "alice", role: .user, content: [.text("notes")], sender: "xclaw:summary", sessionID: session)
+        XCTAssertEqual(try store.outputCount(session: session, batchSender: "xclaw:batch"), 1)
+        XCTAssertEqual(
+            try store.outputCount(session: session, batchSender: "xclaw:batch", ignoring: ["xclaw:summary"]), 0)
+        try store.appendMessage(agent: "alice", role: .assistant, content: [.text("hi")], sessionID: session)
+        XCTAssertEqual(
+            try store.outputCount(session: session, batchSender: "xclaw:batch", ignoring: ["xclaw:summary"]), 1)
+    }
+
     func testMemorySurvivesReopeningTheFile() throws {
         let path = dbPath()
         do {
