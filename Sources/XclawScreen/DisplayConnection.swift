@@ -228,16 +228,22 @@ public final class DisplayConnection: @unchecked Sendable {
     /// Interns an atom once and caches it (`XInternAtom`).
     package func atom(_ atomName: String) -> Atom {
         if let cached = atoms.withLock({ $0[atomName] }) { return cached }
-        let value = XInternAtom(handle, atomName, 0)
-        atoms.withLock { $0[atomName] = value }
+        var value: Atom = 0  // None on a lost connection: no request is made on a dead display
+        request { value = XInternAtom($0, atomName, 0) }
+        if value != 0 { atoms.withLock { $0[atomName] = value } }
         return value
     }
 
     /// Throws `extensionMissing` unless the server offers XTEST, which all synthetic input needs.
+    /// Like every round trip, only on a live connection and under `trapLock`: a keyboard made lazily after another
+    /// thread had met the server's death waited forever inside this call (Xlib's reply wait on a dead display).
     func requireXTest() throws {
         var event: Int32 = 0, error: Int32 = 0, major: Int32 = 0, minor: Int32 = 0
-        guard XTestQueryExtension(handle, &event, &error, &major, &minor) != 0 else {
-            throw ScreenError.extensionMissing("XTEST")
+        var present = false
+        guard request({ present = XTestQueryExtension($0, &event, &error, &major, &minor) != 0 }) else {
+            throw ScreenError.displayLost(name)
         }
+        try checkAlive()
+        guard present else { throw ScreenError.extensionMissing("XTEST") }
     }
 }
