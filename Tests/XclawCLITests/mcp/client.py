@@ -19,27 +19,30 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 
+def wire(model):
+    """A result as it went over the wire (field names as the spec spells them, whatever the SDK's version calls
+    them in Python)."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
 def texts(result):
-    return [c.text for c in result.content if c.type == "text"]
+    return [c["text"] for c in wire(result)["content"] if c["type"] == "text"]
+
+
+def images(result):
+    return [c for c in wire(result)["content"] if c["type"] == "image"]
 
 
 def summary(result):
-    return {"isError": bool(result.isError), "texts": texts(result)}
+    return {"isError": bool(wire(result).get("isError")), "texts": texts(result)}
 
 
 async def basic(session, config):
     display = config["display"]
     listed = await session.list_tools()
-    tools = {
-        t.name: {
-            "readOnlyHint": t.annotations.readOnlyHint,
-            "destructiveHint": t.annotations.destructiveHint,
-            "idempotentHint": t.annotations.idempotentHint,
-            "openWorldHint": t.annotations.openWorldHint,
-            "properties": sorted(t.inputSchema.get("properties", {}).keys()),
-        }
-        for t in listed.tools
-    }
+    tools = {}
+    for tool in wire(listed)["tools"]:
+        tools[tool["name"]] = dict(tool["annotations"], properties=sorted(tool["inputSchema"]["properties"]))
     out = {"tools": tools}
     out["no_display"] = summary(await session.call_tool("windows", {}))
     out["snapshot"] = summary(await session.call_tool("snapshot", {"display": display}))
@@ -74,7 +77,7 @@ async def concurrent(session, config):
     elapsed = time.perf_counter() - started
     return {
         "calls": [name for name, _ in calls],
-        "results": [summary(r) | {"images": sum(1 for c in r.content if c.type == "image")} for r in results],
+        "results": [summary(r) | {"images": len(images(r))} for r in results],
         "seconds": elapsed,
     }
 
@@ -87,10 +90,10 @@ async def large(session, config):
     results = await asyncio.gather(*calls)
     shots = []
     for result in results[:3]:
-        image = next(c for c in result.content if c.type == "image")
-        data = base64.b64decode(image.data)
+        image = images(result)[0]
+        data = base64.b64decode(image["data"])
         shots.append({
-            "mimeType": image.mimeType, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+            "mimeType": image["mimeType"], "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
             "png": data[:8] == b"\x89PNG\r\n\x1a\n",
             "width": int.from_bytes(data[16:20], "big"), "height": int.from_bytes(data[20:24], "big"),
             "texts": texts(result),
@@ -106,7 +109,7 @@ async def bench(session, config):
         started = time.perf_counter()
         result = await session.call_tool("snapshot", {"display": display})
         times.append((time.perf_counter() - started) * 1000)
-        if result.isError:
+        if wire(result).get("isError"):
             return {"error": texts(result)}
     return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "calls": len(times)}
 
@@ -123,8 +126,8 @@ async def main():
             async with ClientSession(read, write) as session:
                 initialized = await session.initialize()
                 out = await SCENARIOS[scenario](session, config)
-                out["protocolVersion"] = initialized.protocolVersion
-                out["serverInfo"] = initialized.serverInfo.name
+                out["protocolVersion"] = wire(initialized)["protocolVersion"]
+                out["serverInfo"] = wire(initialized)["serverInfo"]["name"]
     print(json.dumps(out))
 
 
