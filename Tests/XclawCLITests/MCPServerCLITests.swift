@@ -9,7 +9,7 @@ import XclawTesting
 final class MCPServerCLITests: XCTestCase {
     /// The venv's python, or why there is none.
     private static let python: Result<String, any Error> = Result {
-        try PythonVenv.python("test-mcp-client", packages: ["mcp"])
+        try PythonVenv.python("mcp-client", packages: ["mcp"])
     }
     private static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("mcp")

@@ -102,16 +102,21 @@ async def large(session, config):
 
 
 async def bench(session, config):
+    """Round trips of each tool in config["tools"] (default snapshot), timed one after another, after a warm-up."""
     display = config["display"]
-    await session.call_tool("snapshot", {"display": display})  # warm: OCR read once, tree and refs kept
-    times = []
-    for _ in range(config.get("calls", 50)):
-        started = time.perf_counter()
-        result = await session.call_tool("snapshot", {"display": display})
-        times.append((time.perf_counter() - started) * 1000)
-        if wire(result).get("isError"):
-            return {"error": texts(result)}
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times), "calls": len(times)}
+    out = {}
+    for tool in config.get("tools", ["snapshot"]):
+        for _ in range(3):  # warm: OCR read once, the tree and the refs kept
+            await session.call_tool(tool, {"display": display})
+        times = []
+        for _ in range(config.get("calls", 50)):
+            started = time.perf_counter()
+            result = await session.call_tool(tool, {"display": display})
+            times.append((time.perf_counter() - started) * 1000)
+            if wire(result).get("isError"):
+                return {"error": texts(result)}
+        out[tool] = {"times_ms": times, "median_ms": statistics.median(times)}
+    return out
 
 
 SCENARIOS = {"basic": basic, "concurrent": concurrent, "large": large, "bench": bench}
