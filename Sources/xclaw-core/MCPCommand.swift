@@ -97,7 +97,8 @@ final class MCPCommandRunner: Sendable {
         defer { lock?.unlock() }
         do {
             let (input, output, error) = try (ScratchFile(stdin ?? Data()), ScratchFile(), ScratchFile())
-            var environment = ProcessInfo.processInfo.environment
+            // No tool needs a key or a token: the command never sees one, whatever the client passed the server.
+            var environment = SecretEnvironment.stripped(ProcessInfo.processInfo.environment)
             if let display { environment["DISPLAY"] = display }
             let hub = InterruptHub(onAbandon: { _ in })
             cancellation.onCancel { hub.raise(SIGINT) }
