@@ -102,6 +102,10 @@ final class MCPServerCLITests: XCTestCase {
         XCTAssertFalse(tap.isError, tap.text)
         XCTAssertTrue(tap.text.hasPrefix("tapped "), tap.text)
         XCTAssertEqual(scene.fixture.wait(for: .buttonPress).first?.target, "Save", "the tap landed")
+        for name in ["activate", "type", "key"] {
+            XCTAssertFalse(Self.summary(result[name]).isError, "\(name): \(Self.summary(result[name]).text)")
+        }
+        XCTAssertEqual(scene.fixture.typed(count: 10), "--héllo ✓x", "typed exactly, then the key")
 
         // Tool failures are isError results, never protocol errors; an unknown tool is a protocol error.
         for (name, words) in [
@@ -125,7 +129,8 @@ final class MCPServerCLITests: XCTestCase {
         let scene = try WidgetScene()
         defer { (scene.fixture.stop(), scene.display.stop()) }
         // The display from the server's --display this time.
-        let (result, _, _) = try client("concurrent", display: scene.display.name, serverDisplay: true)
+        let (result, _, stderr) = try client(
+            "concurrent", display: scene.display.name, serverDisplay: true, environment: ["XCLAW_LOG": "debug"])
         let calls = try XCTUnwrap(result["calls"] as? [String])
         let results = try XCTUnwrap(result["results"] as? [[String: Any]])
         XCTAssertEqual(calls.count, 20)
@@ -136,6 +141,18 @@ final class MCPServerCLITests: XCTestCase {
             XCTAssertEqual(reply["images"] as? Int, name == "capture" ? 1 : 0, name)
             if name == "snapshot" { XCTAssertTrue(text.contains("button \"Save\""), text) }
         }
+        // The cancelled watch ended about when it was cancelled (1 s in), not at its 60 s timeout nor at the end of
+        // the session 3 s later.
+        XCTAssertFalse(Self.summary(result["after_cancel"]).isError)
+        // The concurrent calls had all ended before it started, so its line is the last watch's.
+        let watch = try XCTUnwrap(stderr.split(separator: "\n").last { $0.contains("tool=watch") }, stderr)
+        XCTAssertGreaterThan(Self.ms(watch) ?? 0, 900, String(watch))
+        XCTAssertLessThan(Self.ms(watch) ?? .max, 3000, String(watch))
+    }
+
+    /// The `ms=` of a server log line.
+    private static func ms(_ line: Substring) -> Int? {
+        line.split(separator: " ").first { $0.hasPrefix("ms=") }.flatMap { Int($0.dropFirst(3)) }
     }
 
     func testAFiveMegabyteScreenshotArrivesWhole() throws {

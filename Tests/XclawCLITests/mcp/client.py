@@ -47,6 +47,10 @@ async def basic(session, config):
     out["no_display"] = summary(await session.call_tool("windows", {}))
     out["snapshot"] = summary(await session.call_tool("snapshot", {"display": display}))
     out["tap"] = summary(await session.call_tool("tap", {"label": "Save", "display": display}))
+    out["activate"] = summary(await session.call_tool("activate", {"window": "widgets", "display": display}))
+    # Text that looks like an option stays text.
+    out["type"] = summary(await session.call_tool("type", {"text": "--h\u00e9llo \u2713", "display": display}))
+    out["key"] = summary(await session.call_tool("key", {"keys": ["x"], "display": display}))
     out["tap_ref_and_label"] = summary(
         await session.call_tool("tap", {"label": "Save", "ref": "e1", "display": display}))
     out["bad_type"] = summary(await session.call_tool("click", {"x": "left", "y": 3, "display": display}))
@@ -75,7 +79,20 @@ async def concurrent(session, config):
         *[session.call_tool(name, dict(arguments, display=display) if name != "apps" else arguments)
           for name, arguments in calls])
     elapsed = time.perf_counter() - started
+    # A call the client gives up on: the SDK sends notifications/cancelled, and the watch must stop then, not at its
+    # timeout (the server logs each call's time; the session stays open 3 s more).
+    watch = asyncio.create_task(
+        session.call_tool("watch", {"text": "Never Shown Anywhere", "timeout": 60, "display": display}))
+    await asyncio.sleep(1)
+    watch.cancel()
+    try:
+        await watch
+    except asyncio.CancelledError:
+        pass
+    after = summary(await session.call_tool("windows", {"display": display}))
+    await asyncio.sleep(3)
     return {
+        "after_cancel": after,
         "calls": [name for name, _ in calls],
         "results": [summary(r) | {"images": len(images(r))} for r in results],
         "seconds": elapsed,
