@@ -162,7 +162,8 @@ let package = Package(
         // The Model Context Protocol's server core, a surface: JSON-RPC over stdio (and any transport that hands it
         // messages), tools with their hints and argument checks. It knows no tool: `xclaw mcp` gives it xclaw's.
         .target(
-            name: "XclawMCP", dependencies: ["XclawBase", .product(name: "Logging", package: "swift-log")],
+            name: "XclawMCP",
+            dependencies: ["XclawBase", "XclawMessages", .product(name: "Logging", package: "swift-log")],
             path: "Sources/XclawMCP"
         ),
         // The resident daemon, a surface like the CLI: its socket, protocol and lifecycle.
@@ -236,7 +237,7 @@ let package = Package(
         // One test target per layer; each depends on its layer and what lies below it, plus the test support and the
         // executables it starts.
         layerTests("XclawBaseTests", ["XclawBase"]),
-        layerTests("XclawMCPTests", ["XclawBase", "XclawMCP"]),
+        layerTests("XclawMCPTests", ["XclawBase", "XclawMessages", "XclawMCP"]),
         layerTests("XclawScreenTests", ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"]),
         layerTests(
             "XclawPerceptionTests",

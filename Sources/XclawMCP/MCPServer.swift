@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import XclawMessages
 
 /// The Model Context Protocol's server side over any transport: JSON-RPC 2.0 messages in, replies out. It answers
 /// `initialize` (negotiating the protocol version), `ping`, `tools/list` and `tools/call`, and takes the
@@ -41,17 +42,17 @@ public final class MCPServer: Sendable {
     public func handle(_ message: Data) async -> Data? {
         let parsed: JSONValue
         do { parsed = try JSONValue.parse(message) } catch {
-            return Self.error(id: .null, .parseError, "not JSON: send one JSON-RPC 2.0 object per line").serialized
+            return Self.error(id: .null, .parseError, "not JSON: send one JSON-RPC 2.0 object per line").message
         }
         guard case .object(let fields) = parsed else {
             return Self.error(id: .null, .invalidRequest, "send one JSON-RPC 2.0 object per message (no batches)")
-                .serialized
+                .message
         }
         let id = fields["id"]
         guard fields["jsonrpc"] == "2.0", let method = fields["method"]?.string else {
             // A response to a request of ours: this server sends none, so there is nothing to match it with.
             if fields["result"] != nil || fields["error"] != nil { return nil }
-            return Self.error(id: id ?? .null, .invalidRequest, "expected jsonrpc \"2.0\" and a method").serialized
+            return Self.error(id: id ?? .null, .invalidRequest, "expected jsonrpc \"2.0\" and a method").message
         }
         let params = fields["params"]?.object ?? [:]
         guard let id, id != .null else {
@@ -59,8 +60,8 @@ public final class MCPServer: Sendable {
             return nil
         }
         switch id {
-        case .string, .int: break
-        default: return Self.error(id: .null, .invalidRequest, "a request id is a string or an integer").serialized
+        case .string, .number: break
+        default: return Self.error(id: .null, .invalidRequest, "a request id is a string or an integer").message
         }
         let reply: JSONValue?
         switch method {
@@ -70,7 +71,7 @@ public final class MCPServer: Sendable {
         case "tools/call": reply = await call(id: id, params)
         default: reply = Self.error(id: id, .methodNotFound, "no method \(method)")
         }
-        return reply?.serialized
+        return reply?.message
     }
 
     /// Cancels every call still running: the connection is closing.
@@ -144,5 +145,15 @@ public final class MCPServer: Sendable {
 
     private static func error(id: JSONValue, _ code: ErrorCode, _ message: String) -> JSONValue {
         ["jsonrpc": "2.0", "id": id, "error": ["code": .int(code.rawValue), "message": .string(message)]]
+    }
+}
+
+extension JSONValue {
+    /// The value as one message: compact JSON on one line (stdio frames messages by newlines; JSON escapes a
+    /// string's), slashes unescaped (a base64 image would grow by a sixth), keys in any order.
+    var message: Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return (try? encoder.encode(self)) ?? Data("null".utf8)
     }
 }

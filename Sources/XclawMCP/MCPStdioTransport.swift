@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Logging
 import Synchronization
+import XclawBase
 
 /// MCP over stdio: newline-delimited JSON-RPC messages on stdin, replies on stdout. Every request runs at once, on a
 /// task of its own, so a long `watch` never holds up a `snapshot`; every reply goes out through one writer that
@@ -72,20 +73,7 @@ final class MessageWriter: Sendable {
         var bytes = message
         bytes.append(0x0A)
         lock.withLock { _ in
-            guard !isBroken else { return }
-            bytes.withUnsafeBytes { buffer in
-                guard let base = buffer.baseAddress else { return }
-                var offset = 0
-                while offset < buffer.count {
-                    let written = Glibc.write(descriptor, base + offset, buffer.count - offset)
-                    if written < 0 && errno == EINTR { continue }
-                    if written <= 0 {
-                        broken.store(true, ordering: .relaxed)
-                        return
-                    }
-                    offset += written
-                }
-            }
+            if !isBroken && !writeAll(descriptor, bytes) { broken.store(true, ordering: .relaxed) }
         }
     }
 }

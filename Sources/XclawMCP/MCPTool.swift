@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import XclawMessages
 
 /// What a tool tells a client about its effects (MCP's `ToolAnnotations`): hints for deciding what to confirm with a
 /// person, never a guarantee.
@@ -54,8 +55,8 @@ public enum MCPParameterType: Sendable, Equatable {
     /// Whether `value` is of this type; an integral number counts as an integer.
     func accepts(_ value: JSONValue) -> Bool {
         switch (self, value) {
-        case (.string, .string), (.boolean, .bool), (.integer, .int), (.number, .int), (.number, .double): true
-        case (.integer, .double(let d)): d == d.rounded() && abs(d) < 1e15
+        case (.string, .string), (.boolean, .bool), (.number, .number): true
+        case (.integer, .number(let d)): d == d.rounded() && abs(d) < 1e15
         case (.strings, .array(let items)): items.allSatisfy { $0.string != nil }
         case (.choice(let values), .string(let s)): values.contains(s)
         default: false
@@ -243,7 +244,7 @@ public struct MCPTool: Sendable {
             }
             if !parameter.type.accepts(value) {
                 return
-                    "\(parameter.name) must be \(parameter.type.name), not \(String(decoding: value.serialized, as: UTF8.self).prefix(80))"
+                    "\(parameter.name) must be \(parameter.type.name), not \(value.jsonText.prefix(80))"
             }
         }
         return nil

@@ -153,15 +153,8 @@ final class ScratchFile: Sendable {
         // Not inherited by what a command starts (`launch`): the app would keep the call's output open.
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         if !contents.isEmpty {
-            contents.withUnsafeBytes { buffer in
-                guard let base = buffer.baseAddress else { return }
-                var offset = 0
-                while offset < buffer.count {
-                    let written = write(descriptor, base + offset, buffer.count - offset)
-                    if written < 0 && errno == EINTR { continue }
-                    if written <= 0 { break }
-                    offset += written
-                }
+            guard writeAll(descriptor, contents) else {
+                throw MCPToolFailure("cannot write a temporary file in \(NSTemporaryDirectory()): \(Errno.current)")
             }
             lseek(descriptor, 0, SEEK_SET)
         }

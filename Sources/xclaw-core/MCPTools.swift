@@ -1,6 +1,7 @@
 import Foundation
 import XclawBase
 import XclawMCP
+import XclawMessages
 
 /// How a tool argument is spelled on the command line of the command the tool runs.
 enum MCPSpelling: Sendable {
@@ -80,10 +81,9 @@ struct MCPCommandTool: Sendable {
     static func word(_ value: JSONValue) -> String {
         switch value {
         case .string(let text): text
-        case .int(let number): String(number)
-        case .double(let number): number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : "\(number)"
+        case .number(let number): number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : "\(number)"
         case .bool(let flag): flag ? "true" : "false"
-        default: String(decoding: value.serialized, as: UTF8.self)
+        default: value.jsonText
         }
     }
 

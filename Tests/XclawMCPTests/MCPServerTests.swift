@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import XclawMCP
+import XclawMessages
 
 /// The protocol core in-process: negotiation, listing, errors that are the protocol's versus the tool's, and the
 /// stdio transport's one writer under concurrent large replies. No X: the tools here are the tests' own.
@@ -15,7 +16,7 @@ final class MCPServerTests: XCTestCase {
     ) { call in
         let text = call.string("text") ?? ""
         if text == "fail" { return .failure("it failed: do something else") }
-        if case .int(let count)? = call.arguments["count"] {
+        if let count = call.arguments["count"]?.int {
             return MCPToolResult([.text(String(repeating: text, count: count))])
         }
         return MCPToolResult([.text(text)])
@@ -83,7 +84,7 @@ final class MCPServerTests: XCTestCase {
                 #"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":\#(arguments)}}"#)
             XCTAssertNil(reply["error"], arguments)
             XCTAssertEqual(reply["result"]?["isError"], true, arguments)
-            let text = String(decoding: (reply["result"]?["content"] ?? .null).serialized, as: UTF8.self)
+            let text = (reply["result"]?["content"] ?? .null).jsonText
             XCTAssertTrue(text.contains(words), "\(arguments): \(text)")
         }
         let fine = try await ask(
@@ -121,7 +122,7 @@ final class MCPServerTests: XCTestCase {
         var seen = Set<Int>()
         for line in lines {
             let reply = try XCTUnwrap(JSONValue.parse(Data(line)).object)
-            guard case .int(let id)? = reply["id"],
+            guard let id = reply["id"]?.int,
                 case .array(let content)? = reply["result"]?["content"], let text = content.first?["text"]?.string
             else { return XCTFail("malformed reply") }
             XCTAssertEqual(text, String(repeating: letters[id], count: 1_000_000))
