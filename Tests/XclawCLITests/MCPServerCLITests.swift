@@ -62,7 +62,10 @@ final class MCPServerCLITests: XCTestCase {
 
     func testToolsAnnotationsSnapshotTapAndErrorsWithoutLeakingTheKey() throws {
         let scene = try WidgetScene()
-        defer { (scene.fixture.stop(), scene.display.stop()) }
+        defer {
+            scene.fixture.stop()
+            scene.display.stop()
+        }
         // A fake key, built from parts so no scanner mistakes it for a real one: no reply or log may show it.
         let key = ["sk", "ant", "api03", UUID().uuidString.replacingOccurrences(of: "-", with: "")].joined(
             separator: "-")
@@ -127,7 +130,10 @@ final class MCPServerCLITests: XCTestCase {
 
     func testTwentyConcurrentCallsAllAnswer() throws {
         let scene = try WidgetScene()
-        defer { (scene.fixture.stop(), scene.display.stop()) }
+        defer {
+            scene.fixture.stop()
+            scene.display.stop()
+        }
         // The display from the server's --display this time.
         let (result, _, stderr) = try client(
             "concurrent", display: scene.display.name, serverDisplay: true, environment: ["XCLAW_LOG": "debug"])
