@@ -114,7 +114,10 @@ struct MCPCommandTool: Sendable {
     /// A command's outcome as a tool result: its output, or its error message with the exit status (the same
     /// statuses as the command line's: 1 not found or timed out, 2 bad input, 3 no display, 5 internal).
     func result(_ outcome: MCPCommandRunner.Outcome) -> MCPToolResult {
-        let stderr = outcome.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+        // The command line's usage lines name its --options, not the tool's arguments: the message alone helps.
+        let stderr = outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("Usage: ") && !$0.hasPrefix("  See 'xclaw ") }
+            .joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
         guard outcome.status == 0 else {
             return .failure((stderr.isEmpty ? "\(name) failed" : stderr) + "\n(exit status \(outcome.status))")
         }

@@ -120,6 +120,7 @@ final class MCPServerCLITests: XCTestCase {
             XCTAssertTrue(reply.isError, name)
             XCTAssertTrue(reply.text.contains(words), "\(name): \(reply.text)")
         }
+        XCTAssertFalse(Self.summary(result["bad_value"]).text.contains("Usage:"), "no usage lines of the CLI")
         XCTAssertTrue((result["unknown_tool"] as? String ?? "").contains("-32602"), "\(result["unknown_tool"] ?? "")")
         XCTAssertFalse(Self.summary(result["apps"]).isError)
 
