@@ -129,6 +129,35 @@ final class MCPServerCLITests: XCTestCase {
         XCTAssertFalse(stdout.contains(key.suffix(12)), "a reply shows part of the key")
     }
 
+    func testACallWithoutADisplayUsesTheDaemonsElseDISPLAY() throws {
+        let display = try TestDisplay()
+        defer { display.stop() }
+        // A daemon on the test's state directory that holds the display (a command went through it).
+        let daemon = Process()
+        daemon.executableURL = productsDirectory.appendingPathComponent("xclaw-core")
+        daemon.arguments = ["daemon", "run", "--parent", String(getpid())]
+        daemon.environment = ProcessInfo.processInfo.environment.merging(["XCLAW_STATE_DIR": state.path]) { $1 }
+        daemon.standardOutput = FileHandle.nullDevice
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        defer { daemon.terminate() }
+        let socket = state.appendingPathComponent("daemon.sock").path
+        let deadline = Date().addingTimeInterval(10)
+        while !DaemonMode.answers(socket) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        let held = try runCLI(["windows", "--display", display.name], environment: ["XCLAW_STATE_DIR": state.path])
+        XCTAssertEqual(held.status, 0, held.stderr)
+        let fromDaemon = Self.summary(try client("defaults", display: display.name).result["windows"])
+        XCTAssertFalse(fromDaemon.isError, fromDaemon.text)
+
+        daemon.terminate()
+        daemon.waitUntilExit()
+        let none = Self.summary(try client("defaults", display: display.name).result["windows"])
+        XCTAssertTrue(none.isError, "no daemon, no DISPLAY: \(none.text)")
+        let fromEnvironment = Self.summary(
+            try client("defaults", display: display.name, environment: ["DISPLAY": display.name]).result["windows"])
+        XCTAssertFalse(fromEnvironment.isError, fromEnvironment.text)
+    }
+
     func testTwentyConcurrentCallsAllAnswer() throws {
         let scene = try WidgetScene()
         defer {

@@ -136,7 +136,12 @@ async def bench(session, config):
     return out
 
 
-SCENARIOS = {"basic": basic, "concurrent": concurrent, "large": large, "bench": bench}
+async def defaults(session, config):
+    """A call that names no display: the server finds one (its --display, the daemon's, $DISPLAY) or says why not."""
+    return {"windows": summary(await session.call_tool("windows", {}))}
+
+
+SCENARIOS = {"defaults": defaults, "basic": basic, "concurrent": concurrent, "large": large, "bench": bench}
 
 
 async def main():
