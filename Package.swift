@@ -10,8 +10,8 @@ func systemLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
 
 /// A layer's test target, in `Tests/NAME`: its layer and the layers below, the test support and the executables its
 /// tests start.
-func layerTests(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
-    .testTarget(name: name, dependencies: dependencies, path: "Tests/\(name)")
+func layerTests(_ name: String, _ dependencies: [Target.Dependency], exclude: [String] = []) -> Target {
+    .testTarget(name: name, dependencies: dependencies, path: "Tests/\(name)", exclude: exclude)
 }
 
 let package = Package(
@@ -159,6 +159,13 @@ let package = Package(
             ],
             path: "Sources/XclawCommandLine"
         ),
+        // The Model Context Protocol's server core, a surface: JSON-RPC over stdio (and any transport that hands it
+        // messages), tools with their hints and argument checks. It knows no tool: `xclaw mcp` gives it xclaw's.
+        .target(
+            name: "XclawMCP",
+            dependencies: ["XclawBase", "XclawMessages", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/XclawMCP"
+        ),
         // The resident daemon, a surface like the CLI: its socket, protocol and lifecycle.
         .target(
             name: "XclawDaemon",
@@ -172,7 +179,7 @@ let package = Package(
             name: "xclaw-core",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
-                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon",
+                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawMCP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -230,6 +237,7 @@ let package = Package(
         // One test target per layer; each depends on its layer and what lies below it, plus the test support and the
         // executables it starts.
         layerTests("XclawBaseTests", ["XclawBase"]),
+        layerTests("XclawMCPTests", ["XclawBase", "XclawMessages", "XclawMCP"]),
         layerTests("XclawScreenTests", ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"]),
         layerTests(
             "XclawPerceptionTests",
@@ -262,7 +270,9 @@ let package = Package(
                 "XclawRuntime", "XclawDaemon",
                 "XclawMockAPI", "XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
                 "xclaw-bench",
-            ]),
+            ],
+            // The MCP tests' Python client scripts, run by the tests from the source tree.
+            exclude: ["mcp"]),
         layerTests(
             "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],

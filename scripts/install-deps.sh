@@ -2,8 +2,8 @@
 # Installs the Debian packages xclaw builds and tests against. Idempotent: it asks apt only for what is
 # missing and runs `apt-get update` only when something is. Needs root (or sudo) when anything is missing.
 #   scripts/install-deps.sh            build + test dependencies
-#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (scrot, tesseract CLI,
-#                                      and Python's venv and pip, for PyAutoGUI with OpenCV, installed by `bench image`)
+#   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (scrot, the tesseract CLI;
+#                                      PyAutoGUI with OpenCV goes into a venv that `bench image` makes)
 set -euo pipefail
 
 packages=(
@@ -16,6 +16,9 @@ packages=(
   libfreetype-dev fonts-dejavu-core xfonts-base fonts-urw-base35
   xvfb xauth
   xterm x11-apps x11-utils zenity openbox
+  # Python venv and pip: the MCP tests drive `xclaw mcp` through the official MCP client (PyPI `mcp`), in a venv
+  # they make once in the state directory.
+  python3-venv python3-pip
   # xdotool: the replay tests move windows with it (no window manager runs on the tests' Xvfb).
   xdotool
   # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
@@ -26,7 +29,7 @@ packages=(
   # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
   chromium
 )
-[[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr python3-venv python3-pip)
+[[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -291,27 +291,7 @@ final class PyAutoGUIPeer {
 
     /// Where the bench keeps its PyAutoGUI: a venv in the state directory, made (with pip) the first time.
     static func venv() throws -> String {
-        let directory = VirtualDisplay.stateDirectory.appendingPathComponent("bench-pyautogui")
-        let python = directory.appendingPathComponent("bin/python").path
-        let ready = directory.appendingPathComponent(".installed")
-        if FileManager.default.fileExists(atPath: ready.path) { return python }
-        for (step, arguments, limit) in [
-            ("python3 -m venv", ["/usr/bin/python3", "-m", "venv", directory.path], 120),
-            (
-                "pip install pyautogui opencv-python-headless pillow",
-                [python, "-m", "pip", "install", "--quiet", "pyautogui", "opencv-python-headless", "pillow"], 900
-            ),
-        ] {
-            let outcome = try Subprocess.run(arguments, timeout: .seconds(limit))
-            guard outcome.ending == .exited(0) else {
-                throw ScreenError.invalidArgument(
-                    "\(step) failed (\(outcome.ending)): "
-                        + String(decoding: outcome.stderr.suffix(400), as: UTF8.self)
-                        + "; run scripts/install-deps.sh --bench, or give --python")
-            }
-        }
-        FileManager.default.createFile(atPath: ready.path, contents: Data())
-        return python
+        try PythonVenv.python("bench-pyautogui", packages: ["pyautogui", "opencv-python-headless", "pillow"])
     }
 
     /// Starts the driver with `python` on `display` and waits for its versions line.

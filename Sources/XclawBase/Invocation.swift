@@ -61,17 +61,7 @@ public struct Invocation: Sendable {
     public func write(_ stream: Invocation.Stream, _ data: Data) {
         // An abandoned command (its asker exited on a second Ctrl-C) would have died in-process: it prints nothing more.
         if interrupts?.isAbandoned == true { return }
-        let fd = descriptor(stream)
-        data.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, base + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        writeAll(descriptor(stream), data)
     }
 
     /// All of stdin, to its end.

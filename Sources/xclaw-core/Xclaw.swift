@@ -22,7 +22,7 @@ struct Xclaw: ParsableCommand {
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
             ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,
             Approve.self, Deny.self, PipelineCommand.self,
-            DaemonCommand.self, Bench.self, KeymapRestore.self,
+            DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self,
         ]
     )
 }

@@ -1,0 +1,173 @@
+import ArgumentParser
+import Foundation
+import Synchronization
+import XclawBase
+import XclawCommandLine
+import XclawDaemon
+import XclawMCP
+import XclawScreen
+
+/// `xclaw mcp`: xclaw's tools for an MCP client (Claude Code, Claude Desktop) over stdio.
+struct MCPCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mcp",
+        abstract: "Serve xclaw's screen tools to an MCP client (Claude Code, Claude Desktop) on stdin and stdout.",
+        discussion: """
+            Speaks the Model Context Protocol (JSON-RPC 2.0, one message per line) until the client closes stdin. \
+            The tools are the commands of the same names: snapshot, find, tap, type, key, click, scroll, drag, \
+            capture, ocr, watch, windows, activate, launch, apps. MCP clients start servers without DISPLAY, so \
+            each tool takes a display argument; without one, a tool uses --display, else the one display a running \
+            daemon holds, else $DISPLAY. A tool that fails answers with isError and the command's message. Logs go \
+            to stderr (XCLAW_LOG=debug for each call). Exit: 0 the client closed the connection; 2 bad usage.
+            """)
+    @Option(help: "The X display tools use when a call names none, e.g. :1.") var display: String?
+
+    func validate() throws {
+        if display?.isEmpty == true { throw ValidationError("--display needs a display, such as :1") }
+    }
+
+    func run() throws {
+        // A client that goes away mid-reply must not kill the server with SIGPIPE: the write fails and it stops.
+        signal(SIGPIPE, SIG_IGN)
+        let runner = MCPCommandRunner(defaultDisplay: display)
+        let server = MCPServer(
+            name: "xclaw", version: Xclaw.configuration.version, instructions: MCPTools.instructions,
+            tools: MCPTools.all(runner))
+        MCPStdioTransport(server: server).run()
+        runner.close()
+    }
+}
+
+/// Runs a tool's command line the way the daemon runs a CLI's: the very same `xclaw` command, in a world of its own
+/// (`Invocation`: its output captured, its environment naming the display) on displays kept warm between calls
+/// (`ResidentDisplays`: connection, input, OCR engines and cache, refs, accessibility tree). Input on one display is
+/// serialized: two clicks or a type and a tap never interleave.
+final class MCPCommandRunner: Sendable {
+    private let displays = ResidentDisplays()
+    private let defaultDisplay: String?
+    private let inputLocks = Mutex<[String: NSLock]>([:])
+
+    init(defaultDisplay: String?) { self.defaultDisplay = defaultDisplay }
+
+    /// What a command did: its exit status and what it wrote.
+    struct Outcome: Sendable {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+    }
+
+    /// The display a call acts on: its `display` argument, else `--display`, else the running daemon's one display,
+    /// else `$DISPLAY`.
+    func display(for call: MCPCall) throws -> String {
+        if let named = call.string("display"), !named.isEmpty { return named }
+        if let defaultDisplay { return defaultDisplay }
+        if let status = try? DaemonClient(socketPath: DaemonPaths.socket()).status() {
+            if status.displays.count == 1 { return status.displays[0] }
+            if status.displays.count > 1 {
+                throw MCPToolFailure(
+                    "the daemon holds several displays (\(status.displays.joined(separator: ", "))): pass display")
+            }
+        }
+        if let environment = ProcessInfo.processInfo.environment["DISPLAY"], !environment.isEmpty { return environment }
+        throw MCPToolFailure(
+            "no display: pass display (e.g. \":1\") to the tool, or start the server as `xclaw mcp --display :1` "
+                + "(MCP clients start servers without DISPLAY); `xclaw display start` starts a private one")
+    }
+
+    /// Runs `arguments` as an `xclaw` command on a thread of its own (commands block on X), with `stdin` as its
+    /// standard input; `exclusive`: input, one at a time on `display`. Cancelling the call interrupts the command
+    /// as Ctrl-C would (a held key is released, a watch stops).
+    func run(
+        _ arguments: [String], display: String?, stdin: Data? = nil, exclusive: Bool, cancellation: MCPCancellation
+    ) async -> Outcome {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    returning: self.runNow(
+                        arguments, display: display, stdin: stdin, exclusive: exclusive, cancellation: cancellation))
+            }
+        }
+    }
+
+    private func runNow(
+        _ arguments: [String], display: String?, stdin: Data?, exclusive: Bool, cancellation: MCPCancellation
+    ) -> Outcome {
+        let lock = exclusive ? display.map(inputLock) : nil
+        lock?.lock()
+        defer { lock?.unlock() }
+        do {
+            let (input, output, error) = try (ScratchFile(stdin ?? Data()), ScratchFile(), ScratchFile())
+            // No tool needs a key or a token: the command never sees one, whatever the client passed the server.
+            var environment = SecretEnvironment.stripped(ProcessInfo.processInfo.environment)
+            if let display { environment["DISPLAY"] = display }
+            let hub = InterruptHub(onAbandon: { _ in })
+            cancellation.onCancel { hub.raise(SIGINT) }
+            let invocation = Invocation(
+                environment: environment, directory: FileManager.default.currentDirectoryPath,
+                descriptors: (input.descriptor, output.descriptor, error.descriptor), terminal: nil, pid: getpid(),
+                interrupts: hub)
+            let host = displays.host()
+            let status = Invocation.serve(invocation) {
+                Hosting.$served.withValue(host) { CommandRunner.run(Xclaw.self, arguments: arguments) }
+            }
+            host.end()
+            return Outcome(
+                status: status, stdout: output.contents(), stderr: String(decoding: error.contents(), as: UTF8.self))
+        } catch {
+            return Outcome(status: ExitStatus.internal.rawValue, stdout: Data(), stderr: "xclaw: \(error)")
+        }
+    }
+
+    private func inputLock(_ display: String) -> NSLock {
+        inputLocks.withLock { locks in
+            if let lock = locks[display] { return lock }
+            let lock = NSLock()
+            locks[display] = lock
+            return lock
+        }
+    }
+
+    /// Restores the keymaps and saves the OCR caches of the displays used.
+    func close() { displays.close() }
+}
+
+/// A tool call refused before its command runs, with what to do instead.
+struct MCPToolFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// An unlinked temporary file a command reads from or writes to: a pipe would need a reader thread, and an app the
+/// command starts could hold its write end open.
+final class ScratchFile: Sendable {
+    let descriptor: Int32
+
+    /// A file holding `contents`, positioned at its start.
+    init(_ contents: Data = Data()) throws {
+        var template = Array((NSTemporaryDirectory() + "/xclaw-mcp-XXXXXX").utf8CString)
+        descriptor = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
+        guard descriptor >= 0 else {
+            throw MCPToolFailure("cannot create a temporary file in \(NSTemporaryDirectory()): \(Errno.current)")
+        }
+        template.withUnsafeBufferPointer { buffer in _ = buffer.baseAddress.map { unlink($0) } }
+        // Not inherited by what a command starts (`launch`): the app would keep the call's output open.
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        if !contents.isEmpty {
+            guard writeAll(descriptor, contents) else {
+                throw MCPToolFailure("cannot write a temporary file in \(NSTemporaryDirectory()): \(Errno.current)")
+            }
+            lseek(descriptor, 0, SEEK_SET)
+        }
+    }
+
+    /// Everything written to it.
+    func contents() -> Data {
+        let size = lseek(descriptor, 0, SEEK_END)
+        guard size > 0 else { return Data() }
+        var data = Data(count: Int(size))
+        let read = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, Int(size), 0) }
+        return read == size ? data : data.prefix(max(0, read))
+    }
+
+    deinit { close(descriptor) }
+}
