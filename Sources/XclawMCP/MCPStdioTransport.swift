@@ -19,9 +19,10 @@ public final class MCPStdioTransport: Sendable {
         writer = MessageWriter(output)
     }
 
-    /// Reads messages until stdin ends (the client closed the connection) and answers each; then cancels the calls
-    /// still running and returns once they ended. Returns early when stdout is gone.
-    public func run() {
+    /// Reads messages until stdin ends (the client closed the connection) and answers each; then gives the calls
+    /// still running `grace` to answer (a client that wrote its last requests and closed its end still reads the
+    /// replies), cancels the rest and returns once they ended. Returns early when stdout is gone.
+    public func run(grace: Duration = .seconds(5)) {
         let pending = DispatchGroup()
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -39,8 +40,11 @@ public final class MCPStdioTransport: Sendable {
             buffer.removeFirst(start)
         }
         if !buffer.isEmpty { dispatch(Data(buffer), pending) }
-        server.cancelAll()
-        pending.wait()
+        let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
+        if writer.isBroken || pending.wait(timeout: .now() + seconds) == .timedOut {
+            server.cancelAll()
+            pending.wait()
+        }
     }
 
     private func dispatch(_ line: Data, _ pending: DispatchGroup) {
