@@ -268,8 +268,8 @@ let package = Package(
             [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
                 "XclawRuntime", "XclawDaemon",
-                "XclawMockAPI", "XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi",
-                "xclaw-bench",
+                "XclawMockAPI", "XclawTesting", "XclawAgentTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api",
+                "xclaw-atspi", "xclaw-bench",
             ],
             // The MCP tests' Python client scripts, run by the tests from the source tree.
             exclude: ["mcp"]),

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import XclawAgentTesting
 import XclawMessages
 import XclawMockAPI
 import XclawTesting
@@ -30,18 +31,6 @@ final class ContextCLITests: XCTestCase {
             "XDG_CONFIG_HOME": workDir.appendingPathComponent("config").path,
             "XCLAW_DB": workDir.appendingPathComponent("agents.sqlite").path,
         ]
-    }
-
-    /// A message without its `cache_control` marks.
-    private static func withoutCacheMarks(_ message: JSONValue) -> JSONValue {
-        guard case .object(var m) = message, case .array(let blocks)? = m["content"] else { return message }
-        m["content"] = .array(
-            blocks.map { block in
-                guard case .object(var b) = block else { return block }
-                b["cache_control"] = nil
-                return .object(b)
-            })
-        return .object(m)
     }
 
     private static func messages(_ request: RecordedRequest) throws -> [JSONValue] {
@@ -82,7 +71,7 @@ final class ContextCLITests: XCTestCase {
         XCTAssertEqual(last.count, 5)
         // Cache breakpoints move with the newest turns; everything else is the same.
         XCTAssertEqual(
-            Array(last.prefix(3)).map(Self.withoutCacheMarks), third.map(Self.withoutCacheMarks),
+            Array(last.prefix(3)).map(\.withoutCacheMarks), third.map(\.withoutCacheMarks),
             "what the run went on with is what the store gives back")
         // The history keeps every message, the summary included.
         let history = try runCLI(["history", "bob", "--json"], environment: env)

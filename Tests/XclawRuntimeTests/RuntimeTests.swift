@@ -300,7 +300,7 @@ final class RuntimeTests: XCTestCase {
         let requests = server.requests
         XCTAssertEqual(requests.count, 8)
         func messages(_ r: RecordedRequest) throws -> [JSONValue] {
-            try XCTUnwrap(try JSONValue.parse(r.body)["messages"]?.array).map(Self.withoutCacheMarks)
+            try XCTUnwrap(try JSONValue.parse(r.body)["messages"]?.array).map(\.withoutCacheMarks)
         }
         func images(_ r: RecordedRequest) throws -> Int {
             try messages(r).map(\.jsonText).joined().components(separatedBy: "\"base64\"").count - 1
@@ -314,18 +314,6 @@ final class RuntimeTests: XCTestCase {
         XCTAssertEqual(try images(requests[7]), 3)
         XCTAssertTrue(try messages(requests[7]).map(\.jsonText).joined().contains(ImagePruner.placeholder))
         XCTAssertEqual(try store.imageTotals().count, 6, "six distinct screenshots, each stored once")
-    }
-
-    /// A message without its `cache_control` marks (they move with the newest turns).
-    static func withoutCacheMarks(_ message: JSONValue) -> JSONValue {
-        guard case .object(var m) = message, case .array(let blocks)? = m["content"] else { return message }
-        m["content"] = .array(
-            blocks.map { block in
-                guard case .object(var b) = block else { return block }
-                b["cache_control"] = nil
-                return .object(b)
-            })
-        return .object(m)
     }
 
     func testConversationRebuildIsValidAfterACrashAndEscapesBatches() throws {
