@@ -331,8 +331,10 @@ enum CancellableRun {
     private static let received = Atomic<Int32>(0)
 
     /// The exit status a stopped run ends with: 128 + the signal that stopped it (130 when none was recorded).
+    /// Served by the daemon, only this request's forwarded signals count: `received` is the daemon process's and
+    /// still held an earlier request's SIGTERM (a pipeline cancelled from another process then exited 143, not 130).
     static var interruptedStatus: Int32 {
-        if let hub = Invocation.current.interrupts, hub.raised != 0 { return 128 + hub.raised }
+        if let hub = Invocation.current.interrupts { return 128 + (hub.raised != 0 ? hub.raised : SIGINT) }
         let signal = received.load(ordering: .sequentiallyConsistent)
         return 128 + (signal == 0 ? SIGINT : signal)
     }
