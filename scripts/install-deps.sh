@@ -21,6 +21,8 @@ packages=(
   python3-venv python3-pip
   # xdotool: the replay tests move windows with it (no window manager runs on the tests' Xvfb).
   xdotool
+  # wmctrl and xclip: the oracles of the window-control and clipboard tests (xdotool's for input and search).
+  wmctrl xclip
   # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
   libglib2.0-dev libatspi2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
   # Tk and GTK apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its

@@ -36,6 +36,18 @@ public enum ScreenError: ClassifiedError, Equatable {
     case image(String)
     /// Bad input that fits no other case.
     case invalidArgument(String)
+    /// A window action had no effect before its deadline: the window manager (or the app) ignored or refused it.
+    case ignored(String)
+    /// The action needs a window manager and none runs on the display.
+    case needsWindowManager(String)
+    /// No window has the keyboard focus.
+    case noActiveWindow
+    /// The selection (clipboard) has no owner, or its owner does not offer the type asked for.
+    case selectionEmpty(selection: String, type: String, offered: [String])
+    /// The selection's owner did not answer (or finish a transfer) in time.
+    case selectionTimeout(String)
+    /// A key cannot be held down across commands (`keydown`) because the keymap lacks it.
+    case notHoldable(String)
 
     /// A lost display ends an agent's run: no later action on this connection can work.
     public var endsRun: Bool {
@@ -51,8 +63,11 @@ public enum ScreenError: ClassifiedError, Equatable {
             return .display
         case .outOfBounds, .invalidRegion, .unknownKey, .untypeable, .invalidArgument:
             return .usage
-        case .windowNotFound, .ambiguousWindow, .notActivated:
+        case .windowNotFound, .ambiguousWindow, .notActivated, .ignored, .needsWindowManager, .noActiveWindow,
+            .selectionEmpty, .selectionTimeout:
             return .notFound
+        case .notHoldable:
+            return .usage
         case .noSpareKeycode, .image:
             return .internal
         }
@@ -104,6 +119,20 @@ public enum ScreenError: ClassifiedError, Equatable {
             return "image error: \(why)"
         case .invalidArgument(let why):
             return why
+        case .ignored(let what):
+            return "\(what): no effect within 2 s; the window manager or the app ignored the request"
+        case .needsWindowManager(let what):
+            return "\(what) needs a window manager and none runs on this display (start one, e.g. `openbox &`)"
+        case .noActiveWindow:
+            return "no window is active (nothing has the keyboard focus); activate one with `xclaw activate`"
+        case .selectionEmpty(let selection, let type, let offered):
+            let has = offered.isEmpty ? "it has no owner" : "its owner offers " + offered.joined(separator: ", ")
+            return "the \(selection) selection holds no \(type): \(has); set it with `xclaw clipboard set`"
+        case .selectionTimeout(let selection):
+            return "the owner of the \(selection) selection did not answer within 5 s; the app holding it may hang"
+        case .notHoldable(let key):
+            return "cannot hold \"\(key)\" down across commands: the keymap has no key for it; "
+                + "use `xclaw key` (which binds a spare keycode for one press) or a key the layout has"
         }
     }
 }

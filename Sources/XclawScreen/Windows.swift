@@ -145,7 +145,7 @@ public struct WindowManager: Sendable {
     public func activeWindow() throws -> UInt? { try activeWindow(ewmh: try hasWindowManager()) }
 
     /// `topLevels`: the list the caller already walked (walking the tree again costs a round trip per window).
-    private func activeWindow(ewmh: Bool, topLevels known: [Window]? = nil) throws -> UInt? {
+    func activeWindow(ewmh: Bool, topLevels known: [Window]? = nil) throws -> UInt? {
         if ewmh, let net = try cardinals(connection.root, "_NET_ACTIVE_WINDOW", type: XA_WINDOW).first, net != 0 {
             return net
         }
@@ -169,7 +169,7 @@ public struct WindowManager: Sendable {
     /// Top-level client windows, bottom-most first.
     /// `mappedOnly` skips unmapped children of the root before looking inside them: toolkits keep several hidden
     /// top-levels each, and describing one costs a dozen round trips.
-    private func topLevels(ewmh: Bool, mappedOnly: Bool = false) throws -> [Window] {
+    func topLevels(ewmh: Bool, mappedOnly: Bool = false) throws -> [Window] {
         if ewmh {
             let stacking = try cardinals(connection.root, "_NET_CLIENT_LIST_STACKING", type: XA_WINDOW)
             if !stacking.isEmpty { return stacking.map { Window($0) } }
@@ -198,7 +198,7 @@ public struct WindowManager: Sendable {
         }
     }
 
-    private func topLevel(containing window: Window, ewmh: Bool, topLevels known: [Window]? = nil) throws -> Window {
+    func topLevel(containing window: Window, ewmh: Bool, topLevels known: [Window]? = nil) throws -> Window {
         var current = window
         let topLevelSet = Set(try known ?? topLevels(ewmh: ewmh))
         for _ in 0..<64 {
@@ -212,7 +212,7 @@ public struct WindowManager: Sendable {
 
     private func children(of window: Window) throws -> [Window] { try tree(window).children }
 
-    private func tree(_ window: Window) throws -> (parent: Window, children: [Window]) {
+    func tree(_ window: Window) throws -> (parent: Window, children: [Window]) {
         try connection.trapped { display in Self.tree(display, window) }
     }
 
@@ -226,7 +226,7 @@ public struct WindowManager: Sendable {
         return (parent, list.map { Array(UnsafeBufferPointer(start: $0, count: Int(count))) } ?? [])
     }
 
-    private func attributes(_ window: Window) throws -> XWindowAttributes {
+    func attributes(_ window: Window) throws -> XWindowAttributes {
         try connection.trapped { display in
             var attrs = XWindowAttributes()
             XGetWindowAttributes(display, window, &attrs)
@@ -316,12 +316,12 @@ public struct WindowManager: Sendable {
         return String(decoding: value.bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
 
-    private func cardinals(_ window: Window, _ name: String, type: Atom) throws -> [UInt] {
+    func cardinals(_ window: Window, _ name: String, type: Atom) throws -> [UInt] {
         guard let value = try property(window, connection.atom(name), type: type), value.format == 32 else { return [] }
         return value.bytes.withUnsafeBytes { raw in Array(raw.bindMemory(to: UInt.self)) }
     }
 
-    private func property(_ window: Window, _ name: Atom, type: Atom) throws -> (format: Int32, bytes: [UInt8])? {
+    func property(_ window: Window, _ name: Atom, type: Atom) throws -> (format: Int32, bytes: [UInt8])? {
         try connection.trapped { display in Self.property(display, window, name, type: type) }
     }
 
