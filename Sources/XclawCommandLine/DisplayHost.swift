@@ -17,6 +17,55 @@ public protocol DisplayHost: Sendable {
     /// Unbinds the spare keycodes `keyboard` bound once clients have read them: in the daemon, later, on a timer,
     /// so the command returns as soon as its keys are sent.
     func restoreMapping(_ keyboard: Keyboard) throws
+    /// Takes `selection` on display `name` with `data` and keeps serving it after the command returns, until another
+    /// client takes it: the daemon serves it from a thread of its own, a one-shot command leaves a detached owner.
+    func serveSelection(_ selection: ClipboardSelection, type: ClipboardType, data: Data, display name: String?) throws
+}
+
+extension DisplayHost {
+    /// The one-shot way: a detached `xclaw-core clipboard-serve`, as xclip forks a child to hold the selection.
+    /// The contents go through its stdin; it says `ready` once it owns the selection, so the command returns only
+    /// when a paste would see the new contents.
+    public func serveSelection(_ selection: ClipboardSelection, type: ClipboardType, data: Data, display name: String?)
+        throws
+    {
+        let display = try DisplayConnection.resolveName(name)
+        guard let core = XclawPaths.sibling("xclaw-core") else {
+            throw ScreenError.invalidArgument("xclaw-core is missing beside xclaw; reinstall xclaw")
+        }
+        let (read, write) = try Subprocess.pipe()
+        let child: Subprocess
+        do {
+            defer { close(read) }
+            child = try Subprocess.spawn(
+                [
+                    core, "clipboard-serve", "--display", display, "--selection", selection.rawValue, "--type",
+                    type.rawValue,
+                ], stdin: .descriptor(read), stdout: .pipe, stderr: .pipe,
+                environment: Invocation.current.environment, group: .newSession)
+        } catch {
+            close(write)
+            throw error
+        }
+        // The child reads everything before it answers, so writing it all first cannot deadlock.
+        let sent = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(write, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 && Errno.current == .interrupted { continue }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+        close(write)
+        let (out, err, _) = child.read(until: .now + .seconds(10)) { $0.starts(with: Data("ready\n".utf8)) }
+        child.closePipes()
+        guard sent, out.starts(with: Data("ready\n".utf8)) else {
+            let why = String(decoding: err, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw ScreenError.selectionTimeout(why.isEmpty ? selection.rawValue : why)
+        }
+    }
 }
 
 /// The host of the running command.

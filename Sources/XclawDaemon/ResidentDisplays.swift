@@ -175,6 +175,7 @@ final class HeldDisplay: Sendable {
 
     func close() {
         let (input, perceiver) = state.withLock { ($0.input, $0.perceiver) }
+        _ = try? input?.releaseHeld()  // keys `keydown` left down go with the daemon that served them
         try? input?.keyboard.restoreMapping()
         try? perceiver?.recognizer.cache.save(to: Perceiver.cacheFile)
         perceiver?.treeCache?.stop()
@@ -217,6 +218,14 @@ public final class RequestHost: DisplayHost {
         }
         handedOut.withLock { $0.append((perceiver.connection.name, store)) }
         return store
+    }
+
+    /// The daemon holds the selection itself: the owner's thread serves it until another client takes it.
+    public func serveSelection(_ selection: ClipboardSelection, type: ClipboardType, data: Data, display name: String?)
+        throws
+    {
+        let display = try displays.display(name).connection.name
+        _ = try SelectionOwner.start(display: display, selection: selection, type: type, data: data)
     }
 
     /// On the display's timer: the command returns now.

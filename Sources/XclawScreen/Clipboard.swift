@@ -4,7 +4,7 @@ import Synchronization
 import XclawBase
 
 /// An X selection: CLIPBOARD (ctrl+c / ctrl+v) or PRIMARY (select / middle click).
-public enum Selection: String, Sendable, CaseIterable, Codable {
+public enum ClipboardSelection: String, Sendable, CaseIterable, Codable {
     case clipboard, primary
 
     /// The selection's atom name.
@@ -43,7 +43,7 @@ public enum SelectionReader {
     public static let deadline: Duration = .seconds(5)
 
     /// The selection's contents of `type`: bytes as the owner gave them (text as UTF-8).
-    public static func read(_ selection: Selection, type: ClipboardType, display: String) throws -> Data {
+    public static func read(_ selection: ClipboardSelection, type: ClipboardType, display: String) throws -> Data {
         let connection = try DisplayConnection(name: display)
         let transfer = try Transfer(connection: connection, selection: selection)
         defer { transfer.close() }
@@ -63,7 +63,7 @@ public enum SelectionReader {
     }
 
     /// The targets the selection's owner offers; empty when it has none.
-    public static func targets(_ selection: Selection, display: String) throws -> [String] {
+    public static func targets(_ selection: ClipboardSelection, display: String) throws -> [String] {
         let connection = try DisplayConnection(name: display)
         let transfer = try Transfer(connection: connection, selection: selection)
         defer { transfer.close() }
@@ -79,7 +79,7 @@ public enum SelectionReader {
         let hasOwner: Bool
         let name: String
 
-        init(connection: DisplayConnection, selection: Selection) throws {
+        init(connection: DisplayConnection, selection: ClipboardSelection) throws {
             self.connection = connection
             name = selection.atomName
             self.selection = connection.atom(selection.atomName)
@@ -216,7 +216,7 @@ public final class SelectionOwner: @unchecked Sendable {
     public static let chunkLimit = 256 * 1024
 
     /// The selection served.
-    public let selection: Selection
+    public let selection: ClipboardSelection
     /// The type served.
     public let type: ClipboardType
     private let connection: DisplayConnection
@@ -229,7 +229,7 @@ public final class SelectionOwner: @unchecked Sendable {
 
     /// Takes `selection` on `display` with `data` of `type` and starts serving it; throws when another client took
     /// it at the same moment.
-    public static func start(display: String, selection: Selection, type: ClipboardType, data: Data) throws
+    public static func start(display: String, selection: ClipboardSelection, type: ClipboardType, data: Data) throws
         -> SelectionOwner
     {
         let owner = try SelectionOwner(display: display, selection: selection, type: type, data: data)
@@ -239,7 +239,7 @@ public final class SelectionOwner: @unchecked Sendable {
         return owner
     }
 
-    private init(display: String, selection: Selection, type: ClipboardType, data: Data) throws {
+    private init(display: String, selection: ClipboardSelection, type: ClipboardType, data: Data) throws {
         connection = try DisplayConnection(name: display)
         (self.selection, self.type, self.data) = (selection, type, Array(data))
         let atom = connection.atom(selection.atomName)

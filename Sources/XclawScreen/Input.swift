@@ -97,18 +97,47 @@ public final class InputController: Sendable {
         try connection.checkAlive()
     }
 
-    /// Clicks `count` times (1 single, 2 double, 3 triple) at `point` (nil: where the pointer is), holding
-    /// `modifiers` (keysyms, e.g. from `KeyCombo.parse("ctrl+shift")`) meanwhile.
-    public func click(at point: Point?, button: MouseButton = .left, count: Int = 1, modifiers: [KeySym] = []) throws {
-        guard (1...3).contains(count) else {
-            throw ScreenError.invalidArgument("click count must be 1, 2 or 3, not \(count)")
+    /// Clicks `count` times at `point` (nil: where the pointer is), holding `modifiers` (keysyms, e.g. from
+    /// `KeyCombo.parse("ctrl+shift")`) meanwhile. Back to back, 2 and 3 are a double and a triple click; `interval`
+    /// spaces the clicks (then up to `maximumClicks`, separate clicks to the app) and `hold` keeps each press down.
+    public func click(
+        at point: Point?, button: MouseButton = .left, count: Int = 1, modifiers: [KeySym] = [],
+        interval: Duration = .zero, hold: Duration = .zero, interrupted: () -> Bool = { false }
+    ) throws {
+        let most = interval > .zero ? Self.maximumClicks : 3
+        guard (1...most).contains(count) else {
+            throw ScreenError.invalidArgument("click count must be 1 to \(most), not \(count)")
+        }
+        guard interval >= .zero, interval <= .seconds(60), hold >= .zero, hold <= .seconds(60) else {
+            throw ScreenError.invalidArgument("click interval and hold must be 0 to 60 s")
         }
         try withModifiers(modifiers, at: point) {
-            for _ in 0..<count {
+            for index in 0..<count where !interrupted() {
+                if index > 0, interval > .zero { try pause(interval) }
                 connection.fakeButton(button.number, down: true)
-                connection.fakeButton(button.number, down: false)
+                defer { connection.fakeButton(button.number, down: false) }
+                if hold > .zero { try pause(hold) }
             }
         }
+    }
+
+    /// The most clicks one spaced `click` sends.
+    public static let maximumClicks = 100
+
+    /// Sends what is buffered, then sleeps: the events before a pause must reach the app before it.
+    private func pause(_ duration: Duration) throws {
+        connection.flush()
+        try connection.checkAlive()
+        Thread.sleep(forTimeInterval: duration.seconds)
+    }
+
+    /// Moves the pointer by an offset from where it is.
+    @discardableResult
+    public func move(by offset: Point) throws -> Point {
+        let now = try cursorPosition()
+        let target = Point(x: now.x + offset.x, y: now.y + offset.y)
+        try move(to: target)
+        return target
     }
 
     /// Presses a button and keeps it down (`mouse down`).
@@ -129,8 +158,22 @@ public final class InputController: Sendable {
         duration: Duration = .zero, modifiers: [KeySym] = [],
         interrupted: () -> Bool = { false }
     ) throws {
-        try checkOnScreen(start)
-        try checkOnScreen(end)
+        try drag(
+            path: [start, end], button: button, steps: steps, duration: duration, modifiers: modifiers,
+            interrupted: interrupted)
+    }
+
+    /// Drags through waypoints: pressed at the first, `steps` intermediate points on each leg, released at the
+    /// last; `duration` is shared by the legs in proportion to their length.
+    public func drag(
+        path: [Point], button: MouseButton = .left, steps: Int = 16, duration: Duration = .zero,
+        modifiers: [KeySym] = [], interrupted: () -> Bool = { false }
+    ) throws {
+        guard path.count >= 2, path.count <= Self.maximumWaypoints else {
+            throw ScreenError.invalidArgument(
+                "a drag path needs 2 to \(Self.maximumWaypoints) points, not \(path.count)")
+        }
+        for point in path { try checkOnScreen(point) }
         guard steps <= Self.maximumSteps else {
             throw ScreenError.invalidArgument("drag steps must be 1 to \(Self.maximumSteps), not \(steps)")
         }
@@ -138,21 +181,30 @@ public final class InputController: Sendable {
             throw ScreenError.invalidArgument("drag duration must be 0 to \(Self.maximumDuration.seconds) s")
         }
         let steps = max(1, steps)
-        let pause = duration.seconds / Double(steps)
-        try withModifiers(modifiers, at: start) {
+        let legs = zip(path, path.dropFirst()).map { a, b in
+            (a, b, max(1.0, Double(abs(b.x - a.x) + abs(b.y - a.y))))
+        }
+        let total = legs.reduce(0) { $0 + $1.2 }
+        try withModifiers(modifiers, at: path[0]) {
             connection.fakeButton(button.number, down: true)
             defer { connection.fakeButton(button.number, down: false) }
-            for i in 1...steps where !interrupted() {
-                let x = start.x + (end.x - start.x) * i / steps, y = start.y + (end.y - start.y) * i / steps
-                connection.fakeMotion(x: x, y: y)
-                if pause > 0 {
-                    connection.flush()
-                    try connection.checkAlive()
-                    Thread.sleep(forTimeInterval: pause)
+            for (start, end, length) in legs where !interrupted() {
+                let pause = duration.seconds * length / total / Double(steps)
+                for i in 1...steps where !interrupted() {
+                    let x = start.x + (end.x - start.x) * i / steps, y = start.y + (end.y - start.y) * i / steps
+                    connection.fakeMotion(x: x, y: y)
+                    if pause > 0 {
+                        connection.flush()
+                        try connection.checkAlive()
+                        Thread.sleep(forTimeInterval: pause)
+                    }
                 }
             }
         }
     }
+
+    /// The most waypoints one drag takes.
+    public static let maximumWaypoints = 1_000
 
     /// Scrolls `amount` notches at `point` (nil: where the pointer is), optionally holding modifiers
     /// (`ctrl` + scroll zooms in many apps).

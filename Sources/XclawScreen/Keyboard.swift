@@ -336,6 +336,26 @@ public final class Keyboard: @unchecked Sendable {
         }
     }
 
+    /// The keycodes that press `combo` with the keymap as it is, in press order (Shift added for a second-level key);
+    /// throws `notHoldable` for a key the keymap lacks: a key held across commands cannot sit on a spare keycode,
+    /// which another command would rebind under it.
+    public func keycodes(holding combo: KeyCombo) throws -> [UInt32] {
+        lock.lock()
+        defer { lock.unlock() }
+        var codes: [UInt32] = []
+        let all = combo.modifiers + [combo.key]
+        for (i, sym) in all.enumerated() {
+            guard let hit = bySymbol[sym] else { throw ScreenError.notHoldable(combo.text) }
+            if i == all.count - 1, hit.level == 1, !combo.modifiers.contains(where: isShift),
+                let shift = bySymbol[0xffe1]?.keycode
+            {
+                codes.append(shift)
+            }
+            codes.append(hit.keycode)
+        }
+        return codes
+    }
+
     /// Keycodes for modifier keysyms held during mouse actions.
     func modifierKeycodes(_ syms: [KeySym]) throws -> [UInt32] {
         lock.lock()

@@ -15,14 +15,49 @@ private func input(_ options: DisplayOptions) throws -> InputController {
 
 /// `xclaw move X Y`.
 struct Move: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Move the pointer.")
+    static let configuration = CommandConfiguration(
+        abstract: "Move the pointer to X Y, by DX DY (--relative), or to X Y inside a window (--window).")
     @OptionGroup var target: DisplayOptions
-    @Argument var x: Int
-    @Argument var y: Int
+    @Flag(help: "X Y are an offset from where the pointer is (may be negative).") var relative = false
+    @Option(help: "X Y are relative to this window's content area (id, title or class).") var window: String?
+    @OptionGroup var select: WindowSelection
+    @Argument(parsing: .allUnrecognized, help: "X Y (negative ones allowed with --relative and --window).")
+    var coordinates: [String] = []
+
+    /// The two numbers; anything else is exit 2 before the pointer moves.
+    func point() throws -> Point {
+        guard coordinates.count == 2 else { throw ValidationError("give X and Y, got \(coordinates.count) values") }
+        let values = try coordinates.map { text -> Int in
+            guard let value = Int(text), abs(value) <= Rect.coordinateLimit else {
+                throw ValidationError("\"\(text)\" is not a coordinate (an integer within ±\(Rect.coordinateLimit))")
+            }
+            return value
+        }
+        return Point(x: values[0], y: values[1])
+    }
+
+    func validate() throws {
+        let p = try point()
+        if relative && (window != nil || !select.filter.isEmpty) {
+            throw ValidationError("--relative moves from the pointer: it does not take a window")
+        }
+        if !relative && window == nil && select.filter.isEmpty && (p.x < 0 || p.y < 0) {
+            throw ValidationError("X and Y must be 0 or more (use --relative for an offset)")
+        }
+    }
 
     func run() throws {
         let controller = try input(target)
-        try controller.move(to: Point(x: x, y: y))
+        var p = try point()
+        if relative {
+            try controller.move(by: p)
+        } else {
+            if window != nil || !select.filter.isEmpty {
+                let frame = try select.resolve(window, WindowManager(connection: controller.connection)).frame
+                p = Point(x: frame.x + p.x, y: frame.y + p.y)
+            }
+            try controller.move(to: p)
+        }
         try controller.sync()
     }
 }
@@ -34,18 +69,33 @@ struct Click: ParsableCommand {
     @Argument var x: Int?
     @Argument var y: Int?
     @Option(help: "left, middle or right.") var button: MouseButton = .left
-    @Option(help: "1 (single), 2 (double) or 3 (triple).") var count = 1
+    @Option(help: "1 (single), 2 (double) or 3 (triple); up to 100 separate clicks with --interval.") var count = 1
     @Option(name: .customLong("with"), help: "Modifiers held during the click, e.g. ctrl+shift.") var modifiers: String?
+    @Option(help: "Milliseconds between clicks (as xdotool click --delay): each one a single click to the app.")
+    var interval: Int?
+    @Option(name: .customLong("hold-ms"), help: "Milliseconds each press is held before its release.") var holdMs: Int?
 
     func validate() throws {
         if (x == nil) != (y == nil) { throw ValidationError("give both X and Y, or neither") }
-        if !(1...3).contains(count) { throw ValidationError("--count must be 1, 2 or 3") }
+        try requireRange(interval, 0...60_000, "--interval", "ms")
+        try requireRange(holdMs, 0...60_000, "--hold-ms", "ms")
+        if (interval ?? 0) > 0 {
+            try requireRange(count, 1...InputController.maximumClicks, "--count", "")
+        } else if !(1...3).contains(count) {
+            throw ValidationError("--count must be 1, 2 or 3 (more with --interval)")
+        }
     }
 
     func run() throws {
         let controller = try input(target)
         let point = x.flatMap { x in y.map { Point(x: x, y: $0) } }
-        try controller.click(at: point, button: button, count: count, modifiers: try parseModifiers(modifiers))
+        let modifiers = try parseModifiers(modifiers)
+        try Interrupt.guarded {
+            try controller.click(
+                at: point, button: button, count: count, modifiers: modifiers,
+                interval: .milliseconds(interval ?? 0), hold: .milliseconds(holdMs ?? 0)
+            ) { Interrupt.requested }
+        }
         try controller.sync()
     }
 }
@@ -74,6 +124,7 @@ struct MouseDown: ParsableCommand {
     func run() throws {
         let controller = try input(options.target)
         try controller.buttonDown(options.button, at: options.point)
+        try controller.recordButton(options.button, down: true)  // for `release-all`
         try controller.sync()
     }
 }
@@ -86,24 +137,43 @@ struct MouseUp: ParsableCommand {
     func run() throws {
         let controller = try input(options.target)
         try controller.buttonUp(options.button, at: options.point)
+        try controller.recordButton(options.button, down: false)
         try controller.sync()
     }
 }
 
-/// `xclaw drag X1 Y1 X2 Y2`.
+/// `xclaw drag X1 Y1 X2 Y2`, or `drag --path X,Y X,Y …`.
 struct Drag: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Drag with a button held, through intermediate points.")
+    static let configuration = CommandConfiguration(
+        abstract: "Drag with a button held, from X1 Y1 to X2 Y2 or through the waypoints of --path.")
     @OptionGroup var target: DisplayOptions
-    @Argument var x1: Int
-    @Argument var y1: Int
-    @Argument var x2: Int
-    @Argument var y2: Int
+    @Argument var coordinates: [Int] = []
+    @Option(
+        parsing: .upToNextOption,
+        help: "Waypoints X,Y X,Y … (at least two): pressed at the first, released at the last.")
+    var path: [String] = []
     @Option var button: MouseButton = .left
-    @Option(help: "Intermediate motion events.") var steps = 16
+    @Option(help: "Intermediate motion events (per leg with --path).") var steps = 16
     @Option(help: "Milliseconds the motion takes (some toolkits need time to start a drag).") var duration = 0
     @Option(name: .customLong("with"), help: "Modifiers held, e.g. shift.") var modifiers: String?
 
+    /// The points dragged through.
+    func points() throws -> [Point] {
+        if path.isEmpty {
+            guard coordinates.count == 4 else { throw ValidationError("give X1 Y1 X2 Y2, or --path X,Y X,Y …") }
+            return [Point(x: coordinates[0], y: coordinates[1]), Point(x: coordinates[2], y: coordinates[3])]
+        }
+        guard coordinates.isEmpty else { throw ValidationError("give X1 Y1 X2 Y2 or --path, not both") }
+        guard (2...InputController.maximumWaypoints).contains(path.count) else {
+            throw ValidationError("--path needs 2 to \(InputController.maximumWaypoints) points X,Y, not \(path.count)")
+        }
+        return try path.map { text in
+            do { return try Point(parsing: text) } catch { throw ValidationError("--path: \(error)") }
+        }
+    }
+
     func validate() throws {
+        _ = try points()
         try requireRange(steps, 1...InputController.maximumSteps, "--steps", "")
         try requireRange(duration, 0...600_000, "--duration", "ms")
     }
@@ -111,10 +181,11 @@ struct Drag: ParsableCommand {
     func run() throws {
         let controller = try input(target)
         let modifiers = try parseModifiers(self.modifiers)
+        let points = try points()
         try Interrupt.guarded {
             try controller.drag(
-                from: Point(x: x1, y: y1), to: Point(x: x2, y: y2), button: button, steps: steps,
-                duration: .milliseconds(max(0, duration)), modifiers: modifiers
+                path: points, button: button, steps: steps, duration: .milliseconds(max(0, duration)),
+                modifiers: modifiers
             ) { Interrupt.requested }
         }
         try controller.sync()
@@ -123,7 +194,13 @@ struct Drag: ParsableCommand {
 
 /// `xclaw scroll DIR`.
 struct Scroll: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Scroll up, down, left or right.")
+    static let configuration = CommandConfiguration(
+        abstract: "Scroll up, down, left or right.",
+        discussion: """
+            Scrolling is sent as notches (core buttons 4–7), which every app takes. There is no --smooth: XInput2 \
+            smooth scrolling comes only from a device with scroll valuators, and the XTest device xclaw (and xdotool) \
+            sends through has none; making one takes uinput and a real Xorg input driver, which Xvfb lacks.
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "up, down, left or right.") var direction: ScrollDirection
     @Option(help: "Notches.") var amount = 1
@@ -188,10 +265,20 @@ struct TypeText: ParsableCommand {
             """)
     var into: String?
     @Option(help: "Window id (0x…) or title substring to look for --into in.") var window: String?
+    @OptionGroup var select: WindowSelection
+    @Flag(
+        help: """
+            Paste instead of typing: set the clipboard to the text, press ctrl+v, then give the clipboard its old \
+            text back (other types are not restored). Fast for long text; the app must paste with ctrl+v.
+            """)
+    var paste = false
 
     func validate() throws {
         try requireRange(delay, 0...10_000, "--delay", "ms")
-        if window != nil && into == nil { throw ValidationError("--window goes with --into") }
+        if (window != nil || !select.filter.isEmpty) && into == nil {
+            throw ValidationError("--window and the selection flags go with --into")
+        }
+        if paste && delay != nil { throw ValidationError("--paste sends no characters: it takes no --delay") }
     }
 
     func run() throws {
@@ -205,6 +292,7 @@ struct TypeText: ParsableCommand {
         }
         let controller = try input(target)
         if let into { try focusField(into, controller: controller) }
+        if paste { return try pasteText(content, controller: controller) }
         try Interrupt.guarded {
             try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }) {
                 Interrupt.requested
@@ -221,7 +309,7 @@ extension TypeText {
     /// pointer motion), else — or when the toolkit refuses — a click on its centre.
     func focusField(_ label: String, controller: InputController) throws {
         try withPerceiver(target) { p in
-            let snapshot = try takeSnapshot(p, area: p.area(window: window))
+            let snapshot = try takeSnapshot(p, area: p.area(window: select.query(window, target)))
             let match = try Selection().resolve(label, in: snapshot)
             switch p.focusForTyping(match) {
             case .focused: return
@@ -233,15 +321,108 @@ extension TypeText {
     }
 }
 
-/// `xclaw cursor`.
-struct Cursor: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the pointer position.")
+extension TypeText {
+    /// Puts `text` on the clipboard, presses ctrl+v, waits until the app fetched it, and gives the clipboard its
+    /// old text back. The selection is owned here while the app fetches: the old contents return only after.
+    func pasteText(_ text: String, controller: InputController) throws {
+        let display = try DisplayConnection.resolveName(target.display)
+        let old = try? SelectionReader.read(.clipboard, type: .text, display: display)
+        let owner = try SelectionOwner.start(
+            display: display, selection: .clipboard, type: .text, data: Data(text.utf8))
+        try controller.keyboard.press([try KeyCombo.parse("ctrl+v")])
+        try controller.sync()
+        let fetched = owner.waitForRequests(timeout: .seconds(2))
+        if let old {
+            try Hosting.current.serveSelection(.clipboard, type: .text, data: old, display: display)
+        } else {
+            owner.stop()
+        }
+        owner.waitUntilDone()
+        guard fetched else {
+            throw ScreenError.ignored(
+                "paste: no app asked for the clipboard within 2 s of ctrl+v (does the focused window paste with ctrl+v?)"
+            )
+        }
+    }
+}
+
+/// `xclaw keydown KEYS…`.
+struct KeyDown: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keydown",
+        abstract: "Press keys and leave them down across commands (until keyup, release-all, or the daemon stops).")
     @OptionGroup var target: DisplayOptions
+    @Argument(help: "Keys or combinations, e.g. shift or ctrl+alt; all are pressed, in order.") var keys: [String]
+
+    func validate() throws {
+        if keys.isEmpty { throw ValidationError("name at least one key, e.g. shift") }
+        for key in keys { try checkParses(key) { try KeyCombo.parse($0) } }
+    }
+
+    func run() throws {
+        let controller = try input(target)
+        try controller.keyDown(try keys.map(KeyCombo.parse))
+        try controller.sync()
+    }
+}
+
+/// `xclaw keyup KEYS…`.
+struct KeyUp: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keyup", abstract: "Release keys that keydown (or anything else) holds down.")
+    @OptionGroup var target: DisplayOptions
+    @Argument(help: "Keys or combinations, released in reverse order.") var keys: [String]
+
+    func validate() throws {
+        if keys.isEmpty { throw ValidationError("name at least one key, e.g. shift") }
+        for key in keys { try checkParses(key) { try KeyCombo.parse($0) } }
+    }
+
+    func run() throws {
+        let controller = try input(target)
+        try controller.keyUp(try keys.map(KeyCombo.parse))
+        try controller.sync()
+    }
+}
+
+/// `xclaw release-all`.
+struct ReleaseAll: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "release-all",
+        abstract: "Release the keys and buttons keydown and mousedown left held (--everything: every key and button).")
+    @OptionGroup var target: DisplayOptions
+    @Flag(help: "Release every key and button the server holds down, whoever pressed it.") var everything = false
     @Flag var json = false
 
     func run() throws {
-        let p = try input(target).cursorPosition()
-        try emit(p, json: json) { "\(p.x) \(p.y)" }
+        let controller = try input(target)
+        var released = try controller.releaseHeld()
+        if everything { released += try controller.releaseEverything() }
+        try controller.sync()
+        struct Released: Encodable { var released: Int }
+        try emit(Released(released: released), json: json) { "released \(released)" }
+    }
+}
+
+/// `xclaw cursor`.
+struct Cursor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the pointer position (with --window, and the top-level window under it, or -).")
+    @OptionGroup var target: DisplayOptions
+    @Flag(help: "Also print the window under the pointer.") var window = false
+    @Flag var json = false
+
+    func run() throws {
+        let controller = try input(target)
+        let p = try controller.cursorPosition()
+        guard window else { return try emit(p, json: json) { "\(p.x) \(p.y)" } }
+        struct Located: Encodable {
+            var x: Int, y: Int, window: WindowInfo?
+        }
+        let under = try WindowManager(connection: controller.connection).windowUnderPointer()
+        try emit(Located(x: p.x, y: p.y, window: under), json: json) {
+            "\(p.x) \(p.y)\t" + (under.map(windowRow) ?? "-")
+        }
     }
 }
 

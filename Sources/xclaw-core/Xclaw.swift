@@ -16,13 +16,14 @@ struct Xclaw: ParsableCommand {
         subcommands: [
             DisplayCommand.self, Capture.self, PixelCommand.self,
             Move.self, Click.self, MouseDown.self, MouseUp.self, Drag.self, Scroll.self, Key.self, TypeText.self,
-            Cursor.self, Windows.self, Activate.self, Monitors.self, Apps.self, Launch.self,
+            KeyDown.self, KeyUp.self, ReleaseAll.self, Cursor.self, Windows.self, Active.self, Activate.self,
+            WindowCommand.self, DesktopCommand.self, ClipboardCommand.self, Monitors.self, Apps.self, Launch.self,
             Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self,
             Models.self,
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
             ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,
             Approve.self, Deny.self, PipelineCommand.self,
-            DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self,
+            DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, ClipboardServe.self,
         ]
     )
 }

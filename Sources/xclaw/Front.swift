@@ -7,6 +7,7 @@ struct Front {
     /// commands, `display`, `daemon`, `bench`, help) gain nothing from it and run in-process.
     static let served: Set<String> = [
         "move", "click", "mousedown", "mouseup", "drag", "scroll", "key", "type", "cursor", "windows", "activate",
+        "keydown", "keyup", "release-all", "active", "window", "desktop", "clipboard",
         "monitors", "capture", "pixel", "ocr", "snapshot", "tree", "find", "tap", "watch", "wait-stable", "run", "send",
         "chat", "pipeline",
     ]
