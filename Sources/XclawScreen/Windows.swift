@@ -83,7 +83,18 @@ public struct WindowManager: Sendable {
         if let id = Self.parseID(query) { return try window(id: id) }
         let needle = query.lowercased()
         guard !needle.isEmpty else { throw ScreenError.invalidArgument("empty window name") }
-        let all = try list()
+        let mapped = try list()
+        // A minimized (unmapped) window is still found by its name, once no mapped window has it.
+        let hidden = { () throws -> [WindowInfo] in
+            try self.list(includeHidden: true).filter { !$0.mapped && !$0.popup }
+        }
+        var all = mapped
+        if !mapped.contains(where: {
+            $0.title.lowercased().contains(needle) || $0.className.lowercased() == needle
+                || $0.instance.lowercased() == needle
+        }) {
+            all = try hidden()
+        }
         let candidates = all.filter { $0.title.lowercased().contains(needle) }
         if candidates.count == 1 { return candidates[0] }
         let exact = candidates.filter { $0.title.lowercased() == needle }

@@ -1,0 +1,76 @@
+import Foundation
+import XclawBase
+import XclawScreen
+
+/// An openbox on a test display: the reparenting EWMH window manager the window-control tests run under.
+/// Safe because `process` is set up in `init` and only stopped after.
+public final class Openbox: @unchecked Sendable {
+    /// The openbox process.
+    public let process = Process()
+
+    /// Starts openbox (with no config of the user's: a private `XDG_CONFIG_HOME`) and waits until it manages the
+    /// display (`_NET_SUPPORTING_WM_CHECK` names a live window).
+    public init(display: TestDisplay) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openbox")
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-openbox-\(getpid())")
+        process.environment = display.environment.merging(
+            ["XDG_CONFIG_HOME": config.path, "HOME": ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let manager = WindowManager(connection: try display.connect())
+        let deadline = Date().addingTimeInterval(10)
+        while try !manager.hasWindowManager() {
+            guard Date() < deadline, process.isRunning else {
+                throw ScreenError.virtualDisplay("openbox did not start on \(display.name)")
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    /// Ends openbox.
+    public func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+    }
+
+    deinit { stop() }
+}
+
+/// Runs an oracle (xdotool, xwininfo, wmctrl, xclip, xprop) on `display` and returns its stdout; `stdin` is fed
+/// from a file when given.
+@discardableResult
+public func oracle(_ arguments: [String], display: String, stdin path: String? = nil) throws -> String {
+    String(decoding: try oracleData(arguments, display: display, stdin: path), as: UTF8.self)
+}
+
+/// `oracle`, as bytes. Through `Subprocess` (waitpid on the child alone): `xclip -i` forks a child that holds the
+/// selection, and is done when its parent exits, which Foundation's `Process` did not always report.
+public func oracleData(_ arguments: [String], display: String, stdin path: String? = nil) throws -> Data {
+    let environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": display]) { $1 }
+    let input = path.map { open($0, O_RDONLY | O_CLOEXEC) } ?? -1
+    defer { if input >= 0 { close(input) } }
+    let forks = arguments.first == "xclip" && arguments.contains("-i")
+    let child = try Subprocess.spawn(
+        ["/usr/bin/" + arguments[0]] + arguments.dropFirst(), stdin: input >= 0 ? .descriptor(input) : .null,
+        stdout: forks ? .null : .pipe, stderr: .null, environment: environment)
+    let deadline = ContinuousClock.now + .seconds(30)
+    let (out, _, _) = forks ? (Data(), Data(), true) : child.read(until: deadline)
+    child.closePipes()
+    _ = child.wait(deadline: deadline)
+    return out
+}
+
+/// xwininfo's geometry of a window: Absolute upper-left X/Y, Width and Height.
+public func xwininfoGeometry(_ window: UInt, display: String) throws -> Rect {
+    let text = try oracle(["xwininfo", "-id", "0x" + String(window, radix: 16)], display: display)
+    func value(_ label: String) -> Int {
+        text.split(separator: "\n").first { $0.contains(label) }
+            .flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") } ?? -1
+    }
+    return Rect(
+        x: value("Absolute upper-left X"), y: value("Absolute upper-left Y"), width: value("Width"),
+        height: value("Height"))
+}
