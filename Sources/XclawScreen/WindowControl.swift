@@ -407,7 +407,7 @@ extension WindowManager {
     // MARK: - Plumbing
 
     /// Sends an EWMH client message about `window` to the root window, where the manager listens.
-    private func sendMessage(_ window: Window, _ type: String, _ data: [Int]) throws {
+    func sendMessage(_ window: Window, _ type: String, _ data: [Int]) throws {
         let atom = connection.atom(type)
         let l = data + Array(repeating: 0, count: max(0, 5 - data.count))
         try connection.trapped { display in

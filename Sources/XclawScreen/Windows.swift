@@ -121,21 +121,9 @@ public struct WindowManager: Sendable {
         let id = Window(window.id)
         let ewmh = try hasWindowManager()
         if ewmh {
-            _ = try connection.trapped { display in
-                var event = XEvent()
-                event.xclient.type = ClientMessage
-                event.xclient.window = id
-                event.xclient.message_type = connection.atom("_NET_ACTIVE_WINDOW")
-                event.xclient.format = 32
-                event.xclient.data.l = (2, 0, 0, 0, 0)  // source 2: a pager/tool acting for the user
-                XSendEvent(
-                    display, connection.root, 0,
-                    SubstructureRedirectMask | SubstructureNotifyMask, &event)
-                XMapRaised(display, id)
-            }
-        } else {
-            try connection.trapped { display in XMapRaised(display, id) }
+            try sendMessage(id, "_NET_ACTIVE_WINDOW", [2])  // source 2: a pager/tool acting for the user
         }
+        try connection.trapped { display in XMapRaised(display, id) }
         let deadline = ContinuousClock.now + .seconds(2)
         while try attributes(id).map_state != IsViewable {
             if ContinuousClock.now >= deadline { throw ScreenError.notActivated(window.hexID) }
