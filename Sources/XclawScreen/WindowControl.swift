@@ -112,11 +112,16 @@ extension WindowManager {
             }
             return window
         }
-        var matches = try list(matching: filter, includeHidden: true)
-        if let query {
-            let needle = query.lowercased()
-            matches = matches.filter { $0.title.lowercased().contains(needle) }
+        // Mapped windows first: toolkits keep hidden top-levels with the app's WM_CLASS (GTK's client leader), which
+        // would make every --class ambiguous. A minimized window is still found when no mapped one matches.
+        let needle = query?.lowercased()
+        func candidates(hidden: Bool) throws -> [WindowInfo] {
+            try list(matching: filter, includeHidden: hidden).filter { window in
+                needle.map { window.title.lowercased().contains($0) } ?? true
+            }
         }
+        var matches = try candidates(hidden: false)
+        if matches.isEmpty && !filter.visibleOnly { matches = try candidates(hidden: true) }
         let described = Self.describe(query, filter)
         guard let first = matches.first else { throw ScreenError.windowNotFound(described) }
         guard matches.count == 1 else {

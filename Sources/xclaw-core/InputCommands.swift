@@ -26,6 +26,7 @@ struct Move: ParsableCommand {
 
     /// The two numbers; anything else is exit 2 before the pointer moves.
     func point() throws -> Point {
+        let coordinates = self.coordinates.filter { $0 != "--" }
         guard coordinates.count == 2 else { throw ValidationError("give X and Y, got \(coordinates.count) values") }
         let values = try coordinates.map { text -> Int in
             guard let value = Int(text), abs(value) <= Rect.coordinateLimit else {
@@ -37,12 +38,9 @@ struct Move: ParsableCommand {
     }
 
     func validate() throws {
-        let p = try point()
+        _ = try point()
         if relative && (window != nil || !select.filter.isEmpty) {
             throw ValidationError("--relative moves from the pointer: it does not take a window")
-        }
-        if !relative && window == nil && select.filter.isEmpty && (p.x < 0 || p.y < 0) {
-            throw ValidationError("X and Y must be 0 or more (use --relative for an offset)")
         }
     }
 
