@@ -17,7 +17,7 @@ extension InputController {
     /// bad one presses nothing.
     @discardableResult
     public func keyDown(_ combos: [KeyCombo]) throws -> [UInt32] {
-        let codes = try combos.flatMap { try keyboard.keycodes(holding: $0) }
+        let codes = try combos.flatMap { try keyboard.keycodesToHold($0) }
         try connection.checkAlive()
         for code in codes { connection.fakeKey(code, down: true) }
         try updateHeld { $0 + codes.map(UInt.init) }
@@ -26,7 +26,7 @@ extension InputController {
 
     /// Releases `combos`' keys (in reverse order), whether or not xclaw pressed them.
     public func keyUp(_ combos: [KeyCombo]) throws {
-        let codes = try combos.flatMap { try keyboard.keycodes(holding: $0) }
+        let codes = try combos.flatMap { try keyboard.keycodesToHold($0) }
         try connection.checkAlive()
         for code in codes.reversed() { connection.fakeKey(code, down: false) }
         let released = Set(codes.map(UInt.init))

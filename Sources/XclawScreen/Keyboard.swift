@@ -339,7 +339,7 @@ public final class Keyboard: @unchecked Sendable {
     /// The keycodes that press `combo` with the keymap as it is, in press order (Shift added for a second-level key);
     /// throws `notHoldable` for a key the keymap lacks: a key held across commands cannot sit on a spare keycode,
     /// which another command would rebind under it.
-    public func keycodes(holding combo: KeyCombo) throws -> [UInt32] {
+    public func keycodesToHold(_ combo: KeyCombo) throws -> [UInt32] {
         lock.lock()
         defer { lock.unlock() }
         var codes: [UInt32] = []

@@ -173,10 +173,12 @@ final class WindowControlCLITests: XCTestCase {
         XCTAssertEqual(try ours(["--all", "--regex", "^alpha"]), try theirs(["--name", "^alpha"]))
 
         // A selection that picks several is refused (exit 1), listing them; the id may be left out when it picks one.
-        let several = try runCLI(["window", "raise", "--regex", "report", "--display", d])
+        let several = try runCLI(["window", "raise", "--class", "XclawFixture", "--display", d])
         XCTAssertEqual(several.status, 1)
         XCTAssertTrue(several.stderr.contains("matches 2 windows"), several.stderr)
         XCTAssertEqual(try ok(["activate", "--pid", pid, "--display", d]), hex(b.window) + "\n")
+        // Mapped windows are preferred: the minimized "Alpha report" does not make "report" ambiguous.
+        XCTAssertEqual(try ok(["window", "raise", "--regex", "report", "--display", d]), hex(c.window) + "\n")
     }
 
     /// Bad input exits 2 (a missing window 1), says why, and changes nothing.
