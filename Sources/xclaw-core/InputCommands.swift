@@ -27,6 +27,9 @@ struct Move: ParsableCommand {
     /// The two numbers; anything else is exit 2 before the pointer moves.
     func point() throws -> Point {
         let coordinates = self.coordinates.filter { $0 != "--" }
+        if let unknown = coordinates.first(where: { $0.hasPrefix("--") }) {
+            throw ValidationError("unknown option \(unknown)")
+        }
         guard coordinates.count == 2 else { throw ValidationError("give X and Y, got \(coordinates.count) values") }
         let values = try coordinates.map { text -> Int in
             guard let value = Int(text), abs(value) <= Rect.coordinateLimit else {

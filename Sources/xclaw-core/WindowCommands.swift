@@ -171,6 +171,10 @@ struct WindowOperands: ParsableArguments {
     /// Splits the operands into the window query and `count` integers; a wrong count or a non-number is exit 2.
     func split(numbers count: Int, names: String) throws -> (window: String?, numbers: [Int]) {
         let operands = self.operands.filter { $0 != "--" }
+        // Negative numbers come through as operands, and so would an unknown option: name it.
+        if let unknown = operands.first(where: { $0.hasPrefix("--") }) {
+            throw ValidationError("unknown option \(unknown)")
+        }
         let needsWindow = select.filter.isEmpty
         let expected = count + (needsWindow ? 1 : 0)
         guard operands.count == expected || (!needsWindow && operands.count == count + 1) else {

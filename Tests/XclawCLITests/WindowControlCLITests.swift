@@ -192,6 +192,8 @@ final class WindowControlCLITests: XCTestCase {
         let cases: [([String], Int32, String)] = [
             (["window", "move", "steady", "1", "x"], 2, "is not a number"),
             (["window", "move", "steady", "1"], 2, "expected ID|NAME X Y"),
+            (["window", "move", "steady", "1", "2", "--frob"], 2, "unknown option --frob"),
+            (["move", "1", "2", "--frob"], 2, "unknown option --frob"),
             (["window", "move", "steady", "1", "99999999"], 2, "is not a number"),
             (["window", "resize", "steady", "0", "10"], 2, "W must be from 1"),
             (["window", "resize", "steady", "10", "40000"], 2, "H must be from 1"),
