@@ -13,6 +13,7 @@ struct Capture: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output file, or - for stdout.") var output: String?
     @Option(help: "Region X,Y,W,H in screen pixels.") var region: String?
     @Option(help: "Window id (0x…) or title substring.") var window: String?
+    @OptionGroup var select: WindowSelection
     @Flag(help: "Downscale to the size Claude sees (long edge <= 1568, <= 1.15 MP).") var scaleForModel = false
     @Option(help: "auto, shm or getimage.") var method: CaptureMethod = .auto
     @Flag(help: "Print what was written as JSON.") var json = false
@@ -29,7 +30,7 @@ struct Capture: ParsableCommand {
     }
 
     func validate() throws {
-        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+        if region != nil && select.names(window) { throw ValidationError("give --region or --window, not both") }
     }
 
     func run() throws {
@@ -37,7 +38,9 @@ struct Capture: ParsableCommand {
         let connection = try target.connect()
         let capturer = try ScreenCapturer(connection: connection, method: method)
         let area =
-            try window.map { try capturer.visibleArea(of: WindowManager(connection: connection).find($0)) }
+            try
+            (select.names(window)
+            ? capturer.visibleArea(of: select.resolve(window, WindowManager(connection: connection))) : nil)
             ?? region ?? connection.screenRect()
         var frame = try capturer.capture(area)
         var geometry: ScreenGeometry?

@@ -9,15 +9,17 @@ import XclawScreen
 struct AreaOptions: ParsableArguments {
     @Option(help: "Region X,Y,W,H in screen pixels.") var region: String?
     @Option(help: "Window id (0x…) or title substring.") var window: String?
+    @OptionGroup var select: WindowSelection
 
     func validate() throws {
-        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+        if region != nil && select.names(window) { throw ValidationError("give --region or --window, not both") }
         try checkParses(region) { try Rect(parsing: $0) }
     }
 
     /// The area on `perceiver`'s screen.
     func area(_ perceiver: Perceiver) throws -> Rect {
-        try perceiver.area(region: region.map(Rect.init(parsing:)), window: window)
+        try perceiver.area(
+            region: region.map(Rect.init(parsing:)), window: select.query(window, on: perceiver.connection))
     }
 }
 
@@ -187,6 +189,7 @@ struct Find: ParsableCommand {
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The label to look for (or give --image or --color).") var label: String?
     @Option(help: "Window id (0x…) or title substring to search in.") var window: String?
+    @OptionGroup var select: WindowSelection
     @Option(help: "Only search this region X,Y,W,H.") var region: String?
     @OptionGroup var image: ImageOptions
     @Flag(help: "With --image: print every match (overlapping ones suppressed), best first.") var all = false
@@ -202,7 +205,7 @@ struct Find: ParsableCommand {
         try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
         let targets = [label != nil, image.image != nil, color != nil].filter { $0 }.count
         guard targets == 1 else { throw ValidationError("give one of a label, --image FILE or --color #rrggbb") }
-        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+        if region != nil && select.names(window) { throw ValidationError("give --region or --window, not both") }
         try checkParses(region) { try Rect(parsing: $0) }
         try checkParses(color) { try RGB(hex: $0) }
         if tolerance != nil && color == nil { throw ValidationError("--tolerance goes with --color") }
@@ -221,7 +224,10 @@ struct Find: ParsableCommand {
             let hit = try withImagePerceiver(target) { p in
                 try waiting(
                     p, timeout: timeout, for: "colour \(color)",
-                    area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+                    area: {
+                        try p.area(
+                            region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                    }
                 ) { try findColor(p, area: $0, color: rgb, tolerance: tolerance ?? 0) }
             }
             return try emit(hit, json: json) { "\(hit.x),\(hit.y) \(hit.color)" }
@@ -230,7 +236,10 @@ struct Find: ParsableCommand {
             let found = try withImagePerceiver(target) { p -> [ImageMatch] in
                 try waiting(
                     p, timeout: timeout, for: "image \(template.path)",
-                    area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+                    area: {
+                        try p.area(
+                            region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                    }
                 ) { area in
                     let search = try ImageSearch(p, area: area, template: template, options: image.options)
                     return all ? try search.all() : [try search.chosen(nth: choose.nth)]
@@ -242,7 +251,9 @@ struct Find: ParsableCommand {
         let matches = try withPerceiver(target, languages: languages) { p -> [Match] in
             try waiting(
                 p, timeout: timeout, for: "\"\(label)\" to appear",
-                area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+                area: {
+                    try p.area(region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                }
             ) { area in
                 let snapshot = try takeSnapshot(p, area: area, source: choose.source)
                 var found = Finder.find(label, in: snapshot, role: choose.role)
@@ -275,6 +286,7 @@ struct Tap: ParsableCommand {
     @OptionGroup var target: DisplayOptions
     @Argument(help: "A label, or a ref such as e12 (or give --image).") var label: String?
     @Option(help: "Window id (0x…) or title substring to search in.") var window: String?
+    @OptionGroup var select: WindowSelection
     @Option(help: "With --image: only search this region X,Y,W,H.") var region: String?
     @OptionGroup var image: ImageOptions
     @OptionGroup var choose: SelectionOptions
@@ -305,7 +317,7 @@ struct Tap: ParsableCommand {
             throw ValidationError("--near and --role go with a label")
         }
         if region != nil && image.image == nil { throw ValidationError("--region goes with --image (use --window)") }
-        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+        if region != nil && select.names(window) { throw ValidationError("give --region or --window, not both") }
         try checkParses(region) { try Rect(parsing: $0) }
         if (action || actionName != nil) && (double || button != .left || offset != nil) {
             throw ValidationError(
@@ -321,7 +333,8 @@ struct Tap: ParsableCommand {
         var clicked: Point?
         let match = try withPerceiver(target, languages: languages) { p -> Match in
             let match = try waiting(
-                p, timeout: timeout, for: "\"\(label)\" to appear", area: { try p.area(window: window) }
+                p, timeout: timeout, for: "\"\(label)\" to appear",
+                area: { try p.area(window: select.query(window, on: p.connection)) }
             ) { area in
                 try choose.selection.resolve(label, in: takeSnapshot(p, area: area, source: choose.source))
             }
@@ -373,7 +386,9 @@ struct Tap: ParsableCommand {
         let match = try withImagePerceiver(target) { p -> ImageMatch in
             let match = try waiting(
                 p, timeout: timeout, for: "image \(template.path)",
-                area: { try p.area(region: region.map(Rect.init(parsing:)), window: window) }
+                area: {
+                    try p.area(region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                }
             ) { area in
                 try ImageSearch(p, area: area, template: template, options: image.options).chosen(nth: choose.nth)
             }
@@ -398,6 +413,7 @@ struct Tree: ParsableCommand {
             """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Window id (0x…) or title substring: only that window's subtree.") var window: String?
+    @OptionGroup var select: WindowSelection
     @Flag(help: "Include hidden and off-screen nodes.") var all = false
     @Flag(help: "Print JSON: the nodes in tree order, each with its parent's id.") var json = false
 
@@ -409,8 +425,8 @@ struct Tree: ParsableCommand {
         }
         let reader = AccessibilityReader()
         var tree = try reader.tree(at: location, all: all, actions: true)
-        if let window {
-            let info = try windows.find(window)
+        if select.names(window) {
+            let info = try select.resolve(window, windows)
             tree = try Self.subtree(of: info, in: tree, all: all)
         }
         try emit(tree, json: json) { Self.render(tree) }
@@ -487,6 +503,7 @@ struct Watch: ParsableCommand {
             vanish; with --active: to have the focus), as xdotool search --sync.
             """)
     var window: String?
+    @OptionGroup var select: WindowSelection
     @Flag(help: "With --window alone: wait for the window to have the input focus.") var active = false
     @OptionGroup var languages: LanguageOption
     @Option(help: "Give up after this many seconds.") var timeout: Double = 10
@@ -495,7 +512,7 @@ struct Watch: ParsableCommand {
 
     /// `--window` with no other condition: the window itself is waited for.
     var watchesWindow: Bool {
-        window != nil && [text, change, pixel].allSatisfy { $0 == nil } && stable == nil && image.image == nil
+        select.names(window) && [text, change, pixel].allSatisfy { $0 == nil } && stable == nil && image.image == nil
     }
 
     func validate() throws {
@@ -510,7 +527,7 @@ struct Watch: ParsableCommand {
         if (pixel == nil) != (color == nil) { throw ValidationError("--pixel and --color go together") }
         if tolerance != nil && pixel == nil { throw ValidationError("--tolerance goes with --pixel") }
         try requireRange(tolerance, 0...255, "--tolerance", "")
-        if region != nil && window != nil { throw ValidationError("give --region or --window, not both") }
+        if region != nil && select.names(window) { throw ValidationError("give --region or --window, not both") }
         try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
         try requireRange(interval, 1...60_000, "--interval", "ms")
         try requireRange(stable, 1...86_400_000, "--stable", "ms")
@@ -520,8 +537,51 @@ struct Watch: ParsableCommand {
         try checkParses(color) { try RGB(hex: $0) }
     }
 
+    /// What `watch` prints for a window picked by the selection flags (the fields of `WatchResult` it has).
+    struct SelectedWindowResult: Encodable {
+        var condition: String
+        var elapsedMs: Double
+        var window: WindowInfo?
+    }
+
+    /// `--window` alone with selection flags: polls the window list until one window the flags (and the name) pick
+    /// appears, has the focus (`--active`), or until none does (`--gone`), as `xdotool search --sync`.
+    private func watchSelected() throws {
+        let manager = WindowManager(connection: try target.connect())
+        let start = ContinuousClock.now
+        let deadline = start + .milliseconds(Int(timeout * 1000))
+        let what = gone ? "gone" : (active ? "active" : "appears")
+        let described = "window \(window.map { "\"\($0)\" " } ?? "")matching the flags \(what)"
+        while true {
+            var found: WindowInfo?
+            var several = false
+            do { found = try select.resolve(window, manager) } catch ScreenError.windowNotFound {
+                found = nil
+            } catch ScreenError.ambiguousWindow { several = true }
+            let holds = gone ? (found == nil && !several) : (active ? found?.active == true : (found != nil || several))
+            if holds {
+                let result = SelectedWindowResult(
+                    condition: described, elapsedMs: (ContinuousClock.now - start).milliseconds, window: found)
+                return try emit(result, json: json) {
+                    "\(result.condition): after \(Int(result.elapsedMs)) ms"
+                        + (found.map { " (\($0.hexID) \(UntrustedText.quoted($0.title, limit: 60)))" } ?? "")
+                }
+            }
+            guard ContinuousClock.now < deadline else {
+                throw PerceptionError.timedOut(
+                    condition: described,
+                    lastObserved: several ? "several windows match" : (found.map(\.title) ?? "no such window"))
+            }
+            if Interrupt.requested { throw CancellationError() }
+            Thread.sleep(forTimeInterval: Double(interval) / 1000)
+        }
+    }
+
     func run() throws {
         let template = try image.template()  // a bad file is refused before any waiting
+        if watchesWindow, !select.filter.isEmpty {
+            return try watchSelected()
+        }
         if watchesWindow, let window {
             let condition: WatchCondition =
                 active ? .windowActive(window) : (gone ? .windowGone(window) : .windowAppears(window))
@@ -543,7 +603,8 @@ struct Watch: ParsableCommand {
             var area: Rect
             while true {
                 do {
-                    area = try p.area(region: region.map(Rect.init(parsing:)), window: window)
+                    area = try p.area(
+                        region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
                     break
                 } catch ScreenError.windowNotFound(let name) {
                     guard ContinuousClock.now < deadline else {

@@ -181,6 +181,51 @@ final class WindowControlCLITests: XCTestCase {
         XCTAssertEqual(try ok(["window", "raise", "--regex", "report", "--display", d]), hex(c.window) + "\n")
     }
 
+    /// Every `--window` takes the selection flags too: capture, find, ocr and watch (alone: a window that appears or
+    /// goes, as `xdotool search --sync`), and a region with a selection is refused.
+    func testPerceptionCommandsTakeTheSelectionFlags() throws {
+        let display = try TestDisplay(size: Size(width: 1024, height: 768))
+        defer { display.stop() }
+        let d = display.name
+        let a = try Fixture(
+            display: d, title: "Alpha report", frame: Rect(x: 20, y: 20, width: 320, height: 160),
+            extra: ["--button", "40,40,120,40:Save"])
+        defer { a.stop() }
+        let b = try Fixture(
+            display: d, title: "beta notes", frame: Rect(x: 420, y: 20, width: 300, height: 140),
+            extra: ["--button", "40,40,120,40:Open"])
+        defer { b.stop() }
+        Thread.sleep(forTimeInterval: 0.3)  // first paint
+        let shot = try runCLI(["capture", "--regex", "^alpha", "-o", "-", "--json", "--display", d])
+        XCTAssertEqual(shot.status, 0, shot.stderr)
+        let captured = try runCLI(
+            ["capture", "--pid", String(b.process.processIdentifier), "--json", "-o", "/dev/null", "--display", d])
+        XCTAssertEqual(captured.status, 0, captured.stderr)
+        XCTAssertTrue(
+            captured.text.contains("\"width\":300") && captured.text.contains("\"height\":140"), captured.text)
+        // find looks only in the window the flags pick.
+        XCTAssertEqual(try runCLI(["find", "Save", "--regex", "^alpha", "--display", d]).status, 0)
+        let elsewhere = try runCLI(["find", "Save", "--regex", "^beta", "--display", d])
+        XCTAssertEqual(elsewhere.status, 1, elsewhere.stderr)
+        let read = try runCLI(["ocr", "--pid", String(b.process.processIdentifier), "--display", d])
+        XCTAssertEqual(read.status, 0, read.stderr)
+        XCTAssertTrue(read.text.contains("Open") && !read.text.contains("Save"), read.text)
+        // watch with the flags alone waits for such a window, then for it to go.
+        let watcher = try launchCLI(
+            ["watch", "--regex", "^gamma", "--timeout", "20", "--display", d], environment: [:])
+        Thread.sleep(forTimeInterval: 0.5)
+        let c = try Fixture(display: d, title: "gamma", frame: Rect(x: 20, y: 300, width: 200, height: 100))
+        watcher.waitUntilExit()
+        XCTAssertEqual(watcher.terminationStatus, 0)
+        c.stop()
+        let gone = try runCLI(["watch", "--regex", "^gamma", "--gone", "--timeout", "20", "--display", d])
+        XCTAssertEqual(gone.status, 0, gone.stderr)
+        // A region and a selection together are refused before anything is read.
+        let both = try runCLI(["capture", "--region", "0,0,10,10", "--class", "XclawFixture", "--display", d])
+        XCTAssertEqual(both.status, 2, both.stderr)
+        XCTAssertTrue(both.stderr.contains("not both"), both.stderr)
+    }
+
     /// Bad input exits 2 (a missing window 1), says why, and changes nothing.
     func testBadInputChangesNothing() throws {
         let display = try TestDisplay(size: Size(width: 1024, height: 768))
