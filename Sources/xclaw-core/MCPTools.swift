@@ -47,6 +47,8 @@ struct MCPCommandTool: Sendable {
     var arguments: [(MCPParameter, MCPSpelling)]
     /// The command's words before its options; default: the name.
     var command: [String]? = nil
+    /// The words from the call instead, for a tool whose subcommand is an argument (`clipboard`'s `action`).
+    var commandFor: (@Sendable (MCPCall) throws -> [String])? = nil
     /// False for the tools that need no screen (`apps`).
     var usesDisplay = true
     /// The reply is the PNG the command writes to stdout.
@@ -58,7 +60,7 @@ struct MCPCommandTool: Sendable {
 
     /// The command line for `call`.
     func commandLine(_ call: MCPCall, display: String?) throws -> (arguments: [String], stdin: Data?) {
-        var options = command ?? [name]
+        var options = try commandFor?(call) ?? command ?? [name]
         if let display { options.append("--display=\(display)") }
         var positionals: [String] = []
         for (parameter, spelling) in arguments {
@@ -428,6 +430,35 @@ enum MCPTools {
                     throw MCPToolFailure("give app or command, not both")
                 }
                 return ([], [], nil)
+            }),
+        MCPCommandTool(
+            name: "clipboard", title: "Read or set the clipboard",
+            description: """
+                get: the clipboard's text (or the PRIMARY selection's); set: put text on it, which stays there for \
+                other apps to paste while this server runs. Destructive: set replaces what the user had copied.
+                """,
+            kind: .input,
+            arguments: [
+                (MCPParameter("action", .choice(["get", "set"]), "get or set.", required: true), .custom),
+                (MCPParameter("text", .string, "With set: the text."), .custom),
+                (
+                    MCPParameter("primary", .boolean, "The PRIMARY selection (the last text selected) instead."),
+                    .flag("--primary")
+                ),
+                (
+                    MCPParameter(
+                        "type", .choice(["text/plain", "text/html"]), "The type to get or set (default text/plain)."),
+                    .option("--type")
+                ),
+            ],
+            commandFor: { call in ["clipboard", call.string("action") == "set" ? "set" : "get"] },
+            custom: { call in
+                guard call.string("action") == "set" else {
+                    if call.string("text") != nil { throw MCPToolFailure("text goes with action set") }
+                    return ([], [], nil)
+                }
+                guard let text = call.string("text") else { throw MCPToolFailure("action set needs text") }
+                return ([], ["-"], Data(text.utf8))  // through stdin, as `clipboard set -`: any text
             }),
         MCPCommandTool(
             name: "apps", title: "List applications",

@@ -76,7 +76,7 @@ final class MCPServerCLITests: XCTestCase {
 
         let tools = try XCTUnwrap(result["tools"] as? [String: [String: Any]])
         let reads = ["snapshot", "find", "capture", "ocr", "watch", "windows", "apps"]
-        let inputs = ["tap", "type", "key", "click", "scroll", "drag"]
+        let inputs = ["tap", "type", "key", "click", "scroll", "drag", "clipboard"]
         XCTAssertEqual(Set(tools.keys), Set(reads + inputs + ["activate", "launch"]))
         for name in reads {
             XCTAssertEqual(tools[name]?["readOnlyHint"] as? Bool, true, name)
@@ -97,6 +97,15 @@ final class MCPServerCLITests: XCTestCase {
         let none = Self.summary(result["no_display"])
         XCTAssertTrue(none.isError)
         XCTAssertTrue(none.text.contains("pass display"), none.text)
+
+        // The clipboard: set (through stdin, so text that looks like an option stays text), then read back; set
+        // without text is an isError result.
+        XCTAssertFalse(Self.summary(result["clipboard_set"]).isError, Self.summary(result["clipboard_set"]).text)
+        let clip = Self.summary(result["clipboard_get"])
+        XCTAssertFalse(clip.isError, clip.text)
+        XCTAssertTrue(clip.text.contains("--clip \u{2713} one"), clip.text)
+        let clipBad = Self.summary(result["clipboard_bad"])
+        XCTAssertTrue(clipBad.isError && clipBad.text.contains("needs text"), clipBad.text)
 
         let snapshot = Self.summary(result["snapshot"])
         XCTAssertFalse(snapshot.isError, snapshot.text)

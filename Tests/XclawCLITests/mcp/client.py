@@ -58,6 +58,10 @@ async def basic(session, config):
     out["unknown_argument"] = summary(await session.call_tool("windows", {"colour": "red", "display": display}))
     out["not_found"] = summary(await session.call_tool("find", {"label": "Nonexistent Label", "display": display}))
     out["apps"] = summary(await session.call_tool("apps", {}))
+    out["clipboard_set"] = summary(
+        await session.call_tool("clipboard", {"action": "set", "text": "--clip \u2713 one", "display": display}))
+    out["clipboard_get"] = summary(await session.call_tool("clipboard", {"action": "get", "display": display}))
+    out["clipboard_bad"] = summary(await session.call_tool("clipboard", {"action": "set", "display": display}))
     try:
         await session.call_tool("no_such_tool", {})
         out["unknown_tool"] = "no error"
