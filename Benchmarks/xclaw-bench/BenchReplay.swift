@@ -291,12 +291,8 @@ struct BenchReplay: ParsableCommand {
         func walk(_ value: Any) {
             if let object = value as? [String: Any] {
                 if object["type"] as? String == "image", let source = object["source"] as? [String: Any],
-                    let data = source["data"] as? String,
-                    let head = Data(base64Encoded: String(data.prefix(32))), head.count >= 24
+                    let data = source["data"] as? String, let (width, height) = PNGHeader.size(base64: data)
                 {
-                    let bytes = [UInt8](head)
-                    let width = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }
-                    let height = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
                     imageTokens += width * height / 750
                     return
                 }

@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 
 /// How a long-lived conversation stays within the model's context: the rules the loop applies while it runs and the
 /// store's rebuild applies afterwards, kept in one place so that both send exactly the same messages.
@@ -110,14 +111,6 @@ public enum ContextWindow {
 
     /// Tokens of a base64 image: width × height / 750 from a PNG's header, else a 1568-px screenshot's cost.
     static func imageTokens(base64: String) -> Int {
-        // The IHDR's width and height are bytes 16–23 of a PNG: the first 32 base64 characters hold them.
-        if let head = Data(base64Encoded: String(base64.prefix(32))), head.count >= 24,
-            head.starts(with: [0x89, 0x50, 0x4E, 0x47])
-        {
-            let w = head[16..<20].reduce(0) { $0 << 8 | Int($1) }
-            let h = head[20..<24].reduce(0) { $0 << 8 | Int($1) }
-            if w > 0, h > 0 { return (w * h + 749) / 750 }
-        }
-        return 1_600
+        PNGHeader.size(base64: base64).map { PNGHeader.tokens(width: $0.width, height: $0.height) } ?? 1_600
     }
 }

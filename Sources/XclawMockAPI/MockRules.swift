@@ -1,4 +1,5 @@
 import Foundation
+import XclawBase
 
 /// Rules of the real API that the loopback server can enforce, so the client meets them as it would in production:
 /// the thinking forms each model takes (a wrong one is the API's 400), server-side compaction (a `compaction` block
@@ -163,11 +164,6 @@ public struct MockRules: Sendable {
 
     /// An image's tokens from its PNG header (width × height / 750), else a 1568-px screenshot's.
     static func imageTokens(_ base64: String) -> Int {
-        guard let head = Data(base64Encoded: String(base64.prefix(32))), head.count >= 24,
-            head.starts(with: [0x89, 0x50, 0x4E, 0x47])
-        else { return 1_600 }
-        let w = head[16..<20].reduce(0) { $0 << 8 | Int($1) }
-        let h = head[20..<24].reduce(0) { $0 << 8 | Int($1) }
-        return max(1, (w * h + 749) / 750)
+        PNGHeader.size(base64: base64).map { PNGHeader.tokens(width: $0.width, height: $0.height) } ?? 1_600
     }
 }

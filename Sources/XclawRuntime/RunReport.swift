@@ -1,5 +1,6 @@
 import Foundation
 import XclawAgent
+import XclawBase
 import XclawMessages
 import XclawScreen
 import XclawStore
@@ -31,21 +32,9 @@ public struct RunReport: Sendable {
 
         /// Width and height from the image's header.
         static func size(of data: Data, mediaType: String) -> (width: Int, height: Int)? {
-            if mediaType == "image/png" { return pngSize(data) }
+            if mediaType == "image/png" { return PNGHeader.size(data) }
             guard let s = JPEG.size(of: data) else { return nil }
             return (s.width, s.height)
-        }
-
-        /// Width and height from a PNG's signature and IHDR chunk, when they are plausible.
-        public static func pngSize(_ data: Data) -> (width: Int, height: Int)? {
-            let b = [UInt8](data.prefix(24))
-            guard b.count == 24, b[0..<8].elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
-                b[12..<16].elementsEqual(Array("IHDR".utf8))
-            else { return nil }
-            func be(_ i: Int) -> Int { Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3]) }
-            let (w, h) = (be(16), be(20))
-            guard (1...32768).contains(w), (1...32768).contains(h) else { return nil }
-            return (w, h)
         }
     }
 

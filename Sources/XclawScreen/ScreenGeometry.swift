@@ -33,7 +33,7 @@ public struct ImageSizing: Sendable, Hashable, Codable {
     }
 
     /// The input tokens an image of `size` costs, by the API's estimate: width × height / 750, rounded up.
-    public static func tokens(_ size: Size) -> Int { (size.width * size.height + 749) / 750 }
+    public static func tokens(_ size: Size) -> Int { PNGHeader.tokens(width: size.width, height: size.height) }
 
     /// Tiles an image of `w`x`h` costs: ceil(w/28)·ceil(h/28).
     public static func tiles(_ w: Int, _ h: Int) -> Int { ((w - 1) / tile + 1) * ((h - 1) / tile + 1) }

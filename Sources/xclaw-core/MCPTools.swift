@@ -126,7 +126,7 @@ struct MCPCommandTool: Sendable {
         var content: [MCPContent] = []
         if image {
             content.append(.image(outcome.stdout, mimeType: "image/png"))
-            let size = Self.pngSize(outcome.stdout).map { "\($0.width)x\($0.height) " } ?? ""
+            let size = PNGHeader.size(outcome.stdout).map { "\($0.width)x\($0.height) " } ?? ""
             content.append(.text("\(size)PNG, \(outcome.stdout.count) bytes"))
         } else {
             let text = String(decoding: outcome.stdout, as: UTF8.self).trimmingCharacters(in: .newlines)
@@ -134,14 +134,6 @@ struct MCPCommandTool: Sendable {
         }
         if !stderr.isEmpty { content.append(.text(stderr)) }  // warnings: an unreadable tree, OCR instead
         return MCPToolResult(content)
-    }
-
-    /// Width and height from a PNG's header.
-    static func pngSize(_ data: Data) -> (width: Int, height: Int)? {
-        guard data.count >= 24 else { return nil }
-        let bytes = [UInt8](data.prefix(24))
-        let number = { (at: Int) in bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
-        return (number(16), number(20))
     }
 }
 
