@@ -214,13 +214,15 @@ struct AgentSet: ParsableCommand {
     func run() throws {
         let store = try storeOptions.open()
         var config = try store.agent(named: name)
-        if let model { config.model = try ModelCatalog.load().model(model).id }
+        // Read once, and only when a change needs it: it reads the overlay and the API cache from disk.
+        lazy var catalog = Result { try ModelCatalog.load() }
+        if let model { config.model = try catalog.get().model(model).id }
         // The effort (new, or kept) must suit the model (new, or kept).
         let level = effort == "default" ? nil : effort ?? config.effort
-        if effort != nil || model != nil { try EffortHelp.check(level, try ModelCatalog.load().model(config.model)) }
+        if effort != nil || model != nil { try EffortHelp.check(level, try catalog.get().model(config.model)) }
         let thought = thinking == "default" ? nil : try ThinkingHelp.parse(thinking)?.rawValue ?? config.thinking
         if thinking != nil || model != nil || effort != nil {
-            try ThinkingHelp.check(thought, try ModelCatalog.load().model(config.model), effort: level)
+            try ThinkingHelp.check(thought, try catalog.get().model(config.model), effort: level)
         }
         if let tools { config.tools = try ToolSelection.names(tools) }
         if let system { config.systemPrompt = try readSystemFile(system) }
@@ -356,12 +358,14 @@ enum ServiceFactory {
             )
         }
         _ = try gates.context(for: config)  // refuse an impossible gate before anything is sent
-        try EffortHelp.check(effort, try ModelCatalog.load().model(config.model))
-        try ThinkingHelp.check(thinking, try ModelCatalog.load().model(config.model), effort: effort ?? config.effort)
+        let catalog = try ModelCatalog.load()  // once: it reads the overlay and the API cache from disk
+        let info = try catalog.model(config.model)
+        try EffortHelp.check(effort, info)
+        try ThinkingHelp.check(thinking, info, effort: effort ?? config.effort)
         let mode = try ThinkingHelp.parse(thinking)
         let printer = RunPrinter(raw: raw)
         let client = ClaudeClient(configuration: try ClientConfiguration.load())
-        var builder = AgentBuilder(store: store, client: client, catalog: try ModelCatalog.load())
+        var builder = AgentBuilder(store: store, client: client, catalog: catalog)
         builder.screenshotCap = try ImageSizing.configuredCap()
         builder.screenshotEncoding = try ImageEncoding.configured()
         let service = builder.service(
