@@ -136,9 +136,7 @@ public final class PipelineRunner: Sendable {
             OrchestratorPrompt.text(roles: roles)
             + (template.systemPrompt.isEmpty ? "" : "\n\n" + template.systemPrompt)
         do {
-            try store.createAgent(config)
-            if let approval = template.approval { try store.setApproval(agent: agent, policy: approval) }
-            if let effort = template.effort { try store.setEffort(agent: agent, effort: effort) }
+            try store.createAgent(config)  // with the template's approval, effort and thinking
         } catch {
             try? store.finishPipeline(id, status: .failed, result: nil, error: "\(error)")
             throw error

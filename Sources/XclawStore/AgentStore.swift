@@ -194,7 +194,8 @@ public final class AgentStore: Sendable {
 // MARK: - Agents
 
 extension AgentStore {
-    /// Registers a new agent with an empty conversation and its cursor at 0; refuses a taken or malformed name.
+    /// Registers a new agent, every setting of `config` with it (a copier needs no follow-up setters), with an empty
+    /// conversation and its cursor at 0; refuses a taken or malformed name.
     public func createAgent(_ config: AgentConfig) throws {
         guard AgentConfig.isValidName(config.name) else { throw StoreError.invalidAgentName(config.name) }
         try Self.validate(config)
@@ -206,13 +207,14 @@ extension AgentStore {
             try db.execute(
                 sql: """
                     INSERT INTO agents (name, model, system_prompt, tools, display, memory_notes, created_at,
-                        updated_at, dry_run, confirm, setup, kind)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        updated_at, dry_run, confirm, setup, kind, approval, effort, thinking)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
                     config.display, config.memoryNotes, StoreDate.format(config.createdAt), now, config.dryRun,
-                    config.confirm, config.setup, config.kind.rawValue,
+                    config.confirm, config.setup, config.kind.rawValue, config.approval, config.effort,
+                    config.thinking,
                 ])
             try db.execute(
                 sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",

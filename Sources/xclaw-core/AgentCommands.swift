@@ -92,10 +92,10 @@ struct AgentCreate: ParsableCommand {
             memoryNotes: "", createdAt: Date(), dryRun: dryRun, confirm: confirm)
         config.setup = setup.flatMap { $0.isEmpty ? nil : $0 }
         config.kind = kind == .orchestrator ? .orchestrator : .agent
+        config.approval = try approval.map(ApprovalHelp.normalized)
+        config.effort = effort
+        config.thinking = try ThinkingHelp.parse(thinking)?.rawValue
         try store.createAgent(config)
-        if let approval { try store.setApproval(agent: name, policy: ApprovalHelp.normalized(approval)) }
-        if let effort { try store.setEffort(agent: name, effort: effort) }
-        if let thinking { try store.setThinking(agent: name, thinking: try ThinkingMode.parse(thinking).rawValue) }
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
         let created = try store.agent(named: name)
         try emit(created, json: json) {

@@ -435,6 +435,19 @@ final class StoreTests: XCTestCase {
         }
     }
 
+    /// An agent is created with every setting its config carries: a copy of an agent (a pipeline's) keeps the
+    /// template's approval policy, effort and thinking without follow-up writes.
+    func testCreateAgentKeepsEverySetting() throws {
+        let store = try AgentStore(path: dbPath())
+        var config = AgentConfig(name: "copy", model: "claude-opus-5", tools: ["computer"])
+        (config.approval, config.effort, config.thinking) = ("delete,send", "high", "off")
+        try store.createAgent(config)
+        let stored = try store.agent(named: "copy")
+        XCTAssertEqual(stored.approval, "delete,send")
+        XCTAssertEqual(stored.effort, "high")
+        XCTAssertEqual(stored.thinking, "off")
+    }
+
     /// A summary of old turns is xclaw's, not output that reached the user: a run killed after storing one (and
     /// nothing else) is still undone on recovery, so the user's message is answered by the next run.
     func testASummaryIsNotOutput() throws {
