@@ -48,16 +48,7 @@ extension DisplayHost {
             throw error
         }
         // The child reads everything before it answers, so writing it all first cannot deadlock.
-        let sent = data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(write, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 && Errno.current == .interrupted { continue }
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
-        }
+        let sent = writeAll(write, data)
         close(write)
         let (out, err, _) = child.read(until: .now + .seconds(10)) { $0.starts(with: Data("ready\n".utf8)) }
         child.closePipes()

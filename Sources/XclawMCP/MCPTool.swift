@@ -175,12 +175,6 @@ public struct MCPCall: Sendable {
 
     /// A string argument.
     public func string(_ name: String) -> String? { arguments[name]?.string }
-
-    /// A boolean argument; false when absent.
-    public func flag(_ name: String) -> Bool {
-        if case .bool(true) = arguments[name] { return true }
-        return false
-    }
 }
 
 /// A tool the server offers: its name, description and parameters for the client, its hints, and what it does.

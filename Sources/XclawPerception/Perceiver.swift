@@ -35,8 +35,12 @@ public final class Perceiver: @unchecked Sendable {
 
     /// The area a `--region`/`--window` pair names: a window's visible part, a region clipped to the screen, or the
     /// whole screen.
-    public func area(region: Rect? = nil, window: String? = nil) throws -> Rect {
-        if let window { return try capturer.visibleArea(of: windows.find(window)) }
+    public func area(region: Rect? = nil, window: String? = nil, matching filter: WindowFilter = WindowFilter()) throws
+        -> Rect
+    {
+        if window != nil || !filter.isEmpty {
+            return try capturer.visibleArea(of: windows.find(window, matching: filter))
+        }
         let screen = try connection.screenRect()
         guard let region else { return screen }
         let clipped = region.intersection(screen)

@@ -113,10 +113,10 @@ public final class InputController: Sendable {
         }
         try withModifiers(modifiers, at: point) {
             for index in 0..<count where !interrupted() {
-                if index > 0, interval > .zero { try pause(interval) }
+                if index > 0, interval > .zero { try pause(interval, interrupted: interrupted) }
                 connection.fakeButton(button.number, down: true)
                 defer { connection.fakeButton(button.number, down: false) }
-                if hold > .zero { try pause(hold) }
+                if hold > .zero { try pause(hold, interrupted: interrupted) }
             }
         }
     }
@@ -124,11 +124,19 @@ public final class InputController: Sendable {
     /// The most clicks one spaced `click` sends.
     public static let maximumClicks = 100
 
-    /// Sends what is buffered, then sleeps: the events before a pause must reach the app before it.
-    private func pause(_ duration: Duration) throws {
+    /// Sends what is buffered, then waits: the events before a pause must reach the app before it. Polled every
+    /// 10 ms as `Keyboard.hold` is, so an interrupt or a server that dies ends a held button at once (a hold may be
+    /// 60 s).
+    private func pause(_ duration: Duration, interrupted: () -> Bool) throws {
         connection.flush()
         try connection.checkAlive()
-        Thread.sleep(forTimeInterval: duration.seconds)
+        let deadline = ContinuousClock.now + duration
+        while !interrupted() {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return }
+            Thread.sleep(forTimeInterval: min(0.01, left.seconds))
+            try connection.poll()
+        }
     }
 
     /// Moves the pointer by an offset from where it is.
@@ -193,11 +201,7 @@ public final class InputController: Sendable {
                 for i in 1...steps where !interrupted() {
                     let x = start.x + (end.x - start.x) * i / steps, y = start.y + (end.y - start.y) * i / steps
                     connection.fakeMotion(x: x, y: y)
-                    if pause > 0 {
-                        connection.flush()
-                        try connection.checkAlive()
-                        Thread.sleep(forTimeInterval: pause)
-                    }
+                    if pause > 0 { try self.pause(.nanoseconds(Int64(pause * 1e9)), interrupted: interrupted) }
                 }
             }
         }

@@ -310,7 +310,7 @@ extension TypeText {
     /// pointer motion), else — or when the toolkit refuses — a click on its centre.
     func focusField(_ label: String, controller: InputController) throws {
         try withPerceiver(target) { p in
-            let snapshot = try takeSnapshot(p, area: p.area(window: select.query(window, target)))
+            let snapshot = try takeSnapshot(p, area: p.area(window: window, matching: select.filter))
             let match = try Selection().resolve(label, in: snapshot)
             switch p.focusForTyping(match) {
             case .focused: return

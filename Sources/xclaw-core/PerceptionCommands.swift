@@ -19,7 +19,7 @@ struct AreaOptions: ParsableArguments {
     /// The area on `perceiver`'s screen.
     func area(_ perceiver: Perceiver) throws -> Rect {
         try perceiver.area(
-            region: region.map(Rect.init(parsing:)), window: select.query(window, on: perceiver.connection))
+            region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
     }
 }
 
@@ -226,7 +226,7 @@ struct Find: ParsableCommand {
                     p, timeout: timeout, for: "colour \(color)",
                     area: {
                         try p.area(
-                            region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                            region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
                     }
                 ) { try findColor(p, area: $0, color: rgb, tolerance: tolerance ?? 0) }
             }
@@ -238,7 +238,7 @@ struct Find: ParsableCommand {
                     p, timeout: timeout, for: "image \(template.path)",
                     area: {
                         try p.area(
-                            region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                            region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
                     }
                 ) { area in
                     let search = try ImageSearch(p, area: area, template: template, options: image.options)
@@ -252,7 +252,7 @@ struct Find: ParsableCommand {
             try waiting(
                 p, timeout: timeout, for: "\"\(label)\" to appear",
                 area: {
-                    try p.area(region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                    try p.area(region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
                 }
             ) { area in
                 let snapshot = try takeSnapshot(p, area: area, source: choose.source)
@@ -334,7 +334,7 @@ struct Tap: ParsableCommand {
         let match = try withPerceiver(target, languages: languages) { p -> Match in
             let match = try waiting(
                 p, timeout: timeout, for: "\"\(label)\" to appear",
-                area: { try p.area(window: select.query(window, on: p.connection)) }
+                area: { try p.area(window: window, matching: select.filter) }
             ) { area in
                 try choose.selection.resolve(label, in: takeSnapshot(p, area: area, source: choose.source))
             }
@@ -387,7 +387,7 @@ struct Tap: ParsableCommand {
             let match = try waiting(
                 p, timeout: timeout, for: "image \(template.path)",
                 area: {
-                    try p.area(region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                    try p.area(region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
                 }
             ) { area in
                 try ImageSearch(p, area: area, template: template, options: image.options).chosen(nth: choose.nth)
@@ -604,7 +604,7 @@ struct Watch: ParsableCommand {
             while true {
                 do {
                     area = try p.area(
-                        region: region.map(Rect.init(parsing:)), window: select.query(window, on: p.connection))
+                        region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
                     break
                 } catch ScreenError.windowNotFound(let name) {
                     guard ContinuousClock.now < deadline else {

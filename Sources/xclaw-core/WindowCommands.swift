@@ -28,20 +28,6 @@ struct WindowSelection: ParsableArguments {
         do { _ = try filter.compiledPattern() } catch { throw ValidationError("\(error)") }
     }
 
-    /// The window a `--window` option names: the query as given when no flag is set (the perception layer resolves
-    /// it), else the id of the one window the flags — and the query, when there is one — pick.
-    func query(_ window: String?, _ target: DisplayOptions) throws -> String? {
-        if filter.isEmpty { return window }
-        return try query(window, on: target.connect())
-    }
-
-    /// The same, on a connection a command already holds (a perceiver's), asked again each time it is called so a
-    /// window that appears while a command waits is found.
-    func query(_ window: String?, on connection: DisplayConnection) throws -> String? {
-        if filter.isEmpty { return window }
-        return try WindowManager(connection: connection).find(window, matching: filter).hexID
-    }
-
     /// Whether a window is named at all: by `--window` or by a flag.
     func names(_ window: String?) -> Bool { window != nil || !filter.isEmpty }
 
