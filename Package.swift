@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // xclaw: desktop automation for Linux/X11. Layers, bottom to top: C bindings → base → screen → perception;
 // messages → (client, agent loop, store); skills; runtime; surfaces (the CLI). ARCHITECTURE.md draws the graph.
 import PackageDescription
@@ -31,6 +31,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        // The daemon's web view and MCP over HTTP. Hummingbird's default traits pull swift-configuration, which the
+        // web view does not use: none are enabled (a package with traits needs tools 6.1).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // Layer 1: C bindings. All C unsafety lives here and in the thin Swift wrappers right above.
@@ -166,6 +170,22 @@ let package = Package(
             dependencies: ["XclawBase", "XclawMessages", .product(name: "Logging", package: "swift-log")],
             path: "Sources/XclawMCP"
         ),
+        // The daemon's web view, a surface: Hummingbird routes for the pages (assets compiled in), their JSON and
+        // websockets, and MCP over streamable HTTP, all behind one token. It knows no command: xclaw-core gives it a
+        // `WebBackend` that runs them.
+        .target(
+            name: "XclawWeb",
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawMCP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/XclawWeb",
+            resources: [
+                .embedInCode("Assets/index.html"), .embedInCode("Assets/app.css"), .embedInCode("Assets/app.js"),
+            ]
+        ),
         // The resident daemon, a surface like the CLI: its socket, protocol and lifecycle.
         .target(
             name: "XclawDaemon",
@@ -179,7 +199,7 @@ let package = Package(
             name: "xclaw-core",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
-                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawMCP",
+                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawMCP", "XclawWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

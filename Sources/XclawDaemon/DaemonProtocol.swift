@@ -75,6 +75,25 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var ocr_blocks: Int?
     /// Full reads of accessibility trees so far (a warm snapshot with no tree event in between reads none).
     public var tree_reads: Int?
+    /// The web view, when it runs (`daemon start --web`).
+    public var web: DaemonWebStatus?
+}
+
+/// Where the daemon's web view (and MCP over HTTP) listens, and its token. Only the daemon's own user can ask
+/// (the socket is 0600 and checked), so the token may travel here.
+public struct DaemonWebStatus: Codable, Sendable, Hashable {
+    /// The dashboard's address, without the token: open it with `?token=TOKEN` once, a cookie keeps it after.
+    public var url: String
+    /// The token every request needs (`?token=`, the cookie, or `Authorization: Bearer`).
+    public var token: String
+    /// MCP over streamable HTTP (`Authorization: Bearer TOKEN`).
+    public var mcp: String
+
+    /// A status.
+    public init(url: String, token: String) {
+        (self.url, self.token) = (url, token)
+        mcp = url + "mcp"
+    }
 }
 
 /// Where the daemon of this user listens: `daemon.sock` in the checked state directory (`$XCLAW_STATE_DIR`, else
@@ -88,6 +107,11 @@ public enum DaemonPaths {
     /// Where a daemon started in the background writes its log.
     public static func log() throws -> String {
         try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("daemon.log").path
+    }
+
+    /// The web view's token (0600).
+    public static func webToken() throws -> String {
+        try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("web.token").path
     }
 
     /// Where the daemon's scheduled runs write what they print.

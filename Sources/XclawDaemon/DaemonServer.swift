@@ -19,6 +19,8 @@ public final class DaemonServer: Sendable {
     private let logger = Logger(label: "xclaw.daemon")
     /// The displays it keeps.
     public let displays = ResidentDisplays()
+    /// The web view, once the surface started one.
+    public let web = Mutex<DaemonWebStatus?>(nil)
     /// Runs one command's arguments and returns its exit status, inside the request's `Invocation` and host.
     private let execute: @Sendable ([String]) -> Int32
 
@@ -85,7 +87,7 @@ public final class DaemonServer: Sendable {
             pid: getpid(), socket: socketPath, version: version,
             uptime_s: (ContinuousClock.now - started) / .seconds(1), displays: displays.names,
             rss_bytes: Self.residentBytes(), running: running.load(ordering: .relaxed),
-            ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads)
+            ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads, web: web.withLock { $0 })
     }
 
     private func serve(_ connection: UnixSocket) {
@@ -219,13 +221,15 @@ public enum DaemonError: ClassifiedError, Hashable {
     case refused(String)
     /// It did not come up in time.
     case didNotStart(log: String)
+    /// It gave up while starting, saying why.
+    case failed(String, log: String)
 
     /// Already running and not running are conditions (1); a refusal is bad usage (2); a start that failed, 5.
     public var exitStatus: ExitStatus {
         switch self {
         case .alreadyRunning, .notRunning: return .notFound
         case .refused: return .usage
-        case .didNotStart: return .internal
+        case .didNotStart, .failed: return .internal
         }
     }
 
@@ -236,7 +240,8 @@ public enum DaemonError: ClassifiedError, Hashable {
             return "a daemon is already running (pid \(pid), socket \(socket)); `xclaw daemon stop` stops it"
         case .notRunning(let socket): return "no daemon is running (socket \(socket)); `xclaw daemon start` starts one"
         case .refused(let why): return "the daemon refused: \(why)"
-        case .didNotStart(let log): return "the daemon did not start within 10 s; see \(log)"
+        case .didNotStart(let log): return "the daemon did not start within 30 s; see \(log)"
+        case .failed(let why, let log): return "the daemon did not start: \(why) (\(log))"
         }
     }
 }

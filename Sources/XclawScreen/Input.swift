@@ -119,6 +119,14 @@ public final class InputController: Sendable {
                 if hold > .zero { try pause(hold, interrupted: interrupted) }
             }
         }
+        report("click", at: point, detail: button.rawValue + (count > 1 ? " ×\(count)" : ""))
+    }
+
+    /// Tells a listening surface what was sent (`InputObserver`); a click without a point is where the pointer is.
+    private func report(_ action: String, at point: Point?, detail: String?) {
+        guard InputObserver.isListened else { return }
+        let place = point ?? (try? cursorPosition())
+        InputObserver.report { InputEvent(display: connection.name, action: action, point: place, detail: detail) }
     }
 
     /// The most clicks one spaced `click` sends.
@@ -151,11 +159,13 @@ public final class InputController: Sendable {
     /// Presses a button and keeps it down (`mouse down`).
     public func buttonDown(_ button: MouseButton = .left, at point: Point? = nil) throws {
         try withModifiers([], at: point) { connection.fakeButton(button.number, down: true) }
+        report("button-down", at: point, detail: button.rawValue)
     }
 
     /// Releases a button (`mouse up`).
     public func buttonUp(_ button: MouseButton = .left, at point: Point? = nil) throws {
         try withModifiers([], at: point) { connection.fakeButton(button.number, down: false) }
+        report("button-up", at: point, detail: button.rawValue)
     }
 
     /// Drags from one point to another with the button held, passing through `steps` intermediate points
@@ -205,6 +215,9 @@ public final class InputController: Sendable {
                 }
             }
         }
+        if let last = path.last {
+            report("drag", at: last, detail: "from \(path[0].x),\(path[0].y)")
+        }
     }
 
     /// The most waypoints one drag takes.
@@ -225,6 +238,7 @@ public final class InputController: Sendable {
                 connection.fakeButton(direction.button, down: false)
             }
         }
+        report("scroll", at: point, detail: "\(direction) \(amount)")
     }
 
     /// Waits until the server has handled everything sent (`XSync`).

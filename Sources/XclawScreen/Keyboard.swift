@@ -147,11 +147,17 @@ public final class Keyboard: @unchecked Sendable {
             connection.flush()
             try connection.checkAlive()
         }
+        let name = connection.name
+        InputObserver.report { InputEvent(display: name, action: "type", point: nil, detail: text) }
     }
 
     /// Presses and releases each combination in turn. Modifiers are released even when something fails.
     public func press(_ combos: [KeyCombo]) throws {
         for combo in combos { try hold(combo, for: nil) }
+        let name = connection.name
+        InputObserver.report {
+            InputEvent(display: name, action: "key", point: nil, detail: combos.map(\.text).joined(separator: " "))
+        }
     }
 
     /// Holds a combination down for `duration` (nil: just press and release), polling `interrupted` so Ctrl-C

@@ -202,6 +202,50 @@ extension AgentStore {
     }
 }
 
+/// A recorded step with the run it belongs to, for a surface that follows every run's actions (the web view).
+public struct ActionStepRow: Sendable, Hashable {
+    /// Its place among every run's steps (increasing).
+    public var id: Int64
+    /// The run.
+    public var session: Int64
+    /// The run's agent.
+    public var agent: String
+    /// The process that ran it.
+    public var pid: Int32
+    /// The agent's display setting, when it has one.
+    public var display: String?
+    /// The step, as `RecordedStep` JSON.
+    public var step: String
+    /// When it was recorded.
+    public var createdAt: Date
+}
+
+extension AgentStore {
+    /// Every run's recorded steps after `id` (0: from the first), oldest first, at most `limit`.
+    public func actionSteps(after id: Int64, limit: Int = 200) throws -> [ActionStepRow] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT a.rowid AS id, a.session_id, a.step, a.created_at, s.agent, s.pid, g.display
+                    FROM action_steps a JOIN sessions s ON s.id = a.session_id LEFT JOIN agents g ON g.name = s.agent
+                    WHERE a.rowid > ? ORDER BY a.rowid LIMIT ?
+                    """, arguments: [id, limit]
+            ).map { row in
+                ActionStepRow(
+                    id: row["id"], session: row["session_id"], agent: row["agent"], pid: row["pid"],
+                    display: row["display"], step: row["step"],
+                    createdAt: try date(row["created_at"] as String, "action_steps.created_at"))
+            }
+        }
+    }
+
+    /// The newest recorded step's `id` (0 when there is none): a follower starts after it.
+    public func lastActionStepID() throws -> Int64 {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM action_steps") ?? 0 }
+    }
+}
+
 // MARK: - Pipelines (records in AgentStore+Pipelines.swift; here because they need GRDB, like the stops)
 
 extension AgentStore {

@@ -751,3 +751,25 @@ struct RunUsage: Encodable {
         usd = r.usd
     }
 }
+
+/// `xclaw memory AGENT`: the notes an agent keeps with its `memory` tool.
+struct MemoryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "memory", abstract: "List the notes an agent keeps with its memory tool.",
+        discussion: "Exit: 0 listed (no notes is not an error); 1 no such agent; 2 bad usage.")
+    @Argument(help: "The agent.") var name: String
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag(help: "Print JSON ({key: value}).") var json = false
+
+    func run() throws {
+        let store = try storeOptions.open()
+        _ = try store.agent(named: name)
+        let notes = try store.memoryList(agent: name)
+        try emit(notes, json: json) {
+            notes.isEmpty
+                ? "\(name) keeps no notes"
+                : notes.keys.sorted().map { "\(UntrustedText.quoted($0))\t\(UntrustedText.quoted(notes[$0] ?? ""))" }
+                    .joined(separator: "\n")
+        }
+    }
+}

@@ -3,6 +3,7 @@ import Foundation
 import XclawBase
 import XclawCommandLine
 import XclawDaemon
+import XclawWeb
 
 /// `xclaw daemon start|stop|status|run`: the resident process, one per user.
 struct DaemonCommand: ParsableCommand {
@@ -17,8 +18,16 @@ struct DaemonCommand: ParsableCommand {
 
     /// `xclaw daemon start`: runs `xclaw daemon run` in a session of its own and waits until it answers.
     struct Start: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start the daemon in the background.")
+        static let configuration = CommandConfiguration(
+            abstract: "Start the daemon in the background.",
+            discussion: """
+                --web also serves the web view and MCP over HTTP on ADDR (default 127.0.0.1:7878; HOST:PORT, :PORT, \
+                PORT, [::1]:PORT), behind a token: `xclaw daemon status --json` prints web.url and web.token.
+                """)
         @Flag(help: "Print its status as JSON.") var json = false
+        @OptionGroup var web: WebOptions
+
+        func validate() throws { try web.validate() }
 
         func run() throws {
             let socket = try DaemonPaths.socket()
@@ -28,15 +37,23 @@ struct DaemonCommand: ParsableCommand {
             }
             let log = try DaemonPaths.log()
             let executable = XclawPaths.executableDirectory.appendingPathComponent("xclaw-core").path
-            _ = try Subprocess.spawn(
-                [executable, "daemon", "run"], stdout: .appending(toFile: log), stderr: .sameAsStdout,
+            let child = try Subprocess.spawn(
+                [executable, "daemon", "run"] + web.arguments, stdout: .appending(toFile: log), stderr: .sameAsStdout,
                 group: .newSession)
             // A loaded machine (a CI run building beside it) can take a while to start a process and open the store.
             let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline {
                 if let status = try client.status() {
-                    try emit(status, json: json) { "started daemon pid \(status.pid) (socket \(status.socket))" }
+                    try emit(status, json: json) {
+                        "started daemon pid \(status.pid) (socket \(status.socket))"
+                            + (status.web.map { "\nweb view: \($0.url) (its token: xclaw daemon status --json)" } ?? "")
+                    }
                     return
+                }
+                // One that gave up (a port taken) says why in its log: no need to wait the whole time.
+                var raw: Int32 = 0
+                if waitpid(child.pid, &raw, WNOHANG) == child.pid {
+                    throw DaemonError.failed(DaemonLog.lastError(log) ?? "it ended at once", log: log)
                 }
                 Thread.sleep(forTimeInterval: 0.02)
             }
@@ -73,6 +90,7 @@ struct DaemonCommand: ParsableCommand {
                 "daemon pid \(status.pid), xclaw \(status.version), up \(Int(status.uptime_s)) s, socket "
                     + "\(status.socket), \(status.rss_bytes / 1024) KB resident, displays: "
                     + (status.displays.isEmpty ? "none" : status.displays.joined(separator: ", "))
+                    + (status.web.map { "\nweb view: \($0.url) (its token: --json prints web.token)" } ?? "")
             }
         }
     }
@@ -82,11 +100,22 @@ struct DaemonCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).")
         @Option(help: .hidden) var parent: Int32?
+        @OptionGroup var web: WebOptions
+
+        func validate() throws { try web.validate() }
 
         func run() throws {
             let server = try DaemonServer(
                 socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version,
                 execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
+            var webServer: WebServer?
+            if web.web {
+                do { webServer = try DaemonWeb.start(on: server, address: web.address) } catch {
+                    server.stop()
+                    throw error
+                }
+            }
+            defer { webServer?.stop() }
             if let parent {
                 // Test harnesses: stop when the process that started us is gone, so no daemon outlives its tests.
                 Thread {
@@ -108,5 +137,33 @@ struct DaemonCommand: ParsableCommand {
             server.run()
             sources.forEach { $0.cancel() }
         }
+    }
+}
+
+/// `--web [ADDR]` of `daemon start` and `daemon run`.
+struct WebOptions: ParsableArguments {
+    @Flag(help: "Serve the web view and MCP over HTTP too.") var web = false
+    @Argument(help: ArgumentHelp("Where the web view listens, with --web (default 127.0.0.1:7878).", valueName: "addr"))
+    var address: String?
+
+    func validate() throws {
+        if address != nil && !web {
+            throw ValidationError("an address is for --web: xclaw daemon start --web \(address ?? "")")
+        }
+        if web {
+            do { _ = try WebConfiguration.address(address) } catch { throw ValidationError("\(error)") }
+        }
+    }
+
+    /// The arguments that pass them on to `daemon run`.
+    var arguments: [String] { web ? ["--web"] + (address.map { [$0] } ?? []) : [] }
+}
+
+/// The daemon's log, read back for the reason a start failed.
+enum DaemonLog {
+    /// The last line of `path` that says what went wrong.
+    static func lastError(_ path: String) -> String? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").last { $0.hasPrefix("xclaw: ") }.map { String($0.dropFirst(7)) }
     }
 }

@@ -43,11 +43,25 @@ struct MCPCommand: ParsableCommand {
 /// (`ResidentDisplays`: connection, input, OCR engines and cache, refs, accessibility tree). Input on one display is
 /// serialized: two clicks or a type and a tap never interleave.
 final class MCPCommandRunner: Sendable {
-    private let displays = ResidentDisplays()
+    private let displays: ResidentDisplays
     private let defaultDisplay: String?
+    /// The displays a running daemon holds, when the runner is not inside it (asked on its socket).
+    private let daemonDisplays: @Sendable () -> [String]?
     private let inputLocks = Mutex<[String: NSLock]>([:])
 
-    init(defaultDisplay: String?) { self.defaultDisplay = defaultDisplay }
+    /// A runner of its own (`xclaw mcp`): its own kept displays, the daemon's asked over its socket.
+    convenience init(defaultDisplay: String?) {
+        self.init(defaultDisplay: defaultDisplay, displays: ResidentDisplays()) {
+            (try? DaemonClient(socketPath: DaemonPaths.socket()).status())?.displays
+        }
+    }
+
+    /// A runner inside the daemon (MCP over HTTP, the web view): the daemon's kept displays.
+    init(
+        defaultDisplay: String?, displays: ResidentDisplays, daemonDisplays: @escaping @Sendable () -> [String]?
+    ) {
+        (self.defaultDisplay, self.displays, self.daemonDisplays) = (defaultDisplay, displays, daemonDisplays)
+    }
 
     /// What a command did: its exit status and what it wrote.
     struct Outcome: Sendable {
@@ -61,11 +75,11 @@ final class MCPCommandRunner: Sendable {
     func display(for call: MCPCall) throws -> String {
         if let named = call.string("display"), !named.isEmpty { return named }
         if let defaultDisplay { return defaultDisplay }
-        if let status = try? DaemonClient(socketPath: DaemonPaths.socket()).status() {
-            if status.displays.count == 1 { return status.displays[0] }
-            if status.displays.count > 1 {
+        if let held = daemonDisplays() {
+            if held.count == 1 { return held[0] }
+            if held.count > 1 {
                 throw MCPToolFailure(
-                    "the daemon holds several displays (\(status.displays.joined(separator: ", "))): pass display")
+                    "the daemon holds several displays (\(held.joined(separator: ", "))): pass display")
             }
         }
         if let environment = ProcessInfo.processInfo.environment["DISPLAY"], !environment.isEmpty { return environment }
@@ -89,22 +103,69 @@ final class MCPCommandRunner: Sendable {
         }
     }
 
+    /// Runs `arguments` handing what it prints on stdout to `output` as it comes (a pipe read on a thread of its own),
+    /// for the web view's chat; the command's environment is the daemon's (a `send` needs the key), not stripped.
+    func stream(
+        _ arguments: [String], cancellation: MCPCancellation, output: @escaping @Sendable (Data) -> Void
+    ) async -> Outcome {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var fds: [Int32] = [-1, -1]
+                guard pipe(&fds) == 0 else {
+                    continuation.resume(
+                        returning: Outcome(
+                            status: ExitStatus.internal.rawValue, stdout: Data(),
+                            stderr: "xclaw: cannot make a pipe: \(Errno.current)"))
+                    return
+                }
+                for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+                let (readEnd, writeEnd) = (fds[0], fds[1])
+                let done = DispatchSemaphore(value: 0)
+                let reader = Thread {
+                    defer { done.signal() }
+                    var buffer = [UInt8](repeating: 0, count: 16384)
+                    while true {
+                        let count = read(readEnd, &buffer, buffer.count)
+                        if count < 0 && errno == EINTR { continue }
+                        guard count > 0 else { break }
+                        output(Data(buffer[0..<count]))
+                    }
+                    Glibc.close(readEnd)
+                }
+                reader.start()
+                let outcome = self.runNow(
+                    arguments, display: nil, stdin: nil, exclusive: false, cancellation: cancellation,
+                    stdout: writeEnd, keepSecrets: true)
+                Glibc.close(writeEnd)
+                // The reader ends at the pipe's end: everything printed is handed on before the outcome. (A program the
+                // command started keeps no copy: the pipe's ends are close-on-exec.)
+                done.wait()
+                continuation.resume(returning: outcome)
+            }
+        }
+    }
+
     private func runNow(
-        _ arguments: [String], display: String?, stdin: Data?, exclusive: Bool, cancellation: MCPCancellation
+        _ arguments: [String], display: String?, stdin: Data?, exclusive: Bool, cancellation: MCPCancellation,
+        stdout: Int32? = nil, keepSecrets: Bool = false
     ) -> Outcome {
         let lock = exclusive ? display.map(inputLock) : nil
         lock?.lock()
         defer { lock?.unlock() }
         do {
             let (input, output, error) = try (ScratchFile(stdin ?? Data()), ScratchFile(), ScratchFile())
-            // No tool needs a key or a token: the command never sees one, whatever the client passed the server.
-            var environment = SecretEnvironment.stripped(ProcessInfo.processInfo.environment)
+            // No tool needs a key or a token: the command never sees one, whatever the client passed the server
+            // (the web view's chat runs `send`, which does: it keeps them).
+            var environment =
+                keepSecrets
+                ? ProcessInfo.processInfo.environment : SecretEnvironment.stripped(ProcessInfo.processInfo.environment)
             if let display { environment["DISPLAY"] = display }
             let hub = InterruptHub(onAbandon: { _ in })
             cancellation.onCancel { hub.raise(SIGINT) }
             let invocation = Invocation(
                 environment: environment, directory: FileManager.default.currentDirectoryPath,
-                descriptors: (input.descriptor, output.descriptor, error.descriptor), terminal: nil, pid: getpid(),
+                descriptors: (input.descriptor, stdout ?? output.descriptor, error.descriptor), terminal: nil,
+                pid: getpid(),
                 interrupts: hub)
             let host = displays.host()
             let status = Invocation.serve(invocation) {

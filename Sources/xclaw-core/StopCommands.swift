@@ -129,3 +129,36 @@ enum Decision {
         try emit(row, json: json) { "\(record.status) for run \(run) (\(record.agent)): \(record.detail)" }
     }
 }
+
+/// `xclaw approvals`: the gated actions runs wait on, to approve or deny.
+struct Approvals: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the gated actions runs wait on (decide with `xclaw approve RUN` or `xclaw deny RUN`).",
+        discussion: "Exit: 0 listed (none waiting is not an error); 2 bad usage.")
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag(help: "Print JSON (run, agent, kind, action, requested, expires).") var json = false
+
+    /// One waiting action.
+    struct Row: Encodable {
+        var run: Int64
+        var agent: String
+        var kind: String
+        var action: String
+        var requested: String
+        var expires: String
+    }
+
+    func run() throws {
+        let rows = try storeOptions.open().approvals(pendingOnly: true).map {
+            Row(
+                run: $0.session, agent: $0.agent, kind: $0.kind, action: $0.detail,
+                requested: StoreDate.format($0.requestedAt), expires: StoreDate.format($0.expiresAt))
+        }
+        try emit(rows, json: json) {
+            rows.isEmpty
+                ? "no run waits for approval"
+                : rows.map { "run \($0.run)\t\($0.agent)\t\($0.kind)\t\(UntrustedText.quoted($0.action))" }
+                    .joined(separator: "\n")
+        }
+    }
+}

@@ -21,8 +21,9 @@ struct Xclaw: ParsableCommand {
             Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self,
             Models.self,
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
+            MemoryCommand.self,
             ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,
-            Approve.self, Deny.self, PipelineCommand.self,
+            Approve.self, Deny.self, Approvals.self, PipelineCommand.self,
             DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, ClipboardServe.self,
         ]
     )

@@ -4,7 +4,8 @@
 
 CONFIG_JSON: {"display": ":N", "server_display": bool, "env": {...}, "errlog": path, "calls": N}. The server is
 started with env holding only what CONFIG_JSON gives over the client's defaults: no DISPLAY, as MCP clients start
-servers. Prints one JSON object with what each scenario saw; the Swift test (MCPServerCLITests) checks it.
+servers. With "http": {"url": URL, "token": TOKEN} the client talks to a running daemon's MCP over streamable HTTP
+instead (XCLAW is not started then). Prints one JSON object with what each scenario saw; the Swift test (MCPServerCLITests) checks it.
 """
 
 import asyncio
@@ -17,6 +18,8 @@ import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def wire(model):
@@ -148,17 +151,29 @@ async def defaults(session, config):
 SCENARIOS = {"defaults": defaults, "basic": basic, "concurrent": concurrent, "large": large, "bench": bench}
 
 
+async def run(read, write, scenario, config):
+    async with ClientSession(read, write) as session:
+        initialized = await session.initialize()
+        out = await SCENARIOS[scenario](session, config)
+        out["protocolVersion"] = wire(initialized)["protocolVersion"]
+        out["serverInfo"] = wire(initialized)["serverInfo"]["name"]
+        return out
+
+
 async def main():
     xclaw, scenario, config = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    if "http" in config:
+        headers = {"Authorization": "Bearer " + config["http"]["token"]}
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(config["http"]["url"], http_client=http) as (read, write):
+                out = await run(read, write, scenario, config)
+        print(json.dumps(out))
+        return
     args = ["mcp"] + (["--display", config["display"]] if config.get("server_display") else [])
     params = StdioServerParameters(command=xclaw, args=args, env=config.get("env", {}))
     with open(config.get("errlog", "/dev/null"), "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                initialized = await session.initialize()
-                out = await SCENARIOS[scenario](session, config)
-                out["protocolVersion"] = wire(initialized)["protocolVersion"]
-                out["serverInfo"] = wire(initialized)["serverInfo"]["name"]
+            out = await run(read, write, scenario, config)
     print(json.dumps(out))
 
 

@@ -1,0 +1,172 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import Synchronization
+import XclawBase
+import XclawMCP
+
+/// What the web view needs from the surface that starts it.
+public struct WebConfiguration: Sendable {
+    /// Where to listen (`127.0.0.1` by default).
+    public var host: String
+    /// The port (0: any free one, for tests).
+    public var port: Int
+    /// The token every request must carry.
+    public var token: String
+    /// Runs xclaw's commands for the pages.
+    public var backend: any WebBackend
+    /// MCP over streamable HTTP at `/mcp`, when given.
+    public var mcp: MCPServer?
+    /// The actions done on the screens, for the log and overlay.
+    public var feed: ActionFeed
+    /// The displays a page may watch (the daemon's, `$DISPLAY`, xclaw's own).
+    public var displays: @Sendable () -> [String]
+    /// Serve the pages from this folder instead of the compiled-in copies (`XCLAW_WEB_ASSETS`, for working on
+    /// them without a rebuild).
+    public var assetsDirectory: String?
+
+    /// A configuration.
+    public init(
+        host: String, port: Int, token: String, backend: any WebBackend, mcp: MCPServer?, feed: ActionFeed,
+        displays: @escaping @Sendable () -> [String], assetsDirectory: String? = nil
+    ) {
+        (self.host, self.port, self.token, self.backend, self.mcp) = (host, port, token, backend, mcp)
+        (self.feed, self.displays, self.assetsDirectory) = (feed, displays, assetsDirectory)
+    }
+
+    /// Parses `ADDR` of `--web [ADDR]`: `HOST:PORT`, `:PORT`, `PORT` or `HOST` (port 7878), `[::1]:PORT`.
+    public static func address(_ text: String?) throws -> (host: String, port: Int) {
+        let defaultHost = "127.0.0.1"
+        let defaultPort = 7878
+        guard let text, !text.isEmpty else { return (defaultHost, defaultPort) }
+        func port(_ digits: Substring) throws -> Int {
+            guard let port = Int(digits), (0...65535).contains(port) else {
+                throw WebError.badAddress("\(text): the port is 0 to 65535")
+            }
+            return port
+        }
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw WebError.badAddress("\(text): no closing ]") }
+            let host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            if rest.isEmpty { return (host, defaultPort) }
+            guard rest.hasPrefix(":") else { throw WebError.badAddress("\(text): expected [HOST]:PORT") }
+            return (host, try port(rest.dropFirst()))
+        }
+        if text.allSatisfy(\.isNumber) { return (defaultHost, try port(Substring(text))) }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { throw WebError.badAddress("\(text): write an IPv6 host as [HOST]:PORT") }
+        let host = parts[0].isEmpty ? defaultHost : String(parts[0])
+        return (host, parts.count == 2 ? try port(parts[1]) : defaultPort)
+    }
+}
+
+/// Why the web view could not start.
+public enum WebError: ClassifiedError, Hashable {
+    /// `--web ADDR` is not an address.
+    case badAddress(String)
+    /// The address could not be listened on.
+    case cannotListen(String)
+
+    /// A bad address is usage (2); a port taken is the machine's refusal (5).
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .badAddress: return .usage
+        case .cannotListen: return .internal
+        }
+    }
+
+    /// The message, saying what to do.
+    public var description: String {
+        switch self {
+        case .badAddress(let why): return "--web: \(why) (e.g. 127.0.0.1:7878)"
+        case .cannotListen(let why):
+            return "the web view cannot listen: \(why); pick another port with --web HOST:PORT"
+        }
+    }
+}
+
+/// The daemon's web server: the pages (compiled in, no CDN), their JSON, the chat and screen websockets, and MCP over
+/// streamable HTTP, on one Hummingbird application behind one token.
+public final class WebServer: Sendable {
+    private let configuration: WebConfiguration
+    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let logger = Logger(label: "xclaw.web")
+    private let bound = BoundPort()
+
+    /// The port it listens on, once started (0 before).
+    public var port: Int { bound.port.load(ordering: .relaxed) }
+
+    /// A server that is not started yet.
+    public init(_ configuration: WebConfiguration) { self.configuration = configuration }
+
+    /// The page address (no token in it).
+    public var url: String {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        let shown = host == "0.0.0.0" || host == "[::]" ? "127.0.0.1" : host
+        return "http://\(shown):\(port)/"
+    }
+
+    /// Starts listening; returns once it does, or throws why it cannot.
+    public func start() throws {
+        let configuration = configuration
+        let started = DispatchSemaphore(value: 0)
+        let bound = bound
+        let logger = logger
+        task.withLock {
+            $0 = Task.detached {
+                let app = Self.application(configuration, logger: logger) { port in
+                    bound.port.store(port, ordering: .relaxed)
+                    started.signal()
+                }
+                do { try await app.runService(gracefulShutdownSignals: []) } catch {
+                    logger.error("the web view stopped", metadata: ["error": "\(error)"])
+                    bound.failure.withLock { $0 = "\(error)" }
+                }
+                started.signal()
+            }
+        }
+        started.wait()
+        if port == 0 {
+            throw WebError.cannotListen(
+                "\(configuration.host):\(configuration.port): \(bound.failure.withLock { $0 } ?? "unknown error")")
+        }
+        logger.info("web view", metadata: ["url": "\(url)"])
+    }
+
+    /// The routes, behind the token, on one HTTP/1 server that upgrades the websockets.
+    private static func application(
+        _ configuration: WebConfiguration, logger: Logger, running: @escaping @Sendable (Int) -> Void
+    ) -> some ApplicationProtocol {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        // Cookies are per host, not per port: each daemon's (each user's) has a name of its own, from its token.
+        let cookieName = "xclaw_" + SHA256.hex(Data(configuration.token.utf8)).prefix(12)
+        router.add(middleware: WebAuthMiddleware(token: configuration.token, cookieName: cookieName))
+        WebPages.add(to: router, assetsDirectory: configuration.assetsDirectory)
+        WebAPI(backend: configuration.backend, displays: configuration.displays).add(to: router)
+        ChatSocket(backend: configuration.backend).add(to: router)
+        ScreenSocket(feed: configuration.feed).add(to: router)
+        if let mcp = configuration.mcp { MCPHTTPRoute(server: mcp).add(to: router) }
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: router,
+                configuration: .init(http1: .init(idleTimeout: nil), ws: .init(maxFrameSize: 1 << 22))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in running(channel.localAddress?.port ?? 0) },
+            logger: logger)
+    }
+
+    /// Stops serving (open websockets are closed).
+    public func stop() {
+        task.withLock { $0?.cancel() }
+    }
+}
+
+/// The bound port and why the server stopped, shared with the server's task.
+private final class BoundPort: Sendable {
+    let port = Atomic<Int>(0)
+    let failure = Mutex<String?>(nil)
+}
