@@ -11,10 +11,10 @@ final class MCPServerCLITests: XCTestCase {
     private static let python: Result<String, any Error> = Result {
         try PythonVenv.python("mcp-client", packages: ["mcp"])
     }
-    private static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("mcp")
 
-    private var state: URL!
+    var state: URL!
 
     override func setUpWithError() throws {
         state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-mcp-\(UUID().uuidString)")
@@ -27,16 +27,19 @@ final class MCPServerCLITests: XCTestCase {
     }
 
     /// What the client script saw in `scenario`, and what the server wrote on stderr.
-    private func client(
-        _ scenario: String, display: String, serverDisplay: Bool = false, environment: [String: String] = [:]
+    /// With `http`, the client talks to that daemon's MCP over streamable HTTP instead of starting `xclaw mcp`.
+    func client(
+        _ scenario: String, display: String, serverDisplay: Bool = false, environment: [String: String] = [:],
+        http: WebDaemon? = nil
     ) throws -> (result: [String: Any], stdout: String, stderr: String) {
         let python = try Self.python.get()
         let errlog = state.appendingPathComponent("server-stderr.log").path
         var env = ["XCLAW_STATE_DIR": state.path]
         env.merge(environment) { $1 }
-        let config: [String: Any] = [
+        var config: [String: Any] = [
             "display": display, "server_display": serverDisplay, "env": env, "errlog": errlog,
         ]
+        if let http { config["http"] = ["url": http.url + "mcp", "token": http.token] }
         let configText = String(decoding: try JSONSerialization.data(withJSONObject: config), as: UTF8.self)
         let outcome = try Subprocess.run(
             [
@@ -44,7 +47,7 @@ final class MCPServerCLITests: XCTestCase {
                 productsDirectory.appendingPathComponent("xclaw").path, scenario, configText,
             ], timeout: .seconds(180))
         let stdout = String(decoding: outcome.stdout, as: UTF8.self)
-        let stderr = (try? String(contentsOfFile: errlog, encoding: .utf8)) ?? ""
+        let stderr = http?.logText ?? (try? String(contentsOfFile: errlog, encoding: .utf8)) ?? ""
         guard outcome.ending == .exited(0),
             let result = try JSONSerialization.jsonObject(with: outcome.stdout) as? [String: Any]
         else {
@@ -55,7 +58,7 @@ final class MCPServerCLITests: XCTestCase {
         return (result, stdout, stderr)
     }
 
-    private static func summary(_ value: Any?) -> (isError: Bool, text: String) {
+    static func summary(_ value: Any?) -> (isError: Bool, text: String) {
         let object = value as? [String: Any] ?? [:]
         return (object["isError"] as? Bool ?? false, (object["texts"] as? [String] ?? []).joined(separator: "\n"))
     }
