@@ -258,6 +258,7 @@ let package = Package(
         // executables it starts.
         layerTests("XclawBaseTests", ["XclawBase"]),
         layerTests("XclawMCPTests", ["XclawBase", "XclawMessages", "XclawMCP"]),
+        layerTests("XclawWebTests", ["XclawBase", "XclawMCP", "XclawWeb"]),
         layerTests("XclawScreenTests", ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"]),
         layerTests(
             "XclawPerceptionTests",

@@ -54,7 +54,10 @@ enum WebOrigin {
     static func isLocal(_ origin: String) -> Bool {
         guard let url = URL(string: origin), let host = url.host?.lowercased() else { return false }
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.") || bare.hasSuffix(".localhost")
+        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
+        let loopbackIPv4 =
+            octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+        return bare == "localhost" || bare == "::1" || loopbackIPv4 || bare.hasSuffix(".localhost")
     }
 }
 

@@ -43,7 +43,16 @@ struct DaemonCommand: ParsableCommand {
             // A loaded machine (a CI run building beside it) can take a while to start a process and open the store.
             let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline {
-                if let status = try client.status() {
+                let answered: DaemonStatus?
+                do { answered = try client.status() } catch {
+                    // A daemon that gives up while starting (a port taken) closes its socket on a waiting asker:
+                    // its log says why.
+                    if let code = Subprocess.waitForExit(child.pid, deadline: .now + .seconds(2)), code != 0 {
+                        throw DaemonError.failed(DaemonLog.lastError(log) ?? "exit \(code)", log: log)
+                    }
+                    throw error
+                }
+                if let status = answered {
                     try emit(status, json: json) {
                         "started daemon pid \(status.pid) (socket \(status.socket))"
                             + (status.web.map { "\nweb view: \($0.url) (its token: xclaw daemon status --json)" } ?? "")
