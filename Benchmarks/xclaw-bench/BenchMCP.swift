@@ -11,7 +11,9 @@ import XclawTesting
 struct BenchMCP: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mcp",
-        abstract: "Benchmark MCP tool calls (snapshot, windows, capture) through the official Python MCP client.")
+        abstract:
+            "Benchmark MCP tool calls (snapshot, windows, capture) through the official Python MCP client: over "
+            + "stdio (`xclaw mcp`) and over streamable HTTP (the daemon's `--web`), side by side.")
     @OptionGroup var options: SnapshotBenchOptions
     @Option(help: "A Python with the `mcp` package (default: a venv the bench and the tests make once).")
     var python: String?
@@ -46,9 +48,35 @@ struct MCPBench {
             at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: state) }
         let tools = ["snapshot", "windows", "capture"]
-        let config: [String: Any] = [
+        let stdio = try client(python: python, xclaw: xclaw, tools: tools, state: state, http: nil)
+        // The same calls through a daemon's MCP over streamable HTTP (its own state directory and web port).
+        let daemon = try BenchWebDaemon(state: state.appendingPathComponent("daemon"))
+        defer { daemon.stop() }
+        let http = try client(
+            python: python, xclaw: xclaw, tools: tools, state: state,
+            http: ["url": daemon.url + "mcp", "token": daemon.token])
+        for tool in tools {
+            for (transport, result) in [("xclaw mcp (stdio)", stdio), ("the daemon's MCP over HTTP", http)] {
+                let times = (result[tool] as? [String: Any])?["times_ms"] as? [Double] ?? []
+                guard !times.isEmpty else { continue }
+                report.rows.append(
+                    BenchRow(
+                        "mcp round trip (Python client → \(transport) → reply)", "\(tool), unchanged screen",
+                        times.map { Sample(elapsed: .microseconds(Int($0 * 1000))) }))
+            }
+        }
+        report.notes.append("target: snapshot ≤ 25 ms median; \(calls) calls per tool after 3 untimed")
+        return report
+    }
+
+    /// The client script's `bench` scenario over stdio (`http` nil) or a daemon's MCP over HTTP.
+    private func client(python: String, xclaw: String, tools: [String], state: URL, http: [String: String]?) throws
+        -> [String: Any]
+    {
+        var config: [String: Any] = [
             "display": scene.name, "calls": calls, "tools": tools, "env": ["XCLAW_STATE_DIR": state.path],
         ]
+        if let http { config["http"] = http }
         let outcome = try Subprocess.run(
             [
                 python, Self.client, xclaw, "bench",
@@ -62,15 +90,61 @@ struct MCPBench {
             )
         }
         if let error = result["error"] { throw ScreenError.invalidArgument("a tool call failed: \(error)") }
-        for tool in tools {
-            let times = (result[tool] as? [String: Any])?["times_ms"] as? [Double] ?? []
-            guard !times.isEmpty else { continue }
-            report.rows.append(
-                BenchRow(
-                    "mcp round trip (Python client → xclaw mcp → reply)", "\(tool), unchanged screen",
-                    times.map { Sample(elapsed: .microseconds(Int($0 * 1000))) }))
+        return result
+    }
+}
+
+/// A daemon with its web view on a free loopback port, for the benchmarks that go through it (MCP over HTTP, the
+/// web view's latency and memory).
+final class BenchWebDaemon {
+    let process = Process()
+    let url: String
+    let token: String
+    let state: URL
+
+    /// Starts `xclaw-core daemon run --web 127.0.0.1:0` on `state` (made 0700) and waits for its web view.
+    init(state: URL, environment: [String: String] = [:]) throws {
+        self.state = state
+        try FileManager.default.createDirectory(
+            at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        guard let core = xclawExecutable().map({ URL(fileURLWithPath: $0).deletingLastPathComponent() }) else {
+            throw ScreenError.invalidArgument("xclaw and xclaw-core must be built beside xclaw-bench")
         }
-        report.notes.append("target: snapshot ≤ 25 ms median; \(calls) calls per tool after 3 untimed")
-        return report
+        let executable = core.appendingPathComponent("xclaw-core")
+        process.executableURL = executable
+        process.arguments = ["daemon", "run", "--web", "127.0.0.1:0", "--parent", String(getpid())]
+        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        env["XCLAW_STATE_DIR"] = state.path
+        env["XDG_DATA_HOME"] = state.appendingPathComponent("data").path
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let status = try Subprocess.run(
+                [executable.path, "daemon", "status", "--json"], timeout: .seconds(10), environment: env)
+            if status.ending == .exited(0),
+                let object = try? JSONSerialization.jsonObject(with: status.stdout) as? [String: Any],
+                let web = object["web"] as? [String: Any], let url = web["url"] as? String,
+                let token = web["token"] as? String
+            {
+                (self.url, self.token) = (url, token)
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        process.terminate()
+        throw ScreenError.invalidArgument("the daemon's web view did not come up in 30 s")
+    }
+
+    /// The daemon's pid, for its memory.
+    var pid: Int32 { process.processIdentifier }
+
+    /// Stops it.
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
     }
 }

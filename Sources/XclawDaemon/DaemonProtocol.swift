@@ -114,6 +114,12 @@ public enum DaemonPaths {
         try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("web.token").path
     }
 
+    /// There while the daemon's web view runs: the front then hands even plain input to the daemon, so the web
+    /// view's action log shows it.
+    public static func webMarker() throws -> String {
+        try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("web.on").path
+    }
+
     /// Where the daemon's scheduled runs write what they print.
     public static func scheduleLog() throws -> String {
         try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("schedule.log").path

@@ -5,47 +5,67 @@ import HummingbirdCore
 
 /// The web view's one rule for who may ask: the token, from `Authorization: Bearer`, the cookie a first visit with
 /// `?token=` set (as Jupyter does), or that query; and no page from elsewhere: a browser request whose Origin is not
-/// this machine is refused, so another site cannot drive the daemon through a browser that holds the cookie.
-struct WebAuthMiddleware<Context: RequestContext>: RouterMiddleware {
+/// this machine is refused, so another site cannot drive the daemon through a browser that holds the cookie. The
+/// middleware applies it to every request; `WebSocketGate` to a websocket's handshake, so it is refused with 401 too.
+struct WebAccess: Sendable {
     let token: String
     let cookieName: String
+
+    /// Why a request with these parts is refused; nil when it may go on.
+    func refusal(origin: String?, queryToken: String?, authorization: String?, cookies: String?) -> String? {
+        if let origin, !WebOrigin.isLocal(origin) {
+            return "a page from \(origin) may not use the xclaw web view: open it from this machine"
+        }
+        if let queryToken { return WebToken.matches(queryToken, token) ? nil : "wrong token" }
+        if let authorization, authorization.hasPrefix("Bearer ") {
+            return WebToken.matches(String(authorization.dropFirst("Bearer ".count)), token) ? nil : "wrong token"
+        }
+        if WebToken.matches(Self.cookie(cookieName, in: cookies), token) { return nil }
+        return "no token: open the web view's address with ?token= from `xclaw daemon status --json`"
+    }
+
+    /// The value of cookie `name` in a `Cookie` header.
+    static func cookie(_ name: String, in header: String?) -> String? {
+        guard let header else { return nil }
+        for pair in header.split(separator: ";") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
+                return parts[1].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return nil
+    }
+
+    /// The cookie a page opened with the token gets.
+    var setCookie: String { "\(cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict" }
+}
+
+/// `WebAccess` for every request; a page opened with the token is sent on without it, the cookie set.
+struct WebAuthMiddleware<Context: RequestContext>: RouterMiddleware {
+    let access: WebAccess
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
-        if let origin = request.headers[.origin], !WebOrigin.isLocal(origin) {
-            return WebResponses.unauthorized(
-                request, "a page from \(origin) may not use the xclaw web view: open it from this machine")
+        let query = request.uri.queryParameters.get("token").map { String($0) }
+        if let why = access.refusal(
+            origin: request.headers[.origin], queryToken: query, authorization: request.headers[.authorization],
+            cookies: request.headers[values: .cookie].joined(separator: "; "))
+        {
+            return WebResponses.unauthorized(request, why)
         }
-        let path = request.uri.path
-        if let query = request.uri.queryParameters.get("token") {
-            guard WebToken.matches(query, token) else {
-                return WebResponses.unauthorized(request, "wrong token")
-            }
-            // A page opened with the token: the cookie carries it from now on, and the address bar loses it.
-            if request.method == .get, !WebResponses.isMachinePath(path),
-                request.headers[.upgrade] == nil
-            {
-                var headers = HTTPFields()
-                headers[.location] = WebResponses.withoutToken(request.uri)
-                headers[.setCookie] = cookie
-                headers[.cacheControl] = "no-store"
-                return Response(status: .seeOther, headers: headers)
-            }
-            return try await next(request, context)
+        // A page opened with the token: the cookie carries it from now on, and the address bar loses it.
+        if query != nil, request.method == .get, !WebResponses.isMachinePath(request.uri.path),
+            request.headers[.upgrade] == nil
+        {
+            var headers = HTTPFields()
+            headers[.location] = WebResponses.withoutToken(request.uri)
+            headers[.setCookie] = access.setCookie
+            headers[.cacheControl] = "no-store"
+            return Response(status: .seeOther, headers: headers)
         }
-        if let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") {
-            guard WebToken.matches(String(authorization.dropFirst("Bearer ".count)), token) else {
-                return WebResponses.unauthorized(request, "wrong token")
-            }
-            return try await next(request, context)
-        }
-        if WebToken.matches(request.cookies[cookieName]?.value, token) { return try await next(request, context) }
-        return WebResponses.unauthorized(
-            request, "no token: open the web view's address with ?token= from `xclaw daemon status --json`")
+        return try await next(request, context)
     }
-
-    private var cookie: String { "\(cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict" }
 }
 
 /// Which Origins are this machine's: loopback hosts only.

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -143,17 +144,23 @@ public final class WebServer: Sendable {
         let router = Router(context: BasicWebSocketRequestContext.self)
         // Cookies are per host, not per port: each daemon's (each user's) has a name of its own, from its token.
         let cookieName = "xclaw_" + SHA256.hex(Data(configuration.token.utf8)).prefix(12)
-        router.add(middleware: WebAuthMiddleware(token: configuration.token, cookieName: cookieName))
+        let access = WebAccess(token: configuration.token, cookieName: cookieName)
+        router.add(middleware: WebAuthMiddleware(access: access))
         WebPages.add(to: router, assetsDirectory: configuration.assetsDirectory)
         WebAPI(backend: configuration.backend, displays: configuration.displays).add(to: router)
         ChatSocket(backend: configuration.backend).add(to: router)
         ScreenSocket(feed: configuration.feed).add(to: router)
         if let mcp = configuration.mcp { MCPHTTPRoute(server: mcp).add(to: router) }
+        let webSocketResponder = router.buildResponder()
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: router,
-                configuration: .init(http1: .init(idleTimeout: nil), ws: .init(maxFrameSize: 1 << 22))),
+            server: HTTPServerBuilder { responder in
+                GatedChannel(
+                    inner: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, webSocketResponder: webSocketResponder,
+                        configuration: .init(http1: .init(idleTimeout: nil), ws: .init(maxFrameSize: 1 << 22))),
+                    access: access)
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in running(channel.localAddress?.port ?? 0) },
             logger: logger)

@@ -124,7 +124,7 @@ struct DaemonCommand: ParsableCommand {
                     throw error
                 }
             }
-            defer { webServer?.stop() }
+            defer { webServer.map(DaemonWeb.stop) }
             if let parent {
                 // Test harnesses: stop when the process that started us is gone, so no daemon outlives its tests.
                 Thread {

@@ -14,6 +14,12 @@ import XclawWeb
 enum DaemonWeb {
     private static let logger = Logger(label: "xclaw.web")
 
+    /// Stops it and takes its marker away.
+    static func stop(_ web: WebServer) {
+        web.stop()
+        if let marker = try? DaemonPaths.webMarker() { unlink(marker) }
+    }
+
     /// Starts the web view on `address` (`--web [ADDR]`) and records it in the daemon's status.
     static func start(on server: DaemonServer, address: String?) throws -> WebServer {
         let (host, port) = try WebConfiguration.address(address)
@@ -45,6 +51,7 @@ enum DaemonWeb {
                 }, assetsDirectory: environment["XCLAW_WEB_ASSETS"].flatMap { $0.isEmpty ? nil : $0 }))
         try web.start()
         server.web.withLock { $0 = DaemonWebStatus(url: web.url, token: token) }
+        try PrivateFiles.write(Data(web.url.utf8), to: DaemonPaths.webMarker())
         return web
     }
 }

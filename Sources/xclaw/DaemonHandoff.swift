@@ -26,6 +26,7 @@ struct DaemonHandoff {
             close(fd)
             if why == ECONNREFUSED {
                 unlink(path)
+                unlink(directory + "/web.on")
                 Front.notice("the daemon is not running (removed its stale socket); running in-process")
             }
             return nil
@@ -86,6 +87,13 @@ struct DaemonHandoff {
             Front.notice("the daemon refused the command; running in-process")
         }
         return nil
+    }
+
+    /// Whether a daemon with its web view runs (its `web.on` marker): then even plain input goes to it, so the web
+    /// view's action log shows it.
+    var webViewRuns: Bool {
+        guard let directory = stateDirectory() else { return false }
+        return access(directory + "/web.on", F_OK) == 0
     }
 
     /// `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID` (the rule of `XclawPaths`), when it

@@ -5,7 +5,12 @@
 import Glibc
 
 var front = Front(arguments: Array(CommandLine.arguments.dropFirst()), environment: Front.environment())
-if let status = DirectInput(front.arguments, display: front.environment["DISPLAY"])?.run() { exit(status) }
+// Plain input is done here, unless a daemon's web view watches: then the daemon sends it and its action log shows it.
+if front.noDaemon || !DaemonHandoff(front).webViewRuns,
+    let status = DirectInput(front.arguments, display: front.environment["DISPLAY"])?.run()
+{
+    exit(status)
+}
 if !front.noDaemon, Front.served.contains(front.arguments.first ?? "") {
     if let status = DaemonHandoff(front).run() { exit(status) }
 }

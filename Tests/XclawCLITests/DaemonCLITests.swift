@@ -247,7 +247,7 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertGreaterThan(try XCTUnwrap(try status().tree_reads), reads)
     }
 
-    func testMemoryStaysWithinTheCachesOverAThousandSnapshotsOfAChangingScreen() throws {
+    func testMemoryStaysWithinTheCachesOverThreeHundredSnapshotsOfAChangingScreen() throws {
         let display = try TestDisplay(size: Size(width: 360, height: 80))
         defer { display.stop() }
         // A terminal whose clock line changes every 10 ms: each snapshot has new text for OCR.
@@ -260,27 +260,28 @@ final class DaemonCLITests: XCTestCase {
             kill(clock.processIdentifier, SIGKILL)
             while clock.isRunning { Thread.sleep(forTimeInterval: 0.01) }
         }
-        // A small OCR cache, so 1,000 snapshots fill it and its trimming is what keeps memory bounded.
+        // A small OCR cache, so 300 snapshots (each with a new clock line) fill it twice over and its trimming is what
+        // keeps memory bounded.
         let started = try runCLI(
-            ["daemon", "start"], environment: env.merging(["XCLAW_OCR_CACHE_BLOCKS": "500"]) { $1 })
+            ["daemon", "start"], environment: env.merging(["XCLAW_OCR_CACHE_BLOCKS": "150"]) { $1 })
         XCTAssertEqual(started.status, 0, started.stderr)
         let snapshot = ["snapshot", "--display", display.name]
         var early: DaemonStatus?
-        for count in 1...1000 {
+        for count in 1...300 {
             let result = try runCLI(snapshot, environment: env)
             XCTAssertEqual(result.status, 0, result.stderr)
-            if count == 100 { early = try status() }
+            if count == 50 { early = try status() }
         }
         let late = try status()
         let first = try XCTUnwrap(early)
         let blocks = try XCTUnwrap(late.ocr_blocks)
-        XCTAssertGreaterThanOrEqual(blocks, 500, "the screen kept changing: the cache filled up")
-        XCTAssertLessThanOrEqual(blocks, 625, "the OCR cache is trimmed to its capacity (500) past 625 blocks")
-        // What the daemon holds beyond its warm-up is its caches: OCR text (a few MB at its cap), one frame, the
-        // refs and tree of one snapshot. 900 more snapshots of a changing screen must not add more than that.
+        XCTAssertGreaterThanOrEqual(blocks, 150, "the screen kept changing: the cache filled up")
+        XCTAssertLessThanOrEqual(blocks, 187, "the OCR cache is trimmed to its capacity (150) past 187 blocks")
+        // What the daemon holds beyond its warm-up is its caches: OCR text (well under a MB at its cap), one frame,
+        // the refs and tree of one snapshot. 250 more snapshots of a changing screen must not add more than that.
         let growth = late.rss_bytes - first.rss_bytes
         XCTAssertLessThan(growth, 24 << 20, "RSS \(first.rss_bytes) → \(late.rss_bytes) bytes")
-        print("daemon RSS after 100 snapshots: \(first.rss_bytes), after 1000: \(late.rss_bytes); OCR blocks \(blocks)")
+        print("daemon RSS after 50 snapshots: \(first.rss_bytes), after 300: \(late.rss_bytes); OCR blocks \(blocks)")
     }
 
     func testACLIOfAnotherProtocolVersionSaysSoAndRunsInProcess() throws {

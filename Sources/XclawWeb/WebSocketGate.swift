@@ -1,0 +1,109 @@
+import Foundation
+import HummingbirdCore
+import Logging
+import NIOCore
+
+/// The websocket handshake's gate. Hummingbird's websocket upgrade answers every refused upgrade with a bare 400,
+/// so a handshake without the token or from a foreign Origin would never hear why; this handler reads the first
+/// request of each connection before the HTTP decoder does and, when it is a websocket handshake that `WebAccess`
+/// refuses, answers 401 with the reason itself and closes. Anything else passes on untouched, and the gate leaves
+/// the pipeline. (The router's middleware still guards later requests on a kept-alive connection.)
+final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    /// A head larger than this is not a handshake this server takes: it passes on to the decoder, which refuses it.
+    static let maximumHead = 64 << 10
+    private let access: WebAccess
+    private var buffered: ByteBuffer?
+
+    init(access: WebAccess) { self.access = access }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        if var held = buffered {
+            held.writeBuffer(&bytes)
+            bytes = held
+        }
+        let view = bytes.readableBytesView
+        guard let end = Self.headEnd(view) else {
+            if bytes.readableBytes > Self.maximumHead { pass(bytes, context: context) } else { buffered = bytes }
+            return
+        }
+        let head = String(decoding: view.prefix(end), as: UTF8.self)
+        if let why = refusal(head) {
+            let body = (try? JSONSerialization.data(withJSONObject: ["error": why])) ?? Data()
+            var response = context.channel.allocator.buffer(capacity: 256 + body.count)
+            response.writeString(
+                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+                    + "Cache-Control: no-store\r\nConnection: close\r\n\r\n")
+            response.writeBytes(body)
+            buffered = nil
+            context.writeAndFlush(NIOAny(response)).whenComplete { _ in context.close(promise: nil) }
+            return
+        }
+        pass(bytes, context: context)
+    }
+
+    /// Hands what was read on and leaves the pipeline.
+    private func pass(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        buffered = nil
+        context.fireChannelRead(wrapInboundOut(bytes))
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+
+    /// Why a websocket handshake is refused; nil for one the token allows and for any other request.
+    private func refusal(_ head: String) -> String? {
+        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        guard let requestLine = lines.first else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[name] = headers[name].map { $0 + (name == "cookie" ? "; " : ", ") + value } ?? value
+        }
+        guard headers["upgrade"]?.lowercased().contains("websocket") == true else { return nil }
+        let target = requestLine.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        let query = URLComponents(string: target)?.queryItems?.first { $0.name == "token" }?.value
+        return access.refusal(
+            origin: headers["origin"], queryToken: query, authorization: headers["authorization"],
+            cookies: headers["cookie"])
+    }
+
+    /// Where a request head ends (just past its blank line), if it has.
+    private static func headEnd(_ bytes: ByteBufferView) -> Int? {
+        let terminator: [UInt8] = [13, 10, 13, 10]
+        guard bytes.count >= 4 else { return nil }
+        var index = bytes.startIndex
+        var offset = 0
+        var window: [UInt8] = []
+        while index != bytes.endIndex {
+            window.append(bytes[index])
+            if window.count > 4 { window.removeFirst() }
+            offset += 1
+            if window == terminator { return offset }
+            index = bytes.index(after: index)
+        }
+        return nil
+    }
+}
+
+/// The server's channel with the gate in front of it.
+struct GatedChannel<Inner: HTTPChannelHandler>: HTTPChannelHandler {
+    let inner: Inner
+    let access: WebAccess
+
+    var responder: Responder { inner.responder }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
+        do {
+            try channel.pipeline.syncOperations.addHandler(WebSocketGate(access: access), position: .first)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return inner.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Inner.Value, logger: Logger) async { await inner.handle(value: value, logger: logger) }
+}
