@@ -978,17 +978,9 @@ async function chatView(view, name) {
   const stop = h("button", { type: "button", class: "danger", id: "chat-stop", hidden: true }, "■ Stop");
   conversation.append(messages, h("div", { class: "composer" }, input, send, stop));
 
-  try {
-    const history = (await api("/api/history/" + encodeURIComponent(name) + "?last=60")) || [];
-    if (!history.length) messages.append(emptyState("No messages yet. Say something below."));
-    for (const message of history) {
-      const el = historyMessage(message);
-      if (el) messages.append(el);
-    }
-  } catch (error) {
-    messages.append(errorBox(error));
-  }
-  messages.scrollTop = messages.scrollHeight;
+  // The history goes above whatever is sent meanwhile: the composer works before it has loaded.
+  const earlier = h("div", { class: "history" });
+  messages.append(earlier);
 
   let socket = null;
   let reply = null;
@@ -1049,7 +1041,7 @@ async function chatView(view, name) {
   const submit = async () => {
     const text = input.value.trim();
     if (!text || reply) return;
-    messages.querySelector(".empty")?.remove();
+    earlier.querySelector(".empty")?.remove();
     messages.append(userMessage(text, "web"));
     const body = h("div", { class: "bubble md-host" }, h("span", { class: "streaming-dot" }));
     const el = h("div", { class: "msg assistant streaming" }, h("div", { class: "who" }, name), body);
@@ -1075,6 +1067,17 @@ async function chatView(view, name) {
   });
   stop.addEventListener("click", () => socket && socket.send(JSON.stringify({ cancel: true })));
   input.focus();
+  try {
+    const history = (await api("/api/history/" + encodeURIComponent(name) + "?last=60")) || [];
+    if (!history.length && !reply) earlier.append(emptyState("No messages yet. Say something below."));
+    for (const message of history) {
+      const el = historyMessage(message);
+      if (el) earlier.append(el);
+    }
+  } catch (error) {
+    earlier.append(errorBox(error));
+  }
+  if (view.alive) messages.scrollTop = messages.scrollHeight;
 }
 
 function userMessage(text, sender) {

@@ -169,18 +169,28 @@ with Browser() as browser:
         clicked = xclaw("click", str(x), str(y), "--button", "left", "--display", display)
         result["click_cli"] = {"status": clicked["status"], "stderr": clicked["stderr"][-300:]}
         browser.wait_for("window.xclawScreen.actions.some(a => a.x === %d && a.y === %d)" % (x, y), timeout=10)
-        result["action"] = browser.evaluate("""(() => {
-            const a = window.xclawScreen.actions.filter(a => a.x === %d && a.y === %d).pop();
-            const row = document.querySelector('#action-log .log-row[data-seq="' + a.seq + '"]');
+        # The ring is drawn on the next animation frame: wait for it (it fades within 1.5 s).
+        ring = """(() => {
             const o = document.querySelector('#overlay');
             const d = o.getContext('2d').getImageData(%d - 40, %d - 40, 80, 80).data;
             let red = 0;
             for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i] > 150 && d[i + 1] < 120) red++;
+            return red;
+        })()""" % (x, y)
+        try:
+            red = browser.wait_for(ring + " > 20 && " + ring, timeout=1.2, interval=0.02)
+        except BrowserError:
+            red = browser.evaluate(ring)
+        result["action"] = browser.evaluate("""(() => {
+            const a = window.xclawScreen.actions.filter(a => a.x === %d && a.y === %d).pop();
+            const row = document.querySelector('#action-log .log-row[data-seq="' + a.seq + '"]');
+            const o = document.querySelector('#overlay');
             const rows = [...document.querySelectorAll('#action-log .log-row')];
             return {action: a.action, source: a.source, row_text: row ? row.textContent : null,
-                    first_row_is_it: rows.length > 0 && rows[0] === row, overlay_red_pixels: red,
+                    first_row_is_it: rows.length > 0 && rows[0] === row,
                     overlay_size: [o.width, o.height], latency_ms: a.shown_ms - a.time_ms};
-        })()""" % (x, y, x, y))
+        })()""" % (x, y))
+        result["action"]["overlay_red_pixels"] = red
         shot(browser, "screen")
         # The overlay fades: gone after ~1.5 s.
         time.sleep(1.8)
