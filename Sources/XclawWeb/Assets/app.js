@@ -834,7 +834,7 @@ async function dashboardView(view) {
     stats,
     h(
       "div",
-      { class: "grid" },
+      { class: "grid dash" },
       card("Agents", { id: "agents" }, agents.el),
       h("div", {}, card("Runs in flight", { id: "in-flight" }, flight.el), card("Schedules", { id: "schedules", class: "spaced" }, schedules.el))
     )
@@ -870,8 +870,8 @@ async function dashboardView(view) {
               { title: "Agent", cell: (a) => h("a", { href: "#/agent/" + encodeURIComponent(a.name), class: "agent-name" }, a.name) },
               { title: "State", cell: (a) => agentState(a, inFlight, lastByAgent) },
               { title: "Model", nowrap: true, cell: (a) => h("span", { class: "muted" }, a.model) },
-              { title: "Display", cell: (a) => a.display || h("span", { class: "muted" }, "$DISPLAY") },
-              { title: "", nowrap: true, cell: (a) => h("a", { href: "#/chat/" + encodeURIComponent(a.name) }, "Chat →") },
+              { title: "Display", nowrap: true, cell: (a) => a.display || h("span", { class: "muted" }, "$DISPLAY") },
+              { title: "", nowrap: true, cell: (a) => h("a", { href: "#/chat/" + encodeURIComponent(a.name) }, "Chat") },
             ],
             data.agents,
             { rowAttrs: (a) => ({ "data-agent": a.name }) }
@@ -888,6 +888,7 @@ async function dashboardView(view) {
               { title: "Started", cell: (r) => timeCell(r.started) },
               {
                 title: "",
+                nowrap: true,
                 cell: (r) =>
                   r.status === "needs-approval"
                     ? h("a", { href: "#/screen" }, "Review →")
