@@ -292,8 +292,9 @@ let package = Package(
                 "XclawMockAPI", "XclawTesting", "XclawAgentTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api",
                 "xclaw-atspi", "xclaw-bench",
             ],
-            // The MCP tests' Python client scripts, run by the tests from the source tree.
-            exclude: ["mcp"]),
+            // The MCP tests' Python client scripts and the web view's browser scripts, run by the tests from the
+            // source tree.
+            exclude: ["mcp", "web"]),
         layerTests(
             "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],

@@ -1,1 +1,1656 @@
+// xclaw web view: plain JavaScript, no framework, no build step. Everything the model or a command wrote is put in
+// the page as text (textContent), never as HTML; Markdown is parsed into DOM nodes.
+"use strict";
 
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers
+
+/** Makes an element: h("a", {href, class}, child, …); children are nodes or text (never HTML). */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** An error the API answered: its JSON's `error`, and the HTTP status. */
+class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** Fetches JSON from the daemon; throws ApiError with the server's message. */
+async function api(path, options = {}) {
+  const init = { credentials: "same-origin", headers: {}, ...options };
+  if (options.json !== undefined) {
+    init.method = init.method || "POST";
+    init.body = JSON.stringify(options.json);
+    init.headers["Content-Type"] = "application/json";
+    delete init.json;
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    throw new ApiError("the daemon does not answer (" + error.message + "): is `xclaw daemon` still running?", 0);
+  }
+  const text = await response.text();
+  let body = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch (_) {
+    body = null;
+  }
+  if (!response.ok) {
+    const message = body && body.error ? body.error : text.slice(0, 200) || response.statusText;
+    if (response.status === 401) {
+      throw new ApiError(message + " — open the web view's address again with ?token=", 401);
+    }
+    throw new ApiError(message, response.status);
+  }
+  return body;
+}
+
+function errorBox(error) {
+  return h("div", { class: "error-box", role: "alert" }, h("strong", {}, "Error"), error.message || String(error));
+}
+
+function emptyState(...children) {
+  return h("div", { class: "empty" }, ...children);
+}
+
+function cmd(text) {
+  return h("code", {}, text);
+}
+
+function toast(message, bad) {
+  const box = document.getElementById("toasts");
+  const el = h("div", { class: "toast" + (bad ? " bad" : "") }, message);
+  box.append(el);
+  setTimeout(() => el.remove(), 4000);
+}
+
+const STATUS_CLASS = {
+  running: "run",
+  "needs-approval": "warn",
+  waiting: "warn",
+  pending: "warn",
+  completed: "ok",
+  active: "ok",
+  approved: "ok",
+  failed: "bad",
+  error: "bad",
+  stopped: "bad",
+  denied: "bad",
+  cancelled: "bad",
+  canceled: "bad",
+  interrupted: "bad",
+  paused: "warn",
+  idle: "",
+};
+
+function badge(status) {
+  return h("span", { class: "badge " + (STATUS_CLASS[status] ?? ""), "data-status": status }, status || "—");
+}
+
+function parseDate(text) {
+  if (!text) return null;
+  const date = new Date(text);
+  return isNaN(date) ? null : date;
+}
+
+function ago(text) {
+  const date = parseDate(text);
+  if (!date) return "—";
+  const seconds = (Date.now() - date.getTime()) / 1000;
+  const future = seconds < 0;
+  const s = Math.abs(seconds);
+  let out;
+  if (s < 45) out = Math.round(s) + " s";
+  else if (s < 3600) out = Math.round(s / 60) + " min";
+  else if (s < 86400) out = Math.round(s / 3600) + " h";
+  else out = Math.round(s / 86400) + " d";
+  return future ? "in " + out : out + " ago";
+}
+
+function localTime(text) {
+  const date = parseDate(text);
+  return date ? date.toLocaleString() : "";
+}
+
+function timeCell(text) {
+  return h("span", { title: localTime(text) }, ago(text));
+}
+
+function duration(ms) {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return ms + " ms";
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(1) + " s";
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + " min " + Math.round(s % 60) + " s";
+  return Math.floor(m / 60) + " h " + (m % 60) + " min";
+}
+
+function usd(value) {
+  if (value === null || value === undefined) return "—";
+  if (value === 0) return "$0";
+  return value < 0.01 ? "$" + value.toFixed(4) : "$" + value.toFixed(2);
+}
+
+function clock(ms) {
+  const d = new Date(ms);
+  return d.toTimeString().slice(0, 8);
+}
+
+function isToday(text) {
+  const date = parseDate(text);
+  if (!date) return false;
+  const now = new Date();
+  return date.getFullYear() === now.getFullYear() && date.getMonth() === now.getMonth() && date.getDate() === now.getDate();
+}
+
+function card(title, options, ...body) {
+  const head = h("div", { class: "card-head" }, h("h2", {}, title));
+  if (options.count !== undefined) head.append(h("span", { class: "count" }, options.count));
+  if (options.actions) head.append(h("span", { class: "spacer" }), ...[options.actions].flat());
+  return h("section", { class: "card" + (options.class ? " " + options.class : ""), id: options.id }, head, ...body);
+}
+
+function table(columns, rows, options = {}) {
+  const head = h("tr", {}, columns.map((c) => h("th", { class: c.num ? "num" : "" }, c.title)));
+  const body = rows.map((row) =>
+    h(
+      "tr",
+      options.rowAttrs ? options.rowAttrs(row) : {},
+      columns.map((c) => h("td", { class: (c.num ? "num " : "") + (c.wrap ? "wrap" : c.nowrap ? "nowrap" : "") }, c.cell(row)))
+    )
+  );
+  return h("table", { class: "data" }, h("thead", {}, head), h("tbody", {}, body));
+}
+
+function pageHead(title, sub, ...right) {
+  return h(
+    "div",
+    { class: "page-head" },
+    h("h1", {}, title),
+    sub ? h("span", { class: "sub" }, sub) : null,
+    right.length ? h("span", { class: "spacer" }) : null,
+    right
+  );
+}
+
+function wsURL(path) {
+  return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Syntax highlighting: a small tokenizer per language; keywords, types, literals, strings, comments and numbers
+// become spans with classes (tok-kw, tok-type, tok-lit, tok-str, tok-com, tok-num).
+
+const words = (text) => new Set(text.split(/\s+/).filter(Boolean));
+
+const C_KEYWORDS =
+  "auto break case char const continue default do double else enum extern float for goto if inline int long " +
+  "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while " +
+  "_Bool _Complex bool #include #define #ifdef #ifndef #endif #if #else #elif #pragma #undef";
+
+const LANGUAGES = {
+  swift: {
+    keywords: words(
+      "actor any associatedtype async await break case catch class continue default defer deinit do else enum " +
+        "extension fallthrough fileprivate final for func guard if import in indirect init inout internal is lazy let " +
+        "mutating nonisolated open operator override private protocol public repeat rethrows return some static " +
+        "struct subscript super switch throw throws try typealias var weak where while consume borrowing consuming"
+    ),
+    literals: words("true false nil self Self"),
+    types: words("Int Int8 Int16 Int32 Int64 UInt UInt8 UInt16 UInt32 UInt64 Double Float String Bool Character Array Dictionary Set Optional Void Any AnyObject Error Data URL Date Result Task"),
+    line: "//",
+    block: ["/*", "*/"],
+    strings: ['"""', '"'],
+    attributes: true,
+  },
+  python: {
+    keywords: words(
+      "and as assert async await break class continue def del elif else except finally for from global if import " +
+        "in is lambda nonlocal not or pass raise return try while with yield match case"
+    ),
+    literals: words("True False None self cls"),
+    types: words("int float str bool list dict set tuple bytes object type Exception"),
+    line: "#",
+    strings: ['"""', "'''", '"', "'"],
+    prefixes: true,
+  },
+  javascript: {
+    keywords: words(
+      "async await break case catch class const continue debugger default delete do else export extends finally " +
+        "for from function if import in instanceof let new of return static super switch this throw try typeof var " +
+        "void while with yield interface type enum implements private public protected readonly declare namespace " +
+        "abstract as keyof"
+    ),
+    literals: words("true false null undefined NaN Infinity"),
+    types: words("string number boolean any unknown never object Array Promise Map Set Object String Number Boolean Error JSON Math Date RegExp"),
+    line: "//",
+    block: ["/*", "*/"],
+    strings: ['"', "'", "`"],
+  },
+  bash: {
+    keywords: words(
+      "if then else elif fi for while until do done case esac in function return local export readonly declare " +
+        "set unset shift exit break continue source alias echo printf cd test trap eval exec"
+    ),
+    literals: words("true false"),
+    types: words(""),
+    line: "#",
+    hashNeedsSpace: true,
+    strings: ['"', "'"],
+    variables: true,
+  },
+  json: {
+    keywords: words(""),
+    literals: words("true false null"),
+    types: words(""),
+    strings: ['"'],
+  },
+  c: {
+    keywords: words(C_KEYWORDS + " class namespace template typename public private protected virtual override new delete using nullptr this constexpr noexcept"),
+    literals: words("true false NULL nullptr"),
+    types: words("size_t ssize_t uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t int64_t FILE std string vector"),
+    line: "//",
+    block: ["/*", "*/"],
+    strings: ['"', "'"],
+    directives: true,
+  },
+};
+
+const LANGUAGE_ALIASES = {
+  swift: "swift",
+  python: "python",
+  py: "python",
+  python3: "python",
+  javascript: "javascript",
+  js: "javascript",
+  jsx: "javascript",
+  mjs: "javascript",
+  typescript: "javascript",
+  ts: "javascript",
+  tsx: "javascript",
+  bash: "bash",
+  sh: "bash",
+  shell: "bash",
+  zsh: "bash",
+  console: "bash",
+  json: "json",
+  jsonc: "json",
+  c: "c",
+  h: "c",
+  cpp: "c",
+  "c++": "c",
+  cc: "c",
+  hpp: "c",
+  objc: "c",
+};
+
+/** Highlights `code` of `language` into a DocumentFragment of text and spans (never HTML). */
+function highlight(code, language) {
+  const fragment = document.createDocumentFragment();
+  const spec = LANGUAGES[LANGUAGE_ALIASES[(language || "").toLowerCase()]];
+  if (!spec) {
+    fragment.append(code);
+    return fragment;
+  }
+  let plain = "";
+  const flush = () => {
+    if (plain) fragment.append(plain);
+    plain = "";
+  };
+  const span = (cls, text) => {
+    flush();
+    fragment.append(h("span", { class: cls }, text));
+  };
+  const n = code.length;
+  let i = 0;
+  while (i < n) {
+    const c = code[i];
+    const rest = (k) => code.startsWith(k, i);
+    // Comments.
+    if (spec.block && rest(spec.block[0])) {
+      const end = code.indexOf(spec.block[1], i + spec.block[0].length);
+      const stop = end < 0 ? n : end + spec.block[1].length;
+      span("tok-com", code.slice(i, stop));
+      i = stop;
+      continue;
+    }
+    if (spec.line && rest(spec.line) && !(spec.hashNeedsSpace && i > 0 && !/\s/.test(code[i - 1]))) {
+      if (!(spec.line === "#" && spec.hashNeedsSpace && code[i + 1] === "!" && i === 0 && false)) {
+        const end = code.indexOf("\n", i);
+        const stop = end < 0 ? n : end;
+        span("tok-com", code.slice(i, stop));
+        i = stop;
+        continue;
+      }
+    }
+    // C preprocessor directives.
+    if (spec.directives && c === "#" && /(^|\n)[ \t]*$/.test(code.slice(Math.max(0, i - 40), i))) {
+      const m = /^#\s*[a-z]+/.exec(code.slice(i));
+      if (m) {
+        span("tok-kw", m[0]);
+        i += m[0].length;
+        continue;
+      }
+    }
+    // Strings (a Python prefix such as f, r, b is part of the string).
+    let prefix = "";
+    if (spec.prefixes) {
+      const m = /^[rRbBfFuU]{1,2}(?=["'])/.exec(code.slice(i, i + 3));
+      if (m && !(i > 0 && /[\w]/.test(code[i - 1]))) prefix = m[0];
+    }
+    const quote = spec.strings.find((q) => code.startsWith(q, i + prefix.length));
+    if (quote) {
+      let j = i + prefix.length + quote.length;
+      while (j < n) {
+        if (code[j] === "\\" && spec !== LANGUAGES.bash) {
+          j += 2;
+          continue;
+        }
+        if (code[j] === "\\" && quote === '"') {
+          j += 2;
+          continue;
+        }
+        if (code.startsWith(quote, j)) {
+          j += quote.length;
+          break;
+        }
+        if (code[j] === "\n" && quote.length === 1 && quote !== "`" && spec !== LANGUAGES.bash) break;
+        j++;
+      }
+      span("tok-str", code.slice(i, Math.min(j, n)));
+      i = Math.min(j, n);
+      continue;
+    }
+    // Shell variables.
+    if (spec.variables && c === "$") {
+      const m = /^\$(\{[^}\n]*\}|[A-Za-z_][\w]*|[0-9@#?$!*-])/.exec(code.slice(i));
+      if (m) {
+        span("tok-type", m[0]);
+        i += m[0].length;
+        continue;
+      }
+    }
+    // Numbers.
+    if (/[0-9]/.test(c) || (c === "." && /[0-9]/.test(code[i + 1] || ""))) {
+      if (i === 0 || !/[\w$]/.test(code[i - 1])) {
+        const m = /^(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|(\d[\d_]*)?\.?\d[\d_]*([eE][+-]?\d+)?)[a-zA-Z]*/.exec(code.slice(i));
+        if (m && m[0]) {
+          span("tok-num", m[0]);
+          i += m[0].length;
+          continue;
+        }
+      }
+    }
+    // Words.
+    if (/[A-Za-z_@$]/.test(c)) {
+      const m = /^[@]?[A-Za-z_$][\w$]*/.exec(code.slice(i));
+      if (m) {
+        const word = m[0];
+        if (spec.keywords.has(word)) span("tok-kw", word);
+        else if (spec.literals.has(word)) span("tok-lit", word);
+        else if (spec.types.has(word)) span("tok-type", word);
+        else if (spec.attributes && word.startsWith("@")) span("tok-kw", word);
+        else plain += word;
+        i += word.length;
+        continue;
+      }
+    }
+    plain += c;
+    i++;
+  }
+  flush();
+  return fragment;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Markdown: the model's text is untrusted. It is parsed into DOM nodes; nothing is ever inserted as HTML. Links
+// are kept only for http(s) addresses and open without a referrer.
+
+const LIST_ITEM = /^(\s*)([-*+]|\d{1,9}[.)])(\s+|$)(.*)$/;
+const FENCE = /^\s{0,3}(`{3,}|~{3,})\s*([^\s`]*)[^`]*$/;
+const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
+const QUOTE = /^\s{0,3}>\s?(.*)$/;
+
+/** Renders Markdown text into a fresh `.md` element. */
+function renderMarkdown(text) {
+  const root = h("div", { class: "md" });
+  root.append(markdownBlocks(String(text).replace(/\r\n?/g, "\n").split("\n")));
+  return root;
+}
+
+function indentOf(line) {
+  let width = 0;
+  for (const c of line) {
+    if (c === " ") width++;
+    else if (c === "\t") width += 4 - (width % 4);
+    else break;
+  }
+  return width;
+}
+
+function splitRow(line) {
+  let s = line.trim();
+  if (s.startsWith("|")) s = s.slice(1);
+  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+  const cells = [];
+  let cell = "";
+  let inCode = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === "\\" && s[i + 1] === "|") {
+      cell += "|";
+      i++;
+    } else if (c === "`") {
+      inCode = !inCode;
+      cell += c;
+    } else if (c === "|" && !inCode) {
+      cells.push(cell.trim());
+      cell = "";
+    } else cell += c;
+  }
+  cells.push(cell.trim());
+  return cells;
+}
+
+function isBlockStart(line, next) {
+  return (
+    FENCE.test(line) ||
+    HEADING.test(line) ||
+    RULE.test(line) ||
+    QUOTE.test(line) ||
+    LIST_ITEM.test(line) ||
+    (line.includes("|") && next !== undefined && TABLE_RULE.test(next) && next.includes("-"))
+  );
+}
+
+function markdownBlocks(lines) {
+  const out = document.createDocumentFragment();
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    if (!line.trim()) {
+      i++;
+      continue;
+    }
+    let m;
+    if ((m = FENCE.exec(line))) {
+      const fence = m[1];
+      const lang = m[2] || "";
+      const body = [];
+      i++;
+      while (i < lines.length && !(lines[i].trim().startsWith(fence[0].repeat(fence.length)) && !lines[i].trim().slice(fence.length).trim())) {
+        body.push(lines[i]);
+        i++;
+      }
+      i++; // the closing fence (absent while a reply still streams)
+      const code = h("code", { class: lang ? "language-" + lang.toLowerCase() : null }, highlight(body.join("\n"), lang));
+      out.append(h("pre", { "data-lang": lang || null }, code));
+      continue;
+    }
+    if ((m = HEADING.exec(line))) {
+      out.append(h("h" + m[1].length, {}, inline(m[2])));
+      i++;
+      continue;
+    }
+    if (RULE.test(line) && !LIST_ITEM.test(line.replace(/^\s*[-*]\s+[-*]/, "x"))) {
+      out.append(h("hr"));
+      i++;
+      continue;
+    }
+    if (line.includes("|") && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes("-")) {
+      const header = splitRow(line);
+      const aligns = splitRow(lines[i + 1]).map((c) =>
+        c.startsWith(":") && c.endsWith(":") ? "center" : c.endsWith(":") ? "right" : c.startsWith(":") ? "left" : null
+      );
+      i += 2;
+      const rows = [];
+      while (i < lines.length && lines[i].trim() && lines[i].includes("|")) {
+        rows.push(splitRow(lines[i]));
+        i++;
+      }
+      const cell = (tag, text, k) => {
+        const el = h(tag, {}, inline(text || ""));
+        if (aligns[k]) el.style.textAlign = aligns[k];
+        return el;
+      };
+      out.append(
+        h(
+          "table",
+          {},
+          h("thead", {}, h("tr", {}, header.map((c, k) => cell("th", c, k)))),
+          h("tbody", {}, rows.map((r) => h("tr", {}, header.map((_, k) => cell("td", r[k], k)))))
+        )
+      );
+      continue;
+    }
+    if (QUOTE.test(line)) {
+      const body = [];
+      while (i < lines.length && (m = QUOTE.exec(lines[i]))) {
+        body.push(m[1]);
+        i++;
+      }
+      out.append(h("blockquote", {}, markdownBlocks(body)));
+      continue;
+    }
+    if (LIST_ITEM.test(line)) {
+      i = markdownList(lines, i, out);
+      continue;
+    }
+    const para = [line.trim()];
+    i++;
+    while (i < lines.length && lines[i].trim() && !isBlockStart(lines[i], lines[i + 1])) {
+      para.push(lines[i].trim());
+      i++;
+    }
+    out.append(h("p", {}, inline(para.join("\n"))));
+  }
+  return out;
+}
+
+/** A list starting at `start`, with its nested lists; returns the index after it. */
+function markdownList(lines, start, out) {
+  const first = LIST_ITEM.exec(lines[start]);
+  const base = indentOf(first[1]);
+  const ordered = /\d/.test(first[2]);
+  const list = h(ordered ? "ol" : "ul");
+  if (ordered && parseInt(first[2], 10) !== 1) list.setAttribute("start", String(parseInt(first[2], 10)));
+  let i = start;
+  while (i < lines.length) {
+    const m = LIST_ITEM.exec(lines[i]);
+    if (!m || indentOf(m[1]) !== base || /\d/.test(m[2]) !== ordered) break;
+    const contentIndent = base + m[2].length + Math.min(Math.max(m[3].length, 1), 4);
+    const body = [m[4]];
+    i++;
+    while (i < lines.length) {
+      const line = lines[i];
+      if (!line.trim()) {
+        // A blank line continues the item only when an indented line follows.
+        const next = lines[i + 1];
+        if (next !== undefined && next.trim() && indentOf(next) > base) {
+          body.push("");
+          i++;
+          continue;
+        }
+        break;
+      }
+      const indent = indentOf(line);
+      if (indent <= base && (LIST_ITEM.test(line) || isBlockStart(line, lines[i + 1]))) break;
+      if (indent <= base && body.length > 1 && !body[body.length - 1].trim()) break;
+      // Continuation: strip the item's indentation (nested lists keep what is beyond it).
+      let strip = Math.min(indent, contentIndent);
+      if (indent > base && indent < contentIndent) strip = indent > base + 1 ? base + 2 : indent;
+      body.push(dedent(line, strip));
+      i++;
+    }
+    const li = h("li");
+    const content = markdownBlocks(body);
+    // A tight item: its first paragraph is the item's own text.
+    if (content.firstChild && content.firstChild.nodeName === "P" && !body.includes("")) {
+      const p = content.firstChild;
+      content.removeChild(p);
+      li.append(...p.childNodes);
+    }
+    li.append(content);
+    list.append(li);
+    if (i < lines.length && !lines[i].trim()) {
+      const next = lines[i + 1];
+      const nm = next !== undefined ? LIST_ITEM.exec(next) : null;
+      if (nm && indentOf(nm[1]) === base) i++;
+    }
+  }
+  out.append(list);
+  return i;
+}
+
+function dedent(line, width) {
+  let removed = 0;
+  let k = 0;
+  while (k < line.length && removed < width) {
+    if (line[k] === " ") removed++;
+    else if (line[k] === "\t") removed += 4 - (removed % 4);
+    else break;
+    k++;
+  }
+  return line.slice(k);
+}
+
+function safeURL(text) {
+  try {
+    const url = new URL(text);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+  } catch (_) {
+    return null;
+  }
+}
+
+function link(href, children) {
+  const url = safeURL(href);
+  if (!url) return children;
+  return h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, children);
+}
+
+/** Inline Markdown (code, links, bold, italic, strikethrough, line breaks) as DOM nodes. */
+function inline(text) {
+  const out = document.createDocumentFragment();
+  let plain = "";
+  const flush = () => {
+    if (plain) out.append(plain);
+    plain = "";
+  };
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    const rest = text.slice(i);
+    let m;
+    if (c === "\\" && /[\\`*_{}\[\]()#+\-.!|~<>]/.test(text[i + 1] || "")) {
+      plain += text[i + 1];
+      i += 2;
+      continue;
+    }
+    if (c === "`" && (m = /^(`+)([\s\S]*?[^`])\1(?!`)/.exec(rest))) {
+      flush();
+      out.append(h("code", {}, m[2].replace(/^ (.*) $/, "$1")));
+      i += m[0].length;
+      continue;
+    }
+    if (c === "[" && (m = /^\[([^\]]*)\]\(\s*<?([^\s()<>]+(?:\([^\s()]*\))?)>?(?:\s+"[^"]*")?\s*\)/.exec(rest))) {
+      flush();
+      out.append(link(m[2], inline(m[1])));
+      i += m[0].length;
+      continue;
+    }
+    if (c === "<" && (m = /^<(https?:\/\/[^\s<>]+)>/.exec(rest))) {
+      flush();
+      out.append(link(m[1], m[1]));
+      i += m[0].length;
+      continue;
+    }
+    if ((c === "h" || c === "H") && !/\w/.test(text[i - 1] || "") && (m = /^https?:\/\/[^\s<>"'`]+[^\s<>"'`.,;:!?)\]]/.exec(rest))) {
+      flush();
+      out.append(link(m[0], m[0]));
+      i += m[0].length;
+      continue;
+    }
+    if ((c === "*" || c === "_") && (m = (c === "*" ? /^\*\*(?=\S)([\s\S]*?\S)\*\*/ : /^__(?=\S)([\s\S]*?\S)__(?!\w)/).exec(rest))) {
+      if (c === "*" || !/\w/.test(text[i - 1] || "")) {
+        flush();
+        out.append(h("strong", {}, inline(m[1])));
+        i += m[0].length;
+        continue;
+      }
+    }
+    if ((c === "*" || c === "_") && (m = (c === "*" ? /^\*(?=[^\s*])([\s\S]*?[^\s*])\*(?!\*)/ : /^_(?=\S)([\s\S]*?\S)_(?!\w)/).exec(rest))) {
+      if (c === "*" || !/\w/.test(text[i - 1] || "")) {
+        flush();
+        out.append(h("em", {}, inline(m[1])));
+        i += m[0].length;
+        continue;
+      }
+    }
+    if (c === "~" && (m = /^~~(?=\S)([\s\S]*?\S)~~/.exec(rest))) {
+      flush();
+      out.append(h("del", {}, inline(m[1])));
+      i += m[0].length;
+      continue;
+    }
+    if (c === "\n") {
+      flush();
+      if (/ {2,}$/.test(text.slice(0, i)) || text[i - 1] === "\\") out.append(h("br"));
+      else out.append("\n");
+      i++;
+      continue;
+    }
+    plain += c;
+    i++;
+  }
+  flush();
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Routing: each screen is a function of the hash; leaving it ends its timers and sockets.
+
+let current = null;
+
+/** A screen's lifetime: timers and sockets end when the user goes elsewhere. */
+class View {
+  constructor(main) {
+    this.main = main;
+    this.alive = true;
+    this.cleanups = [];
+  }
+  every(ms, fn) {
+    let timer = null;
+    let busy = false;
+    const tick = async () => {
+      if (!this.alive || busy) return;
+      busy = true;
+      try {
+        await fn();
+      } finally {
+        busy = false;
+      }
+    };
+    timer = setInterval(tick, ms);
+    this.cleanups.push(() => clearInterval(timer));
+    return tick();
+  }
+  onLeave(fn) {
+    this.cleanups.push(fn);
+  }
+  leave() {
+    this.alive = false;
+    for (const fn of this.cleanups) {
+      try {
+        fn();
+      } catch (_) {}
+    }
+  }
+}
+
+const ROUTES = [
+  [/^\/?$/, "dashboard", dashboardView],
+  [/^\/chat(?:\/(.+))?$/, "chat", chatView],
+  [/^\/pipelines\/?$/, "pipelines", pipelinesView],
+  [/^\/pipeline\/(\d+)$/, "pipelines", pipelineView],
+  [/^\/screen(?:\/:?([^/]+))?$/, "screen", screenView],
+  [/^\/agent\/(.+)$/, "dashboard", agentView],
+  [/^\/runs\/?$/, "runs", runsView],
+];
+
+function route() {
+  const path = decodeURIComponent((location.hash || "#/").slice(1).split("?")[0]);
+  if (current) current.leave();
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  const view = new View(main);
+  current = view;
+  for (const [pattern, nav, render] of ROUTES) {
+    const m = pattern.exec(path);
+    if (!m) continue;
+    for (const a of document.querySelectorAll(".nav a[data-route]")) {
+      a.classList.toggle("active", a.dataset.route === nav);
+    }
+    Promise.resolve(render(view, ...m.slice(1))).catch((error) => {
+      if (view.alive) main.prepend(errorBox(error));
+    });
+    return;
+  }
+  main.append(pageHead("Not found"), emptyState("No page at ", cmd("#" + path), ". ", h("a", { href: "#/" }, "Back to the dashboard")));
+}
+
+/** A slot whose content is replaced on each refresh, with an error box above it when the last refresh failed. */
+function liveSlot(view) {
+  const errors = h("div");
+  const body = h("div");
+  const slot = h("div", {}, errors, body);
+  return {
+    el: slot,
+    show(...children) {
+      errors.replaceChildren();
+      body.replaceChildren(...children.flat());
+    },
+    fail(error) {
+      errors.replaceChildren(errorBox(error));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Dashboard
+
+async function dashboardView(view) {
+  const stats = h("div", { class: "stats" });
+  const agents = liveSlot(view);
+  const flight = liveSlot(view);
+  const schedules = liveSlot(view);
+  const updated = h("span", { class: "sub small" });
+  view.main.append(
+    pageHead("Dashboard", null, updated),
+    stats,
+    h(
+      "div",
+      { class: "grid dash" },
+      card("Agents", { id: "agents" }, agents.el),
+      h("div", {}, card("Runs in flight", { id: "in-flight" }, flight.el), card("Schedules", { id: "schedules", class: "spaced" }, schedules.el))
+    )
+  );
+  await view.every(2000, async () => {
+    let data;
+    try {
+      const [a, r, s] = await Promise.all([api("/api/agents"), api("/api/runs"), api("/api/schedules")]);
+      data = { agents: a || [], runs: r || [], schedules: s || [] };
+    } catch (error) {
+      agents.fail(error);
+      return;
+    }
+    if (!view.alive) return;
+    const inFlight = data.runs.filter((r) => r.status === "running" || r.status === "needs-approval");
+    const today = data.runs.filter((r) => isToday(r.started));
+    const cost = today.reduce((sum, r) => sum + (r.cost_usd || 0), 0);
+    const lastByAgent = new Map();
+    for (const run of data.runs) {
+      const last = lastByAgent.get(run.agent);
+      if (!last || run.id > last.id) lastByAgent.set(run.agent, run);
+    }
+    stats.replaceChildren(
+      stat("Agents", data.agents.length, "stat-agents"),
+      stat("In flight", inFlight.length, "stat-flight"),
+      stat("Runs today", today.length, "stat-runs-today"),
+      stat("Cost today", usd(cost), "stat-cost")
+    );
+    agents.show(
+      data.agents.length
+        ? table(
+            [
+              { title: "Agent", cell: (a) => h("a", { href: "#/agent/" + encodeURIComponent(a.name), class: "agent-name" }, a.name) },
+              { title: "State", cell: (a) => agentState(a, inFlight, lastByAgent) },
+              { title: "Model", nowrap: true, cell: (a) => h("span", { class: "muted" }, a.model) },
+              { title: "Display", nowrap: true, cell: (a) => a.display || h("span", { class: "muted" }, "$DISPLAY") },
+              { title: "", nowrap: true, cell: (a) => h("a", { href: "#/chat/" + encodeURIComponent(a.name) }, "Chat") },
+            ],
+            data.agents,
+            { rowAttrs: (a) => ({ "data-agent": a.name }) }
+          )
+        : emptyState("No agents yet. Create one: ", cmd("xclaw agent create NAME"))
+    );
+    flight.show(
+      inFlight.length
+        ? table(
+            [
+              { title: "Run", cell: (r) => "#" + r.id },
+              { title: "Agent", cell: (r) => h("a", { href: "#/agent/" + encodeURIComponent(r.agent) }, r.agent) },
+              { title: "Status", cell: (r) => badge(r.status) },
+              { title: "Started", cell: (r) => timeCell(r.started) },
+              {
+                title: "",
+                nowrap: true,
+                cell: (r) =>
+                  r.status === "needs-approval"
+                    ? h("a", { href: "#/screen" }, "Review →")
+                    : h("button", { type: "button", onclick: () => stopRun(r.id) }, "Stop"),
+              },
+            ],
+            inFlight,
+            { rowAttrs: (r) => ({ "data-run": r.id }) }
+          )
+        : emptyState("Nothing running. Start a run: ", cmd("xclaw send AGENT \"…\""), " or use ", h("a", { href: "#/chat" }, "Chat"))
+    );
+    schedules.show(
+      data.schedules.length
+        ? table(
+            [
+              { title: "Name", cell: (s) => s.name || h("span", { class: "muted mono" }, String(s.id).slice(0, 8)) },
+              { title: "Agent", cell: (s) => s.agent },
+              { title: "When", cell: (s) => s.schedule },
+              { title: "Next run", cell: (s) => (s.next_run ? timeCell(s.next_run) : "—") },
+              { title: "", cell: (s) => badge(s.status) },
+            ],
+            data.schedules
+          )
+        : emptyState("No schedules. Add one: ", cmd("xclaw schedule add AGENT \"…\" --every 1h"))
+    );
+    updated.textContent = "updated " + new Date().toLocaleTimeString();
+  });
+}
+
+function stat(label, value, id) {
+  return h("div", { class: "stat", id }, h("div", { class: "label" }, label), h("div", { class: "value" }, String(value)));
+}
+
+function agentState(agent, inFlight, lastByAgent) {
+  const running = inFlight.find((r) => r.agent === agent.name);
+  if (running) return h("span", {}, badge(running.status), " ", h("span", { class: "muted small" }, "run #" + running.id));
+  const last = lastByAgent.get(agent.name);
+  if (!last) return h("span", {}, badge("idle"), " ", h("span", { class: "muted small" }, "never ran"));
+  return h("span", {}, badge("idle"), " ", h("span", { class: "muted small" }, "last " + last.status + " " + ago(last.started)));
+}
+
+async function stopRun(id) {
+  try {
+    await api("/api/stop", { json: { run: id } });
+    toast("Stop sent to run #" + id);
+  } catch (error) {
+    toast(error.message, true);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Chat
+
+window.xclawChat = { chunks: 0, done: false, exit: null, error: null };
+
+async function chatView(view, name) {
+  const list = h("div", { class: "agent-list", id: "chat-agents" });
+  const conversation = h("div", { class: "conversation" });
+  view.main.append(pageHead("Chat", name ? "with " + name : "pick an agent"), h("div", { class: "chat" }, list, conversation));
+  let agents;
+  try {
+    agents = (await api("/api/agents")) || [];
+  } catch (error) {
+    view.main.prepend(errorBox(error));
+    return;
+  }
+  if (!agents.length) {
+    list.append(emptyState("No agents."));
+    conversation.append(emptyState("Create an agent to chat with: ", cmd("xclaw agent create NAME")));
+    return;
+  }
+  for (const a of agents) {
+    list.append(
+      h("a", { href: "#/chat/" + encodeURIComponent(a.name), class: a.name === name ? "active" : "" }, a.name, h("span", { class: "model" }, a.model))
+    );
+  }
+  if (!name) {
+    conversation.append(emptyState("Pick an agent on the left."));
+    return;
+  }
+  if (!agents.some((a) => a.name === name)) {
+    conversation.append(emptyState("There is no agent ", cmd(name), ". Pick one on the left."));
+    return;
+  }
+  const messages = h("div", { class: "messages", id: "messages" });
+  const input = h("textarea", { id: "chat-input", rows: "2", placeholder: "Message " + name + " (Enter to send, Shift+Enter for a new line)" });
+  const send = h("button", { type: "button", class: "primary", id: "chat-send" }, "Send");
+  const stop = h("button", { type: "button", class: "danger", id: "chat-stop", hidden: true }, "■ Stop");
+  conversation.append(messages, h("div", { class: "composer" }, input, send, stop));
+
+  // The history goes above whatever is sent meanwhile: the composer works before it has loaded.
+  const earlier = h("div", { class: "history" });
+  messages.append(earlier);
+
+  let socket = null;
+  let reply = null;
+  const connect = () =>
+    new Promise((resolve, reject) => {
+      if (socket && socket.readyState === WebSocket.OPEN) return resolve(socket);
+      socket = new WebSocket(wsURL("/ws/chat"));
+      socket.onopen = () => resolve(socket);
+      socket.onerror = () => reject(new Error("the chat socket did not open"));
+      socket.onmessage = (event) => onEvent(JSON.parse(event.data));
+      socket.onclose = () => {
+        if (reply && view.alive) finish({ exit: -1, error: "the connection closed" });
+        socket = null;
+      };
+    });
+  view.onLeave(() => socket && socket.close());
+
+  const streaming = (on) => {
+    send.hidden = on;
+    stop.hidden = !on;
+    input.disabled = on;
+  };
+  const onEvent = (event) => {
+    if (!reply) return;
+    if (event.type === "text") {
+      reply.text += event.text;
+      window.xclawChat.chunks++;
+      reply.dirty = true;
+      if (!reply.frame) reply.frame = requestAnimationFrame(paint);
+    } else if (event.type === "done") {
+      finish(event);
+    } else if (event.type === "error") {
+      finish({ exit: -1, error: event.error });
+    }
+  };
+  const paint = () => {
+    if (!reply) return;
+    reply.frame = 0;
+    reply.body.replaceChildren(renderMarkdown(reply.text), h("span", { class: "streaming-dot" }));
+    messages.scrollTop = messages.scrollHeight;
+  };
+  const finish = (event) => {
+    if (!reply) return;
+    if (reply.frame) cancelAnimationFrame(reply.frame);
+    reply.body.replaceChildren(renderMarkdown(reply.text));
+    if (event.exit !== 0) {
+      const why = event.error || "exit " + event.exit;
+      reply.el.after(h("div", { class: "msg error" }, h("div", { class: "bubble" }, event.exit === 130 ? "Stopped." : why)));
+    }
+    window.xclawChat.done = true;
+    window.xclawChat.exit = event.exit;
+    window.xclawChat.error = event.error || null;
+    reply = null;
+    streaming(false);
+    messages.scrollTop = messages.scrollHeight;
+    input.focus();
+  };
+  const submit = async () => {
+    const text = input.value.trim();
+    if (!text || reply) return;
+    earlier.querySelector(".empty")?.remove();
+    messages.append(userMessage(text, "web"));
+    const body = h("div", { class: "bubble md-host" }, h("span", { class: "streaming-dot" }));
+    const el = h("div", { class: "msg assistant streaming" }, h("div", { class: "who" }, name), body);
+    messages.append(el);
+    messages.scrollTop = messages.scrollHeight;
+    reply = { text: "", body, el, frame: 0 };
+    window.xclawChat = { chunks: 0, done: false, exit: null, error: null };
+    input.value = "";
+    streaming(true);
+    try {
+      const ws = await connect();
+      ws.send(JSON.stringify({ agent: name, text }));
+    } catch (error) {
+      finish({ exit: -1, error: error.message });
+    }
+  };
+  send.addEventListener("click", submit);
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      submit();
+    }
+  });
+  stop.addEventListener("click", () => socket && socket.send(JSON.stringify({ cancel: true })));
+  input.focus();
+  try {
+    const history = (await api("/api/history/" + encodeURIComponent(name) + "?last=60")) || [];
+    if (!history.length && !reply) earlier.append(emptyState("No messages yet. Say something below."));
+    for (const message of history) {
+      const el = historyMessage(message);
+      if (el) earlier.append(el);
+    }
+  } catch (error) {
+    earlier.append(errorBox(error));
+  }
+  if (view.alive) messages.scrollTop = messages.scrollHeight;
+}
+
+function userMessage(text, sender) {
+  return h(
+    "div",
+    { class: "msg user" },
+    h("div", { class: "who" }, sender && sender !== "user" ? "you (" + sender + ")" : "you"),
+    h("div", { class: "bubble" }, text)
+  );
+}
+
+function historyMessage(message) {
+  const blocks = Array.isArray(message.content) ? message.content : [{ type: "text", text: String(message.content || "") }];
+  if (message.role === "user") {
+    const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("\n");
+    if (!text) return null; // tool results only
+    return userMessage(text, message.sender);
+  }
+  const body = h("div", { class: "bubble" });
+  for (const block of blocks) {
+    if (block.type === "text") body.append(renderMarkdown(block.text || ""));
+    else if (block.type === "tool_use") {
+      const input = block.input ? JSON.stringify(block.input) : "";
+      body.append(h("div", { class: "tool" }, "⚙ ", h("code", {}, block.name), " ", input.length > 120 ? input.slice(0, 119) + "…" : input));
+    }
+  }
+  if (!body.childNodes.length) return null;
+  return h(
+    "div",
+    { class: "msg assistant" },
+    h("div", { class: "who" }, "assistant", message.status && message.status !== "complete" ? " · " + message.status : ""),
+    body
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Pipelines
+
+async function pipelinesView(view) {
+  const slot = liveSlot(view);
+  view.main.append(pageHead("Pipelines"), card("Pipelines", { id: "pipelines" }, slot.el));
+  await view.every(2000, async () => {
+    let rows;
+    try {
+      rows = (await api("/api/pipelines")) || [];
+    } catch (error) {
+      slot.fail(error);
+      return;
+    }
+    rows = rows.slice().reverse();
+    slot.show(
+      rows.length
+        ? table(
+            [
+              { title: "Pipeline", cell: (p) => h("a", { href: "#/pipeline/" + p.id }, "#" + p.id) },
+              { title: "Task", wrap: true, cell: (p) => p.task },
+              { title: "Status", cell: (p) => badge(p.status) },
+              { title: "Subtasks", num: true, cell: (p) => (Array.isArray(p.subtasks) ? p.subtasks.length : p.subtasks ?? "—") },
+              { title: "Started", cell: (p) => timeCell(p.started_at) },
+              { title: "Duration", num: true, cell: (p) => duration(p.duration_ms) },
+              { title: "Cost", num: true, cell: (p) => usd(p.usd) },
+            ],
+            rows,
+            { rowAttrs: (p) => ({ "data-pipeline": p.id }) }
+          )
+        : emptyState("No pipelines yet. Start one: ", cmd("xclaw pipeline \"write a report on …\""))
+    );
+  });
+}
+
+async function pipelineView(view, id) {
+  const head = h("div");
+  const slot = liveSlot(view);
+  view.main.append(head, slot.el);
+  let timer = null;
+  const load = async () => {
+    if (!view.alive) return;
+    let p;
+    try {
+      p = await api("/api/pipelines/" + id);
+    } catch (error) {
+      head.replaceChildren(pageHead("Pipeline #" + id, null, h("a", { href: "#/pipelines" }, "← All pipelines")));
+      slot.fail(error);
+      timer = setTimeout(load, 2000);
+      return;
+    }
+    head.replaceChildren(
+      pageHead("Pipeline #" + p.id, null, badge(p.status), h("span", { class: "muted" }, duration(p.duration_ms) + " · " + usd(p.usd)), h("a", { href: "#/pipelines" }, "← All pipelines"))
+    );
+    const children = new Map();
+    for (const s of p.subtasks || []) {
+      const key = s.parent ?? 0;
+      if (!children.has(key)) children.set(key, []);
+      children.get(key).push(s);
+    }
+    const ids = new Set((p.subtasks || []).map((s) => s.id));
+    const tree = (parent) => {
+      const nodes = (children.get(parent) || []).concat(parent === 0 ? (p.subtasks || []).filter((s) => s.parent != null && !ids.has(s.parent)) : []);
+      if (!nodes.length) return null;
+      return h("ul", { class: "tree" }, nodes.map((s) => h("li", {}, subtaskNode(s), tree(s.id))));
+    };
+    slot.show(
+      card(
+        "Task",
+        { id: "pipeline-task" },
+        h(
+          "div",
+          { class: "card-body" },
+          h("div", {}, p.task),
+          h("div", { class: "muted small" }, "orchestrator ", h("a", { href: "#/agent/" + encodeURIComponent(p.agent) }, p.agent), " · started ", timeCell(p.started_at))
+        )
+      ),
+      card("Subtasks", { id: "subtasks", class: "spaced", count: (p.subtasks || []).length }, h("div", { class: "card-body" }, tree(0) || emptyState(p.status === "running" ? "The orchestrator has not delegated yet…" : "No subtasks."))),
+      p.result || p.error
+        ? card("Answer", { id: "pipeline-answer", class: "spaced" }, h("div", { class: "answer" }, p.result ? renderMarkdown(p.result) : h("p", { class: "node-error" }, p.error)))
+        : null
+    );
+    if (p.status === "running" || p.status === "pending") timer = setTimeout(load, 500);
+  };
+  view.onLeave(() => clearTimeout(timer));
+  await load();
+}
+
+function subtaskNode(s) {
+  return h(
+    "div",
+    { class: "node", "data-subtask": s.id },
+    h(
+      "div",
+      { class: "node-head" },
+      h("span", { class: "role" }, s.role),
+      badge(s.status),
+      h("a", { href: "#/agent/" + encodeURIComponent(s.agent), class: "small" }, s.agent),
+      h("span", { class: "spacer" }),
+      h(
+        "span",
+        { class: "muted small" },
+        s.started_at ? localTime(s.started_at) : "not started",
+        s.duration_ms != null ? " · " + duration(s.duration_ms) : "",
+        " · " + s.steps + " step" + (s.steps === 1 ? "" : "s") + " · " + usd(s.usd)
+      )
+    ),
+    h("div", { class: "task" }, s.task),
+    s.result ? h("div", { class: "result" }, renderMarkdown(s.result)) : null,
+    s.error ? h("div", { class: "node-error" }, s.error) : null
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Screen control
+
+window.xclawScreen = { frames: 0, lastFrame: null, actions: [], display: null, stop: null };
+
+async function screenView(view, displayArg) {
+  let displays = [];
+  try {
+    displays = ((await api("/api/displays")) || {}).displays || [];
+  } catch (error) {
+    view.main.append(errorBox(error));
+  }
+  const display = displayArg ? (displayArg.includes(":") ? displayArg : ":" + displayArg) : displays[0];
+  const picker = h(
+    "select",
+    { id: "display-picker", onchange: (e) => (location.hash = "#/screen/" + e.target.value.replace(/^:/, "")) },
+    [...new Set([...(display ? [display] : []), ...displays])].map((d) => h("option", { value: d, selected: d === display }, d))
+  );
+  view.main.append(pageHead("Screen", display ? "display " + display : null, displays.length || display ? picker : null));
+  if (!display) {
+    view.main.append(emptyState("No display to watch. Start one for an agent (", cmd("xclaw agent set NAME --display :1"), ") or open ", cmd("#/screen/N"), "."));
+    return;
+  }
+
+  const canvas = h("canvas", { id: "screen", width: 16, height: 9 });
+  const overlay = h("canvas", { id: "overlay", class: "overlay", width: 16, height: 9 });
+  const placeholder = h("div", { class: "screen-placeholder" }, "Connecting to ", display, "…");
+  const wrap = h("div", { class: "screen-wrap" }, placeholder, canvas, overlay);
+  canvas.hidden = true;
+  overlay.hidden = true;
+  const status = h("div", { class: "screen-status" }, h("span", { id: "screen-state" }, "connecting"));
+  const log = h("div", { class: "log", id: "action-log" }, emptyState("No actions on this display yet."));
+  const stopResult = h("div", { class: "stop-result", id: "stop-result" });
+  const estop = h("button", { type: "button", class: "estop", id: "emergency-stop" }, "■ Emergency stop");
+  const approvals = h("div", { id: "approvals" });
+  view.main.append(
+    h(
+      "div",
+      { class: "screen-layout" },
+      h("div", {}, wrap, status),
+      h(
+        "div",
+        { class: "side" },
+        h("div", {}, estop, stopResult),
+        card("Approvals", { id: "approvals-card" }, approvals),
+        card("Actions", { id: "actions-card" }, log)
+      )
+    )
+  );
+
+  const state = { frames: 0, lastFrame: null, actions: [], display, stop: null };
+  window.xclawScreen = state;
+  const ctx = canvas.getContext("2d");
+  const octx = overlay.getContext("2d");
+  let size = null;
+  let pendingFrame = null;
+  let drawing = Promise.resolve();
+  const markers = [];
+  let animating = 0;
+  const seen = new Set();
+
+  const setSize = (width, height) => {
+    if (size && size.width === width && size.height === height) return;
+    size = { width, height };
+    canvas.width = overlay.width = width;
+    canvas.height = overlay.height = height;
+  };
+  const drawOverlay = () => {
+    animating = 0;
+    const now = performance.now();
+    octx.clearRect(0, 0, overlay.width, overlay.height);
+    const scale = overlay.width / Math.max(1, overlay.clientWidth || overlay.width);
+    for (let k = markers.length - 1; k >= 0; k--) {
+      const m = markers[k];
+      const age = (now - m.t0) / 1500;
+      if (age >= 1) {
+        markers.splice(k, 1);
+        continue;
+      }
+      const alpha = 1 - age;
+      const r = (10 + 22 * age) * scale;
+      octx.lineWidth = 3 * scale;
+      octx.strokeStyle = `rgba(255, 64, 64, ${alpha})`;
+      octx.beginPath();
+      octx.arc(m.x, m.y, r, 0, Math.PI * 2);
+      octx.stroke();
+      octx.fillStyle = `rgba(255, 64, 64, ${alpha * 0.9})`;
+      octx.beginPath();
+      octx.arc(m.x, m.y, 4 * scale, 0, Math.PI * 2);
+      octx.fill();
+      octx.font = `600 ${Math.round(12 * scale)}px system-ui, sans-serif`;
+      const label = m.label;
+      const tw = octx.measureText(label).width;
+      const lx = Math.min(m.x + 14 * scale, overlay.width - tw - 10 * scale);
+      const ly = Math.max(m.y - 16 * scale, 16 * scale);
+      octx.fillStyle = `rgba(20, 24, 34, ${alpha * 0.85})`;
+      octx.fillRect(lx - 4 * scale, ly - 13 * scale, tw + 8 * scale, 18 * scale);
+      octx.fillStyle = `rgba(255, 255, 255, ${alpha})`;
+      octx.fillText(label, lx, ly);
+    }
+    if (markers.length && view.alive) animating = requestAnimationFrame(drawOverlay);
+  };
+  const addMarker = (action) => {
+    if (action.x == null || action.y == null) return;
+    markers.push({ x: action.x, y: action.y, t0: performance.now(), label: action.action + (action.detail ? " " + String(action.detail).slice(0, 24) : "") });
+    if (!animating) animating = requestAnimationFrame(drawOverlay);
+  };
+  const addAction = (action) => {
+    if (seen.has(action.seq)) return;
+    seen.add(action.seq);
+    log.querySelector(".empty")?.remove();
+    const where = action.x != null && action.y != null ? " " + action.x + "," + action.y : "";
+    const row = h(
+      "div",
+      { class: "log-row", "data-seq": action.seq, "data-action": action.action },
+      h("span", { class: "t", title: new Date(action.time_ms).toLocaleString() }, clock(action.time_ms)),
+      h("span", { class: "a" }, action.action, h("span", { class: "muted" }, where)),
+      h("span", { class: "s" }, action.source),
+      action.detail ? h("span", { class: "d" }, action.detail) : null
+    );
+    log.prepend(row);
+    while (log.childNodes.length > 200) log.lastChild.remove();
+    // Markers only for what is new: the replayed history on connect is for the log.
+    if (Date.now() - action.time_ms < 3000) addMarker(action);
+    state.actions.push({ seq: action.seq, time_ms: action.time_ms, shown_ms: Date.now(), action: action.action, x: action.x, y: action.y, source: action.source });
+    if (state.actions.length > 500) state.actions.splice(0, state.actions.length - 500);
+  };
+
+  let socket = null;
+  let retry = null;
+  const setState = (text) => (document.getElementById("screen-state").textContent = text);
+  const open = () => {
+    if (!view.alive) return;
+    socket = new WebSocket(wsURL("/ws/screen?display=" + encodeURIComponent(display)));
+    socket.binaryType = "blob";
+    socket.onmessage = (event) => {
+      if (typeof event.data !== "string") {
+        const meta = pendingFrame;
+        pendingFrame = null;
+        if (!meta) return;
+        const blob = event.data;
+        drawing = drawing.then(async () => {
+          try {
+            const bitmap = await createImageBitmap(blob);
+            setSize(meta.width, meta.height);
+            ctx.drawImage(bitmap, 0, 0, meta.width, meta.height);
+            bitmap.close && bitmap.close();
+            placeholder.hidden = true;
+            canvas.hidden = false;
+            overlay.hidden = false;
+            state.frames++;
+            state.lastFrame = { seq: meta.seq, time_ms: meta.time_ms, drawn_ms: Date.now() };
+            setState(`${display} · ${meta.width}×${meta.height} · frame ${meta.seq} at ${clock(meta.time_ms)}`);
+          } catch (error) {
+            setState("a frame could not be decoded: " + error.message);
+          }
+        });
+        return;
+      }
+      const message = JSON.parse(event.data);
+      if (message.type === "hello") {
+        setSize(message.width, message.height);
+        setState(`${display} · ${message.width}×${message.height} · waiting for a frame`);
+      } else if (message.type === "frame") {
+        pendingFrame = message;
+      } else if (message.type === "action") {
+        addAction(message);
+      } else if (message.type === "error") {
+        placeholder.hidden = false;
+        placeholder.textContent = message.error;
+        setState("error: " + message.error);
+      }
+    };
+    socket.onclose = () => {
+      if (!view.alive) return;
+      setState("disconnected; reconnecting…");
+      retry = setTimeout(open, 1000);
+    };
+  };
+  open();
+  view.onLeave(() => {
+    clearTimeout(retry);
+    if (socket) socket.close();
+    cancelAnimationFrame(animating);
+  });
+
+  estop.addEventListener("click", async () => {
+    estop.disabled = true;
+    stopResult.replaceChildren("Stopping…");
+    try {
+      const rows = (await api("/api/stop", { json: { all: true } })) || [];
+      state.stop = rows;
+      stopResult.replaceChildren(
+        rows.length
+          ? h("div", {}, h("strong", {}, "Stopped " + rows.length + " run" + (rows.length === 1 ? "" : "s") + ": "), rows.map((r, k) => [k ? ", " : "", "#" + r.id + " " + r.agent]))
+          : h("span", { class: "muted" }, "No run was in flight.")
+      );
+    } catch (error) {
+      state.stop = { error: error.message };
+      stopResult.replaceChildren(errorBox(error));
+    } finally {
+      estop.disabled = false;
+    }
+  });
+
+  const decide = async (run, decision, buttons) => {
+    buttons.forEach((b) => (b.disabled = true));
+    try {
+      await api("/api/" + decision + "/" + run, { method: "POST" });
+      toast((decision === "approve" ? "Approved" : "Denied") + " run #" + run);
+    } catch (error) {
+      toast(error.message, true);
+    }
+    refreshApprovals();
+  };
+  const refreshApprovals = async () => {
+    let rows;
+    try {
+      rows = (await api("/api/approvals")) || [];
+    } catch (error) {
+      approvals.replaceChildren(errorBox(error));
+      return;
+    }
+    if (!view.alive) return;
+    if (!rows.length) {
+      approvals.replaceChildren(emptyState("No action waits for approval."));
+      return;
+    }
+    approvals.replaceChildren(
+      ...rows.map((a) => {
+        const approve = h("button", { type: "button", class: "ok", "data-approve": a.run }, "Approve");
+        const deny = h("button", { type: "button", class: "danger", "data-deny": a.run }, "Deny");
+        approve.addEventListener("click", () => decide(a.run, "approve", [approve, deny]));
+        deny.addEventListener("click", () => decide(a.run, "deny", [approve, deny]));
+        return h(
+          "div",
+          { class: "approval", "data-run": a.run },
+          h("div", { class: "what" }, badge(a.kind || "approval"), " ", a.action),
+          h("div", { class: "muted small" }, "run #" + a.run + " · " + a.agent + " · asked " + ago(a.requested) + (a.expires ? " · expires " + ago(a.expires) : "")),
+          h("div", { class: "buttons" }, approve, deny)
+        );
+      })
+    );
+  };
+  view.every(1000, refreshApprovals);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Agent detail
+
+const CONFIG_FIELDS = [
+  ["model", "Model"],
+  ["tools", "Tools"],
+  ["display", "Display"],
+  ["approval", "Approval"],
+  ["effort", "Effort"],
+  ["thinking", "Thinking"],
+  ["confirm", "Confirm inputs"],
+  ["dryRun", "Dry run"],
+  ["setup", "Setup"],
+  ["contextFrom", "Context from"],
+  ["createdAt", "Created"],
+];
+
+async function agentView(view, name) {
+  view.main.append(
+    pageHead(
+      name,
+      "agent",
+      h("a", { class: "button", href: "#/chat/" + encodeURIComponent(name) }, "Chat"),
+      h("a", { class: "button", id: "export-md", href: "/api/export/" + encodeURIComponent(name) + "?format=md", download: name + ".md" }, "Export Markdown"),
+      h("a", { class: "button", id: "export-json", href: "/api/export/" + encodeURIComponent(name) + "?format=json", download: name + ".json" }, "Export JSON")
+    )
+  );
+  const [agents, memory, usage, runs] = await Promise.allSettled([
+    api("/api/agents?all=1"),
+    api("/api/memory/" + encodeURIComponent(name)),
+    api("/api/usage?agent=" + encodeURIComponent(name)),
+    api("/api/runs?agent=" + encodeURIComponent(name)),
+  ]);
+  if (agents.status === "rejected") {
+    view.main.append(errorBox(agents.reason));
+    return;
+  }
+  const agent = (agents.value || []).find((a) => a.name === name);
+  if (!agent) {
+    view.main.append(errorBox(new Error("there is no agent " + name)), emptyState("See ", cmd("xclaw agents"), " or go back to the ", h("a", { href: "#/" }, "dashboard"), "."));
+    return;
+  }
+  const config = h("dl", { class: "kv", id: "agent-config" });
+  const shown = new Set(["name", "kind", "systemPrompt", "memoryNotes"]);
+  for (const [key, title] of CONFIG_FIELDS) {
+    shown.add(key);
+    let value = agent[key];
+    let cell;
+    if (key === "tools") cell = (value || []).length ? (value || []).map((t) => h("span", { class: "chip" }, t)) : h("span", { class: "muted" }, "none");
+    else if (value === undefined || value === null || value === "") {
+      if (key === "setup") continue;
+      cell = h("span", { class: "muted" }, key === "display" ? "$DISPLAY when it runs" : "default");
+    } else if (typeof value === "boolean") cell = value ? "yes" : "no";
+    else if (key === "createdAt") cell = localTime(value);
+    else cell = String(value);
+    config.append(h("dt", {}, title), h("dd", { "data-key": key }, cell));
+  }
+  for (const [key, value] of Object.entries(agent)) {
+    if (shown.has(key)) continue;
+    config.append(h("dt", {}, key), h("dd", { "data-key": key }, typeof value === "object" ? JSON.stringify(value) : String(value)));
+  }
+  const left = h(
+    "div",
+    {},
+    card("Configuration", { id: "config" }, h("div", { class: "card-body" }, config)),
+    agent.systemPrompt ? card("System prompt", { class: "spaced" }, h("div", { class: "card-body" }, h("pre", { class: "note" }, agent.systemPrompt))) : null
+  );
+  const memoryBody = h("div", { class: "card-body", id: "memory" });
+  if (memory.status === "rejected") memoryBody.append(errorBox(memory.reason));
+  else {
+    const entries = Object.entries(memory.value || {});
+    if (agent.memoryNotes) memoryBody.append(h("pre", { class: "note" }, agent.memoryNotes));
+    if (entries.length) {
+      memoryBody.append(
+        table(
+          [
+            { title: "Key", cell: ([k]) => h("code", {}, k) },
+            { title: "Value", wrap: true, cell: ([, v]) => (typeof v === "string" ? v : JSON.stringify(v)) },
+          ],
+          entries
+        )
+      );
+    } else if (!agent.memoryNotes) memoryBody.append(emptyState("No memory notes. An agent with the ", cmd("memory"), " tool writes them as it works."));
+  }
+  const usageBody = h("div", { id: "usage" });
+  if (usage.status === "rejected") usageBody.append(errorBox(usage.reason));
+  else {
+    const rows = (usage.value || []).slice().reverse();
+    const total = rows.reduce((s, r) => s + (r.usd || 0), 0);
+    usageBody.append(
+      rows.length
+        ? table(
+            [
+              { title: "Run", cell: (r) => h("a", { href: "/api/reports/" + r.session, target: "_blank", rel: "noopener" }, "#" + r.session) },
+              { title: "Status", cell: (r) => badge(r.status) },
+              { title: "Requests", num: true, cell: (r) => r.requests },
+              { title: "In", num: true, cell: (r) => (r.usage ? r.usage.inputTokens + r.usage.cacheReadInputTokens + r.usage.cacheCreationInputTokens : "—") },
+              { title: "Out", num: true, cell: (r) => (r.usage ? r.usage.outputTokens : "—") },
+              { title: "Cost", num: true, cell: (r) => usd(r.usd) },
+            ],
+            rows
+          )
+        : emptyState("No runs yet: ", cmd("xclaw send " + name + " \"…\""))
+    );
+    usageBody.dataset.total = String(total);
+  }
+  const right = h(
+    "div",
+    {},
+    card("Memory", { id: "memory-card" }, memoryBody),
+    card("Usage per run", { id: "usage-card", class: "spaced", count: usage.status === "fulfilled" ? usd((usage.value || []).reduce((s, r) => s + (r.usd || 0), 0)) + " total" : undefined }, usageBody)
+  );
+  view.main.append(h("div", { class: "grid" }, left, right));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Runs
+
+async function runsView(view) {
+  const filter = h("select", { id: "runs-filter" }, h("option", { value: "" }, "all agents"));
+  const slot = liveSlot(view);
+  view.main.append(pageHead("Runs", null, filter), card("Runs", { id: "runs" }, slot.el));
+  let chosen = "";
+  const known = new Set();
+  filter.addEventListener("change", () => {
+    chosen = filter.value;
+    refresh();
+  });
+  const refresh = async () => {
+    let rows;
+    try {
+      rows = (await api("/api/runs")) || [];
+    } catch (error) {
+      slot.fail(error);
+      return;
+    }
+    for (const r of rows) {
+      if (!known.has(r.agent)) {
+        known.add(r.agent);
+        filter.append(h("option", { value: r.agent }, r.agent));
+      }
+    }
+    rows = rows.filter((r) => !chosen || r.agent === chosen).reverse();
+    slot.show(
+      rows.length
+        ? table(
+            [
+              { title: "Run", cell: (r) => h("a", { href: "/api/reports/" + r.id, target: "_blank", rel: "noopener", class: "report-link" }, "#" + r.id) },
+              { title: "Agent", cell: (r) => h("a", { href: "#/agent/" + encodeURIComponent(r.agent) }, r.agent) },
+              { title: "Status", cell: (r) => badge(r.status) },
+              { title: "Started", cell: (r) => timeCell(r.started) },
+              { title: "Duration", num: true, cell: (r) => duration(r.duration_ms) },
+              { title: "Steps", num: true, cell: (r) => r.steps },
+              { title: "Cost", num: true, cell: (r) => usd(r.cost_usd) },
+              { title: "Task", cell: (r) => (r.task ? h("span", { class: "chip" }, r.task) : "") },
+              { title: "", cell: (r) => h("a", { href: "/api/reports/" + r.id, target: "_blank", rel: "noopener" }, "Report ↗") },
+            ],
+            rows,
+            { rowAttrs: (r) => ({ "data-run": r.id }) }
+          )
+        : emptyState("No runs yet. Start one: ", cmd("xclaw send AGENT \"…\""))
+    );
+  };
+  await view.every(2000, refresh);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+window.xclaw = { renderMarkdown, highlight };
+
+document.getElementById("nav-stop").addEventListener("click", async () => {
+  try {
+    const rows = (await api("/api/stop", { json: { all: true } })) || [];
+    toast(rows.length ? "Stopped " + rows.map((r) => "#" + r.id + " " + r.agent).join(", ") : "No run was in flight");
+  } catch (error) {
+    toast(error.message, true);
+  }
+});
+window.addEventListener("hashchange", route);
+route();
