@@ -9,5 +9,7 @@ swift build --build-tests
 swift test
 # The CLI suite once more with every command handed to a daemon (XclawTesting's DaemonMode starts one per state
 # directory): the same assertions, so the same bytes and exit codes as in-process.
-# DaemonCLITests and ScheduleCLITests manage their daemons themselves: the first pass ran them.
-XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests --skip ScheduleCLITests
+# DaemonCLITests, ScheduleCLITests and the web view's tests manage their daemons themselves, and the MCP tests start
+# their own servers: the first pass ran them.
+XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests --skip ScheduleCLITests \
+  --skip WebViewCLITests --skip WebAPICLITests --skip MCPServerCLITests

@@ -81,7 +81,6 @@ final class WebViewCLITests: XCTestCase {
     }
 
     func testThePagesInAHeadlessBrowser() throws {
-        try XCTSkipIf(DaemonMode.isOn, "manages its own daemon and browser: runs in the in-process pass only")
         let began = Date()
         let python = try Self.python.get()
         let display = try TestDisplay(size: Size(width: 1024, height: 768))
@@ -300,14 +299,13 @@ final class WebViewCLITests: XCTestCase {
         XCTAssertEqual(report?["status"] as? Int, 200)
         XCTAssertEqual(report?["is_html"] as? Bool, true)
 
-        // Origins: a foreign page's websocket and API calls are refused even with the token. A refused websocket
-        // upgrade is answered 400 whatever the reason: Hummingbird's `writeFailedUpgrade` writes that status for every
-        // upgrade the router did not accept (the auth middleware's 401 does not reach the wire); the same request
-        // with this machine's Origin is upgraded (101), so the Origin alone made the difference.
+        // Origins: a foreign page's websocket and API calls are refused with 401 even with the token (the handshake
+        // by `WebSocketGate`); the same request with this machine's Origin is upgraded (101), so the Origin alone
+        // made the difference; no token, 401.
         let origins = try XCTUnwrap(result["origins"] as? [String: Int])
-        XCTAssertEqual(origins["foreign"], 400)
+        XCTAssertEqual(origins["foreign"], 401)
         XCTAssertEqual(origins["local"], 101)
-        XCTAssertEqual(origins["no_token"], 400)
+        XCTAssertEqual(origins["no_token"], 401)
         XCTAssertEqual(origins["api_foreign"], 401)
         XCTAssertFalse(stderr.contains("ant-web-SECRET"))
         print("web view test: \(Int(Date().timeIntervalSince(began))) s in all")

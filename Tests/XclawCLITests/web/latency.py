@@ -8,9 +8,9 @@ noting the wall time just before it, and waits until the page has drawn a new fr
 each sample's latencies (ms) and their medians.
 
 Without --command, it opens a small window of its own on the display (Tk: a button that changes colour at each
-click) and clicks it with `xclaw click X Y --button left --display :N`; that form is served by the daemon, so the
-daemon sees the input and the page gets the action (plain `xclaw click X Y` is done by the front itself and is not
-in the log). --command is a JSON argv run as is; it must change the screen and send one input through the daemon.
+click) and clicks it with `xclaw click X Y --display :N`; while a daemon's web view runs the front hands even that
+plain form to the daemon, which sends it, so the page gets the action. --command is a JSON argv run as is; it must
+change the screen and send one input through the daemon.
 """
 
 import argparse
@@ -64,7 +64,7 @@ def main():
                                   stderr=subprocess.PIPE, text=True)
         if window.stdout.readline().strip() != "ready":
             raise SystemExit("the Tk window did not start: " + window.stderr.read()[-400:])
-        command = [args.xclaw, "click", str(x + 80), str(y + 40), "--button", "left", "--display", args.display]
+        command = [args.xclaw, "click", str(x + 80), str(y + 40), "--display", args.display]
 
     samples = []
     try:

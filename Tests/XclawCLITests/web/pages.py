@@ -166,7 +166,8 @@ with Browser() as browser:
                     root_pixel: at(c.width - 5, c.height - 5), shown_width: c.clientWidth};
         })()""" % (config["window_pixel"][0], config["window_pixel"][1]))
         before = browser.evaluate("window.xclawScreen.frames")
-        clicked = xclaw("click", str(x), str(y), "--button", "left", "--display", display)
+        # The plain form, which the front does itself unless a daemon's web view runs (then the daemon does it).
+        clicked = xclaw("click", str(x), str(y), "--display", display)
         result["click_cli"] = {"status": clicked["status"], "stderr": clicked["stderr"][-300:]}
         browser.wait_for("window.xclawScreen.actions.some(a => a.x === %d && a.y === %d)" % (x, y), timeout=10)
         # The ring is drawn on the next animation frame: wait for it (it fades within 1.5 s).
