@@ -101,6 +101,8 @@ final class BenchWebDaemon {
     let url: String
     let token: String
     let state: URL
+    /// Its environment: commands run with it are handed to it (its state directory, its database).
+    let environment: [String: String]
 
     /// Starts `xclaw-core daemon run --web 127.0.0.1:0` on `state` (made 0700) and waits for its web view.
     init(state: URL, environment: [String: String] = [:]) throws {
@@ -116,6 +118,7 @@ final class BenchWebDaemon {
         var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         env["XCLAW_STATE_DIR"] = state.path
         env["XDG_DATA_HOME"] = state.appendingPathComponent("data").path
+        self.environment = env
         process.environment = env
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
