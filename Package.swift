@@ -176,7 +176,7 @@ let package = Package(
         .target(
             name: "XclawWeb",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawMCP",
+                "XclawBase", "XclawScreen", "XclawMessages", "XclawMCP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),

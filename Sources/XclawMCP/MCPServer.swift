@@ -17,8 +17,13 @@ public final class MCPServer: Sendable {
     private let instructions: String?
     private let tools: [MCPTool]
     private let byName: [String: MCPTool]
-    /// The calls running, by request id, for `notifications/cancelled`.
-    private let running = Mutex<[JSONValue: MCPCancellation]>([:])
+    /// A call's key: its session (several HTTP clients share one server, each numbering its requests from 1) and id.
+    private struct CallKey: Hashable, Sendable {
+        var session: String
+        var id: JSONValue
+    }
+    /// The calls running, by session and request id, for `notifications/cancelled`.
+    private let running = Mutex<[CallKey: MCPCancellation]>([:])
     private let logger = Logger(label: "xclaw.mcp")
 
     /// A server named `name` (its `serverInfo`) offering `tools`; `instructions` tell the client's model how to use
@@ -37,9 +42,9 @@ public final class MCPServer: Sendable {
         case internalError = -32603
     }
 
-    /// Handles one message; returns the reply to send (one JSON text, no newline), or nil: a notification, a
-    /// response, or a cancelled call, which are not answered.
-    public func handle(_ message: Data) async -> Data? {
+    /// Handles one message of `session` (stdio has one; each HTTP session is its own); returns the reply to send (one
+    /// JSON text, no newline), or nil: a notification, a response, or a cancelled call, which are not answered.
+    public func handle(_ message: Data, session: String = "") async -> Data? {
         let parsed: JSONValue
         do { parsed = try JSONValue.parse(message) } catch {
             return Self.error(id: .null, .parseError, "not JSON: send one JSON-RPC 2.0 object per line").message
@@ -56,7 +61,7 @@ public final class MCPServer: Sendable {
         }
         let params = fields["params"]?.object ?? [:]
         guard let id, id != .null else {
-            notify(method, params)
+            notify(method, params, session: session)
             return nil
         }
         switch id {
@@ -68,15 +73,19 @@ public final class MCPServer: Sendable {
         case "initialize": reply = Self.result(id: id, initialize(params))
         case "ping": reply = Self.result(id: id, [:])
         case "tools/list": reply = Self.result(id: id, ["tools": .array(tools.map(\.listing))])
-        case "tools/call": reply = await call(id: id, params)
+        case "tools/call": reply = await call(id: id, params, session: session)
         default: reply = Self.error(id: id, .methodNotFound, "no method \(method)")
         }
         return reply?.message
     }
 
-    /// Cancels every call still running: the connection is closing.
-    public func cancelAll() {
-        for cancellation in running.withLock({ Array($0.values) }) { cancellation.cancel() }
+    /// Cancels every call still running (of `session` only, when given): the connection is closing, the session
+    /// ended, or a person pressed the web view's emergency stop.
+    public func cancelAll(session: String? = nil) {
+        let calls = running.withLock { running in
+            running.filter { session == nil || $0.key.session == session }.map(\.value)
+        }
+        for cancellation in calls { cancellation.cancel() }
     }
 
     /// The version to speak: the client's when this server speaks it, else this server's newest (the client then
@@ -98,14 +107,14 @@ public final class MCPServer: Sendable {
         return .object(result)
     }
 
-    private func notify(_ method: String, _ params: [String: JSONValue]) {
+    private func notify(_ method: String, _ params: [String: JSONValue], session: String) {
         guard method == "notifications/cancelled", let id = params["requestId"] else { return }
-        running.withLock { $0[id] }?.cancel()
+        running.withLock { $0[CallKey(session: session, id: id)] }?.cancel()
     }
 
     /// `tools/call`: an unknown tool or malformed params are protocol errors; everything the tool itself refuses or
     /// fails at (arguments of the wrong type included) is an `isError` result.
-    private func call(id: JSONValue, _ params: [String: JSONValue]) async -> JSONValue? {
+    private func call(id: JSONValue, _ params: [String: JSONValue], session: String) async -> JSONValue? {
         guard let name = params["name"]?.string else {
             return Self.error(id: id, .invalidParams, "tools/call needs the tool's name")
         }
@@ -123,8 +132,14 @@ public final class MCPServer: Sendable {
             return Self.result(id: id, MCPToolResult.failure(problem).json)
         }
         let cancellation = MCPCancellation()
-        running.withLock { $0[id] = cancellation }
-        defer { _ = running.withLock { $0.removeValue(forKey: id) } }
+        let key = CallKey(session: session, id: id)
+        // A second call with a running call's id (a client's bug) must not take the first one's cancellation away.
+        let registered = running.withLock { running -> Bool in
+            guard running[key] == nil else { return false }
+            running[key] = cancellation
+            return true
+        }
+        defer { if registered { _ = running.withLock { $0.removeValue(forKey: key) } } }
         let started = ContinuousClock.now
         let result = await tool.run(MCPCall(arguments: arguments, cancellation: cancellation))
         logger.debug(

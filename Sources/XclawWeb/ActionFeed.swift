@@ -20,6 +20,11 @@ public struct WebAction: Codable, Sendable, Hashable {
     /// What else (the button, the keys, the text typed, shortened).
     public var detail: String?
 
+    /// What the log shows of typed text: its length, never the text (it may be a password).
+    public static func typed(_ text: String) -> String {
+        "\(text.count) character\(text.count == 1 ? "" : "s")"
+    }
+
     /// An action not yet in a feed (`seq` is given by `ActionFeed.publish`).
     public init(
         display: String?, source: String, action: String, x: Int? = nil, y: Int? = nil, detail: String? = nil,

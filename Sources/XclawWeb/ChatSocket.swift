@@ -15,7 +15,8 @@ struct ChatSocket: Sendable {
     func add<Context: WebSocketRequestContext>(to router: Router<Context>) {
         let backend = backend
         router.ws("/ws/chat") { inbound, outbound, _ in
-            let current = Mutex<(MCPCancellation, Task<Void, Never>)?>(nil)
+            // The reply in progress, if any: its cancellation.
+            let current = ReplyInProgress()
             // A page closed mid-reply leaves the run going: its reply is stored, and a page opened again shows it.
             for try await message in inbound.messages(maxSize: 1 << 20) {
                 guard case .text(let text) = message,
@@ -25,7 +26,7 @@ struct ChatSocket: Sendable {
                     continue
                 }
                 if object["cancel"] as? Bool == true {
-                    current.withLock { $0?.0.cancel() }
+                    current.state.withLock { $0?.cancel() }
                     continue
                 }
                 guard let agent = object["agent"] as? String, !agent.isEmpty, let prompt = object["text"] as? String,
@@ -35,22 +36,38 @@ struct ChatSocket: Sendable {
                         .text(Self.event(["type": "error", "error": "send {\"agent\": NAME, \"text\": MESSAGE}"])))
                     continue
                 }
-                if let running = current.withLock({ $0?.1 }) {
-                    // One reply at a time per page, as in a terminal.
-                    await running.value
-                }
+                // One reply at a time per page, as in a terminal; the reader never waits, so a cancel is read at once.
                 let cancellation = MCPCancellation()
-                let task = Task {
-                    // Chunks in the order they came: one writer.
+                let started = current.state.withLock { current -> Bool in
+                    guard current == nil else { return false }
+                    current = cancellation
+                    return true
+                }
+                guard started else {
+                    try await outbound.write(
+                        .text(
+                            Self.event(["type": "error", "error": "a reply is still coming: wait for it, or stop it"])))
+                    continue
+                }
+                Task {
+                    // Chunks in the order they came: one writer; a character split between two reads of the pipe
+                    // waits for its other bytes.
                     let (chunks, continuation) = AsyncStream.makeStream(of: Data.self)
                     let forward = Task {
+                        var carried = Data()
                         for await chunk in chunks {
+                            let (text, rest) = UTF8Chunks.split(carried + chunk)
+                            carried = rest
+                            guard !text.isEmpty else { continue }
+                            try? await outbound.write(.text(Self.event(["type": "text", "text": text])))
+                        }
+                        if !carried.isEmpty {
                             try? await outbound.write(
-                                .text(Self.event(["type": "text", "text": String(decoding: chunk, as: UTF8.self)])))
+                                .text(Self.event(["type": "text", "text": String(decoding: carried, as: UTF8.self)])))
                         }
                     }
                     let result = await backend.stream(
-                        ["send", "--sender", "web", "--", agent, prompt], cancellation: cancellation
+                        ["send", "--sender", "web", "--", agent, prompt], needsKeys: true, cancellation: cancellation
                     ) { continuation.yield($0) }
                     continuation.finish()
                     await forward.value
@@ -58,9 +75,9 @@ struct ChatSocket: Sendable {
                     if result.status != 0 {
                         end["error"] = result.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
                     }
+                    current.state.withLock { $0 = nil }
                     try? await outbound.write(.text(Self.event(end)))
                 }
-                current.withLock { $0 = (cancellation, task) }
             }
         }
     }
@@ -68,4 +85,32 @@ struct ChatSocket: Sendable {
     static func event(_ object: [String: Any]) -> String {
         (try? JSONSerialization.data(withJSONObject: object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
+}
+
+/// Text out of a byte stream cut anywhere: the whole characters, and the bytes of one that is not complete yet.
+enum UTF8Chunks {
+    /// `data` as text up to its last complete character, and what is left after it (at most 3 bytes).
+    static func split(_ data: Data) -> (text: String, rest: Data) {
+        let bytes = [UInt8](data)
+        var end = bytes.count
+        // Back over at most 3 continuation bytes to the start of the last character; keep it if it is cut.
+        var index = bytes.count - 1
+        var back = 0
+        while index >= 0, back < 3, bytes[index] & 0xC0 == 0x80 {
+            index -= 1
+            back += 1
+        }
+        if index >= 0 {
+            let lead = bytes[index]
+            let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+            if index + length > bytes.count { end = index }
+        }
+        return (String(decoding: bytes[..<end], as: UTF8.self), Data(bytes[end...]))
+    }
+}
+
+/// The reply a chat socket is streaming, shared by its reader and the reply's task.
+final class ReplyInProgress: Sendable {
+    /// Its cancellation; nil when none runs.
+    let state = Mutex<MCPCancellation?>(nil)
 }

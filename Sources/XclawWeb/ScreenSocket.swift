@@ -22,8 +22,13 @@ struct ScreenSocket: Sendable {
     /// How often the screen is looked at.
     static let interval: Duration = .milliseconds(40)
 
+    /// The most screens watched at once (each is a capture thread, an X connection and two frames).
+    static let maximumWatchers = 8
+    private let watching = WatcherCount()
+
     func add<Context: WebSocketRequestContext>(to router: Router<Context>) {
         let feed = feed
+        let watching = watching
         router.ws("/ws/screen") { inbound, outbound, context in
             let requested = context.request.uri.queryParameters.get("display").map { String($0) }
             let display: String
@@ -31,6 +36,22 @@ struct ScreenSocket: Sendable {
                 try await outbound.write(.text(Self.json(["type": "error", "error": "\(error)"])))
                 return
             }
+            // A display of this machine only (":N" or ":N.S"): a name with a host would open a connection elsewhere.
+            guard Self.isLocalDisplay(display) else {
+                try await outbound.write(
+                    .text(Self.json(["type": "error", "error": "\(display) is not a display of this machine (:N)"])))
+                return
+            }
+            guard watching.enter() else {
+                try await outbound.write(
+                    .text(
+                        Self.json([
+                            "type": "error",
+                            "error": "\(Self.maximumWatchers) screens are watched already: close a screen page",
+                        ])))
+                return
+            }
+            defer { watching.leave() }
             let watcher = ScreenWatcher(display: display)
             let (frames, stop) = watcher.start()
             let (actions, unsubscribe) = feed.subscribe()
@@ -61,6 +82,7 @@ struct ScreenSocket: Sendable {
                                             "seq": seq,
                                         ])))
                                 try? await outbound.writeBinaryMessage(ByteBuffer(bytes: jpeg))
+                                watcher.delivered()
                             case .failed(let why):
                                 try? await outbound.write(.text(Self.json(["type": "error", "error": why])))
                             }
@@ -77,6 +99,14 @@ struct ScreenSocket: Sendable {
             for try await _ in inbound.messages(maxSize: 1 << 16) {}
             writer.cancel()
         }
+    }
+
+    /// Whether `name` is a display of this machine's X server (`:N`, `:N.S`, `unix:N`).
+    static func isLocalDisplay(_ name: String) -> Bool {
+        let bare = name.hasPrefix("unix:") ? String(name.dropFirst(4)) : name
+        guard bare.hasPrefix(":") else { return false }
+        let parts = bare.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count) && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) }
     }
 
     /// Whether an action's display is this one (":1" and ":1.0" are).
@@ -118,12 +148,16 @@ final class ScreenWatcher: Sendable {
 
     private let display: String
     private let stopped = Atomic<Bool>(false)
+    /// Frames handed on and not yet written to the page: a slow page gets fewer frames, never a queue of them.
+    private let pending = Atomic<Int>(0)
 
     init(display: String) { self.display = display }
 
     /// Starts looking; the stream ends when the display is lost or `stop` is called.
     func start() -> (AsyncStream<Event>, @Sendable () -> Void) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(2))
+        // Unbounded, but the thread hands on a frame only while fewer than two wait (`pending`): the hello is never
+        // dropped, and the stream holds at most two frames.
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self)
         let display = display
         Thread { [self] in
             defer { continuation.finish() }
@@ -135,6 +169,10 @@ final class ScreenWatcher: Sendable {
                 var seq = 0
                 while !self.stopped.load(ordering: .relaxed) {
                     let began = ContinuousClock.now
+                    if self.pending.load(ordering: .relaxed) >= 2 {
+                        Thread.sleep(forTimeInterval: ScreenSocket.interval / .seconds(1))
+                        continue
+                    }
                     let frame = try capturer.capture()
                     if last.map({ !$0.hasSameBytes(as: frame) || $0.size != frame.size }) ?? true {
                         last = frame
@@ -146,6 +184,7 @@ final class ScreenWatcher: Sendable {
                             sent = try frame.downscaled(to: Size(width: ScreenSocket.maximumWidth, height: height))
                         }
                         let jpeg = try JPEG.encode(sent, quality: 75)
+                        self.pending.add(1, ordering: .relaxed)
                         continuation.yield(
                             .frame(jpeg: jpeg, width: frame.width, height: frame.height, time_ms: time, seq: seq))
                     }
@@ -160,4 +199,24 @@ final class ScreenWatcher: Sendable {
         }.start()
         return (stream, { self.stopped.store(true, ordering: .relaxed) })
     }
+
+    /// A frame was written to the page.
+    func delivered() { pending.subtract(1, ordering: .relaxed) }
+}
+
+/// How many screens are watched, against `ScreenSocket.maximumWatchers`.
+final class WatcherCount: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// Takes a place; false when all are taken.
+    func enter() -> Bool {
+        if count.add(1, ordering: .relaxed).newValue > ScreenSocket.maximumWatchers {
+            count.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    /// Gives it back.
+    func leave() { count.subtract(1, ordering: .relaxed) }
 }

@@ -2,12 +2,15 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import XclawBase
+import XclawMCP
 
 /// The pages' JSON: each route is an xclaw command with `--json`, run by the backend exactly as typed, so the web
 /// view shows what the CLI shows. Names go after `--`, so none is read as an option; ids must be numbers.
 struct WebAPI: Sendable {
     let backend: any WebBackend
     let displays: @Sendable () -> [String]
+    /// The MCP server, whose calls the emergency stop cancels too.
+    let mcp: MCPServer?
 
     func add<Context: RequestContext>(to router: Router<Context>) {
         let api = router.group("api")
@@ -16,7 +19,7 @@ struct WebAPI: Sendable {
         }
         get(api, "runs") { request, _ in
             var arguments = ["runs", "--json"]
-            if let task = request.uri.queryParameters.get("task") { arguments += ["--task", task] }
+            if let task = request.uri.queryParameters.get("task") { arguments.append("--task=\(task)") }
             if let agent = request.uri.queryParameters.get("agent") { arguments += ["--", agent] }
             return arguments
         }
@@ -53,11 +56,20 @@ struct WebAPI: Sendable {
             // The report's own policy: no script at all, its screenshots inline.
             return WebResponses.raw(
                 page, type: "text/html; charset=utf-8",
-                headers: [.contentSecurityPolicy: "default-src 'none'; img-src data:; style-src 'unsafe-inline'"])
+                headers: [
+                    .contentSecurityPolicy:
+                        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox; frame-ancestors 'none'; "
+                        + "form-action 'none'; base-uri 'none'",
+                    HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+                ])
         }
         post(api, "stop") { request, _ in
             let body = try await Self.body(request)
-            if body["all"] as? Bool == true { return ["stop", "--all", "--wait", "0", "--json"] }
+            if body["all"] as? Bool == true {
+                // Everything that acts on the screens: the agents' runs, and the MCP calls in flight.
+                mcp?.cancelAll()
+                return ["stop", "--all", "--wait", "0", "--json"]
+            }
             if let run = body["run"] as? Int { return ["stop", "--wait", "0", "--json", "--", "\(run)"] }
             if let agent = body["agent"] as? String { return ["stop", "--wait", "0", "--json", "--", agent] }
             throw HTTPError(

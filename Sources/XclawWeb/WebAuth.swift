@@ -3,25 +3,57 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 
-/// The web view's one rule for who may ask: the token, from `Authorization: Bearer`, the cookie a first visit with
-/// `?token=` set (as Jupyter does), or that query; and no page from elsewhere: a browser request whose Origin is not
-/// this machine is refused, so another site cannot drive the daemon through a browser that holds the cookie. The
+/// What `WebAccess` looks at in a request (an HTTP request or a websocket handshake).
+struct WebRequestParts: Sendable {
+    var path: String
+    var method: String
+    var origin: String?
+    var host: String?
+    /// `Sec-Fetch-Site`, which browsers send: "same-origin", "same-site", "cross-site" or "none".
+    var fetchSite: String?
+    var queryToken: String?
+    var authorization: String?
+    var cookies: String?
+}
+
+/// The web view's one rule for who may ask. The token comes once, in `?token=` or `Authorization: Bearer`; a page
+/// opened with it gets a cookie holding a session secret of this daemon's run (never the token itself: cookies are
+/// sent to every port of a host); MCP takes only the Bearer token. No page from elsewhere: a request whose Origin is
+/// not exactly this server (a loopback host and this port, as the Host header names it) is refused, and so is one a
+/// browser marks as coming from another site or another port of this one (`Sec-Fetch-Site`), so another site, or
+/// another local server on another port, cannot drive the daemon through a browser that holds the cookie. The
 /// middleware applies it to every request; `WebSocketGate` to a websocket's handshake, so it is refused with 401 too.
 struct WebAccess: Sendable {
     let token: String
     let cookieName: String
+    /// The cookie's value: random for each start of the server.
+    let session: String
 
     /// Why a request with these parts is refused; nil when it may go on.
-    func refusal(origin: String?, queryToken: String?, authorization: String?, cookies: String?) -> String? {
-        if let origin, !WebOrigin.isLocal(origin) {
-            return "a page from \(origin) may not use the xclaw web view: open it from this machine"
+    func refusal(_ parts: WebRequestParts) -> String? {
+        if let origin = parts.origin {
+            guard WebOrigin.isLocal(origin), let host = parts.host, WebOrigin.isLocal("http://" + host),
+                origin.lowercased() == "http://" + host.lowercased()
+            else {
+                return "a page from \(origin) may not use the xclaw web view: open it from its own address"
+            }
         }
-        if let queryToken { return WebToken.matches(queryToken, token) ? nil : "wrong token" }
-        if let authorization, authorization.hasPrefix("Bearer ") {
-            return WebToken.matches(String(authorization.dropFirst("Bearer ".count)), token) ? nil : "wrong token"
+        if let site = parts.fetchSite?.lowercased(), site != "same-origin", site != "none" {
+            return "a request from another site or port (\(site)) may not use the xclaw web view"
         }
-        if WebToken.matches(Self.cookie(cookieName, in: cookies), token) { return nil }
-        return "no token: open the web view's address with ?token= from `xclaw daemon status --json`"
+        let bearer = parts.authorization.flatMap { header -> String? in
+            guard header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
+            return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        }
+        if parts.path == "/mcp" {
+            // An MCP client sends its Bearer token on every request; a browser's cookie is no MCP client.
+            return WebToken.matches(bearer, token) ? nil : "MCP needs Authorization: Bearer TOKEN (web.token)"
+        }
+        if let query = parts.queryToken { return WebToken.matches(query, token) ? nil : "wrong token" }
+        if let bearer { return WebToken.matches(bearer, token) ? nil : "wrong token" }
+        if WebToken.matches(Self.cookie(cookieName, in: parts.cookies), session) { return nil }
+        return "no token, or a session of an earlier run of the daemon: open the web view's address with ?token= "
+            + "from `xclaw daemon status --json`"
     }
 
     /// The value of cookie `name` in a `Cookie` header.
@@ -37,10 +69,11 @@ struct WebAccess: Sendable {
     }
 
     /// The cookie a page opened with the token gets.
-    var setCookie: String { "\(cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict" }
+    var setCookie: String { "\(cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict" }
 }
 
-/// `WebAccess` for every request; a page opened with the token is sent on without it, the cookie set.
+/// `WebAccess` for every request; a page opened with the token is sent on without it, the cookie set. A POST with a
+/// body says it is JSON: a form or `text/plain` POST (which a page elsewhere can send without asking) is refused.
 struct WebAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let access: WebAccess
 
@@ -48,13 +81,22 @@ struct WebAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         async throws -> Response
     {
         let query = request.uri.queryParameters.get("token").map { String($0) }
-        if let why = access.refusal(
-            origin: request.headers[.origin], queryToken: query, authorization: request.headers[.authorization],
+        let parts = WebRequestParts(
+            path: request.uri.path, method: request.method.rawValue, origin: request.headers[.origin],
+            host: request.head.authority,
+            fetchSite: request.headers[HTTPField.Name("Sec-Fetch-Site")!], queryToken: query,
+            authorization: request.headers[.authorization],
             cookies: request.headers[values: .cookie].joined(separator: "; "))
-        {
+        if let why = access.refusal(parts) {
             return WebResponses.unauthorized(request, why)
         }
-        // A page opened with the token: the cookie carries it from now on, and the address bar loses it.
+        if request.method == .post, let type = request.headers[.contentType],
+            !type.lowercased().hasPrefix("application/json")
+        {
+            return WebResponses.json(
+                ["error": "send JSON (Content-Type: application/json)"], status: .unsupportedMediaType)
+        }
+        // A page opened with the token: the cookie carries the session from now on, and the address bar loses it.
         if query != nil, request.method == .get, !WebResponses.isMachinePath(request.uri.path),
             request.headers[.upgrade] == nil
         {
@@ -124,7 +166,8 @@ enum WebResponses {
         let kept = uri.queryParameters.filter { $0.key != "token" }.map {
             "\(WebEscape.query(String($0.key)))=\(WebEscape.query(String($0.value)))"
         }
-        let path = uri.path.isEmpty ? "/" : uri.path
+        // One leading slash: `//host/…` would send the browser to another host.
+        let path = "/" + uri.path.drop { $0 == "/" }
         return kept.isEmpty ? path : path + "?" + kept.joined(separator: "&")
     }
 }

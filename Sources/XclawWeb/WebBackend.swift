@@ -22,8 +22,10 @@ public protocol WebBackend: Sendable {
     /// Runs an xclaw command line (arguments without the program name) with its output captured.
     func run(_ arguments: [String]) async -> WebCommandResult
     /// Runs one, handing what it prints on stdout to `output` as it comes; `cancellation` interrupts it as Ctrl-C
-    /// would.
+    /// would. `needsKeys`: the command talks to the model (`send`) and gets the daemon's API keys; other commands
+    /// never see them.
     func stream(
-        _ arguments: [String], cancellation: MCPCancellation, output: @escaping @Sendable (Data) -> Void
+        _ arguments: [String], needsKeys: Bool, cancellation: MCPCancellation,
+        output: @escaping @Sendable (Data) -> Void
     ) async -> WebCommandResult
 }

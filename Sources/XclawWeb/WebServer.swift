@@ -144,10 +144,13 @@ public final class WebServer: Sendable {
         let router = Router(context: BasicWebSocketRequestContext.self)
         // Cookies are per host, not per port: each daemon's (each user's) has a name of its own, from its token.
         let cookieName = "xclaw_" + SHA256.hex(Data(configuration.token.utf8)).prefix(12)
-        let access = WebAccess(token: configuration.token, cookieName: cookieName)
+        var generator = SystemRandomNumberGenerator()
+        let session = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }
+            .joined()
+        let access = WebAccess(token: configuration.token, cookieName: cookieName, session: session)
         router.add(middleware: WebAuthMiddleware(access: access))
         WebPages.add(to: router, assetsDirectory: configuration.assetsDirectory)
-        WebAPI(backend: configuration.backend, displays: configuration.displays).add(to: router)
+        WebAPI(backend: configuration.backend, displays: configuration.displays, mcp: configuration.mcp).add(to: router)
         ChatSocket(backend: configuration.backend).add(to: router)
         ScreenSocket(feed: configuration.feed).add(to: router)
         if let mcp = configuration.mcp { MCPHTTPRoute(server: mcp).add(to: router) }
@@ -158,7 +161,9 @@ public final class WebServer: Sendable {
                 GatedChannel(
                     inner: HTTP1WebSocketUpgradeChannel(
                         responder: responder, webSocketResponder: webSocketResponder,
-                        configuration: .init(http1: .init(idleTimeout: nil), ws: .init(maxFrameSize: 1 << 22))),
+                        configuration: .init(
+                            // An idle HTTP connection is closed after a minute; a websocket is pinged every 30 s.
+                            http1: .init(idleTimeout: .seconds(60)), ws: .init(maxFrameSize: 1 << 22))),
                     access: access)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),

@@ -12,10 +12,12 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    /// A head larger than this is not a handshake this server takes: it passes on to the decoder, which refuses it.
-    static let maximumHead = 64 << 10
+    /// A longer head is refused (431): nobody may hold the server's memory with an endless one.
+    static let maximumHead = 16 << 10
     private let access: WebAccess
     private var buffered: ByteBuffer?
+    /// How far the last read was searched for the head's end, so each byte is looked at once.
+    private var searched = 0
 
     init(access: WebAccess) { self.access = access }
 
@@ -26,28 +28,39 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
             bytes = held
         }
         let view = bytes.readableBytesView
-        guard let end = Self.headEnd(view) else {
-            if bytes.readableBytes > Self.maximumHead { pass(bytes, context: context) } else { buffered = bytes }
+        guard let end = Self.headEnd(view, from: max(0, searched - 3)) else {
+            searched = view.count
+            if bytes.readableBytes > Self.maximumHead {
+                refuse("431 Request Header Fields Too Large", "the request's head is over 16 KB", context: context)
+            } else {
+                buffered = bytes
+            }
             return
         }
         let head = String(decoding: view.prefix(end), as: UTF8.self)
         if let why = refusal(head) {
-            let body = (try? JSONSerialization.data(withJSONObject: ["error": why])) ?? Data()
-            var response = context.channel.allocator.buffer(capacity: 256 + body.count)
-            response.writeString(
-                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
-                    + "Cache-Control: no-store\r\nConnection: close\r\n\r\n")
-            response.writeBytes(body)
-            buffered = nil
-            context.writeAndFlush(NIOAny(response)).whenComplete { _ in context.close(promise: nil) }
+            refuse("401 Unauthorized", why, context: context)
             return
         }
         pass(bytes, context: context)
     }
 
+    /// Answers with `status` and the reason, and closes.
+    private func refuse(_ status: String, _ why: String, context: ChannelHandlerContext) {
+        let body = (try? JSONSerialization.data(withJSONObject: ["error": why])) ?? Data()
+        var response = context.channel.allocator.buffer(capacity: 256 + body.count)
+        response.writeString(
+            "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+                + "Cache-Control: no-store\r\nConnection: close\r\n\r\n")
+        response.writeBytes(body)
+        buffered = nil
+        context.writeAndFlush(NIOAny(response)).whenComplete { _ in context.close(promise: nil) }
+    }
+
     /// Hands what was read on and leaves the pipeline.
     private func pass(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
         buffered = nil
+        searched = 0
         context.fireChannelRead(wrapInboundOut(bytes))
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
@@ -64,26 +77,29 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
             headers[name] = headers[name].map { $0 + (name == "cookie" ? "; " : ", ") + value } ?? value
         }
         guard headers["upgrade"]?.lowercased().contains("websocket") == true else { return nil }
-        let target = requestLine.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-        let query = URLComponents(string: target)?.queryItems?.first { $0.name == "token" }?.value
+        let words = requestLine.split(separator: " ")
+        let target = words.dropFirst().first.map(String.init) ?? "/"
+        let components = URLComponents(string: target)
         return access.refusal(
-            origin: headers["origin"], queryToken: query, authorization: headers["authorization"],
-            cookies: headers["cookie"])
+            WebRequestParts(
+                path: components?.path ?? target, method: words.first.map(String.init) ?? "GET",
+                origin: headers["origin"], host: headers["host"], fetchSite: headers["sec-fetch-site"],
+                queryToken: components?.queryItems?.first { $0.name == "token" }?.value,
+                authorization: headers["authorization"], cookies: headers["cookie"]))
     }
 
-    /// Where a request head ends (just past its blank line), if it has.
-    private static func headEnd(_ bytes: ByteBufferView) -> Int? {
-        let terminator: [UInt8] = [13, 10, 13, 10]
+    /// Where a request head ends (just past its blank line), if it has, looking from `start` on.
+    private static func headEnd(_ bytes: ByteBufferView, from start: Int) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        var index = bytes.startIndex
-        var offset = 0
-        var window: [UInt8] = []
-        while index != bytes.endIndex {
-            window.append(bytes[index])
-            if window.count > 4 { window.removeFirst() }
+        let base = bytes.startIndex
+        var offset = start
+        while offset + 3 < bytes.count {
+            if bytes[base + offset] == 13, bytes[base + offset + 1] == 10, bytes[base + offset + 2] == 13,
+                bytes[base + offset + 3] == 10
+            {
+                return offset + 4
+            }
             offset += 1
-            if window == terminator { return offset }
-            index = bytes.index(after: index)
         }
         return nil
     }

@@ -117,6 +117,8 @@ struct DaemonCommand: ParsableCommand {
             let server = try DaemonServer(
                 socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version,
                 execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
+            // A marker a killed daemon left would send plain input to a daemon without a web view.
+            if let marker = try? DaemonPaths.webMarker() { unlink(marker) }
             var webServer: WebServer?
             if web.web {
                 do { webServer = try DaemonWeb.start(on: server, address: web.address) } catch {

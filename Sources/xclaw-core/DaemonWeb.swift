@@ -37,7 +37,8 @@ enum DaemonWeb {
             feed.publish(
                 WebAction(
                     display: event.display, source: source, action: event.action, x: event.point?.x,
-                    y: event.point?.y, detail: event.detail))
+                    y: event.point?.y, detail: event.action == "type" ? event.detail.map(WebAction.typed) : event.detail
+                ))
         }
         AgentStepFollower(feed: feed, daemon: daemon).start { server.isStopping }
         let environment = ProcessInfo.processInfo.environment
@@ -51,7 +52,8 @@ enum DaemonWeb {
                 }, assetsDirectory: environment["XCLAW_WEB_ASSETS"].flatMap { $0.isEmpty ? nil : $0 }))
         try web.start()
         server.web.withLock { $0 = DaemonWebStatus(url: web.url, token: token) }
-        try PrivateFiles.write(Data(web.url.utf8), to: DaemonPaths.webMarker())
+        // The daemon's pid: the front trusts the marker only while that process lives.
+        try PrivateFiles.write(Data("\(getpid())\n".utf8), to: DaemonPaths.webMarker())
         return web
     }
 }
@@ -66,9 +68,11 @@ struct DaemonWebBackend: WebBackend {
     }
 
     func stream(
-        _ arguments: [String], cancellation: MCPCancellation, output: @escaping @Sendable (Data) -> Void
+        _ arguments: [String], needsKeys: Bool, cancellation: MCPCancellation,
+        output: @escaping @Sendable (Data) -> Void
     ) async -> WebCommandResult {
-        let outcome = await runner.stream(arguments, cancellation: cancellation, output: output)
+        let outcome = await runner.stream(
+            arguments, keepSecrets: needsKeys, cancellation: cancellation, output: output)
         return WebCommandResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
     }
 }
@@ -90,7 +94,12 @@ struct AgentStepFollower: Sendable {
                 if store == nil, FileManager.default.fileExists(atPath: path) { store = try? AgentStore(path: path) }
                 if let store {
                     // Only what is recorded from now on: the log is live, the history is in the runs' reports.
-                    if after < 0 { after = (try? store.lastActionStepID()) ?? 0 }
+                    // (Asked again next time when it fails: starting from 0 would replay every step ever recorded.)
+                    if after < 0, let last = try? store.lastActionStepID() { after = last }
+                    if after < 0 {
+                        Thread.sleep(forTimeInterval: Self.interval)
+                        continue
+                    }
                     for row in (try? store.actionSteps(after: after)) ?? [] {
                         after = row.id
                         guard row.pid != daemon,
@@ -100,7 +109,9 @@ struct AgentStepFollower: Sendable {
                         feed.publish(
                             WebAction(
                                 display: row.display, source: "agent \(row.agent) (run \(row.session))",
-                                action: step.action, x: step.x, y: step.y, detail: step.text, time: row.createdAt))
+                                action: step.action, x: step.x, y: step.y,
+                                detail: step.action == "type" ? step.text.map(WebAction.typed) : step.text,
+                                time: row.createdAt))
                     }
                 }
                 Thread.sleep(forTimeInterval: Self.interval)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CXclawSystem
 import Foundation
 import Synchronization
 import XclawBase
@@ -104,21 +105,24 @@ final class MCPCommandRunner: Sendable {
     }
 
     /// Runs `arguments` handing what it prints on stdout to `output` as it comes (a pipe read on a thread of its own),
-    /// for the web view's chat; the command's environment is the daemon's (a `send` needs the key), not stripped.
+    /// for the web view's chat. `keepSecrets`: the command gets the daemon's keys (a `send` needs the API key);
+    /// otherwise they are stripped as for a tool.
     func stream(
-        _ arguments: [String], cancellation: MCPCancellation, output: @escaping @Sendable (Data) -> Void
+        _ arguments: [String], keepSecrets: Bool, cancellation: MCPCancellation,
+        output: @escaping @Sendable (Data) -> Void
     ) async -> Outcome {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 var fds: [Int32] = [-1, -1]
-                guard pipe(&fds) == 0 else {
+                // Both ends close-on-exec from the start: a program another thread starts meanwhile must not keep the
+                // write end open (the reader would never see the end).
+                guard xclaw_pipe_cloexec(&fds) == 0 else {
                     continuation.resume(
                         returning: Outcome(
                             status: ExitStatus.internal.rawValue, stdout: Data(),
                             stderr: "xclaw: cannot make a pipe: \(Errno.current)"))
                     return
                 }
-                for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
                 let (readEnd, writeEnd) = (fds[0], fds[1])
                 let done = DispatchSemaphore(value: 0)
                 let reader = Thread {
@@ -135,7 +139,7 @@ final class MCPCommandRunner: Sendable {
                 reader.start()
                 let outcome = self.runNow(
                     arguments, display: nil, stdin: nil, exclusive: false, cancellation: cancellation,
-                    stdout: writeEnd, keepSecrets: true)
+                    stdout: writeEnd, keepSecrets: keepSecrets)
                 Glibc.close(writeEnd)
                 // The reader ends at the pipe's end: everything printed is handed on before the outcome. (A program the
                 // command started keeps no copy: the pipe's ends are close-on-exec.)

@@ -24,6 +24,7 @@ struct DaemonHandoff {
         guard connect(fd, path: path) else {
             let why = errno
             close(fd)
+            if why == ENOENT { unlink(directory + "/web.on") }
             if why == ECONNREFUSED {
                 unlink(path)
                 unlink(directory + "/web.on")
@@ -93,7 +94,20 @@ struct DaemonHandoff {
     /// view's action log shows it.
     var webViewRuns: Bool {
         guard let directory = stateDirectory() else { return false }
-        return access(directory + "/web.on", F_OK) == 0
+        let path = directory + "/web.on"
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = read(fd, &buffer, buffer.count)
+        close(fd)
+        // The daemon's pid: a marker whose daemon is gone (killed) is removed, and input is done here again.
+        var pid: Int32 = 0
+        for byte in buffer.prefix(max(0, count)) where byte >= 48 && byte <= 57 { pid = pid &* 10 &+ Int32(byte - 48) }
+        guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else {
+            unlink(path)
+            return false
+        }
+        return true
     }
 
     /// `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID` (the rule of `XclawPaths`), when it

@@ -45,6 +45,18 @@ final class WebAPICLITests: XCTestCase {
         XCTAssertEqual(
             try daemon.request("api/agents", headers: ["Cookie": pair, "Origin": "http://attacker.example"]).status,
             401, "a page elsewhere, even with the cookie")
+        XCTAssertEqual(
+            try daemon.request("api/agents", headers: ["Cookie": pair, "Origin": "http://127.0.0.1:1"]).status,
+            401, "another local server's page, even with the cookie")
+        XCTAssertEqual(
+            try daemon.request("api/agents", headers: ["Cookie": pair, "Sec-Fetch-Site": "same-site"]).status,
+            401, "a request the browser says came from another port")
+        XCTAssertFalse(pair.contains(daemon.token), "the cookie holds a session secret, not the token")
+        XCTAssertEqual(
+            try daemon.request(
+                "api/stop", method: "POST", headers: ["Content-Type": "text/plain"], body: Data(#"{"all":true}"#.utf8),
+                token: daemon.token
+            ).status, 415, "a POST a page elsewhere could send without asking")
 
         // The routes are the CLI's JSON.
         let made = try runCLI(["agent", "create", "bot", "--tools", "memory"], environment: daemon.environment)
@@ -57,7 +69,9 @@ final class WebAPICLITests: XCTestCase {
             expiresAt: Date().addingTimeInterval(600))
 
         func json(_ path: String, method: String = "GET", body: Data? = nil) throws -> (Int, Any) {
-            let answer = try daemon.request(path, method: method, body: body, token: daemon.token)
+            let answer = try daemon.request(
+                path, method: method, headers: body == nil ? [:] : ["Content-Type": "application/json"], body: body,
+                token: daemon.token)
             bodies.append(answer.body)
             return (answer.status, try JSONSerialization.jsonObject(with: answer.body, options: [.fragmentsAllowed]))
         }

@@ -177,7 +177,9 @@ final class WebViewCLITests: XCTestCase {
         XCTAssertEqual(cookies.count, 1, "\(cookies)")
         XCTAssertEqual(cookies.first?["httpOnly"] as? Bool, true)
         XCTAssertEqual(cookies.first?["sameSite"] as? String, "Strict")
-        XCTAssertEqual(cookies.first?["value_is_token"] as? Bool, true)
+        // A session secret of this run of the daemon, never the token (a cookie goes to every port of the host).
+        XCTAssertEqual(cookies.first?["value_is_token"] as? Bool, false)
+        XCTAssertEqual(cookies.first?["value_length"] as? Int, 64)
 
         // The dashboard: the agents created here, with their state; the run waiting for approval is in flight.
         let dashboard = try XCTUnwrap(result["dashboard"] as? [String: Any])
@@ -307,7 +309,23 @@ final class WebViewCLITests: XCTestCase {
         XCTAssertEqual(origins["local"], 101)
         XCTAssertEqual(origins["no_token"], 401)
         XCTAssertEqual(origins["api_foreign"], 401)
-        XCTAssertFalse(stderr.contains("ant-web-SECRET"))
+        XCTAssertEqual(origins["other_port"], 401, "another local server's page is not this one")
+        XCTAssertEqual(origins["post_plain"], 415, "a POST that is not JSON")
+
+        XCTAssertEqual(result["frames_while_still"] as? Int, 0, "an unchanged screen sends no frame")
+
+        // No secret anywhere a person or a page could see it: the rendered pages, what the script printed (the
+        // API answers it read), the daemon's log.
+        let pages = try XCTUnwrap(result["html"] as? [String])
+        XCTAssertEqual(pages.count, 6)
+        let log = (try? String(contentsOf: dir.appendingPathComponent("run/daemon.log"), encoding: .utf8)) ?? ""
+        XCTAssertFalse(log.isEmpty, "the daemon's log was read")
+        for (name, text) in [
+            ("pages", pages.joined()), ("script", String(decoding: outcome.stdout, as: UTF8.self)), ("log", log),
+        ] {
+            XCTAssertFalse(text.contains("ant-web-SECRET"), "the API key in the \(name)")
+            XCTAssertFalse(text.contains(token), "the web token in the \(name)")
+        }
         print("web view test: \(Int(Date().timeIntervalSince(began))) s in all")
     }
 }

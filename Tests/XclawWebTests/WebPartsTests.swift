@@ -82,3 +82,62 @@ final class WebPartsTests: XCTestCase {
         XCTAssertEqual(WebResponses.withoutToken(URI("/x?token=abc&a=1")), "/x?a=1")
     }
 }
+
+/// Who may ask, decided from a request's parts alone.
+final class WebAccessTests: XCTestCase {
+    private let access = WebAccess(
+        token: String(repeating: "ab", count: 32), cookieName: "xclaw_c", session: String(repeating: "cd", count: 32))
+
+    private func parts(
+        path: String = "/api/agents", origin: String? = nil, host: String? = "127.0.0.1:7878", site: String? = nil,
+        query: String? = nil, bearer: String? = nil, cookie: String? = nil
+    ) -> WebRequestParts {
+        WebRequestParts(
+            path: path, method: "GET", origin: origin, host: host, fetchSite: site, queryToken: query,
+            authorization: bearer.map { "Bearer " + $0 }, cookies: cookie.map { "other=1; xclaw_c=" + $0 })
+    }
+
+    func testTheTokenOnceThenTheSessionAndOnlyFromThisServersOwnPages() {
+        let token = access.token
+        XCTAssertNil(access.refusal(parts(query: token)))
+        XCTAssertNil(access.refusal(parts(bearer: token)))
+        XCTAssertNil(access.refusal(parts(cookie: access.session)))
+        XCTAssertNotNil(access.refusal(parts(cookie: token)), "the cookie holds the session, never the token")
+        XCTAssertNotNil(access.refusal(parts()))
+        XCTAssertNotNil(access.refusal(parts(query: String(token.dropLast()) + "0")))
+        XCTAssertNil(access.refusal(parts(origin: "http://127.0.0.1:7878", cookie: access.session)))
+        XCTAssertNotNil(
+            access.refusal(parts(origin: "http://127.0.0.1:3000", cookie: access.session)),
+            "another local server's page")
+        XCTAssertNotNil(access.refusal(parts(origin: "http://evil.example", bearer: token)))
+        XCTAssertNotNil(
+            access.refusal(parts(origin: "http://evil.example:7878", host: "evil.example:7878", bearer: token)),
+            "a rebound name is not this machine")
+        XCTAssertNotNil(access.refusal(parts(site: "same-site", cookie: access.session)))
+        XCTAssertNil(access.refusal(parts(site: "same-origin", cookie: access.session)))
+        XCTAssertNil(access.refusal(parts(site: "none", cookie: access.session)))
+        XCTAssertNil(access.refusal(parts(path: "/mcp", bearer: token)))
+        XCTAssertNotNil(access.refusal(parts(path: "/mcp", cookie: access.session)), "MCP takes the Bearer token only")
+        XCTAssertNotNil(access.refusal(parts(path: "/mcp", query: token)))
+        XCTAssertTrue(access.setCookie.contains("HttpOnly") && access.setCookie.contains("SameSite=Strict"))
+        XCTAssertFalse(access.setCookie.contains(token))
+    }
+
+    func testOnlyThisMachinesDisplaysAreWatched() {
+        for local in [":0", ":12", ":1.0", "unix:3"] { XCTAssertTrue(ScreenSocket.isLocalDisplay(local), local) }
+        for remote in ["host:0", "10.0.0.1:0", ":", ":a", ":1.2.3", "localhost:1", ""] {
+            XCTAssertFalse(ScreenSocket.isLocalDisplay(remote), remote)
+        }
+    }
+
+    func testTextCutInTheMiddleOfACharacterWaitsForItsOtherBytes() {
+        let bytes = Data("a✓é😀".utf8)
+        for cut in 0...bytes.count {
+            let (first, rest) = UTF8Chunks.split(bytes.prefix(cut))
+            let (second, left) = UTF8Chunks.split(rest + bytes.suffix(from: cut))
+            XCTAssertEqual(first + second, "a✓é😀", "cut at \(cut)")
+            XCTAssertTrue(left.isEmpty)
+            XCTAssertFalse(first.contains("\u{FFFD}"), "cut at \(cut)")
+        }
+    }
+}

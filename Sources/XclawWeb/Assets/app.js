@@ -783,7 +783,12 @@ const ROUTES = [
 ];
 
 function route() {
-  const path = decodeURIComponent((location.hash || "#/").slice(1).split("?")[0]);
+  let path;
+  try {
+    path = decodeURIComponent((location.hash || "#/").slice(1).split("?")[0]);
+  } catch (_) {
+    path = "/"; // a malformed address: the dashboard rather than a blank page
+  }
   if (current) current.leave();
   const main = document.getElementById("main");
   main.replaceChildren();
@@ -1286,7 +1291,9 @@ async function screenView(view, displayArg) {
   let drawing = Promise.resolve();
   const markers = [];
   let animating = 0;
-  const seen = new Set();
+  // The newest action shown: a reconnect replays the recent ones, and a restarted daemon numbers from 1 again
+  // (each hello starts afresh), so only the last number is kept, never a growing set.
+  let lastSeq = 0;
 
   const setSize = (width, height) => {
     if (size && size.width === width && size.height === height) return;
@@ -1335,8 +1342,8 @@ async function screenView(view, displayArg) {
     if (!animating) animating = requestAnimationFrame(drawOverlay);
   };
   const addAction = (action) => {
-    if (seen.has(action.seq)) return;
-    seen.add(action.seq);
+    if (action.seq <= lastSeq) return;
+    lastSeq = action.seq;
     log.querySelector(".empty")?.remove();
     const where = action.x != null && action.y != null ? " " + action.x + "," + action.y : "";
     const row = h(
@@ -1388,6 +1395,9 @@ async function screenView(view, displayArg) {
       }
       const message = JSON.parse(event.data);
       if (message.type === "hello") {
+        // The recent actions follow the hello again: the log starts afresh with them.
+        lastSeq = 0;
+        log.querySelectorAll(".log-row").forEach((row) => row.remove());
         setSize(message.width, message.height);
         setState(`${display} · ${message.width}×${message.height} · waiting for a frame`);
       } else if (message.type === "frame") {
@@ -1435,7 +1445,7 @@ async function screenView(view, displayArg) {
   const decide = async (run, decision, buttons) => {
     buttons.forEach((b) => (b.disabled = true));
     try {
-      await api("/api/" + decision + "/" + run, { method: "POST" });
+      await api("/api/" + decision + "/" + run, { json: {} });
       toast((decision === "approve" ? "Approved" : "Denied") + " run #" + run);
     } catch (error) {
       toast(error.message, true);

@@ -93,7 +93,9 @@ class Browser:
                 time.sleep(0.05)
         if page is None:
             raise BrowserError("chromium has no page target")
-        self.socket = connect(page["webSocketDebuggerUrl"], max_size=64 << 20, open_timeout=10)
+        # No keepalive pings: the page's own traffic can keep the protocol busy for long, and a ping unanswered in
+        # time would close the connection in the middle of a long run (the soak).
+        self.socket = connect(page["webSocketDebuggerUrl"], max_size=64 << 20, open_timeout=10, ping_interval=None)
         self.send("Page.enable")
         self.send("Runtime.enable")
         self.send("Network.enable")

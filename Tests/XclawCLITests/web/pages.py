@@ -90,7 +90,8 @@ with Browser() as browser:
             "location": browser.evaluate("location.href"),
             "document_cookie": browser.evaluate("document.cookie"),
             "cookies": [{"name": c["name"], "httpOnly": c["httpOnly"], "sameSite": c.get("sameSite"),
-                         "value_is_token": c["value"] == token} for c in browser.cookies()],
+                         "value_is_token": token in c["value"],
+                         "value_length": len(c["value"])} for c in browser.cookies()],
         }
         browser.wait_for("document.querySelectorAll('#agents tr[data-agent]').length >= 3")
         browser.wait_for("document.querySelector('#stat-cost') !== null")
@@ -165,6 +166,10 @@ with Browser() as browser:
             return {width: c.width, height: c.height, lit_fraction: lit / n, window_pixel: at(%d, %d),
                     root_pixel: at(c.width - 5, c.height - 5), shown_width: c.clientWidth};
         })()""" % (config["window_pixel"][0], config["window_pixel"][1]))
+        # A screen that does not change sends nothing.
+        still = browser.evaluate("window.xclawScreen.frames")
+        time.sleep(1.0)
+        result["frames_while_still"] = browser.evaluate("window.xclawScreen.frames") - still
         before = browser.evaluate("window.xclawScreen.frames")
         # The plain form, which the front does itself unless a daemon's web view runs (then the daemon does it).
         clicked = xclaw("click", str(x), str(y), "--display", display)
@@ -303,6 +308,17 @@ with Browser() as browser:
                             "is_html": "<html" in report["body"].lower() or "<!doctype" in report["body"].lower()}
     step("runs", runs)
 
+    def every_page_as_rendered():
+        # What each page shows, as the DOM holds it after its script ran: the test looks for secrets in it.
+        pages = []
+        for route in ("#/", "#/chat/" + config["writer"], "#/pipeline/%d" % config["pipeline"],
+                      "#/agent/" + config["writer"], "#/runs", "#/screen/" + config["display"].lstrip(":")):
+            browser.evaluate("location.hash = %s" % json.dumps(route))
+            time.sleep(0.5)
+            pages.append(browser.evaluate("document.documentElement.outerHTML"))
+        result["html"] = pages
+    step("html", every_page_as_rendered)
+
     def errors_in_page():
         result["page_exceptions"] = [
             e["params"]["exceptionDetails"].get("exception", {}).get("description", "")[:300]
@@ -314,7 +330,8 @@ def origins():
     """The websockets refuse a page from elsewhere (401) and accept this machine's."""
     base = url.replace("http://", "ws://")
     out = {}
-    for name, origin in (("foreign", "http://evil.example"), ("local", url.rstrip("/"))):
+    for name, origin in (("foreign", "http://evil.example"), ("local", url.rstrip("/")),
+                         ("other_port", "http://127.0.0.1:1")):
         try:
             with connect(base + "ws/chat", origin=origin,
                          additional_headers={"Authorization": "Bearer " + token}, open_timeout=5):
@@ -333,6 +350,14 @@ def origins():
         out["api_foreign"] = 200
     except urllib.error.HTTPError as error:
         out["api_foreign"] = error.code
+    # A form or text/plain POST, which a page elsewhere could send without asking first: refused.
+    plain = urllib.request.Request(url + "api/stop", data=b'{"all": true}', method="POST",
+                                   headers={"Content-Type": "text/plain", "Authorization": "Bearer " + token})
+    try:
+        urllib.request.urlopen(plain, timeout=5)
+        out["post_plain"] = 200
+    except urllib.error.HTTPError as error:
+        out["post_plain"] = error.code
     result["origins"] = out
 
 

@@ -64,6 +64,9 @@ def main():
             browser.navigate(args.url.rstrip("/") + "/?token=" + args.token)
             browser.evaluate("location.hash = %s" % json.dumps("#/screen/" + args.display.lstrip(":")))
             browser.wait_for("window.xclawScreen && window.xclawScreen.frames > 0", timeout=20)
+            # Ten minutes of 25 frames a second would be a flood of network events nobody reads.
+            browser.send("Network.disable")
+            browser.events.clear()
             started = time.time()
             next_sample = started
             clicks = 0
@@ -75,6 +78,7 @@ def main():
                         " heap: (performance.memory || {}).usedJSHeapSize || null})")
                     samples.append({"t_s": round(now - started, 1), "rss_bytes": rss(args.pid), "clicks": clicks,
                                     **page})
+                    browser.events.clear()
                     next_sample += args.every
                 if now - started >= args.seconds:
                     break
