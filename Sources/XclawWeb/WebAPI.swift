@@ -20,6 +20,9 @@ struct WebAPI: Sendable {
         get(api, "runs") { request, _ in
             var arguments = ["runs", "--json"]
             if let task = request.uri.queryParameters.get("task") { arguments.append("--task=\(task)") }
+            if let last = request.uri.queryParameters.get("last").flatMap({ Int($0) }) {
+                arguments.append("--last=\(last)")
+            }
             if let agent = request.uri.queryParameters.get("agent") { arguments += ["--", agent] }
             return arguments
         }

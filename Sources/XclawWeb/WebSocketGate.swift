@@ -54,7 +54,8 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
                 + "Cache-Control: no-store\r\nConnection: close\r\n\r\n")
         response.writeBytes(body)
         buffered = nil
-        context.writeAndFlush(NIOAny(response)).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(response)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Hands what was read on and leaves the pipeline.

@@ -334,8 +334,11 @@ struct Runs: ParsableCommand {
             + "reason).")
     @Argument(help: "Only this agent's.") var agent: String?
     @Option(help: "Only this task's runs (its name or id).") var task: String?
+    @Option(help: "Only the newest N runs (still listed oldest first).") var last: Int?
     @OptionGroup var storeOptions: StoreOptions
     @Flag var json = false
+
+    func validate() throws { try requireRange(last, 1...1_000_000, "--last", "runs") }
 
     /// One run.
     struct Row: Encodable {
@@ -374,7 +377,7 @@ struct Runs: ParsableCommand {
         let store = try storeOptions.open()
         // A task named by its id lists under its name, as its runs record it.
         let label = try task.map { wanted in (try? store.task(wanted)).map { $0.name ?? $0.id } ?? wanted }
-        let rows = try store.runs(agent: agent, task: label).map { session, task in
+        let rows = try store.runs(agent: agent, task: label).suffix(last ?? .max).map { session, task in
             Row(
                 id: session.id, agent: session.agent, task: task, status: session.status.rawValue,
                 started: StoreDate.format(session.startedAt),

@@ -120,15 +120,8 @@ extension MCPServerCLITests {
         // A 4K screen of noise: a PNG of more than 5 MB, whole, as `xclaw capture` makes it.
         let big = try TestDisplay(size: Size(width: 3840, height: 2160))
         defer { big.stop() }
-        let noise = Process()
-        noise.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        noise.arguments = [Self.scripts.appendingPathComponent("noise_window.py").path, "1700", "1100"]
-        noise.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": big.name]) { $1 }
-        let ready = Pipe()
-        noise.standardOutput = ready
-        try noise.run()
+        let noise = try Self.noiseWindow(on: big.name)
         defer { noise.terminate() }
-        _ = ready.fileHandleForReading.availableData
         let (large, _, _) = try client("large", display: big.name, http: daemon)
         let reference = try runCLI(["capture", "-o", "-", "--display", big.name])
         let shots = try XCTUnwrap(large["shots"] as? [[String: Any]])

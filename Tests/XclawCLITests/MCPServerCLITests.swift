@@ -198,6 +198,24 @@ final class MCPServerCLITests: XCTestCase {
         XCTAssertLessThan(Self.ms(watch) ?? .max, 3000, String(watch))
     }
 
+    /// A window of random pixels, which PNG cannot compress: 1700x1100 of them make a PNG of more than 5 MB. Returns
+    /// once it is shown.
+    static func noiseWindow(on display: String) throws -> Process {
+        let noise = Process()
+        noise.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        noise.arguments = [scripts.appendingPathComponent("noise_window.py").path, "1700", "1100"]
+        noise.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": display]) { $1 }
+        let ready = Pipe()
+        noise.standardOutput = ready
+        try noise.run()
+        let said = String(decoding: ready.fileHandleForReading.availableData, as: UTF8.self)
+        guard said.trimmingCharacters(in: .whitespacesAndNewlines) == "ready" else {
+            noise.terminate()
+            throw ScreenError.invalidArgument("the noise window did not start: \(said)")
+        }
+        return noise
+    }
+
     /// The `ms=` of a server log line.
     private static func ms(_ line: Substring) -> Int? {
         line.split(separator: " ").first { $0.hasPrefix("ms=") }.flatMap { Int($0.dropFirst(3)) }
@@ -206,18 +224,8 @@ final class MCPServerCLITests: XCTestCase {
     func testAFiveMegabyteScreenshotArrivesWhole() throws {
         let display = try TestDisplay(size: Size(width: 3840, height: 2160))
         defer { display.stop() }
-        // Random pixels, which PNG cannot compress: 1700x1100 of them make a PNG of more than 5 MB.
-        let noise = Process()
-        noise.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        noise.arguments = [Self.scripts.appendingPathComponent("noise_window.py").path, "1700", "1100"]
-        noise.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": display.name]) { $1 }
-        let ready = Pipe()
-        noise.standardOutput = ready
-        try noise.run()
+        let noise = try Self.noiseWindow(on: display.name)
         defer { noise.terminate() }
-        XCTAssertEqual(
-            String(decoding: ready.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(
-                in: .whitespacesAndNewlines), "ready")
 
         let (result, _, _) = try client("large", display: display.name)
         let shots = try XCTUnwrap(result["shots"] as? [[String: Any]])

@@ -847,7 +847,7 @@ async function dashboardView(view) {
   await view.every(2000, async () => {
     let data;
     try {
-      const [a, r, s] = await Promise.all([api("/api/agents"), api("/api/runs"), api("/api/schedules")]);
+      const [a, r, s] = await Promise.all([api("/api/agents"), api("/api/runs?last=500"), api("/api/schedules")]);
       data = { agents: a || [], runs: r || [], schedules: s || [] };
     } catch (error) {
       agents.fail(error);
@@ -1615,7 +1615,7 @@ async function runsView(view) {
   const refresh = async () => {
     let rows;
     try {
-      rows = (await api("/api/runs")) || [];
+      rows = (await api("/api/runs?last=300")) || [];
     } catch (error) {
       slot.fail(error);
       return;
