@@ -50,7 +50,7 @@ struct MCPBench {
         let tools = ["snapshot", "windows", "capture"]
         let stdio = try client(python: python, xclaw: xclaw, tools: tools, state: state, http: nil)
         // The same calls through a daemon's MCP over streamable HTTP (its own state directory and web port).
-        let daemon = try BenchWebDaemon(state: state.appendingPathComponent("daemon"))
+        let daemon = try WebViewDaemon(state: state.appendingPathComponent("daemon"))
         defer { daemon.stop() }
         let http = try client(
             python: python, xclaw: xclaw, tools: tools, state: state,
@@ -91,63 +91,5 @@ struct MCPBench {
         }
         if let error = result["error"] { throw ScreenError.invalidArgument("a tool call failed: \(error)") }
         return result
-    }
-}
-
-/// A daemon with its web view on a free loopback port, for the benchmarks that go through it (MCP over HTTP, the
-/// web view's latency and memory).
-final class BenchWebDaemon {
-    let process = Process()
-    let url: String
-    let token: String
-    let state: URL
-    /// Its environment: commands run with it are handed to it (its state directory, its database).
-    let environment: [String: String]
-
-    /// Starts `xclaw-core daemon run --web 127.0.0.1:0` on `state` (made 0700) and waits for its web view.
-    init(state: URL, environment: [String: String] = [:]) throws {
-        self.state = state
-        try FileManager.default.createDirectory(
-            at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        guard let core = xclawExecutable().map({ URL(fileURLWithPath: $0).deletingLastPathComponent() }) else {
-            throw ScreenError.invalidArgument("xclaw and xclaw-core must be built beside xclaw-bench")
-        }
-        let executable = core.appendingPathComponent("xclaw-core")
-        process.executableURL = executable
-        process.arguments = ["daemon", "run", "--web", "127.0.0.1:0", "--parent", String(getpid())]
-        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        env["XCLAW_STATE_DIR"] = state.path
-        env["XDG_DATA_HOME"] = state.appendingPathComponent("data").path
-        self.environment = env
-        process.environment = env
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let status = try Subprocess.run(
-                [executable.path, "daemon", "status", "--json"], timeout: .seconds(10), environment: env)
-            if status.ending == .exited(0),
-                let object = try? JSONSerialization.jsonObject(with: status.stdout) as? [String: Any],
-                let web = object["web"] as? [String: Any], let url = web["url"] as? String,
-                let token = web["token"] as? String
-            {
-                (self.url, self.token) = (url, token)
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        process.terminate()
-        throw ScreenError.invalidArgument("the daemon's web view did not come up in 30 s")
-    }
-
-    /// The daemon's pid, for its memory.
-    var pid: Int32 { process.processIdentifier }
-
-    /// Stops it.
-    func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
     }
 }

@@ -45,7 +45,7 @@ struct BenchWeb: ParsableCommand {
         let python = try self.python ?? PythonVenv.python("web-client", packages: ["websockets"])
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-bench-web-\(getpid())")
         defer { try? FileManager.default.removeItem(at: state) }
-        let daemon = try BenchWebDaemon(state: state)
+        let daemon = try WebViewDaemon(state: state)
         defer { daemon.stop() }
         var report = BenchReport(benchmark: "web", display: display.name, screen: size)
         let common = ["--url", daemon.url, "--token", daemon.token, "--display", display.name, "--xclaw", xclaw]

@@ -22,7 +22,8 @@ struct ChatSocket: Sendable {
                 guard case .text(let text) = message,
                     let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
                 else {
-                    try await outbound.write(.text(Self.event(["type": "error", "error": "send a JSON object"])))
+                    try await outbound.write(
+                        .text(WebResponses.text(["type": "error", "error": "send a JSON object"])))
                     continue
                 }
                 if object["cancel"] as? Bool == true {
@@ -33,7 +34,8 @@ struct ChatSocket: Sendable {
                     !prompt.isEmpty
                 else {
                     try await outbound.write(
-                        .text(Self.event(["type": "error", "error": "send {\"agent\": NAME, \"text\": MESSAGE}"])))
+                        .text(
+                            WebResponses.text(["type": "error", "error": "send {\"agent\": NAME, \"text\": MESSAGE}"])))
                     continue
                 }
                 // One reply at a time per page, as in a terminal; the reader never waits, so a cancel is read at once.
@@ -46,7 +48,9 @@ struct ChatSocket: Sendable {
                 guard started else {
                     try await outbound.write(
                         .text(
-                            Self.event(["type": "error", "error": "a reply is still coming: wait for it, or stop it"])))
+                            WebResponses.text([
+                                "type": "error", "error": "a reply is still coming: wait for it, or stop it",
+                            ])))
                     continue
                 }
                 Task {
@@ -59,11 +63,14 @@ struct ChatSocket: Sendable {
                             let (text, rest) = UTF8Chunks.split(carried + chunk)
                             carried = rest
                             guard !text.isEmpty else { continue }
-                            try? await outbound.write(.text(Self.event(["type": "text", "text": text])))
+                            try? await outbound.write(.text(WebResponses.text(["type": "text", "text": text])))
                         }
                         if !carried.isEmpty {
                             try? await outbound.write(
-                                .text(Self.event(["type": "text", "text": String(decoding: carried, as: UTF8.self)])))
+                                .text(
+                                    WebResponses.text([
+                                        "type": "text", "text": String(decoding: carried, as: UTF8.self),
+                                    ])))
                         }
                     }
                     let result = await backend.stream(
@@ -76,15 +83,12 @@ struct ChatSocket: Sendable {
                         end["error"] = result.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
                     }
                     current.state.withLock { $0 = nil }
-                    try? await outbound.write(.text(Self.event(end)))
+                    try? await outbound.write(.text(WebResponses.text(end)))
                 }
             }
         }
     }
 
-    static func event(_ object: [String: Any]) -> String {
-        (try? JSONSerialization.data(withJSONObject: object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
 }
 
 /// Text out of a byte stream cut anywhere: the whole characters, and the bytes of one that is not complete yet.

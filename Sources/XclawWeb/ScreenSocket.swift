@@ -33,19 +33,22 @@ struct ScreenSocket: Sendable {
             let requested = context.request.uri.queryParameters.get("display").map { String($0) }
             let display: String
             do { display = try DisplayConnection.resolveName(requested) } catch {
-                try await outbound.write(.text(Self.json(["type": "error", "error": "\(error)"])))
+                try await outbound.write(.text(WebResponses.text(["type": "error", "error": "\(error)"])))
                 return
             }
             // A display of this machine only (":N" or ":N.S"): a name with a host would open a connection elsewhere.
             guard Self.isLocalDisplay(display) else {
                 try await outbound.write(
-                    .text(Self.json(["type": "error", "error": "\(display) is not a display of this machine (:N)"])))
+                    .text(
+                        WebResponses.text([
+                            "type": "error", "error": "\(display) is not a display of this machine (:N)",
+                        ])))
                 return
             }
             guard watching.enter() else {
                 try await outbound.write(
                     .text(
-                        Self.json([
+                        WebResponses.text([
                             "type": "error",
                             "error": "\(Self.maximumWatchers) screens are watched already: close a screen page",
                         ])))
@@ -67,7 +70,7 @@ struct ScreenSocket: Sendable {
                             case .hello(let size):
                                 try? await outbound.write(
                                     .text(
-                                        Self.json([
+                                        WebResponses.text([
                                             "type": "hello", "display": display, "width": size.width,
                                             "height": size.height,
                                         ])))
@@ -77,14 +80,14 @@ struct ScreenSocket: Sendable {
                             case .frame(let jpeg, let width, let height, let time, let seq):
                                 try? await outbound.write(
                                     .text(
-                                        Self.json([
+                                        WebResponses.text([
                                             "type": "frame", "width": width, "height": height, "time_ms": time,
                                             "seq": seq,
                                         ])))
                                 try? await outbound.writeBinaryMessage(ByteBuffer(bytes: jpeg))
                                 watcher.delivered()
                             case .failed(let why):
-                                try? await outbound.write(.text(Self.json(["type": "error", "error": why])))
+                                try? await outbound.write(.text(WebResponses.text(["type": "error", "error": why])))
                             }
                         }
                     }
@@ -128,14 +131,9 @@ struct ScreenSocket: Sendable {
             var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         else { return "{}" }
         object["type"] = "action"
-        return json(object)
+        return WebResponses.text(object)
     }
 
-    static func json(_ object: [String: Any]) -> String {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map {
-            String(decoding: $0, as: UTF8.self)
-        } ?? "{}"
-    }
 }
 
 /// Looks at one display on a thread of its own and hands on each changed frame as JPEG.

@@ -146,6 +146,13 @@ enum WebResponses {
             body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 
+    /// A websocket's JSON message, as text.
+    static func text(_ object: [String: Any]) -> String {
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map {
+            String(decoding: $0, as: UTF8.self)
+        } ?? "{}"
+    }
+
     /// A JSON body.
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         let data = (try? JSONEncoder().encode(value)) ?? Data("{}".utf8)

@@ -144,10 +144,7 @@ public final class WebServer: Sendable {
         let router = Router(context: BasicWebSocketRequestContext.self)
         // Cookies are per host, not per port: each daemon's (each user's) has a name of its own, from its token.
         let cookieName = "xclaw_" + SHA256.hex(Data(configuration.token.utf8)).prefix(12)
-        var generator = SystemRandomNumberGenerator()
-        let session = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }
-            .joined()
-        let access = WebAccess(token: configuration.token, cookieName: cookieName, session: session)
+        let access = WebAccess(token: configuration.token, cookieName: cookieName, session: WebToken.random())
         router.add(middleware: WebAuthMiddleware(access: access))
         WebPages.add(to: router, assetsDirectory: configuration.assetsDirectory)
         WebAPI(backend: configuration.backend, displays: configuration.displays, mcp: configuration.mcp).add(to: router)

@@ -10,11 +10,15 @@ public enum WebToken {
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if text.count == 64, text.allSatisfy(\.isHexDigit) { return text }
         }
-        var generator = SystemRandomNumberGenerator()
-        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }
-            .joined()
+        let token = random()
         try PrivateFiles.write(Data((token + "\n").utf8), to: path)
         return token
+    }
+
+    /// 32 random bytes as hex: a token, or a session's secret.
+    static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
     /// Compares in time independent of where the strings differ, so the token cannot be guessed byte by byte.

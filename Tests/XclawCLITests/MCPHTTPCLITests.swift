@@ -13,8 +13,7 @@ extension MCPServerCLITests {
             scene.fixture.stop()
             scene.display.stop()
         }
-        let key = ["sk", "ant", "api03", UUID().uuidString.replacingOccurrences(of: "-", with: "")].joined(
-            separator: "-")
+        let key = Self.fakeKey()
         let daemon = try WebDaemon(environment: ["ANTHROPIC_API_KEY": key, "XCLAW_LOG": "debug"])
         defer { daemon.stop() }
         let (result, stdout, _) = try client("basic", display: scene.display.name, http: daemon)

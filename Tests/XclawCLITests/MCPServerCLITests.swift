@@ -58,6 +58,11 @@ final class MCPServerCLITests: XCTestCase {
         return (result, stdout, stderr)
     }
 
+    /// A fake API key, built from parts so no scanner mistakes it for a real one: no reply or log may show it.
+    static func fakeKey() -> String {
+        ["sk", "ant", "api03", UUID().uuidString.replacingOccurrences(of: "-", with: "")].joined(separator: "-")
+    }
+
     static func summary(_ value: Any?) -> (isError: Bool, text: String) {
         let object = value as? [String: Any] ?? [:]
         return (object["isError"] as? Bool ?? false, (object["texts"] as? [String] ?? []).joined(separator: "\n"))
@@ -69,9 +74,7 @@ final class MCPServerCLITests: XCTestCase {
             scene.fixture.stop()
             scene.display.stop()
         }
-        // A fake key, built from parts so no scanner mistakes it for a real one: no reply or log may show it.
-        let key = ["sk", "ant", "api03", UUID().uuidString.replacingOccurrences(of: "-", with: "")].joined(
-            separator: "-")
+        let key = Self.fakeKey()
         let (result, stdout, stderr) = try client(
             "basic", display: scene.display.name, environment: ["ANTHROPIC_API_KEY": key])
         XCTAssertEqual(result["protocolVersion"] as? String, "2025-11-25")

@@ -7,72 +7,29 @@ import XclawTesting
     import FoundationNetworking
 #endif
 
-/// A daemon with its web view on a free loopback port, in a state directory of its own, for the web and MCP-over-HTTP
-/// tests: started as `xclaw-core daemon run --web 127.0.0.1:0`, ended with the test.
+/// The web tests' daemon (`WebViewDaemon`, in a temporary state directory removed at the end), with a way to ask it
+/// over HTTP as a browser or a script would.
 final class WebDaemon {
-    let state: URL
-    let process = Process()
-    let url: String
-    let token: String
-    let log: URL
-
-    /// Starts one with `environment` over the test's; waits until `daemon status --json` shows its web view.
-    init(environment: [String: String] = [:]) throws {
-        state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-web-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        chmod(state.path, 0o700)
-        log = state.appendingPathComponent("daemon.log")
-        process.executableURL = productsDirectory.appendingPathComponent("xclaw-core")
-        process.arguments = ["daemon", "run", "--web", "127.0.0.1:0", "--parent", String(getpid())]
-        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        env["XCLAW_STATE_DIR"] = state.path
-        env["XDG_DATA_HOME"] = state.appendingPathComponent("data").path
-        env["XDG_STATE_HOME"] = state.appendingPathComponent("state").path
-        env["XDG_CONFIG_HOME"] = env["XDG_CONFIG_HOME"] ?? state.appendingPathComponent("config").path
-        env.removeValue(forKey: "XCLAW_TEST_DAEMON")
-        process.environment = env
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        var web: [String: Any]?
-        while Date() < deadline, process.isRunning {
-            let status = try runCLI(["daemon", "status", "--json"], environment: env)
-            if status.status == 0,
-                let object = try? JSONSerialization.jsonObject(with: status.stdout) as? [String: Any],
-                let found = object["web"] as? [String: Any]
-            {
-                web = found
-                break
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        guard let web, let url = web["url"] as? String, let token = web["token"] as? String else {
-            process.terminate()
-            throw WebDaemonError(
-                "the daemon's web view did not come up in 30 s: "
-                    + ((try? String(contentsOf: log, encoding: .utf8)) ?? "no log"))
-        }
-        (self.url, self.token) = (url, token)
-        self.environment = env
-    }
-
+    private let daemon: WebViewDaemon
+    var url: String { daemon.url }
+    var token: String { daemon.token }
     /// The environment it runs with (its state directory, database), for CLI commands that must reach it.
-    private(set) var environment: [String: String] = [:]
+    var environment: [String: String] { daemon.environment }
+    /// What it logged.
+    var logText: String { daemon.logText }
+
+    /// Starts one with `environment` over the test's.
+    init(environment: [String: String] = [:]) throws {
+        daemon = try WebViewDaemon(
+            state: FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-web-\(UUID().uuidString)"),
+            environment: environment)
+    }
 
     /// Stops it and removes its state.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: state)
+        daemon.stop()
+        try? FileManager.default.removeItem(at: daemon.state)
     }
-
-    /// What it logged.
-    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
     /// One HTTP exchange with it: status, headers (lowercased names), body.
     func request(

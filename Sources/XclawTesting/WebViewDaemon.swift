@@ -1,0 +1,77 @@
+import Foundation
+import XclawBase
+import XclawScreen
+
+/// A daemon with its web view on a free loopback port (`xclaw-core daemon run --web 127.0.0.1:0`), in a state
+/// directory of its own, for the tests and benchmarks that go through it (the web view, MCP over HTTP). It stops
+/// with the process that started it (`--parent`).
+public final class WebViewDaemon: @unchecked Sendable {
+    // Safe because: every property is set once in init; `Process` is only asked whether it runs and told to stop.
+    /// Its state directory (0700); data, state and config homes below it.
+    public let state: URL
+    /// The page address (no token in it).
+    public let url: String
+    /// The web view's token.
+    public let token: String
+    /// Its environment: commands run with it are handed to it (its state directory, its database).
+    public let environment: [String: String]
+    /// What it logged.
+    public let log: URL
+    private let process = Process()
+
+    /// Starts one on `state` with `environment` over this process's; waits until `daemon status --json` shows its web
+    /// view (30 s), and throws what its log says otherwise.
+    public init(state: URL, environment: [String: String] = [:]) throws {
+        self.state = state
+        try FileManager.default.createDirectory(
+            at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        log = state.appendingPathComponent("daemon.log")
+        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        env["XCLAW_STATE_DIR"] = state.path
+        env["XDG_DATA_HOME"] = state.appendingPathComponent("data").path
+        env["XDG_STATE_HOME"] = state.appendingPathComponent("state").path
+        env["XDG_CONFIG_HOME"] = environment["XDG_CONFIG_HOME"] ?? state.appendingPathComponent("config").path
+        env.removeValue(forKey: "XCLAW_TEST_DAEMON")
+        self.environment = env
+        let core = productsDirectory.appendingPathComponent("xclaw-core")
+        process.executableURL = core
+        process.arguments = ["daemon", "run", "--web", "127.0.0.1:0", "--parent", String(getpid())]
+        process.environment = env
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, process.isRunning {
+            let status = try Subprocess.run(
+                [core.path, "daemon", "status", "--json"], timeout: .seconds(10), environment: env)
+            if status.ending == .exited(0),
+                let object = try? JSONSerialization.jsonObject(with: status.stdout) as? [String: Any],
+                let web = object["web"] as? [String: Any], let url = web["url"] as? String,
+                let token = web["token"] as? String
+            {
+                (self.url, self.token) = (url, token)
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        process.terminate()
+        throw ScreenError.invalidArgument(
+            "the daemon's web view did not come up in 30 s: "
+                + ((try? String(contentsOf: log, encoding: .utf8)) ?? "no log"))
+    }
+
+    /// Its process id, for its memory.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// What it logged so far.
+    public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Stops it (and waits until it has).
+    public func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
