@@ -15,3 +15,6 @@ swift test --skip-build
 # servers: the first pass ran them.
 XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests --skip ScheduleCLITests \
   --skip WebViewCLITests --skip WebAPICLITests --skip MCPServerCLITests
+# The suite runs as root: /dev/null and its kin must come out of it as they went in (an output renamed over
+# /dev/null once made it a regular file, and every later program broke).
+bash scripts/check-special-files.sh

@@ -11,7 +11,7 @@ public final class ActionLog: @unchecked Sendable {
     private var handle: FileHandle?
     private var warned = false
 
-    /// Opens (creating directories) the file for appending.
+    /// Opens (creating directories) the file for appending; a missing one is made private (0600).
     public init(path: String) throws {
         self.path = path
         let url = URL(fileURLWithPath: path)
@@ -19,11 +19,10 @@ public final class ActionLog: @unchecked Sendable {
             try FileManager.default.createDirectory(
                 at: url.deletingLastPathComponent(),
                 withIntermediateDirectories: true)
-            if !FileManager.default.fileExists(atPath: path) {
-                _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-            }
-            handle = try FileHandle(forWritingTo: url)
-            try handle?.seekToEnd()
+            // Appended through a device, a FIFO or the command's own stdout rather than replacing or seeking it.
+            handle = FileHandle(fileDescriptor: try OutputFile.openForAppending(path), closeOnDealloc: true)
+        } catch let error as OutputFileError {
+            throw ActionLogError.cannotOpen(path: path, reason: error.reason)
         } catch {
             throw ActionLogError.cannotOpen(path: path, reason: error.localizedDescription)
         }

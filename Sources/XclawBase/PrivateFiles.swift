@@ -4,30 +4,14 @@ import Foundation
 /// from or written into a place another user planted. Checked on the opened descriptor (`O_NOFOLLOW` + `fstat`),
 /// not by path, so a symlink swapped in between cannot redirect them.
 public enum PrivateFiles {
-    /// Writes `data` to `path` atomically with mode 0600: a new temporary file beside it (`O_EXCL`, so nothing
-    /// planted is reused), then a rename, which replaces a symlink at `path` instead of following it.
+    /// Writes `data` to `path` with mode 0600: atomically onto a regular file or a new path (a new temporary file
+    /// beside it, `O_EXCL` so nothing planted is reused, then a rename, which replaces a symlink at `path` instead of
+    /// following it), and through a device, a FIFO of this user or the command's own stdout (`OutputFile`).
     public static func write(_ data: Data, to path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        let temporary =
-            (directory.isEmpty ? "." : directory) + "/.xclaw-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw PrivateFileError(path: path, reason: "cannot create it: \(Errno.current)") }
-        var written = 0
-        let ok = data.withUnsafeBytes { raw -> Bool in
-            while written < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                written += n
-            }
-            return true
-        }
-        let error = Errno.current
-        close(fd)
-        guard ok, rename(temporary, path) == 0 else {
-            let why = ok ? Errno.current : error
-            unlink(temporary)
-            throw PrivateFileError(path: path, reason: "cannot write it: \(why)")
+        do { try OutputFile.write(data, to: path, permissions: 0o600, privateData: true) } catch let error
+            as OutputFileError
+        {
+            throw PrivateFileError(path: path, reason: error.reason)
         }
     }
 

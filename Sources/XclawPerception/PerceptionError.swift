@@ -57,9 +57,11 @@ public enum PerceptionError: Error, CustomStringConvertible, Equatable, Classifi
 
     public var exitStatus: ExitStatus {
         switch self {
-        case .tessdataMissing, .recognitionFailed: return .internal
+        // A language that is not installed is the machine's lack, like missing tessdata, not a usage error: the
+        // command was right and works once the package is there.
+        case .tessdataMissing, .recognitionFailed, .languageMissing: return .internal
         case .notFound, .ambiguous, .uncertain, .staleRef, .timedOut, .covered: return .notFound
-        case .invalidArgument, .languageMissing: return .usage
+        case .invalidArgument: return .usage
         }
     }
 }

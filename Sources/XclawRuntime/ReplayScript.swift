@@ -105,11 +105,11 @@ public struct ReplayScript: Codable, Sendable {
         return script
     }
 
-    /// Writes the script atomically, as pretty JSON.
+    /// Writes the script as pretty JSON (atomically onto a regular file, through a device or FIFO).
     public func write(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try OutputFile.write(try encoder.encode(self), to: path)
     }
 
     /// The recorded parameter values with `assignments` (`NAME=VALUE`, names case-insensitive) put in.

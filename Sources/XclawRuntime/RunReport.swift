@@ -121,10 +121,12 @@ public struct RunReport: Sendable {
         var steps: [Step] = []
         var shot = Shot.none
         var pointer: (x: Double, y: Double)?
-        for message in transcript.messages {
+        // Calls that typed into a password field show their text masked, in the caption and the call alike.
+        let contents = SecretText.masking(transcript.messages.map(\.content))
+        for (message, content) in zip(transcript.messages, contents) {
             if message.role == .assistant {
                 let number = steps.count + 1
-                let uses = message.content.compactMap { block -> (String, String, JSONValue)? in
+                let uses = content.compactMap { block -> (String, String, JSONValue)? in
                     if case .toolUse(let id, let name, let input) = block { return (id, name, input) }
                     return nil
                 }
@@ -135,7 +137,7 @@ public struct RunReport: Sendable {
                 }
                 steps.append(
                     Step(
-                        number: number, shot: shot, text: Message(role: .assistant, content: message.content).text,
+                        number: number, shot: shot, text: Message(role: .assistant, content: content).text,
                         status: message.status, actions: actions,
                         record: transcript.steps.first { $0.step == number }))
                 continue

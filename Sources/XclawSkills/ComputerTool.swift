@@ -283,8 +283,8 @@ public struct ComputerTool: AgentTool {
         {
         case .skipped(let text):
             return .text(text)
-        case .done(_, let settle, let shot):
-            var blocks: [ContentBlock] = [.text(done + settleNote(settle))]
+        case .done(_, let settle, let shot, let secret):
+            var blocks: [ContentBlock] = [.text(done + (secret ? SecretText.resultNote : "") + settleNote(settle))]
             if let shot { blocks.append(shot.imageBlock) }
             return ToolOutput(content: blocks)
         }

@@ -105,7 +105,7 @@ public struct FindAndTapTool: AgentTool {
             }
             switch outcome {
             case .skipped(let text): return .text(text)
-            case .done(_, let settle, _):
+            case .done(_, let settle, _, _):
                 return .text(
                     "tapped \(quoted(wanted)) at \(normalizedText(point, screen: session.geometry.screen)) "
                         + tapPlacement(point, box: box, screen: session.geometry.screen) + "; \(how)"

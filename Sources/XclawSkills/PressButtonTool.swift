@@ -45,7 +45,7 @@ public struct PressButtonTool: AgentTool {
             }
             switch outcome {
             case .skipped(let message): return .text(message)
-            case .done(_, let settle, _): return .text("pressed \(text)" + settleNote(settle))
+            case .done(_, let settle, _, _): return .text("pressed \(text)" + settleNote(settle))
             }
         } catch {
             throw modelError(error)

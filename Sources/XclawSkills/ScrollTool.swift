@@ -59,7 +59,7 @@ public struct ScrollTool: AgentTool {
             }
             switch outcome {
             case .skipped(let text): return .text(text)
-            case .done(_, let settle, _):
+            case .done(_, let settle, _, _):
                 let changed =
                     settle?.changed ?? true
                     ? ""

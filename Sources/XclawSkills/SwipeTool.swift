@@ -61,7 +61,7 @@ public struct SwipeTool: AgentTool {
             }
             switch outcome {
             case .skipped(let text): return .text(text)
-            case .done(_, let settle, _):
+            case .done(_, let settle, _, _):
                 return .text(
                     "dragged from x=\(fx) y=\(fy) to x=\(tx) y=\(ty) (screen \(from.x),\(from.y) → "
                         + "\(to.x),\(to.y))" + settleNote(settle))

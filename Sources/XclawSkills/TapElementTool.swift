@@ -124,7 +124,7 @@ public struct TapElementTool: AgentTool {
                 }
                 switch outcome {
                 case .skipped(let text): return .text(text)
-                case .done(_, let settle, _):
+                case .done(_, let settle, _, _):
                     return .text(
                         "pressed \(what) through its toolkit"
                             + (match.covered == true && !pressAction
@@ -147,7 +147,7 @@ public struct TapElementTool: AgentTool {
             }
             switch outcome {
             case .skipped(let text): return .text(text)
-            case .done(_, let settle, _):
+            case .done(_, let settle, _, _):
                 return .text(
                     "tapped \(what) at \(normalizedText(point, screen: session.geometry.screen)) "
                         + tapPlacement(point, box: match.box, screen: session.geometry.screen) + settleNote(settle))

@@ -54,7 +54,7 @@ public struct TapXYTool: AgentTool {
             }
             switch outcome {
             case .skipped(let text): return .text(text)
-            case .done(_, let settle, _):
+            case .done(_, let settle, _, _):
                 return .text("tapped at x=\(x) y=\(y) (screen \(point.x),\(point.y))" + settleNote(settle))
             }
         } catch {

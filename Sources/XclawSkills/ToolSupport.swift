@@ -18,8 +18,8 @@ enum InputOutcome: Sendable {
     /// Not performed (dry run, or the user declined); the text says so for the model.
     case skipped(String)
     /// Performed; the screen settled (or timed out settling) afterwards; nil inside a batch, which settles once at
-    /// its end.
-    case done(ms: Double, settle: SettleResult?, screenshot: Screenshot?)
+    /// its end. `secret`: the text went into a password field (the tool's result says so: `SecretText`).
+    case done(ms: Double, settle: SettleResult?, screenshot: Screenshot?, secret: Bool)
 }
 
 extension ScreenSession {
@@ -39,6 +39,7 @@ extension ScreenSession {
         // A dry run does nothing, so there is nothing to record.
         let recording = context.recordStep != nil && !context.dryRun
         if gating || recording {
+            let looked = ContinuousClock.now
             do {
                 before = try await perform { session in
                     let snapshot = try session.snapshot()
@@ -52,15 +53,49 @@ extension ScreenSession {
             } catch is CancellationError {
                 throw CancellationError()
             } catch  where gating {
-                // The gate fails closed: an action whose control cannot be read is not done.
-                throw ToolError(
-                    "the approval gate could not read what \(describe) would act on (\(modelError(error))); nothing "
-                        + "was done: take a screenshot and try again")
+                // A lost display ends the run at once (exit 3), as it does everywhere else: the model could only try
+                // again and fail again. The gate fails closed otherwise: an action whose control cannot be read is
+                // not done.
+                let fatal = (modelError(error) as? ToolError).flatMap { $0.endsRun != nil ? $0 : nil }
+                let thrown =
+                    fatal
+                    ?? ToolError(
+                        "the approval gate could not read what \(describe) would act on (\(modelError(error))); "
+                            + "nothing was done: take a screenshot and try again")
+                // Logged here, once, with its point and time (the runner adds a bare record only for what a tool
+                // did not log); typed text is masked, since its field could not be read.
+                var failed = record
+                failed.result = "error: \(thrown.message)"
+                failed.ms = millisecondsSince(looked)
+                if let text = failed.text, typingActions.contains(record.action) || typingActions.contains(record.tool)
+                {
+                    failed.text = SecretText.masked(text.count)
+                }
+                context.log(failed)
+                throw thrown
             } catch {
                 before = nil  // a recording without anchors is still a recording
             }
         }
-        switch await context.permit(record, describe: describe, subject: subject) {
+        // Text for a password field is masked in every record of it (the log, the store's steps, the web view);
+        // without a gate or a recording its field is looked up here, for typing only.
+        let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
+        var secret = false
+        if typing, !context.dryRun {
+            if let subject {
+                secret = subject.intoPassword
+            } else if let before {
+                secret = GateSubject.of(record, in: before.snapshot, pointer: before.pointer)?.intoPassword == true
+            } else if let look = try? await perform({ session in
+                (try session.snapshot(), try? session.input.cursorPosition())
+            }) {
+                secret = GateSubject.of(record, in: look.0, pointer: look.1)?.intoPassword == true
+            }
+        }
+        // What every record of the action shows: the typed text masked when it went into a password field.
+        var shown = record
+        if secret, let text = record.text { shown.text = SecretText.masked(text.count) }
+        switch await context.permit(shown, describe: describe, subject: subject) {
         case .go: break
         case .dryRun: return .skipped("dry run: would \(describe)")
         case .declined:
@@ -78,21 +113,25 @@ extension ScreenSession {
                 let settled = try session.settle()
                 return (settled, screenshot ? try session.encodeForModel(settled.frame) : nil)
             }
-            var done = record
+            var done = shown
             done.result = "ok"
             done.ms = millisecondsSince(start)
             context.log(done)
             if let keep = context.recordStep {
                 let after = try? await perform { try $0.snapshot() }
-                keep(
-                    StepRecorder.step(
-                        done, before: before?.snapshot, patch: before?.patch, pointer: before?.pointer, after: after,
-                        changed: settled?.changed ?? true))
+                var step = StepRecorder.step(
+                    done, before: before?.snapshot, patch: before?.patch, pointer: before?.pointer, after: after,
+                    changed: settled?.changed ?? true)
+                if secret {
+                    // Never kept: a replay must be given it (`--param PASSWORD=…`).
+                    (step.text, step.parameter) = (nil, "password")
+                }
+                keep(step)
             }
-            return .done(ms: done.ms ?? 0, settle: settled, screenshot: shot)
+            return .done(ms: done.ms ?? 0, settle: settled, screenshot: shot, secret: secret)
         } catch {
             let reported = modelError(error)
-            var failed = record
+            var failed = shown
             failed.result = "error: \(reported)"
             failed.ms = millisecondsSince(start)
             context.log(failed)

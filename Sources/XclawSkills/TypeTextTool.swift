@@ -95,9 +95,9 @@ public struct TypeTextTool: AgentTool {
             }
             switch outcome {
             case .skipped(let message): return .text(message)
-            case .done(_, let settle, _):
+            case .done(_, let settle, _, let secret):
                 return .text(
-                    "typed \(text.count) characters"
+                    "typed \(text.count) characters" + (secret ? SecretText.resultNote : "")
                         + (target.map { " into \($0.ref) \(quoted($0.text))" } ?? "")
                         + "\(submit ? " and pressed Return" : "")"
                         + settleNote(settle))

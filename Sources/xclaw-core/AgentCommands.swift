@@ -568,7 +568,7 @@ struct History: ParsableCommand {
         let store = try storeOptions.open()
         _ = try store.agent(named: name)
         // Batch prompts repeat the chat messages they carried to the model: the history shows the messages.
-        var messages = try store.messages(agent: name).filter { !Conversation.isBatch($0) }
+        var messages = Transcript.shown(try store.messages(agent: name).filter { !Conversation.isBatch($0) })
         if let last { messages = Array(messages.suffix(max(0, last))) }
         if json {
             try emit(messages.map(ExportedMessage.init), json: true) { "" }
@@ -612,6 +612,15 @@ struct ExportedMessage: Codable {
 
 /// Text renderings of stored content.
 enum Transcript {
+    /// The messages as any view shows them: text typed into a password field masked (`SecretText`).
+    static func shown(_ messages: [StoredMessage]) -> [StoredMessage] {
+        zip(messages, SecretText.masking(messages.map(\.content))).map { message, content in
+            var shown = message
+            shown.content = content
+            return shown
+        }
+    }
+
     /// Who wrote a stored message: its sender, "tool results" or "assistant".
     static func who(_ m: StoredMessage) -> String {
         m.role == .user ? (Conversation.isToolResults(m) ? "tool results" : (m.sender ?? "user")) : "assistant"
@@ -675,7 +684,7 @@ struct Export: ParsableCommand {
     func run() throws {
         let store = try storeOptions.open()
         _ = try store.agent(named: name)
-        let messages = try store.messages(agent: name).filter { !Conversation.isBatch($0) }
+        let messages = Transcript.shown(try store.messages(agent: name).filter { !Conversation.isBatch($0) })
         let data: Data
         switch format {
         case .md: data = Data(Transcript.markdown(agent: name, messages).utf8)

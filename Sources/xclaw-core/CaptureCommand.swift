@@ -55,13 +55,13 @@ struct Capture: ParsableCommand {
             writeOut(Data(png))
         } else {
             let file = output ?? defaultPath()
-            try writeAtomically(Data(png), to: file)
+            try OutputFile.write(Data(png), to: file)
             path = file
         }
         let result = Result(
             path: path, width: frame.width, height: frame.height, bytes: png.count, source: area,
             method: capturer.method.rawValue, geometry: geometry)
-        if output == "-" { return }  // stdout carries the PNG
+        if output == "-" || OutputFile.isStandardOutput(output ?? "") { return }  // stdout carries the PNG
         try emit(result, json: json) { path ?? "" }
     }
 
@@ -69,15 +69,6 @@ struct Capture: ParsableCommand {
         let formatter = DateFormatter()
         formatter.dateFormat = "yyyyMMdd-HHmmss-SSS"
         return "xclaw-capture-\(formatter.string(from: Date())).png"
-    }
-}
-
-/// Writes through a temporary file and a rename so a failed write never leaves half a file behind.
-func writeAtomically(_ data: Data, to path: String) throws {
-    do {
-        try data.write(to: URL(fileURLWithPath: Invocation.current.resolve(path)), options: .atomic)
-    } catch {
-        throw ScreenError.invalidArgument("cannot write \(path): \((error as NSError).localizedDescription)")
     }
 }
 

@@ -41,14 +41,13 @@ struct MCPCommand: ParsableCommand {
 
 /// Runs a tool's command line the way the daemon runs a CLI's: the very same `xclaw` command, in a world of its own
 /// (`Invocation`: its output captured, its environment naming the display) on displays kept warm between calls
-/// (`ResidentDisplays`: connection, input, OCR engines and cache, refs, accessibility tree). Input on one display is
-/// serialized: two clicks or a type and a tap never interleave.
+/// (`ResidentDisplays`: connection, input, OCR engines and cache, refs, accessibility tree). Input on one display takes
+/// its `DisplayInputLock`, as agents in every process do: an MCP tap and an agent's click never interleave.
 final class MCPCommandRunner: Sendable {
     private let displays: ResidentDisplays
     private let defaultDisplay: String?
     /// The displays a running daemon holds, when the runner is not inside it (asked on its socket).
     private let daemonDisplays: @Sendable () -> [String]?
-    private let inputLocks = Mutex<[String: NSLock]>([:])
 
     /// A runner of its own (`xclaw mcp`): its own kept displays, the daemon's asked over its socket.
     convenience init(defaultDisplay: String?) {
@@ -153,10 +152,11 @@ final class MCPCommandRunner: Sendable {
         _ arguments: [String], display: String?, stdin: Data?, exclusive: Bool, cancellation: MCPCancellation,
         stdout: Int32? = nil, keepSecrets: Bool = false
     ) -> Outcome {
-        let lock = exclusive ? display.map(inputLock) : nil
-        lock?.lock()
-        defer { lock?.unlock() }
         do {
+            // Input takes the display's turn, the one agents in this and every other process take too.
+            let lock =
+                try exclusive ? display.map { try DisplayInputLock.acquire($0) { cancellation.isCancelled } } : nil
+            defer { lock?.release() }
             let (input, output, error) = try (ScratchFile(stdin ?? Data()), ScratchFile(), ScratchFile())
             // No tool needs a key or a token: the command never sees one, whatever the client passed the server
             // (the web view's chat runs `send`, which does: it keeps them).
@@ -178,17 +178,13 @@ final class MCPCommandRunner: Sendable {
             host.end()
             return Outcome(
                 status: status, stdout: output.contents(), stderr: String(decoding: error.contents(), as: UTF8.self))
+        } catch is CancellationError {
+            // Cancelled while it waited for the display's turn: nothing ran.
+            return Outcome(status: 130, stdout: Data(), stderr: "xclaw: cancelled before it ran")
+        } catch let error as ClassifiedError {
+            return Outcome(status: error.exitStatus.rawValue, stdout: Data(), stderr: "xclaw: \(error)")
         } catch {
             return Outcome(status: ExitStatus.internal.rawValue, stdout: Data(), stderr: "xclaw: \(error)")
-        }
-    }
-
-    private func inputLock(_ display: String) -> NSLock {
-        inputLocks.withLock { locks in
-            if let lock = locks[display] { return lock }
-            let lock = NSLock()
-            locks[display] = lock
-            return lock
         }
     }
 

@@ -60,6 +60,7 @@ struct ReportCommand: ParsableCommand {
             let path = Invocation.current.resolve(output)
             let bytes = try RunReports.write(session: id, store: store, to: path)
             written = Written(session: id, path: path, bytes: bytes, deleted_reports: [], pruned_screenshots: 0)
+            if OutputFile.isStandardOutput(output) { return }  // stdout carries the page alone
         } else {
             let retention = try ReportRetention.configured(keepRuns: keepRuns, maxMB: maxMb)
             let kept = try RunReports.keep(session: id, store: store, retention: retention)

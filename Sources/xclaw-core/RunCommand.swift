@@ -115,7 +115,7 @@ struct Run: ParsableCommand {
             name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
             display: connection?.name)
         let prepared = try usageErrors { try builder.prepare(config, session: session, dryRun: dryRun) }
-        let actionLog = try ActionLog(path: log ?? ActionLog.defaultPath())
+        let actionLog = try ActionLog(path: Invocation.current.resolve(log ?? ActionLog.defaultPath()))
         let confirming = confirm
         let ask: @Sendable (String) async -> Bool = { question in
             confirming ? await TerminalPrompt.ask("xclaw: \(question)? [y/N] ") : true

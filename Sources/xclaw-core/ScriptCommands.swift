@@ -143,11 +143,8 @@ struct ScriptExport: ParsableCommand {
             text = String(decoding: try encoder.encode(script), as: UTF8.self) + "\n"
         }
         guard let output else { return writeOut(text) }
-        let path = Invocation.current.resolve(output)
-        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
-            throw ValidationError("cannot write \(output): \(error.localizedDescription)")
-        }
-        if format == "sh" { chmod(path, 0o755) }
+        // A shell script is made executable as it is created: a chmod after the write would change a device's mode.
+        try OutputFile.write(Data(text.utf8), to: output, permissions: format == "sh" ? 0o777 : 0o666)
         printError("wrote \(script.steps.count) step(s) of run \(runID) to \(output)")
     }
 }

@@ -90,6 +90,12 @@ final class AgentCLITests: XCTestCase {
         ] {
             XCTAssertTrue(markdown.contains(text), "\(text) verbatim in the Markdown export")
         }
+        // Through /dev/stdout (the asking CLI's, also when a daemon serves it) and /dev/null, which stays a device.
+        let piped = try runCLI(["export", "bob", "--format", "md", "-o", "/dev/stdout"], environment: e)
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        XCTAssertEqual(piped.text, markdown)
+        XCTAssertEqual(try runCLI(["export", "bob", "-o", "/dev/null"], environment: e).status, 0)
+        XCTAssertNil(SpecialFiles.nullDeviceProblem())
         let usage = try runCLI(["usage", "--json"], environment: e)
         let row = try XCTUnwrap(try JSONValue.parse(usage.stdout).array?.first)
         XCTAssertEqual(row["requests"]?.int, 4)

@@ -65,6 +65,39 @@ final class CaptureCLITests: XCTestCase {
         XCTAssertEqual(empty.status, 2, empty.stderr)
         XCTAssertTrue(empty.stderr.contains("empty"), empty.stderr)
     }
+
+    /// `-o` onto special files writes through them, as scrot and cp do: a rename over `/dev/null` (as root) replaced
+    /// the device with a regular file and broke every later program that writes there.
+    func testCaptureWritesThroughDevNullAFIFOAndStdout() throws {
+        let scene = try CaptureScene.start()
+        defer { scene.stop() }
+        let d = scene.display
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-special-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let region = ["--display", d.name, "--region", "100,50,300,200"]
+        let reference = try runCLI(["capture", "-o", "-"] + region)
+        XCTAssertEqual(reference.status, 0, reference.stderr)
+
+        let null = try runCLI(["capture", "-o", "/dev/null", "--json"] + region)
+        XCTAssertEqual(null.status, 0, null.stderr)
+        XCTAssertTrue(null.text.contains("\"width\":300"), null.text)
+        XCTAssertNil(SpecialFiles.nullDeviceProblem())
+
+        // Served by a daemon, /dev/stdout is the asking CLI's stdout, not the daemon's.
+        let stdout = try runCLI(["capture", "-o", "/dev/stdout"] + region)
+        XCTAssertEqual(stdout.status, 0, stdout.stderr)
+        XCTAssertEqual(try PNG.decode(Array(stdout.stdout)).rgb(), try PNG.decode(Array(reference.stdout)).rgb())
+        XCTAssertEqual(stdout.stdout, reference.stdout, "the PNG alone: no path printed after it")
+
+        let fifo = try SpecialFiles.FIFOReader(path: dir.appendingPathComponent("shots.fifo").path)
+        let piped = try runCLI(["capture", "-o", fifo.path] + region)
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        let got = try XCTUnwrap(fifo.contents(), "the FIFO's reader got the PNG and its end")
+        XCTAssertEqual(try PNG.decode(Array(got)).rgb(), try PNG.decode(Array(reference.stdout)).rgb())
+        XCTAssertTrue(SpecialFiles.isFIFO(fifo.path), "the FIFO is still a FIFO")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["shots.fifo"])
+    }
 }
 
 /// A server without MIT-SHM (as a remote display is): auto falls back to XGetImage, shm is refused clearly, in

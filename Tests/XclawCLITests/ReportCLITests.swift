@@ -122,6 +122,14 @@ final class ReportCLITests: XCTestCase {
         XCTAssertEqual(written.status, 0, written.stderr)
         XCTAssertEqual(written.text, file.path + "\n")
         let html = try String(contentsOf: file, encoding: .utf8)
+        let piped = try runCLI(["report", "\(id)", "-o", "/dev/stdout"], environment: env)
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        // The page alone on stdout (its footer's time aside).
+        XCTAssertEqual(
+            piped.text.components(separatedBy: "<footer>").first, html.components(separatedBy: "<footer>").first)
+        XCTAssertTrue(piped.text.hasSuffix("</html>\n") == html.hasSuffix("</html>\n"))
+        XCTAssertEqual(try runCLI(["report", "\(id)", "-o", "/dev/null"], environment: env).status, 0)
+        XCTAssertNil(SpecialFiles.nullDeviceProblem())
         XCTAssertTrue(html.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "))
         XCTAssertFalse(html.contains("<script"), "the model's and the screen's text is escaped")
         XCTAssertFalse(html.contains("SECRET"))

@@ -127,6 +127,16 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertTrue(text.contains("$xclaw type -- \"$P1\""), text)
         XCTAssertTrue(text.contains("$xclaw key -- 'Return'"), text)
         XCTAssertFalse(text.contains("SECRET"))
+        // Onto /dev/null and /dev/stdout: written through, and a shell export does not chmod the device.
+        for format in ["sh", "json"] {
+            let null = try runCLI(
+                ["script", "export", "\(id)", "--format", format, "-o", "/dev/null"], environment: env)
+            XCTAssertEqual(null.status, 0, null.stderr)
+            XCTAssertNil(SpecialFiles.nullDeviceProblem())
+        }
+        let piped = try runCLI(["script", "export", "\(id)", "--format", "sh", "-o", "/dev/stdout"], environment: env)
+        XCTAssertEqual(piped.status, 0, piped.stderr)
+        XCTAssertEqual(piped.text, text)
         server.stop()  // no model from here on
         fixture.clear()
         let shell = Process()

@@ -210,6 +210,38 @@ final class StopAndApprovalTests: XCTestCase {
         XCTAssertEqual(try runCLI(["deny"], environment: env).status, 2)
     }
 
+    /// The display dies between the model's answer and the gate's look at what a click would press: the run ends
+    /// at once with exit 3, like every other lost display, instead of handing the model a tool error to try again.
+    func testADisplayLostUnderTheApprovalGateEndsTheRunWithExit3() throws {
+        let server = try MockMessagesServer(handler: { [display, button] _, index in
+            guard index == 0, let display else { return .stream(.turn(blocks: [.text("Finished.")])) }
+            kill(display.server.pid, SIGKILL)
+            Thread.sleep(forTimeInterval: 0.2)  // the server's sockets are closed by then
+            let (x, y) = (button.x + button.width / 2, button.y + button.height / 2)
+            return Self.tool("toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(x), \(y)]}")
+        })
+        defer { server.stop() }
+        let env = try environment(server)
+        let log = dir.appendingPathComponent("gated.jsonl").path
+        let ran = try runCLI(
+            ["run", "delete the old files", "--display", display.name, "--tools", "computer", "--log", log],
+            environment: env)
+        XCTAssertEqual(ran.status, 3, ran.stderr)
+        XCTAssertTrue(ran.stderr.contains("lost the connection"), ran.stderr)
+        XCTAssertEqual(server.requests.count, 1, "the model was not asked again after the display died")
+        let final = try session(env) { $0.status.isFinal }
+        XCTAssertEqual(final?.status, .failed)
+        // The failed click is logged once, with its point and time (no bare second record).
+        let records = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map {
+            try JSONValue.parse(String($0))
+        }
+        XCTAssertEqual(records.count, 1, "\(records.map(\.jsonText))")
+        XCTAssertEqual(records.first?["action"]?.string, "left_click")
+        XCTAssertEqual(records.first?["x"]?.int, button.x + button.width / 2)
+        XCTAssertNotNil(records.first?["ms"]?.double)
+        XCTAssertTrue(records.first?["result"]?.string?.contains("lost the connection") ?? false, "\(records)")
+    }
+
     /// An agent whose policy gates nothing clicks at once; one whose policy does not parse is refused up front.
     func testAPolicyOfNoneLetsTheClickThroughAndABadOneIsRefused() throws {
         let server = try MockMessagesServer(replies: [

@@ -1,7 +1,10 @@
 import Foundation
+import XclawBase
 import XclawMessages
 
-/// FIFO turns per display, so agents sharing one never interleave input and capture; not reentrant.
+/// FIFO turns per display, so agents sharing one never interleave input and capture; not reentrant. Inside its turn
+/// a body also holds the display's `DisplayInputLock`, the one every actor of every xclaw process takes (MCP calls,
+/// agents of other processes), so the in-process queue keeps its order and fairness and the file lock its reach.
 public actor DisplayLocks {
     /// The process-wide locks, so every tool on a display shares one queue.
     public static let shared = DisplayLocks()
@@ -29,6 +32,8 @@ public actor DisplayLocks {
         try await acquire(display)
         let result: T
         do {
+            let shared = try await DisplayInputLock.acquire(display)
+            defer { shared.release() }
             result = try await body()
         } catch {
             await release(display)
