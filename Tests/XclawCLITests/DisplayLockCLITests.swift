@@ -31,7 +31,7 @@ final class DisplayLockCLITests: XCTestCase {
                     blocks: [
                         .toolUse(
                             id: "toolu_1", name: "computer",
-                            input: #"{"action":"hold_key","text":"shift","duration":2}"#)
+                            input: #"{"action":"hold_key","text":"shift","duration":3}"#)
                     ], stopReason: "tool_use")),
             .stream(.turn(blocks: [.text("Held.")])),
         ])
@@ -43,25 +43,48 @@ final class DisplayLockCLITests: XCTestCase {
             "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path, "XCLAW_NO_DAEMON": "1",
             "XCLAW_TEST_DAEMON": "0",
         ]
+        // The MCP client starts its server and is ready before the agent acts, so the call goes out mid-action.
+        let arguments = #"{"x": 300, "y": 250, "display": "\#(display.name)"}"#
+        let mcpEnv = String(
+            decoding: try JSONSerialization.data(withJSONObject: ["XCLAW_STATE_DIR": state.path, "HOME": dir.path]),
+            as: UTF8.self)
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: python)
+        client.arguments = [
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("mcp/call.py").path,
+            productsDirectory.appendingPathComponent("xclaw").path, "click", arguments, mcpEnv,
+        ]
+        let (toClient, fromClient) = (Pipe(), Pipe())
+        client.standardInput = toClient
+        client.standardOutput = fromClient
+        client.standardError = FileHandle.nullDevice
+        try client.run()
+        defer { if client.isRunning { client.terminate() } }
+        let output = fromClient.fileHandleForReading
+        var lines: [String] = []
+        func nextLine() -> String? {
+            var line = Data()
+            while true {
+                let byte = output.readData(ofLength: 1)
+                if byte.isEmpty { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+                if byte.first == 0x0A { return String(decoding: line, as: UTF8.self) }
+                line.append(byte)
+            }
+        }
+        XCTAssertEqual(nextLine(), "ready", "the MCP client did not start")
+
         let agent = try launchCLI(
             ["run", "Hold shift", "--display", display.name, "--tools", "computer", "--max-steps", "3"],
             environment: env)
         defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) } }
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(30)))
-        Thread.sleep(forTimeInterval: 0.6)  // the agent holds Shift now, inside its turn of the display
-
-        let arguments = #"{"x": 300, "y": 250, "display": "\#(display.name)"}"#
-        let mcpEnv = String(
-            decoding: try JSONSerialization.data(withJSONObject: ["XCLAW_STATE_DIR": state.path, "HOME": dir.path]),
-            as: UTF8.self)
-        let call = try Subprocess.run(
-            [
-                python,
-                URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("mcp/call.py").path,
-                productsDirectory.appendingPathComponent("xclaw").path, "click", arguments, mcpEnv,
-            ], timeout: .seconds(60))
-        XCTAssertEqual(call.ending, .exited(0), String(decoding: call.stderr, as: UTF8.self))
-        let result = try JSONSerialization.jsonObject(with: call.stdout) as? [String: Any] ?? [:]
+        Thread.sleep(forTimeInterval: 0.5)  // the agent holds Shift now, inside its turn of the display
+        try toClient.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))
+        if let line = nextLine() { lines.append(line) }
+        client.waitUntilExit()
+        XCTAssertEqual(client.terminationStatus, 0)
+        let result =
+            try lines.first.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
         XCTAssertEqual(result["isError"] as? Bool, false, "\(result)")
         agent.waitUntilExit()
         XCTAssertEqual(agent.terminationStatus, 0)

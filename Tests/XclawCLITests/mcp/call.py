@@ -2,13 +2,13 @@
 
     python call.py XCLAW TOOL ARGUMENTS_JSON ENV_JSON
 
-Prints {"isError": bool, "texts": [...], "started": t, "ended": t} (time.time() around the call) as JSON.
+Starts the server and initializes the session, prints "ready", waits for a line on stdin, then makes the call and
+prints {"isError": bool, "texts": [...]} as JSON: the test chooses the moment of the call, not Python's start-up.
 """
 
 import asyncio
 import json
 import sys
-import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -20,12 +20,12 @@ async def main():
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            started = time.time()
+            print("ready", flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
             result = await session.call_tool(tool, arguments)
-            ended = time.time()
     wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     texts = [c["text"] for c in wire["content"] if c["type"] == "text"]
-    print(json.dumps({"isError": bool(wire.get("isError")), "texts": texts, "started": started, "ended": ended}))
+    print(json.dumps({"isError": bool(wire.get("isError")), "texts": texts}), flush=True)
 
 
 asyncio.run(main())
