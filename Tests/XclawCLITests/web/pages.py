@@ -150,6 +150,7 @@ with Browser() as browser:
     step("unauthorized", unauthorized)
 
     def login():
+        browser.navigate("about:blank")  # (the same document with another fragment would not load again)
         status = browser.navigate(config["page_url"])
         browser.wait_for("location.hash === '#/'")
         result["login"] = dict(login_state(browser), status=status)
