@@ -96,7 +96,8 @@ final class WebLimitsCLITests: XCTestCase {
         let closedAt = try XCTUnwrap(trickleClosed, "a trickling head was never closed")
         XCTAssertGreaterThan(closedAt, 1.5, "not before its deadline")
         XCTAssertLessThan(closedAt, 6, "closed by the 2 s head deadline")
-        XCTAssertTrue(trickleAnswer.text.hasPrefix("HTTP/1.1 408"), trickleAnswer.text)
+        // (Its 408 may be lost: a byte sent as the server closed makes it reset the connection, dropping the answer.)
+        XCTAssertTrue(trickleAnswer.text.isEmpty || trickleAnswer.text.hasPrefix("HTTP/1.1 408"), trickleAnswer.text)
 
         let quiet = idle.receive(timeout: max(0.1, 6 - Date().timeIntervalSince(began)))
         XCTAssertTrue(quiet.closed, "an idle connection was never closed")
