@@ -96,8 +96,11 @@ public struct DaemonWebStatus: Codable, Sendable, Hashable {
         mcp = base + "mcp"
     }
 
-    /// The server's address without the token (what the text status shows).
+    /// The server's address without the token.
     public var base: String { url.split(separator: "#", maxSplits: 1).first.map(String.init) ?? url }
+
+    /// The text status's line: the address without the token (text output lands in logs and scrollback).
+    public var summary: String { "web view: \(base) (web.url of `xclaw daemon status --json` carries the token)" }
 }
 
 /// Where the daemon of this user listens: `daemon.sock` in the checked state directory (`$XCLAW_STATE_DIR`, else

@@ -55,9 +55,7 @@ struct DaemonCommand: ParsableCommand {
                 if let status = answered {
                     try emit(status, json: json) {
                         "started daemon pid \(status.pid) (socket \(status.socket))"
-                            + (status.web.map {
-                                "\nweb view: \($0.base) (open web.url of `xclaw daemon status --json`: it carries the token)"
-                            } ?? "")
+                            + (status.web.map { "\n" + $0.summary } ?? "")
                     }
                     return
                 }
@@ -101,7 +99,7 @@ struct DaemonCommand: ParsableCommand {
                 "daemon pid \(status.pid), xclaw \(status.version), up \(Int(status.uptime_s)) s, socket "
                     + "\(status.socket), \(status.rss_bytes / 1024) KB resident, displays: "
                     + (status.displays.isEmpty ? "none" : status.displays.joined(separator: ", "))
-                    + (status.web.map { "\nweb view: \($0.base) (open web.url of --json: it carries the token)" } ?? "")
+                    + (status.web.map { "\n" + $0.summary } ?? "")
             }
         }
     }

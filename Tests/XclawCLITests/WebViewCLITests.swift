@@ -7,12 +7,12 @@ import XclawScreen
 import XclawTesting
 
 /// The daemon's web view in a real headless Chromium (driven over the DevTools protocol by `web/pages.py`): the
-/// token from the address's fragment into the tab's own storage (no cookie), the dashboard, a chat streamed from the loopback Messages API and rendered
-/// as Markdown with highlighted code, the live screen of a real Xvfb with the fixture app, a CLI click in the action
-/// log and the overlay, an approval granted and an emergency stop pressed from the page, the pipeline, agent and
-/// runs pages (a report opened with a single-use ticket), the websocket's refusal of a foreign Origin, and a server
-/// on another port of 127.0.0.1: nothing the browser sends it works for another user. What is checked is what the
-/// page rendered.
+/// token from the address's fragment into the tab's own storage (no cookie), the dashboard, a chat streamed from the
+/// loopback Messages API and rendered as Markdown with highlighted code, the live screen of a real Xvfb with the
+/// fixture app, a CLI click in the action log and the overlay, an approval granted and an emergency stop pressed
+/// from the page, the pipeline, agent and runs pages (a report opened with a single-use ticket), the websocket's
+/// refusal of a foreign Origin, and a server on another port of 127.0.0.1: nothing the browser sends it works for
+/// another user. What is checked is what the page rendered.
 final class WebViewCLITests: XCTestCase {
     /// The venv's python, or why there is none.
     private static let python: Result<String, any Error> = Result {
