@@ -162,7 +162,10 @@ struct WebOptions: ParsableArguments {
             throw ValidationError("an address is for --web: xclaw daemon start --web \(address ?? "")")
         }
         if web {
-            do { _ = try WebConfiguration.address(address) } catch { throw ValidationError("\(error)") }
+            do {
+                _ = try WebConfiguration.address(address)
+                _ = try DaemonWeb.limits(ProcessInfo.processInfo.environment)
+            } catch { throw ValidationError("\(error)") }
         }
     }
 

@@ -209,6 +209,19 @@ final class WebLimitsCLITests: XCTestCase {
         return descriptors
     }
 
+    func testABadLimitIsSaidAtOnce() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-web3-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        chmod(state.path, 0o700)
+        defer { try? FileManager.default.removeItem(at: state) }
+        let bad = try runCLI(
+            ["daemon", "start", "--web", "127.0.0.1:0"],
+            environment: ["XCLAW_STATE_DIR": state.path, "XCLAW_WEB_IDLE_SECONDS": "soon"],
+            removing: ["XCLAW_TEST_DAEMON"])
+        XCTAssertEqual(bad.status, 2, bad.stderr)
+        XCTAssertTrue(bad.stderr.contains("XCLAW_WEB_IDLE_SECONDS=soon"), bad.stderr)
+    }
+
     func testAWebsocketHandshakeWithASpaceBeforeAColonGets400() throws {
         let daemon = try WebDaemon()
         defer { daemon.stop() }
