@@ -50,16 +50,23 @@ public final class UnixSocket: @unchecked Sendable {
         return socket
     }
 
-    /// Waits for the next connection; nil once the socket was closed (the server is stopping).
+    /// Waits for the next connection; nil once the socket was closed (the server is stopping). A shortage of
+    /// descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is waited out, backing off up to a second, never an
+    /// end: whoever fills the descriptor table must not stop the server. The connection stays queued meanwhile.
     public func accept() -> UnixSocket? {
+        var pause = 0.01
         while true {
             let fd = Glibc.accept(descriptor, nil, nil)
             if fd >= 0 {
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // accept4 is a GNU extension Swift does not see
                 return UnixSocket(fd)
             }
-            if errno == EINTR || errno == ECONNABORTED { continue }
-            return nil
+            let error = errno
+            if error == EINTR || error == ECONNABORTED || error == EPROTO { continue }
+            guard [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error), !closed.withLock({ isClosed }) else { return nil }
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(1, pause * 2)
+            if closed.withLock({ isClosed }) { return nil }
         }
     }
 

@@ -82,18 +82,25 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
 /// Where the daemon's web view (and MCP over HTTP) listens, and its token. Only the daemon's own user can ask
 /// (the socket is 0600 and checked), so the token may travel here.
 public struct DaemonWebStatus: Codable, Sendable, Hashable {
-    /// The dashboard's address, without the token: open it with `?token=TOKEN` once, a cookie keeps it after.
+    /// The dashboard's address to open, the token in its fragment (`http://127.0.0.1:PORT/#token=TOKEN`): a
+    /// browser never sends a fragment, and the page keeps the token in its own origin's storage, never a cookie.
     public var url: String
-    /// The token every request needs (`?token=`, the cookie, or `Authorization: Bearer`).
+    /// The token every request needs (`Authorization: Bearer`; the page sends it so).
     public var token: String
     /// MCP over streamable HTTP (`Authorization: Bearer TOKEN`).
     public var mcp: String
 
-    /// A status.
-    public init(url: String, token: String) {
-        (self.url, self.token) = (url, token)
-        mcp = url + "mcp"
+    /// A status for the server at `base` (`http://HOST:PORT/`).
+    public init(base: String, token: String) {
+        (self.url, self.token) = (base + "#token=" + token, token)
+        mcp = base + "mcp"
     }
+
+    /// The server's address without the token.
+    public var base: String { url.split(separator: "#", maxSplits: 1).first.map(String.init) ?? url }
+
+    /// The text status's line: the address without the token (text output lands in logs and scrollback).
+    public var summary: String { "web view: \(base) (web.url of `xclaw daemon status --json` carries the token)" }
 }
 
 /// Where the daemon of this user listens: `daemon.sock` in the checked state directory (`$XCLAW_STATE_DIR`, else

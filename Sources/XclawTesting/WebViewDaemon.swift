@@ -9,8 +9,10 @@ public final class WebViewDaemon: @unchecked Sendable {
     // Safe because: every property is set once in init; `Process` is only asked whether it runs and told to stop.
     /// Its state directory (0700); data, state and config homes below it.
     public let state: URL
-    /// The page address (no token in it).
+    /// The server's address (`http://127.0.0.1:PORT/`, no token in it).
     public let url: String
+    /// The address a person opens: `url` with the token in its fragment (`web.url` of the status).
+    public let pageURL: String
     /// The web view's token.
     public let token: String
     /// Its environment: commands run with it are handed to it (its state directory, its database).
@@ -19,9 +21,10 @@ public final class WebViewDaemon: @unchecked Sendable {
     public let log: URL
     private let process = Process()
 
-    /// Starts one on `state` with `environment` over this process's; waits until `daemon status --json` shows its web
-    /// view (30 s), and throws what its log says otherwise.
-    public init(state: URL, environment: [String: String] = [:]) throws {
+    /// Starts one on `state` with `environment` over this process's, run through `launcher` when given (e.g.
+    /// `prlimit --nofile=N:N`, which execs it); waits until `daemon status --json` shows its web view (30 s), and
+    /// throws what its log says otherwise.
+    public init(state: URL, environment: [String: String] = [:], launcher: [String] = []) throws {
         self.state = state
         try FileManager.default.createDirectory(
             at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -34,8 +37,9 @@ public final class WebViewDaemon: @unchecked Sendable {
         env.removeValue(forKey: "XCLAW_TEST_DAEMON")
         self.environment = env
         let core = productsDirectory.appendingPathComponent("xclaw-core")
-        process.executableURL = core
-        process.arguments = ["daemon", "run", "--web", "127.0.0.1:0", "--parent", String(getpid())]
+        let command = launcher + [core.path, "daemon", "run", "--web", "127.0.0.1:0", "--parent", String(getpid())]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.environment = env
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
@@ -51,7 +55,8 @@ public final class WebViewDaemon: @unchecked Sendable {
                 let web = object["web"] as? [String: Any], let url = web["url"] as? String,
                 let token = web["token"] as? String
             {
-                (self.url, self.token) = (url, token)
+                let base = url.split(separator: "#", maxSplits: 1).first.map(String.init) ?? url
+                (self.url, self.pageURL, self.token) = (base, url, token)
                 return
             }
             Thread.sleep(forTimeInterval: 0.05)

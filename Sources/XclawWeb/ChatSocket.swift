@@ -14,7 +14,8 @@ struct ChatSocket: Sendable {
 
     func add<Context: WebSocketRequestContext>(to router: Router<Context>) {
         let backend = backend
-        router.ws("/ws/chat") { inbound, outbound, _ in
+        router.ws("/ws/chat", shouldUpgrade: { request, _ in .upgrade(WebAccess.upgradeHeaders(request)) }) {
+            inbound, outbound, _ in
             // The reply in progress, if any: its cancellation.
             let current = ReplyInProgress()
             // A page closed mid-reply leaves the run going: its reply is stored, and a page opened again shows it.

@@ -29,7 +29,8 @@ struct ScreenSocket: Sendable {
     func add<Context: WebSocketRequestContext>(to router: Router<Context>) {
         let feed = feed
         let watching = watching
-        router.ws("/ws/screen") { inbound, outbound, context in
+        router.ws("/ws/screen", shouldUpgrade: { request, _ in .upgrade(WebAccess.upgradeHeaders(request)) }) {
+            inbound, outbound, context in
             let requested = context.request.uri.queryParameters.get("display").map { String($0) }
             let display: String
             do { display = try DisplayConnection.resolveName(requested) } catch {

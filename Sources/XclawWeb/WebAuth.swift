@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import Synchronization
 
 /// What `WebAccess` looks at in a request (an HTTP request or a websocket handshake).
 struct WebRequestParts: Sendable {
@@ -11,25 +12,39 @@ struct WebRequestParts: Sendable {
     var host: String?
     /// `Sec-Fetch-Site`, which browsers send: "same-origin", "same-site", "cross-site" or "none".
     var fetchSite: String?
-    var queryToken: String?
     var authorization: String?
-    var cookies: String?
+    /// `Sec-WebSocket-Protocol`: a page's websocket carries the token there (a browser cannot set its headers).
+    var protocols: String?
+    /// `?ticket=`: a single-use pass the page fetched for one navigation (a report, an export).
+    var ticket: String?
 }
 
-/// The web view's one rule for who may ask. The token comes once, in `?token=` or `Authorization: Bearer`; a page
-/// opened with it gets a cookie holding a session secret of this daemon's run (never the token itself: cookies are
-/// sent to every port of a host); MCP takes only the Bearer token. No page from elsewhere: a request whose Origin is
-/// not exactly this server (a loopback host and this port, as the Host header names it) is refused, and so is one a
-/// browser marks as coming from another site or another port of this one (`Sec-Fetch-Site`), so another site, or
-/// another local server on another port, cannot drive the daemon through a browser that holds the cookie. The
-/// middleware applies it to every request; `WebSocketGate` to a websocket's handshake, so it is refused with 401 too.
+/// The web view's one rule for who may ask. The token is the only credential, and nothing a browser sends on its own
+/// carries it: no cookie (a browser sends a host's cookies to every port of it, so any local user's server on
+/// another port would get them). The page gets the token in its address's fragment (never sent to a server), keeps
+/// it in its own origin's `sessionStorage`, and sends `Authorization: Bearer` on every request; its websockets offer
+/// it as a subprotocol (`xclaw.token.TOKEN`); a navigation (a run's report, an export) takes a single-use ticket the
+/// page asked for with the header. MCP takes only the Bearer token. The pages themselves (the document, its script
+/// and style) hold no secret and need none. No page from elsewhere: a request whose Origin is not exactly this
+/// server (a loopback host and this port, as the Host header names it) is refused, and so is one a browser marks as
+/// coming from another site or port (`Sec-Fetch-Site`). The middleware applies it to every request; `WebSocketGate`
+/// to a websocket's handshake, so it is refused with 401 too.
 struct WebAccess: Sendable {
     let token: String
-    let cookieName: String
-    /// The cookie's value: random for each start of the server.
-    let session: String
+    /// The passes handed out for navigations.
+    let tickets: WebTickets
 
-    /// Why a request with these parts is refused; nil when it may go on.
+    /// The subprotocol a page's websocket is answered with (it offers it next to the one carrying the token).
+    static let webSocketProtocol = "xclaw"
+    /// The prefix of the subprotocol that carries the token.
+    static let tokenProtocolPrefix = "xclaw.token."
+
+    /// What a refused request is told to do.
+    static let howToGetIn =
+        "no token: open web.url from `xclaw daemon status --json` (its #token= part stays in the browser, never in a "
+        + "cookie), or send Authorization: Bearer TOKEN"
+
+    /// Why a request with these parts is refused; nil when it may go on. A ticket it accepts is used up.
     func refusal(_ parts: WebRequestParts) -> String? {
         if let origin = parts.origin {
             guard WebOrigin.isLocal(origin), let host = parts.host, WebOrigin.isLocal("http://" + host),
@@ -46,67 +61,142 @@ struct WebAccess: Sendable {
             return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         }
         if parts.path == "/mcp" {
-            // An MCP client sends its Bearer token on every request; a browser's cookie is no MCP client.
             return WebToken.matches(bearer, token) ? nil : "MCP needs Authorization: Bearer TOKEN (web.token)"
         }
-        if let query = parts.queryToken { return WebToken.matches(query, token) ? nil : "wrong token" }
         if let bearer { return WebToken.matches(bearer, token) ? nil : "wrong token" }
-        if WebToken.matches(Self.cookie(cookieName, in: parts.cookies), session) { return nil }
-        return "no token, or a session of an earlier run of the daemon: open the web view's address with ?token= "
-            + "from `xclaw daemon status --json`"
+        if parts.path.hasPrefix("/ws/"), let offered = Self.offeredToken(parts.protocols) {
+            return WebToken.matches(offered, token) ? nil : "wrong token"
+        }
+        let reads = parts.method == "GET" || parts.method == "HEAD"
+        if reads, WebPages.isPublic(parts.path) { return nil }
+        if reads, let ticket = parts.ticket {
+            return tickets.redeem(ticket, path: parts.path)
+                ? nil : "this link was for one visit and is used up or expired: open it again from the page"
+        }
+        return Self.howToGetIn
     }
 
-    /// The value of cookie `name` in a `Cookie` header.
-    static func cookie(_ name: String, in header: String?) -> String? {
+    /// The token a websocket handshake offers in `Sec-WebSocket-Protocol`, if it does.
+    static func offeredToken(_ header: String?) -> String? {
         guard let header else { return nil }
-        for pair in header.split(separator: ";") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
-                return parts[1].trimmingCharacters(in: .whitespaces)
-            }
+        for item in header.split(separator: ",") {
+            let name = item.trimmingCharacters(in: .whitespaces)
+            if name.hasPrefix(tokenProtocolPrefix) { return String(name.dropFirst(tokenProtocolPrefix.count)) }
         }
         return nil
     }
 
-    /// The cookie a page opened with the token gets.
-    var setCookie: String { "\(cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict" }
+    /// The headers of a websocket's 101: the `xclaw` subprotocol when the page offered it (a browser that offered
+    /// subprotocols drops a connection whose answer names none).
+    static func upgradeHeaders(_ request: Request) -> HTTPFields {
+        let offered = request.headers[values: .secWebSocketProtocol].flatMap { $0.split(separator: ",") }
+        guard offered.contains(where: { $0.trimmingCharacters(in: .whitespaces) == webSocketProtocol }) else {
+            return [:]
+        }
+        return [.secWebSocketProtocol: webSocketProtocol]
+    }
 }
 
-/// `WebAccess` for every request; a page opened with the token is sent on without it, the cookie set. A POST with a
-/// body says it is JSON: a form or `text/plain` POST (which a page elsewhere can send without asking) is refused.
+/// Single-use passes for the navigations a page cannot put a header on (a run's report in a new tab, an export's
+/// download): each is good for one GET of one path, for a minute. The page asks for one with its Bearer header.
+final class WebTickets: Sendable {
+    /// How long a ticket is good for.
+    static let lifetime: Duration = .seconds(60)
+    /// The most tickets outstanding; the oldest go first.
+    static let maximum = 64
+    /// The paths a ticket may be for: the navigations the pages make.
+    static let paths = ["/api/reports/", "/api/export/"]
+    private let issued = Mutex<[(ticket: String, path: String, expires: ContinuousClock.Instant)]>([])
+
+    /// An empty set.
+    init() {}
+
+    /// A ticket for one GET of `path`, or nil when `path` is not one a ticket may be for.
+    func issue(for path: String) -> String? {
+        guard Self.paths.contains(where: { path.hasPrefix($0) && path.count > $0.count }) else { return nil }
+        let ticket = WebToken.random()
+        let now = ContinuousClock.now
+        issued.withLock { list in
+            list.removeAll { $0.expires < now }
+            if list.count >= Self.maximum { list.removeFirst(list.count - Self.maximum + 1) }
+            list.append((ticket, path, now + Self.lifetime))
+        }
+        return ticket
+    }
+
+    /// Whether `ticket` is good for `path` now; it is used up either way when it names one.
+    func redeem(_ ticket: String, path: String) -> Bool {
+        let now = ContinuousClock.now
+        return issued.withLock { list in
+            guard let index = list.firstIndex(where: { WebToken.matches(ticket, $0.ticket) }) else { return false }
+            let found = list.remove(at: index)
+            return found.path == path && found.expires >= now
+        }
+    }
+}
+
+/// `WebAccess` for every request. A POST with a body says it is JSON (exactly `application/json`, parameters
+/// allowed): a form or `text/plain` POST (which a page elsewhere can send without asking) is refused. An old link
+/// with `?token=` is sent to the fragment form (`/#token=`), never given a cookie.
 struct WebAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let access: WebAccess
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
-        let query = request.uri.queryParameters.get("token").map { String($0) }
+        let path = request.uri.path
+        if let query = request.uri.queryParameters.get("token").map({ String($0) }), request.method == .get,
+            !WebResponses.isMachinePath(path), request.headers[.upgrade] == nil
+        {
+            // The address always names this server's own page: never a path from the request, which a browser
+            // could read as another host (`//host`, `/\host`).
+            guard WebToken.matches(query, access.token) else {
+                return WebResponses.unauthorized(request, "wrong token")
+            }
+            var headers = HTTPFields()
+            headers[.location] = "/#token=" + query
+            headers[.cacheControl] = "no-store"
+            headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+            return Response(status: .seeOther, headers: headers)
+        }
         let parts = WebRequestParts(
-            path: request.uri.path, method: request.method.rawValue, origin: request.headers[.origin],
+            path: path, method: request.method.rawValue, origin: request.headers[.origin],
             host: request.head.authority,
-            fetchSite: request.headers[HTTPField.Name("Sec-Fetch-Site")!], queryToken: query,
+            fetchSite: request.headers[HTTPField.Name("Sec-Fetch-Site")!],
             authorization: request.headers[.authorization],
-            cookies: request.headers[values: .cookie].joined(separator: "; "))
+            protocols: request.headers[values: .secWebSocketProtocol].joined(separator: ", "),
+            ticket: request.uri.queryParameters.get("ticket").map { String($0) })
         if let why = access.refusal(parts) {
             return WebResponses.unauthorized(request, why)
         }
-        if request.method == .post, let type = request.headers[.contentType],
-            !type.lowercased().hasPrefix("application/json")
+        if request.method == .post, !WebResponses.isJSON(request.headers[.contentType]),
+            request.headers[.contentType] != nil || Self.hasBody(request)
         {
             return WebResponses.json(
                 ["error": "send JSON (Content-Type: application/json)"], status: .unsupportedMediaType)
         }
-        // A page opened with the token: the cookie carries the session from now on, and the address bar loses it.
-        if query != nil, request.method == .get, !WebResponses.isMachinePath(request.uri.path),
-            request.headers[.upgrade] == nil
-        {
-            var headers = HTTPFields()
-            headers[.location] = WebResponses.withoutToken(request.uri)
-            headers[.setCookie] = access.setCookie
-            headers[.cacheControl] = "no-store"
-            return Response(status: .seeOther, headers: headers)
-        }
         return try await next(request, context)
+    }
+
+    /// Whether a request says it carries a body.
+    private static func hasBody(_ request: Request) -> Bool {
+        if request.headers[.transferEncoding] != nil { return true }
+        return request.headers[.contentLength].flatMap { Int($0) }.map { $0 > 0 } ?? false
+    }
+}
+
+extension WebTickets {
+    /// `POST /api/tickets {"path": PATH}` → `{"ticket": T}`: a pass for one GET of PATH (`PATH?ticket=T`), asked
+    /// for with the Bearer header, for a navigation that cannot carry one.
+    func add<Context: RequestContext>(to router: Router<Context>) {
+        router.post("/api/tickets") { request, _ in
+            let body = try await WebAPI.body(request)
+            guard let path = body["path"] as? String, let ticket = self.issue(for: path) else {
+                throw HTTPError(
+                    .badRequest, message: "say which report or export: {\"path\": \"/api/reports/ID\"}")
+            }
+            return WebResponses.json(["ticket": ticket])
+        }
     }
 }
 
@@ -138,8 +228,8 @@ enum WebResponses {
         let page = """
             <!doctype html><meta charset="utf-8"><title>xclaw: 401</title>
             <body style="font:16px system-ui;margin:3em"><h1>xclaw web view: not authorized</h1>
-            <p>\(WebEscape.html(why)).</p><p>Run <code>xclaw daemon status --json</code> and open <code>web.url</code> \
-            with <code>?token=</code> and <code>web.token</code> appended.</p></body>
+            <p>\(WebEscape.html(why)).</p><p>Run <code>xclaw daemon status --json</code> and open its \
+            <code>web.url</code> (the <code>#token=</code> part stays in your browser).</p></body>
             """
         return Response(
             status: .unauthorized, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
@@ -168,28 +258,19 @@ enum WebResponses {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    /// The request's address without its `token` parameter.
-    static func withoutToken(_ uri: URI) -> String {
-        let kept = uri.queryParameters.filter { $0.key != "token" }.map {
-            "\(WebEscape.query(String($0.key)))=\(WebEscape.query(String($0.value)))"
-        }
-        // One leading slash: `//host/…` would send the browser to another host.
-        let path = "/" + uri.path.drop { $0 == "/" }
-        return kept.isEmpty ? path : path + "?" + kept.joined(separator: "&")
+    /// Whether a Content-Type is JSON: exactly `application/json`, parameters (`; charset=utf-8`) allowed.
+    static func isJSON(_ type: String?) -> Bool {
+        guard let type else { return false }
+        let media = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return media.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
     }
 }
 
-/// Escaping for the few strings the server writes into HTML and URLs itself.
+/// Escaping for the few strings the server writes into HTML itself.
 enum WebEscape {
     /// Text safe inside HTML.
     static func html(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-    }
-
-    /// A query component.
-    static func query(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~:")))
-            ?? ""
     }
 }

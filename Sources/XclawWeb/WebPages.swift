@@ -17,6 +17,10 @@ enum WebPages {
         "app.css": (PackageResources.app_css, "text/css; charset=utf-8"),
     ]
 
+    /// The paths anyone may GET: the page, its script and its style hold no secret, and the page's address cannot
+    /// carry a credential to the server (its token is in the fragment, which a browser never sends).
+    static func isPublic(_ path: String) -> Bool { path == "/" || path == "/app.js" || path == "/app.css" }
+
     static func add<Context: RequestContext>(to router: Router<Context>, assetsDirectory: String?) {
         for (path, file) in ["/": "index.html", "/app.js": "app.js", "/app.css": "app.css"] {
             router.get(RouterPath(path)) { _, _ in

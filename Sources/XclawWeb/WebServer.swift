@@ -27,14 +27,16 @@ public struct WebConfiguration: Sendable {
     /// Serve the pages from this folder instead of the compiled-in copies (`XCLAW_WEB_ASSETS`, for working on
     /// them without a rebuild).
     public var assetsDirectory: String?
+    /// The connections' deadlines and caps.
+    public var limits: WebLimits
 
     /// A configuration.
     public init(
         host: String, port: Int, token: String, backend: any WebBackend, mcp: MCPServer?, feed: ActionFeed,
-        displays: @escaping @Sendable () -> [String], assetsDirectory: String? = nil
+        displays: @escaping @Sendable () -> [String], assetsDirectory: String? = nil, limits: WebLimits = WebLimits()
     ) {
         (self.host, self.port, self.token, self.backend, self.mcp) = (host, port, token, backend, mcp)
-        (self.feed, self.displays, self.assetsDirectory) = (feed, displays, assetsDirectory)
+        (self.feed, self.displays, self.assetsDirectory, self.limits) = (feed, displays, assetsDirectory, limits)
     }
 
     /// Parses `ADDR` of `--web [ADDR]`: `HOST:PORT`, `:PORT`, `PORT` or `HOST` (port 7878), `[::1]:PORT`.
@@ -70,11 +72,13 @@ public enum WebError: ClassifiedError, Hashable {
     case badAddress(String)
     /// The address could not be listened on.
     case cannotListen(String)
+    /// A limit in the environment (`XCLAW_WEB_IDLE_SECONDS`, …) is not a positive number.
+    case badLimit(String)
 
     /// A bad address is usage (2); a port taken is the machine's refusal (5).
     public var exitStatus: ExitStatus {
         switch self {
-        case .badAddress: return .usage
+        case .badAddress, .badLimit: return .usage
         case .cannotListen: return .internal
         }
     }
@@ -83,6 +87,7 @@ public enum WebError: ClassifiedError, Hashable {
     public var description: String {
         switch self {
         case .badAddress(let why): return "--web: \(why) (e.g. 127.0.0.1:7878)"
+        case .badLimit(let setting): return "\(setting): give a positive number, or unset it"
         case .cannotListen(let why):
             return "the web view cannot listen: \(why); pick another port with --web HOST:PORT"
         }
@@ -103,7 +108,7 @@ public final class WebServer: Sendable {
     /// A server that is not started yet.
     public init(_ configuration: WebConfiguration) { self.configuration = configuration }
 
-    /// The page address (no token in it).
+    /// The page address (no token in it: the daemon's status adds it as the fragment).
     public var url: String {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         let shown = host == "0.0.0.0" || host == "[::]" ? "127.0.0.1" : host
@@ -142,11 +147,12 @@ public final class WebServer: Sendable {
         _ configuration: WebConfiguration, logger: Logger, running: @escaping @Sendable (Int) -> Void
     ) -> some ApplicationProtocol {
         let router = Router(context: BasicWebSocketRequestContext.self)
-        // Cookies are per host, not per port: each daemon's (each user's) has a name of its own, from its token.
-        let cookieName = "xclaw_" + SHA256.hex(Data(configuration.token.utf8)).prefix(12)
-        let access = WebAccess(token: configuration.token, cookieName: cookieName, session: WebToken.random())
+        let access = WebAccess(token: configuration.token, tickets: WebTickets())
+        let limits = configuration.limits
+        let connections = WebConnections(limits: limits)
         router.add(middleware: WebAuthMiddleware(access: access))
         WebPages.add(to: router, assetsDirectory: configuration.assetsDirectory)
+        access.tickets.add(to: router)
         WebAPI(backend: configuration.backend, displays: configuration.displays, mcp: configuration.mcp).add(to: router)
         ChatSocket(backend: configuration.backend).add(to: router)
         ScreenSocket(feed: configuration.feed).add(to: router)
@@ -159,9 +165,11 @@ public final class WebServer: Sendable {
                     inner: HTTP1WebSocketUpgradeChannel(
                         responder: responder, webSocketResponder: webSocketResponder,
                         configuration: .init(
-                            // An idle HTTP connection is closed after a minute; a websocket is pinged every 30 s.
-                            http1: .init(idleTimeout: .seconds(60)), ws: .init(maxFrameSize: 1 << 22))),
-                    access: access)
+                            // A kept-alive connection quiet for `idleSeconds` is closed (the gate bounds the first
+                            // request's head); a websocket is pinged every 30 s.
+                            http1: .init(idleTimeout: .milliseconds(Int64(limits.idleSeconds * 1000))),
+                            ws: .init(maxFrameSize: 1 << 22))),
+                    access: access, limits: limits, connections: connections)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in running(channel.localAddress?.port ?? 0) },

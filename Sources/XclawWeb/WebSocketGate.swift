@@ -3,11 +3,14 @@ import HummingbirdCore
 import Logging
 import NIOCore
 
-/// The websocket handshake's gate. Hummingbird's websocket upgrade answers every refused upgrade with a bare 400,
-/// so a handshake without the token or from a foreign Origin would never hear why; this handler reads the first
-/// request of each connection before the HTTP decoder does and, when it is a websocket handshake that `WebAccess`
-/// refuses, answers 401 with the reason itself and closes. Anything else passes on untouched, and the gate leaves
-/// the pipeline. (The router's middleware still guards later requests on a kept-alive connection.)
+/// The first request's gate. It reads each connection's first request head before the HTTP decoder does, and:
+/// closes a connection whose head is not complete in time (an idle or trickling one would otherwise hold its
+/// descriptor for ever: Hummingbird's idle timeout starts only once a head was decoded); answers a malformed head
+/// (a space before a header's colon, a folded line) with 400 and closes, where the decoder would give no answer at
+/// all; and answers a websocket handshake that `WebAccess` refuses with 401 and the reason (Hummingbird's upgrade
+/// answers every refusal with a bare 400). Anything else passes on untouched, and the gate leaves the pipeline.
+/// (The router's middleware still guards later requests on a kept-alive connection, and Hummingbird's idle timeout
+/// closes one that stays quiet.)
 final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -15,11 +18,29 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
     /// A longer head is refused (431): nobody may hold the server's memory with an endless one.
     static let maximumHead = 16 << 10
     private let access: WebAccess
+    private let headDeadline: TimeAmount
     private var buffered: ByteBuffer?
     /// How far the last read was searched for the head's end, so each byte is looked at once.
     private var searched = 0
+    private var deadline: Scheduled<Void>?
 
-    init(access: WebAccess) { self.access = access }
+    init(access: WebAccess, headDeadline: TimeAmount) {
+        self.access = access
+        self.headDeadline = headDeadline
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loop = context.eventLoop.assumeIsolated()
+        deadline = loop.scheduleTask(in: headDeadline) { [weak self] in
+            self?.deadline = nil
+            self?.refuse("408 Request Timeout", "the request's head did not come in time", context: context)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
@@ -38,8 +59,8 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         let head = String(decoding: view.prefix(end), as: UTF8.self)
-        if let why = refusal(head) {
-            refuse("401 Unauthorized", why, context: context)
+        if let (status, why) = verdict(head) {
+            refuse(status, why, context: context)
             return
         }
         pass(bytes, context: context)
@@ -47,6 +68,8 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Answers with `status` and the reason, and closes.
     private func refuse(_ status: String, _ why: String, context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
         let body = (try? JSONSerialization.data(withJSONObject: ["error": why])) ?? Data()
         var response = context.channel.allocator.buffer(capacity: 256 + body.count)
         response.writeString(
@@ -66,27 +89,45 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
-    /// Why a websocket handshake is refused; nil for one the token allows and for any other request.
-    private func refusal(_ head: String) -> String? {
+    /// The status and reason a head is refused with: 400 for a malformed one, 401 for a websocket handshake
+    /// `WebAccess` refuses; nil for any other.
+    private func verdict(_ head: String) -> (String, String)? {
         let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
-        guard let requestLine = lines.first else { return nil }
+        guard let requestLine = lines.first, requestLine.split(separator: " ").count == 3 else {
+            return ("400 Bad Request", "the request line is not METHOD TARGET VERSION")
+        }
         var headers: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":"), Self.isFieldName(line[..<colon]) else {
+                return ("400 Bad Request", "a header line is not NAME: VALUE (no space before the colon, no folding)")
+            }
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            headers[name] = headers[name].map { $0 + (name == "cookie" ? "; " : ", ") + value } ?? value
+            headers[name] = headers[name].map { $0 + ", " + value } ?? value
         }
         guard headers["upgrade"]?.lowercased().contains("websocket") == true else { return nil }
         let words = requestLine.split(separator: " ")
-        let target = words.dropFirst().first.map(String.init) ?? "/"
+        let target = String(words[1])
         let components = URLComponents(string: target)
         return access.refusal(
             WebRequestParts(
-                path: components?.path ?? target, method: words.first.map(String.init) ?? "GET",
-                origin: headers["origin"], host: headers["host"], fetchSite: headers["sec-fetch-site"],
-                queryToken: components?.queryItems?.first { $0.name == "token" }?.value,
-                authorization: headers["authorization"], cookies: headers["cookie"]))
+                path: components?.path ?? target, method: String(words[0]), origin: headers["origin"],
+                host: headers["host"], fetchSite: headers["sec-fetch-site"], authorization: headers["authorization"],
+                protocols: headers["sec-websocket-protocol"], ticket: nil)
+        ).map { ("401 Unauthorized", $0) }
+    }
+
+    /// Whether `name` is a header name HTTP allows (a token: no space, no separator).
+    private static func isFieldName(_ name: Substring) -> Bool {
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    return true
+                default: return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
+            }
     }
 
     /// Where a request head ends (just past its blank line), if it has, looking from `start` on.
@@ -106,21 +147,39 @@ final class WebSocketGate: ChannelInboundHandler, RemovableChannelHandler {
     }
 }
 
-/// The server's channel with the gate in front of it.
+/// The server's channel with the gate in front of it, and each connection counted against `WebConnections`' caps:
+/// one over them is closed at once.
 struct GatedChannel<Inner: HTTPChannelHandler>: HTTPChannelHandler {
     let inner: Inner
     let access: WebAccess
+    let limits: WebLimits
+    let connections: WebConnections
 
     var responder: Responder { inner.responder }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
+        let peer = WebPeer.of(channel)
+        guard connections.admit(peer) else {
+            // Set up as usual so the server's bookkeeping stays whole, then closed before anything is read.
+            let value = inner.setup(channel: channel, logger: logger)
+            channel.close(promise: nil)
+            return value
+        }
+        channel.closeFuture.whenComplete { _ in connections.release(peer) }
         do {
-            try channel.pipeline.syncOperations.addHandler(WebSocketGate(access: access), position: .first)
+            try channel.pipeline.syncOperations.addHandler(
+                WebSocketGate(access: access, headDeadline: .nanoseconds(Int64(limits.headSeconds * 1e9))),
+                position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
         return inner.setup(channel: channel, logger: logger)
     }
 
-    func handle(value: Inner.Value, logger: Logger) async { await inner.handle(value: value, logger: logger) }
+    func handle(value: Inner.Value, logger: Logger) async {
+        // A connection closed over the caps ends quietly: a flood must not fill the log.
+        var quiet = logger
+        if !value.channel.isActive { quiet.logLevel = .critical }
+        await inner.handle(value: value, logger: quiet)
+    }
 }

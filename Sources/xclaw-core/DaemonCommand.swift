@@ -55,7 +55,7 @@ struct DaemonCommand: ParsableCommand {
                 if let status = answered {
                     try emit(status, json: json) {
                         "started daemon pid \(status.pid) (socket \(status.socket))"
-                            + (status.web.map { "\nweb view: \($0.url) (its token: xclaw daemon status --json)" } ?? "")
+                            + (status.web.map { "\n" + $0.summary } ?? "")
                     }
                     return
                 }
@@ -99,7 +99,7 @@ struct DaemonCommand: ParsableCommand {
                 "daemon pid \(status.pid), xclaw \(status.version), up \(Int(status.uptime_s)) s, socket "
                     + "\(status.socket), \(status.rss_bytes / 1024) KB resident, displays: "
                     + (status.displays.isEmpty ? "none" : status.displays.joined(separator: ", "))
-                    + (status.web.map { "\nweb view: \($0.url) (its token: --json prints web.token)" } ?? "")
+                    + (status.web.map { "\n" + $0.summary } ?? "")
             }
         }
     }
@@ -162,7 +162,10 @@ struct WebOptions: ParsableArguments {
             throw ValidationError("an address is for --web: xclaw daemon start --web \(address ?? "")")
         }
         if web {
-            do { _ = try WebConfiguration.address(address) } catch { throw ValidationError("\(error)") }
+            do {
+                _ = try WebConfiguration.address(address)
+                _ = try DaemonWeb.limits(ProcessInfo.processInfo.environment)
+            } catch { throw ValidationError("\(error)") }
         }
     }
 

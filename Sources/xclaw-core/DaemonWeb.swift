@@ -49,12 +49,34 @@ enum DaemonWeb {
                     var names = server.displays.names
                     if let own = environment["DISPLAY"], !own.isEmpty, !names.contains(own) { names.append(own) }
                     return names
-                }, assetsDirectory: environment["XCLAW_WEB_ASSETS"].flatMap { $0.isEmpty ? nil : $0 }))
+                }, assetsDirectory: environment["XCLAW_WEB_ASSETS"].flatMap { $0.isEmpty ? nil : $0 },
+                limits: try limits(environment)))
         try web.start()
-        server.web.withLock { $0 = DaemonWebStatus(url: web.url, token: token) }
+        server.web.withLock { $0 = DaemonWebStatus(base: web.url, token: token) }
         // The daemon's pid: the front trusts the marker only while that process lives.
         try PrivateFiles.write(Data("\(getpid())\n".utf8), to: DaemonPaths.webMarker())
         return web
+    }
+}
+
+extension DaemonWeb {
+    /// The connections' deadlines and caps, each overridable for tests and odd setups: `XCLAW_WEB_HEAD_SECONDS`
+    /// (the first request's head, 10), `XCLAW_WEB_IDLE_SECONDS` (quiet between requests, 60),
+    /// `XCLAW_WEB_MAX_PER_PEER` (32 per other user), `XCLAW_WEB_MAX_CONNECTIONS` (a quarter of the descriptors, at
+    /// most 256).
+    static func limits(_ environment: [String: String]) throws -> WebLimits {
+        func number(_ name: String) throws -> Double? {
+            guard let text = environment[name], !text.isEmpty else { return nil }
+            guard let value = Double(text), value > 0, value < 1e6 else {
+                throw WebError.badLimit("\(name)=\(text)")
+            }
+            return value
+        }
+        var limits = WebLimits(total: try number("XCLAW_WEB_MAX_CONNECTIONS").map { Int($0) })
+        if let head = try number("XCLAW_WEB_HEAD_SECONDS") { limits.headSeconds = head }
+        if let idle = try number("XCLAW_WEB_IDLE_SECONDS") { limits.idleSeconds = idle }
+        if let peer = try number("XCLAW_WEB_MAX_PER_PEER") { limits.perPeer = max(1, Int(peer)) }
+        return limits
     }
 }
 

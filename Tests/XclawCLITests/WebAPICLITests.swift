@@ -7,56 +7,73 @@ import XclawTesting
 /// The web view's HTTP side (`daemon run --web`), asked as a browser and a script would: the token's way in, the
 /// pages' headers, the JSON routes (the CLI's own `--json`), their errors, and no secret in any answer or log.
 final class WebAPICLITests: XCTestCase {
-    func testTheTokenTheCookieThePagesAndTheRoutes() throws {
+    func testTheTokenThePagesAndTheRoutes() throws {
         let key = ["sk", "ant", "api03", UUID().uuidString.replacingOccurrences(of: "-", with: "")].joined(
             separator: "-")
         let daemon = try WebDaemon(environment: ["ANTHROPIC_API_KEY": key])
         defer { daemon.stop() }
         var bodies: [Data] = []
 
-        // No token: a page that says what to do; JSON for machines.
-        let page = try daemon.request("/")
-        XCTAssertEqual(page.status, 401)
-        XCTAssertTrue(String(decoding: page.body, as: UTF8.self).contains("xclaw daemon status --json"))
-        let api = try daemon.request("api/agents")
-        XCTAssertEqual(api.status, 401)
-        XCTAssertNotNil((try JSONSerialization.jsonObject(with: api.body) as? [String: Any])?["error"])
-        XCTAssertEqual(try daemon.request("/?token=" + String(repeating: "a", count: 64)).status, 401)
-
-        // The token once in the address: a redirect without it, and the cookie (HttpOnly, SameSite=Strict).
-        let first = try daemon.request("/?token=\(daemon.token)&x=1")
-        XCTAssertEqual(first.status, 303)
-        XCTAssertEqual(first.headers["location"], "/?x=1")
-        let cookie = try XCTUnwrap(first.headers["set-cookie"])
-        XCTAssertTrue(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), cookie)
-        let pair = String(cookie.split(separator: ";")[0])
-        let home = try daemon.request("/", headers: ["Cookie": pair])
+        // The page, its script and style: anyone's, no secret in them; the JSON needs the token.
+        let home = try daemon.request("/")
         XCTAssertEqual(home.status, 200)
         XCTAssertTrue(home.headers["content-type"]?.hasPrefix("text/html") == true)
+        XCTAssertNil(home.headers["set-cookie"])
         let policy = try XCTUnwrap(home.headers["content-security-policy"])
         XCTAssertTrue(policy.contains("script-src 'self'") && !policy.contains("unsafe"), policy)
         for asset in ["app.js", "app.css"] {
-            let served = try daemon.request(asset, headers: ["Cookie": pair])
+            let served = try daemon.request(asset)
             XCTAssertEqual(served.status, 200, asset)
             XCTAssertFalse(served.body.isEmpty, asset)
             XCTAssertFalse(String(decoding: served.body, as: UTF8.self).contains("://cdn"), "no CDN in \(asset)")
             bodies.append(served.body)
         }
+        let api = try daemon.request("api/agents")
+        XCTAssertEqual(api.status, 401)
+        let refusal = (try JSONSerialization.jsonObject(with: api.body) as? [String: Any])?["error"] as? String
+        XCTAssertTrue(refusal?.contains("xclaw daemon status --json") == true, refusal ?? "")
+        XCTAssertEqual(try daemon.request("api/agents?token=\(daemon.token)").status, 401, "the query is no way in")
+        XCTAssertEqual(try daemon.request("/?token=" + String(repeating: "a", count: 64)).status, 401)
+
+        // An old link with ?token=: sent to the fragment form, which the browser keeps to itself; no cookie ever.
+        let old = try daemon.request("/?token=\(daemon.token)&x=1")
+        XCTAssertEqual(old.status, 303)
+        XCTAssertEqual(old.headers["location"], "/#token=\(daemon.token)")
+        XCTAssertNil(old.headers["set-cookie"])
+        XCTAssertEqual(try daemon.request("api/agents", token: daemon.token).status, 200)
         XCTAssertEqual(
-            try daemon.request("api/agents", headers: ["Cookie": pair, "Origin": "http://attacker.example"]).status,
-            401, "a page elsewhere, even with the cookie")
+            try daemon.request("api/agents", headers: ["Origin": "http://attacker.example"], token: daemon.token)
+                .status,
+            401, "a page elsewhere, even with the token")
         XCTAssertEqual(
-            try daemon.request("api/agents", headers: ["Cookie": pair, "Origin": "http://127.0.0.1:1"]).status,
-            401, "another local server's page, even with the cookie")
+            try daemon.request("api/agents", headers: ["Origin": "http://127.0.0.1:1"], token: daemon.token).status,
+            401, "another local server's page, even with the token")
         XCTAssertEqual(
-            try daemon.request("api/agents", headers: ["Cookie": pair, "Sec-Fetch-Site": "same-site"]).status,
+            try daemon.request("api/agents", headers: ["Sec-Fetch-Site": "same-site"], token: daemon.token).status,
             401, "a request the browser says came from another port")
-        XCTAssertFalse(pair.contains(daemon.token), "the cookie holds a session secret, not the token")
         XCTAssertEqual(
             try daemon.request(
                 "api/stop", method: "POST", headers: ["Content-Type": "text/plain"], body: Data(#"{"all":true}"#.utf8),
                 token: daemon.token
             ).status, 415, "a POST a page elsewhere could send without asking")
+
+        // A navigation the page cannot put its header on takes a ticket: one GET of one report or export.
+        let ticketAnswer = try daemon.request(
+            "api/tickets", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"path": "/api/export/bot"}"#.utf8), token: daemon.token)
+        XCTAssertEqual(ticketAnswer.status, 200)
+        let ticket = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: ticketAnswer.body) as? [String: String])?["ticket"])
+        XCTAssertEqual(
+            try daemon.request(
+                "api/tickets", method: "POST", headers: ["Content-Type": "application/json"],
+                body: Data(#"{"path": "/api/agents"}"#.utf8), token: daemon.token
+            ).status, 400, "only for a report or an export")
+        XCTAssertEqual(
+            try daemon.request(
+                "api/tickets", method: "POST", headers: ["Content-Type": "application/json"],
+                body: Data(#"{"path": "/api/export/bot"}"#.utf8)
+            ).status, 401, "asked for with the token only")
 
         // The routes are the CLI's JSON.
         let made = try runCLI(["agent", "create", "bot", "--tools", "memory"], environment: daemon.environment)
@@ -105,6 +122,8 @@ final class WebAPICLITests: XCTestCase {
         let export = try daemon.request("api/export/bot?format=json", token: daemon.token)
         XCTAssertEqual(export.status, 200)
         XCTAssertEqual(export.headers["content-disposition"], "attachment; filename=\"bot.json\"")
+        XCTAssertEqual(try daemon.request("api/export/bot?format=json&ticket=\(ticket)").status, 200)
+        XCTAssertEqual(try daemon.request("api/export/bot?format=json&ticket=\(ticket)").status, 401, "used up")
 
         // Errors: the command's message and exit code, with the HTTP status that says the same.
         let (missing, why) = try json("api/history/nobody")

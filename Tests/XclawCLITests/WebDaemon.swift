@@ -13,16 +13,30 @@ final class WebDaemon {
     private let daemon: WebViewDaemon
     var url: String { daemon.url }
     var token: String { daemon.token }
+    /// The port it listens on.
+    var port: Int { URL(string: daemon.url)?.port ?? 0 }
+    /// Its process id.
+    var pid: Int32 { daemon.pid }
     /// The environment it runs with (its state directory, database), for CLI commands that must reach it.
     var environment: [String: String] { daemon.environment }
     /// What it logged.
     var logText: String { daemon.logText }
 
-    /// Starts one with `environment` over the test's.
-    init(environment: [String: String] = [:]) throws {
+    /// Starts one with `environment` over the test's, through `launcher` when given (`prlimit …`).
+    init(environment: [String: String] = [:], launcher: [String] = []) throws {
         daemon = try WebViewDaemon(
             state: FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-web-\(UUID().uuidString)"),
-            environment: environment)
+            environment: environment, launcher: launcher)
+    }
+
+    /// A raw connection to its web port, for what URLSession will not send (malformed heads, idle connections).
+    func connect() throws -> RawConnection { try RawConnection(port: port) }
+
+    /// One raw request: what came back until the server closed or `timeout` passed.
+    func raw(_ request: String, timeout: Double = 5) throws -> (text: String, closed: Bool) {
+        let connection = try connect()
+        guard connection.send(request) else { throw WebDaemonError("the request could not be sent") }
+        return connection.receive(timeout: timeout)
     }
 
     /// Stops it and removes its state.
@@ -88,6 +102,56 @@ private final class ResultBox: @unchecked Sendable {
         lock.withLock { value = (data, response, error) }
     }
     func get() -> (Data?, HTTPURLResponse?, (any Error)?) { lock.withLock { value } }
+}
+
+/// A raw TCP connection to 127.0.0.1:PORT, closed when released.
+final class RawConnection {
+    let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw WebDaemonError("socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            let error = errno
+            Glibc.close(descriptor)
+            throw WebDaemonError("connect to port \(port): errno \(error)")
+        }
+    }
+
+    deinit { Glibc.close(descriptor) }
+
+    /// Sends all of `text`; false when the server is gone.
+    func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            == bytes.count
+    }
+
+    /// What the server sends until it closes the connection or `timeout` passes, and whether it closed.
+    func receive(timeout: Double) -> (text: String, closed: Bool) {
+        var data: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard left > 0, poll(&ready, 1, Int32(max(1, left * 1000))) >= 0 else { break }
+            guard ready.revents != 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { return (String(decoding: data, as: UTF8.self), true) }
+            data += buffer[0..<count]
+        }
+        return (String(decoding: data, as: UTF8.self), false)
+    }
 }
 
 /// The web daemon did not do what a test needs of it.

@@ -7,10 +7,12 @@ import XclawScreen
 import XclawTesting
 
 /// The daemon's web view in a real headless Chromium (driven over the DevTools protocol by `web/pages.py`): the
-/// token's redirect and HttpOnly cookie, the dashboard, a chat streamed from the loopback Messages API and rendered
-/// as Markdown with highlighted code, the live screen of a real Xvfb with the fixture app, a CLI click in the action
-/// log and the overlay, an approval granted and an emergency stop pressed from the page, the pipeline, agent and
-/// runs pages, and the websocket's refusal of a foreign Origin. What is checked is what the page rendered.
+/// token from the address's fragment into the tab's own storage (no cookie), the dashboard, a chat streamed from the
+/// loopback Messages API and rendered as Markdown with highlighted code, the live screen of a real Xvfb with the
+/// fixture app, a CLI click in the action log and the overlay, an approval granted and an emergency stop pressed
+/// from the page, the pipeline, agent and runs pages (a report opened with a single-use ticket), the websocket's
+/// refusal of a foreign Origin, and a server on another port of 127.0.0.1: nothing the browser sends it works for
+/// another user. What is checked is what the page rendered.
 final class WebViewCLITests: XCTestCase {
     /// The venv's python, or why there is none.
     private static let python: Result<String, any Error> = Result {
@@ -119,8 +121,10 @@ final class WebViewCLITests: XCTestCase {
         let web = try XCTUnwrap(
             (try JSONSerialization.jsonObject(with: started.stdout) as? [String: Any])?["web"] as? [String: Any],
             String(decoding: started.stdout, as: UTF8.self))
-        let url = try XCTUnwrap(web["url"] as? String)
+        let pageURL = try XCTUnwrap(web["url"] as? String)
         let token = try XCTUnwrap(web["token"] as? String)
+        XCTAssertTrue(pageURL.hasSuffix("/#token=" + token), "web.url carries the token in its fragment")
+        let url = String(pageURL.prefix(pageURL.count - "#token=".count - token.count))
 
         for (name, tools) in [("writer", "memory"), ("deleter", "tap_element"), ("hanger", "computer")] {
             let created = try runCLI(
@@ -143,7 +147,8 @@ final class WebViewCLITests: XCTestCase {
 
         let clickPoint = [frame.x + 450, frame.y + 230]
         let config: [String: Any] = [
-            "url": url, "token": token, "xclaw": productsDirectory.appendingPathComponent("xclaw").path, "env": env,
+            "url": url, "page_url": pageURL, "token": token,
+            "xclaw": productsDirectory.appendingPathComponent("xclaw").path, "env": env,
             "display": display.name, "writer": "writer", "deleter": "deleter", "hanger": "hanger",
             "click": clickPoint, "window_pixel": [frame.x + 60, frame.y + 260], "pipeline": 1,
             "shots": ProcessInfo.processInfo.environment["XCLAW_WEB_SHOTS"] as Any,
@@ -161,25 +166,23 @@ final class WebViewCLITests: XCTestCase {
         XCTAssertEqual(result["errors"] as? [String], [], "\(result["errors"] ?? "")")
         XCTAssertEqual(result["page_exceptions"] as? [String], [], "no script error in any page")
 
-        // No token: the 401 page, not the app; a wrong one too.
+        // No token: the page says how to get in and asks the daemon nothing; a wrong one in an old link, 401.
         let noToken = result["no_token"] as? [String: Any]
-        XCTAssertEqual(noToken?["status"] as? Int, 401)
-        XCTAssertEqual(noToken?["has_app"] as? Bool, false)
+        XCTAssertEqual(noToken?["status"] as? Int, 200, "the page itself holds no secret")
+        XCTAssertEqual(noToken?["has_agents"] as? Bool, false)
         XCTAssertTrue((noToken?["heading"] as? String)?.contains("not authorized") == true, "\(noToken ?? [:])")
         XCTAssertEqual((result["wrong_token"] as? [String: Any])?["status"] as? Int, 401)
-        // ?token=: redirected (303) to the address without it; the cookie is HttpOnly, so the page cannot read it.
-        let login = try XCTUnwrap(result["login"] as? [String: Any])
-        XCTAssertEqual(login["redirected"] as? [Int], [303])
-        XCTAssertEqual(login["status"] as? Int, 200)
-        XCTAssertEqual(login["location"] as? String, url)
-        XCTAssertEqual(login["document_cookie"] as? String, "")
-        let cookies = try XCTUnwrap(login["cookies"] as? [[String: Any]])
-        XCTAssertEqual(cookies.count, 1, "\(cookies)")
-        XCTAssertEqual(cookies.first?["httpOnly"] as? Bool, true)
-        XCTAssertEqual(cookies.first?["sameSite"] as? String, "Strict")
-        // A session secret of this run of the daemon, never the token (a cookie goes to every port of the host).
-        XCTAssertEqual(cookies.first?["value_is_token"] as? Bool, false)
-        XCTAssertEqual(cookies.first?["value_length"] as? Int, 64)
+        // web.url: the token from the fragment into this tab's sessionStorage, out of the address bar; no cookie.
+        // An old link (?token=) is sent (303) to the fragment form, no cookie either.
+        for (name, redirects) in [("login", [Int]()), ("old_link", [303])] {
+            let login = try XCTUnwrap(result[name] as? [String: Any], name)
+            XCTAssertEqual(login["redirected"] as? [Int], redirects, name)
+            XCTAssertEqual(login["location"] as? String, url + "#/", name)
+            XCTAssertEqual(login["stored_is_token"] as? Bool, true, name)
+            XCTAssertEqual(login["document_cookie"] as? String, "", name)
+            XCTAssertEqual(login["cookies"] as? Int, 0, "\(name): no cookie at all")
+        }
+        XCTAssertEqual((result["login"] as? [String: Any])?["status"] as? Int, 200)
 
         // The dashboard: the agents created here, with their state; the run waiting for approval is in flight.
         let dashboard = try XCTUnwrap(result["dashboard"] as? [String: Any])
@@ -300,6 +303,35 @@ final class WebViewCLITests: XCTestCase {
         let report = result["report"] as? [String: Any]
         XCTAssertEqual(report?["status"] as? Int, 200)
         XCTAssertEqual(report?["is_html"] as? Bool, true)
+        // Clicked: a new tab with a single-use ticket for that report only, never the token.
+        let click = try XCTUnwrap(result["report_click"] as? [String: Any])
+        XCTAssertEqual(click["path"] as? String, rows.last.map { $0["report"] as? String ?? "" })
+        XCTAssertEqual(click["target"] as? String, "_blank")
+        XCTAssertEqual(click["features"] as? String, "noopener")
+        XCTAssertEqual(click["has_ticket"] as? Bool, true)
+        XCTAssertEqual(click["has_token"] as? Bool, false)
+        XCTAssertEqual(click["status"] as? Int, 200)
+        XCTAssertEqual(click["is_html"] as? Bool, true)
+        XCTAssertEqual(click["second_status"] as? Int, 401, "the ticket was for one visit")
+        XCTAssertEqual(click["without_ticket"] as? Int, 401)
+
+        // Another port of 127.0.0.1, visited after logging in: it got the browser's requests, and every header it
+        // got, replayed to the API and the chat websocket by another user (uid 65534), is refused. (A cookie of
+        // the web view would have been among them: browsers send a host's cookies to all its ports.)
+        let other = try XCTUnwrap(result["other_port"] as? [String: Any])
+        XCTAssertTrue((other["paths"] as? [String])?.contains("/fetched") == true, "\(other)")
+        XCTAssertEqual(other["token_seen"] as? Bool, false)
+        XCTAssertFalse((other["header_names"] as? [String] ?? []).contains("cookie"), "\(other)")
+        let replay = try XCTUnwrap(other["replayed"] as? [String: Any])
+        XCTAssertEqual(replay["uid"] as? Int, 65534)
+        let replayed = try XCTUnwrap(replay["results"] as? [[String: Any]])
+        XCTAssertGreaterThan(replayed.count, 4, "\(replayed)")
+        for row in replayed where row["path"] as? String != "control" {
+            XCTAssertEqual(row["api"] as? Int, 401, "\(row)")
+            XCTAssertEqual(row["ws"] as? Int, 401, "\(row)")
+        }
+        XCTAssertEqual(
+            replayed.last?["api"] as? Int, 200, "the replay reaches the daemon: with the token it is served")
 
         // Origins: a foreign page's websocket and API calls are refused with 401 even with the token (the handshake
         // by `WebSocketGate`); the same request with this machine's Origin is upgraded (101), so the Origin alone
@@ -307,6 +339,8 @@ final class WebViewCLITests: XCTestCase {
         let origins = try XCTUnwrap(result["origins"] as? [String: Int])
         XCTAssertEqual(origins["foreign"], 401)
         XCTAssertEqual(origins["local"], 101)
+        XCTAssertEqual(origins["subprotocol"], 101, "the page's way: the token offered as a subprotocol")
+        XCTAssertEqual(origins["subprotocol_wrong"], 401)
         XCTAssertEqual(origins["no_token"], 401)
         XCTAssertEqual(origins["api_foreign"], 401)
         XCTAssertEqual(origins["other_port"], 401, "another local server's page is not this one")

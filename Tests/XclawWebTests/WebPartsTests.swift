@@ -77,50 +77,74 @@ final class WebPartsTests: XCTestCase {
         XCTAssertEqual(long.detail?.count, 120, "a long text is shortened")
     }
 
-    func testTheTokenLeavesTheAddress() {
-        XCTAssertEqual(WebResponses.withoutToken(URI("/?token=abc")), "/")
-        XCTAssertEqual(WebResponses.withoutToken(URI("/x?token=abc&a=1")), "/x?a=1")
+    func testOnlyExactlyApplicationJSONIsJSON() {
+        for json in ["application/json", "application/json; charset=utf-8", "Application/JSON", " application/json ;x"]
+        {
+            XCTAssertTrue(WebResponses.isJSON(json), json)
+        }
+        for other in ["application/jsonp", "application/json-patch+json", "text/plain", "application/x-json", "", nil] {
+            XCTAssertFalse(WebResponses.isJSON(other), other ?? "nil")
+        }
     }
 }
 
 /// Who may ask, decided from a request's parts alone.
 final class WebAccessTests: XCTestCase {
-    private let access = WebAccess(
-        token: String(repeating: "ab", count: 32), cookieName: "xclaw_c", session: String(repeating: "cd", count: 32))
+    private let access = WebAccess(token: String(repeating: "ab", count: 32), tickets: WebTickets())
 
     private func parts(
-        path: String = "/api/agents", origin: String? = nil, host: String? = "127.0.0.1:7878", site: String? = nil,
-        query: String? = nil, bearer: String? = nil, cookie: String? = nil
+        path: String = "/api/agents", method: String = "GET", origin: String? = nil, host: String? = "127.0.0.1:7878",
+        site: String? = nil, bearer: String? = nil, protocols: String? = nil, ticket: String? = nil
     ) -> WebRequestParts {
         WebRequestParts(
-            path: path, method: "GET", origin: origin, host: host, fetchSite: site, queryToken: query,
-            authorization: bearer.map { "Bearer " + $0 }, cookies: cookie.map { "other=1; xclaw_c=" + $0 })
+            path: path, method: method, origin: origin, host: host, fetchSite: site,
+            authorization: bearer.map { "Bearer " + $0 }, protocols: protocols, ticket: ticket)
     }
 
-    func testTheTokenOnceThenTheSessionAndOnlyFromThisServersOwnPages() {
+    func testTheTokenInAHeaderOnlyAndOnlyFromThisServersOwnPages() {
         let token = access.token
-        XCTAssertNil(access.refusal(parts(query: token)))
         XCTAssertNil(access.refusal(parts(bearer: token)))
-        XCTAssertNil(access.refusal(parts(cookie: access.session)))
-        XCTAssertNotNil(access.refusal(parts(cookie: token)), "the cookie holds the session, never the token")
         XCTAssertNotNil(access.refusal(parts()))
-        XCTAssertNotNil(access.refusal(parts(query: String(token.dropLast()) + "0")))
-        XCTAssertNil(access.refusal(parts(origin: "http://127.0.0.1:7878", cookie: access.session)))
+        XCTAssertNotNil(access.refusal(parts(bearer: String(token.dropLast()) + "0")))
+        XCTAssertNil(access.refusal(parts(origin: "http://127.0.0.1:7878", bearer: token)))
         XCTAssertNotNil(
-            access.refusal(parts(origin: "http://127.0.0.1:3000", cookie: access.session)),
-            "another local server's page")
+            access.refusal(parts(origin: "http://127.0.0.1:3000", bearer: token)), "another local server's page")
         XCTAssertNotNil(access.refusal(parts(origin: "http://evil.example", bearer: token)))
         XCTAssertNotNil(
             access.refusal(parts(origin: "http://evil.example:7878", host: "evil.example:7878", bearer: token)),
             "a rebound name is not this machine")
-        XCTAssertNotNil(access.refusal(parts(site: "same-site", cookie: access.session)))
-        XCTAssertNil(access.refusal(parts(site: "same-origin", cookie: access.session)))
-        XCTAssertNil(access.refusal(parts(site: "none", cookie: access.session)))
+        XCTAssertNotNil(access.refusal(parts(site: "same-site", bearer: token)))
+        XCTAssertNil(access.refusal(parts(site: "same-origin", bearer: token)))
+        XCTAssertNil(access.refusal(parts(site: "none", bearer: token)))
         XCTAssertNil(access.refusal(parts(path: "/mcp", bearer: token)))
-        XCTAssertNotNil(access.refusal(parts(path: "/mcp", cookie: access.session)), "MCP takes the Bearer token only")
-        XCTAssertNotNil(access.refusal(parts(path: "/mcp", query: token)))
-        XCTAssertTrue(access.setCookie.contains("HttpOnly") && access.setCookie.contains("SameSite=Strict"))
-        XCTAssertFalse(access.setCookie.contains(token))
+        XCTAssertNotNil(
+            access.refusal(parts(path: "/mcp", protocols: "xclaw.token." + token)), "MCP takes the Bearer token only")
+        // A websocket offers the token as a subprotocol; nothing else may.
+        XCTAssertNil(access.refusal(parts(path: "/ws/chat", protocols: "xclaw, xclaw.token." + token)))
+        XCTAssertNotNil(access.refusal(parts(path: "/ws/chat", protocols: "xclaw, xclaw.token.00")))
+        XCTAssertNotNil(access.refusal(parts(path: "/api/agents", protocols: "xclaw.token." + token)))
+        // The page, its script and style are anyone's (they hold no secret); nothing else is.
+        for page in ["/", "/app.js", "/app.css"] { XCTAssertNil(access.refusal(parts(path: page)), page) }
+        XCTAssertNotNil(access.refusal(parts(path: "/", site: "cross-site")), "still not from another site")
+        XCTAssertNotNil(access.refusal(parts(path: "/", method: "POST")))
+    }
+
+    func testATicketIsForOneGetOfOnePathForAMinute() throws {
+        let tickets = access.tickets
+        XCTAssertNil(tickets.issue(for: "/api/agents"), "only a report or an export")
+        XCTAssertNil(tickets.issue(for: "/api/reports/"))
+        let ticket = try XCTUnwrap(tickets.issue(for: "/api/reports/7"))
+        XCTAssertNotNil(access.refusal(parts(path: "/api/reports/8", ticket: ticket)), "another path")
+        let again = try XCTUnwrap(tickets.issue(for: "/api/reports/7"))
+        XCTAssertNotNil(access.refusal(parts(path: "/api/reports/7", method: "POST", ticket: again)))
+        let third = try XCTUnwrap(tickets.issue(for: "/api/reports/7"))
+        XCTAssertNil(access.refusal(parts(path: "/api/reports/7", ticket: third)))
+        XCTAssertNotNil(access.refusal(parts(path: "/api/reports/7", ticket: third)), "used up")
+        let export = try XCTUnwrap(tickets.issue(for: "/api/export/bot"))
+        XCTAssertNil(access.refusal(parts(path: "/api/export/bot", ticket: export)))
+        let early = try XCTUnwrap(tickets.issue(for: "/api/reports/7"))
+        for _ in 0..<WebTickets.maximum { _ = tickets.issue(for: "/api/reports/1") }
+        XCTAssertNotNil(access.refusal(parts(path: "/api/reports/7", ticket: early)), "the oldest went first")
     }
 
     func testOnlyThisMachinesDisplaysAreWatched() {

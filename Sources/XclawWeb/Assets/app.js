@@ -34,9 +34,26 @@ class ApiError extends Error {
   }
 }
 
+// The token: it comes once in the address's fragment (#token=…, which a browser never sends to a server), moves into
+// this origin's sessionStorage, and leaves the address bar. It is sent as a header on every request and as a
+// websocket subprotocol; never a cookie, which the browser would hand to every other port of this host.
+const TOKEN_KEY = "xclaw.token";
+(() => {
+  const m = /^#token=([0-9A-Fa-f]+)/.exec(location.hash);
+  if (!m) return;
+  sessionStorage.setItem(TOKEN_KEY, m[1]);
+  history.replaceState(null, "", location.pathname + "#/");
+})();
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+const NO_TOKEN = "this tab has no token: open web.url from `xclaw daemon status --json` (it carries the token)";
+
 /** Fetches JSON from the daemon; throws ApiError with the server's message. */
 async function api(path, options = {}) {
-  const init = { credentials: "same-origin", headers: {}, ...options };
+  const init = { credentials: "omit", ...options, headers: { Authorization: "Bearer " + token(), ...(options.headers || {}) } };
   if (options.json !== undefined) {
     init.method = init.method || "POST";
     init.body = JSON.stringify(options.json);
@@ -59,7 +76,7 @@ async function api(path, options = {}) {
   if (!response.ok) {
     const message = body && body.error ? body.error : text.slice(0, 200) || response.statusText;
     if (response.status === 401) {
-      throw new ApiError(message + " — open the web view's address again with ?token=", 401);
+      throw new ApiError(token() ? message + " — open web.url from `xclaw daemon status --json` again" : NO_TOKEN, 401);
     }
     throw new ApiError(message, response.status);
   }
@@ -198,6 +215,38 @@ function pageHead(title, sub, ...right) {
 function wsURL(path) {
   return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
 }
+
+/** A websocket to the daemon: a browser cannot put a header on one, so the token rides as a subprotocol. */
+function openSocket(path) {
+  return new WebSocket(wsURL(path), ["xclaw", "xclaw.token." + token()]);
+}
+
+/** Follows a link the page cannot put its header on (a run's report, an export): with a single-use ticket. */
+async function openWithTicket(link) {
+  const target = new URL(link.href, location.href);
+  try {
+    const { ticket } = await api("/api/tickets", { json: { path: target.pathname } });
+    target.searchParams.set("ticket", ticket);
+  } catch (error) {
+    toast(error.message, true);
+    return;
+  }
+  if (link.hasAttribute("download")) {
+    const a = h("a", { href: target.pathname + target.search, download: link.getAttribute("download") });
+    document.body.append(a);
+    a.click();
+    a.remove();
+  } else {
+    window.open(target.pathname + target.search, "_blank", "noopener");
+  }
+}
+
+document.addEventListener("click", (event) => {
+  const link = event.target.closest && event.target.closest('a[href^="/api/reports/"], a[href^="/api/export/"]');
+  if (!link || event.button !== 0) return;
+  event.preventDefault();
+  openWithTicket(link);
+});
 
 // ---------------------------------------------------------------------------------------------------------------
 // Syntax highlighting: a small tokenizer per language; keywords, types, literals, strings, comments and numbers
@@ -993,7 +1042,7 @@ async function chatView(view, name) {
   const connect = () =>
     new Promise((resolve, reject) => {
       if (socket && socket.readyState === WebSocket.OPEN) return resolve(socket);
-      socket = new WebSocket(wsURL("/ws/chat"));
+      socket = openSocket("/ws/chat");
       socket.onopen = () => resolve(socket);
       socket.onerror = () => reject(new Error("the chat socket did not open"));
       socket.onmessage = (event) => onEvent(JSON.parse(event.data));
@@ -1367,7 +1416,7 @@ async function screenView(view, displayArg) {
   const setState = (text) => (document.getElementById("screen-state").textContent = text);
   const open = () => {
     if (!view.alive) return;
-    socket = new WebSocket(wsURL("/ws/screen?display=" + encodeURIComponent(display)));
+    socket = openSocket("/ws/screen?display=" + encodeURIComponent(display));
     socket.binaryType = "blob";
     socket.onmessage = (event) => {
       if (typeof event.data !== "string") {
@@ -1663,4 +1712,12 @@ document.getElementById("nav-stop").addEventListener("click", async () => {
   }
 });
 window.addEventListener("hashchange", route);
-route();
+if (token()) {
+  route();
+} else {
+  // Opened without its token: say how to get in, and ask the daemon nothing.
+  document.getElementById("main").replaceChildren(
+    h("h1", {}, "xclaw web view: not authorized"),
+    emptyState(NO_TOKEN, ". The token stays in this tab only.")
+  );
+}

@@ -1,7 +1,7 @@
 """A real headless Chromium driven over the DevTools protocol, for the web view's tests and its latency benchmark.
 
     with Browser() as browser:
-        browser.navigate("http://127.0.0.1:PORT/?token=T")
+        browser.navigate("http://127.0.0.1:PORT/#token=T")
         browser.wait_for("document.querySelector('#agents table') !== null")
         print(browser.evaluate("document.title"))
 

@@ -70,7 +70,7 @@ def main():
     try:
         with Browser() as browser:
             base = args.url.rstrip("/") + "/"
-            browser.navigate(base + "?token=" + args.token)
+            browser.navigate(base + "#token=" + args.token)
             browser.evaluate("location.hash = %s" % json.dumps("#/screen/" + args.display.lstrip(":")))
             browser.wait_for("window.xclawScreen && window.xclawScreen.display && window.xclawScreen.frames > 0",
                              timeout=args.timeout)

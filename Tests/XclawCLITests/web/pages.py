@@ -2,15 +2,18 @@
 
     pages.py CONFIG_JSON
 
-CONFIG: {"url", "token", "xclaw" (the CLI), "env" (its environment), "display", "writer", "deleter", "hanger",
-"click": [X, Y], "pipeline": ID, "shots": DIR or null}. The caller (WebViewCLITests) started the daemon with the web
-view, the agents, a pipeline and a run that waits for approval; this script only looks, clicks and reports.
+CONFIG: {"url" (the server, no token), "page_url" (web.url: the token in its fragment), "token", "xclaw" (the CLI),
+"env" (its environment), "display", "writer", "deleter", "hanger", "click": [X, Y], "pipeline": ID, "shots": DIR or
+null}. The caller (WebViewCLITests) started the daemon with the web view, the agents, a pipeline and a run that waits
+for approval; this script only looks, clicks and reports (never the token itself).
 """
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -51,11 +54,73 @@ def go(browser, hash_route, ready):
     return browser.wait_for(ready)
 
 
-def api(browser, path):
-    """GET path through the page (its cookie), as {status, body}."""
+def api(browser, path, header=True):
+    """GET path through the page (with the token from its sessionStorage, as the page sends it), as {status, body}."""
+    init = "{headers: {Authorization: 'Bearer ' + sessionStorage.getItem('xclaw.token')}}" if header else "{}"
     return browser.evaluate(
-        "fetch(%s).then(async r => ({status: r.status, type: r.headers.get('content-type'), "
-        "disposition: r.headers.get('content-disposition'), body: await r.text()}))" % js(path))
+        "fetch(%s, %s).then(async r => ({status: r.status, type: r.headers.get('content-type'), "
+        "disposition: r.headers.get('content-disposition'), body: await r.text()}))" % (js(path), init))
+
+
+def login_state(browser):
+    """Where the page is and what it keeps: the token in its own sessionStorage, no cookie at all."""
+    return {
+        "location": browser.evaluate("location.href"),
+        "stored_is_token": browser.evaluate("sessionStorage.getItem('xclaw.token') === %s" % js(token)),
+        "document_cookie": browser.evaluate("document.cookie"),
+        "cookies": len(browser.cookies()),
+        "redirected": [e["params"]["redirectResponse"]["status"] for e in browser.events
+                       if e["method"] == "Network.requestWillBeSent" and "redirectResponse" in e["params"]],
+    }
+
+
+REPLAY = r"""
+import json, socket, sys
+config = json.loads(sys.argv[1])
+port = config["port"]
+
+def exchange(lines):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    data = b""
+    while b"\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.1 ") else 0
+
+out = []
+for request in config["requests"]:
+    headers = [(n, v) for n, v in request["headers"] if n.lower() not in ("connection", "upgrade", "content-length")]
+    for host in ("as received", "the daemon's"):
+        kept = [(n, "127.0.0.1:%d" % port if host != "as received" and n.lower() == "host" else v) for n, v in headers]
+        if not any(n.lower() == "host" for n, _ in kept):
+            kept.append(("Host", "127.0.0.1:%d" % port))
+        fields = ["%s: %s" % pair for pair in kept]
+        api = exchange(["GET /api/agents HTTP/1.1"] + fields + ["Connection: close"])
+        ws = exchange(["GET /ws/chat HTTP/1.1"] + [f for f in fields if not f.lower().startswith("sec-websocket")]
+                      + ["Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13",
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="])
+        out.append({"path": request["path"], "host": host, "api": api, "ws": ws})
+control = [("Host", "127.0.0.1:%d" % port), ("Authorization", "Bearer " + config["control"])]
+out.append({"path": "control", "host": "the daemon's", "api": exchange(
+    ["GET /api/agents HTTP/1.1"] + ["%s: %s" % pair for pair in control] + ["Connection: close"]), "ws": 0})
+print(json.dumps({"uid": __import__("os").getuid(), "results": out}))
+"""
+
+
+def replay_as_nobody(received):
+    """Replays every header the other port received to the daemon, from a process of uid 65534: the page's API and
+    its chat websocket. A control request with the token shows the replay itself reaches the daemon."""
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    argument = json.dumps({"port": port, "requests": received, "control": token})
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                           REPLAY, argument], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError("the replay failed: " + done.stderr[-500:])
+    return json.loads(done.stdout)
 
 
 def xclaw(*arguments, wait=True):
@@ -70,29 +135,25 @@ def xclaw(*arguments, wait=True):
 with Browser() as browser:
     def unauthorized():
         status = browser.navigate(url)
+        time.sleep(0.3)
         result["no_token"] = {
             "status": status,
             "heading": browser.evaluate("document.querySelector('h1') && document.querySelector('h1').textContent"),
-            "has_app": browser.evaluate("!!document.querySelector('#main')"),
+            "has_agents": browser.evaluate("!!document.querySelector('#agents')"),
         }
         result["wrong_token"] = {"status": browser.navigate(url + "?token=wrong")}
+        # An old link (?token=): sent to the fragment form, and no cookie.
+        browser.navigate(url + "?token=" + token)
+        browser.wait_for("location.hash === '#/'")
+        result["old_link"] = login_state(browser)
+        browser.evaluate("sessionStorage.clear()")
     step("unauthorized", unauthorized)
 
     def login():
-        status = browser.navigate(url + "?token=" + token)
-        result["login"] = {
-            "status": status,
-            "redirects": [e["params"]["response"]["status"] for e in browser.events
-                          if e["method"] == "Network.responseReceived"
-                          and e["params"].get("type") == "Document"],
-            "redirected": [e["params"]["redirectResponse"]["status"] for e in browser.events
-                           if e["method"] == "Network.requestWillBeSent" and "redirectResponse" in e["params"]],
-            "location": browser.evaluate("location.href"),
-            "document_cookie": browser.evaluate("document.cookie"),
-            "cookies": [{"name": c["name"], "httpOnly": c["httpOnly"], "sameSite": c.get("sameSite"),
-                         "value_is_token": token in c["value"],
-                         "value_length": len(c["value"])} for c in browser.cookies()],
-        }
+        browser.navigate("about:blank")  # (the same document with another fragment would not load again)
+        status = browser.navigate(config["page_url"])
+        browser.wait_for("location.hash === '#/'")
+        result["login"] = dict(login_state(browser), status=status)
         browser.wait_for("document.querySelectorAll('#agents tr[data-agent]').length >= 3")
         browser.wait_for("document.querySelector('#stat-cost') !== null")
         result["dashboard"] = browser.evaluate("""(() => {
@@ -306,6 +367,23 @@ with Browser() as browser:
         report = api(browser, first)
         result["report"] = {"status": report["status"], "type": report["type"],
                             "is_html": "<html" in report["body"].lower() or "<!doctype" in report["body"].lower()}
+        # Clicked, the link opens the report with a single-use ticket (a new tab cannot carry the header).
+        browser.evaluate("""(() => {
+            window.__opened = [];
+            window.open = (u, target, features) => { window.__opened.push({u, target, features}); return null; };
+            [...document.querySelectorAll('#runs a.report-link')].pop().click();
+        })()""")
+        opened = browser.wait_for("window.__opened.length > 0 && window.__opened[0]")
+        first_visit = api(browser, opened["u"], header=False)
+        second_visit = api(browser, opened["u"], header=False)
+        result["report_click"] = {
+            "path": opened["u"].split("?")[0], "target": opened["target"], "features": opened["features"],
+            "has_ticket": "ticket=" in opened["u"], "has_token": token in opened["u"],
+            "status": first_visit["status"], "is_html": "<html" in first_visit["body"].lower()
+            or "<!doctype" in first_visit["body"].lower(),
+            "second_status": second_visit["status"],
+            "without_ticket": api(browser, opened["u"].split("?")[0], header=False)["status"],
+        }
     step("runs", runs)
 
     def every_page_as_rendered():
@@ -318,6 +396,45 @@ with Browser() as browser:
             pages.append(browser.evaluate("document.documentElement.outerHTML"))
         result["html"] = pages
     step("html", every_page_as_rendered)
+
+    def other_port():
+        # A server of another local user on another port of 127.0.0.1: it records every header the browser sends it.
+        # Whatever it gets must be worthless to the web view (a cookie would not be: browsers send a host's cookies
+        # to all of its ports).
+        received = []
+
+        class Recorder(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                received.append({"path": self.path, "headers": list(self.headers.items())})
+                page = (b"<!doctype html><title>elsewhere</title><img src='/pixel.png'>"
+                        b"<script>fetch('/fetched', {credentials: 'include'}).catch(() => {});"
+                        b"try { new WebSocket('ws://' + location.host + '/ws'); } catch (e) {}</script>")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html" if self.path == "/" else "text/plain")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
+            def log_message(self, *_):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            browser.navigate("http://127.0.0.1:%d/" % server.server_address[1])
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not any(r["path"] == "/fetched" for r in received):
+                time.sleep(0.05)
+            time.sleep(0.5)
+        finally:
+            server.shutdown()
+        result["other_port"] = {
+            "paths": sorted({r["path"] for r in received}),
+            "header_names": sorted({name.lower() for r in received for name, _ in r["headers"]}),
+            "token_seen": any(token in value for r in received for _, value in r["headers"]),
+            "replayed": replay_as_nobody(received),
+        }
+    step("other_port", other_port)
 
     def errors_in_page():
         result["page_exceptions"] = [
@@ -338,6 +455,18 @@ def origins():
                 out[name] = 101
         except InvalidStatus as error:
             out[name] = error.response.status_code
+    try:
+        with connect(base + "ws/chat", origin=url.rstrip("/"), subprotocols=["xclaw", "xclaw.token." + token],
+                     open_timeout=5) as socket_:
+            out["subprotocol"] = 101 if socket_.subprotocol == "xclaw" else -1
+    except InvalidStatus as error:
+        out["subprotocol"] = error.response.status_code
+    try:
+        with connect(base + "ws/chat", origin=url.rstrip("/"), subprotocols=["xclaw", "xclaw.token.00"],
+                     open_timeout=5):
+            out["subprotocol_wrong"] = 101
+    except InvalidStatus as error:
+        out["subprotocol_wrong"] = error.response.status_code
     try:
         with connect(base + "ws/screen?display=" + config["display"], open_timeout=5):
             out["no_token"] = 101

@@ -61,7 +61,7 @@ def main():
     samples = []
     try:
         with Browser() as browser:
-            browser.navigate(args.url.rstrip("/") + "/?token=" + args.token)
+            browser.navigate(args.url.rstrip("/") + "/#token=" + args.token)
             browser.evaluate("location.hash = %s" % json.dumps("#/screen/" + args.display.lstrip(":")))
             browser.wait_for("window.xclawScreen && window.xclawScreen.frames > 0", timeout=20)
             # Ten minutes of 25 frames a second would be a flood of network events nobody reads.
