@@ -27,7 +27,12 @@ public final class ResidentDisplays: Sendable {
     /// Text blocks in the kept OCR caches, over every display.
     public var ocrBlocks: Int { held.withLock { Array($0.values) }.map(\.ocrBlocks).reduce(0, +) }
 
-    /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again.
+    /// Times a kept display was opened again after its server went away.
+    public var reconnects: Int { reconnected.load(ordering: .relaxed) }
+    private let reconnected = Atomic<Int>(0)
+
+    /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again. One
+    /// that cannot be opened is not kept: nothing a caller names stays unless it is a display that answers.
     func display(_ name: String?) throws -> HeldDisplay {
         let resolved = try DisplayConnection.resolveName(name)
         let display = held.withLock { all in
@@ -36,7 +41,14 @@ public final class ResidentDisplays: Sendable {
             all[resolved] = made
             return made
         }
-        try display.ensureConnected(logger)
+        do {
+            if try display.ensureConnected(logger) { reconnected.add(1, ordering: .relaxed) }
+        } catch {
+            held.withLock { all in
+                if all[resolved] === display, !display.isConnected { all[resolved] = nil }
+            }
+            throw error
+        }
         return display
     }
 
@@ -67,16 +79,32 @@ final class HeldDisplay: Sendable {
 
     init(name: String) { self.name = name }
 
-    /// Opens the connection, or opens it again when the server went away: everything built on the old one goes.
-    func ensureConnected(_ logger: Logger) throws {
-        try state.withLock { state in
+    /// Opens the connection, or opens it again when the server went away (true then): everything built on the old
+    /// one goes, and the old connection is closed once the last request using it let go. A display of this machine
+    /// is opened through its Unix socket only, never by Xlib's fallback to TCP on localhost.
+    func ensureConnected(_ logger: Logger) throws -> Bool {
+        let (old, reconnecting, failure): (State, Bool, (any Error)?) = state.withLock { state in
             // Asks the socket too: a server that died while nothing was sent has not been noticed by Xlib yet.
-            if let connection = state.connection, (try? connection.poll()) != nil { return }
-            if state.connection != nil { logger.info("display lost; reconnecting", metadata: ["display": "\(name)"]) }
+            if let connection = state.connection, (try? connection.poll()) != nil { return (State(), false, nil) }
+            let reconnecting = state.connection != nil
+            if reconnecting { logger.info("display lost; reconnecting", metadata: ["display": "\(name)"]) }
+            let old = state
             state = State()
-            state.connection = try DisplayConnection(name: name)
+            do {
+                state.connection = try DisplayConnection(name: name, localOnly: DisplayConnection.isLocal(name))
+            } catch {
+                return (old, false, error)  // `state` holds no connection: the caller lets the display go
+            }
+            return (old, reconnecting, nil)
         }
+        // The old perceiver's tree watcher ends with it, outside the lock.
+        old.perceiver?.treeCache?.stop()
+        if let failure { throw failure }
+        return reconnecting
     }
+
+    /// Whether a connection is held (none after a failed open).
+    var isConnected: Bool { state.withLock { $0.connection != nil } }
 
     var connection: DisplayConnection {
         get throws {

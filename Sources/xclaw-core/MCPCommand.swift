@@ -48,7 +48,9 @@ final class MCPCommandRunner: Sendable {
     private let defaultDisplay: String?
     /// The displays a running daemon holds, when the runner is not inside it (asked on its socket).
     private let daemonDisplays: @Sendable () -> [String]?
-    private let inputLocks = Mutex<[String: NSLock]>([:])
+    /// Each display's input lock while a call holds it or waits for it, with how many do: an entry goes with its
+    /// last user, so display names callers pass (real or not) do not pile up.
+    private let inputLocks = Mutex<[String: (lock: NSLock, users: Int)]>([:])
 
     /// A runner of its own (`xclaw mcp`): its own kept displays, the daemon's asked over its socket.
     convenience init(defaultDisplay: String?) {
@@ -74,7 +76,12 @@ final class MCPCommandRunner: Sendable {
     /// The display a call acts on: its `display` argument, else `--display`, else the running daemon's one display,
     /// else `$DISPLAY`.
     func display(for call: MCPCall) throws -> String {
-        if let named = call.string("display"), !named.isEmpty { return named }
+        // The caller's word opens only a display of this machine (its Unix socket): a name with a host would make
+        // the server connect to that host's X server. The user's own --display and $DISPLAY are theirs to choose.
+        if let named = call.string("display"), !named.isEmpty {
+            guard DisplayConnection.isLocal(named) else { throw ScreenError.notLocal(named) }
+            return named
+        }
         if let defaultDisplay { return defaultDisplay }
         if let held = daemonDisplays() {
             if held.count == 1 { return held[0] }
@@ -153,9 +160,12 @@ final class MCPCommandRunner: Sendable {
         _ arguments: [String], display: String?, stdin: Data?, exclusive: Bool, cancellation: MCPCancellation,
         stdout: Int32? = nil, keepSecrets: Bool = false
     ) -> Outcome {
-        let lock = exclusive ? display.map(inputLock) : nil
+        let lock = exclusive ? display.map(takeInputLock) : nil
         lock?.lock()
-        defer { lock?.unlock() }
+        defer {
+            lock?.unlock()
+            if exclusive, let display { releaseInputLock(display) }
+        }
         do {
             let (input, output, error) = try (ScratchFile(stdin ?? Data()), ScratchFile(), ScratchFile())
             // No tool needs a key or a token: the command never sees one, whatever the client passed the server
@@ -183,12 +193,18 @@ final class MCPCommandRunner: Sendable {
         }
     }
 
-    private func inputLock(_ display: String) -> NSLock {
+    private func takeInputLock(_ display: String) -> NSLock {
         inputLocks.withLock { locks in
-            if let lock = locks[display] { return lock }
-            let lock = NSLock()
-            locks[display] = lock
-            return lock
+            let entry = locks[display] ?? (NSLock(), 0)
+            locks[display] = (entry.lock, entry.users + 1)
+            return entry.lock
+        }
+    }
+
+    private func releaseInputLock(_ display: String) {
+        inputLocks.withLock { locks in
+            guard let entry = locks[display] else { return }
+            locks[display] = entry.users > 1 ? (entry.lock, entry.users - 1) : nil
         }
     }
 
