@@ -17,12 +17,13 @@ public final class MCPServer: Sendable {
     /// How much of a caller's word an error quotes.
     public static let quoteLimit = 200
 
-    /// The answer to a message longer than `maximumMessage`: an invalid request, id null (its id was never read).
-    public static var overlongReply: Data {
+    /// The answer to a message longer than `limit` (`maximumMessage` unless a transport was given another): an
+    /// invalid request, id null (its id was never read).
+    public static func overlongReply(limit: Int = maximumMessage) -> Data {
         error(
             id: .null, .invalidRequest,
-            "the message is longer than \(maximumMessage) bytes, the most this server takes: send less (a smaller "
-                + "argument) in one message"
+            "the message is longer than \(limit) bytes, the most this server takes: send less (a smaller argument) "
+                + "in one message"
         ).message
     }
 

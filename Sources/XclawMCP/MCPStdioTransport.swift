@@ -40,7 +40,7 @@ public final class MCPStdioTransport: Sendable {
                 if !discarding {
                     if buffer.count + (end - start) > limit {
                         logger.warning("a message over the limit; dropped", metadata: ["limit": "\(limit)"])
-                        writer.write(MCPServer.overlongReply)
+                        writer.write(MCPServer.overlongReply(limit: limit))
                         (buffer, discarding) = ([], true)
                     } else {
                         buffer += chunk[start..<end]

@@ -16,6 +16,7 @@ import os
 import socket
 import statistics
 import sys
+import threading
 import time
 
 from mcp import ClientSession, StdioServerParameters
@@ -152,7 +153,8 @@ async def defaults(session, config):
 
 async def remote_display(session, config):
     """Display names that reach another host's X server (or TCP at all) are refused, and nothing connects: a listener
-    on 127.0.0.1:6000+N, where no local display N exists, counts the connections it gets."""
+    on 127.0.0.1:6000+N, where no local display N exists, counts the connections it gets (and closes each at once, so
+    a server that did connect fails fast instead of waiting for an X reply)."""
     listener, number = None, None
     for number in range(470, 1000):
         if os.path.exists("/tmp/.X11-unix/X%d" % number):
@@ -165,20 +167,28 @@ async def remote_display(session, config):
         except OSError:
             listener.close()
             listener = None
+    listener.settimeout(0.2)
+    connections, done = [0], threading.Event()
+
+    def accept():
+        while not done.is_set():
+            try:
+                connection, _ = listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            connection.close()
+            connections[0] += 1
+
+    acceptor = threading.Thread(target=accept)
+    acceptor.start()
     out = {"number": number}
     for key, name in [("ip", "127.0.0.1:%d" % number), ("host", "localhost:%d.0" % number), ("local", ":%d" % number)]:
         out[key] = summary(await session.call_tool("windows", {"display": name}))
-    listener.settimeout(0.5)
-    connections = 0
-    try:
-        while True:
-            connection, _ = listener.accept()
-            connection.close()
-            connections += 1
-    except (socket.timeout, BlockingIOError):
-        pass
+    await asyncio.sleep(0.5)
+    done.set()
+    acceptor.join()
     listener.close()
-    out["connections"] = connections
+    out["connections"] = connections[0]
     return out
 
 
