@@ -195,11 +195,12 @@ final class HeldDisplay: Sendable {
         }
     }
 
-    /// Text blocks in the kept perceiver's OCR cache.
-    var ocrBlocks: Int { state.withLock { $0.perceiver?.recognizer.cache.count ?? 0 } }
+    /// Text blocks in the kept perceiver's OCR cache; 0 while the display is being opened (an open may take long,
+    /// and `daemon status` must answer at once).
+    var ocrBlocks: Int { state.withLockIfAvailable { $0.perceiver?.recognizer.cache.count ?? 0 } ?? 0 }
 
-    /// How many times the kept perceiver read the accessibility tree in full.
-    var treeReads: Int { state.withLock { $0.perceiver?.treeCache?.reads ?? 0 } }
+    /// How many times the kept perceiver read the accessibility tree in full; 0 while the display is being opened.
+    var treeReads: Int { state.withLockIfAvailable { $0.perceiver?.treeCache?.reads ?? 0 } ?? 0 }
 
     func close() {
         let (input, perceiver) = state.withLock { ($0.input, $0.perceiver) }

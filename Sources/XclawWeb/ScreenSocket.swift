@@ -155,7 +155,7 @@ final class ScreenWatcher: Sendable {
         Thread { [self] in
             defer { continuation.finish() }
             do {
-                let connection = try DisplayConnection(name: display)
+                let connection = try DisplayConnection(name: display, localOnly: true)
                 let capturer = try ScreenCapturer(connection: connection)
                 continuation.yield(.hello(try connection.screenSize()))
                 var last: Frame?
