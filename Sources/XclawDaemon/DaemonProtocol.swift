@@ -12,6 +12,10 @@ import XclawBase
 public enum DaemonProtocol {
     /// Bumped whenever a request or a reply changes shape.
     public static let version = 3
+    /// The longest request line taken (arguments and environment included): a longer one is answered with an error
+    /// naming this limit, and the front (`DaemonHandoff.maximumRequest`, the same number) does not send one but runs
+    /// the command in-process.
+    public static let maximumRequest = 1 << 20
 }
 
 /// One request.
@@ -77,6 +81,24 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var tree_reads: Int?
     /// The web view, when it runs (`daemon start --web`).
     public var web: DaemonWebStatus?
+    /// Its X connections: open, not yet closed after their server went away, and reconnects so far.
+    public var x_connections: DaemonConnectionStatus?
+}
+
+/// The daemon's X connections, so a leak across X server restarts shows.
+public struct DaemonConnectionStatus: Codable, Sendable, Hashable {
+    /// Connections open in the daemon (its kept displays', the web view's screens', selection owners').
+    public var open: Int
+    /// Connections whose server went away and whose close has not finished: each a Display Xlib has not freed yet
+    /// (0 but for a moment after a loss; one that stays would be a leak).
+    public var leaked: Int
+    /// Times a kept display was opened again after its server went away.
+    public var reconnects: Int
+
+    /// A count.
+    public init(open: Int, leaked: Int, reconnects: Int) {
+        (self.open, self.leaked, self.reconnects) = (open, leaked, reconnects)
+    }
 }
 
 /// Where the daemon's web view (and MCP over HTTP) listens, and its token. Only the daemon's own user can ask

@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import XclawBase
 import XclawCommandLine
+import XclawScreen
 
 /// The resident xclaw process: listens on the user's socket, answers only its own user (SO_PEERCRED), and serves
 /// requests until it is asked to stop or gets SIGTERM. One per user: a live socket means one is running; a
@@ -87,7 +88,10 @@ public final class DaemonServer: Sendable {
             pid: getpid(), socket: socketPath, version: version,
             uptime_s: (ContinuousClock.now - started) / .seconds(1), displays: displays.names,
             rss_bytes: Self.residentBytes(), running: running.load(ordering: .relaxed),
-            ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads, web: web.withLock { $0 })
+            ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads, web: web.withLock { $0 },
+            x_connections: DaemonConnectionStatus(
+                open: DisplayConnection.census.open, leaked: DisplayConnection.census.unclosed,
+                reconnects: displays.reconnects))
     }
 
     private func serve(_ connection: UnixSocket) {
@@ -100,14 +104,24 @@ public final class DaemonServer: Sendable {
                 DaemonReply(version: DaemonProtocol.version, error: "refused: uid \(uid) is not this daemon's user"))
             return
         }
-        guard let line = connection.readLine(deadline: .now + .seconds(10)) else { return }
+        guard let line = connection.readLine(limit: DaemonProtocol.maximumRequest, deadline: .now + .seconds(10))
+        else {
+            // A line past the limit is refused in words (the front then runs the command itself); a silent hang-up
+            // would read as a daemon that died during the command.
+            if connection.takeBufferedBytes().count >= DaemonProtocol.maximumRequest {
+                for fd in connection.takeDescriptors() { close(fd) }
+                reply(
+                    connection,
+                    DaemonReply(
+                        version: DaemonProtocol.version,
+                        error:
+                            "the request is longer than \(DaemonProtocol.maximumRequest) bytes (a large environment?): "
+                            + "run the command with --no-daemon"))
+            }
+            return
+        }
         guard let request = try? JSONDecoder().decode(DaemonRequest.self, from: line) else {
-            let version = (try? JSONValueVersion.decode(line)) ?? 0
-            let why =
-                version != DaemonProtocol.version
-                ? "protocol version \(version) is not this daemon's \(DaemonProtocol.version): use the xclaw that started it"
-                : "a request this daemon does not understand"
-            reply(connection, DaemonReply(version: DaemonProtocol.version, error: why))
+            reply(connection, DaemonReply(version: DaemonProtocol.version, error: Self.misunderstood(line)))
             return
         }
         guard request.version == DaemonProtocol.version else {
@@ -189,6 +203,20 @@ public final class DaemonServer: Sendable {
         listened.wait()
         host.end()
         return status
+    }
+
+    /// Why a line that is not a request of this build is refused: another protocol version says so; anything else
+    /// (not JSON, JSON without a version) is not an xclaw request at all.
+    static func misunderstood(_ line: Data) -> String {
+        let expected =
+            "send one JSON object per line with \"version\": \(DaemonProtocol.version) (the protocol of the xclaw "
+            + "that started the daemon)"
+        guard let version = try? JSONValueVersion.decode(line) else {
+            return "not an xclaw request: this is xclaw's daemon socket; \(expected)"
+        }
+        return version != DaemonProtocol.version
+            ? "protocol version \(version) is not this daemon's \(DaemonProtocol.version): use the xclaw that started it"
+            : "a request this daemon does not understand: \(expected)"
     }
 
     private func reply(_ connection: UnixSocket, _ reply: DaemonReply) {

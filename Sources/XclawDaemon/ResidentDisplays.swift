@@ -27,7 +27,12 @@ public final class ResidentDisplays: Sendable {
     /// Text blocks in the kept OCR caches, over every display.
     public var ocrBlocks: Int { held.withLock { Array($0.values) }.map(\.ocrBlocks).reduce(0, +) }
 
-    /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again.
+    /// Times a kept display was opened again after its server went away.
+    public var reconnects: Int { reconnected.load(ordering: .relaxed) }
+    private let reconnected = Atomic<Int>(0)
+
+    /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again. One
+    /// that cannot be opened is not kept: nothing a caller names stays unless it is a display that answers.
     func display(_ name: String?) throws -> HeldDisplay {
         let resolved = try DisplayConnection.resolveName(name)
         let display = held.withLock { all in
@@ -36,7 +41,14 @@ public final class ResidentDisplays: Sendable {
             all[resolved] = made
             return made
         }
-        try display.ensureConnected(logger)
+        do {
+            if try display.ensureConnected(logger) { reconnected.add(1, ordering: .relaxed) }
+        } catch {
+            held.withLock { all in
+                if all[resolved] === display, !display.isConnected { all[resolved] = nil }
+            }
+            throw error
+        }
         return display
     }
 
@@ -67,16 +79,32 @@ final class HeldDisplay: Sendable {
 
     init(name: String) { self.name = name }
 
-    /// Opens the connection, or opens it again when the server went away: everything built on the old one goes.
-    func ensureConnected(_ logger: Logger) throws {
-        try state.withLock { state in
+    /// Opens the connection, or opens it again when the server went away (true then): everything built on the old
+    /// one goes, and the old connection is closed once the last request using it let go. A display of this machine
+    /// is opened through its Unix socket only, never by Xlib's fallback to TCP on localhost.
+    func ensureConnected(_ logger: Logger) throws -> Bool {
+        let (old, reconnecting, failure): (State, Bool, (any Error)?) = state.withLock { state in
             // Asks the socket too: a server that died while nothing was sent has not been noticed by Xlib yet.
-            if let connection = state.connection, (try? connection.poll()) != nil { return }
-            if state.connection != nil { logger.info("display lost; reconnecting", metadata: ["display": "\(name)"]) }
+            if let connection = state.connection, (try? connection.poll()) != nil { return (State(), false, nil) }
+            let reconnecting = state.connection != nil
+            if reconnecting { logger.info("display lost; reconnecting", metadata: ["display": "\(name)"]) }
+            let old = state
             state = State()
-            state.connection = try DisplayConnection(name: name)
+            do {
+                state.connection = try DisplayConnection(name: name, localOnly: DisplayConnection.isLocal(name))
+            } catch {
+                return (old, false, error)  // `state` holds no connection: the caller lets the display go
+            }
+            return (old, reconnecting, nil)
         }
+        // The old perceiver's tree watcher ends with it, outside the lock.
+        old.perceiver?.treeCache?.stop()
+        if let failure { throw failure }
+        return reconnecting
     }
+
+    /// Whether a connection is held (none after a failed open).
+    var isConnected: Bool { state.withLock { $0.connection != nil } }
 
     var connection: DisplayConnection {
         get throws {
@@ -167,11 +195,12 @@ final class HeldDisplay: Sendable {
         }
     }
 
-    /// Text blocks in the kept perceiver's OCR cache.
-    var ocrBlocks: Int { state.withLock { $0.perceiver?.recognizer.cache.count ?? 0 } }
+    /// Text blocks in the kept perceiver's OCR cache; 0 while the display is being opened (an open may take long,
+    /// and `daemon status` must answer at once).
+    var ocrBlocks: Int { state.withLockIfAvailable { $0.perceiver?.recognizer.cache.count ?? 0 } ?? 0 }
 
-    /// How many times the kept perceiver read the accessibility tree in full.
-    var treeReads: Int { state.withLock { $0.perceiver?.treeCache?.reads ?? 0 } }
+    /// How many times the kept perceiver read the accessibility tree in full; 0 while the display is being opened.
+    var treeReads: Int { state.withLockIfAvailable { $0.perceiver?.treeCache?.reads ?? 0 } ?? 0 }
 
     func close() {
         let (input, perceiver) = state.withLock { ($0.input, $0.perceiver) }

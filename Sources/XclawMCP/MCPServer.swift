@@ -11,6 +11,26 @@ import XclawMessages
 public final class MCPServer: Sendable {
     /// The protocol revisions this server speaks, newest first.
     public static let protocolVersions = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+    /// The longest message taken, on every transport (a line on stdio, a request body over HTTP): a longer one is
+    /// refused (`overlongReply`) before it is buffered whole.
+    public static let maximumMessage = 16 << 20
+    /// How much of a caller's word an error quotes.
+    public static let quoteLimit = 200
+
+    /// The answer to a message longer than `limit` (`maximumMessage` unless a transport was given another): an
+    /// invalid request, id null (its id was never read).
+    public static func overlongReply(limit: Int = maximumMessage) -> Data {
+        error(
+            id: .null, .invalidRequest,
+            "the message is longer than \(limit) bytes, the most this server takes: send less (a smaller argument) "
+                + "in one message"
+        ).message
+    }
+
+    /// `text` for an error message: cut at `quoteLimit` characters with "…", so an error never echoes a huge argument.
+    public static func quoted(_ text: String) -> String {
+        text.count > quoteLimit ? String(text.prefix(quoteLimit)) + "…" : text
+    }
 
     private let name: String
     private let version: String
@@ -74,7 +94,7 @@ public final class MCPServer: Sendable {
         case "ping": reply = Self.result(id: id, [:])
         case "tools/list": reply = Self.result(id: id, ["tools": .array(tools.map(\.listing))])
         case "tools/call": reply = await call(id: id, params, session: session)
-        default: reply = Self.error(id: id, .methodNotFound, "no method \(method)")
+        default: reply = Self.error(id: id, .methodNotFound, "no method \(Self.quoted(method))")
         }
         return reply?.message
     }
@@ -120,7 +140,7 @@ public final class MCPServer: Sendable {
         }
         guard let tool = byName[name] else {
             return Self.error(
-                id: id, .invalidParams, "Unknown tool: \(name); tools/list names them")
+                id: id, .invalidParams, "Unknown tool: \(Self.quoted(name)); tools/list names them")
         }
         let arguments: [String: JSONValue]
         switch params["arguments"] {

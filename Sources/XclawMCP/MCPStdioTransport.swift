@@ -21,25 +21,39 @@ public final class MCPStdioTransport: Sendable {
 
     /// Reads messages until stdin ends (the client closed the connection) and answers each; then gives the calls
     /// still running `grace` to answer (a client that wrote its last requests and closed its end still reads the
-    /// replies), cancels the rest and returns once they ended. Returns early when stdout is gone.
-    public func run(grace: Duration = .seconds(5)) {
+    /// replies), cancels the rest and returns once they ended. Returns early when stdout is gone. A line longer than
+    /// `limit` (`MCPServer.maximumMessage`, as over HTTP) is answered with an error as soon as it is that long, and
+    /// the rest of it is read and dropped, never buffered; the next line is read as usual.
+    public func run(grace: Duration = .seconds(5), limit: Int = MCPServer.maximumMessage) {
         let pending = DispatchGroup()
         var buffer = [UInt8]()
+        var discarding = false
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         reading: while !writer.isBroken {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
-            buffer += chunk[0..<count]
             var start = 0
-            while let newline = buffer[start...].firstIndex(of: 0x0A) {
-                dispatch(Data(buffer[start..<newline]), pending)
-                start = newline + 1
+            while start < count {
+                let newline = chunk[start..<count].firstIndex(of: 0x0A)
+                let end = newline ?? count
+                if !discarding {
+                    if buffer.count + (end - start) > limit {
+                        logger.warning("a message over the limit; dropped", metadata: ["limit": "\(limit)"])
+                        writer.write(MCPServer.overlongReply(limit: limit))
+                        (buffer, discarding) = ([], true)
+                    } else {
+                        buffer += chunk[start..<end]
+                    }
+                }
+                guard newline != nil else { break }
+                if !discarding { dispatch(Data(buffer), pending) }
+                (buffer, discarding) = ([], false)
+                start = end + 1
                 if writer.isBroken { break reading }
             }
-            buffer.removeFirst(start)
         }
-        if !buffer.isEmpty { dispatch(Data(buffer), pending) }
+        if !buffer.isEmpty && !discarding { dispatch(Data(buffer), pending) }
         let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
         if writer.isBroken || pending.wait(timeout: .now() + seconds) == .timedOut {
             server.cancelAll()

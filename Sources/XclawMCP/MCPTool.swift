@@ -228,7 +228,7 @@ public struct MCPTool: Sendable {
     func problem(with arguments: [String: JSONValue]) -> String? {
         let known = Dictionary(parameters.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for name in arguments.keys.sorted() where known[name] == nil {
-            return "\(name) is not an argument of \(self.name); it takes "
+            return "\(MCPServer.quoted(name)) is not an argument of \(self.name); it takes "
                 + parameters.map(\.name).joined(separator: ", ")
         }
         for parameter in parameters {

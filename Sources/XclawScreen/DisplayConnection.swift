@@ -21,6 +21,11 @@ private let lostDisplays = Mutex<Set<UInt>>([])
 
 private func displayKey(_ display: OpaquePointer?) -> UInt { UInt(bitPattern: display) }
 
+/// How many connections are open (from `XOpenDisplay` to the end of `XCloseDisplay`), and how many of those lost
+/// their server and wait for their close on the closer thread: a long-lived process (the daemon) reports both, so a
+/// leak across reconnects shows.
+private let connectionCensus = Mutex<(open: Int, closing: Int)>((0, 0))
+
 /// True when a loss is recorded for the connection at `address`; lets tests see that nothing outlives a close.
 func lossRecorded(at address: UInt) -> Bool { lostDisplays.withLock { $0.contains(address) } }
 
@@ -87,11 +92,26 @@ public final class DisplayConnection: @unchecked Sendable {
         throw ScreenError.noDisplay
     }
 
-    /// Opens a connection (`XOpenDisplay`). `name` nil means `$DISPLAY`.
-    public init(name: String? = nil) throws {
+    /// Whether `name` is a display of this machine's X server reached through its Unix socket (`:N`, `:N.S`,
+    /// `unix:N`, `unix:N.S`): the one rule for names that come from a caller (MCP, the web view), since any other
+    /// name makes Xlib open a TCP connection to whatever host and port it spells.
+    public static func isLocal(_ name: String) -> Bool {
+        let bare = name.hasPrefix("unix:") ? String(name.dropFirst(4)) : name
+        guard bare.hasPrefix(":") else { return false }
+        let parts = bare.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count)
+            && parts.allSatisfy { !$0.isEmpty && $0.count <= 9 && $0.allSatisfy { ("0"..."9").contains($0) } }
+    }
+
+    /// Opens a connection (`XOpenDisplay`). `name` nil means `$DISPLAY`. `localOnly`: only a display of this machine
+    /// (`isLocal`), through its Unix socket and nothing else: for `:N` without a socket Xlib would try TCP on
+    /// localhost:6000+N, a port anyone may listen on.
+    public init(name: String? = nil, localOnly: Bool = false) throws {
         _ = installErrorHandlers
         let resolved = try Self.resolveName(name)
-        guard let display = XOpenDisplay(resolved) else { throw ScreenError.cannotOpen(resolved) }
+        if localOnly && !Self.isLocal(resolved) { throw ScreenError.notLocal(resolved) }
+        let target = localOnly && !resolved.hasPrefix("unix:") ? "unix" + resolved : resolved
+        guard let display = XOpenDisplay(target) else { throw ScreenError.cannotOpen(resolved) }
         // A new connection may reuse the address of a closed one whose close recorded a loss; it is alive.
         forgetState(of: display)
         // The handler only records the loss (see `installErrorHandlers`) and returns, so the process survives.
@@ -99,7 +119,12 @@ public final class DisplayConnection: @unchecked Sendable {
             display,
             { display, _ in
                 _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
+                // Xlib took the display's user lock for the `exit` it expected (`_XIOError`) and never gives it
+                // back: a later `XCloseDisplay` on another thread waited for it forever, so the Display could only
+                // be leaked. Given back here, on the thread that holds it, the close frees everything.
+                XUnlockDisplay(display)
             }, nil)
+        connectionCensus.withLock { $0.open += 1 }
         self.name = resolved
         self.handle = display
         self.screenNumber = XDefaultScreen(display)
@@ -120,16 +145,33 @@ public final class DisplayConnection: @unchecked Sendable {
     }
 
     deinit {
-        if isAlive {
+        let handle = self.handle
+        guard !isAlive else {
             // The server may have died unnoticed: the close then runs the IO error handler, which records the loss
             // again, so the state is forgotten after the close, not before.
             XCloseDisplay(handle)
-        } else {
-            // Xlib's state after a loss met on another thread is not safe to close (XCloseDisplay waited forever on
-            // its lock): release the socket and leave the few KB of the Display to the process.
-            close(XConnectionNumber(handle))
+            forgetState(of: handle)
+            connectionCensus.withLock { $0.open -= 1 }
+            return
         }
-        forgetState(of: handle)
+        // A lost connection is closed too (the handler gave Xlib's lock back, and Xlib sends nothing once it saw
+        // the loss), but on a thread of its own: should a close ever wait, it holds up no request and the count of
+        // closes not done (`DisplayConnection.census`) says so.
+        connectionCensus.withLock { $0.closing += 1 }
+        let address = UInt(bitPattern: handle)
+        Thread {
+            guard let handle = OpaquePointer(bitPattern: address) else { return }
+            XCloseDisplay(handle)
+            forgetState(of: handle)
+            connectionCensus.withLock { ($0.open, $0.closing) = ($0.open - 1, $0.closing - 1) }
+        }.start()
+    }
+
+    /// Connections open in this process, and how many of them lost their server and are not closed yet (a close
+    /// that never ends would be a leaked Display): the daemon's status reports both.
+    public static var census: (open: Int, unclosed: Int) {
+        let now = connectionCensus.withLock { $0 }
+        return (now.open, now.closing)
     }
 
     /// False once the server has gone away; the connection is then useless.

@@ -48,6 +48,9 @@ public enum ScreenError: ClassifiedError, Equatable {
     case selectionTimeout(String)
     /// A key cannot be held down across commands (`keydown`) because the keymap lacks it.
     case notHoldable(String)
+    /// A display name from a caller (an MCP client) that is not a display of this machine (`:N`): opening it would
+    /// connect to another host's X server.
+    case notLocal(String)
 
     /// A lost display ends an agent's run: no later action on this connection can work.
     public var endsRun: Bool {
@@ -66,7 +69,7 @@ public enum ScreenError: ClassifiedError, Equatable {
         case .windowNotFound, .ambiguousWindow, .notActivated, .ignored, .needsWindowManager, .noActiveWindow,
             .selectionEmpty, .selectionTimeout:
             return .notFound
-        case .notHoldable:
+        case .notHoldable, .notLocal:
             return .usage
         case .noSpareKeycode, .image:
             return .internal
@@ -133,6 +136,14 @@ public enum ScreenError: ClassifiedError, Equatable {
         case .notHoldable(let key):
             return "cannot hold \"\(key)\" down across commands: the keymap has no key for it; "
                 + "use `xclaw key` (which binds a spare keycode for one press) or a key the layout has"
+        case .notLocal(let name):
+            return "\(Self.quoted(name)) is not a display of this machine: name a local one such as \":1\" "
+                + "(a display on another host is for your own command line only: `xclaw windows --display HOST:N`)"
         }
+    }
+
+    /// `text` in quotes, cut at 200 characters: a caller's word never comes back whole.
+    static func quoted(_ text: String) -> String {
+        "\"" + (text.count > 200 ? String(text.prefix(200)) + "…" : text) + "\""
     }
 }

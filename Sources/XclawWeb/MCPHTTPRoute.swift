@@ -14,8 +14,8 @@ final class MCPHTTPRoute: Sendable {
     /// Sessions opened and not ended, oldest first; bounded, so clients that never say goodbye cost nothing.
     private let sessions = Mutex<[String]>([])
     static let maximumSessions = 256
-    /// The largest request body taken.
-    static let maximumBody = 16 << 20
+    /// The largest request body taken: the same limit as a line of `xclaw mcp` on stdio.
+    static let maximumBody = MCPServer.maximumMessage
 
     init(server: MCPServer) { self.server = server }
 

@@ -106,12 +106,7 @@ struct ScreenSocket: Sendable {
     }
 
     /// Whether `name` is a display of this machine's X server (`:N`, `:N.S`, `unix:N`).
-    static func isLocalDisplay(_ name: String) -> Bool {
-        let bare = name.hasPrefix("unix:") ? String(name.dropFirst(4)) : name
-        guard bare.hasPrefix(":") else { return false }
-        let parts = bare.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
-        return (1...2).contains(parts.count) && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) }
-    }
+    static func isLocalDisplay(_ name: String) -> Bool { DisplayConnection.isLocal(name) }
 
     /// Whether an action's display is this one (":1" and ":1.0" are).
     static func sameDisplay(_ a: String?, _ b: String) -> Bool {
@@ -161,7 +156,7 @@ final class ScreenWatcher: Sendable {
         Thread { [self] in
             defer { continuation.finish() }
             do {
-                let connection = try DisplayConnection(name: display)
+                let connection = try DisplayConnection(name: display, localOnly: true)
                 let capturer = try ScreenCapturer(connection: connection)
                 continuation.yield(.hello(try connection.screenSize()))
                 var last: Frame?

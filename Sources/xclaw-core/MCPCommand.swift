@@ -73,7 +73,12 @@ final class MCPCommandRunner: Sendable {
     /// The display a call acts on: its `display` argument, else `--display`, else the running daemon's one display,
     /// else `$DISPLAY`.
     func display(for call: MCPCall) throws -> String {
-        if let named = call.string("display"), !named.isEmpty { return named }
+        // The caller's word opens only a display of this machine (its Unix socket): a name with a host would make
+        // the server connect to that host's X server. The user's own --display and $DISPLAY are theirs to choose.
+        if let named = call.string("display"), !named.isEmpty {
+            guard DisplayConnection.isLocal(named) else { throw ScreenError.notLocal(named) }
+            return named
+        }
         if let defaultDisplay { return defaultDisplay }
         if let held = daemonDisplays() {
             if held.count == 1 { return held[0] }
@@ -155,7 +160,10 @@ final class MCPCommandRunner: Sendable {
         do {
             // Input takes the display's turn, the one agents in this and every other process take too.
             let lock =
-                try exclusive ? display.map { try DisplayInputLock.acquire($0) { cancellation.isCancelled } } : nil
+                try exclusive
+                ? display.flatMap(Self.lockable).map {
+                    try DisplayInputLock.acquire($0) { cancellation.isCancelled }
+                } : nil
             defer { lock?.release() }
             let (input, output, error) = try (ScratchFile(stdin ?? Data()), ScratchFile(), ScratchFile())
             // No tool needs a key or a token: the command never sees one, whatever the client passed the server
@@ -186,6 +194,15 @@ final class MCPCommandRunner: Sendable {
         } catch {
             return Outcome(status: ExitStatus.internal.rawValue, stdout: Data(), stderr: "xclaw: \(error)")
         }
+    }
+
+    /// `display` when its input lock may be taken: a local display only while its server's socket exists, so names
+    /// callers pass that open nothing leave no lock file behind (the call fails without one); another machine's only
+    /// reaches here as the server's own `--display` or `$DISPLAY`.
+    private static func lockable(_ display: String) -> String? {
+        guard DisplayConnection.isLocal(display) else { return display }
+        let number = DisplayInputLock.key(display).dropFirst()
+        return FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") ? display : nil
     }
 
     /// Restores the keymaps and saves the OCR caches of the displays used.

@@ -113,6 +113,9 @@ struct MCPCommandTool: Sendable {
         }
     }
 
+    /// The most of a failed command's message a tool result carries.
+    static let failureLimit = 2_000
+
     /// A command's outcome as a tool result: its output, or its error message with the exit status (the same
     /// statuses as the command line's: 1 not found or timed out, 2 bad input, 3 no display, 5 internal).
     func result(_ outcome: MCPCommandRunner.Outcome) -> MCPToolResult {
@@ -121,7 +124,9 @@ struct MCPCommandTool: Sendable {
             .filter { !$0.hasPrefix("Usage: ") && !$0.hasPrefix("  See 'xclaw ") }
             .joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
         guard outcome.status == 0 else {
-            return .failure((stderr.isEmpty ? "\(name) failed" : stderr) + "\n(exit status \(outcome.status))")
+            // A command's error may quote its argument (a 10 MB label): the message is cut, never the whole echo.
+            let message = stderr.count > Self.failureLimit ? String(stderr.prefix(Self.failureLimit)) + "…" : stderr
+            return .failure((message.isEmpty ? "\(name) failed" : message) + "\n(exit status \(outcome.status))")
         }
         var content: [MCPContent] = []
         if image {

@@ -10,6 +10,9 @@ nonisolated(unsafe) private var cancelSocket: Int32 = -1
 struct DaemonHandoff {
     /// The protocol version this front speaks; the daemon's `DaemonProtocol.version`.
     static let version = 3
+    /// The longest request the daemon takes: its `DaemonProtocol.maximumRequest`. A longer one (a large environment)
+    /// is not sent; the command runs in-process, with a notice.
+    static let maximumRequest = 1 << 20
     let front: Front
 
     init(_ front: Front) { self.front = front }
@@ -39,10 +42,17 @@ struct DaemonHandoff {
             Front.notice("the daemon socket \(path) belongs to another user; running in-process")
             return nil
         }
+        let line = request()
+        guard line.utf8.count <= Self.maximumRequest else {
+            close(fd)
+            Front.notice(
+                "the command's environment and arguments (\(line.utf8.count) bytes) are more than the daemon takes "
+                    + "(\(Self.maximumRequest)); running in-process")
+            return nil
+        }
         var descriptors: [Int32] = [0, 1, 2]
         let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         if terminal >= 0 { descriptors.append(terminal) }
-        let line = request()
         // Signals are held from before the request goes until their forwarding is in place: one that came between
         // would end this process while the daemon runs the command.
         var held = sigset_t(), previous = sigset_t()

@@ -349,4 +349,95 @@ final class DaemonCLITests: XCTestCase {
         try signalServed(chat, SIGTERM, expecting: 143)
         try input.fileHandleForWriting.close()
     }
+
+    // MARK: - Issue 31: what a caller sends cannot grow the daemon, break it, or leave it confused
+
+    func testRestartingTheXServerOftenLeaksNoConnection() throws {
+        var display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        let number = try XCTUnwrap(Int(display.name.dropFirst()))
+        _ = try startDaemon()
+        XCTAssertEqual(try runCLI(["snapshot", "--display", display.name], environment: env).status, 0)
+        let before = try XCTUnwrap(try status().x_connections)
+        for round in 0..<6 {
+            switch round % 3 {
+            case 0:
+                // The server goes while a command waits on it: Xlib itself meets the loss.
+                let watching = try launchCLI(
+                    ["watch", "--text", "NEVER SHOWN", "--timeout", "30", "--display", display.name], environment: env)
+                let deadline = Date().addingTimeInterval(10)
+                while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+                display.stop()
+                watching.waitUntilExit()
+                XCTAssertEqual(watching.terminationStatus, 3, "round \(round)")
+            case 1:
+                // Gone between commands, and a command finds it gone.
+                display.stop()
+                XCTAssertEqual(try runCLI(["windows", "--display", display.name], environment: env).status, 3)
+            default:
+                // Gone and back between commands: the kept display reconnects.
+                display.stop()
+            }
+            display = try TestDisplay(size: Size(width: 320, height: 240), number: number)
+            let back = try runCLI(["snapshot", "--display", display.name], environment: env)
+            XCTAssertEqual(back.status, 0, "round \(round): \(back.stderr)")
+        }
+        // Closes of lost connections run on a thread of their own: they are done within a moment.
+        let deadline = Date().addingTimeInterval(10)
+        var after = try XCTUnwrap(try status().x_connections)
+        while after.leaked > 0 && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            after = try XCTUnwrap(try status().x_connections)
+        }
+        XCTAssertEqual(after.leaked, 0, "every lost connection was closed: \(after)")
+        XCTAssertLessThanOrEqual(after.open, before.open, "no connection stays open per restart: \(before) → \(after)")
+        XCTAssertGreaterThanOrEqual(after.reconnects, 2, "the kept display reconnected: \(after)")
+        XCTAssertEqual(try status().displays, [display.name])
+    }
+
+    func testAMegabyteEnvironmentRunsTheCommandInProcessWithANotice() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        let daemon = try startDaemon()
+        let reference = try runCLI(["windows", "--json", "--display", display.name], environment: env)
+        XCTAssertEqual(reference.status, 0, reference.stderr)
+        // One variable may hold at most 128 KB (the kernel's limit per string): eleven make 1.1 MB.
+        var large = env
+        for index in 0..<11 { large["XCLAW_TEST_LARGE_\(index)"] = String(repeating: "x", count: 100_000) }
+        let served = try runCLI(["windows", "--json", "--display", display.name], environment: large)
+        XCTAssertEqual(served.status, 0, served.stderr)
+        XCTAssertEqual(served.stdout, reference.stdout)
+        XCTAssertTrue(served.stderr.contains("more than the daemon takes"), served.stderr)
+        XCTAssertTrue(served.stderr.contains("running in-process"), served.stderr)
+        let failing = try runCLI(["windows", "--display", ":\(Int32.max)"], environment: large)
+        XCTAssertEqual(failing.status, 3, "the in-process command's own status: \(failing.stderr)")
+        XCTAssertEqual(try status().pid, daemon.pid, "the daemon lives on")
+    }
+
+    func testALineThatIsNotAnXclawRequestIsAnsweredSo() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-line-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("d.sock").path
+        let server = try DaemonServer(socketPath: path, version: "test", execute: { _ in 0 })
+        Thread { server.run() }.start()
+        defer { server.stop() }
+        func ask(_ line: Data) throws -> DaemonReply {
+            let socket = try UnixSocket.connect(path: path)
+            defer { socket.close() }
+            socket.write(line + Data([0x0a]))
+            return try JSONDecoder().decode(DaemonReply.self, from: try XCTUnwrap(socket.readLine()))
+        }
+        for line in ["GET / HTTP/1.1", "[1, 2]", #"{"op": "status"}"#] {
+            let reply = try ask(Data(line.utf8))
+            let error = reply.error ?? ""
+            XCTAssertTrue(error.contains("not an xclaw request"), "\(line): \(error)")
+            XCTAssertTrue(error.contains("\"version\": \(DaemonProtocol.version)"), error)
+            XCTAssertFalse(error.contains("protocol version 0"), error)
+        }
+        let versioned = try ask(Data(#"{"version": \#(DaemonProtocol.version), "op": "dance"}"#.utf8))
+        XCTAssertTrue(versioned.error?.contains("does not understand") ?? false, "\(versioned)")
+        let long = try ask(Data(repeating: 0x7b, count: DaemonProtocol.maximumRequest + 10))
+        XCTAssertTrue(long.error?.contains("longer than \(DaemonProtocol.maximumRequest) bytes") ?? false, "\(long)")
+    }
 }

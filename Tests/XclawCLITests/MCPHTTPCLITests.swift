@@ -130,4 +130,22 @@ extension MCPServerCLITests {
             XCTAssertEqual(shot["sha256"] as? String, SHA256.hex(reference.stdout), "the same PNG as `xclaw capture`")
         }
     }
+
+    func testOverHTTPADisplayArgumentNeverReachesAnotherHostsXServer() throws {
+        let daemon = try WebDaemon()
+        defer { daemon.stop() }
+        let (result, _, _) = try client("remote_display", display: ":0", http: daemon)
+        Self.checkNoRemoteDisplay(result)
+    }
+
+    func testOverHTTPDisplaysThatDoNotExistAreNotKept() throws {
+        let daemon = try WebDaemon()
+        defer { daemon.stop() }
+        let (result, _, _) = try client("missing_displays", display: ":0", http: daemon)
+        XCTAssertEqual(result["errors"] as? Int, 300, "\(result)")
+        let asked = try runCLI(["daemon", "status", "--json"], environment: daemon.environment)
+        XCTAssertEqual(asked.status, 0, asked.stderr)
+        let status = try JSONSerialization.jsonObject(with: asked.stdout) as? [String: Any]
+        XCTAssertEqual(status?["displays"] as? [String], [], "no display that failed is kept")
+    }
 }

@@ -247,4 +247,85 @@ final class MCPServerCLITests: XCTestCase {
             XCTAssertFalse(Self.summary(reply).isError, Self.summary(reply).text)
         }
     }
+
+    /// What `remote_display` saw, checked: every name that is not a display of this machine is refused in words, and
+    /// the listener on its TCP port got no connection (not even for `:N`, which Xlib would try on TCP without a socket).
+    static func checkNoRemoteDisplay(_ result: [String: Any], file: StaticString = #filePath, line: UInt = #line) {
+        for key in ["ip", "host"] {
+            let reply = summary(result[key])
+            XCTAssertTrue(reply.isError, "\(key): \(reply.text)", file: file, line: line)
+            XCTAssertTrue(reply.text.contains("is not a display of this machine"), reply.text, file: file, line: line)
+        }
+        let local = summary(result["local"])
+        XCTAssertTrue(local.isError, local.text, file: file, line: line)
+        XCTAssertEqual(result["connections"] as? Int, 0, "the listener on 6000+N was reached", file: file, line: line)
+    }
+
+    func testADisplayArgumentNeverReachesAnotherHostsXServer() throws {
+        let (result, _, _) = try client("remote_display", display: ":0")
+        Self.checkNoRemoteDisplay(result)
+    }
+
+    /// `xclaw mcp` as a raw stdio peer: what the official client cannot send (a line over the limit).
+    private func rawSession(_ lines: [Data], display: String) throws -> [[String: Any]] {
+        let server = Process()
+        server.executableURL = productsDirectory.appendingPathComponent("xclaw")
+        server.arguments = ["mcp", "--display", display]
+        server.environment = ["XCLAW_STATE_DIR": state.path, "PATH": "/usr/bin:/bin"]
+        let input = Pipe(), output = Pipe()
+        server.standardInput = input
+        server.standardOutput = output
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        let writer = Thread {
+            for line in lines { input.fileHandleForWriting.write(line + Data([0x0A])) }
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+        let replies = output.fileHandleForReading.readDataToEndOfFile()
+        server.waitUntilExit()
+        return try replies.split(separator: 0x0A).map {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])
+        }
+    }
+
+    func testALineOverTheLimitIsRefusedTheNextAnsweredAndErrorsQuoteArgumentsShort() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        let huge = String(repeating: "A", count: 10 << 20)
+        let overLimit = String(repeating: "B", count: 17 << 20)
+        let lines = [
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":""# + overLimit + #""}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+            #"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"activate","arguments":{"window":""#
+                + huge + #"","display":"\#(display.name)"}}}"#,
+            #"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":""# + huge + #"","arguments":{}}}"#,
+            #"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"windows","arguments":{"display":""#
+                + huge + #""}}}"#,
+        ].map { Data($0.utf8) }
+        let replies = try rawSession(lines, display: display.name)
+        let byID = Dictionary(
+            replies.compactMap { reply in (reply["id"] as? Int).map { ($0, reply) } }, uniquingKeysWith: { a, _ in a })
+        // The long line: one error with id null, and nothing for its id 2; the line after it is answered.
+        let refused = replies.filter { $0["id"] is NSNull }
+        XCTAssertEqual(refused.count, 1, "\(replies.map { $0["id"] ?? "?" })")
+        let error = refused.first?["error"] as? [String: Any]
+        XCTAssertEqual(error?["code"] as? Int, -32600)
+        XCTAssertTrue((error?["message"] as? String ?? "").contains("longer than \(16 << 20) bytes"), "\(error ?? [:])")
+        XCTAssertNil(byID[2])
+        XCTAssertNotNil(byID[3]?["result"], "the request after the long line is answered")
+        // Errors about a 10 MB argument quote a little of it.
+        for id in [4, 5, 6] {
+            let reply = try XCTUnwrap(byID[id], "no reply to \(id)")
+            let size = try JSONSerialization.data(withJSONObject: reply).count
+            XCTAssertLessThan(size, 4_000, "reply \(id) is \(size) bytes")
+        }
+        let activate = byID[4]?["result"] as? [String: Any]
+        XCTAssertEqual(activate?["isError"] as? Bool, true)
+        let unknown = (byID[5]?["error"] as? [String: Any])?["message"] as? String ?? ""
+        XCTAssertTrue(unknown.contains("Unknown tool: AAAA") && unknown.contains("…"), unknown)
+        let remote = byID[6]?["result"] as? [String: Any]
+        XCTAssertEqual(remote?["isError"] as? Bool, true)
+    }
 }

@@ -131,6 +131,47 @@ final class MCPServerTests: XCTestCase {
         XCTAssertEqual(seen, Set(0..<20))
     }
 
+    func testALineOverTheLimitIsRefusedWithoutBeingKeptAndTheNextIsRead() throws {
+        let (toServer, fromClient) = try pipe(), (toClient, fromServer) = try pipe()
+        let transport = MCPStdioTransport(server: server, input: toServer, output: fromServer)
+        let done = expectation(description: "the transport ends with its input")
+        Thread {
+            transport.run(limit: 1_000)
+            close(fromServer)
+            done.fulfill()
+        }.start()
+        let reader = FileHandle(fileDescriptor: toClient)
+        let output = DataBox()
+        Thread { output.data = reader.readDataToEndOfFile() }.start()
+        // A long line in pieces larger and smaller than a read, then a short one; then a long line with no newline.
+        let long =
+            #"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""# + String(repeating: "x", count: 300_000)
+            + "\"}}\n"
+        let requests =
+            long
+            + #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"\#(String(repeating: "n", count: 900))"}}"#
+            + "\n" + String(repeating: "y", count: 5_000)
+        XCTAssertEqual(write(fromClient, requests, requests.utf8.count), requests.utf8.count)
+        close(fromClient)
+        wait(for: [done], timeout: 60)
+        while output.data == nil { Thread.sleep(forTimeInterval: 0.01) }
+        let replies = try (output.data ?? Data()).split(separator: 0x0A).map {
+            try XCTUnwrap(JSONValue.parse(Data($0)).object)
+        }
+        // The refusals are written as the lines are read, the call's reply when it is done: in any order.
+        let refusals = replies.filter { $0["id"] == .null }
+        XCTAssertEqual(refusals.count, 2, "\(replies)")
+        XCTAssertEqual(replies.count, 3, "\(replies)")
+        for refusal in refusals {
+            XCTAssertEqual(refusal["error"]?["code"]?.int, -32600)
+            XCTAssertTrue(refusal["error"]?["message"]?.string?.contains("longer than 1000 bytes") ?? false)
+        }
+        // The unknown tool's 900-character name comes back cut at 200 characters.
+        let message = replies.first { $0["id"] == 2 }?["error"]?["message"]?.string ?? ""
+        XCTAssertTrue(message.contains(String(repeating: "n", count: 200) + "…"), message)
+        XCTAssertFalse(message.contains(String(repeating: "n", count: 201)), message)
+    }
+
     private func pipe() throws -> (Int32, Int32) {
         var fds: [Int32] = [0, 0]
         guard Glibc.pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }

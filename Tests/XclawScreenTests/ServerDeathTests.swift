@@ -44,6 +44,15 @@ final class ServerDeathTests: XCTestCase {
         connection = try DisplayConnection.reconnect(name: name, timeout: .seconds(5))
         capturer = try ScreenCapturer(connection: connection)
         XCTAssertEqual(try capturer.capture().size, Size(width: 800, height: 600))
+        // The lost connection, met by Xlib on this thread, is closed on the closer's: Xlib's lock was given back.
+        XCTAssertTrue(Self.closesFinish(), "a lost connection's XCloseDisplay never returned")
+    }
+
+    /// Whether every lost connection's close (on the closer thread) is done within 5 s.
+    static func closesFinish() -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while DisplayConnection.census.unclosed > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        return DisplayConnection.census.unclosed == 0
     }
 
     /// Closing a dead connection runs Xlib's IO error handler once more; the loss it records must not outlive the
@@ -65,6 +74,8 @@ final class ServerDeathTests: XCTestCase {
         XCTAssertThrowsError(try used.map { try ScreenCapturer(connection: $0).capture() })
         XCTAssertTrue(lossRecorded(at: usedAddress))
         used = nil
+        // Its close runs on a thread of its own; the loss goes with it.
+        XCTAssertTrue(Self.closesFinish())
         XCTAssertFalse(lossRecorded(at: usedAddress))
     }
 }

@@ -12,8 +12,11 @@ import asyncio
 import base64
 import hashlib
 import json
+import os
+import socket
 import statistics
 import sys
+import threading
 import time
 
 from mcp import ClientSession, StdioServerParameters
@@ -148,7 +151,62 @@ async def defaults(session, config):
     return {"windows": summary(await session.call_tool("windows", {}))}
 
 
-SCENARIOS = {"defaults": defaults, "basic": basic, "concurrent": concurrent, "large": large, "bench": bench}
+async def remote_display(session, config):
+    """Display names that reach another host's X server (or TCP at all) are refused, and nothing connects: a listener
+    on 127.0.0.1:6000+N, where no local display N exists, counts the connections it gets (and closes each at once, so
+    a server that did connect fails fast instead of waiting for an X reply)."""
+    listener, number = None, None
+    for number in range(470, 1000):
+        if os.path.exists("/tmp/.X11-unix/X%d" % number):
+            continue
+        try:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", 6000 + number))
+            listener.listen(8)
+            break
+        except OSError:
+            listener.close()
+            listener = None
+    listener.settimeout(0.2)
+    connections, done = [0], threading.Event()
+
+    def accept():
+        while not done.is_set():
+            try:
+                connection, _ = listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            connection.close()
+            connections[0] += 1
+
+    acceptor = threading.Thread(target=accept)
+    acceptor.start()
+    out = {"number": number}
+    for key, name in [("ip", "127.0.0.1:%d" % number), ("host", "localhost:%d.0" % number), ("local", ":%d" % number)]:
+        out[key] = summary(await session.call_tool("windows", {"display": name}))
+    await asyncio.sleep(0.5)
+    done.set()
+    acceptor.join()
+    listener.close()
+    out["connections"] = connections[0]
+    return out
+
+
+async def missing_displays(session, config):
+    """Calls naming displays that do not exist: each fails, and none may stay with the server."""
+    first = config.get("first", 20000)
+    errors, sample = 0, None
+    for number in range(first, first + config.get("count", 300)):
+        result = summary(await session.call_tool("windows", {"display": ":%d" % number}))
+        errors += result["isError"]
+        sample = sample or result["texts"]
+    return {"errors": errors, "sample": sample}
+
+
+SCENARIOS = {
+    "defaults": defaults, "basic": basic, "concurrent": concurrent, "large": large, "bench": bench,
+    "remote_display": remote_display, "missing_displays": missing_displays,
+}
 
 
 async def run(read, write, scenario, config):
