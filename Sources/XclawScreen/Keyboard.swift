@@ -445,6 +445,8 @@ public final class Keyboard: @unchecked Sendable {
                 waitForSettle()
                 candidates += boundOrder.filter { !inUse.contains($0) }
             }
+            var planned: UInt32?
+            defer { InputGuard.uncover(planned) }
             try connection.trapped { display in
                 connection.request { XGrabServer($0) }
                 defer { connection.request { XUngrabServer($0) } }
@@ -458,6 +460,12 @@ public final class Keyboard: @unchecked Sendable {
                     let syms = current.keysyms[i..<(i + current.perKeycode)]
                     return syms.allSatisfy { $0 == 0 } || (mine[code].map { syms.first == $0 } ?? false)
                 }
+                // Covered before anyone can see them (the server is grabbed): a kill right after the grab ends must
+                // not leave them bound. `coverBindings` below replaces this cover with the exact set.
+                planned = InputGuard.cover(
+                    display: connection.name,
+                    bindings: bound.map { Binding(code: $0.value, sym: $0.key) }
+                        + zip(needed, available).map { Binding(code: $1, sym: $0) })
                 for (sym, code) in zip(needed, available) {
                     if let old = mine[code] { bound[old] = nil }
                     try connection.checkAlive()
