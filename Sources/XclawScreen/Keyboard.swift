@@ -131,6 +131,11 @@ public final class Keyboard: @unchecked Sendable {
         }
         try withTypingState {
             let shift = try keycode(forModifier: 0xffe1)  // Shift_L
+            // Xlib sends its buffer when it fills, which can fall between a press and its release: the keys this text
+            // may press are covered while it types, so a kill then leaves none down.
+            let keys = Set(syms.compactMap { bySymbol[$0]?.keycode } + spares + [shift])
+            let covered = InputGuard.cover(display: connection.name, keys: keys.sorted())
+            defer { InputGuard.uncover(covered) }
             var index = 0
             while index < syms.count {
                 // Bind the characters the keymap lacks for as long a stretch as the spare keycodes allow.

@@ -138,6 +138,13 @@ final class DaemonCLITests: XCTestCase {
         }
     }
 
+    /// No key and no button is down on the display (through the test's own connection).
+    private func assertNothingDown(on display: TestDisplay, file: StaticString = #filePath, line: UInt = #line) throws {
+        let pressed = try InputController(connection: try display.connect()).pressedNow()
+        XCTAssertEqual(pressed.keys, [], "keys still down", file: file, line: line)
+        XCTAssertEqual(pressed.buttons, [], "buttons still down", file: file, line: line)
+    }
+
     /// Polls `condition` every 20 ms for up to `seconds`.
     private func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
@@ -160,6 +167,7 @@ final class DaemonCLITests: XCTestCase {
             kill(run.processIdentifier, SIGKILL)  // the front became xclaw-core: this is the process that pressed
             run.waitUntilExit()
             XCTAssertTrue(try eventually(10) { try !shows(holding, on: display) }, "\(holding) stayed after the kill")
+            try assertNothingDown(on: display)
         }
     }
 
@@ -180,6 +188,7 @@ final class DaemonCLITests: XCTestCase {
             let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             XCTAssertTrue(said.contains("xclaw release-all --everything"), said)
             XCTAssertTrue(try eventually(10) { try !shows(holding, on: display) }, "\(holding) stayed after the kill")
+            try assertNothingDown(on: display)
         }
     }
 

@@ -26,7 +26,7 @@ int xclaw_pidfd_signal(int pidfd, int sig) { return (int)syscall(SYS_pidfd_send_
 
 int xclaw_seqpacket_pair(int fds[2]) { return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds); }
 
-enum { MAX_TARGETS = 512, MAX_COMMANDS = 32, COMMAND_BYTES = 4096, MAX_ARGS = 64 };
+enum { MAX_TARGETS = 512, MAX_COMMANDS = 128, COMMAND_BYTES = 4096, MAX_ARGS = 512 };
 
 struct target {
     uint32_t id;
