@@ -15,6 +15,11 @@ final class ProcessGuardTests: XCTestCase {
     /// process, or the id of a watched group, after those were reaped, is not.
     func testAStrangerWithAReusedPidOrGroupIdSurvivesTheOwnersDeath() throws {
         guard access("/usr/bin/unshare", X_OK) == 0 else { throw XCTSkip("unshare (util-linux) is not installed") }
+        let probe = try Subprocess.run(
+            ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "/bin/true"], timeout: .seconds(10))
+        guard probe.ending == .exited(0) else {
+            throw XCTSkip("this machine refuses a pid namespace (unshare --pid needs CAP_SYS_ADMIN)")
+        }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-guard-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
