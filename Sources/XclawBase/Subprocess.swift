@@ -312,6 +312,21 @@ public final class Subprocess {
         return nil
     }
 
+    /// How our child `pid` ended, without reaping it: nil while it runs, `.unknown` when it is no child of ours (any
+    /// more). Its pid stays taken until it is reaped, so a group it leads can still be signalled safely
+    /// (`ProcessGuard.watch(group:)`).
+    public static func endingUnreaped(_ pid: pid_t) -> Termination? {
+        var value: Int32 = 0
+        while true {
+            switch xclaw_exit_unreaped(pid, &value) {
+            case 0: return nil
+            case 1: return .exited(value)
+            case 2: return .signalled(value)
+            default: if Errno.current != .interrupted { return .unknown }
+            }
+        }
+    }
+
     /// The state letter of `/proc/PID/stat` (R, S, Z…), nil when the process is gone.
     public static func processState(_ pid: pid_t) -> Character? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -105,7 +105,7 @@ public struct InProcessHost: DisplayHost {
             [
                 core, "keymap-restore", "--display", keyboard.connection.name, "--after-ms", "\(wait)",
                 "--token", "\(token)",
-            ] + bindings.map { "\($0.code)=\($0.sym)" }
+            ] + bindings.map(\.argument)
         do {
             _ = try Subprocess.spawn(
                 arguments, stdout: .null, stderr: .null, environment: Invocation.current.environment,

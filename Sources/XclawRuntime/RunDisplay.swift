@@ -136,7 +136,7 @@ public final class RunDisplay: Sendable {
             if let size {
                 let processGuard = try ProcessGuard()
                 parts.processGuard = processGuard
-                var started = try VirtualDisplay.start(size: size, detached: true, record: false)
+                var started = try VirtualDisplay.start(size: size, detached: true, record: false, unattended: true)
                 processGuard.watch(pid: started.pid)
                 parts.display = started
                 name = started.name
@@ -215,11 +215,11 @@ public final class RunDisplay: Sendable {
         parts.setupGroup = child.pid
         parts.processGuard?.watch(group: child.pid)
         let deadline = ContinuousClock.now + timeout
+        // Its ending is read without reaping it: its pid, and so its group's id, stays taken until `end` has signalled
+        // the group, and no stranger that got the number meanwhile is ever signalled (here or by the guard).
         while true {
-            var status: Int32 = 0
-            let rc = waitpid(child.pid, &status, WNOHANG)
-            if rc == child.pid {
-                switch Subprocess.termination(status) {
+            if let ending = Subprocess.endingUnreaped(child.pid) {
+                switch ending {
                 case .exited(0): return
                 case .exited(let code):
                     throw RunDisplayError.setupFailed(
@@ -227,12 +227,12 @@ public final class RunDisplay: Sendable {
                 case .signalled(let signal):
                     throw RunDisplayError.setupFailed(
                         command: command, ending: "was killed by signal \(signal)", log: tail(log))
-                case .timedOut, .unknown:
+                case .unknown: return  // reaped elsewhere (SIGCHLD ignored): its status is lost
+                case .timedOut:
                     throw RunDisplayError.setupFailed(
                         command: command, ending: "ended with an unknown status", log: tail(log))
                 }
             }
-            if rc < 0 && errno != EINTR { return }  // reaped elsewhere (SIGCHLD ignored): its status is lost
             if cancelled.isSet { throw CancellationError() }
             if ContinuousClock.now >= deadline {
                 throw RunDisplayError.setupTimedOut(
@@ -262,7 +262,10 @@ public final class RunDisplay: Sendable {
         let deadline = ContinuousClock.now + .seconds(1)
         while !targets.isEmpty && ContinuousClock.now < deadline {
             usleep(5000)
-            targets = targets.filter(Subprocess.isRunning)  // also reaps the setup shell, our child
+            // The setup shell, our child, is left unreaped until its group was killed: its pid holds the group's id.
+            targets = targets.filter {
+                $0 == setupGroup ? Subprocess.endingUnreaped($0) == nil : Subprocess.isRunning($0)
+            }
         }
         if let group = parts.setupGroup { kill(-group, SIGKILL) }
         for pid in targets { kill(pid, SIGKILL) }

@@ -95,8 +95,9 @@ final class RunGuard: Sendable {
     private let reason = Mutex<String?>(nil)
     private let watchers = Mutex<(poller: StopPoller?, trigger: StopTrigger?)>((nil, nil))
 
-    /// Starts guarding `session`: polls the store for a stop request and, when the run drives `display`, grabs the
-    /// stop hotkey there. `cancel` ends the run.
+    /// Starts guarding `session`: polls the store for a stop request and, when the run drives `display` and a person
+    /// can use it (not one xclaw started for its own use: `VirtualDisplay.isUnattended`), grabs the stop hotkey
+    /// there. `cancel` ends the run.
     init(
         store: AgentStore, session: Int64, display: String?, settings: GuardSettings,
         events: @escaping @Sendable (String) -> Void, cancel: @escaping @Sendable () -> Void
@@ -105,7 +106,9 @@ final class RunGuard: Sendable {
         let poller = StopPoller(store: store, session: session, poll: settings.poll)
         poller.watch { [weak self] in self?.stop(poller.reason ?? "stopped by a stop request") }
         var trigger: StopTrigger?
-        if let display, settings.stopKey != nil || settings.failsafe {
+        // Only where a person can press them: on a display xclaw started for its own use every key press and pointer
+        // move is a program's, an agent's own among them, which would stop every run in flight.
+        if let display, settings.stopKey != nil || settings.failsafe, !VirtualDisplay.isUnattended(display) {
             do {
                 trigger = try StopTrigger(display: display, hotkey: settings.stopKey, failsafe: settings.failsafe) {
                     [weak self] cause in

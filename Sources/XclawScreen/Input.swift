@@ -111,6 +111,13 @@ public final class InputController: Sendable {
         guard interval >= .zero, interval <= .seconds(60), hold >= .zero, hold <= .seconds(60) else {
             throw ScreenError.invalidArgument("click interval and hold must be 0 to 60 s")
         }
+        // A held press is covered while it lasts: if this process is killed mid-hold, its guard releases it.
+        let covered =
+            hold > .zero
+            ? InputGuard.cover(
+                display: connection.name, keys: (try? keyboard.modifierKeycodes(modifiers)) ?? [],
+                buttons: [button.number]) : nil
+        defer { InputGuard.uncover(covered) }
         try withModifiers(modifiers, at: point) {
             for index in 0..<count where !interrupted() {
                 if index > 0, interval > .zero { try pause(interval, interrupted: interrupted) }

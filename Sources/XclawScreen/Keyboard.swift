@@ -31,6 +31,8 @@ public final class Keyboard: @unchecked Sendable {
     private var lastBoundUse: ContinuousClock.Instant?
     /// Whether a restore another xclaw process left pending was looked for (once, before the first key).
     private var adoptionChecked = false
+    /// The `InputGuard` cover of the spare keycodes bound now, so a killed process's guard unbinds them.
+    private var bindingsCover: UInt32?
     private let lock = NSLock()
 
     /// Reads the keymap (`XGetKeyboardMapping`); fails when the server lacks XTEST.
@@ -129,6 +131,11 @@ public final class Keyboard: @unchecked Sendable {
         }
         try withTypingState {
             let shift = try keycode(forModifier: 0xffe1)  // Shift_L
+            // Xlib sends its buffer when it fills, which can fall between a press and its release: the keys this text
+            // may press are covered while it types, so a kill then leaves none down.
+            let keys = Set(syms.compactMap { bySymbol[$0]?.keycode } + spares + [shift])
+            let covered = InputGuard.cover(display: connection.name, keys: keys.sorted())
+            defer { InputGuard.uncover(covered) }
             var index = 0
             while index < syms.count {
                 // Bind the characters the keymap lacks for as long a stretch as the spare keycodes allow.
@@ -169,9 +176,11 @@ public final class Keyboard: @unchecked Sendable {
         let all = combo.modifiers + [combo.key]
         _ = try bindMissing(all, from: 0, allowPartial: false)
         var pressed: [UInt32] = []
+        var covered: UInt32?
         defer {
             for code in pressed.reversed() { connection.fakeKey(code, down: false) }
             connection.flush()
+            InputGuard.uncover(covered)
         }
         for (i, sym) in all.enumerated() {
             let (code, level) = try location(of: sym)
@@ -185,6 +194,8 @@ public final class Keyboard: @unchecked Sendable {
             pressed.append(code)
             if bound[sym] != nil { lastBoundUse = .now }
         }
+        // A combination held for a while is covered: if this process is killed mid-hold, its guard releases it.
+        if let duration, duration > .zero { covered = InputGuard.cover(display: connection.name, keys: pressed) }
         connection.flush()
         try connection.checkAlive()
         if let duration {
@@ -209,12 +220,17 @@ public final class Keyboard: @unchecked Sendable {
         defer { lock.unlock() }
         guard !bound.isEmpty else { return }
         waitForSettle()
-        guard connection.isAlive else { bound = [:]; boundOrder = []; return }
+        guard connection.isAlive else {
+            (bound, boundOrder) = ([:], [])
+            coverBindings()
+            return
+        }
         try connection.trapped { display in
             for code in boundOrder { setMapping(display, code, to: 0) }
         }
         bound = [:]
         boundOrder = []
+        coverBindings()
     }
 
     /// A spare keycode bound for typing and the keysym it holds.
@@ -241,6 +257,7 @@ public final class Keyboard: @unchecked Sendable {
         let bindings = boundOrder.compactMap { code in byCode[code].map { Binding(code: code, sym: $0) } }
         bound = [:]
         boundOrder = []
+        coverBindings()
         return (due, bindings)
     }
 
@@ -293,6 +310,7 @@ public final class Keyboard: @unchecked Sendable {
             }
             if !pending.bindings.isEmpty { lastBoundUse = .now }
         }
+        if !bound.isEmpty { coverBindings() }
     }
 
     /// The pending restore announced on the root window, if any.
@@ -378,6 +396,16 @@ public final class Keyboard: @unchecked Sendable {
 
     // MARK: - Internals
 
+    /// Covers the spare keycodes bound now (the new cover first, then the old one dropped: never a gap). Callers hold
+    /// `lock`.
+    private func coverBindings() {
+        let byCode = Dictionary(bound.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
+        let bindings = boundOrder.compactMap { code in byCode[code].map { Binding(code: code, sym: $0) } }
+        let previous = bindingsCover
+        bindingsCover = InputGuard.cover(display: connection.name, bindings: bindings)
+        InputGuard.uncover(previous)
+    }
+
     private func isShift(_ sym: KeySym) -> Bool { sym == 0xffe1 || sym == 0xffe2 }
 
     private func press(_ code: UInt32) { connection.fakeKey(code, down: true) }
@@ -422,6 +450,8 @@ public final class Keyboard: @unchecked Sendable {
                 waitForSettle()
                 candidates += boundOrder.filter { !inUse.contains($0) }
             }
+            var planned: UInt32?
+            defer { InputGuard.uncover(planned) }
             try connection.trapped { display in
                 connection.request { XGrabServer($0) }
                 defer { connection.request { XUngrabServer($0) } }
@@ -435,6 +465,12 @@ public final class Keyboard: @unchecked Sendable {
                     let syms = current.keysyms[i..<(i + current.perKeycode)]
                     return syms.allSatisfy { $0 == 0 } || (mine[code].map { syms.first == $0 } ?? false)
                 }
+                // Covered before anyone can see them (the server is grabbed): a kill right after the grab ends must
+                // not leave them bound. `coverBindings` below replaces this cover with the exact set.
+                planned = InputGuard.cover(
+                    display: connection.name,
+                    bindings: bound.map { Binding(code: $0.value, sym: $0.key) }
+                        + zip(needed, available).map { Binding(code: $1, sym: $0) })
                 for (sym, code) in zip(needed, available) {
                     if let old = mine[code] { bound[old] = nil }
                     try connection.checkAlive()
@@ -444,6 +480,7 @@ public final class Keyboard: @unchecked Sendable {
                     boundOrder.append(code)
                 }
             }
+            coverBindings()
             // The stretch ends at the first character that could not be bound.
             end = start
             while end < syms.count, bound[syms[end]] != nil || bySymbol[syms[end]] != nil { end += 1 }

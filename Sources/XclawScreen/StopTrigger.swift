@@ -187,21 +187,7 @@ extension InputController {
     /// Returns how many it released.
     @discardableResult
     public func releaseEverything() throws -> Int {
-        let (keys, buttons) = try connection.trapped { display -> ([UInt32], [UInt32]) in
-            var map = [CChar](repeating: 0, count: 32)
-            XQueryKeymap(display, &map)
-            var keys: [UInt32] = []
-            for byte in 0..<32 {
-                let bits = UInt8(bitPattern: map[byte])
-                for bit in 0..<8 where bits & (1 << bit) != 0 { keys.append(UInt32(byte * 8 + bit)) }
-            }
-            var rootReturn: Window = 0, child: Window = 0
-            var rx: Int32 = 0, ry: Int32 = 0, wx: Int32 = 0, wy: Int32 = 0
-            var mask: UInt32 = 0
-            XQueryPointer(display, connection.root, &rootReturn, &child, &rx, &ry, &wx, &wy, &mask)
-            let buttons = (1...5).map(UInt32.init).filter { mask & (UInt32(Button1Mask) << ($0 - 1)) != 0 }
-            return (keys, buttons)
-        }
+        let (keys, buttons) = try pressedNow()
         for code in keys { connection.fakeKey(code, down: false) }
         for button in buttons { connection.fakeButton(button, down: false) }
         try connection.sync()

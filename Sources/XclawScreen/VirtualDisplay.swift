@@ -1,3 +1,4 @@
+import CX11
 import Foundation
 import Glibc
 import XclawBase
@@ -62,7 +63,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     ///   - timeout: how long Xvfb, and then the buses, may take to be ready.
     public static func start(
         size: Size = Size(width: 1920, height: 1080), depth: Int = 24, shm: Bool = true,
-        number: Int? = nil, detached: Bool = true, record: Bool = true,
+        number: Int? = nil, detached: Bool = true, record: Bool = true, unattended: Bool? = nil,
         extraArguments: [String] = [], launcher: [String] = [], accessibility: Bool = false,
         timeout: Duration = .seconds(10)
     ) throws -> VirtualDisplay {
@@ -124,6 +125,12 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         var display = VirtualDisplay(
             name: ":\(displayNumber)", number: displayNumber, pid: pid, size: size,
             depth: depth, shm: shm, startedAt: Date(), logPath: finalLog)
+        if unattended ?? record {
+            do { try markUnattended(display.name) } catch {
+                server.kill()
+                throw error
+            }
+        }
         if accessibility {
             // Buses of displays that died without their clean-up would otherwise pile up.
             AccessibilityBus.reapOrphans()
@@ -146,6 +153,35 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
             }
         }
         return display
+    }
+
+    /// The root-window property that marks a display xclaw started for its own use (`display start`, a run's
+    /// `new` display): no person's keyboard or mouse is on it, so every key press there is a program's (an agent's
+    /// own XTest input), and the stop hotkey and the corner failsafe are not armed there. It dies with the server.
+    static let unattendedProperty = "_XCLAW_UNATTENDED_DISPLAY"
+
+    /// Marks display `name` as one no person uses (`unattendedProperty`).
+    public static func markUnattended(_ name: String) throws {
+        let connection = try DisplayConnection(name: name)
+        let atom = connection.atom(unattendedProperty)
+        try connection.trapped { display in
+            var value: CLong = 1
+            withUnsafeBytes(of: &value) { raw in
+                _ = XChangeProperty(
+                    display, connection.root, atom, Atom(XA_CARDINAL), 32, PropModeReplace,
+                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 1)
+            }
+        }
+        try connection.sync()
+    }
+
+    /// Whether display `name` is one xclaw started for its own use (`markUnattended`); false when it cannot be read.
+    public static func isUnattended(_ name: String) -> Bool {
+        guard let connection = try? DisplayConnection(name: name),
+            let values = try? WindowManager(connection: connection).cardinals(
+                connection.root, unattendedProperty, type: Atom(XA_CARDINAL))
+        else { return false }
+        return values.first == 1
     }
 
     /// The recorded displays whose Xvfb still runs; records of dead ones are removed.

@@ -441,14 +441,44 @@ struct KeymapRestore: ParsableCommand {
     func validate() throws { try requireRange(afterMs, 0...60_000, "--after-ms", "ms") }
 
     func run() throws {
-        let parsed = try bindings.map { pair -> Keyboard.Binding in
-            let parts = pair.split(separator: "=")
-            guard parts.count == 2, let code = UInt32(parts[0]), let sym = UInt(parts[1]) else {
-                throw ValidationError("a binding is CODE=KEYSYM, not \(pair)")
-            }
-            return Keyboard.Binding(code: code, sym: sym)
-        }
+        let parsed = try parseBindings(bindings)
         Thread.sleep(forTimeInterval: Double(afterMs) / 1000)
         try Keyboard(connection: target.connect()).unbind(parsed, token: token)
+    }
+}
+
+/// `CODE=KEYSYM` arguments as bindings; a malformed one is bad usage.
+private func parseBindings(_ arguments: [String]) throws -> [Keyboard.Binding] {
+    try arguments.map { pair in
+        guard let binding = Keyboard.Binding(argument: pair) else {
+            throw ValidationError("a binding is CODE=KEYSYM, not \(pair)")
+        }
+        return binding
+    }
+}
+
+/// `xclaw input-restore` (hidden): what the process guard of a killed xclaw (a daemon, or a one-shot command) runs
+/// for it. Releases the keys and buttons it held inside a command, those still down, and unbinds the spare keycodes
+/// it had bound, those still holding what it bound.
+struct InputRestore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "input-restore", abstract: "Release what a killed xclaw held and unbind its keycodes (internal).",
+        shouldDisplay: false)
+    @OptionGroup var target: DisplayOptions
+    @Option(help: "Keycodes to release, comma-separated.") var keys: String?
+    @Option(help: "Mouse buttons to release, comma-separated.") var buttons: String?
+    @Argument(help: "CODE=KEYSYM pairs to unbind.") var bindings: [String] = []
+
+    func run() throws {
+        let numbers = { (list: String?) throws -> [UInt32] in
+            try (list ?? "").split(separator: ",").map { item in
+                guard let value = UInt32(item) else { throw ValidationError("not a number: \(item)") }
+                return value
+            }
+        }
+        let (keyCodes, buttonNumbers, parsed) = (try numbers(keys), try numbers(buttons), try parseBindings(bindings))
+        let controller = try InputController(connection: target.connect())
+        try controller.releaseIfDown(keys: keyCodes, buttons: buttonNumbers)
+        if !parsed.isEmpty { try controller.keyboard.unbind(parsed) }
     }
 }

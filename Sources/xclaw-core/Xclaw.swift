@@ -24,7 +24,7 @@ struct Xclaw: ParsableCommand {
             MemoryCommand.self,
             ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,
             Approve.self, Deny.self, Approvals.self, PipelineCommand.self,
-            DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, ClipboardServe.self,
+            DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, InputRestore.self, ClipboardServe.self,
         ]
     )
 }

@@ -109,6 +109,89 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertFalse(stdout.contains("\"pid\""), "nothing about the daemon was told")
     }
 
+    // MARK: - Input held by a process that is killed
+
+    /// The ways a command holds input for a while: a button held down, Shift held down, and a slow `type` of
+    /// characters the keymap lacks (bound to spare keycodes while it types).
+    private enum Holding: CaseIterable {
+        case button, shift, typing
+
+        var arguments: [String] {
+            switch self {
+            case .button: return ["click", "--hold-ms", "60000", "20", "20"]
+            case .shift: return ["key", "--hold", "60", "shift"]
+            case .typing: return ["type", "--delay", "100", String(repeating: "€ɐ", count: 200)]
+            }
+        }
+    }
+
+    /// Whether `holding` shows on the display now, read through the test's own connection: button 1 or Shift_L
+    /// down (`XQueryPointer`, `XQueryKeymap`), or a keycode bound to € (`XGetKeyboardMapping`).
+    private func shows(_ holding: Holding, on display: TestDisplay) throws -> Bool {
+        let input = try InputController(connection: try display.connect())
+        switch holding {
+        case .button: return try input.pressedNow().buttons.contains(1)
+        case .shift:
+            let shift = try input.keyboard.keycodesToHold(KeyCombo.parse("shift"))
+            return try !Set(input.pressedNow().keys).isDisjoint(with: shift)
+        case .typing: return try !input.keyboard.keycodes(holding: Keyboard.keysym(for: "€")).isEmpty
+        }
+    }
+
+    /// No key and no button is down on the display (through the test's own connection).
+    private func assertNothingDown(on display: TestDisplay, file: StaticString = #filePath, line: UInt = #line) throws {
+        let pressed = try InputController(connection: try display.connect()).pressedNow()
+        XCTAssertEqual(pressed.keys, [], "keys still down", file: file, line: line)
+        XCTAssertEqual(pressed.buttons, [], "buttons still down", file: file, line: line)
+    }
+
+    /// Polls `condition` every 20 ms for up to `seconds`.
+    private func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return try condition()
+    }
+
+    /// An in-process xclaw killed with SIGKILL mid-hold or mid-type: its guard releases the button or Shift and
+    /// unbinds the spare keycodes it had bound.
+    func testAnXclawKilledMidHoldOrTypeLeavesNothingHeldOrBound() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        for holding in Holding.allCases {
+            let run = try launchCLI(holding.arguments + ["--display", display.name], environment: env)
+            defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+            XCTAssertTrue(try eventually(20) { try shows(holding, on: display) }, "\(holding) never showed")
+            kill(run.processIdentifier, SIGKILL)  // the front became xclaw-core: this is the process that pressed
+            run.waitUntilExit()
+            XCTAssertTrue(try eventually(10) { try !shows(holding, on: display) }, "\(holding) stayed after the kill")
+            try assertNothingDown(on: display)
+        }
+    }
+
+    /// The daemon killed with SIGKILL while it serves such a command: its guard releases and unbinds what it held,
+    /// and the front exits 5 saying what to run should anything stay held.
+    func testADaemonKilledMidHoldOrTypeLeavesNothingHeldOrBound() throws {
+        let display = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { display.stop() }
+        for holding in Holding.allCases {
+            let daemon = try startDaemon()
+            let stderr = Pipe()
+            let run = try launchCLI(holding.arguments + ["--display", display.name], environment: env, stderr: stderr)
+            defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
+            XCTAssertTrue(try eventually(20) { try shows(holding, on: display) }, "\(holding) never showed")
+            kill(daemon.pid, SIGKILL)
+            run.waitUntilExit()
+            XCTAssertEqual(run.terminationStatus, 5)
+            let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            XCTAssertTrue(said.contains("xclaw release-all --everything"), said)
+            XCTAssertTrue(try eventually(10) { try !shows(holding, on: display) }, "\(holding) stayed after the kill")
+            try assertNothingDown(on: display)
+        }
+    }
+
     // MARK: - Commands through the daemon
 
     private func status() throws -> DaemonStatus {

@@ -160,6 +160,29 @@ final class StopAndApprovalTests: XCTestCase {
         }
     }
 
+    /// On a display xclaw started for the run (`new`) no person can press anything, so the hotkey and the failsafe
+    /// are not armed there: the agent's own press of the stop chord and its move into a corner are input like any
+    /// other, and the run goes on to its end.
+    func testAnAgentsOwnHotkeyAndCornerOnItsPrivateDisplayDoNotStopIt() throws {
+        let chord = "{\"action\": \"key\", \"text\": \"ctrl+alt+Pause\"}"
+        let corner = "{\"action\": \"mouse_move\", \"coordinate\": [0, 0]}"
+        for (agent, action) in [("by-key", chord), ("by-corner", corner)] {
+            let server = try MockMessagesServer(replies: [
+                Self.tool("toolu_1", "computer", action), .stream(.turn(blocks: [.text("done")])),
+            ])
+            defer { server.stop() }
+            let env = try environment(server, config: "failsafe = on\n")
+            let created = try runCLI(
+                ["agent", "create", agent, "--tools", "computer", "--display", "new:640x480"], environment: env)
+            XCTAssertEqual(created.status, 0, created.stderr)
+            let run = try runCLI(["send", agent, "press the stop chord, or park the pointer"], environment: env)
+            XCTAssertEqual(run.status, 0, "\(agent): \(run.stderr)")
+            let ended = try session(env) { $0.agent == agent && $0.status != .running }
+            XCTAssertEqual(ended?.status, .completed, "\(agent): \(ended?.error ?? "")")
+            XCTAssertEqual(server.requests.count, 2, "\(agent): every reply was asked for")
+        }
+    }
+
     /// An unattended "Delete" waits as needs-approval; `approve` lets it click, `deny` and the timeout do not, and
     /// the model is told. Bad decisions are refused with their exit codes.
     func testAnUnattendedDeleteWaitsForApprovalThenIsApprovedOrDenied() throws {

@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
+#include <string.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,4 +19,13 @@ int xclaw_wait_status(int status, int *value) {
     if (WIFEXITED(status)) { *value = WEXITSTATUS(status); return 1; }
     if (WIFSIGNALED(status)) { *value = WTERMSIG(status); return 2; }
     return 0;
+}
+
+int xclaw_exit_unreaped(int pid, int *value) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
+    if (info.si_pid == 0) return 0;
+    *value = info.si_status;
+    return info.si_code == CLD_EXITED ? 1 : 2;
 }
