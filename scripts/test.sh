@@ -3,6 +3,14 @@
 # real Xvfb servers it starts itself, then the command-line tests again through the daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The suite runs as root: /dev/null and its kin must come out of it as they went in (an output renamed over
+# /dev/null once made it a regular file, and every later program broke). Checked on every exit, a failed one too.
+after_suite() {
+  local status=$?
+  bash scripts/check-special-files.sh || status=1
+  exit "$status"
+}
+trap after_suite EXIT
 bash scripts/install-deps.sh
 bash scripts/format.sh --check
 swift build --build-tests
@@ -15,6 +23,3 @@ swift test --skip-build
 # servers: the first pass ran them.
 XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests --skip ScheduleCLITests \
   --skip WebViewCLITests --skip WebAPICLITests --skip MCPServerCLITests
-# The suite runs as root: /dev/null and its kin must come out of it as they went in (an output renamed over
-# /dev/null once made it a regular file, and every later program broke).
-bash scripts/check-special-files.sh

@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// The input turn of one display, shared by every actor of every xclaw process of this user: agents (whichever
-/// process runs them), MCP calls (stdio or the daemon's HTTP) and the daemon's own runs. An advisory `flock` on a
+/// The input turn of one display, shared by the agents of every xclaw process of this user (each input action, in
+/// the skills' `runInput`) and the MCP server's input tools (stdio or the daemon's HTTP). Plain CLI input commands
+/// (`xclaw click`) do not take it: a script's own clicks are its author's to order. An advisory `flock` on a
 /// file per display in the state directory: the kernel releases it when its holder dies, so a killed process never
 /// leaves a display locked, and each turn opens its own descriptor, so threads of one process exclude each other too
 /// (flock locks belong to the open file, not the process).
@@ -14,13 +15,14 @@ public final class DisplayInputLock: @unchecked Sendable {
 
     private init(fd: Int32) { self.fd = fd }
 
-    /// One lock per X display, whatever spelling names it: `:1`, `:1.0` and `unix:1` are one display.
+    /// One lock per X display, whatever spelling names it: `:1`, `:01`, `:1.0` and `unix:1` are one display (Xlib
+    /// reads the number as a number).
     public static func key(_ display: String) -> String {
         guard let colon = display.lastIndex(of: ":") else { return display }
         var host = String(display[..<colon])
         if host == "unix" || host == "localhost" { host = "" }
         let number = display[display.index(after: colon)...].split(separator: ".", maxSplits: 1).first ?? ""
-        return host + ":" + number
+        return host + ":" + (Int(number).map(String.init) ?? String(number))
     }
 
     /// The lock file of `display`: `locks/display-KEY.lock` in the state directory (created private when missing).

@@ -27,9 +27,12 @@ public final class MCPServer: Sendable {
         ).message
     }
 
-    /// `text` for an error message: cut at `quoteLimit` characters with "…", so an error never echoes a huge argument.
+    /// `text` for an error message: cut at `quoteLimit` Unicode scalars with "…", so an error never echoes a huge
+    /// argument (counted in scalars, not characters: one letter with megabytes of combining marks is one character).
     public static func quoted(_ text: String) -> String {
-        text.count > quoteLimit ? String(text.prefix(quoteLimit)) + "…" : text
+        let scalars = text.unicodeScalars
+        guard scalars.count > quoteLimit else { return text }
+        return String(String.UnicodeScalarView(scalars.prefix(quoteLimit))) + "…"
     }
 
     private let name: String

@@ -238,7 +238,7 @@ public struct MCPTool: Sendable {
             }
             if !parameter.type.accepts(value) {
                 return
-                    "\(parameter.name) must be \(parameter.type.name), not \(value.jsonText.prefix(80))"
+                    "\(parameter.name) must be \(parameter.type.name), not \(String(String.UnicodeScalarView(value.jsonText.unicodeScalars.prefix(80))))"
             }
         }
         return nil

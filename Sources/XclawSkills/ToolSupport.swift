@@ -33,6 +33,10 @@ extension ScreenSession {
         settle: Bool = true, subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
     ) async throws -> InputOutcome {
         var subject = subject
+        let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
+        // The description with the typed text masked: what is said wherever the field is a password or unknown.
+        let hidden = SecretText.hiding(
+            record.text ?? "", in: describe, spellings: [quoted(record.text ?? "", limit: .max)])
         let gating = context.gate != nil && subject == nil
         // One look before the action serves the gate (what it would act on) and the recording (its anchors).
         var before: (snapshot: Snapshot, patch: (png: String, origin: Point)?, pointer: Point?)?
@@ -57,20 +61,23 @@ extension ScreenSession {
                 // again and fail again. The gate fails closed otherwise: an action whose control cannot be read is
                 // not done.
                 let fatal = (modelError(error) as? ToolError).flatMap { $0.endsRun != nil ? $0 : nil }
+                // Typed text is masked, since its field could not be read.
+                let what = typing ? hidden : describe
                 let thrown =
-                    fatal
+                    fatal.map {
+                        ToolError(
+                            $0.message + (typing ? "; nothing was typed" + SecretText.resultNote : ""),
+                            endsRun: $0.endsRun)
+                    }
                     ?? ToolError(
-                        "the approval gate could not read what \(describe) would act on (\(modelError(error))); "
+                        "the approval gate could not read what \(what) would act on (\(modelError(error))); "
                             + "nothing was done: take a screenshot and try again")
                 // Logged here, once, with its point and time (the runner adds a bare record only for what a tool
-                // did not log); typed text is masked, since its field could not be read.
+                // did not log).
                 var failed = record
                 failed.result = "error: \(thrown.message)"
                 failed.ms = millisecondsSince(looked)
-                if let text = failed.text, typingActions.contains(record.action) || typingActions.contains(record.tool)
-                {
-                    failed.text = SecretText.masked(text.count)
-                }
+                if typing, let text = failed.text { failed.text = SecretText.masked(text.count) }
                 context.log(failed)
                 throw thrown
             } catch {
@@ -78,10 +85,10 @@ extension ScreenSession {
             }
         }
         // Text for a password field is masked in every record of it (the log, the store's steps, the web view);
-        // without a gate or a recording its field is looked up here, for typing only.
-        let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
+        // without a gate or a recording its field is looked up here, for typing only (a look changes nothing, so a
+        // dry run looks too).
         var secret = false
-        if typing, !context.dryRun {
+        if typing {
             if let subject {
                 secret = subject.intoPassword
             } else if let before {
@@ -95,16 +102,23 @@ extension ScreenSession {
         // What every record of the action shows: the typed text masked when it went into a password field.
         var shown = record
         if secret, let text = record.text { shown.text = SecretText.masked(text.count) }
-        switch await context.permit(shown, describe: describe, subject: subject) {
+        let said = secret ? hidden : describe
+        // A skipped password call says so, which marks the call for the views that mask it.
+        let unsaid = secret ? "; nothing was typed" + SecretText.resultNote : ""
+        switch await context.permit(shown, describe: said, subject: subject) {
         case .go: break
-        case .dryRun: return .skipped("dry run: would \(describe)")
+        case .dryRun: return .skipped("dry run: would \(said)")
         case .declined:
             return .skipped(
-                "the user declined \(describe); nothing was done. Do not repeat it: ask the user or try another way.")
-        case .denied(let why): return .skipped(why)
+                "the user declined \(said); nothing was done. Do not repeat it: ask the user or try another way.")
+        case .denied(let why): return .skipped(why + unsaid)
         }
         // The run may have been cancelled while the user was being asked: then act on nothing.
         if context.isCancelled() { throw CancellationError() }
+        // The display's input turn across processes (MCP calls, agents elsewhere), for the action itself only: an
+        // approval wait or a model's reply must not hold other actors up.
+        let turn = try await DisplayInputLock.acquire(connection.name)
+        defer { turn.release() }
         let start = ContinuousClock.now
         do {
             let (settled, shot) = try await perform { session -> (SettleResult?, Screenshot?) in
@@ -113,6 +127,7 @@ extension ScreenSession {
                 let settled = try session.settle()
                 return (settled, screenshot ? try session.encodeForModel(settled.frame) : nil)
             }
+            turn.release()  // the recording's look after the action needs no turn
             var done = shown
             done.result = "ok"
             done.ms = millisecondsSince(start)
@@ -130,7 +145,11 @@ extension ScreenSession {
             }
             return .done(ms: done.ms ?? 0, settle: settled, screenshot: shot, secret: secret)
         } catch {
-            let reported = modelError(error)
+            var reported = modelError(error)
+            if secret, let error = reported as? ToolError {
+                reported = ToolError(
+                    error.message + "; the text was being typed" + SecretText.resultNote, endsRun: error.endsRun)
+            }
             var failed = shown
             failed.result = "error: \(reported)"
             failed.ms = millisecondsSince(start)

@@ -405,7 +405,7 @@ final class RunPrinter: @unchecked Sendable {
             printError("xclaw: \(notice)")
         case .tool(_, let name, let input):
             streamed.breakLine()
-            printError("  → \(name) \(ToolSummary.describe(input))")
+            printError("  → \(name) \(ToolSummary.describe(name, input))")
         case .toolError(_, _, let message):
             printError("    ✗ \(message.prefix(200))")
         case .step(_, let step):

@@ -490,8 +490,10 @@ enum TerminalPrompt {
 
 /// Short descriptions of tool calls and token counts for the terminal.
 enum ToolSummary {
-    static func describe(_ input: JSONValue) -> String {
-        let text = input.jsonText
+    /// A call as the terminal shows it while it starts: what it types is masked, since whether it goes into a
+    /// password field is not known yet (terminals and CI logs keep what they show).
+    static func describe(_ tool: String, _ input: JSONValue) -> String {
+        let text = SecretText.maskingTyped(tool: tool, input).jsonText
         return text.count > 160 ? String(text.prefix(157)) + "..." : text
     }
 

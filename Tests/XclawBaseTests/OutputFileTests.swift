@@ -59,14 +59,15 @@ final class OutputFileTests: XCTestCase {
     }
 
     func testAPrivateWriteRefusesAnotherUsersFIFO() throws {
-        try XCTSkipIf(getuid() != 0, "needs root to give the FIFO away")
+        // The suite runs as root (only root can give a file away); elsewhere this fails, saying why.
+        guard getuid() == 0 else { return XCTFail("needs root to give the FIFO away") }
         let fifo = root.appendingPathComponent("planted.fifo").path
         XCTAssertEqual(mkfifo(fifo, 0o666), 0)
         XCTAssertEqual(chown(fifo, 65534, 65534), 0)
         let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)  // a reader is there: only the owner check refuses
         defer { close(reader) }
         XCTAssertThrowsError(try PrivateFiles.write(Data("conversation".utf8), to: fifo)) { error in
-            XCTAssertTrue("\(error)".contains("FIFO of uid 65534"), "\(error)")
+            XCTAssertTrue("\(error)".contains("it belongs to uid 65534"), "\(error)")
             XCTAssertEqual((error as? ClassifiedError)?.exitStatus, .usage)
         }
         var buffer = [UInt8](repeating: 0, count: 16)
@@ -95,6 +96,40 @@ final class OutputFileTests: XCTestCase {
         close(pipe[1])
         let text = String(decoding: FileHandle(fileDescriptor: pipe[0]).readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(text, "to stdout and private and a log")
+    }
+
+    func testEverySpellingOfTheStandardStreamsIsTheCommandsOwnAndTheDaemonsAreRefused() throws {
+        var pipe: [Int32] = [0, 0]
+        XCTAssertEqual(Glibc.pipe(&pipe), 0)
+        defer { close(pipe[0]) }
+        let served = Invocation(
+            environment: [:], directory: "/dev", descriptors: (0, pipe[1], 2), terminal: nil, pid: getpid(),
+            interrupts: nil)
+        try Invocation.serve(served) {
+            // Relative to a command run in /dev, with dots and doubled slashes: still the asker's stdout.
+            XCTAssertEqual(OutputFile.normalized("./stdout"), "/dev/stdout")
+            XCTAssertEqual(OutputFile.normalized("//dev/./stdout"), "/dev/stdout")
+            XCTAssertEqual(OutputFile.normalized("/dev/../dev/fd/1"), "/dev/fd/1")
+            for spelling in ["stdout", "./stdout", "/dev/./stdout", "//dev/stdout", "/dev/../dev/fd/1"] {
+                try OutputFile.write(Data("[\(spelling)]".utf8), to: spelling)
+            }
+            // Another descriptor of "this process" would be the daemon's own; a terminal the asker did not pass is
+            // not there: both are refused at once, neither waits.
+            for refused in ["/dev/fd/5", "/proc/self/fd/7", "/proc/self/environ", "/dev/tty"] {
+                XCTAssertThrowsError(try OutputFile.write(Data("x".utf8), to: refused), refused) { error in
+                    XCTAssertEqual((error as? ClassifiedError)?.exitStatus, .usage, "\(error)")
+                }
+            }
+            // Nothing new is ever made in /dev.
+            XCTAssertThrowsError(try OutputFile.write(Data("x".utf8), to: "/dev/xclaw-test-\(getpid())")) { error in
+                XCTAssertTrue("\(error)".contains("no new file in /dev"), "\(error)")
+            }
+        }
+        close(pipe[1])
+        let text = String(decoding: FileHandle(fileDescriptor: pipe[0]).readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(text, "[stdout][./stdout][/dev/./stdout][//dev/stdout][/dev/../dev/fd/1]")
+        XCTAssertNil(try? FileManager.default.attributesOfItem(atPath: "/dev/xclaw-test-\(getpid())"))
+        XCTAssertEqual(type("/dev/stdout"), S_IFLNK, "/dev/stdout is still the link it was")
     }
 
     func testRegularFilesAreReplacedAtomicallyWithTheirPermissions() throws {

@@ -78,7 +78,11 @@ final class DisplayLockCLITests: XCTestCase {
             environment: env)
         defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) } }
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(30)))
-        Thread.sleep(forTimeInterval: 0.5)  // the agent holds Shift now, inside its turn of the display
+        // The call goes out once the fixture saw the agent press Shift (a 3 s hold: it is still down then).
+        let pressed = Date().addingTimeInterval(20)
+        while !fixture.received.contains(where: { $0.kind == .keyPress }) && Date() < pressed {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         try toClient.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))
         if let line = nextLine() { lines.append(line) }
         client.waitUntilExit()

@@ -35,7 +35,7 @@ final class SecretTextCLITests: XCTestCase {
 
     /// With `approval` as the config sets it: `none` (no gate: the field is looked up for the typing alone) and the
     /// default (the gate's own look classifies it).
-    private func typeAPassword(approval: String?) throws {
+    private func typeAPassword(approval: String?, batch: Bool = false) throws {
         try (approval.map { "approval = \($0)\n" } ?? "").write(
             to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
         var env = [
@@ -68,18 +68,33 @@ final class SecretTextCLITests: XCTestCase {
         let y = (field["y"]?.int ?? 0) + (field["height"]?.int ?? 0) / 2
 
         let secret = ["Tr0ub4dor", "x", String(UUID().uuidString.prefix(8))].joined(separator: "-")
-        let server = try MockMessagesServer(replies: [
-            Self.tool("toolu_0", "{\"action\": \"left_click\", \"coordinate\": [\(x), \(y)]}"),
-            Self.tool("toolu_1", "{\"action\": \"type\", \"text\": \"\(secret)\"}"),
-            Self.tool("toolu_2", "{\"action\": \"key\", \"text\": \"Return\"}"),
-            .stream(.turn(blocks: [.text("Unlocked.")])),
-        ])
+        let actions = [
+            "{\"action\": \"left_click\", \"coordinate\": [\(x), \(y)]}",
+            "{\"action\": \"type\", \"text\": \"\(secret)\"}",
+            "{\"action\": \"key\", \"text\": \"Return\"}",
+        ]
+        // One call a step, or the three in one `computer_batch` call.
+        let calls: [MockReply] =
+            batch
+            ? [
+                .stream(
+                    .turn(
+                        blocks: [
+                            .toolUse(
+                                id: "toolu_0", name: "computer_batch",
+                                input: "{\"actions\": [\(actions.joined(separator: ", "))]}")
+                        ], stopReason: "tool_use"))
+            ] : actions.enumerated().map { Self.tool("toolu_\($0.offset)", $0.element) }
+        let server = try MockMessagesServer(replies: calls + [.stream(.turn(blocks: [.text("Unlocked.")]))])
         defer { server.stop() }
         env["ANTHROPIC_BASE_URL"] = server.baseURL
         env["ANTHROPIC_API_KEY"] = "sk-" + "ant-secret-SECRET"
         let log = dir.appendingPathComponent("actions-\(approval ?? "default").jsonl").path
         let ran = try ReplayApps.xclaw(
-            ["run", "Unlock the vault", "--display", display.name, "--tools", "computer", "--log", log],
+            [
+                "run", "Unlock the vault", "--display", display.name, "--tools",
+                batch ? "computer,computer_batch" : "computer", "--log", log,
+            ],
             environment: env, timeout: 120)
         XCTAssertEqual(ran.status, 0, ran.stderr)
         // The app got the password: typing it was not hindered.
@@ -88,8 +103,8 @@ final class SecretTextCLITests: XCTestCase {
         XCTAssertEqual(printed, secret, "zenity did not get the password")
 
         // The model is told where its text went (and reads no text back).
-        XCTAssertEqual(server.requests.count, 4)
-        let answer = String(decoding: server.requests[2].body, as: UTF8.self)
+        XCTAssertEqual(server.requests.count, batch ? 2 : 4)
+        let answer = String(decoding: server.requests[batch ? 1 : 2].body, as: UTF8.self)
         XCTAssertTrue(
             answer.contains("typed \(secret.count) characters into a password field"), String(answer.suffix(300)))
 
@@ -123,6 +138,10 @@ final class SecretTextCLITests: XCTestCase {
 
     func testAPasswordTypedWithoutAGateIsMaskedEverywhere() throws {
         try typeAPassword(approval: "none")
+    }
+
+    func testAPasswordTypedInABatchIsMaskedEverywhere() throws {
+        try typeAPassword(approval: "none", batch: true)
     }
 
     func testAPasswordTypedPastTheGateIsMaskedEverywhere() throws {

@@ -240,12 +240,14 @@ int xclaw_guard_start(int sock) {
     if (child != 0) return child;
     /* The child of a multithreaded parent: only async-signal-safe calls from here on. */
     setsid();  /* a Ctrl-C meant for the owner must not end the watcher before the owner's own clean-up */
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* The owner's handlers first back to their defaults, then the mask cleared: a signal pending in the mask must
+       not reach a handler of the owner's in this copy of its memory. */
     struct sigaction basic = {.sa_handler = SIG_DFL};
     for (int s = 1; s < NSIG; s++) sigaction(s, &basic, NULL);
     signal(SIGPIPE, SIG_IGN);
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
     if (sock != 3) { dup2(sock, 3); }
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) { dup2(null, 0); dup2(null, 1); dup2(null, 2); }

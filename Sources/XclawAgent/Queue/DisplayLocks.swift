@@ -1,10 +1,8 @@
 import Foundation
-import XclawBase
 import XclawMessages
 
-/// FIFO turns per display, so agents sharing one never interleave input and capture; not reentrant. Inside its turn
-/// a body also holds the display's `DisplayInputLock`, the one every actor of every xclaw process takes (MCP calls,
-/// agents of other processes), so the in-process queue keeps its order and fairness and the file lock its reach.
+/// FIFO turns per display, so agents sharing one never interleave input and capture; not reentrant. Across
+/// processes, each input action also takes the display's `DisplayInputLock` (the skills' `runInput`), as MCP calls do.
 public actor DisplayLocks {
     /// The process-wide locks, so every tool on a display shares one queue.
     public static let shared = DisplayLocks()
@@ -32,8 +30,6 @@ public actor DisplayLocks {
         try await acquire(display)
         let result: T
         do {
-            let shared = try await DisplayInputLock.acquire(display)
-            defer { shared.release() }
             result = try await body()
         } catch {
             await release(display)
