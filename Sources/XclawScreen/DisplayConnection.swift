@@ -121,7 +121,9 @@ public final class DisplayConnection: @unchecked Sendable {
                 _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
                 // Xlib took the display's user lock for the `exit` it expected (`_XIOError`) and never gives it
                 // back: a later `XCloseDisplay` on another thread waited for it forever, so the Display could only
-                // be leaked. Given back here, on the thread that holds it, the close frees everything.
+                // be leaked. Given back here, on the thread that holds it, the close frees everything. This leans on
+                // libX11 1.8's `_XIOError` (Debian 12 ships 1.8.4): a libX11 that gave the lock back itself would be
+                // unlocked twice; ServerDeathTests and DaemonCLITests' restart test catch that.
                 XUnlockDisplay(display)
             }, nil)
         connectionCensus.withLock { $0.open += 1 }
