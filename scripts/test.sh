@@ -19,7 +19,9 @@ swift test --skip-build
 # directory): the same assertions, so the same bytes and exit codes as in-process. After the first pass, not beside
 # it: run together (tried: 11 min instead of ~12.5), a daemon of the first pass once did not come up, cause not found
 # (a suspect: a killed run's guard ends the pids it recorded, and pids wrap at 32,768 here). DaemonCLITests,
-# ScheduleCLITests and the web view's tests manage their daemons themselves, and the MCP tests start their own
-# servers: the first pass ran them.
+# ScheduleCLITests and the web view's tests (WebLimitsCLITests too) manage their daemons themselves, the MCP tests
+# start their own servers, and SecretTextCLITests and DisplayLockCLITests run their commands in-process on purpose:
+# the first pass ran them.
 XCLAW_TEST_DAEMON=1 swift test --skip-build --filter XclawCLITests --skip DaemonCLITests --skip ScheduleCLITests \
-  --skip WebViewCLITests --skip WebAPICLITests --skip MCPServerCLITests
+  --skip WebViewCLITests --skip WebAPICLITests --skip WebLimitsCLITests --skip MCPServerCLITests \
+  --skip SecretTextCLITests --skip DisplayLockCLITests
