@@ -113,9 +113,20 @@ public final class AgentStore: Sendable {
             && error.userInfo[NSFilePathErrorKey] as? String == path + "-wal"
     }
 
-    /// Runs the migrations. Two processes opening a new file at once can both see "v1" unapplied; the loser's
-    /// bookkeeping insert then fails, and a second attempt finds the schema in place.
+    /// Runs the migrations, one opener at a time. GRDB reads which migrations are applied, then applies the others
+    /// one transaction each: two openers of a new file (processes, or stores of one process) could both apply the
+    /// same one, and the loser failed ("duplicate column name") as often as it lost a race, more than the retries
+    /// allowed with four openers. An `flock` on a file beside the database (`<db>.locks/migrate.lock`, where the
+    /// agents' locks live; never the database file, whose closing would drop this process's SQLite locks) makes them
+    /// take turns; the retries stay for a lock that cannot be had (a read-only folder).
     private func migrate() throws {
+        let turn = Self.migrationTurn(path)
+        defer {
+            if let turn {
+                flock(turn, LOCK_UN)
+                close(turn)
+            }
+        }
         let migrator = Schema.migrator
         for attempt in 1... {
             do {
@@ -127,6 +138,20 @@ public final class AgentStore: Sendable {
                 throw Self.storeError(error, path: path)
             }
         }
+    }
+
+    /// The migration lock's descriptor, held (blocking: migrations take milliseconds); nil when it cannot be made.
+    private static func migrationTurn(_ path: String) -> Int32? {
+        let directory = path + ".locks"
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return nil }
+        let fd = open(directory + "/migrate.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            close(fd)
+            return nil
+        }
+        return fd
     }
 
     // MARK: - Access and errors
