@@ -100,8 +100,8 @@ final class StoreTests: XCTestCase {
     }
 
     /// Openers of one new file take turns to migrate it: without that, two could apply one migration and the loser
-    /// failed ("duplicate column name") once it had lost three races (seen in a clean-clone suite run; this stress
-    /// of thirty new files at six openers each failed in about one run in five without the turns).
+    /// failed ("duplicate column name") once it had lost three races (seen in a clean-clone suite run). The race is
+    /// rare: without the turns, this stress failed in one of five runs (thirty new files, six openers each).
     func testConcurrentFirstOpensOfOneNewFileAllSucceed() throws {
         for round in 0..<30 {
             let path = dbPath("race-\(round).sqlite")
