@@ -45,12 +45,7 @@ public final class DisplayInputLock: @unchecked Sendable {
     ) throws -> DisplayInputLock {
         let fd = try open(display, environment: environment)
         var pause: useconds_t = 500
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else {
-                let error = Errno.current
-                close(fd)
-                throw DisplayInputLockError(display: display, reason: "\(error)")
-            }
+        while try !taken(fd, display) {
             if cancelled() {
                 close(fd)
                 throw CancellationError()
@@ -67,12 +62,7 @@ public final class DisplayInputLock: @unchecked Sendable {
     {
         let fd = try open(display, environment: environment)
         var pause = 1
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else {
-                let error = Errno.current
-                close(fd)
-                throw DisplayInputLockError(display: display, reason: "\(error)")
-            }
+        while try !taken(fd, display) {
             do { try await Task.sleep(for: .milliseconds(pause)) } catch {
                 close(fd)
                 throw error
@@ -80,6 +70,17 @@ public final class DisplayInputLock: @unchecked Sendable {
             pause = min(pause * 2, 10)
         }
         return DisplayInputLock(fd: fd)
+    }
+
+    /// One try for the lock on `fd`: true when taken, false when another holds it; any other failure closes `fd`.
+    private static func taken(_ fd: Int32, _ display: String) throws -> Bool {
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+        guard errno == EWOULDBLOCK || errno == EINTR else {
+            let error = Errno.current
+            close(fd)
+            throw DisplayInputLockError(display: display, reason: "\(error)")
+        }
+        return false
     }
 
     private static func open(_ display: String, environment: [String: String]) throws -> Int32 {
