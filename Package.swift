@@ -60,7 +60,7 @@ let package = Package(
             path: "Sources/CBindings/CXclawShim",
             // No errno from maths: sqrt then vectorises (the kernels never read errno).
             cSettings: [.unsafeFlags(["-O2", "-fno-math-errno"])],
-            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread"), .linkedLibrary("jpeg")]
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread"), .linkedLibrary("jpeg"), .linkedLibrary("xcb")]
         ),
 
         // FreeType rendering and glyph comparison for the perception layer.

@@ -89,15 +89,15 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
 public struct DaemonConnectionStatus: Codable, Sendable, Hashable {
     /// Connections open in the daemon (its kept displays', the web view's screens', selection owners').
     public var open: Int
-    /// Connections whose server went away and whose close has not finished: each a Display Xlib has not freed yet
-    /// (0 but for a moment after a loss; one that stays would be a leak).
-    public var leaked: Int
+    /// Connections whose server went away: each closed its socket and XCB's buffers, and left Xlib's structure
+    /// (some 70 KB; freeing it after a loss corrupted the heap). One per loss of a connection, no descriptor.
+    public var dropped: Int
     /// Times a kept display was opened again after its server went away.
     public var reconnects: Int
 
     /// A count.
-    public init(open: Int, leaked: Int, reconnects: Int) {
-        (self.open, self.leaked, self.reconnects) = (open, leaked, reconnects)
+    public init(open: Int, dropped: Int, reconnects: Int) {
+        (self.open, self.dropped, self.reconnects) = (open, dropped, reconnects)
     }
 }
 

@@ -90,7 +90,7 @@ public final class DaemonServer: Sendable {
             rss_bytes: Self.residentBytes(), running: running.load(ordering: .relaxed),
             ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads, web: web.withLock { $0 },
             x_connections: DaemonConnectionStatus(
-                open: DisplayConnection.census.open, leaked: DisplayConnection.census.unclosed,
+                open: DisplayConnection.census.open, dropped: DisplayConnection.census.dropped,
                 reconnects: displays.reconnects))
     }
 

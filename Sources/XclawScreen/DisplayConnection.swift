@@ -1,5 +1,6 @@
 import CX11
 import CXTest
+import CXclawShim
 import Foundation
 import Synchronization
 import XclawBase
@@ -21,10 +22,9 @@ private let lostDisplays = Mutex<Set<UInt>>([])
 
 private func displayKey(_ display: OpaquePointer?) -> UInt { UInt(bitPattern: display) }
 
-/// How many connections are open (from `XOpenDisplay` to the end of `XCloseDisplay`), and how many of those lost
-/// their server and wait for their close on the closer thread: a long-lived process (the daemon) reports both, so a
-/// leak across reconnects shows.
-private let connectionCensus = Mutex<(open: Int, closing: Int)>((0, 0))
+/// How many connections are open (from `XOpenDisplay` to their close), and how many lost their server and were
+/// dropped with Xlib's structure kept (`xclaw_display_drop_lost`): a long-lived process (the daemon) reports both.
+private let connectionCensus = Mutex<(open: Int, dropped: Int)>((0, 0))
 
 /// True when a loss is recorded for the connection at `address`; lets tests see that nothing outlives a close.
 func lossRecorded(at address: UInt) -> Bool { lostDisplays.withLock { $0.contains(address) } }
@@ -111,7 +111,9 @@ public final class DisplayConnection: @unchecked Sendable {
         let resolved = try Self.resolveName(name)
         if localOnly && !Self.isLocal(resolved) { throw ScreenError.notLocal(resolved) }
         let target = localOnly && !resolved.hasPrefix("unix:") ? "unix" + resolved : resolved
-        guard let display = XOpenDisplay(target) else { throw ScreenError.cannotOpen(resolved) }
+        guard let display = XOpenDisplay(target) else {
+            throw ScreenError.cannotOpen(resolved)
+        }
         // A new connection may reuse the address of a closed one whose close recorded a loss; it is alive.
         forgetState(of: display)
         // The handler only records the loss (see `installErrorHandlers`) and returns, so the process survives.
@@ -119,12 +121,13 @@ public final class DisplayConnection: @unchecked Sendable {
             display,
             { display, _ in
                 _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
-                // Xlib took the display's user lock for the `exit` it expected (`_XIOError`) and never gives it
-                // back: a later `XCloseDisplay` on another thread waited for it forever, so the Display could only
-                // be leaked. Given back here, on the thread that holds it, the close frees everything. This leans on
-                // libX11 1.8's `_XIOError` (Debian 12 ships 1.8.4): a libX11 that gave the lock back itself would be
-                // unlocked twice; ServerDeathTests and DaemonCLITests' restart test catch that.
-                XUnlockDisplay(display)
+                // Xlib took the display's user lock for the `exit` it expected and released the display's mutex,
+                // yet the call that met the loss unwinds as if it held that mutex and releases it again. Left so,
+                // a later `XCloseDisplay` waited forever for the user lock, and two threads could be inside Xlib on
+                // this Display at once (the daemon's heap was corrupted so). Both are put back as the caller
+                // expects; this leans on libX11 1.8's `_XIOError` (Debian 12 ships 1.8.4), and ServerDeathTests and
+                // DaemonCLITests' restart test would catch a libX11 that changed it.
+                xclaw_display_io_error_returning(display)
             }, nil)
         connectionCensus.withLock { $0.open += 1 }
         self.name = resolved
@@ -148,32 +151,30 @@ public final class DisplayConnection: @unchecked Sendable {
 
     deinit {
         let handle = self.handle
-        guard !isAlive else {
-            // The server may have died unnoticed: the close then runs the IO error handler, which records the loss
-            // again, so the state is forgotten after the close, not before.
+        // A server that died unnoticed is asked of the socket first: its close would be Xlib's close of a lost
+        // connection, which corrupted the heap (see `xclaw_display_drop_lost`).
+        if isAlive && socketPeerClosed(XConnectionNumber(handle)) {
+            _ = lostDisplays.withLock { $0.insert(displayKey(handle)) }
+        }
+        if isAlive {
             XCloseDisplay(handle)
+            // A death between the check and the close records the loss in the close: forgotten after it.
             forgetState(of: handle)
             connectionCensus.withLock { $0.open -= 1 }
-            return
-        }
-        // A lost connection is closed too (the handler gave Xlib's lock back, and Xlib sends nothing once it saw
-        // the loss), but on a thread of its own: should a close ever wait, it holds up no request and the count of
-        // closes not done (`DisplayConnection.census`) says so.
-        connectionCensus.withLock { $0.closing += 1 }
-        let address = UInt(bitPattern: handle)
-        Thread {
-            guard let handle = OpaquePointer(bitPattern: address) else { return }
-            XCloseDisplay(handle)
+        } else {
+            // The socket and XCB's buffers are freed; Xlib's structure (some 70 KB) stays, so its address is never
+            // handed to another connection and its recorded loss can go.
+            xclaw_display_drop_lost(handle)
             forgetState(of: handle)
-            connectionCensus.withLock { ($0.open, $0.closing) = ($0.open - 1, $0.closing - 1) }
-        }.start()
+            connectionCensus.withLock { ($0.open, $0.dropped) = ($0.open - 1, $0.dropped + 1) }
+        }
     }
 
-    /// Connections open in this process, and how many of them lost their server and are not closed yet (a close
-    /// that never ends would be a leaked Display): the daemon's status reports both.
-    public static var census: (open: Int, unclosed: Int) {
+    /// Connections open in this process, and how many lost their server and were dropped with Xlib's structure kept
+    /// (some 70 KB each, no descriptor): the daemon's status reports both.
+    public static var census: (open: Int, dropped: Int) {
         let now = connectionCensus.withLock { $0 }
-        return (now.open, now.closing)
+        return (now.open, now.dropped)
     }
 
     /// False once the server has gone away; the connection is then useless.

@@ -18,6 +18,8 @@ final class SelectionTests: XCTestCase {
         XCTAssertGreaterThan(big.count, SelectionOwner.chunkLimit)
         let first = try SelectionOwner.start(display: d, selection: .clipboard, type: .text, data: big)
         XCTAssertEqual(try SelectionReader.read(.clipboard, type: .text, display: d), big)
+        // The reader has the last chunk a moment before the owner sees its property deleted and counts the transfer.
+        XCTAssertTrue(first.waitForRequests(1, timeout: .seconds(5)))
         XCTAssertEqual(first.served, 1)
         let targets = try SelectionReader.targets(.clipboard, display: d)
         XCTAssertEqual(Array(targets.prefix(3)), ["TARGETS", "TIMESTAMP", "UTF8_STRING"])

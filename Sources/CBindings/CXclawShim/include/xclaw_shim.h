@@ -42,6 +42,14 @@ int xclaw_jpeg_encode_bgrx(const uint8_t *bgrx, int width, int height, int quali
 /// free() for buffers the shim allocated.
 void xclaw_free(void *p);
 
+/// For an IO-error exit handler that returns: gives back the user lock `_XIOError` took and takes back the display
+/// mutex it released, so the Xlib call that met the loss unwinds with both as it expects (see xlock.c).
+void xclaw_display_io_error_returning(Display *dpy);
+
+/// Closes the socket and XCB state of a connection whose server went away, keeping Xlib's structure (see xlock.c);
+/// no Xlib call may use `dpy` afterwards.
+void xclaw_display_drop_lost(Display *dpy);
+
 /// XCreateIC is variadic and does not import into Swift: an input context for a client window.
 XIC xclaw_create_ic(XIM im, Window window);
 
