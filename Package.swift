@@ -53,14 +53,17 @@ let package = Package(
         // POSIX pieces Swift cannot import (closefrom for posix_spawn, pipe2, the wait-status macros), for Subprocess.
         .target(name: "CXclawSystem", path: "Sources/CBindings/CXclawSystem"),
         // C kernels that must be fast even in debug builds (pixel conversion, scaling, PNG with setjmp),
-        // and shims for variadic Xlib calls Swift cannot import (XCreateIC).
+        // shims for variadic Xlib calls Swift cannot import (XCreateIC), and for what Xlib leaves undone after the
+        // loss of a server (xlock.c: libxcb, a dependency of libx11-dev).
         .target(
             name: "CXclawShim",
             dependencies: ["CX11", "CPNG"],
             path: "Sources/CBindings/CXclawShim",
             // No errno from maths: sqrt then vectorises (the kernels never read errno).
             cSettings: [.unsafeFlags(["-O2", "-fno-math-errno"])],
-            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("pthread"), .linkedLibrary("jpeg"), .linkedLibrary("xcb")]
+            linkerSettings: [
+                .linkedLibrary("z"), .linkedLibrary("pthread"), .linkedLibrary("jpeg"), .linkedLibrary("xcb"),
+            ]
         ),
 
         // FreeType rendering and glyph comparison for the perception layer.

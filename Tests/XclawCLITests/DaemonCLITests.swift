@@ -477,7 +477,8 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertGreaterThanOrEqual(after.reconnects, 2, "the kept display reconnected: \(after)")
         XCTAssertTrue(
             eventually { Self.descriptors(of: daemon.pid) <= descriptorsBefore },
-            "the daemon holds \(Self.descriptors(of: daemon.pid)) descriptors, \(descriptorsBefore) before the restarts")
+            "the daemon holds \(Self.descriptors(of: daemon.pid)) descriptors, \(descriptorsBefore) before the restarts"
+        )
         XCTAssertEqual(try status().displays, [display.name])
     }
 
