@@ -28,6 +28,21 @@ public final class TestDisplay: @unchecked Sendable {
         keeper = try DisplayConnection(name: server.name)
     }
 
+    /// A display a test stops and starts again on the same number: it takes a number far above the ones Xvfb's
+    /// `-displayfd` hands out (the lowest free), so a server another test process starts meanwhile never takes it
+    /// while it is down.
+    public static func restartable(size: Size) throws -> TestDisplay {
+        var lastError: (any Error)?
+        for _ in 0..<20 {
+            do {
+                return try TestDisplay(size: size, number: Int.random(in: 1000..<30000))
+            } catch {
+                lastError = error  // taken by another server: another number
+            }
+        }
+        throw lastError ?? ScreenError.virtualDisplay("no free display number")
+    }
+
     /// What an app launched on this display needs: `DISPLAY`, plus the session bus when it has one.
     public var environment: [String: String] { server.environment }
 
@@ -112,7 +127,11 @@ public final class Fixture: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(25)  // past the probe's own 20 s wait for its window to map
         while lock.withLock({ window == 0 }) {
             guard Date() < deadline, process.isRunning else {
-                throw ScreenError.virtualDisplay("fixture did not start")
+                // Which of the two it was tells a crash (its stderr is the test's) from a window that never mapped.
+                let why =
+                    process.isRunning
+                    ? "no ready line within 25 s" : "it exited with status \(process.terminationStatus)"
+                throw ScreenError.virtualDisplay("fixture did not start on \(display): \(why)")
             }
             Thread.sleep(forTimeInterval: 0.01)
         }

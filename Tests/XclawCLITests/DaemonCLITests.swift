@@ -253,7 +253,7 @@ final class DaemonCLITests: XCTestCase {
     }
 
     func testTheDaemonOutlivesTheXServerAndReconnectsWhenItReturns() throws {
-        var display = try TestDisplay(size: Size(width: 320, height: 240))
+        var display = try TestDisplay.restartable(size: Size(width: 320, height: 240))
         defer { display.stop() }
         let number = try XCTUnwrap(Int(display.name.dropFirst()))
         let daemon = try startDaemon()
@@ -436,7 +436,7 @@ final class DaemonCLITests: XCTestCase {
     // MARK: - Issue 31: what a caller sends cannot grow the daemon, break it, or leave it confused
 
     func testRestartingTheXServerOftenLeaksNoConnection() throws {
-        var display = try TestDisplay(size: Size(width: 320, height: 240))
+        var display = try TestDisplay.restartable(size: Size(width: 320, height: 240))
         defer { display.stop() }
         let number = try XCTUnwrap(Int(display.name.dropFirst()))
         let daemon = try startDaemon()

@@ -8,7 +8,7 @@ import XclawTesting
 /// The X server dies under a running capture loop: typed errors, the process lives, reconnecting works.
 final class ServerDeathTests: XCTestCase {
     func testCaptureLoopSurvivesServerDeathAndReconnects() throws {
-        let first = try TestDisplay(size: Size(width: 640, height: 480))
+        let first = try TestDisplay.restartable(size: Size(width: 640, height: 480))
         let number = first.server.number
         let name = first.name
         var connection = try DisplayConnection(name: name)
