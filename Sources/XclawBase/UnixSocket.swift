@@ -21,8 +21,15 @@ public final class UnixSocket: @unchecked Sendable {
     /// Listens at `path` with mode 0600 (the socket file is made under a umask of 077, so no other user can
     /// connect even for a moment). A file already at `path` is an error: the caller decides whether it is stale.
     public static func listen(path: String, backlog: Int32 = 64) throws -> UnixSocket {
+        // Bound and listening under a staging name first, then linked to `path`: a client that finds the file
+        // always finds a listener. Between a bind and a listen at `path` itself, a client got ECONNREFUSED, took
+        // the socket for a dead daemon's and removed it, and the new daemon listened on a name nobody could reach
+        // (`daemon start` then waited its 30 s out under load).
+        let staging = URL(fileURLWithPath: path).deletingLastPathComponent()
+            .appendingPathComponent(".listening-\(getpid())").path
+        unlink(staging)  // left by a process of the same pid that died here
         let socket = try make()
-        var address = try self.address(path)
+        var address = try self.address(staging)
         let old = umask(0o177)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -31,9 +38,12 @@ public final class UnixSocket: @unchecked Sendable {
         }
         umask(old)
         guard bound == 0 else { throw UnixSocketError(path: path, operation: "bind", errno: .current) }
+        defer { unlink(staging) }
         guard Glibc.listen(socket.descriptor, backlog) == 0 else {
             throw UnixSocketError(path: path, operation: "listen", errno: .current)
         }
+        // A hard link, not a rename: a file already at `path` stays an error (EEXIST), as with a bind there.
+        guard link(staging, path) == 0 else { throw UnixSocketError(path: path, operation: "bind", errno: .current) }
         return socket
     }
 

@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+import XCTest
+
+@testable import XclawBase
+
+/// The daemon's socket as its clients find it.
+final class UnixSocketTests: XCTestCase {
+    /// A client that finds the socket file must find a listener behind it: one refused took the socket for a dead
+    /// daemon's and removed it, and the daemon being started listened on a name nobody could reach.
+    func testTheSocketFileAppearsOnlyOnceItListens() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-sock-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("d.sock").path
+        let done = Atomic<Bool>(false)
+        let refused = Atomic<Int>(0)
+        let connected = Atomic<Int>(0)
+        let prober = Thread {
+            while !done.load(ordering: .acquiring) {
+                do {
+                    _ = try UnixSocket.connect(path: path)
+                    connected.add(1, ordering: .relaxed)
+                } catch let error as UnixSocketError where error.errno.rawValue == ECONNREFUSED {
+                    refused.add(1, ordering: .relaxed)
+                } catch {}  // no file yet
+            }
+        }
+        prober.start()
+        for _ in 0..<300 {
+            let listener = try UnixSocket.listen(path: path)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path))
+            // Closed before the file goes, as a stopping daemon does: only a stale file may refuse, never a new one.
+            unlink(path)
+            listener.close()
+        }
+        done.store(true, ordering: .releasing)
+        while prober.isExecuting { Thread.sleep(forTimeInterval: 0.001) }
+        XCTAssertEqual(refused.load(ordering: .relaxed), 0, "a client found the file before its listener")
+        XCTAssertGreaterThan(connected.load(ordering: .relaxed), 0, "the prober reached the listeners")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path), [], "no staging name is left behind")
+    }
+
+    /// A file already at the path stays an error, as with a bind there.
+    func testListeningWhereAFileIsFails() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-sock-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("d.sock").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
+        XCTAssertThrowsError(try UnixSocket.listen(path: path)) {
+            XCTAssertEqual(($0 as? UnixSocketError)?.errno.rawValue, EEXIST)
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["d.sock"])
+    }
+}
