@@ -271,7 +271,9 @@ final class PerceptionTests: XCTestCase {
         let appeared = try watcher.wait(for: .textAppears("finished"), timeout: .seconds(10))
         XCTAssertEqual(appeared.match?.text, "finished")
         XCTAssertGreaterThanOrEqual(appeared.elapsedMs, 300, "it was not there at the start")
-        XCTAssertLessThan(appeared.ocrPasses, appeared.polls, "unchanged frames are not OCR'd")
+        // The window shows three frames at most by then (both texts, "Build finished" added, "Please wait" gone):
+        // one OCR pass each however many polls saw them (a count of polls depended on how busy the machine was).
+        XCTAssertLessThanOrEqual(appeared.ocrPasses, 3, "unchanged frames are not OCR'd (\(appeared.polls) polls)")
         let vanished = try watcher.wait(for: .textGone("Please wait"), timeout: .seconds(10))
         XCTAssertEqual(vanished.match?.text, "Please wait")
         XCTAssertThrowsError(try watcher.wait(for: .textAppears("Never shown"), timeout: .milliseconds(400))) { error in
