@@ -303,6 +303,8 @@ let package = Package(
             // The MCP tests' Python client scripts and the web view's browser scripts, run by the tests from the
             // source tree.
             exclude: ["mcp", "web"]),
+        // The commands' parsing and validation, in-process (no X display, no daemon).
+        layerTests("XclawCommandsTests", ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawTesting"]),
         layerTests(
             "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],
