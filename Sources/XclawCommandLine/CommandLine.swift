@@ -52,19 +52,19 @@ public enum CommandRunner {
     /// `run` and the tests that check it without starting a process.
     package static func failure(of error: any Error, root: any ParsableCommand.Type) -> CommandFailure {
         if let error = error as? ClassifiedError {
-            return CommandFailure(status: error.exitStatus.rawValue, message: "xclaw: \(error)")
+            return CommandFailure(status: error.exitStatus.rawValue, output: nil, message: "xclaw: \(error)")
         }
         let code = root.exitCode(for: error)
         if code == .success {  // --help, --version
-            return CommandFailure(status: ExitStatus.ok.rawValue, output: root.fullMessage(for: error))
+            return CommandFailure(status: ExitStatus.ok.rawValue, output: root.fullMessage(for: error), message: nil)
         }
-        if let exit = error as? ExitCode { return CommandFailure(status: exit.rawValue) }
+        if let exit = error as? ExitCode { return CommandFailure(status: exit.rawValue, output: nil, message: nil) }
         // ArgumentParser reports bad usage as 64 (EX_USAGE); xclaw documents 2.
         let status =
             code == .validationFailure || error is ValidationError
             ? ExitStatus.usage.rawValue
             : ExitStatus.internal.rawValue
-        return CommandFailure(status: status, message: root.fullMessage(for: error))
+        return CommandFailure(status: status, output: nil, message: root.fullMessage(for: error))
     }
 }
 
@@ -76,13 +76,6 @@ package struct CommandFailure: Equatable, Sendable {
     package let output: String?
     /// The message for stderr, written through `printError` (control characters shown).
     package let message: String?
-
-    /// A failure with the status and at most one of the texts.
-    package init(status: Int32, output: String? = nil, message: String? = nil) {
-        self.status = status
-        self.output = output
-        self.message = message
-    }
 }
 
 /// A root command that rewrites its arguments before they are parsed: for an option whose value may be left out
