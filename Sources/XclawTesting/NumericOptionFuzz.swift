@@ -4,20 +4,20 @@ import XclawBase
 /// The hostile and random values of every numeric option, in one table: the in-process parse tests refuse the
 /// out-of-range ones without a process, and the CLI hardening test runs the rest (and a refusal per option) through
 /// the binary, so the two halves never drift apart.
-public enum NumericOptionFuzz {
+package enum NumericOptionFuzz {
     /// One command line and whether xclaw must refuse it as bad usage (exit 2).
-    public struct Case: Sendable {
+    package struct Case: Sendable {
         /// The arguments after `xclaw`, without `--display`.
-        public let arguments: [String]
+        package let arguments: [String]
         /// True when a value lies outside its documented range (or is no number at all).
-        public let mustRefuse: Bool
-        /// For a refusal, false when xclaw checks the value only once the command runs (after connecting to the display), so
-        /// only a process can show its refusal.
-        public let refusedWhileParsing: Bool
+        package let mustRefuse: Bool
+        /// For a refusal, false when xclaw checks the value only once the command runs, so only a process can show
+        /// the refusal.
+        package let refusedWhileParsing: Bool
     }
 
     /// The run's seed: `XCLAW_FUZZ_SEED` replays a failed run, else a fresh one.
-    public static func seed() -> UInt64 {
+    package static func seed() -> UInt64 {
         ProcessInfo.processInfo.environment["XCLAW_FUZZ_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
     }
 
@@ -58,8 +58,8 @@ public enum NumericOptionFuzz {
         (["run", "task", "--max-steps", "0"], "--max-tokens", 1...1_000_000, 1...5, true),
     ]
 
-    /// Integer pairs and tuples parsed from one string, and whether `validate()` parses them (`scroll --at` is
-    /// parsed when the command runs).
+    /// Integer pairs and tuples parsed from one string, and whether `validate()` parses them (`scroll --at` and
+    /// `capture --region` are parsed when the command runs).
     private static let tupleOptions: [(before: [String], option: String, parts: Int, parsed: Bool)] = [
         (["scroll", "down"], "--at", 2, false), (["capture", "-o", "/dev/null"], "--region", 4, false),
         (["ocr"], "--region", 4, true), (["watch", "--color", "#ffffff", "--timeout", "0.05"], "--pixel", 2, true),
@@ -67,7 +67,7 @@ public enum NumericOptionFuzz {
     ]
 
     /// Every case of the run `seed` starts, in the same order for the same seed.
-    public static func cases(seed: UInt64) -> [Case] {
+    package static func cases(seed: UInt64) -> [Case] {
         var random = SplitMix64(seed: seed)
         var cases: [Case] = []
         for entry in options {
