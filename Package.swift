@@ -174,8 +174,8 @@ let package = Package(
             path: "Sources/XclawMCP"
         ),
         // The daemon's web view, a surface: Hummingbird routes for the pages (assets compiled in), their JSON and
-        // websockets, and MCP over streamable HTTP, all behind one token. It knows no command: xclaw-core gives it a
-        // `WebBackend` that runs them.
+        // websockets, and MCP over streamable HTTP, all behind one token. It knows no command: XclawCommands gives it
+        // a `WebBackend` that runs them.
         .target(
             name: "XclawWeb",
             dependencies: [
@@ -198,16 +198,21 @@ let package = Package(
             ],
             path: "Sources/XclawDaemon"
         ),
-        .executableTarget(
-            name: "xclaw-core",
+        // The `xclaw` commands as a library, so tests parse and validate them in-process: the argument-parser
+        // command types, the MCP tool table, the agent and daemon wiring.
+        .target(
+            name: "XclawCommands",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
                 "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawMCP", "XclawWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/xclaw-core"
+            path: "Sources/XclawCommands"
         ),
+        // The binary the front execs: a main that only hands its arguments to the commands.
+        .executableTarget(
+            name: "xclaw-core", dependencies: ["XclawCommandLine", "XclawCommands"], path: "Sources/xclaw-core"),
         // Friendly key names, standard library only: shared by the screen layer and the front binary.
         .target(name: "XclawKeyNames", path: "Sources/XclawKeyNames"),
         // The front binary `xclaw`: no Foundation, OCR, HTTP, SQLite or AT-SPI, and the Swift runtime linked in
@@ -298,6 +303,8 @@ let package = Package(
             // The MCP tests' Python client scripts and the web view's browser scripts, run by the tests from the
             // source tree.
             exclude: ["mcp", "web"]),
+        // The commands' parsing and validation, in-process (no X display, no daemon).
+        layerTests("XclawCommandsTests", ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawTesting"]),
         layerTests(
             "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],

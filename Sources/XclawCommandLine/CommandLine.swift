@@ -25,30 +25,57 @@ public enum CommandRunner {
     /// Parses the arguments, runs the command, and maps every outcome to a documented exit status.
     public static func run(_ root: any ParsableCommand.Type, arguments: [String]? = nil) -> Int32 {
         do {
-            var arguments = arguments
-            if let rewriter = root as? any RewritesArguments.Type {
-                arguments = rewriter.rewrite(arguments ?? Array(CommandLine.arguments.dropFirst()))
-            }
-            var command = try root.parseAsRoot(arguments)
+            var command = try parse(root, arguments: arguments)
             try command.run()
             return ExitStatus.ok.rawValue
-        } catch let error as ClassifiedError {
-            printError("xclaw: \(error)")
-            return error.exitStatus.rawValue
         } catch {
-            let code = root.exitCode(for: error)
-            if code == .success {  // --help, --version
-                writeOut(root.fullMessage(for: error) + "\n")
-                return ExitStatus.ok.rawValue
-            }
-            if let exit = error as? ExitCode { return exit.rawValue }
-            printError(root.fullMessage(for: error))
-            // ArgumentParser reports bad usage as 64 (EX_USAGE); xclaw documents 2.
-            return code == .validationFailure || error is ValidationError
-                ? ExitStatus.usage.rawValue
-                : ExitStatus.internal.rawValue
+            let failure = failure(of: error, root: root)
+            if let output = failure.output { writeOut(output + "\n") }
+            if let message = failure.message { printError(message) }
+            return failure.status
         }
     }
+
+    /// The command `arguments` name (the process's own when nil), rewritten and parsed (validation included) as
+    /// `run` does, so tests can parse in-process exactly what the binary would.
+    package static func parse(_ root: any ParsableCommand.Type, arguments: [String]? = nil) throws
+        -> any ParsableCommand
+    {
+        var arguments = arguments
+        if let rewriter = root as? any RewritesArguments.Type {
+            arguments = rewriter.rewrite(arguments ?? Array(CommandLine.arguments.dropFirst()))
+        }
+        return try root.parseAsRoot(arguments)
+    }
+
+    /// How a command that threw `error` ends: the one mapping from errors to documented exit statuses, shared by
+    /// `run` and the tests that check it without starting a process.
+    package static func failure(of error: any Error, root: any ParsableCommand.Type) -> CommandFailure {
+        if let error = error as? ClassifiedError {
+            return CommandFailure(status: error.exitStatus.rawValue, output: nil, message: "xclaw: \(error)")
+        }
+        let code = root.exitCode(for: error)
+        if code == .success {  // --help, --version
+            return CommandFailure(status: ExitStatus.ok.rawValue, output: root.fullMessage(for: error), message: nil)
+        }
+        if let exit = error as? ExitCode { return CommandFailure(status: exit.rawValue, output: nil, message: nil) }
+        // ArgumentParser reports bad usage as 64 (EX_USAGE); xclaw documents 2.
+        let status =
+            code == .validationFailure || error is ValidationError
+            ? ExitStatus.usage.rawValue
+            : ExitStatus.internal.rawValue
+        return CommandFailure(status: status, output: nil, message: root.fullMessage(for: error))
+    }
+}
+
+/// What `CommandRunner` prints and returns for an error, kept apart from the printing so tests can read it.
+package struct CommandFailure: Equatable, Sendable {
+    /// The exit status.
+    package let status: Int32
+    /// Help or version text for stdout, written as it is.
+    package let output: String?
+    /// The message for stderr, written through `printError` (control characters shown).
+    package let message: String?
 }
 
 /// A root command that rewrites its arguments before they are parsed: for an option whose value may be left out

@@ -4,9 +4,10 @@ import XclawBase
 import XclawCommandLine
 import XclawScreen
 
-/// The root command.
-struct Xclaw: ParsableCommand {
-    static let configuration = CommandConfiguration(
+/// The root command: `xclaw-core`'s main runs it, and the tests parse with it in-process.
+package struct Xclaw: ParsableCommand {
+    /// The subcommands in the order `--help` lists them, and the exit-status legend every help page ends with.
+    package static let configuration = CommandConfiguration(
         commandName: "xclaw",
         abstract:
             "Desktop automation for Linux/X11: capture, input, windows, OCR and accessibility snapshots, find and tap "
@@ -27,11 +28,14 @@ struct Xclaw: ParsableCommand {
             DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, InputRestore.self, ClipboardServe.self,
         ]
     )
+
+    /// ArgumentParser makes the root through this; nothing else does.
+    package init() {}
 }
 
 extension Xclaw: RewritesArguments {
     /// `launch --wait-window` without a number waits the default 10 s.
-    static func rewrite(_ arguments: [String]) -> [String] {
+    package static func rewrite(_ arguments: [String]) -> [String] {
         arguments.first == "launch" ? Launch.normalize(arguments) : arguments
     }
 }
