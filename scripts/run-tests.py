@@ -106,7 +106,7 @@ def environment(scratch, index, daemon):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="leave out the X-heavy CLI and real-app suites")
-    parser.add_argument("--jobs", type=int, default=int(os.environ.get("XCLAW_TEST_JOBS", "4")))
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("XCLAW_TEST_JOBS", "6")))
     parser.add_argument("--record", action="store_true", help="rewrite scripts/test-weights.txt from this run")
     parser.add_argument("--list", action="store_true", help="print the shards and exit")
     args = parser.parse_args()

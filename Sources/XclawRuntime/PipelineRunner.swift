@@ -446,6 +446,10 @@ struct DelegateTool: AgentTool {
         }
         try? store.finishSubtask(subtask, status: status, result: result, error: error, steps: steps, usd: usd)
         if let done = try? store.subtask(agent: agent) { delegation.events(.subtaskFinished(done)) }
+        // Cancelled with its pipeline: the orchestrator's run ends here, cancelled as by a person's interrupt, rather
+        // than taking one more turn that its own stop request (polled) may not reach in time: under load one such
+        // turn completed the orchestrator, and the cancelled pipeline ended "completed".
+        if (try? store.pipelineCancelRequest(pipeline)) ?? nil != nil { throw CancellationError() }
         if status == .completed { return .text(result ?? "") }
         throw ToolError(
             "subtask \(subtask) (\(role)) \(status == .cancelled ? "was cancelled" : "failed"): "
