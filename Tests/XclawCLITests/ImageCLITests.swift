@@ -209,9 +209,9 @@ final class ImageCLITests: XCTestCase {
         let none = try runCLI(["watch", "--image", icon, "--timeout", "0.4"] + area + d)
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.stderr.contains("timed out waiting for image \(icon) to appear"), none.stderr)
-        // A window with the same icon comes up 0.6 s later, and goes 1.5 s after that.
+        // A window with the same icon comes up 1.5 s later, and goes 1.5 s after that.
         let name = display.name
-        let late = LateFixture(after: 0.6, lifetime: 1.5) {
+        let late = LateFixture(after: 1.5, lifetime: 1.5) {
             try Fixture(
                 display: name, title: "late icon", frame: Rect(x: 920, y: 100, width: 120, height: 80),
                 background: "#f0f0f0", rects: Self.icon(at: 30, 20, dark: false))
@@ -221,7 +221,9 @@ final class ImageCLITests: XCTestCase {
         XCTAssertEqual(appeared.status, 0, appeared.stderr)
         let result = try JSONDecoder().decode(WatchResult.self, from: appeared.stdout)
         XCTAssertEqual(result.image?.box, Rect(x: 950, y: 120, width: 32, height: 32))
-        XCTAssertGreaterThan(result.elapsedMs, 300)
+        // It was not there at the watch's first look: the watch waited for it. (Its elapsed time, once checked
+        // against 300 ms, also counted how long a loaded machine took to start the command.)
+        XCTAssertGreaterThan(result.polls, 1, "the icon was there at the first look")
         let gone = try runCLI(["watch", "--image", icon, "--gone", "--timeout", "10"] + area + d)
         XCTAssertEqual(gone.status, 0, gone.stderr)
         XCTAssertTrue(gone.text.hasPrefix("image \(icon) to vanish: after"), gone.text)

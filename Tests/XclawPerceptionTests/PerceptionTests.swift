@@ -272,7 +272,7 @@ final class PerceptionTests: XCTestCase {
         let watcher = Watcher(perceiver: perceiver, interval: .milliseconds(30))
         let appeared = try watcher.wait(for: .textAppears("finished"), timeout: .seconds(10))
         XCTAssertEqual(appeared.match?.text, "finished")
-        XCTAssertGreaterThanOrEqual(appeared.elapsedMs, 300, "it was not there at the start")
+        XCTAssertGreaterThan(appeared.polls, 1, "it was not there at the first look")
         // The window shows two frames by then ("Please wait" alone, then "Build finished" too; one more if a poll
         // caught a paint half done): one OCR pass each however many polls saw them, where ~20 polls run (a count of
         // polls depended on how busy the machine was).
