@@ -60,7 +60,32 @@ public func oracleData(_ arguments: [String], display: String, stdin path: Strin
     let (out, _, _) = forks ? (Data(), Data(), true) : child.read(until: deadline)
     child.closePipes()
     _ = child.wait(deadline: deadline)
+    if forks { try awaitSelection(set: arguments, stdin: path, display: display) }
     return out
+}
+
+/// Returns once the selection an `xclip -i` was given holds its bytes: xclip's parent exits as soon as it forked,
+/// and the child's `XSetSelectionOwner`, still in Xlib's buffer, reaches the server later, so a reader right after
+/// the parent's exit could meet the previous owner (ClipboardToolTests did in the side-by-side suite).
+private func awaitSelection(set arguments: [String], stdin path: String?, display: String) throws {
+    func value(after flag: String) -> String? {
+        arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    }
+    let options = Set(["-selection", "-t", "-display", "-loops"])
+    var operands: [String] = []
+    var index = 1
+    while index < arguments.count {
+        if options.contains(arguments[index]) { index += 2; continue }
+        if !arguments[index].hasPrefix("-") { operands.append(arguments[index]) }
+        index += 1
+    }
+    guard let source = operands.last ?? path, let expected = FileManager.default.contents(atPath: source) else { return }
+    var reader = ["xclip", "-o", "-selection", value(after: "-selection") ?? "primary"]
+    if let type = value(after: "-t") { reader += ["-t", type] }
+    let deadline = Date().addingTimeInterval(10)
+    while try oracleData(reader, display: display) != expected, Date() < deadline {
+        Thread.sleep(forTimeInterval: 0.02)
+    }
 }
 
 /// xwininfo's geometry of a window: Absolute upper-left X/Y, Width and Height.
