@@ -79,7 +79,9 @@ private func awaitSelection(set arguments: [String], stdin path: String?, displa
         if !arguments[index].hasPrefix("-") { operands.append(arguments[index]) }
         index += 1
     }
-    guard let source = operands.last ?? path, let expected = FileManager.default.contents(atPath: source) else { return }
+    guard let source = operands.last ?? path, let expected = FileManager.default.contents(atPath: source) else {
+        return
+    }
     var reader = ["xclip", "-o", "-selection", value(after: "-selection") ?? "primary"]
     if let type = value(after: "-t") { reader += ["-t", type] }
     let deadline = Date().addingTimeInterval(10)
