@@ -65,6 +65,10 @@ def read_weights():
 
 def plan(classes, jobs, quick, weights):
     """Shards as lists of (job name, target, class, daemon?), balanced by weight, heaviest first in each."""
+
+    def weight(job):
+        return weights.get(job[0], 2.0)  # a class not measured yet: about an average one
+
     work = []
     for target, name in classes:
         if quick and (target in QUICK_SKIP_TARGETS or name in QUICK_SKIP_CLASSES):
@@ -72,12 +76,12 @@ def plan(classes, jobs, quick, weights):
         work.append((name, target, name, False))
         if not quick and target == "XclawCLITests" and name in DAEMON_CLASSES:
             work.append(("daemon:" + name, target, name, True))
-    work.sort(key=lambda job: -weights.get(job[0], 2.0))
+    work.sort(key=lambda job: -weight(job))
     # In-process and daemon jobs go to separate shards: one xctest process runs in one mode.
     daemon_jobs = [job for job in work if job[3]]
     plain_jobs = [job for job in work if not job[3]]
-    total = sum(weights.get(job[0], 2.0) for job in work) or 1.0
-    daemon_share = sum(weights.get(job[0], 2.0) for job in daemon_jobs) / total
+    total = sum(map(weight, work)) or 1.0
+    daemon_share = sum(map(weight, daemon_jobs)) / total
     daemon_shards = max(1, round(jobs * daemon_share)) if daemon_jobs else 0
     plain_shards = max(1, jobs - daemon_shards)
     shards = []
@@ -87,7 +91,7 @@ def plan(classes, jobs, quick, weights):
         for job in group:
             index = loads.index(min(loads))
             bins[index].append(job)
-            loads[index] += weights.get(job[0], 2.0)
+            loads[index] += weight(job)
         shards += [b for b in bins if b]
     return shards
 

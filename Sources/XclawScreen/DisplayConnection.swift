@@ -111,9 +111,7 @@ public final class DisplayConnection: @unchecked Sendable {
         let resolved = try Self.resolveName(name)
         if localOnly && !Self.isLocal(resolved) { throw ScreenError.notLocal(resolved) }
         let target = localOnly && !resolved.hasPrefix("unix:") ? "unix" + resolved : resolved
-        guard let display = XOpenDisplay(target) else {
-            throw ScreenError.cannotOpen(resolved)
-        }
+        guard let display = XOpenDisplay(target) else { throw ScreenError.cannotOpen(resolved) }
         // A new connection may reuse the address of a closed one whose close recorded a loss; it is alive.
         forgetState(of: display)
         // The handler only records the loss (see `installErrorHandlers`) and returns, so the process survives.
@@ -123,9 +121,8 @@ public final class DisplayConnection: @unchecked Sendable {
                 _ = lostDisplays.withLock { $0.insert(displayKey(display)) }
                 // Xlib took the display's user lock for the `exit` it expected and released the display's mutex,
                 // yet the call that met the loss unwinds as if it held that mutex and releases it again. Left so,
-                // a later `XCloseDisplay` waited forever for the user lock, and two threads could be inside Xlib on
-                // this Display at once (the daemon's heap was corrupted so). Both are put back as the caller
-                // expects; this leans on libX11 1.8's `_XIOError` (Debian 12 ships 1.8.4), and ServerDeathTests and
+                // a later `XCloseDisplay` waited forever for the user lock, and another thread could enter Xlib on
+                // this Display while this one still unwinds in it. Both are put back as the caller expects; this leans on libX11 1.8's `_XIOError` (Debian 12 ships 1.8.4), and ServerDeathTests and
                 // DaemonCLITests' restart test would catch a libX11 that changed it.
                 xclaw_display_io_error_returning(display)
             }, nil)
@@ -153,9 +150,7 @@ public final class DisplayConnection: @unchecked Sendable {
         let handle = self.handle
         // A server that died unnoticed is asked of the socket first: its close would be Xlib's close of a lost
         // connection, which corrupted the heap (see `xclaw_display_drop_lost`).
-        if isAlive && socketPeerClosed(XConnectionNumber(handle)) {
-            _ = lostDisplays.withLock { $0.insert(displayKey(handle)) }
-        }
+        _ = try? poll()
         if isAlive {
             XCloseDisplay(handle)
             // A death between the check and the close records the loss in the close: forgotten after it.
