@@ -253,22 +253,14 @@ public final class RunDisplay: Sendable {
         // Who to wait for: the setup command's group and every process carrying the run's mark (zombies count as
         // gone: an orphan's parent may be slow to reap it).
         let (setupGroup, mark) = (parts.setupGroup, Array("\(marker)=\(token)".utf8))
-        var targets = Set(
+        let targets = Set(
             ownProcesses { _, group, environ in
                 group == setupGroup || environ().contains { $0.elementsEqual(mark) }
             })
-        if let group = parts.setupGroup { kill(-group, SIGTERM) }
-        for pid in targets { kill(pid, SIGTERM) }
-        let deadline = ContinuousClock.now + .seconds(1)
-        while !targets.isEmpty && ContinuousClock.now < deadline {
-            usleep(5000)
+        Subprocess.terminate(targets, groups: setupGroup.map { [$0] } ?? [], grace: .seconds(1)) {
             // The setup shell, our child, is left unreaped until its group was killed: its pid holds the group's id.
-            targets = targets.filter {
-                $0 == setupGroup ? Subprocess.endingUnreaped($0) == nil : Subprocess.isRunning($0)
-            }
+            $0 == setupGroup ? Subprocess.endingUnreaped($0) == nil : Subprocess.isRunning($0)
         }
-        if let group = parts.setupGroup { kill(-group, SIGKILL) }
-        for pid in targets { kill(pid, SIGKILL) }
         if let group = parts.setupGroup { _ = Subprocess.waitForExit(group, deadline: .now + .milliseconds(100)) }
         if let display = parts.display {
             do { try display.stop() } catch {

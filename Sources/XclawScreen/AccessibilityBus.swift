@@ -191,21 +191,13 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         let deadline = ContinuousClock.now + timeout
         let marker = Self.busIdentity(sessionAddress)
         if Self.isAlive(launcherPID), Self.commandLine(launcherPID).contains("at-spi-bus-launcher") {
-            kill(launcherPID, SIGTERM)
             // Bounded: half the time for it, the rest for what it leaves behind.
-            let half = ContinuousClock.now + timeout / 2
-            while Self.isAlive(launcherPID) && ContinuousClock.now < half { Thread.sleep(forTimeInterval: 0.01) }
+            Subprocess.terminate([launcherPID], grace: timeout / 2, escalate: false, isAlive: Self.isAlive)
         }
         var targets = Self.processes(inGroups: [launcherPID, daemonPID].filter { $0 > 0 }, busIdentity: marker)
         if Self.isAlive(daemonPID), Self.commandLine(daemonPID).contains("dbus-daemon") { targets.insert(daemonPID) }
         if Self.isAlive(launcherPID) { targets.insert(launcherPID) }  // it ignored SIGTERM: it gets SIGKILL below
-        for pid in targets { kill(pid, SIGTERM) }
-        while targets.contains(where: Self.isAlive) && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        for pid in targets where Self.isAlive(pid) { kill(pid, SIGKILL) }
-        Thread.sleep(forTimeInterval: 0.02)
-        for pid in targets { _ = Self.isAlive(pid) }  // reaps those that are our children
+        Subprocess.terminate(targets, grace: max(deadline - ContinuousClock.now, .zero), isAlive: Self.isAlive)
     }
 
     // MARK: - Start-up steps
@@ -357,10 +349,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
             guard !serverRuns(display: number) else { continue }
             orphans.append(pid)
         }
-        for pid in orphans { kill(pid, SIGTERM) }
-        let deadline = ContinuousClock.now + .seconds(1)
-        while orphans.contains(where: isAlive) && ContinuousClock.now < deadline { usleep(10_000) }
-        for pid in orphans where isAlive(pid) { kill(pid, SIGKILL) }
+        Subprocess.terminate(Set(orphans), grace: .seconds(1), isAlive: isAlive)
         return orphans.count
     }
 

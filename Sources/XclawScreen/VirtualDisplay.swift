@@ -240,17 +240,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         }
         accessibility?.stop(timeout: timeout)
         guard isRunning else { return }
-        kill(pid, SIGTERM)
-        let deadline = ContinuousClock.now + timeout
-        while isRunning {
-            if ContinuousClock.now >= deadline {
-                kill(pid, SIGKILL)
-                Thread.sleep(forTimeInterval: 0.05)
-                _ = isRunning  // reaps the zombie when it is our child
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        Subprocess.terminate([pid], grace: timeout) { _ in isRunning }
     }
 
     private func save() throws {

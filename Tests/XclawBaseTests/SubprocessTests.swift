@@ -122,6 +122,53 @@ final class SubprocessTests: XCTestCase {
         XCTAssertEqual(getpgid(inherited.pid), getpgrp())
     }
 
+    /// A shell that ignores SIGTERM, started and past its `trap` (it says "ready") before the test goes on.
+    private func stubbornChild(group: Subprocess.Group = .inherited) throws -> Subprocess {
+        let child = try Subprocess.spawn(
+            ["/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"], stderr: .null, group: group)
+        XCTAssertTrue(child.read(until: .now + .seconds(10)) { $0.contains(0x0A) }.complete, "the shell never started")
+        return child
+    }
+
+    func testTerminateAsksFirstKillsTheStubbornAndReapsBoth() throws {
+        let polite = try Subprocess.spawn(["/bin/sleep", "30"], stdout: .null, stderr: .null)
+        let stubborn = try stubbornChild()
+        let ending = Subprocess.terminate([polite.pid, stubborn.pid], grace: .milliseconds(300))
+        XCTAssertEqual(ending.killed, [stubborn.pid], "only the one that ignored SIGTERM needed SIGKILL")
+        for pid in [polite.pid, stubborn.pid] {
+            var status: Int32 = 0
+            XCTAssertEqual(waitpid(pid, &status, WNOHANG), -1, "\(pid) was left unreaped")
+            XCTAssertNil(Subprocess.processState(pid))
+        }
+    }
+
+    func testTerminateWithoutEscalationOnlyAsksAndAGroupTakesItsMembers() throws {
+        let stubborn = try stubbornChild()
+        XCTAssertEqual(Subprocess.terminate([stubborn.pid], grace: .milliseconds(100), escalate: false).killed, [])
+        XCTAssertTrue(Subprocess.isRunning(stubborn.pid), "asked only, it should still run")
+        XCTAssertEqual(stubborn.kill(), .timedOut)
+        // A group leader with a child of its own: the group's signal reaches the child too.
+        let leader = try Subprocess.spawn(
+            ["/bin/sh", "-c", "sleep 30 & echo $!; wait"], stderr: .null, group: .own)
+        let read = leader.read(until: .now + .seconds(10)) { $0.contains(0x0A) }
+        let member = try XCTUnwrap(
+            Int32(String(decoding: read.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        Subprocess.terminate([leader.pid], groups: [leader.pid], grace: .seconds(5))
+        XCTAssertFalse(Subprocess.isRunning(leader.pid))
+        XCTAssertTrue(
+            eventuallyGone(member), "the group's other member \(member) outlived the group's SIGTERM")
+    }
+
+    /// Whether `pid` (not our child: init reaps it) is gone or a zombie within a few seconds.
+    private func eventuallyGone(_ pid: pid_t) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while Subprocess.isRunning(pid) {
+            if ContinuousClock.now >= deadline { return false }
+            usleep(5000)
+        }
+        return true
+    }
+
     func testSpawnFailuresAreTyped() {
         XCTAssertThrowsError(try Subprocess.spawn([])) { XCTAssertEqual($0 as? SubprocessError, .noCommand) }
         XCTAssertThrowsError(try Subprocess.spawn(["/nonexistent/program"])) { error in
