@@ -215,11 +215,13 @@ let package = Package(
             name: "xclaw-core", dependencies: ["XclawCommandLine", "XclawCommands"], path: "Sources/xclaw-core"),
         // Friendly key names, standard library only: shared by the screen layer and the front binary.
         .target(name: "XclawKeyNames", path: "Sources/XclawKeyNames"),
+        // What the front and the daemon share about serving, standard library only: the served commands.
+        .target(name: "XclawWire", path: "Sources/XclawWire"),
         // The front binary `xclaw`: no Foundation, OCR, HTTP, SQLite or AT-SPI, and the Swift runtime linked in
         // statically. It hands commands to the daemon, does plain input itself, or execs `xclaw-core`.
         .executableTarget(
             name: "xclaw",
-            dependencies: ["CXclawSystem", "CX11", "CXTest", "XclawKeyNames"],
+            dependencies: ["CXclawSystem", "CX11", "CXTest", "XclawKeyNames", "XclawWire"],
             path: "Sources/xclaw",
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
@@ -304,7 +306,8 @@ let package = Package(
             // source tree.
             exclude: ["mcp", "web"]),
         // The commands' parsing and validation, in-process (no X display, no daemon).
-        layerTests("XclawCommandsTests", ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawTesting"]),
+        layerTests(
+            "XclawCommandsTests", ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawTesting", "XclawWire"]),
         layerTests(
             "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],

@@ -3,15 +3,6 @@ import Glibc
 
 /// What the front knows of its invocation, and how it becomes the full binary.
 struct Front {
-    /// The commands the daemon serves: those that touch a display or run an agent. The rest (the store's
-    /// commands, `display`, `daemon`, `bench`, help) gain nothing from it and run in-process.
-    static let served: Set<String> = [
-        "move", "click", "mousedown", "mouseup", "drag", "scroll", "key", "type", "cursor", "windows", "activate",
-        "keydown", "keyup", "release-all", "active", "window", "desktop", "clipboard",
-        "monitors", "capture", "pixel", "ocr", "snapshot", "tree", "find", "tap", "watch", "wait-stable", "run", "send",
-        "chat", "pipeline",
-    ]
-
     /// The arguments, `--no-daemon` taken out.
     var arguments: [String]
     /// The environment.

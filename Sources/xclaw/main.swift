@@ -3,6 +3,7 @@
 // resident daemon when one runs, and otherwise becomes the full binary (`xclaw-core`, beside it) with exec, so a
 // one-shot command still runs in-process exactly as before.
 import Glibc
+import XclawWire
 
 var front = Front(arguments: Array(CommandLine.arguments.dropFirst()), environment: Front.environment())
 // Plain input is done here, unless a daemon's web view watches: then the daemon sends it and its action log shows it.
@@ -11,7 +12,7 @@ if front.noDaemon || !DaemonHandoff(front).webViewRuns,
 {
     exit(status)
 }
-if !front.noDaemon, Front.served.contains(front.arguments.first ?? "") {
+if !front.noDaemon, ServedCommands.serves(front.arguments) {
     if let status = DaemonHandoff(front).run() { exit(status) }
 }
 front.becomeCore()
