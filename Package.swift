@@ -193,7 +193,7 @@ let package = Package(
         .target(
             name: "XclawDaemon",
             dependencies: [
-                "XclawBase", "XclawScreen", "XclawPerception", "XclawCommandLine",
+                "XclawBase", "XclawScreen", "XclawPerception", "XclawCommandLine", "XclawWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/XclawDaemon"
@@ -307,7 +307,8 @@ let package = Package(
             exclude: ["mcp", "web"]),
         // The commands' parsing and validation, in-process (no X display, no daemon).
         layerTests(
-            "XclawCommandsTests", ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawTesting", "XclawWire"]),
+            "XclawCommandsTests",
+            ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawDaemon", "XclawTesting", "XclawWire"]),
         layerTests(
             "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import XclawBase
+import XclawWire
 
 /// What the CLI and the daemon say to each other: one JSON object per line each way. The version is checked first,
 /// so a CLI and a daemon of different builds say so instead of misreading each other.
@@ -10,12 +11,12 @@ import XclawBase
 /// SIGTERM), and its hanging up is SIGHUP. The reply carries the exit status: the command's, or 128 + the signal when
 /// the command does not handle it (it would have ended the process in-process).
 public enum DaemonProtocol {
-    /// Bumped whenever a request or a reply changes shape.
-    public static let version = 3
+    /// Bumped whenever a request or a reply changes shape: `DaemonWire.version`, the one number the front shares.
+    public static let version = DaemonWire.version
     /// The longest request line taken (arguments and environment included): a longer one is answered with an error
-    /// naming this limit, and the front (`DaemonHandoff.maximumRequest`, the same number) does not send one but runs
+    /// naming this limit, and the front (which reads the same `DaemonWire.maximumRequest`) does not send one but runs
     /// the command in-process.
-    public static let maximumRequest = 1 << 20
+    public static let maximumRequest = DaemonWire.maximumRequest
 }
 
 /// One request.

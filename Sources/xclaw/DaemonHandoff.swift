@@ -1,18 +1,14 @@
 import CXclawSystem
 import Glibc
+import XclawWire
 
 /// The socket of the running command, for the signal handler: each signal is forwarded there as a byte (its number).
 nonisolated(unsafe) private var cancelSocket: Int32 = -1
 
 /// Hands a command to the daemon: the request line (arguments, environment, directory) goes with the front's stdin,
 /// stdout, stderr and terminal attached, so the daemon writes the command's output where the front would have; the
-/// reply is the exit status. Speaks `DaemonProtocol` (version 3) by hand, without Foundation.
+/// reply is the exit status. Speaks `DaemonWire`, the wire format the daemon shares, without Foundation.
 struct DaemonHandoff {
-    /// The protocol version this front speaks; the daemon's `DaemonProtocol.version`.
-    static let version = 3
-    /// The longest request the daemon takes: its `DaemonProtocol.maximumRequest`. A longer one (a large environment)
-    /// is not sent; the command runs in-process, with a notice.
-    static let maximumRequest = 1 << 20
     let front: Front
 
     init(_ front: Front) { self.front = front }
@@ -43,11 +39,11 @@ struct DaemonHandoff {
             return nil
         }
         let line = request()
-        guard line.utf8.count <= Self.maximumRequest else {
+        guard line.utf8.count <= DaemonWire.maximumRequest else {
             close(fd)
             Front.notice(
                 "the command's environment and arguments (\(line.utf8.count) bytes) are more than the daemon takes "
-                    + "(\(Self.maximumRequest)); running in-process")
+                    + "(\(DaemonWire.maximumRequest)); running in-process")
             return nil
         }
         var descriptors: [Int32] = [0, 1, 2]
@@ -91,11 +87,12 @@ struct DaemonHandoff {
                     + "key or button still be down, run `xclaw release-all --everything` (with --display)")
             exit(5)
         }
-        if let exit = Self.integer("exit", in: reply) { return Int32(truncatingIfNeeded: exit) }
-        let theirs = Self.integer("version", in: reply) ?? 0
-        if theirs != Self.version {
+        let answer = DaemonWire.Reply(line: reply)
+        if let exit = answer?.exit { return exit }
+        let theirs = answer?.version ?? 0
+        if theirs != DaemonWire.version {
             Front.notice(
-                "the daemon speaks protocol \(theirs), this xclaw \(Self.version): running in-process "
+                "the daemon speaks protocol \(theirs), this xclaw \(DaemonWire.version): running in-process "
                     + "(`xclaw daemon stop` and start it again to use it)")
         } else {
             Front.notice("the daemon refused the command; running in-process")
@@ -161,28 +158,8 @@ struct DaemonHandoff {
     private func request() -> String {
         var cwd = [Int8](repeating: 0, count: 4096)
         let directory = getcwd(&cwd, cwd.count) != nil ? String(cString: cwd) : "/"
-        let arguments = front.arguments.map(Self.quoted).joined(separator: ",")
-        let environment = front.environment.map { Self.quoted($0.key) + ":" + Self.quoted($0.value) }
-            .joined(separator: ",")
-        return "{\"version\":\(Self.version),\"op\":\"run\",\"arguments\":[\(arguments)],"
-            + "\"environment\":{\(environment)},\"directory\":\(Self.quoted(directory)),\"pid\":\(getpid())}\n"
-    }
-
-    /// A JSON string literal.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        return DaemonWire.runRequest(
+            arguments: front.arguments, environment: front.environment, directory: directory, pid: getpid())
     }
 
     /// The reply line; nil when the daemon hung up without one.
@@ -196,15 +173,5 @@ struct DaemonHandoff {
             bytes += chunk[0..<count]
             if bytes.contains(0x0a) { return String(decoding: bytes, as: UTF8.self) }
         }
-    }
-
-    /// The integer value of `"key":` in a flat JSON object.
-    static func integer(_ key: String, in json: String) -> Int? {
-        guard let range = json.firstRange(of: "\"\(key)\"") else { return nil }
-        // JSON allows white space around the colon.
-        let rest = json[range.upperBound...].drop { $0 == " " || $0 == "\t" }
-        guard rest.first == ":" else { return nil }
-        let digits = rest.dropFirst().drop { $0 == " " || $0 == "\t" }.prefix { $0 == "-" || $0.isNumber }
-        return Int(digits)
     }
 }
