@@ -187,6 +187,7 @@ let package = Package(
             path: "Sources/XclawWeb",
             resources: [
                 .embedInCode("Assets/index.html"), .embedInCode("Assets/app.css"), .embedInCode("Assets/app.js"),
+                .embedInCode("Assets/markdown.js"),
             ]
         ),
         // The resident daemon, a surface like the CLI: its socket, protocol and lifecycle.

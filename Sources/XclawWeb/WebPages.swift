@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// The pages: one document and its script and style, compiled into the binary (`PackageResources`), so the web
+/// The pages: one document and its scripts and style, compiled into the binary (`PackageResources`), so the web
 /// view works offline and needs no CDN. The screens (dashboard, chat, pipeline, screen control, agent, runs) are
 /// routes of the script.
 enum WebPages {
@@ -14,15 +14,21 @@ enum WebPages {
     private static let assets: [String: (bytes: [UInt8], type: String)] = [
         "index.html": (PackageResources.index_html, "text/html; charset=utf-8"),
         "app.js": (PackageResources.app_js, "text/javascript; charset=utf-8"),
+        "markdown.js": (PackageResources.markdown_js, "text/javascript; charset=utf-8"),
         "app.css": (PackageResources.app_css, "text/css; charset=utf-8"),
     ]
 
     /// The paths anyone may GET: the page, its script and its style hold no secret, and the page's address cannot
     /// carry a credential to the server (its token is in the fragment, which a browser never sends).
-    static func isPublic(_ path: String) -> Bool { path == "/" || path == "/app.js" || path == "/app.css" }
+    static func isPublic(_ path: String) -> Bool { pages[path] != nil }
+
+    /// Each public path and the asset it serves.
+    private static let pages = [
+        "/": "index.html", "/app.js": "app.js", "/markdown.js": "markdown.js", "/app.css": "app.css",
+    ]
 
     static func add<Context: RequestContext>(to router: Router<Context>, assetsDirectory: String?) {
-        for (path, file) in ["/": "index.html", "/app.js": "app.js", "/app.css": "app.css"] {
+        for (path, file) in pages {
             router.get(RouterPath(path)) { _, _ in
                 serve(file, from: assetsDirectory)
             }

@@ -21,7 +21,7 @@ final class WebAPICLITests: XCTestCase {
         XCTAssertNil(home.headers["set-cookie"])
         let policy = try XCTUnwrap(home.headers["content-security-policy"])
         XCTAssertTrue(policy.contains("script-src 'self'") && !policy.contains("unsafe"), policy)
-        for asset in ["app.js", "app.css"] {
+        for asset in ["app.js", "markdown.js", "app.css"] {
             let served = try daemon.request(asset)
             XCTAssertEqual(served.status, 200, asset)
             XCTAssertFalse(served.body.isEmpty, asset)

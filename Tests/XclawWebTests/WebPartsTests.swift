@@ -124,7 +124,9 @@ final class WebAccessTests: XCTestCase {
         XCTAssertNotNil(access.refusal(parts(path: "/ws/chat", protocols: "xclaw, xclaw.token.00")))
         XCTAssertNotNil(access.refusal(parts(path: "/api/agents", protocols: "xclaw.token." + token)))
         // The page, its script and style are anyone's (they hold no secret); nothing else is.
-        for page in ["/", "/app.js", "/app.css"] { XCTAssertNil(access.refusal(parts(path: page)), page) }
+        for page in ["/", "/app.js", "/markdown.js", "/app.css"] {
+            XCTAssertNil(access.refusal(parts(path: page)), page)
+        }
         XCTAssertNotNil(access.refusal(parts(path: "/", site: "cross-site")), "still not from another site")
         XCTAssertNotNil(access.refusal(parts(path: "/", method: "POST")))
     }
