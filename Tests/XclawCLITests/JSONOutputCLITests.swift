@@ -159,6 +159,7 @@ final class JSONOutputCLITests: XCTestCase {
         ])
         defer { server.stop() }
         let env = try agentEnvironment(server, display: scene.display.name)
+        @discardableResult
         func run(_ arguments: [String], _ schema: String, statuses: Set<Int32> = [0]) throws -> CLIResult {
             try expect(arguments, schema, statuses: statuses, environment: env)
         }
@@ -275,7 +276,10 @@ final class JSONOutputCLITests: XCTestCase {
         let env = try agentEnvironment(refused, display: scene.display.name)
         let failed = try expect(["run", "anything", "--json"] + d, "run", statuses: [4], environment: env)
         XCTAssertFalse(failed.text.contains("SECRET"), failed.text)
-        let listing = try runCLI(["models", "--refresh", "--json"], environment: env)
+        // Failing before any result (the API gone, its port closed): the error object.
+        refused.stop()
+        let listing = try runCLI(
+            ["models", "--refresh", "--json"], environment: env.merging(["XCLAW_RETRY_BUDGET": "1"]) { $1 })
         _ = try errorObject(listing, status: 4, kind: "api")
         XCTAssertFalse(listing.text.contains("SECRET"), listing.text)
         XCTAssertFalse(listing.stderr.contains("SECRET"), listing.stderr)
