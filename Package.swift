@@ -303,9 +303,9 @@ let package = Package(
                 "XclawMockAPI", "XclawTesting", "XclawAgentTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api",
                 "xclaw-atspi", "xclaw-bench",
             ],
-            // The MCP tests' Python client scripts and the web view's browser scripts, run by the tests from the
-            // source tree.
-            exclude: ["mcp", "web"]),
+            // The MCP tests' Python client scripts, the web view's browser scripts and the JSON schema validator,
+            // run by the tests from the source tree.
+            exclude: ["mcp", "web", "json"]),
         // The commands' parsing and validation, in-process (no X display, no daemon).
         layerTests(
             "XclawCommandsTests",

@@ -33,6 +33,7 @@ DAEMON_CLASSES = {
     "HeldInputCLITests", "LanguageCLITests", "PerceptionCLITests", "AccessibilityCLITests",
     "AccessibilitySessionTests", "ContextCLITests", "AppCLITests", "GlyphCacheCLITests", "AgentCLITests",
     "NoSharedMemoryCaptureCLITests", "WindowTests", "PipelineCLITests", "BenchCommandTests", "WebToolsCLITests",
+    "JSONOutputCLITests",
 }
 # `--quick` leaves out the X-heavy command-line targets and the real-app suites: for the edit loop.
 QUICK_SKIP_TARGETS = {"XclawCLITests", "XclawExamplesTests"}

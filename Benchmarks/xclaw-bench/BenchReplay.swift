@@ -272,7 +272,7 @@ struct BenchReplay: ParsableCommand {
         let calculator = apps.calculatorShows(ReplayApps.sum, environment: env)
         let answer = apps.dialogAnswer(timeout: 3)
         sample.right = calculator && answer.status == 0 && answer.text == ReplayApps.name
-        if let step = outcome["diverged"] as? Int {
+        if let step = outcome["diverged_step"] as? Int {
             sample.note = "stopped at step \(step): \(outcome["reason"] as? String ?? "")"
         } else if !sample.right {
             sample.note =

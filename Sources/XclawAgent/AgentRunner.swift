@@ -57,6 +57,18 @@ public struct StepReport: Sendable, Hashable, Codable {
     /// xclaw's summary of old turns (its `step` is then 0: it is no step of the task); nil otherwise.
     public var context: String? = nil
 
+    /// snake_case, as every xclaw JSON output (`run --json`'s steps).
+    enum CodingKeys: String, CodingKey {
+        case step, usage, images, context
+        case costUSD = "cost_usd"
+        case stopReason = "stop_reason"
+        case toolCalls = "tool_calls"
+        case requestBytes = "request_bytes"
+        case modelMs = "model_ms"
+        case toolMs = "tool_ms"
+        case requestID = "request_id"
+    }
+
     /// The `context` of a summary request.
     public static let summarised = "summarised"
 }

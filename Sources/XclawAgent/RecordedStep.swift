@@ -82,6 +82,17 @@ public struct StepAnchor: Codable, Sendable, Hashable {
     /// A small PNG around the point (base64), for an image search when labels fail.
     public var patch: String?
 
+    /// snake_case, as every xclaw JSON output (older records are read with `JSONDecoder.xclawRecords`).
+    enum CodingKeys: String, CodingKey {
+        case source, label, role, box, relative, nth, alikes, patch
+        case toolkitRole = "toolkit_role"
+        case treePath = "tree_path"
+        case windowClass = "window_class"
+        case windowTitle = "window_title"
+        case windowBox = "window_box"
+        case patchOrigin = "patch_origin"
+    }
+
     /// Creates an anchor.
     public init(
         source: String? = nil, label: String, role: String, toolkitRole: String? = nil, treePath: String? = nil,
@@ -111,6 +122,13 @@ public struct StepPrecondition: Codable, Sendable, Hashable {
     public var activeWindow: String?
     /// Its class (a retitled window is still the one when it is the only one of its class).
     public var activeClass: String? = nil
+
+    /// snake_case, as every xclaw JSON output (older records are read with `JSONDecoder.xclawRecords`).
+    enum CodingKeys: String, CodingKey {
+        case anchorVisible = "anchor_visible"
+        case activeWindow = "active_window"
+        case activeClass = "active_class"
+    }
 
     /// Creates a precondition.
     public init(anchorVisible: Bool = false, activeWindow: String? = nil) {

@@ -23,15 +23,26 @@ public enum CommandRunner {
     }
 
     /// Parses the arguments, runs the command, and maps every outcome to a documented exit status.
+    /// With `--json`, a failure also prints one JSON error object on stdout (`JSONErrorObject`), unless the command
+    /// already printed its JSON result.
     public static func run(_ root: any ParsableCommand.Type, arguments: [String]? = nil) -> Int32 {
+        let arguments = arguments ?? Array(CommandLine.arguments.dropFirst())
+        let mark = JSONResultMark()
+        var json: Bool?
         do {
             var command = try parse(root, arguments: arguments)
-            try command.run()
+            json = JSONFlag.isSet(in: command)
+            try JSONResultMark.$current.withValue(mark) { try command.run() }
             return ExitStatus.ok.rawValue
         } catch {
             let failure = failure(of: error, root: root)
             if let output = failure.output { writeOut(output + "\n") }
             if let message = failure.message { printError(message) }
+            if failure.status != ExitStatus.ok.rawValue, !mark.isSet,
+                json ?? JSONFlag.isAsked(in: arguments, root: root)
+            {
+                writeOut(failure.jsonError.line)
+            }
             return failure.status
         }
     }
@@ -76,6 +87,12 @@ package struct CommandFailure: Equatable, Sendable {
     package let output: String?
     /// The message for stderr, written through `printError` (control characters shown).
     package let message: String?
+
+    /// The JSON error object a `--json` command prints for this failure: stderr's message, or one naming the status
+    /// when the failure printed none.
+    package var jsonError: JSONErrorObject {
+        JSONErrorObject(status: status, message: message ?? JSONErrorObject.silentMessage(status: status))
+    }
 }
 
 /// A root command that rewrites its arguments before they are parsed: for an option whose value may be left out
@@ -147,6 +164,7 @@ public func emit<T: Encodable>(_ value: T, json: Bool, raw: Bool = false, text: 
     if json {
         let text = String(decoding: try JSONEncoder.xclaw.encode(value), as: UTF8.self)
         writeOut(UntrustedText.jsonForTerminal(text) + "\n")
+        JSONResultMark.current?.set()
     } else {
         let out = text()
         if !out.isEmpty { writeOut(TerminalOutput.clean(out, raw: raw) + "\n") }

@@ -746,18 +746,18 @@ struct UsageCommand: ParsableCommand {
 
 /// One run's usage, for `usage NAME --json`.
 struct RunUsage: Encodable {
-    var session: Int64
+    var run: Int64
     var status: String
     var requests: Int
     var usage: Usage
-    var usd: Double
+    var cost_usd: Double
 
     init(_ r: SessionUsage) {
-        session = r.session.id
+        run = r.session.id
         status = r.session.status.rawValue
         requests = r.requests
         usage = r.usage
-        usd = r.usd
+        cost_usd = r.usd
     }
 }
 

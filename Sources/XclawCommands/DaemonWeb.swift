@@ -125,7 +125,7 @@ struct AgentStepFollower: Sendable {
                     for row in (try? store.actionSteps(after: after)) ?? [] {
                         after = row.id
                         guard row.pid != daemon,
-                            let step = try? JSONDecoder().decode(
+                            let step = try? JSONDecoder.xclawRecords.decode(
                                 RecordedStep.self, from: Data(row.step.utf8))
                         else { continue }
                         feed.publish(

@@ -542,6 +542,12 @@ struct Watch: ParsableCommand {
         var condition: String
         var elapsedMs: Double
         var window: WindowInfo?
+
+        /// As `WatchResult` names them.
+        enum CodingKeys: String, CodingKey {
+            case condition, window
+            case elapsedMs = "elapsed_ms"
+        }
     }
 
     /// `--window` alone with selection flags: polls the window list until one window the flags (and the name) pick

@@ -114,7 +114,7 @@ struct PipelineList: ParsableCommand {
                 ? "no pipelines yet; start one with `xclaw pipeline \"TASK\"`"
                 : trees.map { tree in
                     "\(tree.id)\t\(tree.status)\t\(tree.subtasks.count) subtask(s)\t\(PipelineTree.seconds(tree.duration_ms))"
-                        + "\t\(PipelineTree.dollars(tree.usd))\t\(UntrustedText.quoted(tree.task, limit: 60))"
+                        + "\t\(PipelineTree.dollars(tree.cost_usd))\t\(UntrustedText.quoted(tree.task, limit: 60))"
                 }.joined(separator: "\n")
         }
     }
@@ -234,8 +234,8 @@ struct PipelineTree: Encodable {
         var result: String?
         var error: String?
         var steps: Int
-        var usd: Double
-        var session: Int64?
+        var cost_usd: Double
+        var run: Int64?
         var started_at: String?
         var ended_at: String?
         var duration_ms: Int?
@@ -248,7 +248,7 @@ struct PipelineTree: Encodable {
     var status: String
     var result: String?
     var error: String?
-    var usd: Double
+    var cost_usd: Double
     var started_at: String
     var ended_at: String?
     var duration_ms: Int
@@ -258,15 +258,15 @@ struct PipelineTree: Encodable {
         (id, orchestrator, agent, task) = (record.id, record.orchestrator, record.agent, record.task)
         (status, result, error) = (record.status.rawValue, record.result, record.error)
         // A running pipeline's cost so far: what its subtasks recorded.
-        usd = record.status.isFinal ? record.usd : subtasks.map(\.usd).reduce(0, +)
+        cost_usd = record.status.isFinal ? record.usd : subtasks.map(\.usd).reduce(0, +)
         started_at = StoreDate.format(record.startedAt)
         ended_at = record.endedAt.map(StoreDate.format)
         duration_ms = Self.milliseconds(record.startedAt, record.endedAt ?? Date())
         self.subtasks = subtasks.map { s in
             Node(
                 id: s.id, parent: s.parent, role: s.role, task: s.task, agent: s.agent, display: s.display,
-                status: s.status.rawValue, result: s.result, error: s.error, steps: s.steps, usd: s.usd,
-                session: s.session, started_at: s.startedAt.map(StoreDate.format),
+                status: s.status.rawValue, result: s.result, error: s.error, steps: s.steps, cost_usd: s.usd,
+                run: s.session, started_at: s.startedAt.map(StoreDate.format),
                 ended_at: s.endedAt.map(StoreDate.format),
                 duration_ms: s.startedAt.map { Self.milliseconds($0, s.endedAt ?? Date()) })
         }
@@ -275,14 +275,14 @@ struct PipelineTree: Encodable {
     /// The tree, one line per node.
     var text: String {
         var lines = [
-            "pipeline \(id)  \(status)  \(Self.seconds(duration_ms))  \(Self.dollars(usd))  orchestrator \(orchestrator)  "
+            "pipeline \(id)  \(status)  \(Self.seconds(duration_ms))  \(Self.dollars(cost_usd))  orchestrator \(orchestrator)  "
                 + UntrustedText.quoted(task, limit: 80)
         ]
         for (i, node) in subtasks.enumerated() {
             let branch = i == subtasks.count - 1 ? "└─" : "├─"
             let time = node.duration_ms.map(Self.seconds) ?? "not started"
             lines.append(
-                "\(branch) \(node.id) \(node.role)  \(node.status)  \(time)  \(Self.dollars(node.usd))  "
+                "\(branch) \(node.id) \(node.role)  \(node.status)  \(time)  \(Self.dollars(node.cost_usd))  "
                     + UntrustedText.quoted(node.task, limit: 60)
                     + (node.error.map { "  error: " + UntrustedText.quoted($0, limit: 120) } ?? ""))
         }

@@ -28,11 +28,11 @@ struct ReportCommand: ParsableCommand {
     var keepRuns: Int?
     @Option(help: "The reports folder's size cap in MB (default: report_max_mb, else 200).") var maxMb: Int?
     @OptionGroup var storeOptions: StoreOptions
-    @Flag(help: "Print JSON: session, path, bytes, and what retention deleted.") var json = false
+    @Flag(help: "Print JSON: run, path, bytes, and what retention deleted.") var json = false
 
     /// What `--json` prints.
     struct Written: Encodable {
-        var session: Int64
+        var run: Int64
         var path: String
         var bytes: Int
         var deleted_reports: [String]
@@ -59,14 +59,14 @@ struct ReportCommand: ParsableCommand {
         if let output {
             let path = Invocation.current.resolve(output)
             let bytes = try RunReports.write(session: id, store: store, to: path)
-            written = Written(session: id, path: path, bytes: bytes, deleted_reports: [], pruned_screenshots: 0)
+            written = Written(run: id, path: path, bytes: bytes, deleted_reports: [], pruned_screenshots: 0)
             if OutputFile.isStandardOutput(output) { return }  // stdout carries the page alone
         } else {
             let retention = try ReportRetention.configured(keepRuns: keepRuns, maxMB: maxMb)
             let kept = try RunReports.keep(session: id, store: store, retention: retention)
             let bytes = (try? FileManager.default.attributesOfItem(atPath: kept.path)[.size] as? Int) ?? 0
             written = Written(
-                session: id, path: kept.path, bytes: bytes, deleted_reports: kept.retention.deletedReports,
+                run: id, path: kept.path, bytes: bytes, deleted_reports: kept.retention.deletedReports,
                 pruned_screenshots: kept.retention.prunedImages)
         }
         try emit(written, json: json) { written.path }

@@ -166,8 +166,8 @@ struct Run: ParsableCommand {
             let last = try store.messages(agent: agent).last { $0.role == .assistant && $0.status == .complete }
             let summary = RunSummary(
                 outcome: "\(outcome)", text: last.map { Message(role: .assistant, content: $0.content).text } ?? "",
-                steps: steps, usage: usage, costUSD: cost, model: info.id, agent: agent,
-                actionLog: actionLog.path)
+                steps: steps, usage: usage, cost_usd: cost, model: info.id, agent: agent,
+                action_log: actionLog.path)
             try emit(summary, json: true) { "" }
         }
         switch outcome {
@@ -216,10 +216,10 @@ struct RunSummary: Encodable {
     var text: String
     var steps: [StepReport]
     var usage: Usage
-    var costUSD: Double
+    var cost_usd: Double
     var model: String
     var agent: String
-    var actionLog: String
+    var action_log: String
 }
 
 /// `xclaw models`: the catalog.

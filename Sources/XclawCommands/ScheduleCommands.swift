@@ -327,11 +327,11 @@ struct Runs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List agent runs, oldest first, with the scheduled task each ran for.",
         discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
-            + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started, duration_ms, "
-            + "steps, cost_usd, report (the kept report's path: written after every scheduled run and by "
+            + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started_at, "
+            + "duration_ms, steps, cost_usd, report (the kept report's path: written after every scheduled run and by "
             + "`xclaw report RUN`; else null), replay (null for an agent's run; for `xclaw replay`: script, revision, "
-            + "steps, replayed and healed (done without and with the model), failed, requests, divergedStep, "
-            + "reason).")
+            + "steps, replayed and healed (done without and with the model), failed, acted, model_requests, "
+            + "diverged_step, reason).")
     @Argument(help: "Only this agent's.") var agent: String?
     @Option(help: "Only this task's runs (its name or id).") var task: String?
     @Option(help: "Only the newest N runs (still listed oldest first).") var last: Int?
@@ -346,7 +346,7 @@ struct Runs: ParsableCommand {
         var agent: String
         var task: String?
         var status: String
-        var started: String
+        var started_at: String
         var duration_ms: Int?
         var steps: Int
         var cost_usd: Double
@@ -360,7 +360,7 @@ struct Runs: ParsableCommand {
             try c.encode(agent, forKey: .agent)
             try c.encode(task, forKey: .task)
             try c.encode(status, forKey: .status)
-            try c.encode(started, forKey: .started)
+            try c.encode(started_at, forKey: .started_at)
             try c.encode(duration_ms, forKey: .duration_ms)
             try c.encode(steps, forKey: .steps)
             try c.encode(cost_usd, forKey: .cost_usd)
@@ -369,7 +369,7 @@ struct Runs: ParsableCommand {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, agent, task, status, started, duration_ms, steps, cost_usd, report, replay
+            case id, agent, task, status, started_at, duration_ms, steps, cost_usd, report, replay
         }
     }
 
@@ -380,14 +380,14 @@ struct Runs: ParsableCommand {
         let rows = try store.runs(agent: agent, task: label).suffix(last ?? .max).map { session, task in
             Row(
                 id: session.id, agent: session.agent, task: task, status: session.status.rawValue,
-                started: StoreDate.format(session.startedAt),
+                started_at: StoreDate.format(session.startedAt),
                 duration_ms: session.endedAt.map { Int(($0.timeIntervalSince(session.startedAt) * 1000).rounded()) },
                 steps: session.steps, cost_usd: session.usd, report: session.report, replay: session.replay)
         }
         try emit(rows, json: json) {
             rows.map { r in
                 [
-                    "\(r.id)", r.agent, r.task ?? "-", r.status, r.started,
+                    "\(r.id)", r.agent, r.task ?? "-", r.status, r.started_at,
                     r.duration_ms.map { "\($0) ms" } ?? "-",
                     r.replay.map {
                         "replay \($0.replayed)+\($0.healed) healed/\($0.steps) steps"

@@ -136,7 +136,7 @@ struct Approvals: ParsableCommand {
         abstract: "List the gated actions runs wait on (decide with `xclaw approve RUN` or `xclaw deny RUN`).",
         discussion: "Exit: 0 listed (none waiting is not an error); 2 bad usage.")
     @OptionGroup var storeOptions: StoreOptions
-    @Flag(help: "Print JSON (run, agent, kind, action, requested, expires).") var json = false
+    @Flag(help: "Print JSON (run, agent, kind, action, requested_at, expires_at).") var json = false
 
     /// One waiting action.
     struct Row: Encodable {
@@ -144,15 +144,15 @@ struct Approvals: ParsableCommand {
         var agent: String
         var kind: String
         var action: String
-        var requested: String
-        var expires: String
+        var requested_at: String
+        var expires_at: String
     }
 
     func run() throws {
         let rows = try storeOptions.open().approvals(pendingOnly: true).map {
             Row(
                 run: $0.session, agent: $0.agent, kind: $0.kind, action: $0.detail,
-                requested: StoreDate.format($0.requestedAt), expires: StoreDate.format($0.expiresAt))
+                requested_at: StoreDate.format($0.requestedAt), expires_at: StoreDate.format($0.expiresAt))
         }
         try emit(rows, json: json) {
             rows.isEmpty

@@ -215,6 +215,14 @@ public struct Usage: Sendable, Hashable, Codable {
     /// Input tokens read from the prompt cache.
     public var cacheReadInputTokens: Int
 
+    /// The API's own names for the counts.
+    enum CodingKeys: String, CodingKey {
+        case inputTokens = "input_tokens"
+        case outputTokens = "output_tokens"
+        case cacheCreationInputTokens = "cache_creation_input_tokens"
+        case cacheReadInputTokens = "cache_read_input_tokens"
+    }
+
     /// Creates a count.
     public init(
         inputTokens: Int = 0, outputTokens: Int = 0, cacheCreationInputTokens: Int = 0,

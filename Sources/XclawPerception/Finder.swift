@@ -30,6 +30,13 @@ public struct Match: Codable, Sendable, Hashable {
     /// Whether the match spans the element's whole label ("Clear" in "Clear", not in "Clear Hot Spot").
     public var whole: Bool? = nil
 
+    /// snake_case, as every xclaw JSON output; the matched text is `label`, as an element's is in a snapshot.
+    enum CodingKeys: String, CodingKey {
+        case box, score, role, ref, window, source, node, covered, confidence, whole
+        case text = "label"
+        case windowID = "window_id"
+    }
+
     /// The point a tap clicks: the centre of the box.
     public var point: Point { box.center }
 

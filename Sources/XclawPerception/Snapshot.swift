@@ -98,6 +98,15 @@ public struct Element: Codable, Sendable, Hashable {
     /// key whose label could not be read.
     public var cell: GridCell? = nil
 
+    /// snake_case, as every xclaw JSON output.
+    enum CodingKeys: String, CodingKey {
+        case ref, role, label, box, window, changed, active, confidence, words, source, states, value, covered, node
+        case cell
+        case windowID = "window_id"
+        case className = "class_name"
+        case toolkitRole = "toolkit_role"
+    }
+
     /// The compact one-line form: `e7 button "Save" @1720,62 80x32 in w3` (position = centre).
     public func line(maxLabel: Int = 72) -> String {
         // Every string here comes from the screen: one quoted, escaped token each, so a title or a label can never
@@ -148,6 +157,12 @@ public struct Snapshot: Codable, Sendable {
     /// What went wrong on the way without stopping the snapshot (the accessibility tree was unreadable, so OCR
     /// stood in); the CLI prints them on stderr.
     public var warnings: [String]? = nil
+
+    /// snake_case, as every xclaw JSON output.
+    enum CodingKeys: String, CodingKey {
+        case screen, monitors, area, elements, ocr, accessibility, warnings
+        case activeWindow = "active_window"
+    }
 
     /// The element a point acts on: the smallest interactive one containing it, else the smallest of any kind
     /// (windows aside). The approval gate, the step recorder and a replay's checks all judge a point by it.

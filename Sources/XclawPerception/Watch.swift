@@ -63,6 +63,14 @@ public struct WatchResult: Codable, Sendable {
     public var image: ImageMatch? = nil
     /// For window conditions: the window (for `windowGone`, as last seen).
     public var window: WindowInfo? = nil
+
+    /// snake_case, as every xclaw JSON output; the pixel's colour is `color`, as `pixel` and `find --color` say.
+    enum CodingKeys: String, CodingKey {
+        case condition, polls, match, image, window
+        case elapsedMs = "elapsed_ms"
+        case ocrPasses = "ocr_passes"
+        case colour = "color"
+    }
 }
 
 /// Polls the screen cheaply: each poll captures the area and compares a hash of its pixels with the last one; OCR

@@ -66,6 +66,13 @@ public struct ReplayOutcome: Codable, Sendable {
     public var wall_ms = 0.0
     /// Each step's outcome.
     public var outcomes: [ReplayedStep] = []
+
+    /// snake_case; the step that diverged is `diverged_step`, as in `runs --json`'s replay.
+    enum CodingKeys: String, CodingKey {
+        case run, steps, replayed, healed, failed, acted, reason, model_requests, cost_usd, saved, previous
+        case stopped, wall_ms, outcomes
+        case diverged = "diverged_step"
+    }
 }
 
 /// Stops a replay from outside (a signal handler): the replay ends at once, as on `xclaw stop`.

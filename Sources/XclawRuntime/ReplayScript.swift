@@ -79,7 +79,7 @@ public struct ReplayScript: Codable, Sendable {
     /// The script of a recorded run in `store`; exit 1 when the run does not exist or recorded no step.
     public static func of(run: Int64, in store: AgentStore) throws -> ReplayScript {
         let transcript = try store.runTranscript(session: run)
-        let decoder = JSONDecoder()
+        let decoder = JSONDecoder.xclawRecords
         let steps = try store.actionSteps(session: run).map {
             try decoder.decode(RecordedStep.self, from: Data($0.utf8))
         }
@@ -96,7 +96,8 @@ public struct ReplayScript: Codable, Sendable {
         guard let data = FileManager.default.contents(atPath: resolved) else {
             throw ReplayError.badScript("cannot read the script \(path)")
         }
-        guard let script = try? JSONDecoder().decode(ReplayScript.self, from: data), script.format == "xclaw-script"
+        guard let script = try? JSONDecoder.xclawRecords.decode(ReplayScript.self, from: data),
+            script.format == "xclaw-script"
         else {
             throw ReplayError.badScript(
                 "\(path) is not an xclaw script (write one with `xclaw script export RUN -o FILE`)")

@@ -45,6 +45,13 @@ public struct ReplayedStep: Codable, Sendable, Hashable {
     /// Milliseconds the step took, waits included.
     public var ms: Double
 
+    /// snake_case, as every xclaw JSON output (older replay logs are read with `JSONDecoder.xclawRecords`).
+    enum CodingKeys: String, CodingKey {
+        case number, action, label, grounded, point, result, acted, reason, ms
+        case healedLabel = "healed_label"
+        case healedPost = "healed_post"
+    }
+
     /// Creates an outcome.
     public init(
         number: Int, action: String, label: String?, grounded: String?, point: [Int]?, result: String,

@@ -22,6 +22,15 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
     /// Where the daemons' output goes, for when they fail.
     public var logPath: String
 
+    /// snake_case, as every xclaw JSON output.
+    enum CodingKeys: String, CodingKey {
+        case sessionAddress = "session_address"
+        case a11yAddress = "a11y_address"
+        case daemonPID = "daemon_pid"
+        case launcherPID = "launcher_pid"
+        case logPath = "log_path"
+    }
+
     /// What an app launched on the display needs besides `DISPLAY`: only `DBUS_SESSION_BUS_ADDRESS`. Qt reads
     /// `org.a11y.Status.IsEnabled` and the accessibility bus address on the session bus; GTK's bridge finds the
     /// bus through the root property `AT_SPI_BUS`. `AT_SPI_BUS_ADDRESS` is deliberately not set: it would override

@@ -26,6 +26,15 @@ public struct DesktopEntry: Codable, Sendable, Hashable {
     /// `NotShowIn`.
     public var notShowIn: [String]
 
+    /// snake_case, as every xclaw JSON output.
+    enum CodingKeys: String, CodingKey {
+        case id, path, name, comment, keywords, exec, terminal
+        case genericName = "generic_name"
+        case noDisplay = "no_display"
+        case onlyShowIn = "only_show_in"
+        case notShowIn = "not_show_in"
+    }
+
     /// Whether a menu on `desktops` (`XDG_CURRENT_DESKTOP`, colon-separated; empty on a bare display) lists it.
     public func isShown(on desktops: [String]) -> Bool {
         if noDisplay { return false }

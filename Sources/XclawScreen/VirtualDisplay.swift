@@ -29,6 +29,13 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
     /// launched on it expose their accessibility trees; nil when none was asked for (and in older records).
     public var accessibility: AccessibilityBus?
 
+    /// snake_case, as every xclaw JSON output (records older xclaws wrote are read with `JSONDecoder.xclawRecords`).
+    enum CodingKeys: String, CodingKey {
+        case name, number, pid, size, depth, shm, accessibility
+        case startedAt = "started_at"
+        case logPath = "log_path"
+    }
+
     /// What a process launched on this display needs: `DISPLAY`, plus the session bus address when it has an
     /// accessibility bus. Also drop `environmentToRemove` from an inherited environment.
     public var environment: [String: String] {
@@ -192,7 +199,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         for file in files where file.hasSuffix(".json") {
             let url = displaysDirectory.appendingPathComponent(file)
             guard let data = try? Data(contentsOf: url),
-                let display = try? JSONDecoder.xclaw.decode(VirtualDisplay.self, from: data)
+                let display = try? JSONDecoder.xclawRecords.decode(VirtualDisplay.self, from: data)
             else { continue }
             if display.isRunning {
                 result.append(display)

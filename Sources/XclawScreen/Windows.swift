@@ -25,6 +25,12 @@ public struct WindowInfo: Codable, Sendable, Hashable {
     /// Override-redirect: placed by the application itself, outside any window manager — menus, tooltips, popups.
     public var popup: Bool = false
 
+    /// snake_case, as every xclaw JSON output.
+    enum CodingKeys: String, CodingKey {
+        case id, title, instance, pid, frame, mapped, visible, active, popup
+        case className = "class_name"
+    }
+
     /// The id as `0x…`, the way xdotool and xwininfo print it.
     public var hexID: String { "0x" + String(id, radix: 16) }
 

@@ -36,6 +36,16 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// app it works on; nil: none. What it leaves running is ended with the run.
     public var setup: String?
 
+    /// snake_case, as every xclaw JSON output (`agents --json`, `agent create --json`).
+    enum CodingKeys: String, CodingKey {
+        case name, model, tools, display, confirm, effort, thinking, approval, kind, setup
+        case systemPrompt = "system_prompt"
+        case memoryNotes = "memory_notes"
+        case createdAt = "created_at"
+        case dryRun = "dry_run"
+        case contextFrom = "context_from"
+    }
+
     /// Creates a configuration; `createdAt` is rounded to the millisecond so it survives a round trip unchanged.
     public init(
         name: String, model: String, systemPrompt: String = "", tools: [String] = [],
@@ -249,6 +259,13 @@ public struct ReplaySummary: Sendable, Hashable, Codable {
     /// Why it diverged.
     public var reason: String?
 
+    /// snake_case, as every xclaw JSON output; named as `replay --json` names the same counts.
+    enum CodingKeys: String, CodingKey {
+        case script, revision, steps, replayed, healed, failed, acted, reason
+        case requests = "model_requests"
+        case divergedStep = "diverged_step"
+    }
+
     /// Creates a summary.
     public init(
         script: String, revision: Int?, steps: Int, replayed: Int = 0, healed: Int = 0, failed: Int = 0,
@@ -273,6 +290,13 @@ public struct UsageSummary: Sendable, Hashable, Codable {
     public var usd: Double
     /// Distinct sessions those requests belonged to.
     public var sessions: Int
+
+    /// snake_case; a cost is `cost_usd` and runs are runs in every xclaw JSON output.
+    enum CodingKeys: String, CodingKey {
+        case agent, requests, usage
+        case usd = "cost_usd"
+        case sessions = "runs"
+    }
 
     /// Creates a summary.
     public init(agent: String, requests: Int, usage: Usage, usd: Double, sessions: Int) {
@@ -434,6 +458,14 @@ public struct TaskRunLog: Sendable, Hashable, Codable {
     public var result: String?
     /// Why it failed.
     public var error: String?
+
+    /// snake_case, as every xclaw JSON output (`schedule show --json`).
+    enum CodingKeys: String, CodingKey {
+        case id, status, result, error
+        case taskID = "task_id"
+        case runAt = "run_at"
+        case durationMs = "duration_ms"
+    }
 
     /// Creates a log value.
     public init(

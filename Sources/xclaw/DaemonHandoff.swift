@@ -81,11 +81,11 @@ struct DaemonHandoff {
     /// What the reply means: the exit status, or nil (and a notice) to run in-process.
     private func outcome(_ reply: String?) -> Int32? {
         guard let reply else {
-            Front.notice(
+            Front.fail(
                 "the daemon died during the command; its effect is unknown (exit 5). It was not run again. Its guard "
                     + "releases the keys and buttons it held and unbinds the keycodes it bound for typing; should a "
-                    + "key or button still be down, run `xclaw release-all --everything` (with --display)")
-            exit(5)
+                    + "key or button still be down, run `xclaw release-all --everything` (with --display)",
+                status: 5, json: front.asksJSON)
         }
         let answer = DaemonWire.Reply(line: reply)
         if let exit = answer?.exit { return exit }

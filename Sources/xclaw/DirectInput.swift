@@ -3,6 +3,9 @@ import CXTest
 import Glibc
 import XclawKeyNames
 
+/// Whether the direct `cursor --json` runs, for the IO error handler (a C callback, which captures nothing).
+nonisolated(unsafe) private var directJSON = false
+
 /// The input commands the front does itself, daemon or not, in their plainest forms only: `click [X Y]`,
 /// `move X Y`, `cursor [--json]` and `key COMBO…` with keys the keymap has, each with `--display`. Anything else —
 /// another option, a key that needs binding, a point off the screen, a display that does not open — goes to
@@ -59,9 +62,14 @@ struct DirectInput {
             XCloseDisplay(connection)
             return nil
         }
+        directJSON = json
         XSetIOErrorHandler { _ in
             let line = "xclaw: lost the connection to the X server\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
+            if directJSON {
+                let object = Front.errorObject(String(line.dropLast()), status: 3)
+                _ = object.withCString { write(1, $0, strlen($0)) }
+            }
             _exit(3)
         }
         guard body(connection) else {

@@ -48,14 +48,36 @@ struct Front {
         let core = Front.directory() + "/xclaw-core"
         let argv = ([core] + arguments).map { strdup($0) } + [nil]
         execv(core, argv)
-        let message = "xclaw: cannot run \(core) (\(String(cString: strerror(errno)))): install it beside xclaw\n"
-        _ = message.withCString { write(2, $0, strlen($0)) }
-        exit(5)
+        Front.fail(
+            "cannot run \(core) (\(String(cString: strerror(errno)))): install it beside xclaw", status: 5,
+            json: asksJSON)
     }
 
     /// Writes a line to stderr.
     static func notice(_ text: String) {
         let line = "xclaw: " + text + "\n"
         _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
+    /// `--json` among the options (after `--` it is an operand): a failure the front itself reports then also goes to
+    /// stdout as the JSON error object `xclaw-core` prints (`JSONErrorObject`).
+    var asksJSON: Bool { arguments.prefix { $0 != "--" }.contains("--json") }
+
+    /// Ends the command with `status` after saying `text` on stderr, and on stdout as a JSON error object when `json`.
+    static func fail(_ text: String, status: Int32, json: Bool) -> Never {
+        notice(text)
+        if json {
+            let line = Self.errorObject("xclaw: " + text, status: status)
+            _ = line.withCString { write(1, $0, strlen($0)) }
+        }
+        exit(status)
+    }
+
+    /// The JSON error object's line, keys sorted as `xclaw-core` writes them.
+    static func errorObject(_ message: String, status: Int32) -> String {
+        let kinds: [Int32: String] = [1: "not_found", 2: "usage", 3: "display", 4: "api", 5: "internal"]
+        let kind = kinds[status] ?? "failed"
+        return
+            "{\"error\":{\"exit_code\":\(status),\"kind\":\"\(kind)\",\"message\":\(DaemonHandoff.quoted(message))}}\n"
     }
 }

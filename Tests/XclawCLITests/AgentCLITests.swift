@@ -99,7 +99,7 @@ final class AgentCLITests: XCTestCase {
         let usage = try runCLI(["usage", "--json"], environment: e)
         let row = try XCTUnwrap(try JSONValue.parse(usage.stdout).array?.first)
         XCTAssertEqual(row["requests"]?.int, 4)
-        XCTAssertEqual(row["sessions"]?.int, 2)
+        XCTAssertEqual(row["runs"]?.int, 2)
         XCTAssertEqual(try runCLI(["history", "nobody"], environment: e).status, 1)
     }
 

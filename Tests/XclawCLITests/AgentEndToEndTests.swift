@@ -182,7 +182,7 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("incl. 2 vision question(s)"), result.stderr)
         // The cost counts the two side questions too (100 in / 20 out each, like the three steps).
         let summary = try JSONValue.parse(result.stdout)
-        XCTAssertEqual(summary["usage"]?["inputTokens"]?.int, 1500 * 2 + 100 * 3)
+        XCTAssertEqual(summary["usage"]?["input_tokens"]?.int, 1500 * 2 + 100 * 3)
         let requests = server.requests
         XCTAssertEqual(requests.count, 5)
         // The sub-requests carry the model-sized screenshot and the question, and offer no tools.
@@ -515,13 +515,13 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(acted.status, 0, acted.stderr)
         XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
         let agents = try JSONValue.parse(try runCLI(["agents", "--json", "--db", db], environment: e).stdout)
-        XCTAssertEqual(agents.array?.first?["dryRun"]?.bool, true)
+        XCTAssertEqual(agents.array?.first?["dry_run"]?.bool, true)
         // The stored gate changes with `agent set`; what is not named stays.
         let set = try runCLI(
             ["agent", "set", "careful", "--no-dry-run", "--confirm", "--json", "--db", db], environment: e)
         XCTAssertEqual(set.status, 0, set.stderr)
         let changed = try JSONValue.parse(set.stdout)
-        XCTAssertEqual(changed["dryRun"]?.bool, false)
+        XCTAssertEqual(changed["dry_run"]?.bool, false)
         XCTAssertEqual(changed["confirm"]?.bool, true)
         XCTAssertEqual(changed["tools"]?.array?.compactMap(\.string), ["computer"])
         XCTAssertEqual(changed["display"]?.string, display.name)
@@ -557,7 +557,7 @@ final class AgentEndToEndTests: XCTestCase {
         XCTAssertEqual(summary["outcome"]?.string, "completed")
         XCTAssertEqual(summary["text"]?.string, "Nothing to do.")
         XCTAssertEqual(summary["steps"]?.array?.count, 1)
-        XCTAssertEqual(summary["costUSD"]?.double ?? 0, (2000.0 * 2 + 100.0 * 10) / 1e6, accuracy: 1e-9)  // Sonnet 5
+        XCTAssertEqual(summary["cost_usd"]?.double ?? 0, (2000.0 * 2 + 100.0 * 10) / 1e6, accuracy: 1e-9)  // Sonnet 5
         XCTAssertEqual(server.requests.count, 3)
     }
 

@@ -88,7 +88,7 @@ final class PipelineCLITests: XCTestCase {
         for node in nodes {
             XCTAssertEqual(node["status"]?.string, "completed")
             XCTAssertNotNil(node["duration_ms"]?.int)
-            XCTAssertGreaterThan(node["usd"]?.double ?? 0, 0)
+            XCTAssertGreaterThan(node["cost_usd"]?.double ?? 0, 0)
         }
         let text = try runCLI(["pipeline", "show", "1"], environment: env)
         XCTAssertTrue(text.text.hasPrefix("pipeline 1  completed"), text.text)

@@ -102,7 +102,8 @@ final class ReplayAppsCLITests: XCTestCase {
         XCTAssertEqual(
             steps.compactMap { $0["target"]?["label"]?.string },
             ReplayApps.keys + ["Customer name", "Customer name", "OK"])
-        XCTAssertEqual(steps.compactMap { $0["target"]?["windowTitle"]?.string }.filter { $0 == "Calculator" }.count, 7)
+        XCTAssertEqual(
+            steps.compactMap { $0["target"]?["window_title"]?.string }.filter { $0 == "Calculator" }.count, 7)
         XCTAssertEqual(steps[8]["parameter"]?.string, "p1")
 
         // Replayed with the model gone (the server is stopped: no request is possible), on fresh apps.
@@ -140,7 +141,7 @@ final class ReplayAppsCLITests: XCTestCase {
             ["replay", file, "--display", display.name, "--heal", "never", "--timeout", "2", "--json"])
         XCTAssertEqual(diverged.status, 1, diverged.stderr)
         let stop = try JSONValue.parse(diverged.stdout)
-        XCTAssertEqual(stop["diverged"]?.int, 4, diverged.stdout)
+        XCTAssertEqual(stop["diverged_step"]?.int, 4, diverged.stdout)
         XCTAssertEqual(stop["replayed"]?.int, 3)
         XCTAssertTrue(apps.calculatorShows("12", environment: env), "xcalc should read 12 after AC 1 2")
         XCTAssertTrue(apps.dialogIsUp)
@@ -155,7 +156,7 @@ final class ReplayAppsCLITests: XCTestCase {
         let missing = try xclaw(
             ["replay", file, "--display", display.name, "--heal", "never", "--timeout", "1", "--json"])
         XCTAssertEqual(missing.status, 1, missing.stderr)
-        XCTAssertEqual(try JSONValue.parse(missing.stdout)["diverged"]?.int, 1, missing.stdout)
+        XCTAssertEqual(try JSONValue.parse(missing.stdout)["diverged_step"]?.int, 1, missing.stdout)
         XCTAssertEqual(try input.cursorPosition(), Point(x: 5, y: 5))
         XCTAssertTrue(apps.dialogIsUp)
         XCTAssertEqual(server.requests.count, 11, "the replays asked no model")

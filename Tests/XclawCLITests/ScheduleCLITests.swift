@@ -142,7 +142,7 @@ final class ScheduleCLITests: XCTestCase {
             XCTAssertGreaterThanOrEqual(row["steps"]?.double ?? 0, 1)
             XCTAssertNotNil(row["duration_ms"]?.double)
             XCTAssertNotNil(row["cost_usd"]?.double)
-            XCTAssertNotNil(row["started"]?.string)
+            XCTAssertNotNil(row["started_at"]?.string)
         }
         let byTask = try runCLI(["runs", "bot", "--task", "hello", "--json"], environment: env)
         XCTAssertEqual(try JSONValue.parse(byTask.stdout).array?.count, 1, byTask.stderr)

@@ -92,12 +92,12 @@ final class ScriptCLITests: XCTestCase {
         let click = steps[0]
         XCTAssertEqual(click["target"]?["label"]?.string, "Submit")
         XCTAssertEqual(click["target"]?["role"]?.string, "button")
-        XCTAssertEqual(click["target"]?["windowTitle"]?.string, "form")
-        XCTAssertEqual(click["pre"]?["anchorVisible"], true)
+        XCTAssertEqual(click["target"]?["window_title"]?.string, "form")
+        XCTAssertEqual(click["pre"]?["anchor_visible"], true)
         XCTAssertEqual(click["screen"]?.array?.compactMap(\.int), [1920, 1080])
         // Its place in the window: the click's point less the window's corner (the frame's, borders aside).
         let relative = try XCTUnwrap(click["target"]?["relative"]?.array?.compactMap(\.int))
-        let windowBox = try XCTUnwrap(click["target"]?["windowBox"]?.array?.compactMap(\.int))
+        let windowBox = try XCTUnwrap(click["target"]?["window_box"]?.array?.compactMap(\.int))
         XCTAssertEqual(relative, [(click["x"]?.int ?? 0) - windowBox[0], (click["y"]?.int ?? 0) - windowBox[1]])
         XCTAssertTrue(button.contains(Point(x: click["x"]?.int ?? 0, y: click["y"]?.int ?? 0)))
         // The image patch is a 48x48 PNG.
@@ -197,7 +197,7 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertEqual(replays[0]["cost_usd"]?.double, 0)
         XCTAssertEqual(replays[1]["status"]?.string, "failed")
         XCTAssertEqual(replays[1]["replay"]?["failed"]?.int, 1)
-        XCTAssertEqual(replays[1]["replay"]?["divergedStep"]?.int, 1)
+        XCTAssertEqual(replays[1]["replay"]?["diverged_step"]?.int, 1)
         XCTAssertEqual(replays[1]["replay"]?["replayed"]?.int, 0)
         let failedRun = try XCTUnwrap(replays[1]["id"]?.int)
         let page = dir.appendingPathComponent("replay.html").path
@@ -392,7 +392,7 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertEqual(elsewhere.status, 1, elsewhere.stderr)
         let outcome = try JSONValue.parse(elsewhere.stdout)
         XCTAssertEqual(outcome["replayed"]?.int, 1)
-        XCTAssertEqual(outcome["diverged"]?.int, 2)
+        XCTAssertEqual(outcome["diverged_step"]?.int, 2)
         XCTAssertTrue(outcome["reason"]?.string?.contains("active window is \"form\"") == true, elsewhere.text)
         XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
         XCTAssertTrue(fixture.received.filter { $0.kind == .keyPress }.isEmpty, "nothing was typed")

@@ -372,7 +372,7 @@ async function dashboardView(view) {
     }
     if (!view.alive) return;
     const inFlight = data.runs.filter((r) => r.status === "running" || r.status === "needs-approval");
-    const today = data.runs.filter((r) => isToday(r.started));
+    const today = data.runs.filter((r) => isToday(r.started_at));
     const cost = today.reduce((sum, r) => sum + (r.cost_usd || 0), 0);
     const lastByAgent = new Map();
     for (const run of data.runs) {
@@ -407,7 +407,7 @@ async function dashboardView(view) {
               { title: "Run", cell: (r) => "#" + r.id },
               { title: "Agent", cell: (r) => h("a", { href: "#/agent/" + encodeURIComponent(r.agent) }, r.agent) },
               { title: "Status", cell: (r) => badge(r.status) },
-              { title: "Started", cell: (r) => timeCell(r.started) },
+              { title: "Started", cell: (r) => timeCell(r.started_at) },
               {
                 title: "",
                 nowrap: true,
@@ -449,7 +449,7 @@ function agentState(agent, inFlight, lastByAgent) {
   if (running) return h("span", {}, badge(running.status), " ", h("span", { class: "muted small" }, "run #" + running.id));
   const last = lastByAgent.get(agent.name);
   if (!last) return h("span", {}, badge("idle"), " ", h("span", { class: "muted small" }, "never ran"));
-  return h("span", {}, badge("idle"), " ", h("span", { class: "muted small" }, "last " + last.status + " " + ago(last.started)));
+  return h("span", {}, badge("idle"), " ", h("span", { class: "muted small" }, "last " + last.status + " " + ago(last.started_at)));
 }
 
 async function stopRun(id) {
@@ -661,7 +661,7 @@ async function pipelinesView(view) {
               { title: "Subtasks", num: true, cell: (p) => (Array.isArray(p.subtasks) ? p.subtasks.length : p.subtasks ?? "—") },
               { title: "Started", cell: (p) => timeCell(p.started_at) },
               { title: "Duration", num: true, cell: (p) => duration(p.duration_ms) },
-              { title: "Cost", num: true, cell: (p) => usd(p.usd) },
+              { title: "Cost", num: true, cell: (p) => usd(p.cost_usd) },
             ],
             rows,
             { rowAttrs: (p) => ({ "data-pipeline": p.id }) }
@@ -688,7 +688,7 @@ async function pipelineView(view, id) {
       return;
     }
     head.replaceChildren(
-      pageHead("Pipeline #" + p.id, null, badge(p.status), h("span", { class: "muted" }, duration(p.duration_ms) + " · " + usd(p.usd)), h("a", { href: "#/pipelines" }, "← All pipelines"))
+      pageHead("Pipeline #" + p.id, null, badge(p.status), h("span", { class: "muted" }, duration(p.duration_ms) + " · " + usd(p.cost_usd)), h("a", { href: "#/pipelines" }, "← All pipelines"))
     );
     const children = new Map();
     for (const s of p.subtasks || []) {
@@ -740,7 +740,7 @@ function subtaskNode(s) {
         { class: "muted small" },
         s.started_at ? localTime(s.started_at) : "not started",
         s.duration_ms != null ? " · " + duration(s.duration_ms) : "",
-        " · " + s.steps + " step" + (s.steps === 1 ? "" : "s") + " · " + usd(s.usd)
+        " · " + s.steps + " step" + (s.steps === 1 ? "" : "s") + " · " + usd(s.cost_usd)
       )
     ),
     h("div", { class: "task" }, s.task),
@@ -992,7 +992,7 @@ async function screenView(view, displayArg) {
           "div",
           { class: "approval", "data-run": a.run },
           h("div", { class: "what" }, badge(a.kind || "approval"), " ", a.action),
-          h("div", { class: "muted small" }, "run #" + a.run + " · " + a.agent + " · asked " + ago(a.requested) + (a.expires ? " · expires " + ago(a.expires) : "")),
+          h("div", { class: "muted small" }, "run #" + a.run + " · " + a.agent + " · asked " + ago(a.requested_at) + (a.expires_at ? " · expires " + ago(a.expires_at) : "")),
           h("div", { class: "buttons" }, approve, deny)
         );
       })
@@ -1012,10 +1012,10 @@ const CONFIG_FIELDS = [
   ["effort", "Effort"],
   ["thinking", "Thinking"],
   ["confirm", "Confirm inputs"],
-  ["dryRun", "Dry run"],
+  ["dry_run", "Dry run"],
   ["setup", "Setup"],
-  ["contextFrom", "Context from"],
-  ["createdAt", "Created"],
+  ["context_from", "Context from"],
+  ["created_at", "Created"],
 ];
 
 async function agentView(view, name) {
@@ -1044,7 +1044,7 @@ async function agentView(view, name) {
     return;
   }
   const config = h("dl", { class: "kv", id: "agent-config" });
-  const shown = new Set(["name", "kind", "systemPrompt", "memoryNotes"]);
+  const shown = new Set(["name", "kind", "system_prompt", "memory_notes"]);
   for (const [key, title] of CONFIG_FIELDS) {
     shown.add(key);
     let value = agent[key];
@@ -1054,7 +1054,7 @@ async function agentView(view, name) {
       if (key === "setup") continue;
       cell = h("span", { class: "muted" }, key === "display" ? "$DISPLAY when it runs" : "default");
     } else if (typeof value === "boolean") cell = value ? "yes" : "no";
-    else if (key === "createdAt") cell = localTime(value);
+    else if (key === "created_at") cell = localTime(value);
     else cell = String(value);
     config.append(h("dt", {}, title), h("dd", { "data-key": key }, cell));
   }
@@ -1066,13 +1066,13 @@ async function agentView(view, name) {
     "div",
     {},
     card("Configuration", { id: "config" }, h("div", { class: "card-body" }, config)),
-    agent.systemPrompt ? card("System prompt", { class: "spaced" }, h("div", { class: "card-body" }, h("pre", { class: "note" }, agent.systemPrompt))) : null
+    agent.system_prompt ? card("System prompt", { class: "spaced" }, h("div", { class: "card-body" }, h("pre", { class: "note" }, agent.system_prompt))) : null
   );
   const memoryBody = h("div", { class: "card-body", id: "memory" });
   if (memory.status === "rejected") memoryBody.append(errorBox(memory.reason));
   else {
     const entries = Object.entries(memory.value || {});
-    if (agent.memoryNotes) memoryBody.append(h("pre", { class: "note" }, agent.memoryNotes));
+    if (agent.memory_notes) memoryBody.append(h("pre", { class: "note" }, agent.memory_notes));
     if (entries.length) {
       memoryBody.append(
         table(
@@ -1083,23 +1083,23 @@ async function agentView(view, name) {
           entries
         )
       );
-    } else if (!agent.memoryNotes) memoryBody.append(emptyState("No memory notes. An agent with the ", cmd("memory"), " tool writes them as it works."));
+    } else if (!agent.memory_notes) memoryBody.append(emptyState("No memory notes. An agent with the ", cmd("memory"), " tool writes them as it works."));
   }
   const usageBody = h("div", { id: "usage" });
   if (usage.status === "rejected") usageBody.append(errorBox(usage.reason));
   else {
     const rows = (usage.value || []).slice().reverse();
-    const total = rows.reduce((s, r) => s + (r.usd || 0), 0);
+    const total = rows.reduce((s, r) => s + (r.cost_usd || 0), 0);
     usageBody.append(
       rows.length
         ? table(
             [
-              { title: "Run", cell: (r) => h("a", { href: "/api/reports/" + r.session, target: "_blank", rel: "noopener" }, "#" + r.session) },
+              { title: "Run", cell: (r) => h("a", { href: "/api/reports/" + r.run, target: "_blank", rel: "noopener" }, "#" + r.run) },
               { title: "Status", cell: (r) => badge(r.status) },
               { title: "Requests", num: true, cell: (r) => r.requests },
-              { title: "In", num: true, cell: (r) => (r.usage ? r.usage.inputTokens + r.usage.cacheReadInputTokens + r.usage.cacheCreationInputTokens : "—") },
-              { title: "Out", num: true, cell: (r) => (r.usage ? r.usage.outputTokens : "—") },
-              { title: "Cost", num: true, cell: (r) => usd(r.usd) },
+              { title: "In", num: true, cell: (r) => (r.usage ? r.usage.input_tokens + r.usage.cache_read_input_tokens + r.usage.cache_creation_input_tokens : "—") },
+              { title: "Out", num: true, cell: (r) => (r.usage ? r.usage.output_tokens : "—") },
+              { title: "Cost", num: true, cell: (r) => usd(r.cost_usd) },
             ],
             rows
           )
@@ -1111,7 +1111,7 @@ async function agentView(view, name) {
     "div",
     {},
     card("Memory", { id: "memory-card" }, memoryBody),
-    card("Usage per run", { id: "usage-card", class: "spaced", count: usage.status === "fulfilled" ? usd((usage.value || []).reduce((s, r) => s + (r.usd || 0), 0)) + " total" : undefined }, usageBody)
+    card("Usage per run", { id: "usage-card", class: "spaced", count: usage.status === "fulfilled" ? usd((usage.value || []).reduce((s, r) => s + (r.cost_usd || 0), 0)) + " total" : undefined }, usageBody)
   );
   view.main.append(h("div", { class: "grid" }, left, right));
 }
@@ -1151,7 +1151,7 @@ async function runsView(view) {
               { title: "Run", cell: (r) => h("a", { href: "/api/reports/" + r.id, target: "_blank", rel: "noopener", class: "report-link" }, "#" + r.id) },
               { title: "Agent", cell: (r) => h("a", { href: "#/agent/" + encodeURIComponent(r.agent) }, r.agent) },
               { title: "Status", cell: (r) => badge(r.status) },
-              { title: "Started", cell: (r) => timeCell(r.started) },
+              { title: "Started", cell: (r) => timeCell(r.started_at) },
               { title: "Duration", num: true, cell: (r) => duration(r.duration_ms) },
               { title: "Steps", num: true, cell: (r) => r.steps },
               { title: "Cost", num: true, cell: (r) => usd(r.cost_usd) },
