@@ -1,5 +1,6 @@
 import CXclawSystem
 import Glibc
+import XclawWire
 
 /// What the front knows of its invocation, and how it becomes the full binary.
 struct Front {
@@ -77,7 +78,9 @@ struct Front {
     static func errorObject(_ message: String, status: Int32) -> String {
         let kinds: [Int32: String] = [1: "not_found", 2: "usage", 3: "display", 4: "api", 5: "internal"]
         let kind = kinds[status] ?? "failed"
-        return
-            "{\"error\":{\"exit_code\":\(status),\"kind\":\"\(kind)\",\"message\":\(DaemonHandoff.quoted(message))}}\n"
+        let error: [(String, WireJSON)] = [
+            ("exit_code", .number(Double(status))), ("kind", .string(kind)), ("message", .string(message)),
+        ]
+        return WireJSON.object([("error", .object(error))]).text + "\n"
     }
 }
