@@ -50,7 +50,8 @@ let package = Package(
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
         // GDBus and AT-SPI2's tables, for the accessibility reader (which runs in its own process, xclaw-atspi).
         systemLibrary("CAtspi", pkgConfig: "atspi-2", apt: ["libatspi2.0-dev", "libglib2.0-dev"]),
-        // POSIX pieces Swift cannot import (closefrom for posix_spawn, pipe2, the wait-status macros), for Subprocess.
+        // POSIX pieces Swift cannot import (closefrom for posix_spawn, pipe2, the wait-status macros), for Subprocess;
+        // the daemon's re-exec in place (execve keeping chosen descriptors, memfd_create).
         .target(name: "CXclawSystem", path: "Sources/CBindings/CXclawSystem"),
         // C kernels that must be fast even in debug builds (pixel conversion, scaling, PNG with setjmp),
         // shims for variadic Xlib calls Swift cannot import (XCreateIC), and for what Xlib leaves undone after the

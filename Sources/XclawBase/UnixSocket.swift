@@ -47,6 +47,15 @@ public final class UnixSocket: @unchecked Sendable {
         return socket
     }
 
+    /// The listening socket an earlier image of this process handed over as descriptor `fd` (the daemon recycling
+    /// itself: connections waited in its backlog meanwhile); nil unless `fd` is a listening Unix stream socket. It
+    /// is close-on-exec again from here.
+    public static func adopt(listening fd: Int32) -> UnixSocket? {
+        guard ProcessImage.isListeningUnixSocket(fd) else { return nil }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return UnixSocket(fd)
+    }
+
     /// Connects to the socket at `path`.
     public static func connect(path: String) throws -> UnixSocket {
         let socket = try make()

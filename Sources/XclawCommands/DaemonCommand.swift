@@ -12,7 +12,13 @@ struct DaemonCommand: ParsableCommand {
         abstract: "Start, stop or inspect the resident xclaw daemon (one per user, on a socket only you can use).",
         discussion: """
             Exit: 0 done; 1 `start` while one runs, or `stop`/`status` when none runs; 2 refused (another \
-            protocol version, a planted state directory); 5 it did not come up.
+            protocol version, a planted state directory, a bad XCLAW_DAEMON_RECYCLE_AFTER); 5 it did not come up.
+
+            Each X connection whose server went away keeps 40 to 85 KB that only a new process image gives back: \
+            after XCLAW_DAEMON_RECYCLE_AFTER of them (a positive integer, 256 by default) the daemon re-executes \
+            itself at its first idle moment, with the same pid, socket, web address and token. `daemon status \
+            --json` shows x_connections: open, dropped (in this image: back to 0 after a recycle), reconnects (over \
+            the daemon's life), recycles and recycle_after.
             """,
         subcommands: [Start.self, Stop.self, Status.self, RunForeground.self])
 
@@ -27,7 +33,10 @@ struct DaemonCommand: ParsableCommand {
         @Flag(help: "Print its status as JSON.") var json = false
         @OptionGroup var web: WebOptions
 
-        func validate() throws { try web.validate() }
+        func validate() throws {
+            try web.validate()
+            try RunForeground.validateRecycleLimit()
+        }
 
         func run() throws {
             let socket = try DaemonPaths.socket()
@@ -111,22 +120,43 @@ struct DaemonCommand: ParsableCommand {
         @Option(help: .hidden) var parent: Int32?
         @OptionGroup var web: WebOptions
 
-        func validate() throws { try web.validate() }
+        func validate() throws {
+            try web.validate()
+            try Self.validateRecycleLimit()
+        }
+
+        /// `XCLAW_DAEMON_RECYCLE_AFTER`, refused as bad usage before anything starts.
+        static func validateRecycleLimit() throws {
+            do { _ = try DaemonRecycling.limit(ProcessInfo.processInfo.environment) } catch {
+                throw ValidationError("\(error)")
+            }
+        }
 
         func run() throws {
             let server = try DaemonServer(
                 socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version,
+                recycleAfter: try DaemonRecycling.limit(ProcessInfo.processInfo.environment),
                 execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
-            // A marker a killed daemon left would send plain input to a daemon without a web view.
-            if let marker = try? DaemonPaths.webMarker() { unlink(marker) }
-            var webServer: WebServer?
+            // A marker a killed daemon left would send plain input to a daemon without a web view. (After a recycle
+            // it is this daemon's own, and the web view listens again in a moment.)
+            if server.inherited == nil, let marker = try? DaemonPaths.webMarker() { unlink(marker) }
+            var webView: DaemonWebView?
             if web.web {
-                do { webServer = try DaemonWeb.start(on: server, address: web.address) } catch {
-                    server.stop()
-                    throw error
+                let handed = server.inherited?.surface.flatMap { try? JSONDecoder().decode(WebHandover.self, from: $0) }
+                do { webView = try DaemonWeb.start(on: server, address: web.address, inherited: handed) } catch {
+                    // A recycled daemon keeps serving commands: its socket has askers waiting.
+                    if server.inherited != nil {
+                        DaemonWeb.lost(error)
+                    } else {
+                        server.stop()
+                        throw error
+                    }
                 }
             }
-            defer { webServer.map(DaemonWeb.stop) }
+            if let webView {
+                server.onRecycle(prepare: { webView.handover() }, resume: { webView.resume() })
+            }
+            defer { webView.map(DaemonWeb.stop) }
             if let parent {
                 // Test harnesses: stop when the process that started us is gone, so no daemon outlives its tests.
                 Thread {

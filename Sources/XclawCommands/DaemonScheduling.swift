@@ -25,24 +25,31 @@ enum DaemonScheduling {
                     scheduler = TaskScheduler(store: store, claimer: "daemon \(getpid())@\(hostname)")
                 }
                 // Each second: a read to see whether anything is due (tasks another process added included),
-                // a claim only then.
-                if let scheduler, let due = try? scheduler.store.nextDueTime(), due <= Date() {
-                    do {
-                        try scheduler.tick(
-                            now: Date(),
-                            failed: { task, error in
-                                logger.error(
-                                    "a scheduled run could not be recorded",
-                                    metadata: ["task": "\(task.name ?? task.id)", "error": "\(error)"])
-                            }
-                        ) { task in run(task, database: path, store: scheduler.store, on: server) }
-                    } catch {
-                        logger.error("scheduling failed", metadata: ["error": "\(error)"])
-                    }
+                // a claim only then. The claim, the runs and their reports are the daemon's work: it re-executes
+                // itself only between ticks (a tick refused meanwhile is the new image's first).
+                if let scheduler {
+                    _ = server.activity.run { tick(scheduler, database: path, on: server) }
                 }
                 Thread.sleep(forTimeInterval: 1)
             }
         }.start()
+    }
+
+    /// Claims and runs the tasks due now, if any.
+    private static func tick(_ scheduler: TaskScheduler, database path: String, on server: DaemonServer) {
+        guard let due = try? scheduler.store.nextDueTime(), due <= Date() else { return }
+        do {
+            try scheduler.tick(
+                now: Date(),
+                failed: { task, error in
+                    logger.error(
+                        "a scheduled run could not be recorded",
+                        metadata: ["task": "\(task.name ?? task.id)", "error": "\(error)"])
+                }
+            ) { task in run(task, database: path, store: scheduler.store, on: server) }
+        } catch {
+            logger.error("scheduling failed", metadata: ["error": "\(error)"])
+        }
     }
 
     /// One run of a task, as `send` does it, with the exit status as its outcome; then its report, through the

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import XclawAgent
 import XclawBase
 import XclawDaemon
@@ -15,16 +16,21 @@ enum DaemonWeb {
     private static let logger = Logger(label: "xclaw.web")
 
     /// Stops it and takes its marker away.
-    static func stop(_ web: WebServer) {
+    static func stop(_ web: DaemonWebView) {
         web.stop()
         if let marker = try? DaemonPaths.webMarker() { unlink(marker) }
     }
 
-    /// Starts the web view on `address` (`--web [ADDR]`) and records it in the daemon's status.
-    static func start(on server: DaemonServer, address: String?) throws -> WebServer {
-        let (host, port) = try WebConfiguration.address(address)
-        let token = try WebToken.load(at: DaemonPaths.webToken())
-        let runner = MCPCommandRunner(defaultDisplay: nil, displays: server.displays) { server.displays.names }
+    /// Starts the web view on `address` (`--web [ADDR]`) and records it in the daemon's status; `inherited`: what
+    /// the daemon's previous image handed over when it recycled itself (the same token, host and port).
+    static func start(on server: DaemonServer, address: String?, inherited: WebHandover? = nil) throws
+        -> DaemonWebView
+    {
+        let (host, port) = try inherited.map { ($0.host, $0.port) } ?? WebConfiguration.address(address)
+        let token = try inherited?.token ?? WebToken.load(at: DaemonPaths.webToken())
+        let runner = MCPCommandRunner(defaultDisplay: nil, displays: server.displays, activity: server.activity) {
+            server.displays.names
+        }
         let mcp = MCPServer(
             name: "xclaw", version: Xclaw.configuration.version, instructions: MCPTools.instructions,
             tools: MCPTools.all(runner))
@@ -42,7 +48,7 @@ enum DaemonWeb {
         }
         AgentStepFollower(feed: feed, daemon: daemon).start { server.isStopping }
         let environment = ProcessInfo.processInfo.environment
-        let web = WebServer(
+        let view = DaemonWebView(
             WebConfiguration(
                 host: host, port: port, token: token, backend: DaemonWebBackend(runner: runner), mcp: mcp, feed: feed,
                 displays: {
@@ -50,12 +56,83 @@ enum DaemonWeb {
                     if let own = environment["DISPLAY"], !own.isEmpty, !names.contains(own) { names.append(own) }
                     return names
                 }, assetsDirectory: environment["XCLAW_WEB_ASSETS"].flatMap { $0.isEmpty ? nil : $0 },
-                limits: try limits(environment)))
-        try web.start()
-        server.web.withLock { $0 = DaemonWebStatus(base: web.url, token: token) }
-        // The daemon's pid: the front trusts the marker only while that process lives.
-        try PrivateFiles.write(Data("\(getpid())\n".utf8), to: DaemonPaths.webMarker())
-        return web
+                limits: try limits(environment)), on: server)
+        // After a recycle the previous image's port was closed just before the exec: a moment's patience.
+        try view.listen(patience: inherited == nil ? .zero : .seconds(5))
+        return view
+    }
+
+    /// The web view could not listen again after a recycle: the daemon serves on without it, and says so.
+    static func lost(_ error: any Error) {
+        logger.error("the web view could not listen again after the recycle", metadata: ["error": "\(error)"])
+        if let marker = try? DaemonPaths.webMarker() { unlink(marker) }
+    }
+}
+
+/// What the web view hands the daemon's next image when it recycles itself (in the daemon's in-memory handover
+/// file, never argv, the environment or a log): the token, so open pages and MCP clients keep working, and the
+/// address it listened on (the port it got, for `--web HOST:0`).
+struct WebHandover: Codable, Sendable {
+    var token: String
+    var host: String
+    var port: Int
+}
+
+/// The daemon's web server, which a recycle stops and, when the exec failed, starts again on the same address.
+final class DaemonWebView: Sendable {
+    private let configuration: Mutex<WebConfiguration>
+    private let server: DaemonServer
+    private let current = Mutex<WebServer?>(nil)
+    private static let logger = Logger(label: "xclaw.web")
+
+    init(_ configuration: WebConfiguration, on server: DaemonServer) {
+        self.configuration = Mutex(configuration)
+        self.server = server
+    }
+
+    /// Listens (retrying a taken port until `patience` ran out), records it in the daemon's status and leaves the
+    /// marker; the port it got is kept, so listening again takes the same one.
+    func listen(patience: Duration) throws {
+        let deadline = ContinuousClock.now + patience
+        while true {
+            let web = WebServer(configuration.withLock { $0 })
+            do {
+                try web.start()
+                configuration.withLock { $0.port = web.port }
+                current.withLock { $0 = web }
+                let token = configuration.withLock { $0.token }
+                server.web.withLock { $0 = DaemonWebStatus(base: web.url, token: token) }
+                // The daemon's pid: the front trusts the marker only while that process lives.
+                try PrivateFiles.write(Data("\(getpid())\n".utf8), to: DaemonPaths.webMarker())
+                return
+            } catch WebError.cannotListen(let why) where ContinuousClock.now < deadline {
+                Self.logger.debug("the web view's port is not free yet", metadata: ["why": "\(why)"])
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+    }
+
+    /// Stops serving.
+    func stop() { current.withLock { $0 }?.stop() }
+
+    /// Before the daemon re-executes itself: stops serving (waiting until the port is closed, so the next image can
+    /// listen on it) and returns what the next image's web view starts from. The marker stays: the same process
+    /// serves the web view again in a moment.
+    func handover() -> Data? {
+        if let web = current.withLock({ $0 }), !web.stop(waitingUpTo: .seconds(5)) {
+            Self.logger.warning("the web view had not stopped after 5 s; re-executing anyway (its port closes then)")
+        }
+        let configuration = configuration.withLock { $0 }
+        return try? JSONEncoder().encode(
+            WebHandover(token: configuration.token, host: configuration.host, port: configuration.port))
+    }
+
+    /// The exec failed: serves again, on the same address.
+    func resume() {
+        do { try listen(patience: .seconds(5)) } catch {
+            server.web.withLock { $0 = nil }
+            DaemonWeb.lost(error)
+        }
     }
 }
 

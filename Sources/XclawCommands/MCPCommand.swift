@@ -48,6 +48,9 @@ final class MCPCommandRunner: Sendable {
     private let defaultDisplay: String?
     /// The displays a running daemon holds, when the runner is not inside it (asked on its socket).
     private let daemonDisplays: @Sendable () -> [String]?
+    /// Inside the daemon, its work in flight: each command counts, so the daemon re-executes itself only between
+    /// them (`DaemonRecycling`).
+    private let activity: DaemonActivity?
 
     /// A runner of its own (`xclaw mcp`): its own kept displays, the daemon's asked over its socket.
     convenience init(defaultDisplay: String?) {
@@ -56,11 +59,13 @@ final class MCPCommandRunner: Sendable {
         }
     }
 
-    /// A runner inside the daemon (MCP over HTTP, the web view): the daemon's kept displays.
+    /// A runner inside the daemon (MCP over HTTP, the web view): the daemon's kept displays and work count.
     init(
-        defaultDisplay: String?, displays: ResidentDisplays, daemonDisplays: @escaping @Sendable () -> [String]?
+        defaultDisplay: String?, displays: ResidentDisplays, activity: DaemonActivity? = nil,
+        daemonDisplays: @escaping @Sendable () -> [String]?
     ) {
         (self.defaultDisplay, self.displays, self.daemonDisplays) = (defaultDisplay, displays, daemonDisplays)
+        self.activity = activity
     }
 
     /// What a command did: its exit status and what it wrote.
@@ -157,6 +162,13 @@ final class MCPCommandRunner: Sendable {
         _ arguments: [String], display: String?, stdin: Data?, exclusive: Bool, cancellation: MCPCancellation,
         stdout: Int32? = nil, keepSecrets: Bool = false
     ) -> Outcome {
+        if let activity, !activity.begin() {
+            return Outcome(
+                status: ExitStatus.internal.rawValue, stdout: Data(),
+                stderr: "xclaw: the daemon is re-executing itself (a recycle, see `xclaw daemon status --json`): "
+                    + "nothing ran; try again in a moment")
+        }
+        defer { activity?.end() }
         do {
             // Input takes the display's turn, the one agents in this and every other process take too.
             let lock =

@@ -82,7 +82,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var tree_reads: Int?
     /// The web view, when it runs (`daemon start --web`).
     public var web: DaemonWebStatus?
-    /// Its X connections: open, not yet closed after their server went away, and reconnects so far.
+    /// Its X connections: open, dropped after their server went away, reconnects, and its recycles.
     public var x_connections: DaemonConnectionStatus?
 }
 
@@ -90,15 +90,22 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
 public struct DaemonConnectionStatus: Codable, Sendable, Hashable {
     /// Connections open in the daemon (its kept displays', the web view's screens', selection owners').
     public var open: Int
-    /// Connections whose server went away: each closed its socket and XCB's buffers, and left Xlib's structure
-    /// (some 70 KB; freeing it after a loss corrupted the heap). One per loss of a connection, no descriptor.
+    /// Connections whose server went away, in this image of the daemon: each closed its socket and XCB's buffers,
+    /// and left Xlib's structure (40 to 85 KB of resident memory each; freeing it after a loss corrupted the heap).
+    /// One per loss of a connection, no descriptor. Back to 0 after a recycle, which gives that memory back.
     public var dropped: Int
-    /// Times a kept display was opened again after its server went away.
+    /// Times a kept display was opened again after its server went away, over the daemon's life (recycles
+    /// included).
     public var reconnects: Int
+    /// Times the daemon re-executed itself (same pid) to give back what `dropped` connections hold.
+    public var recycles: Int?
+    /// The `dropped` count at which it does (`XCLAW_DAEMON_RECYCLE_AFTER`, 256 by default).
+    public var recycle_after: Int?
 
     /// A count.
-    public init(open: Int, dropped: Int, reconnects: Int) {
+    public init(open: Int, dropped: Int, reconnects: Int, recycles: Int? = nil, recycle_after: Int? = nil) {
         (self.open, self.dropped, self.reconnects) = (open, dropped, reconnects)
+        (self.recycles, self.recycle_after) = (recycles, recycle_after)
     }
 }
 

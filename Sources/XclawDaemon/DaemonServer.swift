@@ -14,7 +14,7 @@ public final class DaemonServer: Sendable {
     /// xclaw's version, reported by `status`.
     public let version: String
     private let listener: UnixSocket
-    private let started = ContinuousClock.now
+    private let started: ContinuousClock.Instant
     private let stopping = Atomic<Bool>(false)
     private let running = Atomic<Int>(0)
     private let logger = Logger(label: "xclaw.daemon")
@@ -24,19 +24,109 @@ public final class DaemonServer: Sendable {
     public let web = Mutex<DaemonWebStatus?>(nil)
     /// Runs one command's arguments and returns its exit status, inside the request's `Invocation` and host.
     private let execute: @Sendable ([String]) -> Int32
+    /// Lost X connections after which it re-executes itself (`DaemonRecycling`); nil: never (a server in a test).
+    public let recycleAfter: Int?
+    /// What the previous image handed over, when this one was started by a recycle.
+    public let inherited: DaemonHandover?
+    /// Its work in flight: what the surface runs in the daemon (the web view, MCP, the scheduler) marks itself here,
+    /// so a recycle waits for it.
+    public let activity: DaemonActivity
+    /// The listener's thread waits on this pipe too: a byte when work ended or `stop` was called.
+    private let wake: (read: Int32, write: Int32)
+    /// Dropped connections at which it next re-executes itself (raised by the limit after a failed exec).
+    private let threshold: Atomic<Int>
+    private let hook = Mutex<DaemonRecycleHook?>(nil)
+    /// Held by a recycle from its last look at `stopping` through the exec, and by `stop` to set it: a stop never
+    /// falls between the two, to be lost in the exec.
+    private let execGate = Mutex(())
+    /// The signals that stop the daemon: held blocked across the exec, so one that arrives meanwhile stops the new
+    /// image.
+    private static let stopSignals = [SIGTERM, SIGINT]
+    /// What the first image inherited from its parent (descriptors not close-on-exec): passed on at each recycle
+    /// as it came, e.g. a harness's lifeline whose closing tells it the daemon exited.
+    private let passedOn: [Int32]
 
-    /// Takes the socket: refuses (`alreadyRunning`) when a daemon answers there, removes a stale one. `execute`
-    /// runs a command line (the surface's own parser, so a served command is the same command).
-    public init(socketPath: String, version: String, execute: @escaping @Sendable ([String]) -> Int32) throws {
+    /// Takes the socket: refuses (`alreadyRunning`) when a daemon answers there, removes a stale one; or, in an
+    /// image a recycle started (`XCLAW_DAEMON_HANDOVER`), the listening socket it inherited and the state handed
+    /// over with it. `execute` runs a command line (the surface's own parser, so a served command is the same
+    /// command); `recycleAfter`: lost X connections after which it re-executes itself (nil: never).
+    public init(
+        socketPath: String, version: String, recycleAfter: Int? = nil,
+        execute: @escaping @Sendable ([String]) -> Int32
+    ) throws {
         self.execute = execute
-        if let running = try DaemonClient(socketPath: socketPath).status() {
-            throw DaemonError.alreadyRunning(pid: running.pid, socket: socketPath)
+        let pipe = try Subprocess.pipe()
+        _ = fcntl(pipe.write, F_SETFL, O_NONBLOCK)  // a full pipe already wakes the thread: never wait to add
+        wake = pipe
+        activity = DaemonActivity(wake: pipe.write)
+        // In the first image, what is open without close-on-exec now came from the parent (nothing of the
+        // daemon's own is opened so).
+        let (inheritedListener, handover) = Self.takeHandover(logger: logger)
+        passedOn = handover?.descriptors ?? ProcessImage.descriptorsPassedOnExec()
+        if let inheritedListener {
+            listener = inheritedListener
+        } else {
+            if let running = try DaemonClient(socketPath: socketPath).status() {
+                throw DaemonError.alreadyRunning(pid: running.pid, socket: socketPath)
+            }
+            // The state directory is this user's alone (checked), so the file there is ours to replace.
+            unlink(socketPath)
+            listener = try UnixSocket.listen(path: socketPath)
         }
-        // The state directory is this user's alone (checked), so the file there is ours to replace.
-        unlink(socketPath)
-        listener = try UnixSocket.listen(path: socketPath)
+        inherited = handover
+        started = ContinuousClock.now - .seconds(handover?.uptime ?? 0)
         self.socketPath = socketPath
         self.version = version
+        self.recycleAfter = recycleAfter
+        threshold = Atomic(recycleAfter ?? Int.max)
+        if let handover {
+            // Before any request: a selection taken again must not override one a new request sets.
+            displays.resume(handover.selections, displays: handover.displays, reconnects: handover.reconnects)
+            ProcessImage.reapWhenTheyEnd(ProcessImage.children())
+            if ProcessImage.takePendingSignals(Self.stopSignals) {
+                logger.info("a stop signal arrived during the recycle: stopping")
+                stop()
+            }
+        }
+    }
+
+    /// The listener and state an earlier image handed over (`XCLAW_DAEMON_HANDOVER=LISTENER,STATE`), unset at
+    /// once so nothing this image starts sees it; (nil, nil) when there are none, or they are not what they should
+    /// be (then the daemon starts afresh).
+    private static func takeHandover(logger: Logger) -> (UnixSocket?, DaemonHandover?) {
+        guard let value = getenv(DaemonRecycling.handoverVariable).map({ String(cString: $0) }) else {
+            return (nil, nil)
+        }
+        unsetenv(DaemonRecycling.handoverVariable)
+        let numbers = value.split(separator: ",").compactMap { Int32($0) }
+        guard numbers.count == 2, let listener = UnixSocket.adopt(listening: numbers[0]) else {
+            logger.warning(
+                "\(DaemonRecycling.handoverVariable) names no inherited listening socket; starting afresh",
+                metadata: ["value": "\(value)"])
+            return (nil, nil)
+        }
+        do {
+            guard numbers[1] > 2 else { throw ProcessImageError.inherited("descriptor \(numbers[1])") }
+            let data = try ProcessImage.readAndClose(numbers[1])
+            return (listener, try JSONDecoder().decode(DaemonHandover.self, from: data))
+        } catch {
+            // The socket is kept whatever else was lost: whoever waits in its backlog is served.
+            logger.error("the recycled daemon lost its handed-over state", metadata: ["error": "\(error)"])
+            return (
+                listener,
+                DaemonHandover(
+                    recycles: 1, uptime: 0, reconnects: 0, descriptors: ProcessImage.descriptorsPassedOnExec(),
+                    displays: [], selections: [], surface: nil)
+            )
+        }
+    }
+
+    /// Sets what the surface does around a recycle: `prepare` runs on the listener's thread with no work in
+    /// flight, stops what must not outlive this image (the web view, so the next image can listen on its port
+    /// again) and returns what the next image's surface gets back as `inherited?.surface` (in an in-memory file:
+    /// never argv, the environment or a log); `resume` restarts what `prepare` stopped when the exec failed.
+    public func onRecycle(prepare: @escaping @Sendable () -> Data?, resume: @escaping @Sendable () -> Void) {
+        hook.withLock { $0 = DaemonRecycleHook(prepare: prepare, resume: resume) }
     }
 
     /// Whether a peer of `uid` may talk to a daemon of `owner`: only the same user. The seam the tests use for a
@@ -44,15 +134,92 @@ public final class DaemonServer: Sendable {
     public static func authorize(peer uid: uid_t, owner: uid_t = getuid()) -> Bool { uid == owner }
 
     /// Serves until `stop` (a request, or SIGTERM/SIGINT through the caller); each connection on its own thread.
+    /// Between connections, once the lost X connections reach `recycleAfter` and nothing is in flight, it
+    /// re-executes itself (`recycle`).
     public func run() {
-        logger.info("listening", metadata: ["socket": "\(socketPath)", "pid": "\(getpid())"])
-        while let connection = listener.accept() {
-            if stopping.load(ordering: .sequentiallyConsistent) { connection.close(); break }
-            Thread { self.serve(connection) }.start()
+        logger.info(
+            inherited == nil ? "listening" : "listening again after a recycle",
+            metadata: ["socket": "\(socketPath)", "pid": "\(getpid())"])
+        while !isStopping {
+            var fds = [
+                pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
+            ]
+            // Every few seconds too: a connection dropped outside any work (a watched screen's) counts as well.
+            let ready = poll(&fds, 2, 5000)
+            if isStopping { break }
+            if ready < 0 {
+                if errno != EINTR { Thread.sleep(forTimeInterval: 0.01) }
+                continue
+            }
+            if fds[1].revents != 0 {
+                var bytes = [UInt8](repeating: 0, count: 64)
+                _ = read(wake.read, &bytes, bytes.count)
+            }
+            if fds[0].revents != 0 {
+                guard let connection = listener.accept() else { break }
+                if isStopping {
+                    connection.close()
+                    break
+                }
+                // Never refused: only this thread closes the gate, and it is here.
+                _ = activity.begin()
+                Thread {
+                    self.serve(connection)
+                    self.activity.end()
+                }.start()
+                continue
+            }
+            recycleIfDue()
         }
+        listener.close()
         unlink(socketPath)
         displays.close()
         logger.info("stopped")
+    }
+
+    /// Re-executes the daemon when the connections dropped reached the threshold and nothing is in flight: the
+    /// surface's `prepare`, the displays readied, the state written to an in-memory file, then `execve` of
+    /// `/proc/self/exe` with the same arguments, the listening socket and that file inherited. Returns only when
+    /// it was not due, or the exec failed (logged; it goes on serving and tries again after `recycleAfter` more).
+    private func recycleIfDue() {
+        guard let limit = recycleAfter else { return }
+        let dropped = DisplayConnection.census.dropped
+        guard dropped >= threshold.load(ordering: .relaxed), activity.closeIfIdle() else { return }
+        let recycles = (inherited?.recycles ?? 0) + 1
+        logger.info(
+            "recycling: re-executing in place to free what lost X connections hold",
+            metadata: [
+                "recycle": "\(recycles)", "dropped": "\(dropped)", "limit": "\(limit)",
+                "rss_bytes": "\(Self.residentBytes())",
+            ])
+        let surface = hook.withLock { $0 }?.prepare()
+        let handover = DaemonHandover(
+            recycles: recycles, uptime: (ContinuousClock.now - started) / .seconds(1),
+            reconnects: displays.reconnects, descriptors: passedOn, displays: displays.names,
+            selections: displays.prepareForRecycle(), surface: surface)
+        do {
+            let state = try ProcessImage.memoryFile(
+                named: "xclaw-daemon-handover", holding: try JSONEncoder().encode(handover))
+            defer { close(state) }
+            var environment = ProcessInfo.processInfo.environment
+            environment[DaemonRecycling.handoverVariable] = "\(listener.descriptor),\(state)"
+            try execGate.withLock { _ in
+                // A stop (SIGTERM, `daemon stop` cannot: nothing is accepted now) while it prepared: no exec.
+                guard !isStopping else { return }
+                try ProcessImage.reexecute(
+                    arguments: CommandLine.arguments, environment: environment,
+                    keeping: [listener.descriptor, state] + passedOn, holding: Self.stopSignals)
+            }
+            logger.info("stopping instead of recycling")
+        } catch {
+            logger.error(
+                "the recycle failed; serving on, to try again after \(limit) more lost connections",
+                metadata: ["error": "\(error)"])
+            threshold.store(dropped + limit, ordering: .relaxed)
+            hook.withLock { $0 }?.resume()
+            activity.reopen()
+        }
     }
 
     /// Whether `stop` was called: the daemon's own threads (the scheduler) end at their next look.
@@ -66,6 +233,10 @@ public final class DaemonServer: Sendable {
         let invocation = Invocation(
             environment: ProcessInfo.processInfo.environment, directory: "/", descriptors: (empty, log, log),
             terminal: nil, pid: getpid(), interrupts: InterruptHub(onAbandon: { _ in }))
+        // A scheduled run is inside the scheduler's own work (`activity`): this only counts it, and is refused
+        // only when called outside one while a recycle is under way.
+        guard activity.begin() else { return ExitStatus.internal.rawValue }
+        defer { activity.end() }
         let host = displays.host()
         running.add(1, ordering: .relaxed)
         let status = Invocation.serve(invocation) { Hosting.$served.withValue(host) { execute(arguments) } }
@@ -77,8 +248,10 @@ public final class DaemonServer: Sendable {
 
     /// Stops accepting and removes the socket; `run` returns.
     public func stop() {
-        guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        guard !execGate.withLock({ _ in stopping.exchange(true, ordering: .sequentiallyConsistent) }) else { return }
         unlink(socketPath)
+        // The listener's thread is woken before the socket closes, so it never polls a number reused meanwhile.
+        activity.poke()
         listener.close()
     }
 
@@ -91,7 +264,7 @@ public final class DaemonServer: Sendable {
             ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads, web: web.withLock { $0 },
             x_connections: DaemonConnectionStatus(
                 open: DisplayConnection.census.open, dropped: DisplayConnection.census.dropped,
-                reconnects: displays.reconnects))
+                reconnects: displays.reconnects, recycles: inherited?.recycles ?? 0, recycle_after: recycleAfter))
     }
 
     private func serve(_ connection: UnixSocket) {
@@ -251,12 +424,14 @@ public enum DaemonError: ClassifiedError, Hashable {
     case didNotStart(log: String)
     /// It gave up while starting, saying why.
     case failed(String, log: String)
+    /// `XCLAW_DAEMON_RECYCLE_AFTER` is not a positive integer.
+    case badRecycleLimit(String)
 
     /// Already running and not running are conditions (1); a refusal is bad usage (2); a start that failed, 5.
     public var exitStatus: ExitStatus {
         switch self {
         case .alreadyRunning, .notRunning: return .notFound
-        case .refused: return .usage
+        case .refused, .badRecycleLimit: return .usage
         case .didNotStart, .failed: return .internal
         }
     }
@@ -270,6 +445,9 @@ public enum DaemonError: ClassifiedError, Hashable {
         case .refused(let why): return "the daemon refused: \(why)"
         case .didNotStart(let log): return "the daemon did not start within 30 s; see \(log)"
         case .failed(let why, let log): return "the daemon did not start: \(why) (\(log))"
+        case .badRecycleLimit(let text):
+            return "\(DaemonRecycling.limitVariable)=\(text): give a positive integer (lost X connections after which "
+                + "the daemon re-executes itself; \(DaemonRecycling.defaultLimit) when unset), or unset it"
         }
     }
 }

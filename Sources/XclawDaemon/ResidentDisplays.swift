@@ -27,9 +27,13 @@ public final class ResidentDisplays: Sendable {
     /// Text blocks in the kept OCR caches, over every display.
     public var ocrBlocks: Int { held.withLock { Array($0.values) }.map(\.ocrBlocks).reduce(0, +) }
 
-    /// Times a kept display was opened again after its server went away.
+    /// Times a kept display was opened again after its server went away (an earlier image's included).
     public var reconnects: Int { reconnected.load(ordering: .relaxed) }
     private let reconnected = Atomic<Int>(0)
+    /// The selections served for requests (`RequestHost.serveSelection`), each until another client takes it. Not
+    /// kept alive by this list: an owner's thread keeps it while it serves, and its connection closes after.
+    private let owners = Mutex<[Served]>([])
+    private struct Served { weak var owner: SelectionOwner? }
 
     /// The display `name` names (nil: the request's `$DISPLAY`), connected: a lost connection is opened again. One
     /// that cannot be opened is not kept: nothing a caller names stays unless it is a display that answers.
@@ -56,6 +60,62 @@ public final class ResidentDisplays: Sendable {
     public func close() {
         let all = held.withLock { Array($0.values) }
         for display in all { display.close() }
+    }
+
+    /// Readies the displays for a new image of the daemon: restores the keymaps (spare keycodes bound for
+    /// typing), saves the OCR caches, ends the tree watchers; returns the selections still served, for the next
+    /// image to take again. Keys and buttons held across commands (`keydown`) stay held: their record is on the
+    /// display, and the next image releases them as this one would.
+    func prepareForRecycle() -> [HeldSelection] {
+        let all = held.withLock { Array($0.values) }
+        for display in all { display.close(releasingHeld: false) }
+        return owners.withLock { list in
+            list.compactMap(\.owner).filter(\.isServing).map {
+                HeldSelection(display: $0.display, selection: $0.selection, type: $0.type, data: $0.contents)
+            }
+        }
+    }
+
+    /// Takes again the selections the previous image served (before any request is accepted, so none of them
+    /// overrides a newer one; a display gone meanwhile loses its selection as it would have anyway), and opens
+    /// again the displays it kept, on a thread of its own (a display that no longer answers is not kept).
+    func resume(_ selections: [HeldSelection], displays names: [String], reconnects: Int) {
+        reconnected.add(reconnects, ordering: .relaxed)
+        if !names.isEmpty {
+            Thread {
+                for name in names { _ = try? self.display(name) }
+            }.start()
+        }
+        for held in selections {
+            do {
+                keep(
+                    try SelectionOwner.start(
+                        display: held.display, selection: held.selection, type: held.type, data: held.data))
+            } catch {
+                logger.warning(
+                    "a selection could not be taken again after the recycle",
+                    metadata: [
+                        "display": "\(held.display)", "selection": "\(held.selection.rawValue)",
+                        "error": "\(error)",
+                    ])
+            }
+        }
+    }
+
+    /// Serves `selection` on `display` from a thread of its own, and remembers it for a recycle.
+    func serve(_ selection: ClipboardSelection, type: ClipboardType, data: Data, display: String) throws {
+        keep(try SelectionOwner.start(display: display, selection: selection, type: type, data: data))
+    }
+
+    /// Remembers `owner`, forgetting those that ended and the one it replaces.
+    private func keep(_ owner: SelectionOwner) {
+        owners.withLock { list in
+            list.removeAll { served in
+                guard let other = served.owner else { return true }
+                return !other.isServing || (other.display == owner.display && other.selection == owner.selection)
+            }
+            list.append(Served(owner: owner))
+        }
     }
 
     /// A host for one request.
@@ -202,9 +262,11 @@ final class HeldDisplay: Sendable {
     /// How many times the kept perceiver read the accessibility tree in full; 0 while the display is being opened.
     var treeReads: Int { state.withLockIfAvailable { $0.perceiver?.treeCache?.reads ?? 0 } ?? 0 }
 
-    func close() {
+    /// Puts back what the daemon changed on the display and saves what it learnt; `releasingHeld`: also releases
+    /// what `keydown` and `mousedown` left down (they go with the daemon that served them, not with an image of it).
+    func close(releasingHeld: Bool = true) {
         let (input, perceiver) = state.withLock { ($0.input, $0.perceiver) }
-        _ = try? input?.releaseHeld()  // keys `keydown` left down go with the daemon that served them
+        if releasingHeld { _ = try? input?.releaseHeld() }  // keys `keydown` left down go with the daemon
         try? input?.keyboard.restoreMapping()
         try? perceiver?.recognizer.cache.save(to: Perceiver.cacheFile)
         perceiver?.treeCache?.stop()
@@ -254,7 +316,7 @@ public final class RequestHost: DisplayHost {
         throws
     {
         let display = try displays.display(name).connection.name
-        _ = try SelectionOwner.start(display: display, selection: selection, type: type, data: data)
+        try displays.serve(selection, type: type, data: data, display: display)
     }
 
     /// On the display's timer: the command returns now.

@@ -225,6 +225,7 @@ public final class SelectionOwner: @unchecked Sendable {
     private let time: Time
     private let stopRequested = Atomic<Bool>(false)
     private let servedCount = Atomic<Int>(0)
+    private let serving = Atomic<Bool>(true)
     private let ended = DispatchSemaphore(value: 0)
 
     /// Takes `selection` on `display` with `data` of `type` and starts serving it; throws when another client took
@@ -270,6 +271,15 @@ public final class SelectionOwner: @unchecked Sendable {
     /// How many conversions of the contents were served to the end (TARGETS and TIMESTAMP not counted).
     public var served: Int { servedCount.load(ordering: .acquiring) }
 
+    /// The display it owns the selection on: a daemon that re-executes itself takes it again there.
+    public var display: String { connection.name }
+
+    /// What it serves, for the same reason.
+    public var contents: Data { Data(data) }
+
+    /// False once it stopped serving (another client took the selection, `stop`, or the server went away).
+    public var isServing: Bool { serving.load(ordering: .acquiring) }
+
     /// Gives the selection up (if still held) and ends the serving thread.
     public func stop() { stopRequested.store(true, ordering: .releasing) }
 
@@ -307,6 +317,7 @@ public final class SelectionOwner: @unchecked Sendable {
                 XDestroyWindow(display, window)
                 XSync(display, 0)
             }
+            serving.store(false, ordering: .releasing)
             ended.signal()
         }
         while !stopRequested.load(ordering: .acquiring) {

@@ -101,6 +101,10 @@ public final class WebServer: Sendable {
     private let task = Mutex<Task<Void, Never>?>(nil)
     private let logger = Logger(label: "xclaw.web")
     private let bound = BoundPort()
+    /// Signalled once the server's task has ended (its port closed).
+    private let finished = DispatchSemaphore(value: 0)
+    /// Set by `stop`: what Hummingbird says after it was cancelled (the cancellation itself, as errors) is not logged.
+    private let stopping = StopFlag()
 
     /// The port it listens on, once started (0 before).
     public var port: Int { bound.port.load(ordering: .relaxed) }
@@ -120,18 +124,22 @@ public final class WebServer: Sendable {
         let configuration = configuration
         let started = DispatchSemaphore(value: 0)
         let bound = bound
+        let stopping = stopping
         let logger = logger
+        let quiet = Logger(label: logger.label) { _ in QuietAfterStop(inner: logger, stopping: stopping) }
+        let finished = finished
         task.withLock {
             $0 = Task.detached {
-                let app = Self.application(configuration, logger: logger) { port in
+                let app = Self.application(configuration, logger: quiet) { port in
                     bound.port.store(port, ordering: .relaxed)
                     started.signal()
                 }
                 do { try await app.runService(gracefulShutdownSignals: []) } catch {
-                    logger.error("the web view stopped", metadata: ["error": "\(error)"])
+                    quiet.error("the web view stopped", metadata: ["error": "\(error)"])
                     bound.failure.withLock { $0 = "\(error)" }
                 }
                 started.signal()
+                finished.signal()
             }
         }
         started.wait()
@@ -178,7 +186,19 @@ public final class WebServer: Sendable {
 
     /// Stops serving (open websockets are closed).
     public func stop() {
+        stopping.set()
         task.withLock { $0?.cancel() }
+    }
+
+    /// Stops serving and waits, at most `timeout`, until the server has ended and its port is closed (another
+    /// server, the daemon's next image, may then listen on it); false when it had not ended in time.
+    @discardableResult
+    public func stop(waitingUpTo timeout: Duration) -> Bool {
+        guard task.withLock({ $0 }) != nil else { return true }
+        stop()
+        guard finished.wait(timeout: .now() + timeout.seconds) == .success else { return false }
+        finished.signal()  // for a later call
+        return true
     }
 }
 
@@ -186,4 +206,41 @@ public final class WebServer: Sendable {
 private final class BoundPort: Sendable {
     let port = Atomic<Int>(0)
     let failure = Mutex<String?>(nil)
+}
+
+/// The web server's log while it runs; silent once `stop` cancelled it (Hummingbird reports the cancellation of its
+/// accept loop and of its own shutdown as errors).
+private struct QuietAfterStop: LogHandler {
+    let inner: Logger
+    let stopping: StopFlag
+    var metadata: Logger.Metadata = [:]
+
+    /// The inner logger's level.
+    var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set {}
+    }
+
+    /// Metadata set on the logger.
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// Hands the event on, unless the server was stopped.
+    func log(event: LogEvent) {
+        guard !stopping.isSet else { return }
+        inner.log(
+            level: event.level, event.message, metadata: metadata.merging(event.metadata ?? [:]) { $1 },
+            source: event.source, file: event.file, function: event.function, line: event.line)
+    }
+}
+
+/// Whether `WebServer.stop` was called, shared with the server's log.
+private final class StopFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    /// Whether it was set.
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    /// Sets it, for good.
+    func set() { value.store(true, ordering: .releasing) }
 }

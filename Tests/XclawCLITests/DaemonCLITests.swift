@@ -482,6 +482,119 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(try status().displays, [display.name])
     }
 
+    func testAfterItsLimitOfLostConnectionsTheDaemonRecyclesItselfWhenIdleKeepingPidSocketWebAndClipboard() throws {
+        var display = try TestDisplay.restartable(size: Size(width: 320, height: 240))
+        let steady = try TestDisplay(size: Size(width: 320, height: 240))
+        defer { (display.stop(), steady.stop()) }
+        let number = try XCTUnwrap(Int(display.name.dropFirst()))
+        // Its database exists before it starts, so the threads that follow it (the scheduler, the web view's
+        // action log) hold it from the start and the descriptors counted below are the daemon's steady ones.
+        let database = state.appendingPathComponent("xclaw.sqlite").path
+        let created = try runCLI(["agents", "--json"], environment: self.env.merging(["XCLAW_DB": database]) { $1 })
+        XCTAssertEqual(created.status, 0, created.stderr)
+        // A daemon with its web view on a port it picked (`--web 127.0.0.1:0`): the port must survive too.
+        let daemon = try WebDaemon(environment: ["XCLAW_DAEMON_RECYCLE_AFTER": "2", "XCLAW_DB": database])
+        defer { daemon.stop() }
+        let env = daemon.environment.merging(["XCLAW_TEST_DAEMON": "0"]) { $1 }
+        XCTAssertEqual(try daemon.request("api/agents", token: daemon.token).status, 200)
+        func status() throws -> DaemonStatus {
+            let result = try runCLI(["daemon", "status", "--json"], environment: env)
+            guard result.status == 0 else { throw DaemonError.notRunning(socket: result.stderr) }
+            return try JSONDecoder().decode(DaemonStatus.self, from: result.stdout)
+        }
+        func until(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while try !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            return try condition()
+        }
+        for name in [display.name, steady.name] {
+            let warm = try runCLI(["snapshot", "--display", name], environment: env)
+            XCTAssertEqual(warm.status, 0, warm.stderr)
+        }
+        let copied = "recycled \(UUID().uuidString)"
+        let set = try runCLI(["clipboard", "set", copied, "--display", steady.name], environment: env)
+        XCTAssertEqual(set.status, 0, set.stderr)
+        let first = try status()
+        XCTAssertEqual(first.pid, daemon.pid)
+        XCTAssertEqual(first.x_connections?.recycle_after, 2)
+        XCTAssertEqual(first.x_connections?.recycles, 0)
+        let web = try XCTUnwrap(first.web)
+        XCTAssertTrue(try until(5) { try status().running == 0 })
+        let descriptorsBefore = Self.descriptors(of: daemon.pid)
+
+        // A command in flight (a watch on the other display) holds the recycle off; commands that arrive meanwhile
+        // are served as ever.
+        let watching = try launchCLI(
+            ["watch", "--text", "NEVER SHOWN", "--timeout", "60", "--display", steady.name], environment: env)
+        XCTAssertTrue(try until(10) { try status().running == 1 }, "the daemon serves the watch")
+        for round in 0..<2 {
+            display.stop()
+            display = try TestDisplay(size: Size(width: 320, height: 240), number: number)
+            let back = try runCLI(["snapshot", "--display", display.name], environment: env)
+            XCTAssertEqual(back.status, 0, "round \(round): \(back.stderr)")
+        }
+        XCTAssertTrue(
+            try until(5) { (try status().x_connections?.dropped ?? 0) >= 2 }, "\(String(describing: try? status()))")
+        let busy = try XCTUnwrap(try status().x_connections)
+        XCTAssertEqual(busy.recycles, 0, "no recycle while the watch runs: \(busy)")
+        let rssBefore = try status().rss_bytes
+
+        // Once it ends, the daemon re-executes itself: the same process, its lost connections given back.
+        kill(watching.processIdentifier, SIGINT)
+        watching.waitUntilExit()
+        XCTAssertEqual(watching.terminationStatus, 130)
+        XCTAssertTrue(
+            try until(30) { (try? status().x_connections?.recycles) == 1 },
+            "no recycle: \(String(describing: try? status())); log: \(daemon.logText)")
+        let after = try status()
+        let connections = try XCTUnwrap(after.x_connections)
+        XCTAssertEqual(after.pid, daemon.pid, "the same process, re-executed in place")
+        XCTAssertTrue(Subprocess.isRunning(daemon.pid))
+        XCTAssertLessThan(connections.dropped, 2, "dropped counts this image's losses: \(connections)")
+        XCTAssertGreaterThanOrEqual(
+            connections.reconnects, 2, "reconnects count over the daemon's life: \(connections)")
+        XCTAssertGreaterThanOrEqual(after.uptime_s, first.uptime_s, "the uptime goes on")
+        XCTAssertEqual(after.web?.url, web.url, "the same address and token")
+        XCTAssertEqual(after.web?.token, daemon.token)
+        let log = daemon.logText
+        XCTAssertEqual(log.components(separatedBy: "recycling: re-executing").count - 1, 1, log)
+        XCTAssertFalse(log.contains(daemon.token), "the token is never logged")
+        XCTAssertFalse(log.contains(" error "), log)
+        print("daemon RSS before the recycle \(rssBefore / 1024) KB, after \(after.rss_bytes / 1024) KB")
+
+        // It serves commands on the restarted display, its web view with the same token, and the clipboard it
+        // held.
+        let served = try runCLI(["snapshot", "--display", display.name], environment: env)
+        XCTAssertEqual(served.status, 0, served.stderr)
+        XCTAssertEqual(try daemon.request("api/agents", token: daemon.token).status, 200)
+        XCTAssertEqual(try daemon.request("api/agents", token: String(repeating: "0", count: 64)).status, 401)
+        let pasted = try runCLI(["clipboard", "get", "--display", steady.name], environment: env)
+        XCTAssertEqual(pasted.status, 0, pasted.stderr)
+        XCTAssertEqual(String(decoding: pasted.stdout, as: UTF8.self), copied)
+        XCTAssertTrue(
+            try until(10) { Set(try status().displays) == [display.name, steady.name] },
+            "the kept displays are opened again: \(String(describing: try? status().displays))")
+        XCTAssertTrue(try until(5) { try status().running == 0 })
+        XCTAssertTrue(
+            until(5) { Self.descriptors(of: daemon.pid) <= descriptorsBefore },
+            "the daemon holds \(Self.descriptors(of: daemon.pid)) descriptors, \(descriptorsBefore) before")
+        XCTAssertEqual(try status().x_connections?.recycles, 1)
+    }
+
+    func testABadRecycleLimitIsRefusedBeforeTheDaemonStarts() throws {
+        for bad in ["0", "-3", "many", "2.5"] {
+            let variable = env.merging(["XCLAW_DAEMON_RECYCLE_AFTER": bad]) { $1 }
+            for command in [["daemon", "start"], ["daemon", "run"]] {
+                let refused = try runCLI(command, environment: variable)
+                XCTAssertEqual(refused.status, 2, "\(command) \(bad): \(refused.stderr)")
+                XCTAssertTrue(
+                    refused.stderr.contains("XCLAW_DAEMON_RECYCLE_AFTER=\(bad): give a positive integer"),
+                    refused.stderr)
+            }
+        }
+        XCTAssertEqual(try runCLI(["daemon", "status"], environment: env).status, 1, "no daemon was started")
+    }
+
     /// How many descriptors process `pid` holds.
     static func descriptors(of pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1

@@ -69,4 +69,23 @@ int xclaw_guard_send(int sock, char op, uint32_t id, int32_t pgid, const void *p
 /// runs 2 s later.
 int xclaw_guard_start(int sock);
 
+/// memfd_create(name, MFD_CLOEXEC): an anonymous in-memory file, for state handed to the next image of this process
+/// (never a path another process could open, never argv or the environment).
+int xclaw_memfd(const char *name);
+
+/// execve(path, argv, envp) with every descriptor but 0-2 and the `count` in `keep` closed on exec (close_range's
+/// CLOSE_RANGE_CLOEXEC, else each one /proc/self/fd lists), and a signal mask of just the `held` signals in `hold`:
+/// one that arrives during the exec stays pending for the new image (`xclaw_take_pending_signals`). Returns only
+/// when the exec failed: -1 with errno, the signal mask put back and `keep` close-on-exec again (the others stay so).
+int xclaw_reexec(const char *path, char *const argv[], char *const envp[], const int *keep, int count,
+                 const int *hold, int held);
+
+/// In the image an exec started: 1 when one of `signals` is pending (held blocked across the exec), which is then
+/// discarded (its disposition set to SIG_IGN), 0 when none is; either way they are unblocked.
+int xclaw_take_pending_signals(const int *signals, int count);
+
+/// 1 when `fd` is a listening Unix stream socket (SO_DOMAIN, SO_TYPE, SO_ACCEPTCONN), 0 otherwise: what the next
+/// image checks of the descriptor an environment variable names before it accepts on it.
+int xclaw_is_listening_unix_stream(int fd);
+
 #endif
