@@ -236,14 +236,18 @@ let package = Package(
             name: "xclaw-mock-api", dependencies: ["XclawBase", "XclawMockAPI"], path: "Sources/xclaw-mock-api"),
         .target(
             name: "XclawTesting",
-            dependencies: ["XclawBase", "XclawScreen", "CX11", "CXclawShim"],
+            dependencies: ["XclawBase", "XclawScreen", "XclawPolling", "CX11", "CXclawShim"],
             path: "Sources/XclawTesting"
         ),
-        // A test clock (time moves when something sleeps on it), for the timing logic of every layer.
-        .target(name: "XclawTimeTesting", path: "Sources/XclawTimeTesting"),
+        // The one wait for what a test can observe (`poll`), free of XCTest so the fixture and the benchmarks link it.
+        .target(name: "XclawPolling", path: "Sources/XclawPolling"),
+        // A test clock (time moves when something sleeps on it), for the timing logic of every layer, and
+        // `eventually`: `poll` that fails the test when the wait runs out.
+        .target(name: "XclawTimeTesting", dependencies: ["XclawPolling"], path: "Sources/XclawTimeTesting"),
         // Agent-side doubles (a tool of the tests' own, a text sink), free of X, for the agent and runtime tests.
         .target(
-            name: "XclawAgentTesting", dependencies: ["XclawMessages", "XclawAgent"], path: "Sources/XclawAgentTesting"
+            name: "XclawAgentTesting", dependencies: ["XclawMessages", "XclawAgent", "XclawPolling"],
+            path: "Sources/XclawAgentTesting"
         ),
         // The test fixture: an X client that draws known rectangles and reports every event it receives.
         .executableTarget(
@@ -268,10 +272,12 @@ let package = Package(
 
         // One test target per layer; each depends on its layer and what lies below it, plus the test support and the
         // executables it starts.
-        layerTests("XclawBaseTests", ["XclawBase"]),
-        layerTests("XclawMCPTests", ["XclawBase", "XclawMessages", "XclawMCP"]),
+        layerTests("XclawBaseTests", ["XclawBase", "XclawTimeTesting"]),
+        layerTests("XclawMCPTests", ["XclawBase", "XclawMessages", "XclawMCP", "XclawTimeTesting"]),
         layerTests("XclawWebTests", ["XclawBase", "XclawMCP", "XclawWeb"]),
-        layerTests("XclawScreenTests", ["XclawBase", "XclawScreen", "XclawTesting", "CX11", "xclaw-fixture"]),
+        layerTests(
+            "XclawScreenTests",
+            ["XclawBase", "XclawScreen", "XclawTesting", "XclawTimeTesting", "CX11", "xclaw-fixture"]),
         layerTests(
             "XclawPerceptionTests",
             [
@@ -288,20 +294,21 @@ let package = Package(
             "XclawRuntimeTests",
             [
                 "XclawBase", "XclawScreen", "XclawMessages", "XclawClient", "XclawAgent", "XclawStore", "XclawSkills",
-                "XclawRuntime", "XclawMockAPI", "XclawAgentTesting", "XclawTesting",
+                "XclawRuntime", "XclawMockAPI", "XclawAgentTesting", "XclawTesting", "XclawTimeTesting",
             ]),
         layerTests(
             "XclawSkillsTests",
             [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
-                "XclawSkills", "XclawMockAPI", "XclawTesting", "xclaw-fixture",
+                "XclawSkills", "XclawMockAPI", "XclawTesting", "XclawTimeTesting", "xclaw-fixture",
             ]),
         layerTests(
             "XclawCLITests",
             [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
                 "XclawRuntime", "XclawDaemon",
-                "XclawMockAPI", "XclawTesting", "XclawAgentTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api",
+                "XclawMockAPI", "XclawTesting", "XclawTimeTesting", "XclawAgentTesting", "xclaw-core", "xclaw-fixture",
+                "xclaw-mock-api",
                 "xclaw-atspi", "xclaw-bench",
             ],
             // The MCP tests' Python client scripts, the web view's browser scripts and the JSON schema validator,
@@ -312,7 +319,8 @@ let package = Package(
             "XclawCommandsTests",
             ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawDaemon", "XclawTesting", "XclawWire"]),
         layerTests(
-            "XclawExamplesTests", ["XclawTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
+            "XclawExamplesTests",
+            ["XclawTesting", "XclawTimeTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
     ],
     swiftLanguageModes: [.v6]
 )
