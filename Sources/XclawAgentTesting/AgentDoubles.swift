@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import XclawAgent
 import XclawMessages
+import XclawPolling
 
 /// A tool of the tests' own: echoes its input, optionally with an image, optionally slowly.
 public struct EchoTool: AgentTool {
@@ -26,12 +27,8 @@ public struct EchoTool: AgentTool {
             // always false, so only the registry's flag can stop it.
             let stopped = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
                 DispatchQueue.global().async {
-                    let end = Date().addingTimeInterval(Double(ms) / 1000)
-                    while Date() < end {
-                        if context.isCancelled() { done.resume(returning: true); return }
-                        Thread.sleep(forTimeInterval: 0.005)
-                    }
-                    done.resume(returning: false)
+                    done.resume(
+                        returning: poll(within: .milliseconds(ms), every: .milliseconds(5)) { context.isCancelled() })
                 }
             }
             if stopped { throw CancellationError() }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XclawBase
+import XclawPolling
 
 /// The CLI suite runs twice: in-process, and with `XCLAW_TEST_DAEMON=1` through a daemon (`scripts/test.sh`). In
 /// the second run every `xclaw` the tests start finds a daemon on its state directory, started here once per
@@ -34,8 +35,7 @@ public enum DaemonMode {
         process.standardError = FileHandle.nullDevice
         try process.run()
         started.withLock { $0[directory.path] = process.processIdentifier }
-        let deadline = Date().addingTimeInterval(10)
-        while !answers(socket) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        poll(within: .seconds(10), every: .milliseconds(10)) { answers(socket) }
     }
 
     /// Kills, without a chance to clean up, the process that runs a command `cli` started: the `xclaw` process
@@ -50,7 +50,7 @@ public enum DaemonMode {
         } else {
             kill(cli.processIdentifier, SIGKILL)
         }
-        while cli.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        cli.exits(within: .seconds(30))
     }
 
     /// Whether a daemon listens on `socket`.

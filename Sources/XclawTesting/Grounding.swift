@@ -1,4 +1,5 @@
 import Foundation
+import XclawPolling
 import XclawScreen
 
 /// One control of a real app to tap by label, and what the app must report when that control is the one pressed.
@@ -170,17 +171,14 @@ public final class GroundingApp: @unchecked Sendable {
 
     /// Waits until a window titled `title` is viewable and painted.
     private func waitForWindow() throws {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
+        let shown = poll(within: .seconds(20), every: .milliseconds(50)) { () -> Bool? in
             let tree = try? toolOutput("/usr/bin/xwininfo", ["-display", display, "-root", "-tree"])
-            if let tree, tree.contains("\"\(title)\"") {
-                Thread.sleep(forTimeInterval: 0.5)  // first paint
-                return
-            }
-            guard process?.isRunning == true else { break }
-            Thread.sleep(forTimeInterval: 0.05)
+            if let tree, tree.contains("\"\(title)\"") { return true }
+            return process?.isRunning == true ? nil : false
         }
-        throw ScreenError.virtualDisplay("\(name) did not show a window titled \(title)")
+        guard shown == true else { throw ScreenError.virtualDisplay("\(name) did not show a window titled \(title)") }
+        // Kept: none of the apps says when it has painted (the Tk app's "ready" comes before its main loop runs).
+        Thread.sleep(forTimeInterval: 0.5)
     }
 
     /// Taps one target through `tap` (which runs xclaw and throws when it refuses) and asks the app what was pressed.
@@ -199,20 +197,18 @@ public final class GroundingApp: @unchecked Sendable {
         }
         switch kind {
         case .xcalc:
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: 0.05)  // kept: no signal tells when the tap's pointer motion has landed
             guard let at = try? input?.cursorPosition() else { return .missed("pointer unknown") }
             guard let key = keys.first(where: { $0.frame.contains(at) }) else {
                 return .wrong("clicked \(at.x),\(at.y), outside every key")
             }
             return key.label == target.expected ? .correct : .wrong(key.label)
         case .tk, .gtk, .xmessage, .motif:
-            let deadline = Date().addingTimeInterval(2)
-            var reported: [String] = []
-            while Date() < deadline {
-                reported = lock.withLock { lines.filter { !$0.hasPrefix("ready") } }
-                if !reported.isEmpty { break }
-                Thread.sleep(forTimeInterval: 0.02)
-            }
+            let reported =
+                poll(within: .seconds(2)) { () -> [String]? in
+                    let reported = lock.withLock { lines.filter { !$0.hasPrefix("ready") } }
+                    return reported.isEmpty ? nil : reported
+                } ?? []
             if target.expected.hasPrefix("menu ") {
                 // Close the menu the press posted, so the next tap sees the window again.
                 try? input?.move(to: Point(x: 5, y: 790))
@@ -221,7 +217,7 @@ public final class GroundingApp: @unchecked Sendable {
                 if let connection = pointer, let escape = try? KeyCombo.parse("Escape") {
                     try? Keyboard(connection: connection).press([escape, escape])
                 }
-                Thread.sleep(forTimeInterval: 0.3)
+                Thread.sleep(forTimeInterval: 0.3)  // kept: the menu's unposting, which the app does not report
             }
             if case .xmessage = kind, !reported.isEmpty {
                 // It exits once a button is pressed: the next tap gets a new one.

@@ -1,5 +1,6 @@
 import Foundation
 import XclawBase
+import XclawPolling
 import XclawScreen
 
 /// An openbox on a test display: the reparenting EWMH window manager the window-control tests run under.
@@ -19,21 +20,17 @@ public final class Openbox: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let manager = WindowManager(connection: try display.connect())
-        let deadline = Date().addingTimeInterval(10)
-        while try !manager.hasWindowManager() {
-            guard Date() < deadline, process.isRunning else {
-                throw ScreenError.virtualDisplay("openbox did not start on \(display.name)")
-            }
-            Thread.sleep(forTimeInterval: 0.02)
+        let managing = try poll(within: .seconds(10)) {
+            try manager.hasWindowManager() ? true : process.isRunning ? nil : false
         }
+        guard managing == true else { throw ScreenError.virtualDisplay("openbox did not start on \(display.name)") }
     }
 
     /// Ends openbox.
     public func stop() {
         guard process.isRunning else { return }
         process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        process.exits(within: .seconds(5))
     }
 
     deinit { stop() }
@@ -84,10 +81,7 @@ private func awaitSelection(set arguments: [String], stdin path: String?, displa
     }
     var reader = ["xclip", "-o", "-selection", value(after: "-selection") ?? "primary"]
     if let type = value(after: "-t") { reader += ["-t", type] }
-    let deadline = Date().addingTimeInterval(10)
-    while try oracleData(reader, display: display) != expected, Date() < deadline {
-        Thread.sleep(forTimeInterval: 0.02)
-    }
+    try poll(within: .seconds(10)) { try oracleData(reader, display: display) == expected }
 }
 
 /// xwininfo's geometry of a window: Absolute upper-left X/Y, Width and Height.

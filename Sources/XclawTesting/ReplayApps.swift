@@ -1,5 +1,6 @@
 import Foundation
 import XclawBase
+import XclawPolling
 import XclawScreen
 
 /// The replay suite's task on real Debian apps, shared by `ReplayAppsCLITests` and `xclaw bench replay`: xcalc adds
@@ -52,7 +53,9 @@ public final class ReplayApps: @unchecked Sendable {
             try waitForWindow(Self.calculator)
             try waitForWindow(Self.dialog)
             if let dialogAt { try move(Self.dialog, to: dialogAt) }
-            Thread.sleep(forTimeInterval: 0.5)  // first paint, and the dialog's tree on the bus
+            // Kept: neither app says when it has painted, nor zenity when its tree is on the bus; what the window
+            // server shows (mapped, placed) is waited for above.
+            Thread.sleep(forTimeInterval: 0.5)
         } catch {
             stop()
             throw error
@@ -75,18 +78,14 @@ public final class ReplayApps: @unchecked Sendable {
     public func stopCalculator() {
         xcalc?.kill()
         xcalc = nil
-        let deadline = Date().addingTimeInterval(5)
-        while (try? frame(of: Self.calculator)) != nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        poll(within: .seconds(5), every: .milliseconds(50)) { (try? frame(of: Self.calculator)) == nil }
     }
 
     /// Waits until a window titled `title` is on the display.
     private func waitForWindow(_ title: String, timeout: Double = 20) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if (try? frame(of: title)) != nil { return }
-            Thread.sleep(forTimeInterval: 0.05)
+        guard poll(within: .seconds(timeout), every: .milliseconds(50), { (try? frame(of: title)) != nil }) else {
+            throw ScreenError.virtualDisplay("no window titled \(title) came up within \(timeout) s")
         }
-        throw ScreenError.virtualDisplay("no window titled \(title) came up within \(timeout) s")
     }
 
     /// The frame of the top-level window titled `title`, from the X server.
@@ -108,15 +107,11 @@ public final class ReplayApps: @unchecked Sendable {
         _ = try Self.tool(
             ["/usr/bin/xdotool", "search", "--name", "^\(title)$", "windowmove", "\(point.x)", "\(point.y)"],
             timeout: 5, environment: environment)
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
-            if let now = try? frame(of: title), now.x == point.x, now.y == point.y {
-                Thread.sleep(forTimeInterval: 0.3)  // repaint
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.05)
+        let moved = poll(within: .seconds(5), every: .milliseconds(50)) {
+            (try? frame(of: title)).map { $0.x == point.x && $0.y == point.y } ?? false
         }
-        throw ScreenError.virtualDisplay("\(title) did not move to \(point.x),\(point.y)")
+        guard moved else { throw ScreenError.virtualDisplay("\(title) did not move to \(point.x),\(point.y)") }
+        Thread.sleep(forTimeInterval: 0.3)  // kept: the app's repaint where it landed, which it does not report
     }
 
     /// xcalc's keys and their frames on the screen (X windows of their own: the X server's answer).

@@ -30,14 +30,13 @@ public final class WidgetScene: Sendable {
     /// The widget window.
     public let fixture: Fixture
 
-    /// Starts both and waits for the first paint (the fixture is a real X client).
+    /// Starts both; painted once the fixture reported ready.
     public init() throws {
         display = try TestDisplay(size: Size(width: 1280, height: 800))
         fixture = try Fixture(
             display: display.name, title: "widgets",
             frame: Rect(x: Self.origin.x, y: Self.origin.y, width: 640, height: 300),
             extra: perceptionWidgets)
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XclawBase
+import XclawPolling
 import XclawScreen
 
 /// The directory holding the built products (`xclaw`, `xclaw-fixture`): the test bundle's own directory.
@@ -124,16 +125,14 @@ public final class Fixture: @unchecked Sendable {
             }
         }
         try process.run()
-        let deadline = Date().addingTimeInterval(25)  // past the probe's own 20 s wait for its window to map
-        while lock.withLock({ window == 0 }) {
-            guard Date() < deadline, process.isRunning else {
-                // Which of the two it was tells a crash (its stderr is the test's) from a window that never mapped.
-                let why =
-                    process.isRunning
-                    ? "no ready line within 25 s" : "it exited with status \(process.terminationStatus)"
-                throw ScreenError.virtualDisplay("fixture did not start on \(display): \(why)")
-            }
-            Thread.sleep(forTimeInterval: 0.01)
+        // The ready line comes once the window is painted and synced; 25 s is past the probe's own 20 s wait for
+        // its window to map.
+        poll(within: .seconds(25), every: .milliseconds(10)) { lock.withLock { window != 0 } || !process.isRunning }
+        guard lock.withLock({ window != 0 }) else {
+            // Which of the two it was tells a crash (its stderr is the test's) from a window that never mapped.
+            let why =
+                process.isRunning ? "no ready line within 25 s" : "it exited with status \(process.terminationStatus)"
+            throw ScreenError.virtualDisplay("fixture did not start on \(display): \(why)")
         }
     }
 
@@ -163,8 +162,7 @@ public final class Fixture: @unchecked Sendable {
     /// Waits until `done` holds for the received events (at most `timeout` s), then returns them.
     @discardableResult
     public func wait(timeout: TimeInterval = 5, until done: ([ProbeEvent]) -> Bool) -> [ProbeEvent] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !done(received) && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        poll(within: .seconds(timeout), every: .milliseconds(5)) { done(received) }
         return received
     }
 
@@ -179,15 +177,8 @@ public final class Fixture: @unchecked Sendable {
         EventProbe.typedText(wait(timeout: timeout) { EventProbe.typedText($0).unicodeScalars.count >= count })
     }
 
-    /// Ends the fixture. Polls instead of `waitUntilExit`, which never returns when called from an async test
-    /// (it waits on the run loop of a thread that is not the one that started the process).
-    public func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
+    /// Ends the fixture.
+    public func stop() { process.end() }
 
     deinit { stop() }
 }
@@ -233,7 +224,7 @@ public func runCLI(
     reader.start()
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    while !errBox.isSet { Thread.sleep(forTimeInterval: 0.001) }
+    errBox.wait(within: .seconds(30))  // stderr's end comes with stdout's, unless a child of xclaw holds it
     return CLIResult(
         status: process.terminationStatus, stdout: outData, stderr: String(decoding: errBox.data, as: UTF8.self))
 }
@@ -267,6 +258,25 @@ public final class DataBox: Sendable {
     public var isSet: Bool { value.withLock { $0 != nil } }
     /// The data, empty until stored.
     public var data: Data { value.withLock { $0 ?? Data() } }
+    /// Waits until data was stored, at most `within`; whether it was.
+    @discardableResult
+    public func wait(within: Duration) -> Bool { poll(within: within, every: .milliseconds(1)) { isSet } }
+}
+
+extension Process {
+    /// Whether it exited within `within`. Polls: `waitUntilExit` never returns when called from an async test (it
+    /// waits on the run loop of a thread that is not the one that started the process), nor takes a deadline.
+    @discardableResult
+    public func exits(within: Duration) -> Bool { poll(within: within, every: .milliseconds(5)) { !isRunning } }
+
+    /// Ends it: SIGTERM, then SIGKILL when it did not exit within `within` (and as long again for that).
+    public func end(within: Duration = .seconds(5)) {
+        guard isRunning else { return }
+        terminate()
+        guard !exits(within: within) else { return }
+        kill(processIdentifier, SIGKILL)
+        exits(within: within)
+    }
 }
 
 /// Every printable ASCII character.
@@ -284,7 +294,7 @@ public final class LateFixture: @unchecked Sendable {
         after delay: TimeInterval, lifetime: TimeInterval? = nil, _ make: @escaping @Sendable () throws -> Fixture
     ) {
         Thread { [self] in
-            Thread.sleep(forTimeInterval: delay)
+            Thread.sleep(forTimeInterval: delay)  // the scenario: a window that comes late, not a wait
             let fixture = try? make()
             let late = lock.withLock { () -> Bool in
                 if !stopped { started = fixture }
@@ -292,7 +302,7 @@ public final class LateFixture: @unchecked Sendable {
             }
             if late { fixture?.stop() }
             guard let lifetime else { return }
-            Thread.sleep(forTimeInterval: lifetime)
+            Thread.sleep(forTimeInterval: lifetime)  // the scenario: a window that goes again
             stop()
         }.start()
     }

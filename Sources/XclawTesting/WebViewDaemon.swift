@@ -1,5 +1,6 @@
 import Foundation
 import XclawBase
+import XclawPolling
 import XclawScreen
 
 /// A daemon with its web view on a free loopback port (`xclaw-core daemon run --web 127.0.0.1:0`), in a state
@@ -46,20 +47,26 @@ public final class WebViewDaemon: @unchecked Sendable {
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, process.isRunning {
+        let (process, log) = (process, log)  // not self, which is not initialized yet
+        let web = try poll(within: .seconds(30), every: .milliseconds(50)) { () -> (url: String, token: String)? in
+            guard process.isRunning else {
+                throw ScreenError.invalidArgument(
+                    "the daemon exited before its web view came up: "
+                        + ((try? String(contentsOf: log, encoding: .utf8)) ?? "no log"))
+            }
             let status = try Subprocess.run(
                 [core.path, "daemon", "status", "--json"], timeout: .seconds(10), environment: env)
-            if status.ending == .exited(0),
+            guard status.ending == .exited(0),
                 let object = try? JSONSerialization.jsonObject(with: status.stdout) as? [String: Any],
                 let web = object["web"] as? [String: Any], let url = web["url"] as? String,
                 let token = web["token"] as? String
-            {
-                let base = url.split(separator: "#", maxSplits: 1).first.map(String.init) ?? url
-                (self.url, self.pageURL, self.token) = (base, url, token)
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.05)
+            else { return nil }
+            return (url, token)
+        }
+        if let web {
+            let base = web.url.split(separator: "#", maxSplits: 1).first.map(String.init) ?? web.url
+            (self.url, self.pageURL, self.token) = (base, web.url, web.token)
+            return
         }
         process.terminate()
         throw ScreenError.invalidArgument(
