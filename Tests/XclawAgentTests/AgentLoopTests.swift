@@ -3,6 +3,7 @@ import XCTest
 import XclawAgentTesting
 import XclawBase
 import XclawMockAPI
+import XclawTimeTesting
 
 @testable import XclawAgent
 @testable import XclawClient
@@ -183,8 +184,8 @@ final class AgentLoopTests: XCTestCase {
                 task: "slow", context: ToolContext(),
                 observer: RunObserver(toolStarted: { _, _ in started.set() }))
         }
-        while !started.isSet { try await Task.sleep(for: .milliseconds(5)) }
-        try await Task.sleep(for: .milliseconds(50))
+        await eventually("the slow tool started", on: .continuous) { started.isSet }
+        try await Task.sleep(for: .milliseconds(50))  // kept: the cancel comes while the tool runs, not as it starts
         task.cancel()
         let cancelledAt = Date()
         let result = await task.value
@@ -213,7 +214,7 @@ final class AgentLoopTests: XCTestCase {
         let runner = self.runner(server)
         let task = Task { await runner.run(task: "hang", context: ToolContext()) }
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(10)))
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(100))  // kept: the cancel comes during the transfer, not as it starts
         task.cancel()
         let result = await task.value
         XCTAssertEqual(result.outcome, .cancelled)

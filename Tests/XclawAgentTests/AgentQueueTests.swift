@@ -134,6 +134,7 @@ final class AgentQueueTests: XCTestCase {
             let batch = inbox.consume(agent)
             batches.with { $0.append(batch) }
             await started.fire()
+            // Kept: the run's work.
             if isFirst { await gate.wait() } else { try? await Task.sleep(for: .milliseconds(5)) }
             intervals.with { $0.append(AQInterval(key: agent, start: start, end: clock.now)) }
             return .success
@@ -159,7 +160,7 @@ final class AgentQueueTests: XCTestCase {
         let intervals = AQLocked<[String: AQInterval]>([:])
         let queue = AgentQueue(processor: { agent, _ in
             let start = clock.now
-            try? await Task.sleep(for: .milliseconds(150))
+            try? await Task.sleep(for: .milliseconds(150))  // kept: the run's work, long enough to overlap
             intervals.with { $0[agent] = AQInterval(key: agent, start: start, end: clock.now) }
             return .success
         })
@@ -181,7 +182,7 @@ final class AgentQueueTests: XCTestCase {
             processor: { agent, _ in
                 concurrency.enter()
                 await gate.wait()
-                try? await Task.sleep(for: .milliseconds(Int.random(in: 1...10)))
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 1...10)))  // kept: the run's work
                 processed.with { $0.append(agent) }
                 concurrency.leave()
                 return .success
@@ -225,7 +226,7 @@ final class AgentQueueTests: XCTestCase {
                 concurrency.enter()
                 let start = clock.now
                 inbox.consume(agent)
-                try? await Task.sleep(for: .microseconds(Int.random(in: 0...2000)))
+                try? await Task.sleep(for: .microseconds(Int.random(in: 0...2000)))  // kept: the run's work
                 intervals.with { $0[agent, default: []].append(AQInterval(key: agent, start: start, end: clock.now)) }
                 concurrency.leave()
                 return .success
@@ -407,7 +408,7 @@ final class AgentQueueTests: XCTestCase {
                 runs.with { $0.append("\(agent):\(workName(work))") }
                 await started.fire()
                 do {
-                    try await Task.sleep(for: .seconds(30))
+                    try await Task.sleep(for: .seconds(30))  // kept: a run long enough to be cancelled
                     return .success
                 } catch {
                     return .failure("interrupted")
@@ -467,7 +468,7 @@ final class AgentQueueTests: XCTestCase {
                 group.addTask {
                     try await locks.withLock(display: ":1") {
                         let start = clock.now
-                        try await Task.sleep(for: .milliseconds(20))
+                        try await Task.sleep(for: .milliseconds(20))  // kept: the work under the lock
                         intervals.with { $0.append(AQInterval(key: "\(i)", start: start, end: clock.now)) }
                     }
                 }
@@ -487,7 +488,7 @@ final class AgentQueueTests: XCTestCase {
                 group.addTask {
                     try await locks.withLock(display: display) {
                         let start = clock.now
-                        try await Task.sleep(for: .milliseconds(150))
+                        try await Task.sleep(for: .milliseconds(150))  // kept: the work under the lock, to overlap
                         intervals.with { $0[display] = AQInterval(key: display, start: start, end: clock.now) }
                     }
                 }
@@ -514,7 +515,9 @@ final class AgentQueueTests: XCTestCase {
         var waiters: [Task<Void, any Error>] = []
         for i in 0..<4 {
             waiters.append(Task { try await locks.withLock(display: ":1") { order.with { $0.append(i) } } })
-            while await locks.queuedCount(display: ":1") < i + 1 { try await Task.sleep(for: .milliseconds(1)) }
+            await eventually("waiter \(i) queued", every: .milliseconds(1), on: .continuous) {
+                await locks.queuedCount(display: ":1") >= i + 1
+            }
         }
         waiters[1].cancel()
         do {
@@ -552,7 +555,9 @@ final class AgentQueueTests: XCTestCase {
         }
         await holding.wait(until: 1)
         let call = Task { try await tool.execute([:], context: ToolContext()) }
-        while await locks.queuedCount(display: ":9") < 1 { try await Task.sleep(for: .milliseconds(1)) }
+        await eventually("the call queued", every: .milliseconds(1), on: .continuous) {
+            await locks.queuedCount(display: ":9") >= 1
+        }
         await gate.open()
         try await holder.value
         let output = try await call.value

@@ -22,7 +22,7 @@ final class ConcurrentToolTests: XCTestCase {
 
         func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
             let start = ContinuousClock.now
-            try await Task.sleep(for: .milliseconds(input["ms"]?.int ?? 100))
+            try await Task.sleep(for: .milliseconds(input["ms"]?.int ?? 100))  // kept: the tool's work
             log.add(name, start, ContinuousClock.now)
             return .text("\(name) waited")
         }

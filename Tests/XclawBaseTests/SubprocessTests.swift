@@ -231,13 +231,13 @@ final class BasePlumbingTests: XCTestCase {
     func testBlockingRunsAsyncWorkToItsEndAndPassesErrors() throws {
         XCTAssertEqual(
             try Blocking.wait { () async throws -> Int in
-                try await Task.sleep(for: .milliseconds(1))
+                try await Task.sleep(for: .milliseconds(1))  // kept: async work that suspends, what is bridged
                 return 42
             }, 42)
         struct Boom: Error {}
         XCTAssertThrowsError(try Blocking.wait { () async throws -> Int in throw Boom() }) { XCTAssertTrue($0 is Boom) }
         let (task, wait) = Blocking.start { () async -> Bool in
-            do { try await Task.sleep(for: .seconds(30)) } catch { return true }
+            do { try await Task.sleep(for: .seconds(30)) } catch { return true }  // kept: work long enough to cancel
             return false
         }
         task.cancel()

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+import XclawTimeTesting
 
 @testable import XclawBase
 
@@ -43,7 +44,7 @@ final class UnixSocketTests: XCTestCase {
         }
         done.store(true, ordering: .releasing)
         for listener in listeners { listener.close() }  // wakes a connect that waits on a full backlog
-        while prober.isExecuting { Thread.sleep(forTimeInterval: 0.001) }
+        eventually("the prober ends", every: .milliseconds(1)) { !prober.isExecuting }
         XCTAssertEqual(refused.load(ordering: .relaxed), 0, "a client found the file before its listener")
         XCTAssertGreaterThan(connected.load(ordering: .relaxed), 0, "the prober reached the listeners")
         XCTAssertEqual(

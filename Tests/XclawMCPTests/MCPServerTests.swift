@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import XclawMCP
 import XclawMessages
+import XclawTimeTesting
 
 /// The protocol core in-process: negotiation, listing, errors that are the protocol's versus the tool's, and the
 /// stdio transport's one writer under concurrent large replies. No X: the tools here are the tests' own.
@@ -116,7 +117,7 @@ final class MCPServerTests: XCTestCase {
         XCTAssertEqual(write(fromClient, requests, requests.utf8.count), requests.utf8.count)
         close(fromClient)
         wait(for: [done], timeout: 60)
-        while output.data == nil { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("the replies read to their end") { output.data != nil }
         let lines = (output.data ?? Data()).split(separator: 0x0A)
         XCTAssertEqual(lines.count, 20)
         var seen = Set<Int>()
@@ -154,7 +155,7 @@ final class MCPServerTests: XCTestCase {
         XCTAssertEqual(write(fromClient, requests, requests.utf8.count), requests.utf8.count)
         close(fromClient)
         wait(for: [done], timeout: 60)
-        while output.data == nil { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("the replies read to their end") { output.data != nil }
         let replies = try (output.data ?? Data()).split(separator: 0x0A).map {
             try XCTUnwrap(JSONValue.parse(Data($0)).object)
         }

@@ -10,6 +10,7 @@ import XclawRuntime
 import XclawScreen
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// Multi-agent pipelines (issue 19's seed tests 2.1–2.5): an orchestrator delegates subtasks to role agents that run
 /// in their own queue slots, on a real SQLite store, with the loopback model scripted per role (routed by the system
@@ -185,14 +186,14 @@ final class PipelineTests: XCTestCase {
         let runner = try runner()
         let id = try runner.start(task: "slow work", orchestrator: "boss")
         let running = Task.detached { await runner.run(id) }
-        try waitUntil("both subtasks run") {
+        try eventually("both subtasks run") {
             try self.store.subtasks(pipeline: id).filter { $0.status == .running }.count == 2
         }
         XCTAssertTrue(server.waitForRequests(3, timeout: .seconds(5)), "both children asked the model")
         let asked = ContinuousClock.now
         let sessions = try store.requestPipelineCancel(id, by: "the test")
         XCTAssertEqual(sessions.count, 3, "the orchestrator's run and both children's")
-        try waitUntil("every run ends") {
+        try eventually("every run ends") {
             try sessions.allSatisfy { try self.store.session($0.id).status.isFinal }
         }
         let stopped = ContinuousClock.now - asked
@@ -219,7 +220,7 @@ final class PipelineTests: XCTestCase {
             while !Task.isCancelled {
                 let count = await runner.children.queue.activeCount
                 active.append("\(count)")
-                try? await Task.sleep(for: .milliseconds(5))
+                try? await Task.sleep(for: .milliseconds(5))  // kept: the sampler's period, not a wait
             }
         }
         let record = try run(runner, "six parts")
@@ -251,7 +252,6 @@ final class PipelineTests: XCTestCase {
             display: display.name, title: "pipeline fixture", frame: Rect(x: 80, y: 60, width: 600, height: 300),
             extra: ["--button", "200,40,120,34:Save", "--text", "20,120,9x15,#000000:Quarterly total 4711"])
         defer { fixture.stop() }
-        Thread.sleep(forTimeInterval: 0.3)  // first paint
         scriptOrchestrator(
             [Self.delegate("d1", role: "screen-operator", task: "read the quarterly total")],
             answer: "The total is 4711.")
@@ -391,14 +391,6 @@ final class PipelineTests: XCTestCase {
         intervals.map { probe in
             intervals.filter { $0.start <= probe.start && probe.start < $0.end }.count
         }.max() ?? 0
-    }
-
-    private func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> Bool) throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            if ContinuousClock.now > deadline { return XCTFail("timed out waiting until \(what)") }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
     }
 }
 

@@ -5,6 +5,7 @@ import XclawMessages
 import XclawRuntime
 import XclawScreen
 import XclawStore
+import XclawTimeTesting
 
 /// A run's environment without a model: which display and setup command a run gets (the agent's, or its scheduled
 /// task's), the setup command run with the run's display and mark, and what it started ended with the run, also when
@@ -48,8 +49,9 @@ final class RunEnvironmentTests: XCTestCase {
     }
 
     private func waitGone(_ pid: pid_t, file: StaticString = #filePath, line: UInt = #line) {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while Subprocess.isRunning(pid) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("\(pid) ends with the run", within: .seconds(5), file: file, line: line) {
+            !Subprocess.isRunning(pid)
+        }
         XCTAssertFalse(Subprocess.isRunning(pid), "\(pid) outlived the run", file: file, line: line)
     }
 
@@ -118,9 +120,8 @@ final class RunEnvironmentTests: XCTestCase {
     func testStoppingTheRunDuringItsSetupStopsTheSetup() async throws {
         let command = "echo $$ > \(record); exec sleep 30"
         let started = Task { try await RunDisplay.prepare(display: ":1", setup: command) }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while (try? written())?.first.flatMap({ pid_t($0) }) == nil && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
+        await eventually("the setup wrote its pid", within: .seconds(5), on: .continuous) {
+            (try? written())?.first.flatMap { pid_t($0) } != nil
         }
         let pid = try XCTUnwrap(pid_t(written().first ?? ""))
         started.cancel()

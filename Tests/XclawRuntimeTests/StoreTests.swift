@@ -5,6 +5,7 @@ import XclawAgent
 import XclawBase
 import XclawMessages
 import XclawStore
+import XclawTimeTesting
 
 /// The persistence layer against real SQLite files in a private temporary directory: schema, agents, messages and
 /// paging, content round trips, two processes' worth of stores on one file, the cursor, crash recovery, memory,
@@ -135,8 +136,7 @@ final class StoreTests: XCTestCase {
         shell.arguments = [path, "BEGIN IMMEDIATE", ".shell touch \(ready); sleep 1", "COMMIT"]
         try shell.run()
         defer { shell.waitUntilExit() }
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: ready), Date() < deadline { usleep(10_000) }
+        eventually("the shell took the lock") { FileManager.default.fileExists(atPath: ready) }
         XCTAssertTrue(FileManager.default.fileExists(atPath: ready), "the shell took the lock")
         let start = Date()
         let store = try AgentStore(path: path)
@@ -325,8 +325,7 @@ final class StoreTests: XCTestCase {
             shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
             shell.arguments = [path, "BEGIN IMMEDIATE", ".shell touch \(ready); sleep \(seconds)", "COMMIT"]
             try shell.run()
-            let deadline = Date().addingTimeInterval(10)
-            while !FileManager.default.fileExists(atPath: ready), Date() < deadline { usleep(10_000) }
+            eventually("the shell took the lock") { FileManager.default.fileExists(atPath: ready) }
             XCTAssertTrue(FileManager.default.fileExists(atPath: ready), "the shell took the lock")
             return shell
         }
