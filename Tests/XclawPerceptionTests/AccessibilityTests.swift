@@ -5,6 +5,7 @@ import XclawBase
 import XclawPerception
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// Snapshots, trees, find and tap through the accessibility tree (AT-SPI2), end to end: a real Xvfb (1280x800, no
 /// window manager) with a real D-Bus session bus and accessibility bus (`TestDisplay(accessibility: true)`), real
@@ -32,7 +33,7 @@ final class AccessibilityTests: XCTestCase {
     override func tearDown() {
         for pid in stoppedPIDs { kill(pid, SIGCONT) }
         stoppedPIDs = []
-        for app in apps.reversed() { Self.end(app) }
+        for app in apps.reversed() { app.end() }
         apps = []
         display?.stop()
         display = nil
@@ -90,8 +91,7 @@ final class AccessibilityTests: XCTestCase {
         XCTAssertEqual(tapped.status, 0, tapped.stderr)
         let ok = try xclaw(["tap", "OK", "--window", "Fruit pick", "--role", "button"], on: d)
         XCTAssertEqual(ok.status, 0, ok.stderr)
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        eventually("the dialog exits on OK") { !process.isRunning }
         let chosen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(chosen.trimmingCharacters(in: .whitespacesAndNewlines), "Lemon")
     }
@@ -151,14 +151,12 @@ final class AccessibilityTests: XCTestCase {
         // (Polled briefly: the tree can be ready a moment before the first paint.)
         let capturer = try ScreenCapturer(connection: d.connect())
         var problems: [String] = []
-        let paintDeadline = Date().addingTimeInterval(3)
-        repeat {
+        try eventually("the buttons painted", within: .seconds(3), every: .milliseconds(50)) {
             let frame = try capturer.capture()
             let background = try XCTUnwrap(frame.pixel(x: window.frame.x + 2, y: window.frame.y + 2))
             problems = buttons.flatMap { Self.drawnEdgeProblems(of: $0, in: frame, background: background) }
-            if problems.isEmpty { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        } while Date() < paintDeadline
+            return problems.isEmpty
+        }
         XCTAssertEqual(problems, [], "the buttons' boxes are where they are drawn")
     }
 
@@ -347,15 +345,11 @@ final class AccessibilityTests: XCTestCase {
             ])
         let window = try waitForWindow(of: pad, on: d, timeout: 15)
         var tree: AccessibleTree?
-        let treeDeadline = Date().addingTimeInterval(15)
-        repeat {
+        try eventually("FeatherPad in the tree", within: .seconds(15), every: .milliseconds(200)) {
             let listed = try xclaw(["tree", "--json"], on: d)
             if listed.status == 0 { tree = try JSONDecoder().decode(AccessibleTree.self, from: listed.stdout) }
-            if tree?.apps.contains(where: { $0.name == "FeatherPad" && $0.pid == Int(pad.processIdentifier) }) == true {
-                break
-            }
-            Thread.sleep(forTimeInterval: 0.2)
-        } while Date() < treeDeadline
+            return tree?.apps.contains { $0.name == "FeatherPad" && $0.pid == Int(pad.processIdentifier) } == true
+        }
         let app = try XCTUnwrap(tree?.apps.first { $0.name == "FeatherPad" }, "apps: \(tree?.apps ?? [])")
         XCTAssertEqual(app.pid, Int(pad.processIdentifier))
         XCTAssertEqual(app.route, "walk", "Qt answers GetItems with nothing: it is walked")
@@ -393,15 +387,10 @@ final class AccessibilityTests: XCTestCase {
         let target = Point(x: 300, y: 150)
         try Self.moveWindow(dialog.id, to: target, on: d.name)
         let manager = WindowManager(connection: try d.connect())
-        let moveDeadline = Date().addingTimeInterval(5)
-        while Date() < moveDeadline {
-            if let moved = try manager.list().first(where: { $0.id == dialog.id }),
-                moved.frame.x == target.x, moved.frame.y == target.y
-            {
-                dialog = moved; break
-            }
-            Thread.sleep(forTimeInterval: 0.02)
+        let moved = try eventually("the dialog moved", within: .seconds(5)) {
+            try manager.list().first { $0.id == dialog.id && $0.frame.x == target.x && $0.frame.y == target.y }
         }
+        if let moved { dialog = moved }
         XCTAssertEqual(Point(x: dialog.frame.x, y: dialog.frame.y), target)
         XCTAssertFalse(dialog.frame.intersection(term.frame).isEmpty, "the dialog covers part of the terminal")
         XCTAssertEqual(try manager.list().first?.id, dialog.id, "the dialog is on top")
@@ -623,17 +612,14 @@ final class AccessibilityTests: XCTestCase {
         try process.run()
         Thread { outBox.set(out.fileHandleForReading.readDataToEndOfFile()) }.start()
         Thread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }.start()
-        let deadline = start.addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.002) }
-        let timedOut = process.isRunning
+        let timedOut = !process.exits(within: .seconds(timeout))
         if timedOut {
             kill(process.processIdentifier, SIGKILL)
-            let killed = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < killed { Thread.sleep(forTimeInterval: 0.005) }
+            process.exits(within: .seconds(5))
         }
         let seconds = Date().timeIntervalSince(start)
-        let readDeadline = Date().addingTimeInterval(5)
-        while !(outBox.isSet && errBox.isSet) && Date() < readDeadline { Thread.sleep(forTimeInterval: 0.002) }
+        outBox.wait(within: .seconds(5))
+        errBox.wait(within: .seconds(5))
         XCTAssertFalse(timedOut, "xclaw \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
         return Ran(
             status: process.isRunning ? -1 : process.terminationStatus, stdout: outBox.data,
@@ -658,19 +644,17 @@ final class AccessibilityTests: XCTestCase {
     ) throws
         -> Snapshot
     {
-        let deadline = Date().addingTimeInterval(timeout)
         var last: Snapshot?
         var lastError: Error?
-        repeat {
+        let found = poll(within: .seconds(timeout), every: .milliseconds(100)) { () -> Snapshot? in
             do {
-                let s = try takeSnapshot(on: d, arguments, environment: environment)
-                if done(s) { return s }
-                last = s
+                last = try takeSnapshot(on: d, arguments, environment: environment)
             } catch {
                 lastError = error
             }
-            Thread.sleep(forTimeInterval: 0.1)
-        } while Date() < deadline
+            return last.flatMap { done($0) ? $0 : nil }
+        }
+        if let found { return found }
         throw Failure(
             "waited \(timeout) s for \(what); last snapshot:\n\(last?.render() ?? "none")"
                 + (lastError.map { "\nlast error: \($0)" } ?? ""))
@@ -689,18 +673,19 @@ final class AccessibilityTests: XCTestCase {
         -> WindowInfo
     {
         let manager = WindowManager(connection: try d.connect())
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
+        let window = try poll(within: .seconds(timeout)) { () -> WindowInfo? in
             if let window = try manager.list().first(where: {
-                $0.pid == Int(process.processIdentifier) && $0.visible
-                    && !$0.popup
+                $0.pid == Int(process.processIdentifier) && $0.visible && !$0.popup
             }) {
                 return window
             }
             guard process.isRunning else { throw Failure("\(process.executableURL?.path ?? "app") exited early") }
-            Thread.sleep(forTimeInterval: 0.02)
-        } while Date() < deadline
-        throw Failure("no window of \(process.executableURL?.path ?? "app") within \(timeout) s")
+            return nil
+        }
+        guard let window else {
+            throw Failure("no window of \(process.executableURL?.path ?? "app") within \(timeout) s")
+        }
+        return window
     }
 
     /// Starts gtk3-widget-factory and waits (up to 15 s) until its window's elements come from the tree.
@@ -724,18 +709,14 @@ final class AccessibilityTests: XCTestCase {
         let opened = try xclaw(["tap", "Left", "--role", "combobox", "--action"], on: d)
         XCTAssertEqual(opened.status, 0, opened.stderr)
         let manager = WindowManager(connection: try d.connect())
-        let deadline = Date().addingTimeInterval(5)
-        while try !manager.list().contains(where: \.popup) {
-            guard Date() < deadline else { throw Failure("the combo box's popup did not open: \(opened.text)") }
-            Thread.sleep(forTimeInterval: 0.02)
+        guard try poll(within: .seconds(5), { try manager.list().contains(where: \.popup) }) else {
+            throw Failure("the combo box's popup did not open: \(opened.text)")
         }
     }
 
     /// Waits (bounded) for a process to exit and returns its exit status; nil when it is still running.
     private func waitForExit(_ process: Process, timeout: TimeInterval) throws -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        return process.isRunning ? nil : process.terminationStatus
+        process.exits(within: .seconds(timeout)) ? process.terminationStatus : nil
     }
 
     /// An executable shell script in the scratch directory.
@@ -840,27 +821,9 @@ final class AccessibilityTests: XCTestCase {
         XSync(dpy, 0)
     }
 
-    /// Ends a process we started: SIGTERM, then SIGKILL after 5 s; polls (never `waitUntilExit`).
-    private static func end(_ process: Process) {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            let killed = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < killed { Thread.sleep(forTimeInterval: 0.01) }
-        }
-    }
-
     /// Waits until `pid` is gone or a zombie.
     private static func waitGone(_ pid: Int32, timeout: TimeInterval) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if kill(pid, 0) != 0 || procState(pid) == "Z" { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return false
+        poll(within: .seconds(timeout), every: .milliseconds(10)) { kill(pid, 0) != 0 || procState(pid) == "Z" }
     }
 
     private static func procStat(_ pid: Int32) -> [Substring]? {

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 @testable import XclawPerception
 
@@ -73,7 +74,6 @@ final class PerceptionTests: XCTestCase {
             display: display.name, title: "right", frame: Rect(x: 400, y: 450, width: 300, height: 60),
             extra: ["--text", "6,20,9x15,#000000:gamma delta"])
         defer { left.stop(); right.stop() }
-        Thread.sleep(forTimeInterval: 0.2)
         let lines = try perceiver.read(Rect(x: 100, y: 450, width: 600, height: 60)).lines.map(\.text)
         XCTAssertTrue(lines.contains("alpha beta"), "\(lines)")
         XCTAssertTrue(lines.contains("gamma delta"), "\(lines)")
@@ -88,7 +88,6 @@ final class PerceptionTests: XCTestCase {
                 "--text", "12,38,9x15,#000000:Save As", "--text", "12,68,9x15,#000000:Quit",
             ])
         defer { menu.stop() }
-        Thread.sleep(forTimeInterval: 0.2)
         let snapshot = try Snapshotter(perceiver: perceiver).snapshot(refs: nil)
         for label in ["Open", "Save As", "Quit"] {
             XCTAssertEqual(snapshot.elements.first { $0.label == label }?.role, .menuitem, snapshot.render())
@@ -114,7 +113,6 @@ final class PerceptionTests: XCTestCase {
             display: display.name, title: "other", frame: Rect(x: 800, y: 500, width: 300, height: 100),
             extra: ["--text", "20,30,10x20,#000000:Fresh words here"])
         defer { other.stop() }
-        Thread.sleep(forTimeInterval: 0.2)
         let third = try perceiver.read()
         XCTAssertFalse(third.stats.unchanged)
         XCTAssertTrue(third.lines.map(\.text).contains("Fresh words here"))
@@ -170,7 +168,6 @@ final class PerceptionTests: XCTestCase {
             display: display.name, title: "other", frame: Rect(x: 800, y: 500, width: 300, height: 100),
             extra: ["--button", "20,20,120,30:Apply"])
         defer { other.stop() }
-        Thread.sleep(forTimeInterval: 0.2)
         let second = try snapshotter.snapshot(refs: refs)
         for old in first.elements where old.role != .window {
             let now = try element(old.label, in: second.elements.contains { $0.ref == old.ref } ? second : first)
@@ -367,8 +364,7 @@ final class RealAppPerceptionTests: XCTestCase {
             let snapshot = try Snapshotter(perceiver: perceiver).snapshot(refs: nil)
             let match = try Selection(role: .button).resolve(label, in: snapshot)
             try InputController(connection: perceiver.connection).click(at: match.point)
-            let deadline = Date().addingTimeInterval(5)
-            while zenity.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            eventually("tapping \(label) closes the dialog", within: .seconds(5)) { !zenity.isRunning }
             XCTAssertFalse(zenity.isRunning, "tapping \(label) closed the dialog")
             if zenity.isRunning { zenity.terminate() }
             zenity.waitUntilExit()

@@ -118,7 +118,6 @@ final class SnapshotStageTests: XCTestCase {
             frame: Rect(x: origin.x, y: origin.y, width: 640, height: 300), extra: perceptionWidgets)
         defer { fixture.stop() }
         let perceiver = try Perceiver(connection: display.connect())
-        Thread.sleep(forTimeInterval: 0.2)  // first paint: the fixture is a real X client
         let scene = try Snapshotter(perceiver: perceiver).capture()
         XCTAssertEqual(scene.area, Rect(x: 0, y: 0, width: 1024, height: 600))
         XCTAssertEqual(scene.windows.map(\.title), ["widgets"])

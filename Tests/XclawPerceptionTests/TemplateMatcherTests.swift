@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 @testable import XclawPerception
 
@@ -54,15 +55,12 @@ final class TemplateMatcherTests: XCTestCase {
             let perceiver = try Perceiver(connection: display.connect())
             let watcher = Watcher(perceiver: perceiver, interval: .milliseconds(50))
             // Both pages must show text (xterm starts slowly on a busy machine), then the screen must be still.
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
+            try poll(within: .seconds(30), every: .milliseconds(100)) {
                 let shot = try perceiver.capturer.capture()
-                let drawn = try [
+                return try [
                     Rect(x: 300, y: 30, width: 64, height: 24), Rect(x: 560, y: 60, width: 64, height: 24),
                 ]
                 .allSatisfy { !ImageTemplate.isFlat(try shot.cropped(to: $0)) }
-                if drawn { break }
-                Thread.sleep(forTimeInterval: 0.1)
             }
             _ = try watcher.waitUntilStable(quiet: .milliseconds(300), timeout: .seconds(10))
             frame = try perceiver.capturer.capture()

@@ -1,5 +1,6 @@
 import XCTest
 import XclawTesting
+import XclawTimeTesting
 
 @testable import XclawScreen
 
@@ -259,20 +260,18 @@ final class InputTests: XCTestCase {
         defer { if xterm.isRunning { xterm.terminate() } }
         let connection = try d.connect()
         let manager = WindowManager(connection: connection)
-        var window: WindowInfo?
-        let deadline = Date().addingTimeInterval(10)
-        while window == nil, Date() < deadline {
-            window = try manager.list().first { $0.className == "XTerm" && $0.title == "xterm cat" }
-            if window == nil { Thread.sleep(forTimeInterval: 0.05) }
+        let window = try eventually("xterm appears", every: .milliseconds(50)) {
+            try manager.list().first { $0.className == "XTerm" && $0.title == "xterm cat" }
         }
         try manager.activate(try XCTUnwrap(window, "xterm never appeared"))
-        Thread.sleep(forTimeInterval: 0.3)  // xterm starts the shell and cat after mapping
+        // xterm starts the shell and cat after mapping; the shell's redirection makes the file, and what is typed
+        // meanwhile waits in the terminal for cat.
+        eventually("the shell opened the file for cat") { FileManager.default.fileExists(atPath: file.path) }
         let input = try InputController(connection: connection)
         let text = "héllo wörld ß € ñ 你好 — ✓\n" + printableASCII + "\n"
         try input.keyboard.type(text)
         try input.keyboard.press([try KeyCombo.parse("ctrl+d")])
-        let end = Date().addingTimeInterval(10)
-        while xterm.isRunning, Date() < end { Thread.sleep(forTimeInterval: 0.05) }
+        eventually("xterm ends with cat", every: .milliseconds(50)) { !xterm.isRunning }
         XCTAssertFalse(xterm.isRunning, "cat did not see ctrl+d")
         XCTAssertEqual(try String(contentsOf: file, encoding: .utf8), text)
     }

@@ -2,6 +2,7 @@ import CX11
 import Foundation
 import XCTest
 import XclawTesting
+import XclawTimeTesting
 
 @testable import XclawScreen
 
@@ -17,15 +18,21 @@ final class ServerDeathTests: XCTestCase {
 
         // Kill the server from another thread while this one keeps capturing.
         let killer = Thread {
-            Thread.sleep(forTimeInterval: 0.2)
+            Thread.sleep(forTimeInterval: 0.2)  // kept: the scenario, the server dies while captures go on
             kill(first.server.pid, SIGKILL)
         }
         killer.start()
         var captures = 0
         var failure: Error?
-        let deadline = Date().addingTimeInterval(10)
-        while failure == nil && Date() < deadline {
-            do { _ = try capturer.capture(); captures += 1 } catch { failure = error }
+        eventually("a capture fails once the server is gone", every: .milliseconds(1)) {
+            do {
+                _ = try capturer.capture()
+                captures += 1
+                return false
+            } catch {
+                failure = error
+                return true
+            }
         }
         XCTAssertGreaterThan(captures, 0)
         XCTAssertEqual(failure as? ScreenError, .displayLost(name))

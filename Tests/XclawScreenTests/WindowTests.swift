@@ -1,6 +1,7 @@
 import XCTest
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// The same under a real EWMH window manager (openbox): clients inside frames, `_NET_CLIENT_LIST_STACKING`,
 /// activation through `_NET_ACTIVE_WINDOW`.
@@ -24,18 +25,19 @@ final class WindowManagerTests: XCTestCase {
         try wm.run()
         defer { if wm.isRunning { wm.terminate(); wm.waitUntilExit() } }
         let manager = WindowManager(connection: try display.connect())
-        let deadline = Date().addingTimeInterval(30)
-        while try !manager.hasWindowManager() {
-            guard Date() < deadline else { return XCTFail("openbox did not start") }
-            Thread.sleep(forTimeInterval: 0.05)
+        let started = try eventually("openbox starts", within: .seconds(30), every: .milliseconds(50)) {
+            try manager.hasWindowManager()
         }
+        guard started else { return }
         // Wait until the manager has framed both (they appear in its client list).
         var listed: [WindowInfo] = []
-        while Set(listed.map(\.id)) != Set([one.window, two.window]) {
-            guard Date() < deadline else { return XCTFail("clients never listed: \(listed)") }
-            Thread.sleep(forTimeInterval: 0.05)
+        let framed = try eventually(
+            "both clients listed, listed: \(listed)", within: .seconds(30), every: .milliseconds(50)
+        ) {
             listed = try manager.list()
+            return Set(listed.map(\.id)) == Set([one.window, two.window])
         }
+        guard framed else { return }
         // Clients, not frames: our ids, titles and sizes, in root coordinates.
         let first = try XCTUnwrap(listed.first { $0.id == one.window })
         XCTAssertEqual(first.title, "managed one")

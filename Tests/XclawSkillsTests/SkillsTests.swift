@@ -50,7 +50,6 @@ final class SkillsTests: XCTestCase {
                     "--text", "20,250,9x15,#000000:Repeat", "--text", "300,250,9x15,#000000:Repeat",
                 ])
             session = try ScreenSession(display: d.name)
-            Thread.sleep(forTimeInterval: 0.2)  // first paint
         } catch {
             XCTFail("could not start the display, fixture and session: \(error)")
         }
@@ -423,7 +422,7 @@ final class SkillsTests: XCTestCase {
         XCTAssertFalse(question.contains("…"), question)
         guard case .text(let result) = output.content.first else { return XCTFail() }
         XCTAssertTrue(result.contains("declined"), result)
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: .milliseconds(200))  // kept: time for a stray key to arrive, to show none does
         XCTAssertTrue(fixture.received.filter { $0.kind == .keyPress }.isEmpty)
     }
 
