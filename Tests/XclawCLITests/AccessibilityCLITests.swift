@@ -4,6 +4,7 @@ import XclawBase
 import XclawPerception
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// Finding the accessibility bus on a real Xvfb, and what `snapshot` does when the bus it names is not there.
 final class AccessibilityCLITests: XCTestCase {
@@ -43,8 +44,7 @@ final class AccessibilityCLITests: XCTestCase {
             "unix:path=/nonexistent/bus",
         ]
         try set.run()
-        let deadline = Date().addingTimeInterval(10)
-        while set.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("xprop exits") { !set.isRunning }
         XCTAssertFalse(set.isRunning, "xprop did not finish")
         XCTAssertEqual(
             AccessibilityReader.locate(display: display.name, windows: windows, environment: [:]),

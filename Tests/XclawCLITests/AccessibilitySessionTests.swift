@@ -3,6 +3,7 @@ import XCTest
 import XclawBase
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// `--accessibility`: the D-Bus session bus and AT-SPI accessibility bus xclaw starts for a display it owns, with a
 /// real Xvfb, real daemons and a real GTK app.
@@ -14,7 +15,7 @@ final class AccessibilitySessionTests: XCTestCase {
 
     override func tearDown() {
         // Everything a test started goes, whether it passed or not.
-        for app in apps { Self.end(app) }
+        for app in apps { app.end() }
         apps = []
         display?.stop()
         display = nil
@@ -49,10 +50,9 @@ final class AccessibilitySessionTests: XCTestCase {
         // A GTK app launched with the display's environment registers with the registry.
         apps.append(try Self.launch(["/usr/bin/zenity", "--info", "--text", "hello"], on: display.server))
         var appNames: [String] = []
-        let deadline = Date().addingTimeInterval(5)
-        while !appNames.contains("zenity") && Date() < deadline {
+        try eventually("zenity registers with the registry", within: .seconds(5), every: .milliseconds(50)) {
             appNames = try Self.registeredApps(on: bus.a11yAddress)
-            if !appNames.contains("zenity") { Thread.sleep(forTimeInterval: 0.05) }
+            return appNames.contains("zenity")
         }
         XCTAssertTrue(appNames.contains("zenity"), "registered apps: \(appNames)")
 
@@ -60,7 +60,7 @@ final class AccessibilitySessionTests: XCTestCase {
         // dbus-daemon), and the launcher takes its root property with it.
         let spawned = Self.processes(inGroups: [bus.launcherPID, bus.daemonPID])
         XCTAssertFalse(spawned.isEmpty)
-        for app in apps { Self.end(app) }
+        for app in apps { app.end() }
         display.stop()
         for pid in [bus.daemonPID, bus.launcherPID] + spawned {
             XCTAssertTrue(Self.waitGone(pid), "pid \(pid) (\(Self.commandLine(pid))) still runs after stop")
@@ -118,8 +118,9 @@ final class AccessibilitySessionTests: XCTestCase {
         let spawned = Self.processes(inGroups: [bus.launcherPID, bus.daemonPID])
         kill(bus.launcherPID, SIGTERM)
         let windows = try WindowManager(connection: DisplayConnection(name: display.name))
-        let deadline = Date().addingTimeInterval(5)
-        while (try? windows.rootText("AT_SPI_BUS")) != nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        eventually("the launcher's root property is gone", within: .seconds(5)) {
+            (try? windows.rootText("AT_SPI_BUS")) == nil
+        }
         XCTAssertNil(try windows.rootText("AT_SPI_BUS"), "the launcher removes its property when it ends")
         let lost = try runCLI(
             ["snapshot", "--display", display.name], environment: env,
@@ -162,15 +163,6 @@ final class AccessibilitySessionTests: XCTestCase {
         return process
     }
 
-    /// Ends a process, polling `isRunning` (`waitUntilExit` may never return off the main run loop).
-    private static func end(_ process: Process) {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-
     /// Runs a command to its end (killed after 10 s) and returns its status and stdout.
     private static func capture(
         _ executable: String, _ arguments: [String],
@@ -188,12 +180,9 @@ final class AccessibilitySessionTests: XCTestCase {
         let box = DataBox()
         let reader = Thread { box.set(out.fileHandleForReading.readDataToEndOfFile()) }
         reader.start()
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        while process.isRunning { Thread.sleep(forTimeInterval: 0.005) }
-        let readDeadline = Date().addingTimeInterval(5)
-        while !box.isSet && Date() < readDeadline { Thread.sleep(forTimeInterval: 0.002) }
+        if !process.exits(within: .seconds(10)) { kill(process.processIdentifier, SIGKILL) }
+        process.exits(within: .seconds(10))
+        box.wait(within: .seconds(5))
         return (process.terminationStatus, String(decoding: box.data, as: UTF8.self))
     }
 
@@ -251,12 +240,7 @@ final class AccessibilitySessionTests: XCTestCase {
     /// Waits up to 3 s until `pid` is gone. A zombie counts as gone: an orphan waits for init to reap it, which
     /// here happens only every second or two.
     private static func waitGone(_ pid: Int32) -> Bool {
-        let deadline = Date().addingTimeInterval(3)
-        while Date() < deadline {
-            if kill(pid, 0) != 0 || procStat(pid)?.state == "Z" { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return false
+        poll(within: .seconds(3)) { kill(pid, 0) != 0 || procStat(pid)?.state == "Z" }
     }
 
     /// State letter and process group from `/proc/PID/stat`.

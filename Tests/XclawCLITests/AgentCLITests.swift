@@ -7,6 +7,7 @@ import XclawMockAPI
 import XclawRuntime
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// The multi-agent commands as a user runs them: separate processes sharing one SQLite file, a scripted model on
 /// the loopback Messages API, and a process killed with SIGKILL in the middle of a reply.
@@ -116,11 +117,9 @@ final class AgentCLITests: XCTestCase {
         // Wait until part of the reply is saved, then kill the process without a chance to clean up.
         let store = try AgentStore(path: db)
         var partial: StoredMessage?
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
+        try eventually("the partial reply saved up to word10", within: .seconds(20)) {
             partial = try store.messages(agent: "kim").last { $0.role == .assistant && $0.status == .partial }
-            if let p = partial, Message(role: .assistant, content: p.content).text.contains("word10") { break }
-            Thread.sleep(forTimeInterval: 0.02)
+            return partial.map { Message(role: .assistant, content: $0.content).text.contains("word10") } ?? false
         }
         DaemonMode.killRunner(of: process, environment: e)
         let saved = Message(role: .assistant, content: try XCTUnwrap(partial).content).text
@@ -168,11 +167,8 @@ final class AgentCLITests: XCTestCase {
             }.start()
             // The second starts once the first is streaming its reply (its batch taken, the agent's lock held), so
             // the second message needs a run of its own.
-            let deadline = Date().addingTimeInterval(20)
-            while Date() < deadline {
-                let store = try AgentStore(path: db)
-                if try store.messages(agent: "duo").contains(where: { $0.role == .assistant }) { break }
-                Thread.sleep(forTimeInterval: 0.01)
+            try eventually("a reply is streaming", within: .seconds(20), every: .milliseconds(10)) {
+                try AgentStore(path: db).messages(agent: "duo").contains { $0.role == .assistant }
             }
         }
         group.wait()
@@ -321,16 +317,13 @@ final class AgentCLITests: XCTestCase {
         kill(process.processIdentifier, SIGINT)
         XCTAssertTrue(server.waitForDisconnects(1, timeout: .seconds(5)), "the turn's request was aborted")
         let store = try AgentStore(path: db)
-        let deadline = Date().addingTimeInterval(10)
-        while try store.sessions(agent: "cat").first?.status != .cancelled && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        try eventually("the session is cancelled") { try store.sessions(agent: "cat").first?.status == .cancelled }
         XCTAssertTrue(process.isRunning, "Ctrl-C cancelled the turn, not the program")
         input.fileHandleForWriting.write(Data("second question\n".utf8))
         XCTAssertTrue(server.waitForRequests(2, timeout: .seconds(20)))
         try input.fileHandleForWriting.close()
         let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        while process.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        guard eventually("chat exits at the end of its input", { !process.isRunning }) else { return }
         XCTAssertEqual(process.terminationStatus, 0)
         XCTAssertTrue(out.contains("Second answer."), out)
         XCTAssertEqual(try store.sessions(agent: "cat").map(\.status), [.cancelled, .completed])

@@ -6,6 +6,7 @@ import XclawMockAPI
 import XclawScreen
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// `xclaw run` end to end: the real binary on a real 1920x1080 Xvfb with the fixture app, a scripted "model" on the
 /// loopback Messages API. The fixture reports every event, so each click is checked to the screen pixel.
@@ -33,7 +34,6 @@ final class AgentEndToEndTests: XCTestCase {
         workDir = FileManager.default.temporaryDirectory.appendingPathComponent(
             "xclaw-e2e-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
 
     override func tearDown() {
@@ -163,7 +163,6 @@ final class AgentEndToEndTests: XCTestCase {
             rects: [
                 (Rect(x: 600, y: 200, width: 60, height: 60), "#cc0000")
             ], extra: ["--text", "20,40,10x20,#000000:Order form"])
-        Thread.sleep(forTimeInterval: 0.2)
         let target = geometry.toModel(square.center)
         let server = try MockMessagesServer(replies: [
             Self.tool("toolu_1", "analyze_screen", "{\"question\": \"What is the form called?\"}"),
@@ -428,7 +427,7 @@ final class AgentEndToEndTests: XCTestCase {
             ["run", "Plan it", "--display", display.name, "--dry-run", "--log", log],
             environment: environment(server))
         XCTAssertEqual(result.status, 0, result.stderr)
-        Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 0.3)  // kept: time for a stray event to arrive, to show none does
         XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress || $0.kind == .keyPress }.isEmpty)
         XCTAssertTrue(Self.lastResult(server.requests[1]).text.lowercased().contains("dry run"))
         let logText = try String(contentsOfFile: log, encoding: .utf8)
@@ -457,7 +456,10 @@ final class AgentEndToEndTests: XCTestCase {
             ["run", "Hold shift", "--display", display.name, "--log", log, "--db", db],
             environment: environment(server), stderr: err)
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(20)))
-        Thread.sleep(forTimeInterval: 0.8)  // the key is held now
+        do {  // a connection of the test's own, closed before the display dies
+            let input = try InputController(connection: display.connect())
+            try eventually("the agent holds shift") { try !input.pressedNow().keys.isEmpty }
+        }
         kill(display.server.pid, SIGKILL)
         let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
@@ -506,7 +508,7 @@ final class AgentEndToEndTests: XCTestCase {
         // The stored gate holds: nothing is clicked, the model reads that it was a dry run.
         let planned = try runCLI(["send", "careful", "Submit the form", "--db", db], environment: e)
         XCTAssertEqual(planned.status, 0, planned.stderr)
-        Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 0.3)  // kept: time for a stray click to arrive, to show none does
         XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress }.isEmpty, "a dry-run agent clicked")
         XCTAssertTrue(Self.lastResult(server.requests[1]).text.lowercased().contains("dry run"))
         XCTAssertTrue(try JSONValue.parse(server.requests[0].body).jsonText.contains("DRY RUN"))

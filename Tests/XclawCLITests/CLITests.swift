@@ -2,6 +2,7 @@ import XCTest
 import XclawBase
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// The command line's contract: results on stdout, errors on stderr, documented exit codes, nothing lost.
 final class CLITests: XCTestCase {
@@ -84,7 +85,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["key", "x", "--display", d]).status, 0)
         // Only the x arrived: the failing command sent nothing.
         XCTAssertEqual(fixture.typed(count: 1), "x")
-        Thread.sleep(forTimeInterval: 0.1)
+        Thread.sleep(forTimeInterval: 0.1)  // kept: time for a stray key to arrive, to show none does
         XCTAssertEqual(EventProbe.typedText(fixture.received), "x")
     }
 
@@ -101,9 +102,8 @@ final class CLITests: XCTestCase {
         // had its settle delay (by a detached helper in-process, by the daemon's timer through the daemon).
         let keyboard = try Keyboard(connection: DisplayConnection(name: d))
         let check = Keyboard.keysym(for: "✓")
-        let deadline = Date().addingTimeInterval(5)
-        while try !keyboard.keycodes(holding: check).isEmpty && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
+        try eventually("the keycode bound for ✓ is unbound", within: .seconds(5)) {
+            try keyboard.keycodes(holding: check).isEmpty
         }
         XCTAssertEqual(try keyboard.keycodes(holding: check), [], "the keymap is restored after typing")
         // Two in a row, in-process: the second takes over the first's pending restore (announced on the root window,
@@ -125,8 +125,9 @@ final class CLITests: XCTestCase {
         // The same keycodes, now the second's to restore: everything after the token.
         XCTAssertEqual(first.split(separator: ",").dropFirst(), second.split(separator: ",").dropFirst(), second)
         XCTAssertEqual(fixture.typed(count: 4), "€✓€✓")
-        let again = Date().addingTimeInterval(5)
-        while try !keyboard.keycodes(holding: check).isEmpty && Date() < again { Thread.sleep(forTimeInterval: 0.02) }
+        try eventually("the keycode bound for ✓ is unbound again", within: .seconds(5)) {
+            try keyboard.keycodes(holding: check).isEmpty
+        }
         XCTAssertEqual(try keyboard.keycodes(holding: check), [], "the keymap is restored after both")
         fixture.clear()
         XCTAssertEqual(

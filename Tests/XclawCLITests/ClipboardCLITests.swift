@@ -2,6 +2,7 @@ import XCTest
 import XclawBase
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// The clipboard against xclip, both ways: text with its aliases, 1 MB of UTF-8 (INCR), a PNG, PRIMARY, and
 /// `type --paste`.
@@ -118,8 +119,7 @@ final class ClipboardCLITests: XCTestCase {
         app.start()
         let paste = try runCLI(["type", "--paste", "pasted ✓ text", "--display", d])
         XCTAssertEqual(paste.status, 0, paste.stderr)
-        let deadline = Date().addingTimeInterval(10)
-        while !pasted.isSet && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("the app read the clipboard on ctrl+v") { pasted.isSet }
         XCTAssertEqual(String(decoding: pasted.data, as: UTF8.self), "pasted ✓ text")
         XCTAssertEqual(try oracle(["xclip", "-o", "-selection", "clipboard"], display: d), "old contents")
 

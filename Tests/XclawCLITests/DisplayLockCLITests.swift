@@ -4,6 +4,7 @@ import XclawBase
 import XclawMockAPI
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// One input lock per display for every actor of every xclaw process: an MCP `click` (the official Python client
 /// over stdio, its own `xclaw mcp` process) waits while an agent run in another process holds Shift, so the click
@@ -17,7 +18,6 @@ final class DisplayLockCLITests: XCTestCase {
         // Under the pointer (the screen's middle), so the keys reach it as well as the click.
         let fixture = try Fixture(display: display.name, frame: Rect(x: 100, y: 100, width: 700, height: 500))
         defer { fixture.stop() }
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-lock-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -79,9 +79,8 @@ final class DisplayLockCLITests: XCTestCase {
         defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) } }
         XCTAssertTrue(server.waitForRequests(1, timeout: .seconds(30)))
         // The call goes out once the fixture saw the agent press Shift (a 3 s hold: it is still down then).
-        let pressed = Date().addingTimeInterval(20)
-        while !fixture.received.contains(where: { $0.kind == .keyPress }) && Date() < pressed {
-            Thread.sleep(forTimeInterval: 0.01)
+        eventually("the fixture saw the agent press Shift", within: .seconds(20)) {
+            fixture.received.contains { $0.kind == .keyPress }
         }
         try toClient.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))
         if let line = nextLine() { lines.append(line) }
@@ -94,9 +93,8 @@ final class DisplayLockCLITests: XCTestCase {
         XCTAssertEqual(agent.terminationStatus, 0)
 
         // The click came after Shift was let go, and without it.
-        let deadline = Date().addingTimeInterval(5)
-        while fixture.received.filter({ $0.kind == .buttonPress }).isEmpty && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
+        eventually("the click reached the fixture", within: .seconds(5)) {
+            fixture.received.contains { $0.kind == .buttonPress }
         }
         let events = fixture.received
         let press = try XCTUnwrap(events.firstIndex { $0.kind == .buttonPress }, "the click reached the fixture")

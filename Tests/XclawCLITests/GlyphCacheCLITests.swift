@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// The glyphs xclaw renders from the font files are kept in the user's cache directory, so only the first process
 /// renders them; the file changes nothing that is read, and a damaged one is ignored.
@@ -36,9 +37,8 @@ final class GlyphCacheCLITests: XCTestCase {
         XCTAssertTrue(first.contains("button \"=\""), first)
         let file = cache.appendingPathComponent("xclaw/glyphs.bin")
         // A daemon saves after it replies.
-        let deadline = Date().addingTimeInterval(5)
-        while !FileManager.default.fileExists(atPath: file.path) && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
+        eventually("the glyph cache is saved", within: .seconds(5)) {
+            FileManager.default.fileExists(atPath: file.path)
         }
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         XCTAssertEqual(attributes[.posixPermissions] as? Int, 0o600)

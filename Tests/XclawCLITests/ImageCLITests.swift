@@ -3,6 +3,7 @@ import XCTest
 import XclawPerception
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// `find`/`tap`/`watch --image` and `find --color` through the `xclaw` binary, on fixture windows of a light and a
 /// dark theme (real Xvfb; templates made by `xclaw capture --region`; clicks checked by the clicked window).
@@ -65,13 +66,10 @@ final class ImageCLITests: XCTestCase {
             (Point(x: Self.lightOrigin.x + 52, y: Self.lightOrigin.y + 52), RGB(r: 0xd9, g: 0x30, b: 0x25)),
             (Point(x: Self.darkOrigin.x + 52, y: Self.darkOrigin.y + 52), RGB(r: 0xf2, g: 0x8b, b: 0x82)),
         ]
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline,
-            try !marks.allSatisfy({
+        try eventually("both icons painted", within: .seconds(20)) {
+            try marks.allSatisfy {
                 try capturer.capture(Rect(origin: $0.0, size: Size(width: 1, height: 1))).pixel(x: 0, y: 0) == $0.1
-            })
-        {
-            Thread.sleep(forTimeInterval: 0.02)
+            }
         }
     }
 

@@ -3,6 +3,7 @@ import XCTest
 import XclawBase
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// `xclaw mcp` through the official MCP Python client (PyPI `mcp`, in a venv the tests make once), started as MCP
 /// clients start servers: over stdio, without DISPLAY. Real Xvfb, real fixture, real OCR.
@@ -157,8 +158,7 @@ final class MCPServerCLITests: XCTestCase {
         try daemon.run()
         defer { daemon.terminate() }
         let socket = state.appendingPathComponent("daemon.sock").path
-        let deadline = Date().addingTimeInterval(10)
-        while !DaemonMode.answers(socket) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("the daemon answers on \(socket)") { DaemonMode.answers(socket) }
         let held = try runCLI(["windows", "--display", display.name], environment: ["XCLAW_STATE_DIR": state.path])
         XCTAssertEqual(held.status, 0, held.stderr)
         let fromDaemon = Self.summary(try client("defaults", display: display.name).result["windows"])

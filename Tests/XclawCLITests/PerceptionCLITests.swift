@@ -3,6 +3,7 @@ import XCTest
 import XclawPerception
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// Find, tap, watch and wait-stable through the `xclaw` binary, on the widget fixture (real Xvfb, real OCR).
 final class PerceptionCLITests: XCTestCase {
@@ -29,10 +30,7 @@ final class PerceptionCLITests: XCTestCase {
         XCTAssertEqual(refs.count, 1)
         // A daemon writes the OCR cache just after it replies.
         let cache = state.appendingPathComponent("ocr-cache.bin").path
-        let deadline = Date().addingTimeInterval(5)
-        while !FileManager.default.fileExists(atPath: cache) && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        eventually("the OCR cache is written", within: .seconds(5)) { FileManager.default.fileExists(atPath: cache) }
         for file in ["ocr-cache.bin", "refs/" + refs[0]] {
             let attributes = try FileManager.default.attributesOfItem(atPath: state.appendingPathComponent(file).path)
             XCTAssertEqual(attributes[.posixPermissions] as? Int, 0o600, file)
@@ -167,7 +165,7 @@ final class PerceptionCLITests: XCTestCase {
         let active = try runCLI(["watch", "--window", "late buttons", "--active", "--timeout", "5"] + d)
         XCTAssertEqual(active.status, 0, active.stderr)
         let stopper = Thread {
-            Thread.sleep(forTimeInterval: 0.5)
+            Thread.sleep(forTimeInterval: 0.5)  // kept: the scenario, the window goes while watch waits
             late.stop()
         }
         stopper.start()

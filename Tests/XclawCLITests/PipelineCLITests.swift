@@ -5,6 +5,7 @@ import XclawMessages
 import XclawMockAPI
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// `xclaw pipeline` as a user runs it, in-process and through the daemon: a run that streams its progress and prints
 /// the answer, `list` and `show`, a cancel from another process measured, and bad input refused. The model is the
@@ -112,12 +113,9 @@ final class PipelineCLITests: XCTestCase {
         XCTAssertTrue(created.text.contains("tools delegate"), created.text)
         let pipeline = try launchCLI(["pipeline", "slow work", "--orchestrator", "boss"], environment: env)
         let store = try AgentStore(path: try XCTUnwrap(env["XCLAW_DB"]))
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline,
+        eventually("both subtasks run", within: .seconds(20), every: .milliseconds(10)) {
             (try? store.pipelines().first.map { try store.subtasks(pipeline: $0.id) })??
-                .filter({ $0.status == .running }).count != 2
-        {
-            Thread.sleep(forTimeInterval: 0.01)
+                .filter({ $0.status == .running }).count == 2
         }
         XCTAssertTrue(server.waitForRequests(3, timeout: .seconds(10)), "both children asked the model")
         let started = ContinuousClock.now

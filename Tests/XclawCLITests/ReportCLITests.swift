@@ -27,7 +27,6 @@ final class ReportCLITests: XCTestCase {
         workDir = FileManager.default.temporaryDirectory.appendingPathComponent(
             "xclaw-report-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
 
     override func tearDown() {

@@ -5,6 +5,7 @@ import XclawMessages
 import XclawMockAPI
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// `--display new[:WxH]` and `--setup` as a user runs them: each run of the agent (or of a scheduled task) gets its
 /// own Xvfb and accessibility bus with an xterm the setup command started, the loopback Messages API sees that
@@ -68,19 +69,18 @@ final class RunDisplayCLITests: XCTestCase {
         _ run: (display: String, token: String, pids: [pid_t]), file: StaticString = #filePath, line: UInt = #line
     ) {
         XCTAssertFalse(run.token.isEmpty, "the setup command got the run's mark", file: file, line: line)
-        let deadline = ContinuousClock.now + .seconds(10)
         var left: [pid_t] = []
-        repeat {
-            left = run.pids.filter(Subprocess.isRunning) + Self.marked(run.token)
-            if left.isEmpty { return }
-            Thread.sleep(forTimeInterval: 0.02)
-        } while ContinuousClock.now < deadline
-        let names = left.map { pid in
-            "\(pid) "
-                + ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "?")
-                .replacingOccurrences(of: "\0", with: " ")
+        let names = {
+            left.map { pid in
+                "\(pid) "
+                    + ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "?")
+                    .replacingOccurrences(of: "\0", with: " ")
+            }
         }
-        XCTFail("left running after the run on \(run.display): \(names)", file: file, line: line)
+        eventually("every process gone after the run on \(run.display), left: \(names())", file: file, line: line) {
+            left = run.pids.filter(Subprocess.isRunning) + Self.marked(run.token)
+            return left.isEmpty
+        }
     }
 
     /// Width and height from a base64 PNG's IHDR.
@@ -191,13 +191,12 @@ final class RunDisplayCLITests: XCTestCase {
             ], environment: e)
         XCTAssertEqual(added.status, 0, added.stderr)
         XCTAssertEqual(try runCLI(["daemon", "start"], environment: e).status, 0)
-        var runs: [JSONValue] = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        while runs.isEmpty && ContinuousClock.now < deadline {
-            let shown = try runCLI(["schedule", "show", "once", "--json"], environment: e)
-            runs = (try? JSONValue.parse(shown.stdout))?["runs"]?.array ?? []
-            if runs.isEmpty { Thread.sleep(forTimeInterval: 0.1) }
-        }
+        let runs: [JSONValue] =
+            try eventually("the schedule ran once", within: .seconds(30), every: .milliseconds(100)) {
+                let shown = try runCLI(["schedule", "show", "once", "--json"], environment: e)
+                let runs = (try? JSONValue.parse(shown.stdout))?["runs"]?.array ?? []
+                return runs.isEmpty ? nil : runs
+            } ?? []
         let logs = ["schedule.log", "daemon.log"].map {
             (try? String(contentsOf: dir.appendingPathComponent("state/\($0)"), encoding: .utf8)) ?? ""
         }
@@ -263,8 +262,7 @@ final class RunDisplayCLITests: XCTestCase {
             ).status, 0)
         let process = try launchCLI(["send", "doomed", "wait for me"], environment: e)
         // The model is asked only once the display is up and the setup has run.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while server.requests.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("the run asked the model", within: .seconds(20)) { !server.requests.isEmpty }
         XCTAssertEqual(server.requests.count, 1, "the run reached the model")
         let run = try started()
         XCTAssertTrue(run.pids.allSatisfy(Subprocess.isRunning), "all up while the run waits for the model")

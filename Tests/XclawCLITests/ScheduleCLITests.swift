@@ -5,6 +5,7 @@ import XclawMessages
 import XclawMockAPI
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// `xclaw schedule` end to end: tasks added by the CLI, fired by a real daemon against the loopback Messages API,
 /// recorded in the store; bad schedules refused with exit 2. The daemon is this test's own (both suite passes).
@@ -95,12 +96,10 @@ final class ScheduleCLITests: XCTestCase {
         XCTAssertEqual(added.status, 0, added.stderr)
         XCTAssertEqual(try runCLI(["daemon", "start"], environment: env).status, 0)
         var shown: Shown?
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
+        try eventually("the one-shot ran", within: .seconds(30), every: .milliseconds(200)) {
             let result = try runCLI(["schedule", "show", "hello", "--json"], environment: env)
             shown = try? JSONDecoder().decode(Shown.self, from: result.stdout)
-            if shown?.runs.isEmpty == false { break }
-            Thread.sleep(forTimeInterval: 0.2)
+            return shown?.runs.isEmpty == false
         }
         XCTAssertEqual(shown?.runs.map(\.status), ["completed"])
         XCTAssertEqual(shown?.task.status, "completed", "a one-shot is done after its run")
@@ -210,15 +209,13 @@ final class ScheduleCLITests: XCTestCase {
         XCTAssertEqual(added.status, 0, added.stderr)
         XCTAssertEqual(try runCLI(["daemon", "start"], environment: env).status, 0)
         // zenity exits 0 for its OK button: the oracle that the right button was pressed.
-        let deadline = Date().addingTimeInterval(40)
-        while zenity.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        eventually("zenity answered", within: .seconds(40), every: .milliseconds(50)) { !zenity.isRunning }
         XCTAssertFalse(zenity.isRunning, "the scheduled run never answered the dialog")
         XCTAssertEqual(zenity.terminationStatus, 0, "zenity's answer (0 = Proceed)")
         var row: JSONValue?
-        while Date() < deadline {
+        try eventually("the run completed with its report", within: .seconds(20), every: .milliseconds(100)) {
             row = try JSONValue.parse(try runCLI(["runs", "nightly", "--json"], environment: env).stdout).array?.last
-            if row?["status"]?.string == "completed", row?["report"]?.string != nil { break }
-            Thread.sleep(forTimeInterval: 0.1)
+            return row?["status"]?.string == "completed" && row?["report"]?.string != nil
         }
         XCTAssertEqual(row?["task"]?.string, "backup")
         XCTAssertEqual(row?["status"]?.string, "completed")
@@ -261,14 +258,13 @@ final class ScheduleCLITests: XCTestCase {
         }
         XCTAssertEqual(try runCLI(["daemon", "start"], environment: first).status, 0)
         XCTAssertEqual(try runCLI(["daemon", "start"], environment: second).status, 0)
-        let deadline = Date().addingTimeInterval(40)
-        var done: [JSONValue] = []
-        while Date() < deadline {
-            done = try JSONValue.parse(try runCLI(["runs", "bot", "--json"], environment: first).stdout).array ?? []
-            if done.filter({ $0["status"]?.string == "completed" }).count >= slots { break }
-            Thread.sleep(forTimeInterval: 0.2)
+        try eventually("every slot completed", within: .seconds(40), every: .milliseconds(200)) {
+            let done =
+                try JSONValue.parse(try runCLI(["runs", "bot", "--json"], environment: first).stdout).array ?? []
+            return done.filter { $0["status"]?.string == "completed" }.count >= slots
         }
-        Thread.sleep(forTimeInterval: 2)  // a double run would start within the daemons' 1 s tick
+        // Kept: time for a double run to show, which would start within the daemons' 1 s tick.
+        Thread.sleep(forTimeInterval: 2)
         let runs = try JSONValue.parse(try runCLI(["runs", "bot", "--json"], environment: first).stdout).array ?? []
         XCTAssertEqual(runs.compactMap { $0["task"]?.string }.sorted(), (0..<slots).map { "slot-\($0)" })
         XCTAssertEqual(server.requests.count, slots, "each slot ran exactly once")
@@ -285,7 +281,6 @@ final class ScheduleCLITests: XCTestCase {
         let fixture = try Fixture(
             display: display.name, title: "form", frame: frame, extra: ["--button", "300,40,120,36:Submit"])
         defer { fixture.stop() }
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
         func script(_ label: String) throws -> String {
             let path = dir.appendingPathComponent("\(label).json").path
             let json = """
@@ -325,14 +320,13 @@ final class ScheduleCLITests: XCTestCase {
         XCTAssertEqual(bad.status, 2, bad.stderr)
         XCTAssertEqual(try runCLI(["daemon", "start"], environment: env).status, 0)
         var results: [String: String] = [:]
-        let deadline = Date().addingTimeInterval(40)
-        while Date() < deadline, results.count < 2 {
+        try eventually("both tasks ran", within: .seconds(40), every: .milliseconds(200)) {
             for name in ["replayed", "diverged"] {
                 let shown = try JSONValue.parse(
                     try runCLI(["schedule", "show", name, "--json"], environment: env).stdout)
                 if let result = shown["runs"]?.array?.last?["result"]?.string { results[name] = result }
             }
-            Thread.sleep(forTimeInterval: 0.2)
+            return results.count == 2
         }
         XCTAssertTrue(
             results["replayed"]?.hasPrefix("replayed 1 step(s) without the model (run ") == true, "\(results)")

@@ -8,6 +8,7 @@ import XclawRuntime
 import XclawScreen
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// Recording and exporting a run's steps: a run driven by the loopback model clicks the fixture's Submit button,
 /// types text from its prompt and presses Return; its script has each step anchored (label, role, window, place,
@@ -33,7 +34,6 @@ final class ScriptCLITests: XCTestCase {
         // The run presses "Submit" unattended; the approval gate has tests of its own.
         try "approval = none\n".write(
             to: dir.appendingPathComponent("config/xclaw/config"), atomically: true, encoding: .utf8)
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
 
     override func tearDown() {
@@ -163,7 +163,6 @@ final class ScriptCLITests: XCTestCase {
         fixture = try Fixture(
             display: display.name, title: "form", frame: moved,
             extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Submit"])
-        Thread.sleep(forTimeInterval: 0.2)
         let replayed = try runCLI(
             ["replay", "\(id)", "--param", "P1=order 9", "--display", display.name, "--json"], environment: env)
         XCTAssertEqual(replayed.status, 0, replayed.stderr)
@@ -179,7 +178,6 @@ final class ScriptCLITests: XCTestCase {
         fixture = try Fixture(
             display: display.name, title: "form", frame: moved,
             extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Finish"])
-        Thread.sleep(forTimeInterval: 0.2)
         let diverged = try runCLI(
             ["replay", file, "--display", display.name, "--timeout", "1", "--heal", "never"], environment: env)
         XCTAssertEqual(diverged.status, 1, diverged.stderr)
@@ -274,15 +272,16 @@ final class ScriptCLITests: XCTestCase {
         return file
     }
 
-    /// The newest run of the replay agent after `after`, polled until `done` holds it (10 s at most).
-    private func waitForRun(_ store: AgentStore, after: Int64, _ done: (SessionRecord) -> Bool) throws
-        -> SessionRecord?
-    {
-        for _ in 0..<200 {
-            if let run = try store.sessions(agent: "replayer").last(where: { $0.id > after }), done(run) { return run }
-            Thread.sleep(forTimeInterval: 0.05)
+    /// The newest run of the replay agent after `after`, once `done` holds it (10 s at most).
+    private func waitForRun(
+        _ store: AgentStore, after: Int64, file: StaticString = #filePath, line: UInt = #line,
+        _ done: (SessionRecord) -> Bool
+    ) throws -> SessionRecord? {
+        try eventually(
+            "a replay run after \(after) in the wanted state", every: .milliseconds(50), file: file, line: line
+        ) {
+            try store.sessions(agent: "replayer").last { $0.id > after }.flatMap { done($0) ? $0 : nil }
         }
-        return nil
     }
 
     /// A replay under the default approval policy waits for approval of a gated control (and is denied at the
@@ -304,10 +303,10 @@ final class ScriptCLITests: XCTestCase {
             ["replay", try script(label: "Missing"), "--display", display.name, "--timeout", "60"], environment: env)
         defer { if waiting.isRunning { kill(waiting.processIdentifier, SIGKILL) } }
         let store = try AgentStore(path: try XCTUnwrap(env["XCLAW_DB"]))
-        var running: SessionRecord?
-        for _ in 0..<400 where running == nil {
-            running = try store.sessions(agent: "replayer").last { $0.status == .running }
-            if running == nil { Thread.sleep(forTimeInterval: 0.05) }
+        let running = try eventually(
+            "the replay shows as a running run", within: .seconds(20), every: .milliseconds(50)
+        ) {
+            try store.sessions(agent: "replayer").last { $0.status == .running }
         }
         let run = try XCTUnwrap(running, "the replay shows as a running run")
         XCTAssertEqual(run.replay?.steps, 1)
@@ -348,7 +347,6 @@ final class ScriptCLITests: XCTestCase {
             fixture = try Fixture(
                 display: display.name, title: "form", frame: frame,
                 extra: ["--text", "20,40,10x20,#000000:\(question)", "--button", "300,40,120,36:OK"])
-            Thread.sleep(forTimeInterval: 0.2)
             let answered = try runCLI(
                 ["replay", try script(label: "OK"), "--display", display.name, "--timeout", "2"], environment: env)
             XCTAssertEqual(answered.status, gated ? 1 : 0, answered.stderr)
@@ -359,7 +357,6 @@ final class ScriptCLITests: XCTestCase {
         fixture = try Fixture(
             display: display.name, title: "form", frame: frame,
             extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Submit"])
-        Thread.sleep(forTimeInterval: 0.2)
 
         // Bad input, refused before anything: a password step with no value; --heal ask with nobody to ask.
         var password = try ReplayScript.read(
@@ -411,7 +408,6 @@ final class ScriptCLITests: XCTestCase {
         fixture = try Fixture(
             display: display.name, title: "report.txt", frame: frame,
             extra: ["--text", "20,40,10x20,#000000:Order form", "--button", "300,40,120,36:Submit"])
-        Thread.sleep(forTimeInterval: 0.2)
         let retitled = try runCLI(
             ["replay", try script(label: "Submit"), "--display", display.name, "--timeout", "2"], environment: env)
         XCTAssertEqual(retitled.status, 0, retitled.stderr)
@@ -421,7 +417,6 @@ final class ScriptCLITests: XCTestCase {
             display: display.name, title: "notes.txt", frame: Rect(x: 1100, y: 500, width: 600, height: 300),
             extra: ["--button", "300,40,120,36:Submit"])
         defer { twin.stop() }
-        Thread.sleep(forTimeInterval: 0.2)
         fixture.clear()
         let twins = try runCLI(
             ["replay", try script(label: "Submit"), "--display", display.name, "--timeout", "1"], environment: env)

@@ -5,6 +5,7 @@ import XclawMessages
 import XclawMockAPI
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// Text typed into a password field reaches the field and nothing else: a run driven by the loopback model types a
 /// password into zenity's password dialog (GTK, its entry a "password text" on the accessibility bus), and the
@@ -52,18 +53,17 @@ final class SecretTextCLITests: XCTestCase {
         let started = try Subprocess.spawn(
             ["/usr/bin/zenity", "--password", "--title", title], stdout: .pipe, stderr: .null, environment: appEnv)
         dialog = started
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let found = try ReplayApps.xclaw(["windows", "--json"], environment: env, timeout: 10)
-            if found.stdout.contains(title) { break }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        Thread.sleep(forTimeInterval: 0.8)  // first paint, and the dialog's tree on the bus
-        // The model clicks into the field first (where a person would), then types.
-        let look = try ReplayApps.xclaw(
-            ["snapshot", "--window", title, "--json", "--display", display.name], environment: env, timeout: 30)
-        let elements = try JSONValue.parse(look.stdout)["elements"]?.array ?? []
-        let field = try XCTUnwrap(elements.first { $0["role"]?.string == "field" }?["box"], look.stdout)
+        // The model clicks into the field first (where a person would), then types: the dialog is ready once a
+        // snapshot reads its field from the accessibility bus.
+        let field = try XCTUnwrap(
+            try eventually("\(title)'s field on the accessibility bus", within: .seconds(30), every: .milliseconds(100))
+            {
+                () -> JSONValue? in
+                let look = try ReplayApps.xclaw(
+                    ["snapshot", "--window", title, "--json", "--display", display.name], environment: env, timeout: 30)
+                let elements = (try? JSONValue.parse(look.stdout))?["elements"]?.array ?? []
+                return elements.first { $0["role"]?.string == "field" && $0["source"]?.string == "atspi" }?["box"]
+            })
         let x = (field["x"]?.int ?? 0) + (field["width"]?.int ?? 0) / 2
         let y = (field["y"]?.int ?? 0) + (field["height"]?.int ?? 0) / 2
 

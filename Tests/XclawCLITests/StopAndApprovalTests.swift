@@ -8,6 +8,7 @@ import XclawRuntime
 import XclawScreen
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// The emergency stop and the approval gates end to end: real `xclaw run` processes on a real Xvfb with the fixture
 /// app, the loopback Messages API as the model, and the database and the display as oracles. The stop's latency is
@@ -32,7 +33,6 @@ final class StopAndApprovalTests: XCTestCase {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-stop-\(UUID().uuidString)")
         try FileManager.default.createDirectory(
             at: dir.appendingPathComponent("config/xclaw"), withIntermediateDirectories: true)
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
     }
 
     override func tearDown() {
@@ -67,12 +67,9 @@ final class StopAndApprovalTests: XCTestCase {
         throws -> SessionRecord?
     {
         let store = try AgentStore(path: try XCTUnwrap(env["XCLAW_DB"]))
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let last = try? store.sessions(agent: nil).last, done(last) { return last }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return try? store.sessions(agent: nil).last
+        let last = { try? store.sessions(agent: nil).last }
+        return poll(within: .seconds(timeout), every: .milliseconds(5)) { last().flatMap { done($0) ? $0 : nil } }
+            ?? last()
     }
 
     /// A run that holds the mouse button and a key, stopped by `xclaw stop`: it ends `stopped` at once, with both
@@ -140,9 +137,8 @@ final class StopAndApprovalTests: XCTestCase {
             defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
             XCTAssertNotNil(try session(env) { $0.agent == agent && $0.status == .running })
             // The run is waiting on the model once its request arrived.
-            let deadline = Date().addingTimeInterval(20)
-            while server.requests.count < index + 1, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-            Thread.sleep(forTimeInterval: 0.2)  // the hotkey is grabbed before the request goes out; margin
+            // The hotkey is grabbed (and the failsafe watched) before the request goes out.
+            eventually("the run asked the model", within: .seconds(20)) { server.requests.count >= index + 1 }
             let pressed = Date()
             let result = try runCLI(trigger + ["--display", display.name], environment: env)
             XCTAssertEqual(result.status, 0, result.stderr)
@@ -239,7 +235,7 @@ final class StopAndApprovalTests: XCTestCase {
         let server = try MockMessagesServer(handler: { [display, button] _, index in
             guard index == 0, let display else { return .stream(.turn(blocks: [.text("Finished.")])) }
             kill(display.server.pid, SIGKILL)
-            Thread.sleep(forTimeInterval: 0.2)  // the server's sockets are closed by then
+            eventually("Xvfb is gone, its sockets closed") { !Subprocess.isRunning(display.server.pid) }
             let (x, y) = (button.x + button.width / 2, button.y + button.height / 2)
             return Self.tool("toolu_1", "computer", "{\"action\": \"left_click\", \"coordinate\": [\(x), \(y)]}")
         })
@@ -309,7 +305,9 @@ final class StopAndApprovalTests: XCTestCase {
         let run = try launchCLI(["send", "slow-setup", "look"], environment: env)
         defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
         XCTAssertNotNil(try session(env) { $0.agent == "slow-setup" && $0.status == .running })
-        Thread.sleep(forTimeInterval: 0.5)  // the display is up and the setup command sleeping
+        eventually("the setup command ran on the run's display") {
+            (try? String(contentsOfFile: seen, encoding: .utf8))?.contains("DISPLAY=:") == true
+        }
         let stop = try runCLI(["stop", "slow-setup", "--json"], environment: env)
         XCTAssertEqual(stop.status, 0, stop.stderr)
         let row = try XCTUnwrap(try JSONValue.parse(stop.stdout).array?.first)
@@ -363,7 +361,6 @@ final class StopAndApprovalTests: XCTestCase {
         fixture = try Fixture(
             display: display.name, title: "Confirm", frame: frame,
             extra: ["--text", "20,20,10x20,#000000:Delete 3 files permanently?", "--button", "200,60,120,40:OK"])
-        Thread.sleep(forTimeInterval: 0.2)  // first paint
         let server = try MockMessagesServer(replies: [
             Self.tool("toolu_1", "tap_element", "{\"label\": \"OK\"}"),
             .stream(.turn(blocks: [.text("Finished.")])),

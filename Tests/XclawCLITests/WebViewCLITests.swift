@@ -5,6 +5,7 @@ import XclawMessages
 import XclawMockAPI
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// The daemon's web view in a real headless Chromium (driven over the DevTools protocol by `web/pages.py`): the
 /// token from the address's fragment into the tab's own storage (no cookie), the dashboard, a chat streamed from the
@@ -135,12 +136,9 @@ final class WebViewCLITests: XCTestCase {
         XCTAssertEqual(pipeline.status, 0, pipeline.stderr)
         // A run that waits for approval, for the screen page's buttons.
         approvalRun = try launchCLI(["send", "deleter", "delete the old files"], environment: env)
-        var waiting = false
-        let deadline = Date().addingTimeInterval(30)
-        while !waiting, Date() < deadline {
+        let waiting = try eventually("an approval waits", within: .seconds(30), every: .milliseconds(100)) {
             let approvals = try runCLI(["approvals", "--json"], environment: env)
-            waiting = (try? JSONValue.parse(approvals.stdout).array?.isEmpty == false) ?? false
-            if !waiting { Thread.sleep(forTimeInterval: 0.1) }
+            return (try? JSONValue.parse(approvals.stdout).array?.isEmpty == false) ?? false
         }
         XCTAssertTrue(waiting, "the deleter's tap waits for approval")
         let setup = Date().timeIntervalSince(began)

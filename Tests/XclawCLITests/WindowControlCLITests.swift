@@ -2,6 +2,7 @@ import XCTest
 import XclawBase
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// Window selection and control against the oracles: xwininfo for geometry, xdotool search for selection, wmctrl
 /// and xprop for desktops and states; on bare Xvfb and under openbox.
@@ -69,8 +70,7 @@ final class WindowControlCLITests: XCTestCase {
         _ = try ok(["window", "close", "other", "--display", d])
         XCTAssertEqual(try oracle(["xdotool", "search", "--name", "^other$"], display: d), "")
         _ = try ok(["window", "kill", "mover", "--display", d])
-        let deadline = Date().addingTimeInterval(5)
-        while fixture.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually("XKillClient ends the fixture", within: .seconds(5)) { !fixture.process.isRunning }
         XCTAssertFalse(fixture.process.isRunning, "XKillClient ended the fixture")
     }
 
@@ -195,7 +195,6 @@ final class WindowControlCLITests: XCTestCase {
             display: d, title: "beta notes", frame: Rect(x: 420, y: 20, width: 300, height: 140),
             extra: ["--button", "40,40,120,40:Open"])
         defer { b.stop() }
-        Thread.sleep(forTimeInterval: 0.3)  // first paint
         let shot = try runCLI(["capture", "--regex", "^alpha", "-o", "-", "--json", "--display", d])
         XCTAssertEqual(shot.status, 0, shot.stderr)
         let captured = try runCLI(
@@ -213,7 +212,7 @@ final class WindowControlCLITests: XCTestCase {
         // watch with the flags alone waits for such a window, then for it to go.
         let watcher = try launchCLI(
             ["watch", "--regex", "^gamma", "--timeout", "20", "--display", d], environment: [:])
-        Thread.sleep(forTimeInterval: 0.5)
+        Thread.sleep(forTimeInterval: 0.5)  // kept: the scenario, the window comes while watch waits
         let c = try Fixture(display: d, title: "gamma", frame: Rect(x: 20, y: 300, width: 200, height: 100))
         watcher.waitUntilExit()
         XCTAssertEqual(watcher.terminationStatus, 0)

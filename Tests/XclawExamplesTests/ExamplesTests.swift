@@ -66,15 +66,15 @@ private final class ScriptRun: @unchecked Sendable {
     var status: Int32 { process.terminationStatus }
 
     var output: String {
-        Thread.sleep(forTimeInterval: 0.2)  // let the handler take what the script wrote last
+        // Kept: nothing tells when the handler took what the script wrote last (apps the script left in the
+        // background hold the pipe open, so no end of file comes).
+        Thread.sleep(forTimeInterval: 0.2)
         return lock.withLock { String(decoding: buffer, as: UTF8.self) }
     }
 
     /// Waits for the script to exit; false if it is still running at the timeout.
     func wait(timeout: TimeInterval) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        return !process.isRunning
+        process.exits(within: .seconds(timeout))
     }
 
     /// Stops a hung script so that its EXIT trap still runs (and stops its display and apps): SIGTERM to bash, which
