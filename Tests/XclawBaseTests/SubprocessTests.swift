@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import XCTest
 import XclawBase
+import XclawTimeTesting
 
 /// The one way xclaw starts processes, with real children (/bin/sh, cat, sleep).
 final class SubprocessTests: XCTestCase {
@@ -155,18 +156,10 @@ final class SubprocessTests: XCTestCase {
             Int32(String(decoding: read.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
         Subprocess.terminate([leader.pid], groups: [leader.pid], grace: .seconds(5))
         XCTAssertFalse(Subprocess.isRunning(leader.pid))
+        // Not our child: init reaps it.
         XCTAssertTrue(
-            eventuallyGone(member), "the group's other member \(member) outlived the group's SIGTERM")
-    }
-
-    /// Whether `pid` (not our child: init reaps it) is gone or a zombie within a few seconds.
-    private func eventuallyGone(_ pid: pid_t) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while Subprocess.isRunning(pid) {
-            if ContinuousClock.now >= deadline { return false }
-            usleep(5000)
-        }
-        return true
+            poll(within: .seconds(5), every: .milliseconds(5)) { !Subprocess.isRunning(member) },
+            "the group's other member \(member) outlived the group's SIGTERM")
     }
 
     func testSpawnFailuresAreTyped() {
