@@ -5,6 +5,7 @@ import XclawMessages
 import XclawMockAPI
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// Every command with `--json` run for real, its stdout checked against its schema in `docs/json` (draft 2020-12,
 /// strict: a renamed or added key fails); and a command that fails with `--json` prints one JSON error object on
@@ -297,10 +298,9 @@ final class JSONOutputCLITests: XCTestCase {
             ["watch", "--text", "Never Shown Here", "--timeout", "60", "--json", "--display", scene.display.name],
             environment: env, stdout: out)
         // Killed once the daemon runs it (its status counts the command).
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
+        try eventually("the daemon runs the watch", within: .seconds(20)) {
             let status = try runCLI(["daemon", "status", "--json"], environment: env)
-            if (try? JSONValue.parse(status.stdout)["running"]?.int) ?? 0 > 0 { break }
+            return (try? JSONValue.parse(status.stdout)["running"]?.int) ?? 0 > 0
         }
         DaemonMode.killRunner(of: watch, environment: env)
         let printed = out.fileHandleForReading.readDataToEndOfFile()
