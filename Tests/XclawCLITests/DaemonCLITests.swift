@@ -4,6 +4,7 @@ import XclawBase
 import XclawDaemon
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// The daemon's lifecycle through the real binary: one per user, a 0600 socket, status, a stale socket after
 /// `kill -9`, a refusal of other users (SO_PEERCRED) and of another protocol version.
@@ -145,16 +146,6 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(pressed.buttons, [], "buttons still down", file: file, line: line)
     }
 
-    /// Polls `condition` every 20 ms for up to `seconds`.
-    private func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return try condition()
-    }
-
     /// An in-process xclaw killed with SIGKILL mid-hold or mid-type: its guard releases the button or Shift and
     /// unbinds the spare keycodes it had bound.
     func testAnXclawKilledMidHoldOrTypeLeavesNothingHeldOrBound() throws {
@@ -163,10 +154,14 @@ final class DaemonCLITests: XCTestCase {
         for holding in Holding.allCases {
             let run = try launchCLI(holding.arguments + ["--display", display.name], environment: env)
             defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
-            XCTAssertTrue(try eventually(20) { try shows(holding, on: display) }, "\(holding) never showed")
+            XCTAssertTrue(
+                try eventually("\(holding) shows", within: .seconds(20)) { try shows(holding, on: display) },
+                "\(holding) never showed")
             kill(run.processIdentifier, SIGKILL)  // the front became xclaw-core: this is the process that pressed
             run.waitUntilExit()
-            XCTAssertTrue(try eventually(10) { try !shows(holding, on: display) }, "\(holding) stayed after the kill")
+            XCTAssertTrue(
+                try eventually("\(holding) goes", within: .seconds(10)) { try !shows(holding, on: display) },
+                "\(holding) stayed after the kill")
             try assertNothingDown(on: display)
         }
     }
@@ -181,13 +176,17 @@ final class DaemonCLITests: XCTestCase {
             let stderr = Pipe()
             let run = try launchCLI(holding.arguments + ["--display", display.name], environment: env, stderr: stderr)
             defer { if run.isRunning { kill(run.processIdentifier, SIGKILL) } }
-            XCTAssertTrue(try eventually(20) { try shows(holding, on: display) }, "\(holding) never showed")
+            XCTAssertTrue(
+                try eventually("\(holding) shows", within: .seconds(20)) { try shows(holding, on: display) },
+                "\(holding) never showed")
             kill(daemon.pid, SIGKILL)
             run.waitUntilExit()
             XCTAssertEqual(run.terminationStatus, 5)
             let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             XCTAssertTrue(said.contains("xclaw release-all --everything"), said)
-            XCTAssertTrue(try eventually(10) { try !shows(holding, on: display) }, "\(holding) stayed after the kill")
+            XCTAssertTrue(
+                try eventually("\(holding) goes", within: .seconds(10)) { try !shows(holding, on: display) },
+                "\(holding) stayed after the kill")
             try assertNothingDown(on: display)
         }
     }
@@ -233,12 +232,10 @@ final class DaemonCLITests: XCTestCase {
         let watching = try launchCLI(
             ["watch", "--text", "NEVER SHOWN", "--timeout", "30", "--display", display.name], environment: env,
             stderr: stderr)
-        let deadline = Date().addingTimeInterval(10)
-        while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(try status().running, 1, "the daemon serves the watch")
+        try eventually("the daemon serves the watch") { try status().running == 1 }
         kill(daemon.pid, SIGKILL)
         let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        while watching.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+        watching.waitUntilExit()
         XCTAssertEqual(watching.terminationStatus, 5, said)
         XCTAssertTrue(said.contains("the daemon died during the command"), said)
         // The next command runs in-process with a one-line notice, and the stale socket is gone.
@@ -290,30 +287,27 @@ final class DaemonCLITests: XCTestCase {
         try zenity.run()
         defer {
             kill(zenity.processIdentifier, SIGKILL)
-            while zenity.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+            zenity.waitUntilExit()
         }
         _ = try startDaemon()
         let snapshot = ["snapshot", "--source", "atspi", "--display", display.name]
         func snapshotUntil(_ text: String) throws -> String {
             var last = ""
-            let deadline = Date().addingTimeInterval(10)
-            while !last.contains(text) && Date() < deadline {
+            try eventually("a snapshot shows \(text)", every: .milliseconds(50)) {
                 let result = try runCLI(snapshot, environment: env)
                 last = result.text + result.stderr
-                if !last.contains(text) { Thread.sleep(forTimeInterval: 0.05) }
+                return last.contains(text)
             }
             return last
         }
         XCTAssertTrue(try snapshotUntil("\"Step one of two\"").contains("button \"Cancel\""))
         // A window that just opened still sends events (focus, activation): wait until a snapshot reads no tree.
         var reads = try XCTUnwrap(try status().tree_reads)
-        let quiet = Date().addingTimeInterval(10)
-        while Date() < quiet {
+        try eventually("a snapshot reads no tree", every: .milliseconds(100)) {
             XCTAssertEqual(try runCLI(snapshot, environment: env).status, 0)
             let now = try XCTUnwrap(try status().tree_reads)
-            if now == reads { break }
-            reads = now
-            Thread.sleep(forTimeInterval: 0.1)
+            defer { reads = now }
+            return now == reads
         }
         for _ in 0..<3 {
             let warm = try runCLI(snapshot, environment: env)
@@ -341,7 +335,7 @@ final class DaemonCLITests: XCTestCase {
         try clock.run()
         defer {
             kill(clock.processIdentifier, SIGKILL)
-            while clock.isRunning { Thread.sleep(forTimeInterval: 0.01) }
+            clock.waitUntilExit()
         }
         // A small OCR cache, so 300 snapshots (each with a new clock line) fill it twice over and its trimming is what
         // keeps memory bounded.
@@ -406,14 +400,11 @@ final class DaemonCLITests: XCTestCase {
     /// Waits until the daemon serves `cli`'s command, sends `cli` the signal, and checks that it exits with
     /// `status` at once and that the daemon stops the command too.
     private func signalServed(_ cli: Process, _ signal: Int32, expecting status: Int32) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while try self.status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(try self.status().running, 1, "the daemon serves the command")
+        try eventually("the daemon serves the command") { try self.status().running == 1 }
         kill(cli.processIdentifier, signal)
-        while cli.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertTrue(cli.exits(within: .seconds(10)), "the command went on after the signal")
         XCTAssertEqual(cli.terminationStatus, status)
-        while try self.status().running != 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(try self.status().running, 0, "the daemon stopped the command as well")
+        try eventually("the daemon stopped the command as well") { try self.status().running == 0 }
     }
 
     func testSIGTERMOnAServedChatEndsItWithoutReadingTheShellsInput() throws {
@@ -449,8 +440,7 @@ final class DaemonCLITests: XCTestCase {
                 // The server goes while a command waits on it: Xlib itself meets the loss.
                 let watching = try launchCLI(
                     ["watch", "--text", "NEVER SHOWN", "--timeout", "30", "--display", display.name], environment: env)
-                let deadline = Date().addingTimeInterval(10)
-                while try status().running != 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+                try eventually("the daemon serves the watch") { try status().running == 1 }
                 display.stop()
                 watching.waitUntilExit()
                 XCTAssertEqual(watching.terminationStatus, 3, "round \(round)")
@@ -470,13 +460,18 @@ final class DaemonCLITests: XCTestCase {
         // descriptor stays behind (a leak would be six sockets; the daemon's request socket closes just after it
         // answers, so the counts are compared once quiet).
         // (A request's thread lets go of the connection just after the client has its answer.)
-        XCTAssertTrue(eventually { (try? self.status().x_connections?.dropped) == before.dropped + 6 })
+        XCTAssertTrue(
+            eventually("six connections dropped", within: .seconds(5)) {
+                (try? self.status().x_connections?.dropped) == before.dropped + 6
+            })
         let after = try XCTUnwrap(try status().x_connections)
         XCTAssertEqual(after.dropped - before.dropped, 6, "one connection dropped per loss: \(before) → \(after)")
         XCTAssertLessThanOrEqual(after.open, before.open, "no connection stays open per restart: \(before) → \(after)")
         XCTAssertGreaterThanOrEqual(after.reconnects, 2, "the kept display reconnected: \(after)")
         XCTAssertTrue(
-            eventually { Self.descriptors(of: daemon.pid) <= descriptorsBefore },
+            eventually("no descriptor gained", within: .seconds(5)) {
+                Self.descriptors(of: daemon.pid) <= descriptorsBefore
+            },
             "the daemon holds \(Self.descriptors(of: daemon.pid)) descriptors, \(descriptorsBefore) before the restarts"
         )
         XCTAssertEqual(try status().displays, [display.name])
@@ -502,11 +497,6 @@ final class DaemonCLITests: XCTestCase {
             guard result.status == 0 else { throw DaemonError.notRunning(socket: result.stderr) }
             return try JSONDecoder().decode(DaemonStatus.self, from: result.stdout)
         }
-        func until(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-            let deadline = Date().addingTimeInterval(seconds)
-            while try !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-            return try condition()
-        }
         for name in [display.name, steady.name] {
             let warm = try runCLI(["snapshot", "--display", name], environment: env)
             XCTAssertEqual(warm.status, 0, warm.stderr)
@@ -519,14 +509,16 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(first.x_connections?.recycle_after, 2)
         XCTAssertEqual(first.x_connections?.recycles, 0)
         let web = try XCTUnwrap(first.web)
-        XCTAssertTrue(try until(5) { try status().running == 0 })
+        XCTAssertTrue(try eventually("the daemon's state", within: .seconds(5)) { try status().running == 0 })
         let descriptorsBefore = Self.descriptors(of: daemon.pid)
 
         // A command in flight (a watch on the other display) holds the recycle off; commands that arrive meanwhile
         // are served as ever.
         let watching = try launchCLI(
             ["watch", "--text", "NEVER SHOWN", "--timeout", "60", "--display", steady.name], environment: env)
-        XCTAssertTrue(try until(10) { try status().running == 1 }, "the daemon serves the watch")
+        XCTAssertTrue(
+            try eventually("the daemon's state", within: .seconds(10)) { try status().running == 1 },
+            "the daemon serves the watch")
         for round in 0..<2 {
             display.stop()
             display = try TestDisplay(size: Size(width: 320, height: 240), number: number)
@@ -534,7 +526,9 @@ final class DaemonCLITests: XCTestCase {
             XCTAssertEqual(back.status, 0, "round \(round): \(back.stderr)")
         }
         XCTAssertTrue(
-            try until(5) { (try status().x_connections?.dropped ?? 0) >= 2 }, "\(String(describing: try? status()))")
+            try eventually("the daemon's state", within: .seconds(5)) {
+                (try status().x_connections?.dropped ?? 0) >= 2
+            }, "\(String(describing: try? status()))")
         let busy = try XCTUnwrap(try status().x_connections)
         XCTAssertEqual(busy.recycles, 0, "no recycle while the watch runs: \(busy)")
         let rssBefore = try status().rss_bytes
@@ -544,7 +538,7 @@ final class DaemonCLITests: XCTestCase {
         watching.waitUntilExit()
         XCTAssertEqual(watching.terminationStatus, 130)
         XCTAssertTrue(
-            try until(30) { (try? status().x_connections?.recycles) == 1 },
+            try eventually("the daemon's state", within: .seconds(30)) { (try? status().x_connections?.recycles) == 1 },
             "no recycle: \(String(describing: try? status())); log: \(daemon.logText)")
         let after = try status()
         let connections = try XCTUnwrap(after.x_connections)
@@ -572,11 +566,15 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(pasted.status, 0, pasted.stderr)
         XCTAssertEqual(String(decoding: pasted.stdout, as: UTF8.self), copied)
         XCTAssertTrue(
-            try until(10) { Set(try status().displays) == [display.name, steady.name] },
+            try eventually("the daemon's state", within: .seconds(10)) {
+                Set(try status().displays) == [display.name, steady.name]
+            },
             "the kept displays are opened again: \(String(describing: try? status().displays))")
-        XCTAssertTrue(try until(5) { try status().running == 0 })
+        XCTAssertTrue(try eventually("the daemon's state", within: .seconds(5)) { try status().running == 0 })
         XCTAssertTrue(
-            until(5) { Self.descriptors(of: daemon.pid) <= descriptorsBefore },
+            eventually("the daemon's state", within: .seconds(5)) {
+                Self.descriptors(of: daemon.pid) <= descriptorsBefore
+            },
             "the daemon holds \(Self.descriptors(of: daemon.pid)) descriptors, \(descriptorsBefore) before")
         XCTAssertEqual(try status().x_connections?.recycles, 1)
     }
@@ -598,13 +596,6 @@ final class DaemonCLITests: XCTestCase {
     /// How many descriptors process `pid` holds.
     static func descriptors(of pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
-    }
-
-    /// Whether `condition` comes true within 5 s.
-    private func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        return condition()
     }
 
     func testAMegabyteEnvironmentRunsTheCommandInProcessWithANotice() throws {

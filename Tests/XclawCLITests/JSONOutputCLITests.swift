@@ -287,12 +287,17 @@ final class JSONOutputCLITests: XCTestCase {
         try validate()
     }
 
-    /// The front reports a daemon that died under a command on stdout too, as the command's own failures are.
+    /// The front reports a daemon that died under a command on stdout too, as the command's own failures are. The
+    /// test starts (and kills) a daemon of its own, so it runs in both passes.
     func testADaemonThatDiesUnderACommandIsReportedAsAnErrorObject() throws {
-        try XCTSkipUnless(DaemonMode.isOn, "only a served command has a daemon to lose")
         let scene = try widgets()
-        let state = work.appendingPathComponent("state")
-        let env = ["XCLAW_STATE_DIR": state.path]
+        let state = work.appendingPathComponent("own-daemon-state")
+        // XCLAW_TEST_DAEMON=0: the daemon pass's harness leaves this state directory to the test.
+        let env = ["XCLAW_STATE_DIR": state.path, "XCLAW_TEST_DAEMON": "0"]
+        let started = try runCLI(["daemon", "start", "--json"], environment: env)
+        XCTAssertEqual(started.status, 0, started.stderr)
+        let daemon = try XCTUnwrap(JSONValue.parse(started.stdout)["pid"]?.int.map { pid_t($0) }, started.text)
+        defer { kill(daemon, SIGKILL) }
         let out = Pipe()
         let watch = try launchCLI(
             ["watch", "--text", "Never Shown Here", "--timeout", "60", "--json", "--display", scene.display.name],
@@ -302,8 +307,9 @@ final class JSONOutputCLITests: XCTestCase {
             let status = try runCLI(["daemon", "status", "--json"], environment: env)
             return (try? JSONValue.parse(status.stdout)["running"]?.int) ?? 0 > 0
         }
-        DaemonMode.killRunner(of: watch, environment: env)
+        kill(daemon, SIGKILL)
         let printed = out.fileHandleForReading.readDataToEndOfFile()
+        watch.waitUntilExit()
         XCTAssertEqual(watch.terminationStatus, 5)
         let error = try XCTUnwrap(JSONValue.parse(printed)["error"]?.object, String(decoding: printed, as: UTF8.self))
         XCTAssertEqual(error["kind"]?.string, "internal")
