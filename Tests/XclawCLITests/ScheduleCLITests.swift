@@ -266,7 +266,19 @@ final class ScheduleCLITests: XCTestCase {
         // Kept: time for a double run to show, which would start within the daemons' 1 s tick.
         Thread.sleep(forTimeInterval: 2)
         let runs = try JSONValue.parse(try runCLI(["runs", "bot", "--json"], environment: first).stdout).array ?? []
-        XCTAssertEqual(runs.compactMap { $0["task"]?.string }.sorted(), (0..<slots).map { "slot-\($0)" })
+        // On a failure, what the two daemons said: which claimed which slot, and how each run ended.
+        func logs() -> String {
+            ["state", "state-2"].flatMap { state in
+                ["schedule.log", "daemon.log"].map { name in
+                    "\n== \(state)/\(name):\n"
+                        + ((try? String(contentsOf: dir.appendingPathComponent("\(state)/\(name)"), encoding: .utf8))
+                            ?? "(none)")
+                }
+            }.joined()
+        }
+        XCTAssertEqual(
+            runs.compactMap { $0["task"]?.string }.sorted(), (0..<slots).map { "slot-\($0)" },
+            runs.count == slots ? "" : logs())
         XCTAssertEqual(server.requests.count, slots, "each slot ran exactly once")
         let history = try runCLI(["history", "bot"], environment: first)
         XCTAssertFalse(history.text.contains("TWICE"), history.text)
