@@ -217,13 +217,21 @@ final class AccessibilityTests: XCTestCase {
         // `xclaw tree --window TITLE`: the subtree of that window, its frame first, at the window's geometry. (The
         // frame's accessible name is empty: the factory sets no window title, its header bar shows a stack
         // switcher, and GDK gives X the program name as WM_NAME; so the name is not checked here.)
-        let printed = try xclaw(["tree", "--window", window.title], on: d)
+        // The factory widens its window once its pages are laid out, which can come after the tree is ready: the
+        // tree's frame is compared with the window's geometry read with it, until the two agree.
+        let manager = WindowManager(connection: try d.connect())
+        var printed = try xclaw(["tree", "--window", window.title], on: d)
+        var firstLine = "", frame = window.frame
+        eventually("the tree's frame at the window's geometry", every: .milliseconds(200)) {
+            printed = (try? xclaw(["tree", "--window", window.title], on: d)) ?? printed
+            firstLine = printed.text.split(separator: "\n").first.map(String.init) ?? ""
+            frame = (try? manager.list().first { $0.id == window.id }?.frame) ?? frame
+            return firstLine.contains("@\(frame.x),\(frame.y) \(frame.width)x\(frame.height)")
+        }
         XCTAssertEqual(printed.status, 0, printed.stderr)
-        let firstLine = printed.text.split(separator: "\n").first.map(String.init) ?? ""
         XCTAssertTrue(firstLine.hasPrefix("frame \""), firstLine)
         XCTAssertTrue(
-            firstLine.contains("@\(window.frame.x),\(window.frame.y) \(window.frame.width)x\(window.frame.height)"),
-            "\(firstLine) vs \(window.frame)")
+            firstLine.contains("@\(frame.x),\(frame.y) \(frame.width)x\(frame.height)"), "\(firstLine) vs \(frame)")
         XCTAssertGreaterThan(printed.text.split(separator: "\n").count, 50)
         XCTAssertFalse(printed.text.contains("application \""), "only the window's subtree: \(firstLine)")
 
