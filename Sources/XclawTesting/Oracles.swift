@@ -17,8 +17,15 @@ public final class Openbox: @unchecked Sendable {
         process.environment = display.environment.merging(
             ["XDG_CONFIG_HOME": config.path, "HOME": ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"]) { $1 }
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        // Its stderr is kept: an openbox that dies or stalls under a test says why in the test's output (`stop`).
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        logPath = config.appendingPathComponent("openbox-\(UUID().uuidString).log").path
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let stderr = FileHandle(forWritingAtPath: logPath)
+        process.standardError = stderr ?? FileHandle.nullDevice
+        displayName = display.name
         try process.run()
+        try? stderr?.close()  // openbox has its own copy
         let manager = WindowManager(connection: try display.connect())
         let managing = try poll(within: .seconds(10)) {
             try manager.hasWindowManager() ? true : process.isRunning ? nil : false
@@ -26,12 +33,30 @@ public final class Openbox: @unchecked Sendable {
         guard managing == true else { throw ScreenError.virtualDisplay("openbox did not start on \(display.name)") }
     }
 
-    /// Ends openbox.
+    /// Where its stderr goes.
+    public let logPath: String
+    private let displayName: String
+
+    /// Ends openbox. One that had already ended by itself says so, with its stderr, on the test's stderr: a window
+    /// that never mapped under it (its map request lost with it) is then explained in the shard's log.
     public func stop() {
-        guard process.isRunning else { return }
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        guard process.isRunning else {
+            if !stopped {
+                let said = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+                let how = process.terminationReason == .uncaughtSignal ? "signal" : "status"
+                let text = "openbox on \(displayName) had ended by itself (\(how) \(process.terminationStatus)); "
+                FileHandle.standardError.write(Data((text + "its stderr:\n\(said)\n").utf8))
+            }
+            stopped = true
+            return
+        }
+        stopped = true
         process.terminate()
         process.exits(within: .seconds(5))
     }
+
+    private var stopped = false
 
     deinit { stop() }
 }
