@@ -189,7 +189,8 @@ public final class GroundingApp: @unchecked Sendable {
         lock.withLock { lines.removeAll() }
         let pointer = try? DisplayConnection(name: display)
         let input = pointer.flatMap { try? InputController(connection: $0) }
-        if case .xcalc = kind { try? input?.move(to: Point(x: 1000, y: 700)) }
+        let parked = Point(x: 1000, y: 700)
+        if case .xcalc = kind { try? input?.move(to: parked) }
         do {
             try tap()
         } catch {
@@ -197,8 +198,13 @@ public final class GroundingApp: @unchecked Sendable {
         }
         switch kind {
         case .xcalc:
-            Thread.sleep(forTimeInterval: 0.05)  // kept: no signal tells when the tap's pointer motion has landed
-            guard let at = try? input?.cursorPosition() else { return .missed("pointer unknown") }
+            // The tap moved the pointer on a connection of its own: its motion shows here once the pointer has left
+            // where it was parked (a tap that never moved it leaves it there, judged below as outside every key).
+            let moved = poll(within: .seconds(2), every: .milliseconds(5)) { () -> Point? in
+                guard let at = try? input?.cursorPosition(), at != parked else { return nil }
+                return at
+            }
+            guard let at = moved ?? (try? input?.cursorPosition()) else { return .missed("pointer unknown") }
             guard let key = keys.first(where: { $0.frame.contains(at) }) else {
                 return .wrong("clicked \(at.x),\(at.y), outside every key")
             }
