@@ -509,7 +509,7 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(first.x_connections?.recycle_after, 2)
         XCTAssertEqual(first.x_connections?.recycles, 0)
         let web = try XCTUnwrap(first.web)
-        XCTAssertTrue(try eventually("the daemon's state", within: .seconds(5)) { try status().running == 0 })
+        XCTAssertTrue(try eventually("no command running", within: .seconds(5)) { try status().running == 0 })
         let descriptorsBefore = Self.descriptors(of: daemon.pid)
 
         // A command in flight (a watch on the other display) holds the recycle off; commands that arrive meanwhile
@@ -517,7 +517,7 @@ final class DaemonCLITests: XCTestCase {
         let watching = try launchCLI(
             ["watch", "--text", "NEVER SHOWN", "--timeout", "60", "--display", steady.name], environment: env)
         XCTAssertTrue(
-            try eventually("the daemon's state", within: .seconds(10)) { try status().running == 1 },
+            try eventually("the daemon serving the watch", within: .seconds(10)) { try status().running == 1 },
             "the daemon serves the watch")
         for round in 0..<2 {
             display.stop()
@@ -526,7 +526,7 @@ final class DaemonCLITests: XCTestCase {
             XCTAssertEqual(back.status, 0, "round \(round): \(back.stderr)")
         }
         XCTAssertTrue(
-            try eventually("the daemon's state", within: .seconds(5)) {
+            try eventually("two connections dropped", within: .seconds(5)) {
                 (try status().x_connections?.dropped ?? 0) >= 2
             }, "\(String(describing: try? status()))")
         let busy = try XCTUnwrap(try status().x_connections)
@@ -538,7 +538,7 @@ final class DaemonCLITests: XCTestCase {
         watching.waitUntilExit()
         XCTAssertEqual(watching.terminationStatus, 130)
         XCTAssertTrue(
-            try eventually("the daemon's state", within: .seconds(30)) { (try? status().x_connections?.recycles) == 1 },
+            try eventually("one recycle", within: .seconds(30)) { (try? status().x_connections?.recycles) == 1 },
             "no recycle: \(String(describing: try? status())); log: \(daemon.logText)")
         let after = try status()
         let connections = try XCTUnwrap(after.x_connections)
@@ -566,13 +566,14 @@ final class DaemonCLITests: XCTestCase {
         XCTAssertEqual(pasted.status, 0, pasted.stderr)
         XCTAssertEqual(String(decoding: pasted.stdout, as: UTF8.self), copied)
         XCTAssertTrue(
-            try eventually("the daemon's state", within: .seconds(10)) {
+            try eventually("both displays kept again", within: .seconds(10)) {
                 Set(try status().displays) == [display.name, steady.name]
             },
             "the kept displays are opened again: \(String(describing: try? status().displays))")
-        XCTAssertTrue(try eventually("the daemon's state", within: .seconds(5)) { try status().running == 0 })
         XCTAssertTrue(
-            eventually("the daemon's state", within: .seconds(5)) {
+            try eventually("no command running after the recycle", within: .seconds(5)) { try status().running == 0 })
+        XCTAssertTrue(
+            eventually("no descriptor gained", within: .seconds(5)) {
                 Self.descriptors(of: daemon.pid) <= descriptorsBefore
             },
             "the daemon holds \(Self.descriptors(of: daemon.pid)) descriptors, \(descriptorsBefore) before")
