@@ -183,23 +183,22 @@ public enum Finder {
 
     /// The elements whose labels come closest to `label` (best first, similar ones only), for "did you mean".
     public static func closest(_ label: String, in snapshot: Snapshot, limit: Int = 5) -> [String] {
-        let wanted = fold(label.lowercased())
-        return snapshot.elements.filter { $0.role != .window }
-            .map { element -> (Element, Double) in
-                // The best of: the whole label, or any of its words, against what was asked for.
-                let parts = [element.label] + element.label.split(whereSeparator: \.isWhitespace).map(String.init)
-                let best =
-                    parts.map { part -> Double in
-                        let folded = fold(part.lowercased())
-                        let distance = editDistance(Array(folded), Array(wanted))
-                        return 1 - Double(distance) / Double(max(folded.count, wanted.count, 1))
-                    }.max() ?? 0
-                return (element, best)
-            }
-            .filter { $0.1 >= 0.34 }
-            .sorted { $0.1 > $1.1 }
-            .prefix(limit)
-            .map { "\($0.0.ref) \"\($0.0.label.prefix(40))\"" }
+        let wanted = Array(fold(label.lowercased()))
+        // The best of: the whole label, or any of its words, against what was asked for. Written as steps with
+        // their types: as one chain of closures this took the type checker over a second.
+        func similarity(_ part: String) -> Double {
+            let folded = Array(fold(part.lowercased()))
+            let longer: Int = max(folded.count, wanted.count, 1)
+            return 1 - Double(editDistance(folded, wanted)) / Double(longer)
+        }
+        var scored: [(element: Element, score: Double)] = []
+        for element in snapshot.elements where element.role != .window {
+            let words: [String] = element.label.split(whereSeparator: \.isWhitespace).map(String.init)
+            let best: Double = ([element.label] + words).map(similarity).max() ?? 0
+            if best >= 0.34 { scored.append((element, best)) }
+        }
+        scored.sort { $0.score > $1.score }
+        return scored.prefix(limit).map { "\($0.element.ref) \"\($0.element.label.prefix(40))\"" }
     }
 
     /// How well `text` (as read) matches `wanted`.

@@ -245,7 +245,10 @@ public final class EventProbe: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(20)
         var exposed = false
         while !exposed {
-            guard ContinuousClock.now < deadline else { throw ScreenError.virtualDisplay("probe window never mapped") }
+            guard ContinuousClock.now < deadline else {
+                let diagnosis = DisplayDiagnosis.describe(display: connection.name, window: UInt(id))
+                throw ScreenError.virtualDisplay("probe window never mapped\n\(diagnosis)")
+            }
             if let event = try nextRaw(timeout: .milliseconds(100)), event.type == Expose { exposed = true }
         }
         start = ContinuousClock.now

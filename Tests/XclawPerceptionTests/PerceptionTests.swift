@@ -259,23 +259,28 @@ final class PerceptionTests: XCTestCase {
     func testWatchForTextAppearingVanishingAndTimingOut() throws {
         let timed = try Fixture(
             display: display.name, title: "timed", frame: Rect(x: 800, y: 100, width: 400, height: 200),
-            extra: [
-                "--text", "20,20,10x20,#000000,show=700:Build finished",
-                // Gone well after "Build finished" shows: the first wait must end before it goes, however busy the
-                // machine (at 900 ms, a loaded run's first wait ended after it, and there was nothing left to vanish).
-                "--text", "20,100,10x20,#000000,hide=3000:Please wait",
-            ])
+            extra: ["--text", "20,20,10x20,#000000,show=700:Build finished"])
         defer { timed.stop() }
+        // "Please wait" goes when the test says, not on a timer: a timed hide once came before a loaded machine's
+        // first wait had ended, and there was nothing left to see vanish.
+        let waiting = try Fixture(
+            display: display.name, title: "waiting", frame: Rect(x: 800, y: 320, width: 400, height: 100),
+            extra: ["--text", "20,20,10x20,#000000:Please wait"])
+        defer { waiting.stop() }
         let watcher = Watcher(perceiver: perceiver, interval: .milliseconds(30))
         let appeared = try watcher.wait(for: .textAppears("finished"), timeout: .seconds(10))
         XCTAssertEqual(appeared.match?.text, "finished")
         XCTAssertGreaterThan(appeared.polls, 1, "it was not there at the first look")
-        // The window shows two frames by then ("Please wait" alone, then "Build finished" too; one more if a poll
+        // The screen shows two frames by then ("Please wait" alone, then "Build finished" too; one more if a poll
         // caught a paint half done): one OCR pass each however many polls saw them, where ~20 polls run (a count of
         // polls depended on how busy the machine was).
         XCTAssertLessThanOrEqual(appeared.ocrPasses, 3, "unchanged frames are not OCR'd (\(appeared.polls) polls)")
-        let vanished = try watcher.wait(for: .textGone("Please wait"), timeout: .seconds(10))
+        // The window goes at the watcher's first pause, so its first look saw the text.
+        var vanishing = watcher
+        vanishing.clock = FirstPauseClock { waiting.stop() }
+        let vanished = try vanishing.wait(for: .textGone("Please wait"), timeout: .seconds(10))
         XCTAssertEqual(vanished.match?.text, "Please wait")
+        XCTAssertGreaterThan(vanished.polls, 1, "it was there at the first look")
         XCTAssertThrowsError(try watcher.wait(for: .textAppears("Never shown"), timeout: .milliseconds(400))) { error in
             guard case .timedOut(_, let last) = error as? PerceptionError else { return XCTFail("\(error)") }
             XCTAssertTrue(last.contains("Build finished"), "the report shows what was on screen: \(last)")
@@ -371,5 +376,30 @@ final class RealAppPerceptionTests: XCTestCase {
             XCTAssertEqual(zenity.terminationStatus, expected, "tapping \(label)")
             _ = try watcher.wait(for: .textGone("selected files"), timeout: .seconds(5))
         }
+    }
+}
+
+/// The real clock, which runs an action once, at the first pause of whoever waits on it: a watcher's pause after its
+/// first look, where a test makes the screen change knowing that look has happened.
+private final class FirstPauseClock: Clock, @unchecked Sendable {
+    typealias Duration = Swift.Duration
+    typealias Instant = ContinuousClock.Instant
+    private let base = ContinuousClock()
+    // Safe: read and cleared under the lock.
+    private var action: (() -> Void)?
+    private let lock = NSLock()
+
+    init(_ action: @escaping () -> Void) { self.action = action }
+
+    var now: Instant { base.now }
+    var minimumResolution: Swift.Duration { base.minimumResolution }
+
+    func sleep(until deadline: Instant, tolerance: Swift.Duration?) async throws {
+        let first: (() -> Void)? = lock.withLock {
+            defer { action = nil }
+            return action
+        }
+        first?()
+        try await base.sleep(until: deadline, tolerance: tolerance)
     }
 }
