@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Runs the built test bundle in parallel shards and says what failed.
+"""Runs the built test bundle in parallel and says what failed.
 
-Every test class runs in one of several xctest processes at once (tests start their own Xvfb through -displayfd,
-their own state directories and loopback servers, so they share nothing); each shard gets private XDG directories
-so tests that use the defaults do not meet either. The daemon pass (the CLI tests again with every command handed
-to a daemon, XCLAW_TEST_DAEMON=1) runs as shards of its own beside them. Classes are spread by their measured
-seconds (scripts/test-weights.txt, longest first); `--record` rewrites that file from this run.
+Several workers (--jobs, default 6) take test classes from one queue, heaviest first, each class (or a batch of
+small ones) in an xctest process of its own: tests start their own Xvfb through -displayfd, their own state
+directories and loopback servers, so they share nothing; each worker gets private XDG directories so tests that use
+the defaults do not meet either. The daemon pass (the CLI classes about what the daemon serves differently, again
+with every command handed to a daemon, XCLAW_TEST_DAEMON=1) takes its classes from the same queue. A queue rather
+than shards fixed in advance: on a loaded machine a class's seconds vary by half, and fixed shards ended up to a
+minute apart. Weights are measured seconds (scripts/test-weights.txt); `--record` rewrites that file from this run.
 
 Usage: scripts/run-tests.py [--quick] [--jobs N] [--record] [--list]
 """
@@ -17,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +41,7 @@ DAEMON_CLASSES = {
 # `--quick` leaves out the X-heavy command-line targets and the real-app suites: for the edit loop.
 QUICK_SKIP_TARGETS = {"XclawCLITests", "XclawExamplesTests"}
 QUICK_SKIP_CLASSES = {"GroundingTests", "ReplayAppsCLITests", "AccessibilityTests"}
-# A shard that runs longer than this is stuck: it is killed and reported.
+# A suite that runs longer than this is stuck: what still runs is killed and reported.
 SHARD_LIMIT_SECONDS = 25 * 60
 
 
@@ -64,8 +67,13 @@ def read_weights():
     return weights
 
 
-def plan(classes, jobs, quick, weights):
-    """Shards as lists of (job name, target, class, daemon?), balanced by weight, heaviest first in each."""
+# Classes lighter than this go in batches of about this many seconds: an xctest process costs a fraction of a second to
+# start, and the queue needs few long jobs, not many tiny ones.
+BATCH_SECONDS = 12.0
+
+
+def plan(classes, quick, weights):
+    """Jobs as lists of (job name, target, class, daemon?), heaviest first; light classes batched by mode."""
 
     def weight(job):
         return weights.get(job[0], 2.0)  # a class not measured yet: about an average one
@@ -78,23 +86,19 @@ def plan(classes, jobs, quick, weights):
         if not quick and target == "XclawCLITests" and name in DAEMON_CLASSES:
             work.append(("daemon:" + name, target, name, True))
     work.sort(key=lambda job: -weight(job))
-    # In-process and daemon jobs go to separate shards: one xctest process runs in one mode.
-    daemon_jobs = [job for job in work if job[3]]
-    plain_jobs = [job for job in work if not job[3]]
-    total = sum(map(weight, work)) or 1.0
-    daemon_share = sum(map(weight, daemon_jobs)) / total
-    daemon_shards = max(1, round(jobs * daemon_share)) if daemon_jobs else 0
-    plain_shards = max(1, jobs - daemon_shards)
-    shards = []
-    for group, count in ((plain_jobs, plain_shards), (daemon_jobs, daemon_shards)):
-        bins = [[] for _ in range(count)]
-        loads = [0.0] * count
-        for job in group:
-            index = loads.index(min(loads))
-            bins[index].append(job)
-            loads[index] += weight(job)
-        shards += [b for b in bins if b]
-    return shards
+    jobs, batches = [], {False: [], True: []}
+    for job in work:
+        if weight(job) >= BATCH_SECONDS:
+            jobs.append([job])
+            continue
+        batch = batches[job[3]]
+        batch.append(job)
+        if sum(map(weight, batch)) >= BATCH_SECONDS:
+            jobs.append(batch)
+            batches[job[3]] = []
+    jobs += [batch for batch in batches.values() if batch]
+    jobs.sort(key=lambda batch: -sum(map(weight, batch)))
+    return jobs
 
 
 def environment(scratch, index, daemon):
@@ -108,65 +112,88 @@ def environment(scratch, index, daemon):
     return env
 
 
+def run_job(job, index, worker, scratch, deadline):
+    """Runs one job's classes in one xctest process; returns (status, log path, text)."""
+    daemon = job[0][3]
+    log_path = os.path.join(scratch, f"job{index:03d}.log")
+    names = ",".join(f"{target}.{name}" for _, target, name, _ in job)
+    with open(log_path, "w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [BUNDLE, names], cwd=ROOT, env=environment(scratch, worker, daemon), stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            status = process.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            status = process.wait()
+            log.write(f"\nrun-tests: killed after the suite's {SHARD_LIMIT_SECONDS} s\n")
+    return status, log_path, open(log_path, encoding="utf-8", errors="replace").read()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="leave out the X-heavy CLI and real-app suites")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("XCLAW_TEST_JOBS", "6")))
     parser.add_argument("--record", action="store_true", help="rewrite scripts/test-weights.txt from this run")
-    parser.add_argument("--list", action="store_true", help="print the shards and exit")
+    parser.add_argument("--list", action="store_true", help="print the queue and exit")
     args = parser.parse_args()
     if not os.path.exists(BUNDLE):
         sys.exit(f"run-tests: {BUNDLE} is missing: build first (swift build --build-tests)")
 
     weights = read_weights()
-    shards = plan(list_classes(), max(1, args.jobs), args.quick, weights)
+    jobs = plan(list_classes(), args.quick, weights)
     if args.list:
-        for index, shard in enumerate(shards):
-            load = sum(weights.get(job[0], 2.0) for job in shard)
-            print(f"shard {index} ({load:.0f} s): " + " ".join(job[0] for job in shard))
+        for index, job in enumerate(jobs):
+            load = sum(weights.get(item[0], 2.0) for item in job)
+            print(f"job {index} ({load:.0f} s): " + " ".join(item[0] for item in job))
         return 0
 
     scratch = tempfile.mkdtemp(prefix="xclaw-tests-")
     started = time.monotonic()
-    running = []
-    for index, shard in enumerate(shards):
-        daemon = shard[0][3]
-        log_path = os.path.join(scratch, f"shard{index}.log")
-        log = open(log_path, "w", encoding="utf-8")
-        names = ",".join(f"{target}.{name}" for _, target, name, _ in shard)
-        process = subprocess.Popen(
-            [BUNDLE, names], cwd=ROOT, env=environment(scratch, index, daemon), stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        running.append((index, shard, process, log, log_path))
-    print(f"run-tests: {len(shards)} shards, logs in {scratch}", flush=True)
+    deadline = started + SHARD_LIMIT_SECONDS
+    workers = max(1, args.jobs)
+    print(f"run-tests: {len(jobs)} jobs on {workers} workers, logs in {scratch}", flush=True)
+    queue = list(enumerate(jobs))
+    lock = threading.Lock()
+    results = {}
+
+    def worker(number):
+        while True:
+            with lock:
+                if not queue:
+                    return
+                index, job = queue.pop(0)
+            results[index] = (job, *run_job(job, index, number, scratch, deadline))
+
+    threads = [threading.Thread(target=worker, args=(number,)) for number in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
     failed = False
     durations = {}
-    for index, shard, process, log, log_path in running:
-        remaining = SHARD_LIMIT_SECONDS - (time.monotonic() - started)
-        try:
-            status = process.wait(timeout=max(1, remaining))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            status = process.wait()
-            print(f"run-tests: shard {index} ran longer than {SHARD_LIMIT_SECONDS} s and was killed")
-        log.close()
-        text = open(log_path, encoding="utf-8", errors="replace").read()
-        mode = "daemon" if shard[0][3] else "in-process"
+    executed = failures = 0
+    for index in sorted(results):
+        job, status, log_path, text = results[index]
         for match in re.finditer(r"Test Suite '(\w+)' (?:passed|failed) at .*\n\s+Executed \d+ tests?, .*?in "
                                  r"(\d+\.\d+) \(", text):
             if match.group(1) not in ("Selected tests", "All tests") and not match.group(1).endswith(".xctest"):
-                durations[("daemon:" if shard[0][3] else "") + match.group(1)] = float(match.group(2))
-        summary = re.findall(r"Test Suite 'Selected tests' (?:passed|failed).*\n\s+(Executed .*)", text)
-        print(f"run-tests: shard {index} ({mode}, {len(shard)} classes): "
-              f"{summary[-1] if summary else 'no summary'}; exit {status}", flush=True)
-        if status != 0:
+                durations[("daemon:" if job[0][3] else "") + match.group(1)] = float(match.group(2))
+        summary = re.findall(r"Test Suite 'Selected tests' (?:passed|failed).*\n\s+Executed (\d+) tests?, with (\d+) "
+                             r"failures?", text)
+        if summary:
+            executed += int(summary[-1][0])
+            failures += int(summary[-1][1])
+        if status != 0 or not summary:
             failed = True
+            mode = "daemon" if job[0][3] else "in-process"
             errors = [line for line in text.splitlines() if ": error: " in line or "' failed (" in line]
-            print(f"---- shard {index} failures ({log_path}) ----")
+            print(f"---- job {index} ({mode}: {' '.join(item[2] for item in job)}) exit {status} ({log_path}) ----")
             print("\n".join(errors[:80]) if errors else "\n".join(text.splitlines()[-60:]))
             print("----")
-    print(f"run-tests: {'FAILED' if failed else 'all passed'} in {time.monotonic() - started:.0f} s", flush=True)
+    print(f"run-tests: {executed} tests, {failures} failures; {'FAILED' if failed else 'all passed'} in "
+          f"{time.monotonic() - started:.0f} s", flush=True)
     if args.record and not failed:
         with open(WEIGHTS, "w", encoding="utf-8") as out:
             out.write("# Seconds per test class, measured by scripts/run-tests.py --record; "
