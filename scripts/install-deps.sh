@@ -15,6 +15,8 @@ packages=(
   # Glyph comparison for per-control reading: FreeType and the fonts toolkits draw labels in.
   libfreetype-dev fonts-dejavu-core xfonts-base fonts-urw-base35
   xvfb xauth
+  # ss: a test display's failure lists the clients of its server (XclawTesting's DisplayDiagnosis).
+  iproute2
   xterm x11-apps x11-utils zenity openbox
   # Python venv and pip: the MCP tests drive `xclaw mcp` through the official MCP client (PyPI `mcp`), in a venv
   # they make once in the state directory.
