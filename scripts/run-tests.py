@@ -3,7 +3,7 @@
 
 Several workers (--jobs, default 6) take test classes from one queue, heaviest first, each class (or a batch of
 small ones) in an xctest process of its own: tests start their own Xvfb through -displayfd, their own state
-directories and loopback servers, so they share nothing; each worker gets private XDG directories so tests that use
+directories and loopback servers, so they share nothing; each job gets private XDG directories so tests that use
 the defaults do not meet either. The daemon pass (the CLI classes about what the daemon serves differently, again
 with every command handed to a daemon, XCLAW_TEST_DAEMON=1) takes its classes from the same queue. A queue rather
 than shards fixed in advance: on a loaded machine a class's seconds vary by half, and fixed shards ended up to a
@@ -102,24 +102,26 @@ def plan(classes, quick, weights):
 
 
 def environment(scratch, index, daemon):
-    """The shard's environment: private XDG directories, and the daemon switch."""
+    """The job's environment: XDG directories of its own, and the daemon switch. Of its own, not its worker's: the
+    state directory holds the daemon's socket, and a daemon the previous job's process started (it ends with that
+    process) once answered the next job's command, and died under it."""
     env = dict(os.environ)
     for variable in ("XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME"):
-        path = os.path.join(scratch, f"shard{index}", variable.lower())
+        path = os.path.join(scratch, f"job{index:03d}", variable.lower())
         os.makedirs(path, mode=0o700, exist_ok=True)
         env[variable] = path
     env["XCLAW_TEST_DAEMON"] = "1" if daemon else "0"
     return env
 
 
-def run_job(job, index, worker, scratch, deadline):
+def run_job(job, index, scratch, deadline):
     """Runs one job's classes in one xctest process; returns (status, log path, text)."""
     daemon = job[0][3]
     log_path = os.path.join(scratch, f"job{index:03d}.log")
     names = ",".join(f"{target}.{name}" for _, target, name, _ in job)
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen(
-            [BUNDLE, names], cwd=ROOT, env=environment(scratch, worker, daemon), stdin=subprocess.DEVNULL,
+            [BUNDLE, names], cwd=ROOT, env=environment(scratch, index, daemon), stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             status = process.wait(timeout=max(1, deadline - time.monotonic()))
@@ -157,15 +159,15 @@ def main():
     lock = threading.Lock()
     results = {}
 
-    def worker(number):
+    def worker():
         while True:
             with lock:
                 if not queue:
                     return
                 index, job = queue.pop(0)
-            results[index] = (job, *run_job(job, index, number, scratch, deadline))
+            results[index] = (job, *run_job(job, index, scratch, deadline))
 
-    threads = [threading.Thread(target=worker, args=(number,)) for number in range(workers)]
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
