@@ -236,7 +236,7 @@ let package = Package(
             name: "xclaw-mock-api", dependencies: ["XclawBase", "XclawMockAPI"], path: "Sources/xclaw-mock-api"),
         .target(
             name: "XclawTesting",
-            dependencies: ["XclawBase", "XclawScreen", "XclawPolling", "CX11", "CXclawShim"],
+            dependencies: ["XclawBase", "XclawScreen", "XclawPolling", "XclawTimeTesting", "CX11", "CXclawShim"],
             path: "Sources/XclawTesting"
         ),
         // The one wait for what a test can observe (`poll`), free of XCTest so the fixture and the benchmarks link it.

@@ -4,9 +4,11 @@ import XCTest
 import XclawAgent
 import XclawMessages
 import XclawPerception
+import XclawPolling
 import XclawScreen
 import XclawSkills
 import XclawTesting
+import XclawTimeTesting
 
 /// Collects the action log of a tool context.
 final class SkillActionLog: Sendable {
@@ -479,10 +481,16 @@ final class ComputerToolTests: XCTestCase {
         // Under load the new window may take a while to map and start flipping: wait for its first change.
         _ = try Watcher(perceiver: session.perceiver, interval: .milliseconds(10))
             .wait(for: .change, area: area, timeout: .seconds(10))
-        // (It flips every 40 ms: a quiet period longer than that is never reached.)
-        let busy = try Settler(capturer: session.capturer, quiet: .milliseconds(100), timeout: .milliseconds(400))
-            .settle(area: area)
-        XCTAssertTrue(busy.timedOut)
+        // It flips every 40 ms, but a loaded machine can hold it back for longer than any quiet period (it once
+        // sat still for 100 ms, and the settler rightly called that settled). So the settler runs on a clock whose
+        // every pause lasts until the animation has drawn a new frame: it changes between any two looks.
+        let frames = AnimationClock(capturer: session.capturer, area: area)
+        let busy = try Settler(
+            capturer: session.capturer, interval: .milliseconds(40), quiet: .milliseconds(100),
+            timeout: .milliseconds(400),
+            clock: frames
+        ).settle(area: area)
+        XCTAssertTrue(busy.timedOut, "\(busy.polls) polls")
         XCTAssertTrue(busy.changed)
         XCTAssertEqual(busy.frame.size, area.size)
         // A region away from it settles.
