@@ -31,21 +31,25 @@ public final class Openbox: @unchecked Sendable {
             try manager.hasWindowManager() ? true : process.isRunning ? nil : false
         }
         guard managing == true else { throw ScreenError.virtualDisplay("openbox did not start on \(display.name)") }
-        // openbox names itself there early in its startup, and events that reach it before its main loop runs
-        // can sit in Xlib's queue while that loop sleeps on the socket, until some later event wakes it: a fixture
-        // mapped then stayed unmapped for 20 s (twice in one run; DisplayDiagnosis showed openbox alive, its loop
-        // in poll, the server answering). So openbox is ready once it answers a request from its loop, and the
-        // request is sent again until it does (each one is a new event on the socket, which wakes the loop): show
-        // the desktop (wmctrl -k; openbox sets _NET_SHOWING_DESKTOP), then no longer.
+        try Self.waitUntilServing(display.name)
+    }
+
+    /// Returns once the window manager on `display` answers requests from its event loop. openbox names itself in
+    /// `_NET_SUPPORTING_WM_CHECK` early in its startup, and events that reach it before its main loop runs can sit in
+    /// Xlib's queue while that loop sleeps on the socket, until some later event wakes it: a fixture mapped then
+    /// stayed unmapped for 20 s (twice in one run; DisplayDiagnosis showed openbox alive, its loop in poll, the
+    /// server answering). So the request is sent again until it is answered (each one is a new event on the socket,
+    /// which wakes the loop): show the desktop (wmctrl -k; openbox sets `_NET_SHOWING_DESKTOP`), then no longer.
+    public static func waitUntilServing(_ display: String) throws {
         for (state, value) in [("on", "= 1"), ("off", "= 0")] {
             let answered = try poll(within: .seconds(60), every: .milliseconds(100)) {
-                try oracle(["wmctrl", "-k", state], display: display.name)
-                return try oracle(["xprop", "-root", "_NET_SHOWING_DESKTOP"], display: display.name).contains(value)
+                try oracle(["wmctrl", "-k", state], display: display)
+                return try oracle(["xprop", "-root", "_NET_SHOWING_DESKTOP"], display: display).contains(value)
             }
             guard answered else {
-                let diagnosis = DisplayDiagnosis.describe(display: display.name)
                 throw ScreenError.virtualDisplay(
-                    "openbox on \(display.name) did not answer from its event loop within 60 s\n\(diagnosis)")
+                    "the window manager on \(display) did not answer from its event loop within 60 s\n"
+                        + DisplayDiagnosis.describe(display: display))
             }
         }
     }
