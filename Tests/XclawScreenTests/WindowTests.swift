@@ -29,8 +29,6 @@ final class WindowManagerTests: XCTestCase {
             try manager.hasWindowManager()
         }
         guard started else { return }
-        // Its event loop runs before anything is asked of it (the activations below): see `Openbox`.
-        try Openbox.waitUntilServing(name)
         // Wait until the manager has framed both (they appear in its client list).
         var listed: [WindowInfo] = []
         let framed = try eventually(
