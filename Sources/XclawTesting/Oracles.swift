@@ -40,7 +40,7 @@ public final class Openbox: @unchecked Sendable {
     /// stayed unmapped for 20 s (twice in one run; DisplayDiagnosis showed openbox alive, its loop in poll, the
     /// server answering). So the request is sent again until it is answered (each one is a new event on the socket,
     /// which wakes the loop): show the desktop (wmctrl -k; openbox sets `_NET_SHOWING_DESKTOP`), then no longer.
-    public static func waitUntilServing(_ display: String) throws {
+    private static func waitUntilServing(_ display: String) throws {
         for (state, value) in [("on", "= 1"), ("off", "= 0")] {
             let answered = try poll(within: .seconds(60), every: .milliseconds(100)) {
                 try oracle(["wmctrl", "-k", state], display: display)
