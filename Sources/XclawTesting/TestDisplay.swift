@@ -22,11 +22,24 @@ public final class TestDisplay: @unchecked Sendable {
         size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
         launcher: [String] = [], accessibility: Bool = false
     ) throws {
-        server = try VirtualDisplay.start(
+        var server = try VirtualDisplay.start(
             size: size, depth: depth, shm: shm, number: number, detached: false,
-            record: false, extraArguments: ["-terminate"], launcher: launcher,
-            accessibility: accessibility)
-        keeper = try DisplayConnection(name: server.name)
+            record: false, extraArguments: ["-terminate"], launcher: launcher)
+        // Connected before anything else comes and goes: `-terminate` ends the server when its last client leaves.
+        // The buses are started after it, not by `VirtualDisplay.start`: their start-up's own connection closed
+        // before this one opened once, and the server was gone ("cannot open display").
+        do {
+            keeper = try DisplayConnection(name: server.name)
+            if accessibility {
+                AccessibilityBus.reapOrphans()
+                server.accessibility = try AccessibilityBus.start(
+                    display: server.name, detached: false, timeout: .seconds(10))
+            }
+        } catch {
+            try? server.stop()
+            throw error
+        }
+        self.server = server
     }
 
     /// A display a test stops and starts again on the same number: it takes a number far above the ones Xvfb's
