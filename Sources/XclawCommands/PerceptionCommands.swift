@@ -636,8 +636,18 @@ struct Watch: ParsableCommand {
             } else {
                 throw ValidationError("nothing to watch")
             }
+            // A watched window's area is asked again at each poll: one that was still starting when it was found
+            // (xterm's is 1×1 at 0,0 until it maps) or that moves is followed. Gone or ambiguous for a moment: its
+            // last place.
+            let follows = select.names(window) && change == nil
             return try stoppableWatcher(p, interval: interval)
-                .wait(for: condition, area: area, timeout: max(.zero, deadline - ContinuousClock.now))
+                .wait(for: condition, timeout: max(.zero, deadline - ContinuousClock.now)) {
+                    guard follows else { return area }
+                    do {
+                        area = try p.area(window: window, matching: select.filter)
+                    } catch ScreenError.windowNotFound, ScreenError.ambiguousWindow {}
+                    return area
+                }
         }
         try emit(result, json: json) {
             "\(result.condition): after \(Int(result.elapsedMs)) ms" + (result.match.map { " at " + $0.summary } ?? "")

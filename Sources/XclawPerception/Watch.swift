@@ -101,17 +101,26 @@ public struct Watcher {
     /// Waits until `condition` holds in `area` (default: the screen) or `timeout` passes; a timeout throws
     /// `PerceptionError.timedOut` with what was last observed.
     public func wait(for condition: WatchCondition, area: Rect? = nil, timeout: Duration) throws -> WatchResult {
+        let fixed = try area ?? perceiver.connection.screenRect()
+        return try wait(for: condition, timeout: timeout) { fixed }
+    }
+
+    /// Waits as `wait(for:area:timeout:)` does, asking `area` again at each poll: a window's area follows the window.
+    /// An app's window can exist before it has its place (xterm's is 1×1 at 0,0 until it maps), and a watch that
+    /// kept that first rectangle looked at one pixel until its timeout.
+    public func wait(
+        for condition: WatchCondition, timeout: Duration, area: () throws -> Rect
+    ) throws -> WatchResult {
         let clock = self.clock  // a local, so the existential opens for the generic call
         return try poll(for: condition, area: area, timeout: timeout, on: clock)
     }
 
     private func poll<C: Clock<Duration>>(
-        for condition: WatchCondition, area: Rect?, timeout: Duration,
+        for condition: WatchCondition, area currentArea: () throws -> Rect, timeout: Duration,
         on clock: C
     ) throws -> WatchResult {
         let start = clock.now
         let deadline = start.advanced(by: timeout)
-        let area = try area ?? perceiver.connection.screenRect()
         var polls = 0, ocrPasses = 0
         var firstHash: UInt64?, lastHash: UInt64?
         var lastChange = start
@@ -155,6 +164,7 @@ public struct Watcher {
                 continue
             default: break
             }
+            let area = try currentArea()
             let frame: Frame
             if case .pixel(let p, _, _) = condition {
                 frame = try frames(Rect(x: p.x, y: p.y, width: 1, height: 1))

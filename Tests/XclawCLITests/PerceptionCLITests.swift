@@ -133,6 +133,27 @@ final class PerceptionCLITests: XCTestCase {
         XCTAssertEqual(waited.status, 0, waited.stderr)
     }
 
+    func testWatchFollowsAWindowThatTakesItsPlaceAfterItWasFound() throws {
+        // Found while it is 1×1 at 0,0 (where xterm's window is until it maps), then grown and moved to where its text
+        // shows: a watch that kept the first rectangle looked at one pixel until its timeout.
+        let fixture = try Fixture(
+            display: display.name, title: "moving window", frame: Rect(x: 0, y: 0, width: 1, height: 1),
+            extra: ["--text", "20,20,10x20,#000000:Arrived"])
+        defer { fixture.stop() }
+        let stderr = Pipe()
+        let watch = try launchCLI(
+            ["watch", "--text", "Arrived", "--window", "moving window", "--timeout", "20", "--display", display.name],
+            environment: [:], stderr: stderr)
+        defer { watch.end() }
+        Thread.sleep(forTimeInterval: 1)  // the scenario: the window takes its place after the watch began
+        let id = String(fixture.window)
+        _ = try oracle(
+            ["xdotool", "windowsize", id, "300", "80", "windowmove", id, "900", "500"], display: display.name)
+        XCTAssertTrue(watch.exits(within: .seconds(30)))
+        let said = String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self)
+        XCTAssertEqual(watch.terminationStatus, 0, said)
+    }
+
     func testTapAndFindWaitForTheirTargetAndWatchWaitsForWindows() throws {
         let d = ["--display", display.name]
         let env = ["XCLAW_STATE_DIR": FileManager.default.temporaryDirectory.path + "/xclaw-wait-\(getpid())"]
