@@ -341,7 +341,7 @@ final class PipelineTests: XCTestCase {
             let role = try builtIn.role(String(file.dropLast(3)))
             XCTAssertEqual(
                 role.prompt, RoleCatalog.parse(name: role.name, text: text, source: "").prompt,
-                "Models/roles/\(file) changed: copy it into Sources/XclawRuntime/BuiltinRoles.swift")
+                "Models/roles/\(file) changed: copy it into Sources/XclawRuntime/Agents/BuiltinRoles.swift")
             XCTAssertGreaterThan(role.prompt.count, 300, "\(file) is a real prompt")
         }
         XCTAssertTrue(try builtIn.role("screen-operator").tools.contains("screen_snapshot"))
