@@ -14,10 +14,10 @@ enum DaemonReports {
     /// The newest session id before a run (nil when the database cannot be read: then no report is written).
     /// The daemon passes its scheduler's store: opening and closing another store on the file in this process,
     /// while the run's own store is open, broke the database (a store is long-lived, one per file).
-    static func mark(_ store: AgentStore) -> Int64? { try? RunReports.mark(store: store) }
+    static func mark(_ store: any StoreBackend) -> Int64? { try? RunReports.mark(store: store) }
 
     /// Writes and keeps the reports of the sessions `task`'s run created after `mark`.
-    static func keep(agent: String, task: String, after mark: Int64?, store: AgentStore) {
+    static func keep(agent: String, task: String, after mark: Int64?, store: any StoreBackend) {
         guard let mark else { return }
         do {
             let retention = try ReportRetention.configured()

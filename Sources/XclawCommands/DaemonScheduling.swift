@@ -55,7 +55,7 @@ enum DaemonScheduling {
     /// One run of a task, as `send` does it, with the exit status as its outcome; then its report, through the
     /// scheduler's `store`.
     static func run(
-        _ task: TaskRecord, database: String, store: AgentStore, on server: DaemonServer
+        _ task: TaskRecord, database: String, store: any StoreBackend, on server: DaemonServer
     ) -> TaskRunResult {
         let logPath = (try? DaemonPaths.scheduleLog()) ?? "/dev/null"
         let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
@@ -93,7 +93,7 @@ enum DaemonScheduling {
     /// could not start (failed: the agent would repeat what it did); nil when the agent must run the prompt (no
     /// script, a private display, or the replay diverged before its first step). `runner` runs an xclaw command.
     static func replayFirst(
-        _ task: TaskRecord, label: String, database: String?, store: AgentStore, log: Int32, logPath: String,
+        _ task: TaskRecord, label: String, database: String?, store: any StoreBackend, log: Int32, logPath: String,
         _ runner: ([String]) -> Int32
     ) -> TaskRunResult? {
         let display = task.display ?? (try? store.agent(named: task.agent))?.display

@@ -34,12 +34,12 @@ public enum BuildError: ClassifiedError, Equatable {
 /// The `memory` tool's notes, kept per agent in the store so they survive restarts.
 public struct StoredMemory: MemoryBackend {
     /// The store holding the notes.
-    public let store: AgentStore
+    public let store: any StoreBackend
     /// Whose notes they are.
     public let agent: String
 
     /// Notes of `agent` in `store`.
-    public init(store: AgentStore, agent: String) {
+    public init(store: any StoreBackend, agent: String) {
         self.store = store
         self.agent = agent
     }
@@ -75,7 +75,7 @@ public struct PreparedAgent: Sendable {
 /// version → screen session → skills → vision closure → service.
 public struct AgentBuilder: Sendable {
     /// Where agents, their messages and memory live.
-    public let store: AgentStore
+    public let store: any StoreBackend
     /// The model transport (the Claude client).
     public let client: any MessageStreaming
     /// Model ids → tool versions, limits and prices.
@@ -94,7 +94,7 @@ public struct AgentBuilder: Sendable {
 
     /// A builder over a store, a client and a catalog the caller loaded (in the order its errors should surface).
     public init(
-        store: AgentStore, client: any MessageStreaming, catalog: ModelCatalog, settleQuiet: Duration? = nil,
+        store: any StoreBackend, client: any MessageStreaming, catalog: ModelCatalog, settleQuiet: Duration? = nil,
         visionUsage: @escaping @Sendable (Usage) -> Void = { _ in }
     ) {
         (self.store, self.client, self.catalog) = (store, client, catalog)

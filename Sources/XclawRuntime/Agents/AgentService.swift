@@ -33,7 +33,7 @@ public enum ServiceEvent: Sendable {
 /// into the store as it arrives; the queue serializes each agent and runs different agents in parallel.
 public final class AgentService: Sendable {
     /// The store.
-    public let store: AgentStore
+    public let store: any StoreBackend
     /// The model transport.
     public let client: any MessageStreaming
     /// Model ids → tool versions and prices.
@@ -63,7 +63,7 @@ public final class AgentService: Sendable {
 
     /// Creates a service; `queue` settings cap the parallel runs and set the retry backoff.
     public init(
-        store: AgentStore, client: any MessageStreaming, catalog: ModelCatalog,
+        store: any StoreBackend, client: any MessageStreaming, catalog: ModelCatalog,
         queue configuration: QueueConfiguration = QueueConfiguration(),
         saveInterval: Duration = .milliseconds(100),
         runOptions: @escaping @Sendable (ModelInfo, String) -> RunOptions = { RunOptions(model: $0, system: $1) },
@@ -105,7 +105,8 @@ public final class AgentService: Sendable {
     @discardableResult
     public func send(agent: String, text: String, sender: String = "user") async throws -> Int64 {
         _ = try store.agent(named: agent)
-        let id = try store.appendMessage(agent: agent, role: .user, content: [.text(text)], sender: sender)
+        let id = try store.appendMessage(
+            agent: agent, role: .user, content: [.text(text)], status: .complete, sender: sender, sessionID: nil)
         await queue.enqueueMessages(agent: agent)
         return id
     }
@@ -156,7 +157,7 @@ public final class AgentService: Sendable {
         }
         do { surroundings = try prepared.get() } catch is CancellationError {
             // Stopped during its setup: nothing reached the user, so its batch is pending again.
-            try? store.finishSession(session, status: .cancelled, steps: 0, usd: 0)
+            try? store.finishSession(session, status: .cancelled, error: nil, steps: 0, usd: 0)
             try? store.rollBackRun(session: session)
             events(.finished(agent: agent, session: session, outcome: .cancelled))
             return .success
@@ -172,7 +173,8 @@ public final class AgentService: Sendable {
             var chosen = runOptions(model, try systemPrompt(config))
             // Only what came after the last `agent reset`, with only the screenshots the run would still send.
             conversation = try store.resolveScreenshots(
-                Conversation.build(try store.messages(agent: agent, after: config.contextFrom, screenshots: false)),
+                Conversation.build(
+                    try store.messages(agent: agent, after: config.contextFrom, limit: nil, screenshots: false)),
                 keep: chosen.keepImages, chunk: chosen.imageChunk, removed: ImagePruner.placeholder)
             // The call's effort, else the agent's, checked against the model it runs on now.
             chosen.effort = try (chosen.effort ?? config.effort).map { try model.checkEffort($0) }
@@ -202,7 +204,7 @@ public final class AgentService: Sendable {
         let lost = recorder.storeError.map { "the store could not save part of this run: \($0)" }
         if let stopped {
             // `xclaw pipeline cancel` stops a pipeline's runs the way `xclaw stop` does; they are recorded cancelled.
-            let status: SessionStatus = stopped.contains(AgentStore.pipelineCancelMarker) ? .cancelled : .stopped
+            let status: SessionStatus = stopped.contains(PipelineRecord.cancelMarker) ? .cancelled : .stopped
             do { try store.finishSession(session, status: status, error: stopped, steps: steps, usd: usd) } catch {
                 events(
                     .failed(
@@ -301,7 +303,7 @@ public final class AgentService: Sendable {
         }
         _ = try? store.appendMessage(
             agent: agent, role: .assistant, content: [.text("xclaw: this reply failed: \(why)")],
-            status: .error)
+            status: .error, sender: nil, sessionID: nil)
         events(.failed(agent: agent, message: why, willRetry: false, status: status))
         return .success
     }
@@ -330,10 +332,12 @@ public final class AgentService: Sendable {
     }
 
     private static func recordGiveUp(
-        _ store: AgentStore, _ events: @Sendable (ServiceEvent) -> Void, _ agent: String, _ reason: String
+        _ store: any StoreBackend, _ events: @Sendable (ServiceEvent) -> Void, _ agent: String, _ reason: String
     ) {
         let text = "xclaw: giving up after repeated failures (\(reason)); send a new message to try again"
-        _ = try? store.appendMessage(agent: agent, role: .assistant, content: [.text(text)], status: .error)
+        _ = try? store.appendMessage(
+            agent: agent, role: .assistant, content: [.text(text)], status: .error, sender: nil,
+            sessionID: nil)
         events(.failed(agent: agent, message: text, willRetry: false, status: .api))
     }
 
@@ -352,7 +356,7 @@ public final class AgentService: Sendable {
 
     /// Marks runs a killed process left behind, and undoes those that had stored nothing yet, so their input is
     /// answered by the next run; returns each with whether it was undone.
-    public static func recover(store: AgentStore) throws -> [(session: SessionRecord, undone: Bool)] {
+    public static func recover(store: any StoreBackend) throws -> [(session: SessionRecord, undone: Bool)] {
         try store.recoverInterrupted().map { session in
             guard session.kind == .message,
                 try store.outputCount(
@@ -403,7 +407,7 @@ private final class ServiceBox: @unchecked Sendable {
 /// `saveInterval`), each finished message, each step's usage. A kill -9 leaves the partial reply in the store.
 /// Safe because its mutable state is touched only under `lock`; everything else is immutable.
 final class RunRecorder: @unchecked Sendable {
-    let store: AgentStore
+    let store: any StoreBackend
     let agent: String
     let session: Int64
     let model: ModelInfo
@@ -417,7 +421,7 @@ final class RunRecorder: @unchecked Sendable {
     private var firstStoreError: String?
 
     init(
-        store: AgentStore, agent: String, session: Int64, model: ModelInfo, saveInterval: Duration,
+        store: any StoreBackend, agent: String, session: Int64, model: ModelInfo, saveInterval: Duration,
         events: @escaping @Sendable (ServiceEvent) -> Void
     ) {
         self.store = store
@@ -482,7 +486,7 @@ final class RunRecorder: @unchecked Sendable {
                 lock.withLock {
                     save {
                         try store.appendMessage(
-                            agent: agent, role: .user, content: [.text(summary)],
+                            agent: agent, role: .user, content: [.text(summary)], status: .complete,
                             sender: Conversation.summarySender, sessionID: session)
                     }
                 }
@@ -500,7 +504,7 @@ final class RunRecorder: @unchecked Sendable {
                 save {
                     row = try store.appendMessage(
                         agent: agent, role: .assistant, content: [.text(buffer)],
-                        status: .partial, sessionID: session)
+                        status: .partial, sender: nil, sessionID: session)
                 }
                 lastSave = now
             } else if let row, now - lastSave >= saveInterval {
@@ -519,8 +523,8 @@ final class RunRecorder: @unchecked Sendable {
                         try store.updateMessage(id: row, content: message.content, status: .complete)
                     } else {
                         try store.appendMessage(
-                            agent: agent, role: .assistant, content: message.content,
-                            sessionID: session)
+                            agent: agent, role: .assistant, content: message.content, status: .complete,
+                            sender: nil, sessionID: session)
                     }
                 }
                 row = nil
@@ -528,7 +532,8 @@ final class RunRecorder: @unchecked Sendable {
             } else {
                 save {
                     try store.appendMessage(
-                        agent: agent, role: .user, content: message.content, sender: "tool",
+                        agent: agent, role: .user, content: message.content, status: .complete,
+                        sender: "tool",
                         sessionID: session)
                 }
             }

@@ -44,7 +44,7 @@ public enum PipelineError: ClassifiedError, Equatable {
 /// steps, a private display when it asks for `new`, and screen tools that take turns on a shared display.
 public final class PipelineRunner: Sendable {
     /// The store holding pipelines, subtasks and their agents.
-    public let store: AgentStore
+    public let store: any StoreBackend
     /// The roles subtasks run as.
     public let roles: RoleCatalog
     /// Runs the orchestrators (one pipeline agent each).
@@ -106,7 +106,7 @@ public final class PipelineRunner: Sendable {
     /// The orchestrator a pipeline uses when none is named: the agent `orchestrator`, created (kind orchestrator,
     /// the catalog's default model, no tools but `delegate`) when it does not exist. Returns its name and whether it
     /// was created now.
-    public static func defaultOrchestrator(store: AgentStore, catalog: ModelCatalog) throws -> (String, Bool) {
+    public static func defaultOrchestrator(store: any StoreBackend, catalog: ModelCatalog) throws -> (String, Bool) {
         let name = PipelineNames.defaultOrchestrator
         if let existing = try? store.agent(named: name) {
             guard existing.kind == .orchestrator else { throw PipelineError.notAnOrchestrator(name) }
@@ -125,7 +125,7 @@ public final class PipelineRunner: Sendable {
     public func start(task: String, orchestrator: String) throws -> Int64 {
         let template = try store.agent(named: orchestrator)
         guard template.kind == .orchestrator else { throw PipelineError.notAnOrchestrator(orchestrator) }
-        let id = try store.createPipeline(orchestrator: orchestrator, agent: "", task: task)
+        let id = try store.createPipeline(orchestrator: orchestrator, agent: "", task: task, pid: getpid())
         let agent = PipelineNames.agent(ofPipeline: id)
         try store.setPipelineAgent(id, agent: agent)
         var config = template
@@ -231,7 +231,7 @@ public final class PipelineRunner: Sendable {
             if open.isEmpty { return }
             if !asked {
                 for subtask in open where subtask.status == .running {
-                    _ = try? store.requestStop(agent: subtask.agent, by: "its pipeline ending")
+                    _ = try? store.requestStop(session: nil, agent: subtask.agent, by: "its pipeline ending")
                 }
                 asked = true
             }
@@ -292,7 +292,7 @@ public enum OrchestratorPrompt {
 
 /// What the `delegate` tools of one runner share: the store, the roles, the children's service and the waiters.
 struct Delegation: Sendable {
-    let store: AgentStore
+    let store: any StoreBackend
     let roles: RoleCatalog
     let children: AgentService
     let waiters: RunWaiters
@@ -300,7 +300,7 @@ struct Delegation: Sendable {
 
     /// Cancels a subtask that waits for a slot: recorded `cancelled`, taken out of the queue, its waiter answered.
     static func cancelWaiting(
-        _ subtask: SubtaskRecord, store: AgentStore, children: AgentService, waiters: RunWaiters
+        _ subtask: SubtaskRecord, store: any StoreBackend, children: AgentService, waiters: RunWaiters
     ) async {
         try? store.finishSubtask(
             subtask.id, status: .cancelled, result: nil, error: "cancelled before it started", steps: 0, usd: 0)
@@ -373,7 +373,8 @@ struct DelegateTool: AgentTool {
                     if record.status == .waiting {
                         await Delegation.cancelWaiting(record, store: store, children: children, waiters: waiters)
                     } else {
-                        _ = try? store.requestStop(agent: created.agent, by: "its orchestrator's run ending")
+                        _ = try? store.requestStop(
+                            session: nil, agent: created.agent, by: "its orchestrator's run ending")
                     }
                 }
             }
@@ -437,7 +438,7 @@ struct DelegateTool: AgentTool {
             let cancelled: Bool
             switch outcome {
             case .cancelled: cancelled = true
-            case .stopped(let why): cancelled = why.contains(AgentStore.pipelineCancelMarker)
+            case .stopped(let why): cancelled = why.contains(PipelineRecord.cancelMarker)
             default: cancelled = false
             }
             (status, error) = (cancelled ? .cancelled : .failed, outcome.description)

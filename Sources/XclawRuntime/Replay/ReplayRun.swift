@@ -106,7 +106,7 @@ public enum Replayer {
     /// Checks what a replay needs before anything connects or acts: its parameters (a password is never recorded,
     /// so a script that types one needs it given), its agent, an API key when healing is asked for, a terminal for
     /// `--heal ask`. Throws the error the replay would.
-    public static func check(_ request: ReplayRequest, store: AgentStore, attended: Bool) throws {
+    public static func check(_ request: ReplayRequest, store: any StoreBackend, attended: Bool) throws {
         let values = try request.script.values(request.assignments)
         let missing = Set(
             request.script.steps.compactMap { step in
@@ -124,7 +124,7 @@ public enum Replayer {
     /// when unattended); `events` hears what the user should know; `control` stops it from outside. Throws before
     /// acting on bad input; a step that diverges ends the replay with `failed` set, not with an error.
     public static func run(
-        _ request: ReplayRequest, perceiver: Perceiver, store: AgentStore, settings: GuardSettings,
+        _ request: ReplayRequest, perceiver: Perceiver, store: any StoreBackend, settings: GuardSettings,
         ask: (@Sendable (String) async -> Bool)?, control: ReplayControl = ReplayControl(),
         events: @escaping @Sendable (String) -> Void
     ) throws -> ReplayOutcome {
@@ -145,7 +145,8 @@ public enum Replayer {
                 confirm: request.heal == "ask" ? ask : nil, events: events
             ) { usage, usd in
                 try? store.recordUsage(
-                    agent: agentName, sessionID: sessionBox.withLock { $0 }, model: model.id, usage: usage, usd: usd)
+                    agent: agentName, sessionID: sessionBox.withLock { $0 }, model: model.id, usage: usage, usd: usd,
+                    timing: nil)
             }
         }
         let session = try store.startReplay(

@@ -77,7 +77,7 @@ public struct ReplayScript: Codable, Sendable {
     }
 
     /// The script of a recorded run in `store`; exit 1 when the run does not exist or recorded no step.
-    public static func of(run: Int64, in store: AgentStore) throws -> ReplayScript {
+    public static func of(run: Int64, in store: any RunStore) throws -> ReplayScript {
         let transcript = try store.runTranscript(session: run)
         let decoder = JSONDecoder.xclawRecords
         let steps = try store.actionSteps(session: run).map {

@@ -6,13 +6,13 @@ import XclawStore
 /// Stores a run's input actions as replayable steps, in order; typed text found in the run's prompt becomes a named
 /// parameter (`p1`, `p2`, …; one name per distinct text), so a replay can type another value.
 final class StepKeeper: Sendable {
-    private let store: AgentStore
+    private let store: any RunStore
     private let session: Int64
     private let prompt: String
     private let state = Mutex<(count: Int, parameters: [String: String])>((0, [:]))
 
     /// A keeper for `session`, whose input was `prompt`.
-    init(store: AgentStore, session: Int64, prompt: String) {
+    init(store: any RunStore, session: Int64, prompt: String) {
         (self.store, self.session, self.prompt) = (store, session, prompt)
     }
 

@@ -88,7 +88,7 @@ public enum RunReports {
     }
 
     /// The HTML of session `id`'s report; `unknownSession` when there is no such run.
-    public static func render(session id: Int64, store: AgentStore) throws -> Data {
+    public static func render(session id: Int64, store: any StoreBackend) throws -> Data {
         var report = RunReport(try store.runTranscript(session: id))
         if let (log, shot) = try store.replayLog(session: id) {
             report.replaySteps = (try? JSONDecoder.xclawRecords.decode([ReplayedStep].self, from: Data(log.utf8))) ?? []
@@ -102,7 +102,7 @@ public enum RunReports {
 
     /// Writes session `id`'s report to `path` (0600, atomically); returns the bytes written.
     @discardableResult
-    public static func write(session id: Int64, store: AgentStore, to path: String) throws -> Int {
+    public static func write(session id: Int64, store: any StoreBackend, to path: String) throws -> Int {
         let html = try render(session: id, store: store)
         do { try PrivateFiles.write(html, to: path) } catch let error as PrivateFileError {
             throw RunReportError.cannotWrite(path: path, reason: error.reason)
@@ -113,7 +113,7 @@ public enum RunReports {
     /// Writes session `id`'s report to the kept place (`run-<id>.html` in `directory`), records the path on the
     /// session and applies `retention`; returns the path.
     public static func keep(
-        session id: Int64, store: AgentStore, retention: ReportRetention,
+        session id: Int64, store: any StoreBackend, retention: ReportRetention,
         environment: [String: String] = XclawPaths.environment
     ) throws -> (path: String, retention: RetentionOutcome) {
         let folder: URL
@@ -134,7 +134,7 @@ public enum RunReports {
     /// asked for, however old its run).
     @discardableResult
     public static func applyRetention(
-        store: AgentStore, retention: ReportRetention, sparing: Int64? = nil
+        store: any StoreBackend, retention: ReportRetention, sparing: Int64? = nil
     ) throws -> RetentionOutcome {
         var outcome = RetentionOutcome()
         let cutoff = try store.retentionCutoff(keep: retention.keepRuns)
@@ -162,7 +162,7 @@ public enum RunReports {
     }
 
     /// The newest session id now, so `keepScheduled` can tell the sessions a run creates after it (0: none yet).
-    public static func mark(store: AgentStore) throws -> Int64 {
+    public static func mark(store: any StoreBackend) throws -> Int64 {
         try store.sessions(agent: nil).last?.id ?? 0
     }
 
@@ -170,7 +170,7 @@ public enum RunReports {
     /// started after `mark` (the run's own: its batch holds the `schedule:TASK` message the run sent); returns the
     /// paths.
     public static func keepScheduled(
-        agent: String, task: String, after mark: Int64, store: AgentStore, retention: ReportRetention,
+        agent: String, task: String, after mark: Int64, store: any StoreBackend, retention: ReportRetention,
         environment: [String: String] = XclawPaths.environment
     ) throws -> [String] {
         try store.runs(agent: agent, task: task).filter { $0.session.id > mark }.map { run in

@@ -21,12 +21,12 @@ public struct RunEnvironment: Sendable {
 /// command through `RunDisplay`. What `AgentService` calls before it builds a run's tools.
 public struct RunEnvironments: Sendable {
     /// Where the tasks are looked up.
-    public let store: AgentStore
+    public let store: any StoreBackend
     /// How long a setup command may run.
     public var setupTimeout: Duration
 
     /// Environments for the runs of agents in `store`.
-    public init(store: AgentStore, setupTimeout: Duration = RunDisplay.defaultSetupTimeout) {
+    public init(store: any StoreBackend, setupTimeout: Duration = RunDisplay.defaultSetupTimeout) {
         self.store = store
         self.setupTimeout = setupTimeout
     }

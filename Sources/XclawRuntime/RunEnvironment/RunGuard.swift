@@ -88,7 +88,7 @@ public enum GuardError: ClassifiedError, Equatable {
 /// the hotkey, the failsafe) and answers the run's approval gate. The run's task is cancelled on a stop, which the
 /// loop answers by closing every pending tool call; the service then records the session as `stopped`.
 final class RunGuard: Sendable {
-    private let store: AgentStore
+    private let store: any RunStore & ApprovalStore
     private let session: Int64
     private let settings: GuardSettings
     private let cancel: @Sendable () -> Void
@@ -99,7 +99,7 @@ final class RunGuard: Sendable {
     /// can use it (not one xclaw started for its own use: `VirtualDisplay.isUnattended`), grabs the stop hotkey
     /// there. `cancel` ends the run.
     init(
-        store: AgentStore, session: Int64, display: String?, settings: GuardSettings,
+        store: any RunStore & ApprovalStore, session: Int64, display: String?, settings: GuardSettings,
         events: @escaping @Sendable (String) -> Void, cancel: @escaping @Sendable () -> Void
     ) {
         (self.store, self.session, self.settings, self.cancel) = (store, session, settings, cancel)
@@ -113,7 +113,7 @@ final class RunGuard: Sendable {
                 trigger = try StopTrigger(display: display, hotkey: settings.stopKey, failsafe: settings.failsafe) {
                     [weak self] cause in
                     // An emergency stop stops everything: every run in flight, in this process or another, reads it.
-                    _ = try? store.requestStop(by: "\(cause)")
+                    _ = try? store.requestStop(session: nil, agent: nil, by: "\(cause)")
                     self?.stop("stopped: \(cause)")
                 }
             } catch {
@@ -187,7 +187,7 @@ final class RunGuard: Sendable {
                     try? store.withdrawApproval(id, reason: "the run stopped")
                     return .deny(Self.denial(what, by: "the run ending"))
                 }
-                guard let record = try? store.settleApproval(id) else {
+                guard let record = try? store.settleApproval(id, now: Date()) else {
                     // The store cannot answer (locked, the row gone): the deadline still holds, and denies.
                     if Date() > expires.addingTimeInterval(5) {
                         return .deny(Self.denial(what, by: "xclaw, which could not read the decision in time"))
@@ -217,12 +217,12 @@ final class RunGuard: Sendable {
 /// Watches the store for a stop request of one run (`xclaw stop`, another process's hotkey): the run's guard, and
 /// the preparation of its environment before the guard exists, both wait through it.
 final class StopPoller: Sendable {
-    private let store: AgentStore
+    private let store: any RunStore
     private let session: Int64
     private let poll: Duration
     private let state = Mutex<(reason: String?, task: Task<Void, Never>?)>((nil, nil))
 
-    init(store: AgentStore, session: Int64, poll: Duration) {
+    init(store: any RunStore, session: Int64, poll: Duration) {
         (self.store, self.session, self.poll) = (store, session, poll)
     }
 

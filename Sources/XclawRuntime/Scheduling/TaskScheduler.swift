@@ -23,7 +23,7 @@ public struct TaskRunResult: Sendable, Hashable {
 /// the daemon looks each second whether anything is due (a read), and ticks (a write) only then.
 public struct TaskScheduler: Sendable {
     /// The store the tasks are in.
-    public let store: AgentStore
+    public let store: any StoreBackend
     /// Who claims (`daemon PID@HOST`), recorded on each task it takes.
     public let claimer: String
 
@@ -31,7 +31,7 @@ public struct TaskScheduler: Sendable {
     public let missedBefore: Date
 
     /// Creates a scheduler over `store`, started at `started`.
-    public init(store: AgentStore, claimer: String, started: Date = Date()) {
+    public init(store: any StoreBackend, claimer: String, started: Date = Date()) {
         self.store = store
         self.claimer = claimer
         missedBefore = started.addingTimeInterval(-60)

@@ -4,7 +4,7 @@ import Foundation
 
 // MARK: - Replays
 
-extension AgentStore {
+extension AgentStore: ReplayStore {
     /// The `replays` columns a sessions query joins (`LEFT JOIN replays r`), named so `sessionRecord` finds them.
     static let replayColumns = """
         r.script AS rp_script, r.revision AS rp_revision, r.steps AS rp_steps, r.replayed AS rp_replayed, \

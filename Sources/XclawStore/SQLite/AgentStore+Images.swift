@@ -10,7 +10,7 @@ import XclawMessages
 /// reference (`{"type": "image", "source": {"type": "xclaw_image", "sha256": …, "media_type": …}}`). An unchanged
 /// screen taken a hundred times is one row, and rebuilding a conversation reads back only the screenshots a run
 /// would still send.
-extension AgentStore {
+extension AgentStore: ImageStore {
     /// The reference type in a stored image block's `source`.
     static let imageReferenceType = "xclaw_image"
 
@@ -132,5 +132,46 @@ extension AgentStore {
                     SELECT json_extract(t.value, '$.sha256') FROM messages m, json_tree(m.content) t
                     WHERE m.content LIKE '%xclaw_image%' AND t.key = 'source' AND json_extract(t.value, '$.type') = ?)
                 """, arguments: [imageReferenceType])
+    }
+
+    /// Replaces the screenshots stored in the tool results of finished sessions older than `cutoff` with a text
+    /// block saying `placeholder`, so the database stops growing with every run while each conversation stays
+    /// valid (a tool result keeps its id and its text). One transaction per message; returns the images replaced.
+    @discardableResult
+    public func pruneImages(sessionsBefore cutoff: Int64, placeholder: String) throws -> Int {
+        let candidates = try read { db in
+            try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id
+                    WHERE m.session_id < ? AND s.status NOT IN ('running', 'needs-approval') AND m.role = 'user'
+                        AND m.content LIKE '%"type":"image"%' ORDER BY m.id
+                    """, arguments: [cutoff])
+        }
+        var replaced = 0
+        for id in candidates {
+            replaced += try write { db -> Int in
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id])
+                else { return 0 }
+                let message = try storedMessage(row, db, resolve: false)
+                var count = 0
+                let content = message.content.map { block -> ContentBlock in
+                    guard case .toolResult(var result) = block else { return block }
+                    result.content = result.content.map { inner in
+                        guard inner.isImage || Self.imageReference(inner) != nil else { return inner }
+                        count += 1
+                        return .text(placeholder)
+                    }
+                    return .toolResult(result)
+                }
+                guard count > 0 else { return 0 }
+                try db.execute(
+                    sql: "UPDATE messages SET content = ? WHERE id = ?",
+                    arguments: [Self.encodeContent(content), id])
+                return count
+            }
+        }
+        if replaced > 0 { try deleteUnusedImages() }
+        return replaced
     }
 }
