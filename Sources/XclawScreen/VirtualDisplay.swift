@@ -138,19 +138,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
                 throw error
             }
         }
-        if accessibility {
-            // Buses of displays that died without their clean-up would otherwise pile up.
-            AccessibilityBus.reapOrphans()
-            do {
-                let busLog = displaysDirectory.appendingPathComponent("\(displayNumber)-a11y.log").path
-                display.accessibility = try AccessibilityBus.start(
-                    display: display.name, detached: detached,
-                    logPath: busLog, timeout: timeout)
-            } catch {
-                try? display.stop()  // a display asked for with accessibility is useless without it
-                throw error
-            }
-        }
+        if accessibility { try display.startAccessibility(detached: detached, timeout: timeout) }
         if record {
             do {
                 try display.save()
@@ -299,5 +287,24 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
             if access(candidate, X_OK) == 0 { return candidate }
         }
         return nil
+    }
+}
+
+extension VirtualDisplay {
+    /// Starts the session and accessibility buses for this display (what `start(accessibility: true)` does), for a
+    /// caller that must hold a connection first: a `-terminate` server ends when its last client leaves, and the
+    /// buses' start-up connects and disconnects. On failure the display is stopped: asked for with accessibility, it
+    /// is useless without it.
+    public mutating func startAccessibility(detached: Bool, timeout: Duration) throws {
+        // Buses of displays that died without their clean-up would otherwise pile up.
+        AccessibilityBus.reapOrphans()
+        do {
+            let busLog = Self.displaysDirectory.appendingPathComponent("\(number)-a11y.log").path
+            accessibility = try AccessibilityBus.start(
+                display: name, detached: detached, logPath: busLog, timeout: timeout)
+        } catch {
+            try? stop()
+            throw error
+        }
     }
 }

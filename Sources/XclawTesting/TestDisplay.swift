@@ -30,15 +30,11 @@ public final class TestDisplay: @unchecked Sendable {
         // before this one opened once, and the server was gone ("cannot open display").
         do {
             keeper = try DisplayConnection(name: server.name)
-            if accessibility {
-                AccessibilityBus.reapOrphans()
-                server.accessibility = try AccessibilityBus.start(
-                    display: server.name, detached: false, timeout: .seconds(10))
-            }
         } catch {
             try? server.stop()
             throw error
         }
+        if accessibility { try server.startAccessibility(detached: false, timeout: .seconds(10)) }
         self.server = server
     }
 
