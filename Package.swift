@@ -191,14 +191,26 @@ let package = Package(
                 .embedInCode("Assets/markdown.js"),
             ]
         ),
-        // The resident daemon, a surface like the CLI: its socket, protocol and lifecycle.
+        // The daemon's home, Sources/Daemon: a module per part, side by side. The resident daemon, a surface like the
+        // CLI: its socket, protocol and lifecycle, its kept displays, its recycling, the client of its socket.
         .target(
             name: "XclawDaemon",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawCommandLine", "XclawWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/XclawDaemon"
+            path: "Sources/Daemon/XclawDaemon"
+        ),
+        // The daemon's services, wired to its server: the scheduler's thread, the run reports it keeps, the web view
+        // (its MCP tools and commands are handed in by `xclaw daemon run`, from the commands library).
+        .target(
+            name: "XclawDaemonServices",
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawAgent", "XclawStore", "XclawRuntime", "XclawDaemon", "XclawMCP",
+                "XclawWeb",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Daemon/XclawDaemonServices"
         ),
         // The `xclaw` commands as a library, so tests parse and validate them in-process: the argument-parser
         // command types, the MCP tool table, the agent and daemon wiring.
@@ -206,7 +218,8 @@ let package = Package(
             name: "XclawCommands",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
-                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawMCP", "XclawWeb",
+                "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawDaemonServices",
+                "XclawMCP", "XclawWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -217,13 +230,17 @@ let package = Package(
             name: "xclaw-core", dependencies: ["XclawCommandLine", "XclawCommands"], path: "Sources/xclaw-core"),
         // Friendly key names, standard library only: shared by the screen layer and the front binary.
         .target(name: "XclawKeyNames", path: "Sources/XclawKeyNames"),
-        // What the front and the daemon share about serving, standard library only: the served commands.
-        .target(name: "XclawWire", path: "Sources/XclawWire"),
+        // What the front and the daemon share about serving, standard library only: the wire, the served commands.
+        .target(name: "XclawWire", path: "Sources/Daemon/XclawWire"),
+        // The front's side of the handoff, without Foundation (the front links no Foundation): the request and the
+        // front's descriptors over the daemon's socket, forwarded signals, the reply's exit status.
+        .target(
+            name: "XclawHandoff", dependencies: ["CXclawSystem", "XclawWire"], path: "Sources/Daemon/XclawHandoff"),
         // The front binary `xclaw`: no Foundation, OCR, HTTP, SQLite or AT-SPI, and the Swift runtime linked in
         // statically. It hands commands to the daemon, does plain input itself, or execs `xclaw-core`.
         .executableTarget(
             name: "xclaw",
-            dependencies: ["CXclawSystem", "CX11", "CXTest", "XclawKeyNames", "XclawWire"],
+            dependencies: ["CXclawSystem", "CX11", "CXTest", "XclawKeyNames", "XclawWire", "XclawHandoff"],
             path: "Sources/xclaw",
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),

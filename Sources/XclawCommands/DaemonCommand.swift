@@ -3,6 +3,8 @@ import Foundation
 import XclawBase
 import XclawCommandLine
 import XclawDaemon
+import XclawDaemonServices
+import XclawMCP
 import XclawWeb
 
 /// `xclaw daemon start|stop|status|run`: the resident process, one per user.
@@ -143,7 +145,15 @@ struct DaemonCommand: ParsableCommand {
             var webView: DaemonWebView?
             if web.web {
                 let handed = server.inherited?.surface.flatMap { try? JSONDecoder().decode(WebHandover.self, from: $0) }
-                do { webView = try DaemonWeb.start(on: server, address: web.address, inherited: handed) } catch {
+                // xclaw's commands and MCP tools, run inside the daemon on its kept displays, counted as its work.
+                let runner = MCPCommandRunner(
+                    defaultDisplay: nil, displays: server.displays, activity: server.activity
+                ) { server.displays.names }
+                do {
+                    webView = try DaemonWeb.start(
+                        on: server, address: web.address, inherited: handed, mcp: MCPTools.server(runner),
+                        backend: DaemonWebBackend(runner: runner))
+                } catch {
                     // A recycled daemon keeps serving commands: its socket has askers waiting.
                     if server.inherited != nil {
                         DaemonWeb.lost(error)
@@ -209,5 +219,24 @@ enum DaemonLog {
     static func lastError(_ path: String) -> String? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         return text.split(separator: "\n").last { $0.hasPrefix("xclaw: ") }.map { String($0.dropFirst(7)) }
+    }
+}
+
+/// The web view's commands, run like the MCP server's: inside the daemon, captured.
+struct DaemonWebBackend: WebBackend {
+    let runner: MCPCommandRunner
+
+    func run(_ arguments: [String]) async -> WebCommandResult {
+        let outcome = await runner.run(arguments, display: nil, exclusive: false, cancellation: MCPCancellation())
+        return WebCommandResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
+    }
+
+    func stream(
+        _ arguments: [String], needsKeys: Bool, cancellation: MCPCancellation,
+        output: @escaping @Sendable (Data) -> Void
+    ) async -> WebCommandResult {
+        let outcome = await runner.stream(
+            arguments, keepSecrets: needsKeys, cancellation: cancellation, output: output)
+        return WebCommandResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
     }
 }

@@ -31,10 +31,7 @@ struct MCPCommand: ParsableCommand {
         // A client that goes away mid-reply must not kill the server with SIGPIPE: the write fails and it stops.
         signal(SIGPIPE, SIG_IGN)
         let runner = MCPCommandRunner(defaultDisplay: display)
-        let server = MCPServer(
-            name: "xclaw", version: Xclaw.configuration.version, instructions: MCPTools.instructions,
-            tools: MCPTools.all(runner))
-        MCPStdioTransport(server: server).run()
+        MCPStdioTransport(server: MCPTools.server(runner)).run()
         runner.close()
     }
 }

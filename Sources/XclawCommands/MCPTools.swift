@@ -177,6 +177,11 @@ enum MCPTools {
     /// Every tool, run by `runner`.
     static func all(_ runner: MCPCommandRunner) -> [MCPTool] { table.map { $0.tool(runner) } }
 
+    /// xclaw's MCP server with every tool, run by `runner`: `xclaw mcp`'s, and the daemon's over HTTP.
+    static func server(_ runner: MCPCommandRunner) -> MCPServer {
+        MCPServer(name: "xclaw", version: Xclaw.configuration.version, instructions: instructions, tools: all(runner))
+    }
+
     /// The table: name, what it does, its arguments and how the command spells them.
     static let table: [MCPCommandTool] = [
         MCPCommandTool(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import XclawBase
 import XclawCommandLine
+import XclawDaemonServices
 import XclawRuntime
 import XclawStore
 

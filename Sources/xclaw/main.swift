@@ -3,16 +3,22 @@
 // resident daemon when one runs, and otherwise becomes the full binary (`xclaw-core`, beside it) with exec, so a
 // one-shot command still runs in-process exactly as before.
 import Glibc
+import XclawHandoff
 import XclawWire
 
 var front = Front(arguments: Array(CommandLine.arguments.dropFirst()), environment: Front.environment())
+let handoff = DaemonHandoff(arguments: front.arguments, environment: front.environment, notice: Front.notice)
 // Plain input is done here, unless a daemon's web view watches: then the daemon sends it and its action log shows it.
-if front.noDaemon || !DaemonHandoff(front).webViewRuns,
+if front.noDaemon || !handoff.webViewRuns,
     let status = DirectInput(front.arguments, display: front.environment["DISPLAY"])?.run()
 {
     exit(status)
 }
 if !front.noDaemon, ServedCommands.serves(front.arguments) {
-    if let status = DaemonHandoff(front).run() { exit(status) }
+    switch handoff.run() {
+    case .exited(let status): exit(status)
+    case .daemonDied(let message): Front.fail(message, status: 5, json: front.asksJSON)
+    case .notTaken: break
+    }
 }
 front.becomeCore()

@@ -11,29 +11,26 @@ import XclawWeb
 
 /// The daemon's web view, wired: the pages run xclaw's commands inside the daemon (on its kept displays), MCP over
 /// HTTP serves the same tools as `xclaw mcp`, and the action log hears every input the daemon sends
-/// (`InputObserver`) and every step another process's agent run records (the store, every 100 ms).
-enum DaemonWeb {
+/// (`InputObserver`) and every step another process's agent run records (the store, every 100 ms). The commands and
+/// the MCP tools are the commands library's: `xclaw daemon run` hands them in (`mcp`, `backend`).
+public enum DaemonWeb {
     private static let logger = Logger(label: "xclaw.web")
 
     /// Stops it and takes its marker away.
-    static func stop(_ web: DaemonWebView) {
+    public static func stop(_ web: DaemonWebView) {
         web.stop()
         if let marker = try? DaemonPaths.webMarker() { unlink(marker) }
     }
 
     /// Starts the web view on `address` (`--web [ADDR]`) and records it in the daemon's status; `inherited`: what
-    /// the daemon's previous image handed over when it recycled itself (the same token, host and port).
-    static func start(on server: DaemonServer, address: String?, inherited: WebHandover? = nil) throws
-        -> DaemonWebView
-    {
+    /// the daemon's previous image handed over when it recycled itself (the same token, host and port); `mcp` and
+    /// `backend`: xclaw's tools and commands, run inside the daemon on its kept displays.
+    public static func start(
+        on server: DaemonServer, address: String?, inherited: WebHandover? = nil, mcp: MCPServer,
+        backend: any WebBackend
+    ) throws -> DaemonWebView {
         let (host, port) = try inherited.map { ($0.host, $0.port) } ?? WebConfiguration.address(address)
         let token = try inherited?.token ?? WebToken.load(at: DaemonPaths.webToken())
-        let runner = MCPCommandRunner(defaultDisplay: nil, displays: server.displays, activity: server.activity) {
-            server.displays.names
-        }
-        let mcp = MCPServer(
-            name: "xclaw", version: Xclaw.configuration.version, instructions: MCPTools.instructions,
-            tools: MCPTools.all(runner))
         let feed = ActionFeed()
         let daemon = getpid()
         InputObserver.listen { event in
@@ -50,7 +47,7 @@ enum DaemonWeb {
         let environment = ProcessInfo.processInfo.environment
         let view = DaemonWebView(
             WebConfiguration(
-                host: host, port: port, token: token, backend: DaemonWebBackend(runner: runner), mcp: mcp, feed: feed,
+                host: host, port: port, token: token, backend: backend, mcp: mcp, feed: feed,
                 displays: {
                     var names = server.displays.names
                     if let own = environment["DISPLAY"], !own.isEmpty, !names.contains(own) { names.append(own) }
@@ -63,7 +60,7 @@ enum DaemonWeb {
     }
 
     /// The web view could not listen again after a recycle: the daemon serves on without it, and says so.
-    static func lost(_ error: any Error) {
+    public static func lost(_ error: any Error) {
         logger.error("the web view could not listen again after the recycle", metadata: ["error": "\(error)"])
         if let marker = try? DaemonPaths.webMarker() { unlink(marker) }
     }
@@ -72,14 +69,14 @@ enum DaemonWeb {
 /// What the web view hands the daemon's next image when it recycles itself (in the daemon's in-memory handover
 /// file, never argv, the environment or a log): the token, so open pages and MCP clients keep working, and the
 /// address it listened on (the port it got, for `--web HOST:0`).
-struct WebHandover: Codable, Sendable {
+public struct WebHandover: Codable, Sendable {
     var token: String
     var host: String
     var port: Int
 }
 
 /// The daemon's web server, which a recycle stops and, when the exec failed, starts again on the same address.
-final class DaemonWebView: Sendable {
+public final class DaemonWebView: Sendable {
     private let configuration: Mutex<WebConfiguration>
     private let server: DaemonServer
     private let current = Mutex<WebServer?>(nil)
@@ -118,7 +115,7 @@ final class DaemonWebView: Sendable {
     /// Before the daemon re-executes itself: stops serving (waiting until the port is closed, so the next image can
     /// listen on it) and returns what the next image's web view starts from. The marker stays: the same process
     /// serves the web view again in a moment.
-    func handover() -> Data? {
+    public func handover() -> Data? {
         if let web = current.withLock({ $0 }), !web.stop(waitingUpTo: .seconds(5)) {
             Self.logger.warning("the web view had not stopped after 5 s; re-executing anyway (its port closes then)")
         }
@@ -128,7 +125,7 @@ final class DaemonWebView: Sendable {
     }
 
     /// The exec failed: serves again, on the same address.
-    func resume() {
+    public func resume() {
         do { try listen(patience: .seconds(5)) } catch {
             server.web.withLock { $0 = nil }
             DaemonWeb.lost(error)
@@ -141,7 +138,7 @@ extension DaemonWeb {
     /// (the first request's head, 10), `XCLAW_WEB_IDLE_SECONDS` (quiet between requests, 60),
     /// `XCLAW_WEB_MAX_PER_PEER` (32 per other user), `XCLAW_WEB_MAX_CONNECTIONS` (a quarter of the descriptors, at
     /// most 256).
-    static func limits(_ environment: [String: String]) throws -> WebLimits {
+    public static func limits(_ environment: [String: String]) throws -> WebLimits {
         func number(_ name: String) throws -> Double? {
             guard let text = environment[name], !text.isEmpty else { return nil }
             guard let value = Double(text), value > 0, value < 1e6 else {
@@ -154,25 +151,6 @@ extension DaemonWeb {
         if let idle = try number("XCLAW_WEB_IDLE_SECONDS") { limits.idleSeconds = idle }
         if let peer = try number("XCLAW_WEB_MAX_PER_PEER") { limits.perPeer = max(1, Int(peer)) }
         return limits
-    }
-}
-
-/// The web view's commands, run like the MCP server's: inside the daemon, captured.
-struct DaemonWebBackend: WebBackend {
-    let runner: MCPCommandRunner
-
-    func run(_ arguments: [String]) async -> WebCommandResult {
-        let outcome = await runner.run(arguments, display: nil, exclusive: false, cancellation: MCPCancellation())
-        return WebCommandResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
-    }
-
-    func stream(
-        _ arguments: [String], needsKeys: Bool, cancellation: MCPCancellation,
-        output: @escaping @Sendable (Data) -> Void
-    ) async -> WebCommandResult {
-        let outcome = await runner.stream(
-            arguments, keepSecrets: needsKeys, cancellation: cancellation, output: output)
-        return WebCommandResult(status: outcome.status, stdout: outcome.stdout, stderr: outcome.stderr)
     }
 }
 

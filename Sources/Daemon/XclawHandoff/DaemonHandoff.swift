@@ -7,19 +7,39 @@ nonisolated(unsafe) private var cancelSocket: Int32 = -1
 
 /// Hands a command to the daemon: the request line (arguments, environment, directory) goes with the front's stdin,
 /// stdout, stderr and terminal attached, so the daemon writes the command's output where the front would have; the
-/// reply is the exit status. Speaks `DaemonWire`, the wire format the daemon shares, without Foundation.
-struct DaemonHandoff {
-    let front: Front
+/// reply is the exit status. Speaks `DaemonWire`, the wire format the daemon shares, without Foundation: the front
+/// links this module, and the front links no Foundation.
+public struct DaemonHandoff {
+    /// What became of a command handed over.
+    public enum Outcome: Equatable {
+        /// The daemon ran it and it ended with this status.
+        case exited(Int32)
+        /// No daemon took it: it runs in-process (a notice said why when a daemon was expected: a stale socket,
+        /// another protocol version).
+        case notTaken
+        /// The daemon died while it ran: its effect is unknown, and it must not run again. The message says what to
+        /// do; the front fails with it (exit 5).
+        case daemonDied(String)
+    }
 
-    init(_ front: Front) { self.front = front }
+    /// The command line, without the program's name.
+    let arguments: [String]
+    /// The front's environment: sent with the request, and where the state directory is found.
+    let environment: [String: String]
+    /// Says a line on stderr (`xclaw: ` and the text), the front's way.
+    let notice: (String) -> Void
 
-    /// The command's exit status; nil when no daemon could take it and it runs in-process (with a notice when a
-    /// daemon was expected: a stale socket, another protocol version).
-    func run() -> Int32? {
-        guard let directory = stateDirectory() else { return nil }
+    /// A handoff of `arguments` with `environment`, its notices said through `notice`.
+    public init(arguments: [String], environment: [String: String], notice: @escaping (String) -> Void) {
+        (self.arguments, self.environment, self.notice) = (arguments, environment, notice)
+    }
+
+    /// Hands the command over and waits for its end.
+    public func run() -> Outcome {
+        guard let directory = stateDirectory() else { return .notTaken }
         let path = directory + "/daemon.sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .notTaken }
         guard connect(fd, path: path) else {
             let why = errno
             close(fd)
@@ -27,24 +47,24 @@ struct DaemonHandoff {
             if why == ECONNREFUSED {
                 unlink(path)
                 unlink(directory + "/web.on")
-                Front.notice("the daemon is not running (removed its stale socket); running in-process")
+                notice("the daemon is not running (removed its stale socket); running in-process")
             }
-            return nil
+            return .notTaken
         }
         // Only a daemon of this user gets our descriptors and environment.
         var uid: UInt32 = 0
         guard xclaw_peer_uid(fd, &uid) == 0, uid == getuid() else {
             close(fd)
-            Front.notice("the daemon socket \(path) belongs to another user; running in-process")
-            return nil
+            notice("the daemon socket \(path) belongs to another user; running in-process")
+            return .notTaken
         }
         let line = request()
         guard line.utf8.count <= DaemonWire.maximumRequest else {
             close(fd)
-            Front.notice(
+            notice(
                 "the command's environment and arguments (\(line.utf8.count) bytes) are more than the daemon takes "
                     + "(\(DaemonWire.maximumRequest)); running in-process")
-            return nil
+            return .notTaken
         }
         var descriptors: [Int32] = [0, 1, 2]
         let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -62,7 +82,7 @@ struct DaemonHandoff {
         guard sent == line.utf8.count else {
             sigprocmask(SIG_SETMASK, &previous, nil)
             close(fd)
-            return nil
+            return .notTaken
         }
         cancelSocket = fd
         signal(SIGPIPE, SIG_IGN)
@@ -78,31 +98,30 @@ struct DaemonHandoff {
         return outcome(reply)
     }
 
-    /// What the reply means: the exit status, or nil (and a notice) to run in-process.
-    private func outcome(_ reply: String?) -> Int32? {
+    /// What the reply means: the exit status, the daemon's death, or in-process (after a notice).
+    private func outcome(_ reply: String?) -> Outcome {
         guard let reply else {
-            Front.fail(
+            return .daemonDied(
                 "the daemon died during the command; its effect is unknown (exit 5). It was not run again. Its guard "
                     + "releases the keys and buttons it held and unbinds the keycodes it bound for typing; should a "
-                    + "key or button still be down, run `xclaw release-all --everything` (with --display)",
-                status: 5, json: front.asksJSON)
+                    + "key or button still be down, run `xclaw release-all --everything` (with --display)")
         }
         let answer = DaemonWire.Reply(line: reply)
-        if let exit = answer?.exit { return exit }
+        if let exit = answer?.exit { return .exited(exit) }
         let theirs = answer?.version ?? 0
         if theirs != DaemonWire.version {
-            Front.notice(
+            notice(
                 "the daemon speaks protocol \(theirs), this xclaw \(DaemonWire.version): running in-process "
                     + "(`xclaw daemon stop` and start it again to use it)")
         } else {
-            Front.notice("the daemon refused the command; running in-process")
+            notice("the daemon refused the command; running in-process")
         }
-        return nil
+        return .notTaken
     }
 
     /// Whether a daemon with its web view runs (its `web.on` marker): then even plain input goes to it, so the web
     /// view's action log shows it.
-    var webViewRuns: Bool {
+    public var webViewRuns: Bool {
         guard let directory = stateDirectory() else { return false }
         let path = directory + "/web.on"
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -123,7 +142,7 @@ struct DaemonHandoff {
     /// `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID` (the rule of `XclawPaths`), when it
     /// is a directory of ours that others cannot write; nil otherwise (the full binary then explains).
     private func stateDirectory() -> String? {
-        let env = front.environment
+        let env = environment
         let directory: String
         if let dir = env["XCLAW_STATE_DIR"], !dir.isEmpty {
             directory = dir
@@ -159,7 +178,7 @@ struct DaemonHandoff {
         var cwd = [Int8](repeating: 0, count: 4096)
         let directory = getcwd(&cwd, cwd.count) != nil ? String(cString: cwd) : "/"
         return DaemonWire.runRequest(
-            arguments: front.arguments, environment: front.environment, directory: directory, pid: getpid())
+            arguments: arguments, environment: environment, directory: directory, pid: getpid())
     }
 
     /// The reply line; nil when the daemon hung up without one.

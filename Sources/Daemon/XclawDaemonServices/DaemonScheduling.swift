@@ -8,11 +8,11 @@ import XclawStore
 /// The daemon's scheduler: a thread that fires the scheduled tasks of the daemon's database ($XCLAW_DB when it
 /// started, else the default) when they are due, each as `xclaw send AGENT PROMPT --sender schedule:NAME` run inside
 /// the daemon, its output appended to `schedule.log` in the state directory.
-enum DaemonScheduling {
+public enum DaemonScheduling {
     private static let logger = Logger(label: "xclaw.schedule")
 
     /// Starts the thread; it ends when the server stops.
-    static func start(_ server: DaemonServer) {
+    public static func start(_ server: DaemonServer) {
         let path = AgentStore.defaultPath()
         let hostname = ProcessInfo.processInfo.hostName
         Thread {
@@ -92,7 +92,7 @@ enum DaemonScheduling {
     /// A task's replay, first, without the model: a result when it did every step (completed), or stopped midway or
     /// could not start (failed: the agent would repeat what it did); nil when the agent must run the prompt (no
     /// script, a private display, or the replay diverged before its first step). `runner` runs an xclaw command.
-    static func replayFirst(
+    public static func replayFirst(
         _ task: TaskRecord, label: String, database: String?, store: any StoreBackend, log: Int32, logPath: String,
         _ runner: ([String]) -> Int32
     ) -> TaskRunResult? {
@@ -118,7 +118,8 @@ enum DaemonScheduling {
                 result: "replayed \(done.map(String.init) ?? "every") step(s) without the model"
                     + (run.map { " (run \($0.id))" } ?? ""))
         }
-        if replayed == Send.stoppedStatus || run?.status == .stopped {
+        // 130: how `replay` exits when a stop ended it (`Send.stoppedStatus` of the commands, what Ctrl-C gives).
+        if replayed == 128 + SIGINT || run?.status == .stopped {
             return TaskRunResult(
                 status: "failed", result: "the replay was stopped", error: run?.error ?? "stopped; see \(logPath)")
         }
