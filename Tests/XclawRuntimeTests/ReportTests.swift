@@ -4,6 +4,7 @@ import XclawAgent
 import XclawMessages
 import XclawRuntime
 import XclawScreen
+import XclawSkills
 import XclawStore
 
 /// The run report from a real SQLite store: which screenshot each step shows, the overlay in the image's pixels for

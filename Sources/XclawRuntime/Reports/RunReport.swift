@@ -3,6 +3,7 @@ import XclawAgent
 import XclawBase
 import XclawMessages
 import XclawScreen
+import XclawSkills
 import XclawStore
 
 /// One run, step by step, as its report shows it: built from what the store kept (no screen, no network), so a
