@@ -105,13 +105,13 @@ public struct StepReplayer {
                 reason: "it types a password, which is never recorded: pass --param \(name.uppercased())=…")
         }
         let text = step.parameter.flatMap { values[$0] } ?? step.text
-        let replaying = try withoutActuallyEscaping(gate) { gate in
+        // The playback's view of the step holds the gate only while it plays: nothing of it outlives this block.
+        var done = try withoutActuallyEscaping(gate) { gate in
             let replaying = Replaying(replayer: self, step: step, text: text, outcome: outcome, gate: gate)
             defer { acted = acted || replaying.acted }
             try RecordingTools.playback(for: step.action).replay(step, on: replaying)
-            return replaying
+            return replaying.outcome
         }
-        var done = replaying.outcome
         try postcondition(step, outcome: &done)
         done.ms = Replayer.milliseconds(since: start)
         return done
