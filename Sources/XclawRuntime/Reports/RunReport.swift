@@ -149,7 +149,9 @@ public struct RunReport: Sendable {
                 else { continue }
                 var texts: [String] = []
                 var images = 0
-                let zoom = step.actions[i].tool == "computer" && step.actions[i].input["action"]?.string == "zoom"
+                let zoom =
+                    step.actions[i].tool == ComputerTool.toolName
+                    && step.actions[i].input["action"]?.string.flatMap(ComputerAction.init(rawValue:)) == .zoom
                 for block in result.content {
                     switch block {
                     case .image(let media, let data):
