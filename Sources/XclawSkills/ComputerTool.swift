@@ -437,7 +437,8 @@ extension ComputerTool: RecordingTool {
     /// Its coordinates are the scaled screenshot's own pixels; a click, press or move without one is at the pointer.
     public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
         let action = call.text("action")
-        switch ComputerAction(rawValue: action) {
+        let parsed = ComputerAction(rawValue: action)
+        switch parsed {
         case .leftClick?, .rightClick?, .middleClick?, .doubleClick?, .tripleClick?, .leftMouseDown?, .leftMouseUp?,
             .mouseMove?:
             let point = call.coordinate("coordinate") ?? call.atPointer()
@@ -460,7 +461,7 @@ extension ComputerTool: RecordingTool {
         case .type?:
             return OverlayAction(marks: [], caption: "type " + OverlayCall.shown(call.text("text")))
         case .key?, .holdKey?:
-            return OverlayAction(marks: [], caption: (action == "key" ? "key " : "hold ") + call.text("text"))
+            return OverlayAction(marks: [], caption: (parsed == .key ? "key " : "hold ") + call.text("text"))
         case .zoom?:
             guard let r = call.input["region"]?.array?.compactMap(\.double), r.count == 4 else {
                 return OverlayAction(marks: [], caption: "zoom")
