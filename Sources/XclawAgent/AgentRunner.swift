@@ -81,8 +81,8 @@ public struct AgentRunner: Sendable {
     }
 
     /// The action a tool call names (`left_click`), or the tool's name.
-    static func action(of use: (id: String, name: String, input: JSONValue)) -> String {
-        use.input["action"]?.string ?? use.name
+    static func action(of use: (id: String, name: String, input: JSONValue)) -> RecordedAction {
+        RecordedAction(rawValue: use.input["action"]?.string ?? use.name)
     }
 
     /// The beta headers the request needs: those of the enabled tools (the computer tool names its own version's,

@@ -6,7 +6,7 @@ public struct RecordedStep: Codable, Sendable, Hashable {
     /// The tool that acted (`computer`, `tap_element`, ...).
     public var tool: String
     /// The action (`left_click`, `type`, `key`, `scroll`, `left_click_drag`, ...).
-    public var action: String
+    public var action: RecordedAction
     /// The screen point acted on, the last-resort anchor.
     public var x: Int?
     /// The screen point acted on, the last-resort anchor.
@@ -32,7 +32,7 @@ public struct RecordedStep: Codable, Sendable, Hashable {
 
     /// Creates a step.
     public init(
-        tool: String, action: String, x: Int? = nil, y: Int? = nil, text: String? = nil, screen: [Int]? = nil,
+        tool: String, action: RecordedAction, x: Int? = nil, y: Int? = nil, text: String? = nil, screen: [Int]? = nil,
         target: StepAnchor? = nil, pre: StepPrecondition = StepPrecondition(),
         post: StepPostcondition = StepPostcondition(), parameter: String? = nil, ms: Double? = nil
     ) {

@@ -41,8 +41,8 @@ public struct ActionRecord: Codable, Sendable, Hashable {
     public var time: Date
     /// The tool name.
     public var tool: String
-    /// The action (`left_click`, `type`, ...; the tool name for single-action tools).
-    public var action: String
+    /// The action (`left_click`, `type`, ...; the tool name for single-action tools, as `RecordedAction.other`).
+    public var action: RecordedAction
     /// Screen coordinates the action used, if any.
     public var x: Int?
     /// Screen coordinates the action used, if any.
@@ -56,7 +56,7 @@ public struct ActionRecord: Codable, Sendable, Hashable {
 
     /// Creates a record.
     public init(
-        time: Date = Date(), tool: String, action: String, x: Int? = nil, y: Int? = nil, text: String? = nil,
+        time: Date = Date(), tool: String, action: RecordedAction, x: Int? = nil, y: Int? = nil, text: String? = nil,
         result: String, ms: Double? = nil
     ) {
         self.time = time

@@ -5,6 +5,7 @@ import XclawBase
 import XclawCommandLine
 import XclawMessages
 import XclawRuntime
+import XclawSkills
 import XclawStore
 
 /// `xclaw script`: a run's recorded input actions as a script to keep, read and run again.
@@ -41,7 +42,6 @@ extension ReplayScript {
     /// by label (and window) where it has one, else clicks its recorded point; a parameter is an environment variable
     /// with the recorded value as default; `set -e` stops at the first step that fails.
     var shell: String {
-        func q(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         var out = [
             "#!/bin/sh", "# xclaw script from run \(run) (agent \(agent)).",
             "# Asked: " + prompt.split(whereSeparator: \.isNewline).joined(separator: " ").prefix(200),
@@ -49,63 +49,16 @@ extension ReplayScript {
             "set -e", "xclaw=${XCLAW:-xclaw}",
         ]
         for (name, value) in parameters.sorted(by: { $0.key < $1.key }) {
-            out.append("\(name.uppercased())=${\(name.uppercased()):-\(q(value))}")
+            out.append("\(name.uppercased())=${\(name.uppercased()):-\(ShellStep.quoted(value))}")
         }
         for step in steps {
-            let text: String? = step.parameter.map { "\"$\($0.uppercased())\"" } ?? step.text.map(q)
-            let labelled = step.target.flatMap { $0.label.isEmpty ? nil : $0 }
-            let window = labelled?.windowTitle.map { " --window \(q($0))" } ?? ""
-            let nth = (labelled?.nth ?? 1) > 1 ? " --nth \(labelled?.nth ?? 1)" : ""
-            let role = labelled.map { ["text", "image", ""].contains($0.role) ? "" : " --role \(q($0.role))" } ?? ""
-            let point = step.x.flatMap { x in step.y.map { "\(x) \($0)" } } ?? ""
-            switch step.action {
-            case "left_click", "tap", "press", "click", "right_click", "middle_click", "double_click", "double_tap",
-                "triple_click":
-                let button =
-                    step.action == "right_click"
-                    ? " --button right" : step.action == "middle_click" ? " --button middle" : ""
-                let double = ["double_click", "double_tap"].contains(step.action)
-                let with = step.modifiers.map { " --with \(q($0))" } ?? ""
-                if let labelled {
-                    out.append(
-                        "$xclaw tap\(role)\(window)\(nth)\(button)\(double ? " --double" : "")\(with) --timeout 10 -- "
-                            + q(labelled.label))
-                } else {
-                    out.append(
-                        "$xclaw click \(point)\(button)\(double ? " --count 2" : step.action == "triple_click" ? " --count 3" : "")\(with)"
-                    )
-                }
-            case "type", "type_submit":
-                // Typed into a field the run named: it is tapped first, as the run focused it.
-                if step.focus == true, let labelled {
-                    out.append("$xclaw tap\(role)\(window)\(nth) --timeout 10 -- \(q(labelled.label))")
-                }
-                out.append("$xclaw type -- \(text ?? "''")")
-                if step.action == "type_submit" { out.append("$xclaw key Return") }
-            case "key", "press_button":
-                out.append(
-                    "$xclaw key -- "
-                        + (step.text ?? "").split(separator: " ").map { q(String($0)) }.joined(separator: " "))
-            case "scroll":
-                let parts = (step.text ?? "down 1").split(separator: " ")
-                let at = point.isEmpty ? "" : " --at \(point.replacingOccurrences(of: " ", with: ","))"
-                out.append("$xclaw scroll \(parts.first ?? "down") --amount \(parts.count > 1 ? parts[1] : "1")\(at)")
-            case "left_click_drag", "swipe":
-                let end = (step.text ?? "").dropFirst(3).replacingOccurrences(of: ",", with: " ")
-                out.append("$xclaw drag \(point) \(end)")
-            case "mouse_move":
-                out.append("$xclaw move \(point)")
-            case "left_mouse_down":
-                out.append("$xclaw mousedown")
-            case "left_mouse_up":
-                out.append("$xclaw mouseup")
-            default:
-                out.append("# not replayable by a command: \(step.tool) \(step.action)")
-            }
+            // What the step sends again is its tool's to say (`RecordingTools.playback`).
+            out += RecordingTools.playback(for: step.action).shell(ShellStep(step))
             // The postcondition: what the step made appear, waited for before the next step.
             if let first = step.post.appeared.first, let space = first.firstIndex(of: " ") {
                 out.append(
-                    "$xclaw watch --text \(q(String(first[first.index(after: space)...]))) --timeout 10 >/dev/null")
+                    "$xclaw watch --text \(ShellStep.quoted(String(first[first.index(after: space)...]))) --timeout 10 >/dev/null"
+                )
             }
         }
         return out.joined(separator: "\n") + "\n"

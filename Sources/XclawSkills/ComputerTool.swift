@@ -70,7 +70,7 @@ public struct ComputerTool: AgentTool {
     }
 
     /// Always "computer": the name the model is trained to call.
-    public var name: String { "computer" }
+    public var name: String { Self.toolName }
 
     /// Shown in logs and listings only; the API takes the built-in definition, whose schema the model knows.
     public var description: String {
@@ -146,7 +146,7 @@ public struct ComputerTool: AgentTool {
         _ action: ComputerAction, _ input: JSONValue, geometry g: ScreenGeometry,
         context: ToolContext
     ) async throws -> ToolOutput {
-        var record = ActionRecord(tool: "computer", action: action.rawValue, result: "pending")
+        var record = ActionRecord(tool: name, action: RecordedAction(rawValue: action.rawValue), result: "pending")
         let describe: String
         let done: String
         let perform: @Sendable (ScreenSession) throws -> Void
@@ -408,5 +408,69 @@ public struct ComputerTool: AgentTool {
                     + (input["duration"].map { ", got \($0.jsonText)" } ?? ""))
         }
         return value
+    }
+}
+
+extension ComputerTool: RecordingTool {
+    /// Always "computer": the name the model is trained to call.
+    public static var toolName: String { "computer" }
+
+    /// Clicks, drags, pointer moves, keys, typing and scrolls; a held key is not done again.
+    public static var playbacks: [RecordedAction: any ActionPlayback] {
+        [
+            .leftClick: ClickPlayback(), .rightClick: ClickPlayback(button: .right),
+            .middleClick: ClickPlayback(button: .middle), .doubleClick: ClickPlayback(count: 2),
+            .tripleClick: ClickPlayback(count: 3), .leftClickDrag: DragPlayback(), .mouseMove: PointerPlayback(.move),
+            .leftMouseDown: PointerPlayback(.down), .leftMouseUp: PointerPlayback(.up), .key: KeysPlayback(),
+            .holdKey: NoPlayback(), .type: TypePlayback(), .scroll: ScrollPlayback(),
+        ]
+    }
+
+    /// The clicks whose record's text is the modifier keys they held.
+    static let clicks: Set<RecordedAction> = [.leftClick, .rightClick, .middleClick, .doubleClick, .tripleClick]
+
+    /// A click's text is the modifier keys it held: a replay holds them again.
+    public static func recorded(_ step: inout RecordedStep, from record: ActionRecord) {
+        if clicks.contains(record.action) { (step.modifiers, step.text) = (record.text, nil) }
+    }
+
+    /// Its coordinates are the scaled screenshot's own pixels; a click, press or move without one is at the pointer.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
+        let action = call.text("action")
+        let parsed = ComputerAction(rawValue: action)
+        switch parsed {
+        case .leftClick?, .rightClick?, .middleClick?, .doubleClick?, .tripleClick?, .leftMouseDown?, .leftMouseUp?,
+            .mouseMove?:
+            let point = call.coordinate("coordinate") ?? call.atPointer()
+            if let point { call.move(point) }
+            let held = call.input["text"]?.string.map { " holding \($0)" } ?? ""
+            return OverlayAction(
+                marks: point.map { [.click($0)] } ?? [],
+                caption: action.replacingOccurrences(of: "_", with: " ") + held
+                    + (call.coordinate("coordinate") == nil ? " at the pointer" : ""))
+        case .leftClickDrag?:
+            guard let from = call.coordinate("start_coordinate"), let to = call.coordinate("coordinate") else {
+                return OverlayAction(marks: [], caption: "drag")
+            }
+            call.move(to)
+            return OverlayAction(marks: [.drag(from: from, to: to)], caption: "drag")
+        case .scroll?:
+            let at = call.coordinate("coordinate")
+            let direction = call.text("scroll_direction"), amount = call.input["scroll_amount"]?.int ?? 0
+            return call.scrollOverlay(at: at, direction: direction, amount: amount)
+        case .type?:
+            return OverlayAction(marks: [], caption: "type " + OverlayCall.shown(call.text("text")))
+        case .key?, .holdKey?:
+            return OverlayAction(marks: [], caption: (parsed == .key ? "key " : "hold ") + call.text("text"))
+        case .zoom?:
+            guard let r = call.input["region"]?.array?.compactMap(\.double), r.count == 4 else {
+                return OverlayAction(marks: [], caption: "zoom")
+            }
+            let a = call.fromImage(r[0], r[1]), b = call.fromImage(r[2], r[3])
+            return OverlayAction(
+                marks: [.box(x: a.x, y: a.y, width: b.x - a.x, height: b.y - a.y)], caption: "zoom")
+        default:
+            return OverlayAction(marks: [], caption: action.isEmpty ? "computer" : action)
+        }
     }
 }

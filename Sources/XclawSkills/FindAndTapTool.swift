@@ -7,7 +7,7 @@ import XclawScreen
 /// `find_and_tap`: clicks something described in words. OCR first (fast, exact, free): a single strong match on a
 /// snapshot is tapped; otherwise Claude's vision is asked for the point on a screenshot, which is bounds-checked in
 /// the screenshot's pixels and mapped back to the screen exactly.
-public struct FindAndTapTool: AgentTool {
+public struct FindAndTapTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
     /// Locates what OCR cannot.
@@ -22,7 +22,7 @@ public struct FindAndTapTool: AgentTool {
     }
 
     /// The tool's name.
-    public var name: String { "find_and_tap" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -92,7 +92,7 @@ public struct FindAndTapTool: AgentTool {
                 + "screenshot"
         }
         let record = ActionRecord(
-            tool: name, action: double ? "double_tap" : "tap", x: point.x, y: point.y,
+            tool: name, action: double ? .doubleTap : .tap, x: point.x, y: point.y,
             text: wanted, result: "pending")
         let describe = "\(double ? "double-click" : "click") \(quoted(wanted)) at (\(point.x), \(point.y)) (\(how))"
         do {
@@ -200,4 +200,17 @@ public struct FindAndTapTool: AgentTool {
         }
         return nil
     }
+}
+
+extension FindAndTapTool {
+    /// The tool's name.
+    public static var toolName: String { "find_and_tap" }
+
+    /// Its taps and double taps, clicks on the element found again.
+    public static var playbacks: [RecordedAction: any ActionPlayback] {
+        [.tap: ClickPlayback(), .doubleTap: ClickPlayback(count: 2)]
+    }
+
+    /// The element's box and the point tapped, from the result.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction { call.tapOverlay() }
 }

@@ -7,7 +7,7 @@ import XclawScreen
 
 /// `launch_app`: starts an installed application on the agent's display and waits for its window, so an agent on a
 /// bare display can open what its task needs.
-public struct LaunchAppTool: AgentTool {
+public struct LaunchAppTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
 
@@ -21,7 +21,7 @@ public struct LaunchAppTool: AgentTool {
     }
 
     /// The tool's name.
-    public var name: String { "launch_app" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -68,7 +68,7 @@ public struct LaunchAppTool: AgentTool {
             throw ToolError("\(error)")
         }
         let started = Mutex<(pid: Int32, window: WindowInfo?)?>(nil)
-        let record = ActionRecord(tool: name, action: "launch", text: entry.id, result: "pending")
+        let record = ActionRecord(tool: name, action: .launch, text: entry.id, result: "pending")
         let outcome = try await session.runInput(
             record, describe: "launch \(entry.name) (\(entry.id))", context: context
         ) {
@@ -93,4 +93,12 @@ public struct LaunchAppTool: AgentTool {
             return .text(what + "; its window \(window.hexID) \(UntrustedText.quoted(window.title)) is on screen")
         }
     }
+}
+
+extension LaunchAppTool {
+    /// The tool's name.
+    public static var toolName: String { "launch_app" }
+
+    /// Its launches, which a replay does not do again.
+    public static var playbacks: [RecordedAction: any ActionPlayback] { [.launch: NoPlayback()] }
 }

@@ -4,7 +4,7 @@ import XclawMessages
 import XclawScreen
 
 /// `press_button`: keyboard keys and shortcuts in xdotool syntax ("ctrl+s", "alt+Tab", "Return").
-public struct PressButtonTool: AgentTool {
+public struct PressButtonTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
 
@@ -12,7 +12,7 @@ public struct PressButtonTool: AgentTool {
     public init(session: ScreenSession) { self.session = session }
 
     /// The tool's name.
-    public var name: String { "press_button" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -39,7 +39,7 @@ public struct PressButtonTool: AgentTool {
         let text = input["name"]?.string ?? ""
         do {
             let combos = try keyCombos(text)
-            let record = ActionRecord(tool: name, action: "key", text: text, result: "pending")
+            let record = ActionRecord(tool: name, action: .key, text: text, result: "pending")
             let outcome = try await session.runInput(record, describe: "press \(quoted(text))", context: context) {
                 try $0.input.keyboard.press(combos)
             }
@@ -50,5 +50,20 @@ public struct PressButtonTool: AgentTool {
         } catch {
             throw modelError(error)
         }
+    }
+}
+
+extension PressButtonTool {
+    /// The tool's name.
+    public static var toolName: String { "press_button" }
+
+    /// Its keys; `press_button`, the name of its calls in the runner's records, is done again as keys too.
+    public static var playbacks: [RecordedAction: any ActionPlayback] {
+        [.key: KeysPlayback(), .pressButton: KeysPlayback()]
+    }
+
+    /// The button's name.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
+        OverlayAction(marks: [], caption: "press " + call.text("name"))
     }
 }

@@ -4,7 +4,7 @@ import XclawMessages
 import XclawScreen
 
 /// `scroll`: mouse-wheel clicks at a position (the content under the pointer scrolls, not the focused window).
-public struct ScrollTool: AgentTool {
+public struct ScrollTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
 
@@ -12,7 +12,7 @@ public struct ScrollTool: AgentTool {
     public init(session: ScreenSession) { self.session = session }
 
     /// The tool's name.
-    public var name: String { "scroll" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -50,7 +50,7 @@ public struct ScrollTool: AgentTool {
         let screen = session.geometry.screen
         let point = x.flatMap { x in y.map { screenPoint(x: x, y: $0, screen: screen) } }
         let record = ActionRecord(
-            tool: self.name, action: "scroll", x: point?.x, y: point?.y,
+            tool: self.name, action: .scroll, x: point?.x, y: point?.y,
             text: "\(name) \(amount)", result: "pending")
         let describe = "scroll \(name) \(amount) at " + (point.map { "(\($0.x), \($0.y))" } ?? "the pointer")
         do {
@@ -72,5 +72,22 @@ public struct ScrollTool: AgentTool {
         } catch {
             throw modelError(error)
         }
+    }
+}
+
+extension ScrollTool {
+    /// The tool's name.
+    public static var toolName: String { "scroll" }
+
+    /// Its scrolls.
+    public static var playbacks: [RecordedAction: any ActionPlayback] { [.scroll: ScrollPlayback()] }
+
+    /// Wheel clicks at its fractions of the screen, else at the pointer.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
+        let at = call.fraction("x").flatMap { x in call.fraction("y").map { (x, $0) } }.map {
+            call.fromFractions($0, $1)
+        }
+        let direction = call.text("direction"), amount = call.input["amount"]?.int ?? 3
+        return call.scrollOverlay(at: at, direction: direction, amount: amount)
     }
 }

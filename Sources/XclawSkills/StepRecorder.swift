@@ -8,11 +8,6 @@ import XclawScreen
 enum StepRecorder {
     /// The side of the image patch kept around a step's point, in pixels.
     static let patchSide = 48
-    /// The computer tool's clicks, whose text holds the modifier keys.
-    static let clickActions: Set<String> = [
-        "left_click", "right_click", "middle_click", "double_click", "triple_click",
-    ]
-
     /// The step of `record` (done), from the snapshots before and after it.
     static func step(
         _ record: ActionRecord, before: Snapshot?, patch: (png: String, origin: Point)?, pointer: Point?,
@@ -22,14 +17,10 @@ enum StepRecorder {
         var step = RecordedStep(
             tool: record.tool, action: record.action, x: point?.x, y: point?.y, text: record.text,
             screen: before.map { [$0.screen.width, $0.screen.height] }, ms: record.ms)
-        // A click's text is its modifier keys (computer) or its button (tap_xy); a replay needs both as such.
-        if record.tool == "computer", clickActions.contains(record.action) {
-            (step.modifiers, step.text) = (record.text, nil)
-        } else if record.tool == "tap_xy", let button = record.text, ["right", "middle"].contains(button) {
-            (step.action, step.text) = ("\(button)_click", nil)
-        }
+        // What the record's text means to a replay (a click's modifier keys, a tap's button) is its tool's to say.
+        RecordingTools.tool(named: record.tool)?.recorded(&step, from: record)
         // `type_text into:` clicked its field first: its point is the field's.
-        step.focus = ["type", "type_submit"].contains(record.action) && record.x != nil ? true : nil
+        step.focus = [.type, .typeSubmit].contains(record.action) && record.x != nil ? true : nil
         guard let before else { return step }
         let active = before.elements.first { $0.role == .window && $0.active == true }
         step.pre = StepPrecondition(anchorVisible: false, activeWindow: active?.label)
@@ -56,7 +47,7 @@ enum StepRecorder {
         }
         // A password is never kept: a replay must be given it (`--param PASSWORD=…`). The field is judged as the
         // approval gate judges it (the focused field, else the one under the pointer; by role, label or bullets).
-        if ["type", "type_submit"].contains(record.action),
+        if [.type, .typeSubmit].contains(record.action),
             GateSubject.of(record, in: before, pointer: pointer)?.intoPassword == true
         {
             step.text = nil

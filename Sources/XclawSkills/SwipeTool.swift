@@ -5,7 +5,7 @@ import XclawScreen
 
 /// `swipe`: a left-button drag between two positions given as fractions of the screen (sliders, selections,
 /// moving windows or items).
-public struct SwipeTool: AgentTool {
+public struct SwipeTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
 
@@ -13,7 +13,7 @@ public struct SwipeTool: AgentTool {
     public init(session: ScreenSession) { self.session = session }
 
     /// The tool's name.
-    public var name: String { "swipe" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -49,7 +49,7 @@ public struct SwipeTool: AgentTool {
         let screen = session.geometry.screen
         let from = screenPoint(x: fx, y: fy, screen: screen), to = screenPoint(x: tx, y: ty, screen: screen)
         let record = ActionRecord(
-            tool: name, action: "swipe", x: from.x, y: from.y, text: "to \(to.x),\(to.y)",
+            tool: name, action: .swipe, x: from.x, y: from.y, text: "to \(to.x),\(to.y)",
             result: "pending")
         let describe = "drag from (\(from.x), \(from.y)) to (\(to.x), \(to.y))"
         let cancelled = context.isCancelled
@@ -69,5 +69,23 @@ public struct SwipeTool: AgentTool {
         } catch {
             throw modelError(error)
         }
+    }
+}
+
+extension SwipeTool {
+    /// The tool's name.
+    public static var toolName: String { "swipe" }
+
+    /// Its swipes, drags a script does again.
+    public static var playbacks: [RecordedAction: any ActionPlayback] { [.swipe: DragPlayback()] }
+
+    /// A drag between its fractions of the screen.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
+        guard let fx = call.fraction("from_x"), let fy = call.fraction("from_y"), let tx = call.fraction("to_x"),
+            let ty = call.fraction("to_y")
+        else { return OverlayAction(marks: [], caption: "swipe") }
+        let to = call.fromFractions(tx, ty)
+        call.move(to)
+        return OverlayAction(marks: [.drag(from: call.fromFractions(fx, fy), to: to)], caption: "swipe")
     }
 }

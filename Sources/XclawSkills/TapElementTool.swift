@@ -7,7 +7,7 @@ import XclawScreen
 /// `tap_element`: clicks what a label or a ref names on a fresh snapshot (the accessibility tree where the app exposes
 /// one, OCR and pixel evidence elsewhere), or presses it through its toolkit. It refuses to guess: when several
 /// elements match equally, or nothing does, the model gets the candidates instead of a wrong click.
-public struct TapElementTool: AgentTool {
+public struct TapElementTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
 
@@ -15,7 +15,7 @@ public struct TapElementTool: AgentTool {
     public init(session: ScreenSession) { self.session = session }
 
     /// The tool's name.
-    public var name: String { "tap_element" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -114,7 +114,7 @@ public struct TapElementTool: AgentTool {
                     throw ToolError("\(what) was read by OCR, so it has no toolkit action: tap it without action")
                 }
                 let record = ActionRecord(
-                    tool: name, action: "press", x: point.x, y: point.y, text: wanted,
+                    tool: name, action: .press, x: point.x, y: point.y, text: wanted,
                     result: "pending")
                 let outcome = try await session.runInput(
                     record, describe: "press \(what) through its toolkit",
@@ -134,7 +134,8 @@ public struct TapElementTool: AgentTool {
             }
             let record = ActionRecord(
                 tool: name,
-                action: double ? "double_tap" : button == .left ? "tap" : "\(button.rawValue)_click", x: point.x,
+                action: double ? .doubleTap : button == .left ? .tap : button == .right ? .rightClick : .middleClick,
+                x: point.x,
                 y: point.y,
                 text: wanted, result: "pending")
             let describe =
@@ -156,4 +157,20 @@ public struct TapElementTool: AgentTool {
             throw modelError(error)
         }
     }
+}
+
+extension TapElementTool {
+    /// The tool's name.
+    public static var toolName: String { "tap_element" }
+
+    /// Its taps, double taps, other buttons' clicks and toolkit presses, all clicks on the element found again.
+    public static var playbacks: [RecordedAction: any ActionPlayback] {
+        [
+            .tap: ClickPlayback(), .doubleTap: ClickPlayback(count: 2), .rightClick: ClickPlayback(button: .right),
+            .middleClick: ClickPlayback(button: .middle), .press: ClickPlayback(),
+        ]
+    }
+
+    /// The element's box and the point tapped, from the result.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction { call.tapOverlay() }
 }

@@ -4,7 +4,7 @@ import XclawMessages
 import XclawScreen
 
 /// `tap_xy`: a click at a position given as fractions of the screen, for things OCR cannot name (icons, images).
-public struct TapXYTool: AgentTool {
+public struct TapXYTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
 
@@ -12,7 +12,7 @@ public struct TapXYTool: AgentTool {
     public init(session: ScreenSession) { self.session = session }
 
     /// The tool's name.
-    public var name: String { "tap_xy" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -43,7 +43,7 @@ public struct TapXYTool: AgentTool {
         let screen = session.geometry.screen
         let point = screenPoint(x: x, y: y, screen: screen)
         let record = ActionRecord(
-            tool: name, action: "tap", x: point.x, y: point.y,
+            tool: name, action: .tap, x: point.x, y: point.y,
             text: button == .left ? nil : button.rawValue, result: "pending")
         let describe =
             "\(button == .left ? "" : "\(button.rawValue) ")click at (\(point.x), \(point.y)) "
@@ -60,5 +60,34 @@ public struct TapXYTool: AgentTool {
         } catch {
             throw modelError(error)
         }
+    }
+}
+
+extension TapXYTool {
+    /// The tool's name.
+    public static var toolName: String { "tap_xy" }
+
+    /// Its taps, and the right and middle clicks its steps become.
+    public static var playbacks: [RecordedAction: any ActionPlayback] {
+        [
+            .tap: ClickPlayback(), .rightClick: ClickPlayback(button: .right),
+            .middleClick: ClickPlayback(button: .middle),
+        ]
+    }
+
+    /// A tap's text is its button when not the left one: the step is that button's click.
+    public static func recorded(_ step: inout RecordedStep, from record: ActionRecord) {
+        guard let button = record.text, ["right", "middle"].contains(button) else { return }
+        (step.action, step.text) = (button == "right" ? .rightClick : .middleClick, nil)
+    }
+
+    /// A click at its fractions of the screen.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
+        guard let x = call.fraction("x"), let y = call.fraction("y") else {
+            return OverlayAction(marks: [], caption: toolName)
+        }
+        let point = call.fromFractions(x, y)
+        call.move(point)
+        return OverlayAction(marks: [.click(point)], caption: "tap")
     }
 }

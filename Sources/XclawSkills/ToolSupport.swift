@@ -33,7 +33,7 @@ extension ScreenSession {
         settle: Bool = true, subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
     ) async throws -> InputOutcome {
         var subject = subject
-        let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
+        let typing = typingActions.contains(record.action) || record.tool == TypeTextTool.toolName
         // The description with the typed text masked: what is said wherever the field is a password or unknown.
         let hidden = SecretText.hiding(
             record.text ?? "", in: describe, spellings: [quoted(record.text ?? "", limit: .max)])
@@ -160,9 +160,13 @@ extension ScreenSession {
 }
 
 /// The actions that press what is under their point (a scroll or a hover presses nothing).
-private let pressingActions: Set<String> = [
-    "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up",
-    "tap", "double_tap", "press", "tap_element", "find_and_tap", "tap_xy", "press_button", "click",
+private let pressingActions: Set<RecordedAction> = [
+    .leftClick, .rightClick, .middleClick, .doubleClick, .tripleClick, .leftMouseDown, .leftMouseUp, .tap, .doubleTap,
+    .press, .pressButton, .click,
+]
+/// The tools whose every action presses what is under its point.
+private let pressingTools: Set<String> = [
+    TapElementTool.toolName, FindAndTapTool.toolName, TapXYTool.toolName, PressButtonTool.toolName,
 ]
 /// Answers whose meaning is the question's: the gate reads the dialog they answer.
 private let genericAnswers: Set<String> = [
@@ -175,11 +179,11 @@ func isGenericAnswer(_ label: String) -> Bool {
 }
 
 /// The actions that drag from their point to the one their text names ("to X,Y").
-private let draggingActions: Set<String> = ["left_click_drag", "swipe"]
+private let draggingActions: Set<RecordedAction> = [.leftClickDrag, .swipe]
 /// The actions that type text.
-private let typingActions: Set<String> = ["type", "type_text", "type_submit"]
+private let typingActions: Set<RecordedAction> = [.type, .typeText, .typeSubmit]
 /// The actions that press keys (their text is the key combinations).
-private let keyActions: Set<String> = ["key", "hold_key", "press_button"]
+private let keyActions: Set<RecordedAction> = [.key, .holdKey, .pressButton]
 
 extension ScreenSession {
     /// What an action acts on, for the approval gate: the control under its point (the pointer's when it names
@@ -198,10 +202,10 @@ public enum GateSubject {
     /// keys the focused field (else the field under the pointer, where a click focused it). Nil only for what presses
     /// and types nothing (a scroll, a hover, a launch by name).
     public static func of(_ record: ActionRecord, in snapshot: Snapshot, pointer: Point?) -> ActionSubject? {
-        let keys = keyActions.contains(record.action) || (record.tool == "press_button")
-        let typing = typingActions.contains(record.action) || typingActions.contains(record.tool)
+        let keys = keyActions.contains(record.action) || record.tool == PressButtonTool.toolName
+        let typing = typingActions.contains(record.action) || record.tool == TypeTextTool.toolName
         let dragging = draggingActions.contains(record.action)
-        let pressing = !keys && (pressingActions.contains(record.action) || pressingActions.contains(record.tool))
+        let pressing = !keys && (pressingActions.contains(record.action) || pressingTools.contains(record.tool))
         guard pressing || typing || dragging || keys else { return nil }
         func under(_ p: Point) -> Element? { snapshot.element(at: p) }
         if pressing || dragging {
@@ -246,7 +250,7 @@ public enum GateSubject {
             || ["xterm", "rxvt", "terminal", "konsole", "kitty", "alacritty", "tilix"].contains { name in
                 (window?.className ?? "").lowercased().contains(name)
             }
-        let typed = (record.text ?? "") + (record.action == "type_submit" ? "\n" : "")
+        let typed = (record.text ?? "") + (record.action == .typeSubmit ? "\n" : "")
         return ActionSubject(
             label: focused?.label, role: focused?.role.rawValue, toolkitRole: focused?.toolkitRole,
             typed: typed, intoPassword: password, intoTerminal: terminal, keys: keys)

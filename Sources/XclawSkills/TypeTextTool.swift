@@ -6,7 +6,7 @@ import XclawScreen
 
 /// `type_text`: types any Unicode text exactly into the focused window or a field it focuses first (through the
 /// accessibility tree when it can), optionally pressing Return after.
-public struct TypeTextTool: AgentTool {
+public struct TypeTextTool: RecordingTool {
     /// The screen.
     public let session: ScreenSession
 
@@ -14,7 +14,7 @@ public struct TypeTextTool: AgentTool {
     public init(session: ScreenSession) { self.session = session }
 
     /// The tool's name.
-    public var name: String { "type_text" }
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {
@@ -53,7 +53,7 @@ public struct TypeTextTool: AgentTool {
             _ = try Keyboard.keysyms(for: text)
             let enter = try KeyCombo.parse("Return")
             var record = ActionRecord(
-                tool: name, action: submit ? "type_submit" : "type", text: text,
+                tool: name, action: submit ? .typeSubmit : .type, text: text,
                 result: "pending")
             let into = input["into"]?.string.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
             let target = try await into.asyncMap { wanted in
@@ -113,5 +113,22 @@ extension Optional {
     func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
         guard let value = self else { return nil }
         return try await transform(value)
+    }
+}
+
+extension TypeTextTool {
+    /// The tool's name.
+    public static var toolName: String { "type_text" }
+
+    /// Its typing, submitted or not.
+    public static var playbacks: [RecordedAction: any ActionPlayback] {
+        [.type: TypePlayback(), .typeSubmit: TypePlayback(submit: true)]
+    }
+
+    /// What it typed, where, and whether Return followed.
+    public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
+        let into = call.input["into"]?.string.map { " into " + OverlayCall.shown($0) } ?? ""
+        let submit = call.input["submit"]?.bool == true ? " and Return" : ""
+        return OverlayAction(marks: [], caption: "type " + OverlayCall.shown(call.text("text")) + into + submit)
     }
 }

@@ -252,7 +252,7 @@ final class ScriptCLITests: XCTestCase {
     {
         var steps = [
             RecordedStep(
-                tool: "computer", action: "left_click", x: button.center.x, y: button.center.y, screen: [1920, 1080],
+                tool: "computer", action: .leftClick, x: button.center.x, y: button.center.y, screen: [1920, 1080],
                 target: StepAnchor(
                     source: "ocr", label: label, role: "button",
                     box: [button.x, button.y, button.width, button.height],
@@ -262,7 +262,7 @@ final class ScriptCLITests: XCTestCase {
         if let typed {
             steps.append(
                 RecordedStep(
-                    tool: "computer", action: "type", text: typed, pre: StepPrecondition(activeWindow: active)))
+                    tool: "computer", action: .type, text: typed, pre: StepPrecondition(activeWindow: active)))
         }
         let file = dir.appendingPathComponent("hand-\(UUID().uuidString).json").path
         let encoder = JSONEncoder()

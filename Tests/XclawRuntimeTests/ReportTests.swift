@@ -4,6 +4,7 @@ import XclawAgent
 import XclawMessages
 import XclawRuntime
 import XclawScreen
+import XclawSkills
 import XclawStore
 
 /// The run report from a real SQLite store: which screenshot each step shows, the overlay in the image's pixels for
@@ -159,6 +160,40 @@ final class ReportTests: XCTestCase {
             let data = try XCTUnwrap(Data(base64Encoded: String(source.dropFirst("data:image/png;base64,".count))))
             XCTAssertNoThrow(try PNG.decode([UInt8](data)))
         }
+    }
+
+    func testEachToolCaptionsItsOwnCallsAndAnyOtherToolIsListedByName() throws {
+        func caption(_ tool: String, _ input: String, pointer: (x: Double, y: Double)? = nil) throws -> OverlayAction {
+            var pointer = pointer
+            let json = try JSONDecoder().decode(JSONValue.self, from: Data(input.utf8))
+            return ReportOverlay.action(tool: tool, input: json, result: nil, image: (100, 50), pointer: &pointer)
+        }
+        XCTAssertEqual(try caption("computer", #"{"action": "key", "text": "ctrl+s"}"#).caption, "key ctrl+s")
+        XCTAssertEqual(try caption("computer", #"{"action": "hold_key", "text": "shift"}"#).caption, "hold shift")
+        XCTAssertEqual(try caption("computer", #"{"action": "type", "text": "a\nb"}"#).caption, "type “a⏎b”")
+        XCTAssertEqual(try caption("computer", #"{"action": "screenshot"}"#).caption, "screenshot")
+        XCTAssertEqual(try caption("computer", #"{}"#).caption, "computer")
+        XCTAssertEqual(
+            try caption("computer", #"{"action": "left_click", "text": "shift"}"#, pointer: (0.5, 0.5)),
+            OverlayAction(marks: [.click(ImagePoint(x: 50, y: 25))], caption: "left click holding shift at the pointer")
+        )
+        XCTAssertEqual(
+            try caption("computer", #"{"action": "zoom", "region": [10, 5, 30, 15]}"#),
+            OverlayAction(marks: [.box(x: 10, y: 5, width: 20, height: 10)], caption: "zoom"))
+        XCTAssertEqual(
+            try caption("type_text", #"{"text": "hi", "into": "Name", "submit": true}"#).caption,
+            "type “hi” into “Name” and Return")
+        XCTAssertEqual(try caption("press_button", #"{"name": "Enter"}"#).caption, "press Enter")
+        XCTAssertEqual(try caption("tap_xy", #"{"x": "left"}"#), OverlayAction(marks: [], caption: "tap_xy"))
+        XCTAssertEqual(try caption("swipe", #"{}"#), OverlayAction(marks: [], caption: "swipe"))
+        XCTAssertEqual(
+            try caption("scroll", #"{"direction": "up"}"#, pointer: (0.1, 0.2)),
+            OverlayAction(
+                marks: [.scroll(at: ImagePoint(x: 10, y: 10), direction: "up", amount: 3)], caption: "scroll up 3"))
+        XCTAssertEqual(try caption("tap_element", #"{"label": "OK"}"#), OverlayAction(marks: [], caption: "tap “OK”"))
+        XCTAssertEqual(
+            try caption("launch_app", #"{"name": "xterm"}"#), OverlayAction(marks: [], caption: "launch_app"))
+        XCTAssertEqual(try caption("memory", #"{"action": "get"}"#), OverlayAction(marks: [], caption: "memory"))
     }
 
     func testControlCharactersAndBidiOverridesAreShownNotObeyed() {

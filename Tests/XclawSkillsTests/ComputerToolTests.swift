@@ -191,7 +191,7 @@ final class ComputerToolTests: XCTestCase {
         // The log has the screen coordinates.
         let record = try XCTUnwrap(log.records.last)
         XCTAssertEqual(record.tool, "computer")
-        XCTAssertEqual(record.action, "left_click")
+        XCTAssertEqual(record.action, .leftClick)
         XCTAssertEqual(record.x, expected.x)
         XCTAssertEqual(record.y, expected.y)
         XCTAssertEqual(record.result, "ok")

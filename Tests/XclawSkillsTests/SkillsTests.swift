@@ -85,6 +85,27 @@ final class SkillsTests: XCTestCase {
             at: Point(x: Self.origin.x + 630, y: Self.origin.y + 290), via: try session.input)
     }
 
+    func testEveryToolThatActsIsARecordingToolTheReplayAndTheReportFind() throws {
+        let session = try session
+        let stub = VisionStub(answer: "ok")
+        var recording: [String] = []
+        for entry in SkillCatalog.table where !SkillCatalog.webToolNames.contains(entry.name) {
+            let tool = try XCTUnwrap(
+                SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker).first)
+            guard let acting = tool as? any RecordingTool else { continue }
+            XCTAssertEqual(type(of: acting).toolName, entry.name)
+            recording.append(entry.name)
+        }
+        // The list the replay, the script export and the report look tools up in is exactly these.
+        XCTAssertEqual(Set(recording), Set(RecordingTools.all.map { $0.toolName }))
+        XCTAssertEqual(
+            Set(recording),
+            [
+                "computer", "tap_element", "find_and_tap", "tap_xy", "type_text", "press_button", "scroll", "swipe",
+                "launch_app",
+            ])
+    }
+
     func testTheToolTableIsTheOneDeclarationOfEveryTool() throws {
         let session = try session
         let table = SkillCatalog.table

@@ -186,8 +186,8 @@ struct AgentStepFollower: Sendable {
                         feed.publish(
                             WebAction(
                                 display: row.display, source: "agent \(row.agent) (run \(row.session))",
-                                action: step.action, x: step.x, y: step.y,
-                                detail: step.action == "type" ? step.text.map(WebAction.typed) : step.text,
+                                action: step.action.rawValue, x: step.x, y: step.y,
+                                detail: step.action == .type ? step.text.map(WebAction.typed) : step.text,
                                 time: row.createdAt))
                     }
                 }

@@ -20,7 +20,7 @@ final class StepKeeper: Sendable {
     @Sendable func keep(_ step: RecordedStep) {
         var step = step
         let seq = state.withLock { state -> Int in
-            if ["type", "type_submit"].contains(step.action), let typed = step.text, typed.count >= 2,
+            if [.type, .typeSubmit].contains(step.action), let typed = step.text, typed.count >= 2,
                 prompt.contains(typed)
             {
                 let name = state.parameters[typed] ?? "p\(state.parameters.count + 1)"

@@ -3,6 +3,7 @@ import XclawAgent
 import XclawBase
 import XclawPerception
 import XclawScreen
+import XclawSkills
 
 /// Why a step could not be replayed safely: the replay stops there rather than act on a guess.
 public struct ReplayDivergence: Error, CustomStringConvertible, Sendable {
@@ -24,7 +25,7 @@ public struct ReplayedStep: Codable, Sendable, Hashable {
     /// 1-based.
     public var number: Int
     /// The recorded action.
-    public var action: String
+    public var action: RecordedAction
     /// The control acted on, when the step had one.
     public var label: String?
     /// How its target was found: `label`, `image`, `window` (its place in its window, checked by its image), or
@@ -54,7 +55,7 @@ public struct ReplayedStep: Codable, Sendable, Hashable {
 
     /// Creates an outcome.
     public init(
-        number: Int, action: String, label: String?, grounded: String?, point: [Int]?, result: String,
+        number: Int, action: RecordedAction, label: String?, grounded: String?, point: [Int]?, result: String,
         healedLabel: String? = nil, reason: String? = nil, ms: Double
     ) {
         (self.number, self.action, self.label, self.grounded, self.point) = (number, action, label, grounded, point)
@@ -86,22 +87,17 @@ public struct StepReplayer {
             (perceiver, input, timeout, healer, stopped)
     }
 
-    /// The actions that click their target.
-    static let clicks: Set<String> = [
-        "left_click", "tap", "press", "click", "right_click", "middle_click", "double_click", "double_tap",
-        "triple_click",
-    ]
-
     /// Replays `step` (number `number`), with `values` for its parameter; throws `ReplayDivergence` when it cannot be
     /// done safely, before acting whenever the check allows it. `acted` turns true once its input was sent (a step
     /// that fails after acting must not be done again by someone else). `gate` hears the action, its target grounded,
-    /// just before it is sent, and throws to refuse it.
+    /// just before it is sent, and throws to refuse it. What the action sends is its tool's playback
+    /// (`RecordingTools.playback`); an action no tool plays back is refused.
     public func replay(
         _ step: RecordedStep, number: Int, values: [String: String], acted: inout Bool,
         gate: (ActionRecord) throws -> Void = { _ in }
     ) throws -> ReplayedStep {
         let start = ContinuousClock.now
-        var outcome = ReplayedStep(
+        let outcome = ReplayedStep(
             number: number, action: step.action, label: step.target.flatMap { $0.label.isEmpty ? nil : $0.label },
             grounded: nil, point: nil, result: "replayed", ms: 0)
         if let name = step.parameter, values[name] == nil, step.text == nil {
@@ -109,59 +105,54 @@ public struct StepReplayer {
                 reason: "it types a password, which is never recorded: pass --param \(name.uppercased())=…")
         }
         let text = step.parameter.flatMap { values[$0] } ?? step.text
-        func located(_ step: RecordedStep) throws -> Point {
-            let (point, how) = try groundOrHeal(step, outcome: &outcome)
+        // The playback's view of the step holds the gate only while it plays: nothing of it outlives this block.
+        var done = try withoutActuallyEscaping(gate) { gate in
+            let replaying = Replaying(replayer: self, step: step, text: text, outcome: outcome, gate: gate)
+            defer { acted = acted || replaying.acted }
+            try RecordingTools.playback(for: step.action).replay(step, on: replaying)
+            return replaying.outcome
+        }
+        try postcondition(step, outcome: &done)
+        done.ms = Replayer.milliseconds(since: start)
+        return done
+    }
+
+    /// One step being replayed, as its playback sees it: what it found and whether it acted are kept here, then
+    /// read back by `replay`. Lives only inside `replay`.
+    private final class Replaying: StepReplaying {
+        let replayer: StepReplayer
+        let step: RecordedStep
+        let text: String?
+        var outcome: ReplayedStep
+        var acted = false
+        let gate: (ActionRecord) throws -> Void
+
+        init(
+            replayer: StepReplayer, step: RecordedStep, text: String?, outcome: ReplayedStep,
+            gate: @escaping (ActionRecord) throws -> Void
+        ) {
+            (self.replayer, self.step, self.text, self.outcome, self.gate) = (replayer, step, text, outcome, gate)
+        }
+
+        var input: InputController { replayer.input }
+        func stopped() -> Bool { replayer.stopped() }
+        func activeWindowHolds() throws { try replayer.activeWindowHolds(step) }
+        func modifiers(_ text: String?) throws -> [UInt] { try replayer.modifiers(text) }
+        func divergence(_ reason: String) -> any Error { ReplayDivergence(reason: reason) }
+        func acting() { acted = true }
+
+        func located() throws -> Point {
+            let (point, how) = try replayer.groundOrHeal(step, outcome: &outcome)
             (outcome.grounded, outcome.point) = (how, [point.x, point.y])
             return point
         }
-        func record(_ point: Point?, text: String?) -> ActionRecord {
-            ActionRecord(tool: step.tool, action: step.action, x: point?.x, y: point?.y, text: text, result: "pending")
+
+        func approve(at point: Point?, text: String?) throws {
+            try gate(
+                ActionRecord(
+                    tool: step.tool, action: step.action, x: point?.x, y: point?.y, text: text, result: "pending"))
+            acted = true
         }
-        switch step.action {
-        case let action where Self.clicks.contains(action):
-            let point = try located(step)
-            let button: MouseButton = action == "right_click" ? .right : action == "middle_click" ? .middle : .left
-            let count = ["double_click", "double_tap"].contains(action) ? 2 : action == "triple_click" ? 3 : 1
-            let held = try modifiers(step.modifiers)
-            try gate(record(point, text: nil))
-            acted = true
-            try input.click(at: point, button: button, count: count, modifiers: held)
-        case "type", "type_submit", "type_text":
-            // Typed into a field named by the run (`type_text into:`): that field is found and clicked first.
-            var field: Point?
-            if step.focus == true, step.target != nil {
-                field = try located(step)
-            } else {
-                try activeWindowHolds(step)
-            }
-            try gate(record(field, text: text))
-            acted = true
-            if let field { try input.click(at: field) }
-            try input.keyboard.type(text ?? "", interrupted: stopped)
-            if step.action == "type_submit", !stopped() { try input.keyboard.press([try KeyCombo.parse("Return")]) }
-        case "key", "press_button":
-            try activeWindowHolds(step)
-            let combos = try (step.text ?? "").split(separator: " ").map { try KeyCombo.parse(String($0)) }
-            try gate(record(nil, text: step.text))
-            acted = true
-            try input.keyboard.press(combos)
-        case "scroll":
-            // "down 3", or "down 3 with ctrl" (a zoom).
-            let words = (step.text ?? "down 1").split(separator: " ").map(String.init)
-            guard let direction = words.first.flatMap(ScrollDirection.init(rawValue:)) else {
-                throw ReplayDivergence(reason: "the recorded scroll \(step.text ?? "") names no direction")
-            }
-            let amount = words.count > 1 ? Int(words[1]) ?? 1 : 1
-            let held = try modifiers(words.count > 3 && words[2] == "with" ? words[3] : nil)
-            let point = step.target == nil ? nil : try located(step)
-            acted = true
-            try input.scroll(direction, amount: amount, at: point, modifiers: held)
-        default:
-            throw ReplayDivergence(reason: "\(step.tool) \(step.action) cannot be replayed without the model yet")
-        }
-        try postcondition(step, outcome: &outcome)
-        outcome.ms = Replayer.milliseconds(since: start)
-        return outcome
     }
 
     /// The modifier keys an action held (`shift`, `ctrl+shift`).

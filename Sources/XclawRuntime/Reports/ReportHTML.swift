@@ -72,7 +72,7 @@ public enum ReportHTML {
                 step.result + (step.healedLabel.map { " (now “\($0)”)" } ?? "")
                 + (step.reason.map { ": \($0)" } ?? "")
             out +=
-                "<tr class=\"\(escape(step.result))\"><td>\(step.number)</td><td>\(escape(step.action))</td>"
+                "<tr class=\"\(escape(step.result))\"><td>\(step.number)</td><td>\(escape(step.action.rawValue))</td>"
                 + "<td>\(escape(step.label ?? ""))</td><td>\(escape(step.grounded ?? "-"))</td>"
                 + "<td>\(step.point.map { $0.map(String.init).joined(separator: ",") } ?? "-")</td>"
                 + "<td>\(escape(cut(result, 2000)))</td><td>\(milliseconds(Int(step.ms.rounded())))</td></tr>\n"

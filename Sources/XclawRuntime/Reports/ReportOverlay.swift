@@ -1,42 +1,10 @@
 import Foundation
 import XclawMessages
+import XclawSkills
 
-/// A point in a screenshot's pixels (fractional: marks are drawn at pixel centres).
-public struct ImagePoint: Sendable, Hashable {
-    /// From the left edge.
-    public var x: Double
-    /// From the top edge.
-    public var y: Double
-
-    /// Creates a point.
-    public init(x: Double, y: Double) { (self.x, self.y) = (x, y) }
-}
-
-/// A shape a run report draws over the screenshot a step's action was decided on, in that image's pixels.
-public enum OverlayMark: Sendable, Hashable {
-    /// A click (or press, tap, move): a ring with a crosshair.
-    case click(ImagePoint)
-    /// The element a tap aimed at (`tap_element`, `find_and_tap`), or a zoomed region: a dashed rectangle.
-    case box(x: Double, y: Double, width: Double, height: Double)
-    /// A drag from one point to another: a line ending in an arrowhead.
-    case drag(from: ImagePoint, to: ImagePoint)
-    /// Wheel clicks at a point: an arrow pointing the way the content moves under the wheel.
-    case scroll(at: ImagePoint, direction: String, amount: Int)
-}
-
-/// The marks and the one-line caption of one tool call, as the report draws and lists it.
-public struct OverlayAction: Sendable, Hashable {
-    /// Shapes on the screenshot (none for screenshots, keys and typing).
-    public var marks: [OverlayMark]
-    /// What the call did, in words (typed text and keys included), shown on the image and under it.
-    public var caption: String
-}
-
-/// Turns tool calls into overlay marks in the screenshot's pixels, and marks into SVG. Coordinates come in three
-/// spaces: the computer tool's are the scaled screenshot's own pixels (drawn as they are); `tap_xy`, `swipe` and
-/// `scroll` take fractions of the screen (× the image size); `tap_element` and `find_and_tap` report the screen
-/// point and element box together with the screen size (× image size / screen size), else the point as fractions.
-/// The screen size is read from the result itself, so no step needs another to be mapped.
+/// Turns tool calls into overlay marks in the screenshot's pixels, and marks into SVG. Each tool that acts draws its
+/// own calls (`RecordingTool.overlay`, in the skills, with the marks' vocabulary: `OverlayCall`, `OverlayMark`);
+/// a call of any other tool is listed by its name.
 public enum ReportOverlay {
     /// The overlay's colour: magenta, which desktop screenshots rarely contain, over a white halo.
     public static let color = "#ff00ff"
@@ -47,145 +15,9 @@ public enum ReportOverlay {
         tool: String, input: JSONValue, result: String?, image: (width: Int, height: Int),
         pointer: inout (x: Double, y: Double)?
     ) -> OverlayAction {
-        let w = Double(image.width), h = Double(image.height)
-        func fromImage(_ x: Double, _ y: Double) -> ImagePoint {
-            ImagePoint(x: min(max(x, 0), w), y: min(max(y, 0), h))
-        }
-        func fromFractions(_ fx: Double, _ fy: Double) -> ImagePoint { fromImage(fx * w, fy * h) }
-        func coordinate(_ key: String) -> ImagePoint? {
-            guard let pair = input[key]?.array, pair.count == 2, let x = pair[0].double, let y = pair[1].double,
-                x.isFinite, y.isFinite
-            else { return nil }
-            return fromImage(x.rounded() + 0.5, y.rounded() + 0.5)
-        }
-        func fraction(_ key: String) -> Double? {
-            guard let v = input[key]?.double, v.isFinite else { return nil }
-            return min(max(v, 0), 1)
-        }
-        func atPointer() -> ImagePoint? { pointer.map { fromFractions($0.x, $0.y) } }
-        func move(_ p: ImagePoint) { pointer = (w > 0 ? p.x / w : 0, h > 0 ? p.y / h : 0) }
-        func text(_ key: String) -> String { input[key]?.string ?? "" }
-
-        switch tool {
-        case "computer":
-            let action = text("action")
-            switch action {
-            case "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down",
-                "left_mouse_up", "mouse_move":
-                let point = coordinate("coordinate") ?? atPointer()
-                if let point { move(point) }
-                let held = input["text"]?.string.map { " holding \($0)" } ?? ""
-                return OverlayAction(
-                    marks: point.map { [.click($0)] } ?? [],
-                    caption: action.replacingOccurrences(of: "_", with: " ") + held
-                        + (coordinate("coordinate") == nil ? " at the pointer" : ""))
-            case "left_click_drag":
-                guard let from = coordinate("start_coordinate"), let to = coordinate("coordinate") else {
-                    return OverlayAction(marks: [], caption: "drag")
-                }
-                move(to)
-                return OverlayAction(marks: [.drag(from: from, to: to)], caption: "drag")
-            case "scroll":
-                let point = coordinate("coordinate") ?? atPointer()
-                if let point { move(point) }
-                let direction = text("scroll_direction"), amount = input["scroll_amount"]?.int ?? 0
-                return OverlayAction(
-                    marks: point.map { [.scroll(at: $0, direction: direction, amount: amount)] } ?? [],
-                    caption: "scroll \(direction) \(amount)")
-            case "type":
-                return OverlayAction(marks: [], caption: "type " + shown(text("text")))
-            case "key", "hold_key":
-                return OverlayAction(marks: [], caption: (action == "key" ? "key " : "hold ") + text("text"))
-            case "zoom":
-                guard let r = input["region"]?.array?.compactMap(\.double), r.count == 4 else {
-                    return OverlayAction(marks: [], caption: "zoom")
-                }
-                let a = fromImage(r[0], r[1]), b = fromImage(r[2], r[3])
-                return OverlayAction(
-                    marks: [.box(x: a.x, y: a.y, width: b.x - a.x, height: b.y - a.y)], caption: "zoom")
-            default:
-                return OverlayAction(marks: [], caption: action.isEmpty ? "computer" : action)
-            }
-        case "tap_xy":
-            guard let x = fraction("x"), let y = fraction("y") else { return OverlayAction(marks: [], caption: tool) }
-            let point = fromFractions(x, y)
-            move(point)
-            return OverlayAction(marks: [.click(point)], caption: "tap")
-        case "swipe":
-            guard let fx = fraction("from_x"), let fy = fraction("from_y"), let tx = fraction("to_x"),
-                let ty = fraction("to_y")
-            else { return OverlayAction(marks: [], caption: "swipe") }
-            let to = fromFractions(tx, ty)
-            move(to)
-            return OverlayAction(marks: [.drag(from: fromFractions(fx, fy), to: to)], caption: "swipe")
-        case "scroll":
-            let direction = text("direction"), amount = input["amount"]?.int ?? 3
-            let point = fraction("x").flatMap { x in fraction("y").map { fromFractions(x, $0) } } ?? atPointer()
-            if let point { move(point) }
-            return OverlayAction(
-                marks: point.map { [.scroll(at: $0, direction: direction, amount: amount)] } ?? [],
-                caption: "scroll \(direction) \(amount)")
-        case "tap_element", "find_and_tap":
-            let wanted = input["label"]?.string ?? input["ref"]?.string ?? input["description"]?.string ?? ""
-            let caption = "tap " + shown(wanted)
-            guard let result, let tap = tapped(result, image: image) else {
-                return OverlayAction(marks: [], caption: caption)
-            }
-            move(tap.point)
-            var marks: [OverlayMark] = []
-            if let box = tap.box { marks.append(box) }
-            marks.append(.click(tap.point))
-            return OverlayAction(marks: marks, caption: caption)
-        case "type_text":
-            let into = input["into"]?.string.map { " into " + shown($0) } ?? ""
-            let submit = input["submit"]?.bool == true ? " and Return" : ""
-            return OverlayAction(marks: [], caption: "type " + shown(text("text")) + into + submit)
-        case "press_button":
-            return OverlayAction(marks: [], caption: "press " + text("name"))
-        default:
-            return OverlayAction(marks: [], caption: tool)
-        }
-    }
-
-    /// Text for a caption: quoted, control characters visible, at most 80 characters.
-    static func shown(_ text: String) -> String {
-        let flat = text.replacingOccurrences(of: "\n", with: "⏎")
-        return "“" + (flat.count > 80 ? String(flat.prefix(79)) + "…" : flat) + "”"
-    }
-
-    /// Where a `tap_element`/`find_and_tap` result says it tapped: the last "(screen X,Y[; box X,Y WxH] of WxH)" in
-    /// it (the last, so a label that contains the pattern cannot move the mark), scaled from the screen to the image;
-    /// else its "at x=0.512 y=0.233" fractions.
-    static func tapped(_ result: String, image: (width: Int, height: Int)) -> (point: ImagePoint, box: OverlayMark?)? {
-        let w = Double(image.width), h = Double(image.height)
-        // At most 6 digits a number: screen text that mimics the placement cannot make an absurd one.
-        let placement =
-            #"\(screen (\d{1,6}),(\d{1,6})(?:; box (\d{1,6}),(\d{1,6}) (\d{1,6})x(\d{1,6}))? of (\d{1,6})x(\d{1,6})\)"#
-        if let regex = try? NSRegularExpression(pattern: placement),
-            let match = regex.matches(in: result, range: NSRange(result.startIndex..., in: result)).last
-        {
-            func number(_ i: Int) -> Double? {
-                Range(match.range(at: i), in: result).flatMap { Double(result[$0]) }
-            }
-            if let x = number(1), let y = number(2), let sw = number(7), let sh = number(8), sw > 0, sh > 0 {
-                let (fx, fy) = (w / sw, h / sh)
-                let point = ImagePoint(x: (x + 0.5) * fx, y: (y + 0.5) * fy)
-                var box: OverlayMark?
-                if let bx = number(3), let by = number(4), let bw = number(5), let bh = number(6) {
-                    box = .box(x: bx * fx, y: by * fy, width: bw * fx, height: bh * fy)
-                }
-                return (point, box)
-            }
-        }
-        let fractions = #"at x=([0-9.]+) y=([0-9.]+)"#
-        if let regex = try? NSRegularExpression(pattern: fractions),
-            let match = regex.matches(in: result, range: NSRange(result.startIndex..., in: result)).last,
-            let xr = Range(match.range(at: 1), in: result), let yr = Range(match.range(at: 2), in: result),
-            let fx = Double(result[xr]), let fy = Double(result[yr]), (0...1).contains(fx), (0...1).contains(fy)
-        {
-            return (ImagePoint(x: fx * w, y: fy * h), nil)
-        }
-        return nil
+        var call = OverlayCall(input: input, result: result, image: image, pointer: pointer)
+        defer { pointer = call.pointer }
+        return RecordingTools.tool(named: tool)?.overlay(&call) ?? OverlayAction(marks: [], caption: tool)
     }
 
     // MARK: - SVG

@@ -3,6 +3,7 @@ import XclawAgent
 import XclawBase
 import XclawMessages
 import XclawScreen
+import XclawSkills
 import XclawStore
 
 /// One run, step by step, as its report shows it: built from what the store kept (no screen, no network), so a
@@ -148,7 +149,9 @@ public struct RunReport: Sendable {
                 else { continue }
                 var texts: [String] = []
                 var images = 0
-                let zoom = step.actions[i].tool == "computer" && step.actions[i].input["action"]?.string == "zoom"
+                let zoom =
+                    step.actions[i].tool == ComputerTool.toolName
+                    && step.actions[i].input["action"]?.string.flatMap(ComputerAction.init(rawValue:)) == .zoom
                 for block in result.content {
                     switch block {
                     case .image(let media, let data):

@@ -175,7 +175,7 @@ final class RunGuard: Sendable {
             do {
                 id = try store.requestApproval(
                     session: session, kind: kind.rawValue, tool: request.record.tool,
-                    action: request.record.action, detail: action, expiresAt: expires)
+                    action: request.record.action.rawValue, detail: action, expiresAt: expires)
             } catch {
                 return .deny(Self.denial(what, by: "xclaw, which could not record the request (\(error))"))
             }
