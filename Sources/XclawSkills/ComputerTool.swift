@@ -69,9 +69,6 @@ public struct ComputerTool: AgentTool {
         self.inputAllowed = inputAllowed
     }
 
-    /// Always "computer": the name the model is trained to call.
-    public var name: String { Self.toolName }
-
     /// Shown in logs and listings only; the API takes the built-in definition, whose schema the model knows.
     public var description: String {
         "Claude's computer-use tool (\(version.rawValue)): screenshots, mouse and keyboard in screenshot pixels."

@@ -21,9 +21,6 @@ public struct FindAndTapTool: RecordingTool {
         self.vision = vision
     }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Click something described in words: a label (\"Save\") or a description (\"the gear icon at the top "

@@ -20,9 +20,6 @@ public struct LaunchAppTool: RecordingTool {
         self.environment = environment
     }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Start an installed application by its name or id (from list_apps) on this screen, and wait for its first "

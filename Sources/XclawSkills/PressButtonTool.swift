@@ -11,9 +11,6 @@ public struct PressButtonTool: RecordingTool {
     /// Creates the tool.
     public init(session: ScreenSession) { self.session = session }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Press keyboard keys or shortcuts in the focused window, in xdotool syntax: \"Return\", \"Escape\", "

@@ -18,6 +18,9 @@ public protocol RecordingTool: AgentTool {
 }
 
 extension RecordingTool {
+    /// The name the model calls it by is the one its records carry.
+    public var name: String { Self.toolName }
+
     /// Most records are the step as they are.
     public static func recorded(_ step: inout RecordedStep, from record: ActionRecord) {}
 }

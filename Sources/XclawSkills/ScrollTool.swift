@@ -11,9 +11,6 @@ public struct ScrollTool: RecordingTool {
     /// Creates the tool.
     public init(session: ScreenSession) { self.session = session }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Scroll with the mouse wheel. The content under the position scrolls, so give x and y (fractions of the "

@@ -12,9 +12,6 @@ public struct SwipeTool: RecordingTool {
     /// Creates the tool.
     public init(session: ScreenSession) { self.session = session }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Drag with the left mouse button held from one position to another (select text, move a slider or a "

@@ -14,9 +14,6 @@ public struct TapElementTool: RecordingTool {
     /// Creates the tool.
     public init(session: ScreenSession) { self.session = session }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Click an element by its visible label (matched exactly, case-insensitively, then tolerating OCR slips) or "

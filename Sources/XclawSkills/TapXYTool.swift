@@ -11,9 +11,6 @@ public struct TapXYTool: RecordingTool {
     /// Creates the tool.
     public init(session: ScreenSession) { self.session = session }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Click at a position given as fractions of the screen: x from 0 (left edge) to 1 (right edge), y from 0 "

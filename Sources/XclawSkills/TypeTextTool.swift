@@ -13,9 +13,6 @@ public struct TypeTextTool: RecordingTool {
     /// Creates the tool.
     public init(session: ScreenSession) { self.session = session }
 
-    /// The tool's name.
-    public var name: String { Self.toolName }
-
     /// What the model reads to decide when to call it.
     public var description: String {
         "Type text into the focused window, exactly as given (any language and symbols; a newline "
