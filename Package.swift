@@ -324,9 +324,7 @@ let package = Package(
             [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
                 "XclawRuntime", "XclawDaemon",
-                "XclawMockAPI", "XclawTesting", "XclawTimeTesting", "XclawAgentTesting", "xclaw-core", "xclaw-fixture",
-                "xclaw-mock-api",
-                "xclaw-atspi", "xclaw-bench",
+                "XclawMockAPI", "XclawTesting", "XclawTimeTesting", "XclawAgentTesting",
             ],
             // The MCP tests' Python client scripts, the web view's browser scripts and the JSON schema validator,
             // run by the tests from the source tree.
@@ -337,7 +335,7 @@ let package = Package(
             ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawDaemon", "XclawTesting", "XclawWire"]),
         layerTests(
             "XclawExamplesTests",
-            ["XclawTesting", "XclawTimeTesting", "xclaw-core", "xclaw-fixture", "xclaw-mock-api", "xclaw-atspi"]),
+            ["XclawTesting", "XclawTimeTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )
