@@ -4,7 +4,7 @@ import Foundation
 /// the replayer, the report and the script export switch on cases, and coded as exactly the strings xclaw always
 /// wrote, so stored runs, scripts and `--json` outputs read the same. A name no case knows (a tool's name in the
 /// runner's own records, a log of another xclaw) is kept as `other`, and a replay refuses it with its name.
-public enum RecordedAction: Hashable, Sendable {
+public enum RecordedAction: Sendable {
     /// A left click (the computer tool).
     case leftClick
     /// A tap on an element or a point (`tap_element`, `find_and_tap`, `tap_xy`).
@@ -57,7 +57,8 @@ public enum RecordedAction: Hashable, Sendable {
     case cursorPosition
     /// A pause (the computer tool).
     case wait
-    /// Any other name, kept as written: never built from a known name (`init(rawValue:)` gives that name's case).
+    /// Any other name, kept as written. Built from a known name it still equals that name's case (equality and
+    /// hashing go by the name, as the records do), so `.other("tap") == .tap`.
     case other(String)
 
     /// Every named case, in the order above: the names xclaw writes.
@@ -126,4 +127,12 @@ extension RecordedAction: Codable {
 extension RecordedAction: CustomStringConvertible {
     /// The name, so messages and lines that interpolate an action read as before.
     public var description: String { rawValue }
+}
+
+extension RecordedAction: Hashable {
+    /// Two actions are the same when their records spell them the same: an `other` holding a known name is that case.
+    public static func == (lhs: RecordedAction, rhs: RecordedAction) -> Bool { lhs.rawValue == rhs.rawValue }
+
+    /// Hashes the name, consistently with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }

@@ -13,6 +13,10 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     /// An internal error: a bug, or the machine refused a resource.
     case `internal` = 5
 
+    /// How a command ends that a person interrupted (Ctrl-C) or stopped (`xclaw stop`, the stop hotkey, the
+    /// failsafe): the shell's 128 + SIGINT. Not a case: no error maps to it.
+    public static let interrupted: Int32 = 130
+
     /// One line per code, for `--help` and the README.
     public static let legend = """
         Exit codes: 0 ok; 1 not found / condition not met / timed out; 2 usage or bad input; \

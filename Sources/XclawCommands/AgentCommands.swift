@@ -449,7 +449,7 @@ struct Send: ParsableCommand {
             + "stopped by `xclaw stop`, the stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and "
             + "recorded).")
     /// The exit status of a run an emergency stop ended: what Ctrl-C gives, since a person stopped it.
-    static let stoppedStatus: Int32 = 130
+    static let stoppedStatus = ExitStatus.interrupted
     @Argument(help: "The agent.") var name: String
     @Argument(help: "The message.") var message: String
     @Option(help: "Who the message is from.") var sender = "user"

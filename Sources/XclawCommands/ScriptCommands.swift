@@ -53,7 +53,7 @@ extension ReplayScript {
         }
         for step in steps {
             // What the step sends again is its tool's to say (`RecordingTools.playback`).
-            out += RecordingTools.playback(for: step.action).shell(ShellStep(step))
+            out += RecordingTools.playback(for: step.action, tool: step.tool).shell(ShellStep(step))
             // The postcondition: what the step made appear, waited for before the next step.
             if let first = step.post.appeared.first, let space = first.firstIndex(of: " ") {
                 out.append(

@@ -39,15 +39,17 @@ public enum RecordingTools {
         .click: ClickPlayback(), .typeText: TypePlayback(exported: false),
     ]
 
-    /// Every action's playback; tools that record the same action do it again the same way.
+    /// Every action's playback by its name alone, for steps whose tool records it no more (or is unknown): the first
+    /// tool in `all` that records it.
     private static let playbacks: [RecordedAction: any ActionPlayback] = all.reduce(into: older) { table, tool in
         table.merge(tool.playbacks) { first, _ in first }
     }
 
-    /// How `action` is done again: the playback of the tool that records it, else a refusal (`NoPlayback`), so an
-    /// unknown name from an older or newer log is refused at replay with its name.
-    public static func playback(for action: RecordedAction) -> any ActionPlayback {
-        playbacks[action] ?? NoPlayback()
+    /// How `action`, recorded by the tool called `tool`, is done again: that tool's own playback of it, else the
+    /// playback of whichever tool records the action, else a refusal (`NoPlayback`), so an unknown name from an older
+    /// or newer log is refused at replay with its name.
+    public static func playback(for action: RecordedAction, tool: String) -> any ActionPlayback {
+        self.tool(named: tool)?.playbacks[action] ?? playbacks[action] ?? NoPlayback()
     }
 
     /// The tool called `name`, when it records input actions.

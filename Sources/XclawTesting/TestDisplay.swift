@@ -17,7 +17,8 @@ public final class TestDisplay: @unchecked Sendable {
     /// Its name, `:N`.
     public var name: String { server.name }
 
-    /// `accessibility` also starts the session and accessibility buses (`VirtualDisplay.start`); `stop` ends them.
+    /// `accessibility` also starts the session and accessibility buses (`VirtualDisplay.startAccessibility`, once the
+    /// keeper holds the server); `stop` ends them.
     public init(
         size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
         launcher: [String] = [], accessibility: Bool = false

@@ -39,6 +39,16 @@ final class RecordedActionTests: XCTestCase {
         XCTAssertThrowsError(try JSONDecoder().decode(RecordedAction.self, from: Data("3".utf8)))
     }
 
+    func testAnOtherHoldingAKnownNameIsThatCase() {
+        for action in RecordedAction.known {
+            let spelled = RecordedAction.other(action.rawValue)
+            XCTAssertEqual(spelled, action, "equality goes by the name, as the records do")
+            XCTAssertEqual(spelled.hashValue, action.hashValue)
+            XCTAssertTrue(Set([action]).contains(spelled))
+        }
+        XCTAssertNotEqual(RecordedAction.other("tap "), .tap)
+    }
+
     func testRecordsAndStepsKeepTheirJSONBytes() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

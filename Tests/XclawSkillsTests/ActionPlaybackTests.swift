@@ -28,7 +28,7 @@ final class ActionPlaybackTests: XCTestCase {
     private func refusal(_ step: RecordedStep) -> (reason: String?, asked: [String]) {
         let replay = Refusing()
         do {
-            try RecordingTools.playback(for: step.action).replay(step, on: replay)
+            try RecordingTools.playback(for: step.action, tool: step.tool).replay(step, on: replay)
             return (nil, replay.asked)
         } catch let divergence as Refusing.Divergence {
             return (divergence.reason, replay.asked)
@@ -54,9 +54,27 @@ final class ActionPlaybackTests: XCTestCase {
         XCTAssertEqual(refusal(RecordedStep(tool: "computer", action: .tripleClick, x: 1, y: 2)).asked, ["located"])
     }
 
+    func testAStepIsPlayedBackByItsOwnToolFirst() {
+        // Every tool's own playback of each action it records is the one a step of that tool gets.
+        for tool in RecordingTools.all {
+            for (action, own) in tool.playbacks {
+                let chosen = RecordingTools.playback(for: action, tool: tool.toolName)
+                XCTAssertTrue(type(of: chosen) == type(of: own), "\(tool.toolName) \(action.rawValue)")
+            }
+        }
+        // A step of a tool that records it no more (or of an unknown tool) falls back to any tool that does.
+        let older = RecordingTools.playback(for: .typeText, tool: "type_text")
+        XCTAssertEqual(
+            older.shell(ShellStep(RecordedStep(tool: "type_text", action: .typeText, text: "x"))).first?.hasPrefix("#"),
+            true, "an older type_text step is still exported as not replayable by a command")
+        let elsewhere = RecordingTools.playback(for: .tap, tool: "some_removed_tool")
+        XCTAssertEqual(
+            elsewhere.shell(ShellStep(RecordedStep(tool: "x", action: .tap, x: 1, y: 2))), ["$xclaw click 1 2"])
+    }
+
     func testEachActionExportsAsTheCommandsThatDoItAgain() {
         func lines(_ step: RecordedStep) -> [String] {
-            RecordingTools.playback(for: step.action).shell(ShellStep(step))
+            RecordingTools.playback(for: step.action, tool: step.tool).shell(ShellStep(step))
         }
         var labelled = RecordedStep(tool: "tap_element", action: .doubleTap, x: 10, y: 20)
         labelled.target = StepAnchor(label: "Save it", role: "button", box: [0, 0, 1, 1], windowTitle: "Doc's", nth: 2)

@@ -118,8 +118,8 @@ public enum DaemonScheduling {
                 result: "replayed \(done.map(String.init) ?? "every") step(s) without the model"
                     + (run.map { " (run \($0.id))" } ?? ""))
         }
-        // 130: how `replay` exits when a stop ended it (`Send.stoppedStatus` of the commands, what Ctrl-C gives).
-        if replayed == 128 + SIGINT || run?.status == .stopped {
+        // How `replay` exits when a stop ended it (what Ctrl-C gives).
+        if replayed == ExitStatus.interrupted || run?.status == .stopped {
             return TaskRunResult(
                 status: "failed", result: "the replay was stopped", error: run?.error ?? "stopped; see \(logPath)")
         }

@@ -33,13 +33,13 @@ public enum BuildError: ClassifiedError, Equatable {
 
 /// The `memory` tool's notes, kept per agent in the store so they survive restarts.
 public struct StoredMemory: MemoryBackend {
-    /// The store holding the notes.
-    public let store: any StoreBackend
+    /// The store holding the notes: only its agents' part.
+    public let store: any AgentDirectory
     /// Whose notes they are.
     public let agent: String
 
     /// Notes of `agent` in `store`.
-    public init(store: any StoreBackend, agent: String) {
+    public init(store: any AgentDirectory, agent: String) {
         self.store = store
         self.agent = agent
     }

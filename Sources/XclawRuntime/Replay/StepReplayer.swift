@@ -109,7 +109,7 @@ public struct StepReplayer {
         var done = try withoutActuallyEscaping(gate) { gate in
             let replaying = Replaying(replayer: self, step: step, text: text, outcome: outcome, gate: gate)
             defer { acted = acted || replaying.acted }
-            try RecordingTools.playback(for: step.action).replay(step, on: replaying)
+            try RecordingTools.playback(for: step.action, tool: step.tool).replay(step, on: replaying)
             return replaying.outcome
         }
         try postcondition(step, outcome: &done)
