@@ -196,9 +196,15 @@ public enum Interrupt {
 
     /// Installs the handlers.
     public static func install() {
-        _ = state  // created now: a lazy global's first use inside a signal handler could allocate
-        signal(SIGINT) { signal in Interrupt.state.raise(signal) }
-        signal(SIGTERM) { signal in Interrupt.state.raise(signal) }
+        catchSignal(SIGINT)
+        catchSignal(SIGTERM)
+    }
+
+    /// Points `signal` at `SignalState.raise`; the state is created first: a lazy global's first use inside a signal
+    /// handler could allocate.
+    private static func catchSignal(_ signal: Int32) {
+        _ = state
+        Glibc.signal(signal) { signal in Interrupt.state.raise(signal) }
     }
 
     /// Runs `body` with signals deferred; `body` polls `requested` and stops early. A signal that arrived ends the
@@ -226,7 +232,7 @@ public enum Interrupt {
         return state.raised.load(ordering: .sequentiallyConsistent) != 0
     }
 
-    /// Calls `handler` on the thread of a dispatch source for each of `signals` that arrives until `stop` is called
+    /// Calls `handler` on a global queue for each of `signals` that arrives until `stop` is called
     /// on the result, instead of the signal ending the command. Served, the asker's forwarded signals come instead,
     /// and the process's own signals are left to the daemon. `handler` runs in the command's world.
     public static func watch(_ signals: Set<Int32>, _ handler: @escaping @Sendable (Int32) -> Void) -> SignalWatch {
@@ -242,15 +248,12 @@ public enum Interrupt {
             if early != 0, signals.contains(early) { Invocation.serve(invocation) { handler(early) } }
             return SignalWatch { hub.unwatch(token) }
         }
-        let sources = signals.map { signal in
-            Glibc.signal(signal, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
-            source.setEventHandler { handler(signal) }
-            source.resume()
-            return source
-        }
-        let box = SignalSources(sources)
-        return SignalWatch { box.cancel() }
+        // Not a dispatch signal source: it set the signal to SIG_IGN at once and installed its own handler later, on
+        // its manager thread, and a signal in between was dropped (`send` under load ran on after its SIGTERM). The
+        // watch is in place when this returns: the process's own handler hands watched signals to a pipe.
+        let token = state.watch(signals, handler)
+        for signal in signals { catchSignal(signal) }
+        return SignalWatch { state.unwatch(token) }
     }
 
     /// Ends the command now as `signal` would have (128 + its number): in-process the process exits; served, the
@@ -258,13 +261,6 @@ public enum Interrupt {
     public static func exitNow(_ signal: Int32) {
         if let hub = Invocation.current.interrupts { hub.abandon(status: 128 + signal) } else { _exit(128 + signal) }
     }
-}
-
-/// The dispatch sources of an in-process watch. Safe because the list is immutable and `cancel` is thread-safe.
-private final class SignalSources: @unchecked Sendable {
-    private let sources: [any DispatchSourceSignal]
-    init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
-    func cancel() { sources.forEach { $0.cancel() } }
 }
 
 /// A running `Interrupt.watch`.
@@ -275,15 +271,74 @@ public final class SignalWatch: Sendable {
     public func stop() { end() }
 }
 
-/// Signal state; atomics are async-signal-safe, and so is `_exit`.
+/// Signal state; atomics are async-signal-safe, and so are `write` and `_exit`.
 final class SignalState: Sendable {
     let guarding = Atomic<Bool>(false)
     let raised = Atomic<Int32>(0)
+    /// The signals a watch takes, bit n for signal n: they go down `pipe` to the watches' thread instead.
+    private let watched = Atomic<UInt64>(0)
+    /// The pipe's write end; -1 until the first watch opens it.
+    private let pipeWrite = Atomic<Int32>(-1)
+    private struct Watches {
+        var next = 0
+        var handlers: [Int: (signals: Set<Int32>, handler: @Sendable (Int32) -> Void)] = [:]
+    }
+    private let watches = Mutex(Watches())
+
+    /// The signal handler's work: a watched signal is written down the pipe; else, inside `guarded`, it is
+    /// recorded; else the process ends as the signal would have ended it.
     func raise(_ signal: Int32) {
-        if guarding.load(ordering: .sequentiallyConsistent) {
+        if signal < 64, watched.load(ordering: .sequentiallyConsistent) & (1 << UInt64(signal)) != 0 {
+            let saved = errno
+            var byte = UInt8(truncatingIfNeeded: signal)
+            _ = Glibc.write(pipeWrite.load(ordering: .sequentiallyConsistent), &byte, 1)
+            errno = saved
+        } else if guarding.load(ordering: .sequentiallyConsistent) {
             raised.store(signal, ordering: .sequentiallyConsistent)
         } else {
             _exit(128 + signal)
+        }
+    }
+
+    /// Sends `signals` to `handler` (on a global queue) from now until `unwatch(token)`.
+    func watch(_ signals: Set<Int32>, _ handler: @escaping @Sendable (Int32) -> Void) -> Int {
+        watches.withLock { watches in
+            if pipeWrite.load(ordering: .sequentiallyConsistent) < 0, let pipe = try? Subprocess.pipe() {
+                pipeWrite.store(pipe.write, ordering: .sequentiallyConsistent)
+                let read = pipe.read
+                Thread.detachNewThread { [self] in deliver(from: read) }
+            }
+            watches.next += 1
+            watches.handlers[watches.next] = (signals, handler)
+            publish(watches)
+            return watches.next
+        }
+    }
+
+    /// Ends a watch: its signals go back to ending the process unless another watch takes them.
+    func unwatch(_ token: Int) {
+        watches.withLock { watches in
+            watches.handlers.removeValue(forKey: token)
+            publish(watches)
+        }
+    }
+
+    private func publish(_ watches: Watches) {
+        let mask = watches.handlers.values.flatMap(\.signals).filter { $0 > 0 && $0 < 64 }
+            .reduce(UInt64(0)) { $0 | 1 << UInt64($1) }
+        watched.store(mask, ordering: .sequentiallyConsistent)
+    }
+
+    /// The watches' thread: each byte read is a signal, handed to every watch that takes it.
+    private func deliver(from pipe: Int32) {
+        var byte: UInt8 = 0
+        while true {
+            let count = Glibc.read(pipe, &byte, 1)
+            if count < 0, errno == EINTR { continue }
+            guard count == 1 else { return }
+            let signal = Int32(byte)
+            let handlers = watches.withLock { $0.handlers.values.filter { $0.signals.contains(signal) }.map(\.handler) }
+            for handler in handlers { DispatchQueue.global().async { handler(signal) } }
         }
     }
 }

@@ -343,7 +343,9 @@ enum CancellableRun {
         onInterrupt: (@Sendable () -> Void)? = nil,
         _ body: @escaping @Sendable () async -> T
     ) -> T {
-        let (task, wait) = Blocking.start(body)
+        // The watch comes first, so a signal right after the work started stops it instead of ending the process
+        // with the run left unrecorded; one before the task exists cancels it as soon as it does.
+        let started = Mutex<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
         let hits = Atomic<Int>(0)
         // SIGHUP too: a terminal that closes, or (served) an asker that is gone, cancels the run cleanly.
         let watch = Interrupt.watch([SIGINT, SIGTERM, SIGHUP]) { sig in
@@ -351,10 +353,21 @@ enum CancellableRun {
                 received.store(sig, ordering: .sequentiallyConsistent)
                 let name = sig == SIGINT ? "interrupted" : sig == SIGTERM ? "terminated" : "hung up"
                 printError("\nxclaw: \(name); stopping (Ctrl-C again to quit at once)")
-                if let onInterrupt { onInterrupt() } else { task.cancel() }
+                if let onInterrupt {
+                    onInterrupt()
+                } else {
+                    started.withLock { started in
+                        if let task = started.task { task.cancel() } else { started.cancelled = true }
+                    }
+                }
             } else {
                 Interrupt.exitNow(sig)
             }
+        }
+        let (task, wait) = Blocking.start(body)
+        started.withLock { started in
+            started.task = task
+            if started.cancelled { task.cancel() }
         }
         let value = wait()
         watch.stop()
