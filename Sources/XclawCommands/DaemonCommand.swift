@@ -176,17 +176,10 @@ struct DaemonCommand: ParsableCommand {
             }
             DaemonScheduling.start(server)
             signal(SIGPIPE, SIG_IGN)
-            signal(SIGTERM, SIG_IGN)
-            signal(SIGINT, SIG_IGN)
-            var sources: [DispatchSourceSignal] = []
-            for sig in [SIGTERM, SIGINT] {
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { server.stop() }
-                source.resume()
-                sources.append(source)
-            }
+            // In place when it returns (a dispatch source left a window in which a SIGTERM was ignored).
+            let watch = Interrupt.watch([SIGTERM, SIGINT]) { _ in server.stop() }
             server.run()
-            sources.forEach { $0.cancel() }
+            watch.stop()
         }
     }
 }

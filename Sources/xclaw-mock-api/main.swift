@@ -75,6 +75,10 @@ func logLine(_ request: RecordedRequest) -> String {
 }
 
 func main() -> Never {
+    // A stop signal ends it at once and cleanly (exit 0: each request was recorded as it came), by a handler in place
+    // from the start: a dispatch signal source ignored the signal until its manager thread registered it, and a
+    // harness's SIGTERM in between was lost.
+    for sig in [SIGTERM, SIGINT] { signal(sig) { _ in _exit(0) } }
     var scriptPath: String?
     var port = 0
     var recordPath: String?
@@ -137,19 +141,8 @@ func main() -> Never {
     }
 
     signal(SIGPIPE, SIG_IGN)
-    var sources: [any DispatchSourceSignal] = []
-    for sig in [SIGTERM, SIGINT] {
-        signal(sig, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-        source.setEventHandler {
-            server.stop()
-            exit(0)
-        }
-        source.resume()
-        sources.append(source)
-    }
     FileHandle.standardOutput.write(Data("\(server.baseURL)\n".utf8))
-    withExtendedLifetime(sources) { dispatchMain() }
+    dispatchMain()
 }
 
 func errnoString() -> String { Errno.current.description }
