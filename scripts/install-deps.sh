@@ -18,8 +18,8 @@ packages=(
   # ss: a test display's failure lists the clients of its server (XclawTesting's DisplayDiagnosis).
   iproute2
   xterm x11-apps x11-utils zenity openbox
-  # Python venv and pip: the MCP tests drive `xclaw mcp` through the official MCP client (PyPI `mcp`), in a venv
-  # they make once in the state directory.
+  # Python venv and pip: the test clients (the official MCP client, jsonschema, websockets) live in a venv that
+  # scripts/test-venv.sh makes once per build tree (scripts/test-clients.txt).
   python3-venv python3-pip
   # xdotool: the replay tests move windows with it (no window manager runs on the tests' Xvfb).
   xdotool

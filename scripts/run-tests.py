@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The tree scripts/build-tests.sh builds: unoptimized, without DEBUG, a module at a time.
 BUNDLE = os.path.join(ROOT, ".build-tests", "release", "xclawPackageTests.xctest")
 WEIGHTS = os.path.join(ROOT, "scripts", "test-weights.txt")
+VENVS = os.path.join(ROOT, ".build-tests", "venvs")
 
 # The daemon pass runs again, through a daemon, the CLI tests about what the daemon serves differently: the wire
 # (stdin, binary stdout, large outputs), signals and terminals (stops, approvals, held input), exit codes of bad
@@ -151,6 +152,9 @@ def environment(scratch, index, daemon):
         os.makedirs(path, mode=0o700, exist_ok=True)
         env[variable] = path
     env["XCLAW_TEST_DAEMON"] = "1" if daemon else "0"
+    # The test clients' Python venv (PythonVenv): one for every job, kept with the build. In each job's own state
+    # directory it was made again by every job that used it, 5-15 CPU-seconds each, a tenth of the suite's CPU.
+    env["XCLAW_TEST_VENVS"] = VENVS
     return env
 
 

@@ -12,7 +12,7 @@ import XclawTimeTesting
 /// modifier state the server gave it, is the oracle.
 final class DisplayLockCLITests: XCTestCase {
     func testAnMCPClickWaitsForAnAgentsActionInAnotherProcess() throws {
-        let python = try PythonVenv.python("mcp-client", packages: ["mcp"])
+        let python = try PythonVenv.testClients()
         let display = try TestDisplay(size: Size(width: 1024, height: 768))
         defer { display.stop() }
         // Under the pointer (the screen's middle), so the keys reach it as well as the click.

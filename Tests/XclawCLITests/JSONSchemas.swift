@@ -14,7 +14,7 @@ enum JSONSchemas {
         .appendingPathComponent("json/validate.py")
     /// The venv's python, or why there is none.
     private static let python: Result<String, any Error> = Result {
-        try PythonVenv.python("json-schema", packages: ["jsonschema"])
+        try PythonVenv.testClients()
     }
 
     /// One output to check: what it was, the schema it must follow (`find` for `docs/json/find.schema.json`), and

@@ -10,7 +10,7 @@ import XclawTimeTesting
 final class MCPServerCLITests: XCTestCase {
     /// The venv's python, or why there is none.
     private static let python: Result<String, any Error> = Result {
-        try PythonVenv.python("mcp-client", packages: ["mcp"])
+        try PythonVenv.testClients()
     }
     static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("mcp")

@@ -17,7 +17,7 @@ import XclawTimeTesting
 final class WebViewCLITests: XCTestCase {
     /// The venv's python, or why there is none.
     private static let python: Result<String, any Error> = Result {
-        try PythonVenv.python("web-client", packages: ["websockets"])
+        try PythonVenv.testClients()
     }
     private static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("web")
