@@ -10,7 +10,14 @@
 # -Onone keeps it unoptimized like a debug build (assertions and preconditions on, quick to compile), and
 # -enable-testing keeps @testable imports working. A tree of its own, .build-tests: `swift build -c release` (the
 # demo, the benchmarks) builds optimized into .build, and sharing one tree would rebuild everything at each switch.
+# Two more flags, measured by cold builds of one resolved tree on two cores (281 s with neither):
+# - -no-emit-module-separately-wmo: by default each module's interface is emitted by a second compiler job that
+#   type-checks the whole module again (56 CPU-seconds over the build), so that modules above can start sooner; on
+#   two cores the work saved is worth more than the overlap lost.
+# - -gnone: no DWARF. The tests report file and line from #file/#line; a crash's backtrace still names functions.
+# Both: 236 s; -gnone alone: 272 s.
 # Extra arguments go to `swift build`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec swift build -c release --scratch-path .build-tests -Xswiftc -Onone -Xswiftc -enable-testing --build-tests "$@"
+exec swift build -c release --scratch-path .build-tests -Xswiftc -Onone -Xswiftc -enable-testing \
+  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -gnone --build-tests "$@"
