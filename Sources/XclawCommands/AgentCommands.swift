@@ -281,7 +281,7 @@ struct AgentDelete: ParsableCommand {
 
 /// `xclaw agents`.
 struct Agents: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the agents.")
+    static let configuration = CommandConfiguration(commandName: "agents", abstract: "List the agents.")
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
     @Flag(help: "Include pipelines' own agents (each pipeline's run and subtasks; `xclaw history` shows them).")
@@ -443,6 +443,7 @@ final class RunPrinter: @unchecked Sendable {
 /// `xclaw send`: queue a message for an agent and stream its reply.
 struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "send",
         abstract: "Send a message to an agent and stream its reply (the message and reply are stored).",
         discussion:
             "Exit: 0 replied; 1 no such agent, or its setup command failed; 4 the reply failed; 130 interrupted (or "
@@ -509,6 +510,7 @@ enum AgentRunError: ClassifiedError {
 /// `xclaw chat`: talk to an agent line by line.
 struct Chat: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "chat",
         abstract: "Talk to an agent interactively: each line is a message; Ctrl-C cancels the reply in progress "
             + "(not the program); Ctrl-D or /exit quits.")
     @Argument(help: "The agent.") var name: String
@@ -555,6 +557,7 @@ struct Chat: ParsableCommand {
 /// `xclaw history`.
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "history",
         abstract: "Show an agent's stored messages (partial and failed ones marked).")
     @Argument(help: "The agent.") var name: String
     @Option(help: "Only the last N messages.") var last: Int?
@@ -673,7 +676,8 @@ enum Transcript {
 
 /// `xclaw export`.
 struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Export an agent's conversation as Markdown or JSON.")
+    static let configuration = CommandConfiguration(
+        commandName: "export", abstract: "Export an agent's conversation as Markdown or JSON.")
     enum Format: String, ExpressibleByArgument, CaseIterable { case md, json }
     @Argument(help: "The agent.") var name: String
     @Option(help: "md or json.") var format: Format = .md

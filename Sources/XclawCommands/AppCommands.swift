@@ -7,6 +7,7 @@ import XclawScreen
 /// `xclaw apps`.
 struct Apps: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "apps",
         abstract: "List installed applications (freedesktop .desktop entries in XDG_DATA_DIRS).")
     @Flag(help: "Also those not meant for menus (NoDisplay, OnlyShowIn another desktop).") var all = false
     @Flag var json = false
@@ -27,6 +28,7 @@ struct Apps: ParsableCommand {
 /// `xclaw launch`.
 struct Launch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "launch",
         abstract: "Start an application by name, id or .desktop file, or a command after --; print its pid.",
         discussion: """
             xclaw launch xterm                       # by Name, id (org.gnome.Calculator) or GenericName

@@ -7,6 +7,7 @@ import XclawCommandLine
 /// code (they are their own target, `Benchmarks/xclaw-bench`).
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "bench",
         abstract:
             "Benchmark capture, input, OCR, the agent step, the runtime, snapshots and image search against their peers "
             + "(runs xclaw-bench beside this binary: `xclaw-bench --help` lists the benchmarks, `xclaw bench capture --help` one's options)."

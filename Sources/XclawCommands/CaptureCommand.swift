@@ -7,6 +7,7 @@ import XclawScreen
 /// `xclaw capture`: a PNG of the screen, a region or a window.
 struct Capture: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "capture",
         abstract: "Capture the screen, a region or a window as PNG.",
         discussion: "Without -o the PNG is written to ./xclaw-capture-TIMESTAMP.png and its path printed.")
     @OptionGroup var target: DisplayOptions

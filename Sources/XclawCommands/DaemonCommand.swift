@@ -27,6 +27,7 @@ struct DaemonCommand: ParsableCommand {
     /// `xclaw daemon start`: runs `xclaw daemon run` in a session of its own and waits until it answers.
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "start",
             abstract: "Start the daemon in the background.",
             discussion: """
                 --web also serves the web view and MCP over HTTP on ADDR (default 127.0.0.1:7878; HOST:PORT, :PORT, \
@@ -83,7 +84,7 @@ struct DaemonCommand: ParsableCommand {
 
     /// `xclaw daemon stop`.
     struct Stop: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop the daemon.")
+        static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the daemon.")
 
         func run() throws {
             let socket = try DaemonPaths.socket()
@@ -98,7 +99,8 @@ struct DaemonCommand: ParsableCommand {
 
     /// `xclaw daemon status`.
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Say whether the daemon runs, and what it holds.")
+        static let configuration = CommandConfiguration(
+            commandName: "status", abstract: "Say whether the daemon runs, and what it holds.")
         @Flag(help: "Print JSON (pid, socket, version, uptime_s, displays, rss_bytes).") var json = false
 
         func run() throws {

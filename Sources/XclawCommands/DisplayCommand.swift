@@ -12,6 +12,7 @@ struct DisplayCommand: ParsableCommand {
     /// `xclaw display start`.
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "start",
             abstract: "Start a private Xvfb on a free display number and print its name (e.g. :41).")
         @Option(help: "Screen size, WIDTHxHEIGHT.") var size = "1920x1080"
         @Option(help: "Colour depth: 16, 24 or 32.") var depth = 24
@@ -41,7 +42,8 @@ struct DisplayCommand: ParsableCommand {
 
     /// `xclaw display stop`.
     struct Stop: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop a display that `xclaw display start` started.")
+        static let configuration = CommandConfiguration(
+            commandName: "stop", abstract: "Stop a display that `xclaw display start` started.")
         @Argument(help: "The display, e.g. :41.") var name: String
 
         func run() throws { try VirtualDisplay.stop(name: name) }
@@ -49,7 +51,8 @@ struct DisplayCommand: ParsableCommand {
 
     /// `xclaw display list`.
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the running displays xclaw started.")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the running displays xclaw started.")
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
@@ -69,6 +72,7 @@ extension DisplayCommand {
     /// `xclaw display env`: the variables an app needs to run on a display xclaw started, as shell commands.
     struct Env: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "env",
             abstract: "Print the environment for apps on a display xclaw started: eval \"$(xclaw display env :41)\".",
             discussion: "Prints `export DISPLAY=…`, plus `export DBUS_SESSION_BUS_ADDRESS=…` when the display was "
                 + "started with --accessibility, and an `unset` line for inherited variables that would send apps "

@@ -16,6 +16,7 @@ private func input(_ options: DisplayOptions) throws -> InputController {
 /// `xclaw move X Y`.
 struct Move: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "move",
         abstract: "Move the pointer to X Y, by DX DY (--relative), or to X Y inside a window (--window).")
     @OptionGroup var target: DisplayOptions
     @Flag(help: "X Y are an offset from where the pointer is (may be negative).") var relative = false
@@ -65,7 +66,8 @@ struct Move: ParsableCommand {
 
 /// `xclaw click [X Y]`.
 struct Click: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Click at a point (or where the pointer is).")
+    static let configuration = CommandConfiguration(
+        commandName: "click", abstract: "Click at a point (or where the pointer is).")
     @OptionGroup var target: DisplayOptions
     @Argument var x: Int?
     @Argument var y: Int?
@@ -146,6 +148,7 @@ struct MouseUp: ParsableCommand {
 /// `xclaw drag X1 Y1 X2 Y2`, or `drag --path X,Y X,Y …`.
 struct Drag: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "drag",
         abstract: "Drag with a button held, from X1 Y1 to X2 Y2 or through the waypoints of --path.")
     @OptionGroup var target: DisplayOptions
     @Argument var coordinates: [Int] = []
@@ -196,6 +199,7 @@ struct Drag: ParsableCommand {
 /// `xclaw scroll DIR`.
 struct Scroll: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "scroll",
         abstract: "Scroll up, down, left or right.",
         discussion: """
             Scrolling is sent as notches (core buttons 4–7), which every app takes. There is no --smooth: XInput2 \
@@ -224,6 +228,7 @@ struct Scroll: ParsableCommand {
 /// `xclaw key COMBO...`.
 struct Key: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "key",
         abstract: "Press key combinations in xdotool syntax: ctrl+shift+t, Return, alt+Tab, super, KP_0, F5.")
     @OptionGroup var target: DisplayOptions
     @Argument(help: "Combinations, pressed in order.") var combos: [String]
@@ -408,6 +413,7 @@ struct ReleaseAll: ParsableCommand {
 /// `xclaw cursor`.
 struct Cursor: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cursor",
         abstract: "Print the pointer position (with --window, and the top-level window under it, or -).")
     @OptionGroup var target: DisplayOptions
     @Flag(help: "Also print the window under the pointer.") var window = false

@@ -72,6 +72,7 @@ struct LanguageOption: ParsableArguments {
 /// `xclaw ocr`: the text on screen, in reading order, or as JSON with boxes.
 struct Ocr: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "ocr",
         abstract: "Read the text on the screen, a region or a window (tesseract, in-process).",
         discussion: """
             Prints one line of output per visual row. With --json: lines and words with boxes in screen pixels and \
@@ -176,6 +177,7 @@ func waiting<T>(
 /// `xclaw find`: where a label, an image or a colour is on screen.
 struct Find: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "find",
         abstract: "Find a label, an image (--image) or a colour (--color) on screen.",
         discussion: """
             A label matches a word or a phrase of one line: exact, case-insensitive, then fuzzy (OCR look-alikes \
@@ -273,6 +275,7 @@ struct Find: ParsableCommand {
 /// `xclaw tap`: click an element by label or ref, or press it through its toolkit.
 struct Tap: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "tap",
         abstract: "Click the element a label or ref names, or press it through its toolkit (--action).",
         discussion: """
             Clicks the centre of the best match; matches from the accessibility tree (exact role and name) win over \
@@ -404,6 +407,7 @@ struct Tap: ParsableCommand {
 /// `xclaw tree`: the raw accessibility tree of a window or of every application.
 struct Tree: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "tree",
         abstract: "Print the accessibility tree (AT-SPI2) of a window, or of every application on the display.",
         discussion: """
             One node per line, indented by depth: role, "name", = value, [states], @x,y WxH (screen pixels), and \
@@ -480,6 +484,7 @@ struct Tree: ParsableCommand {
 /// `xclaw watch`: wait for text to appear or vanish, a region to change, a pixel colour, or stability.
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract:
             "Wait until text or an image appears or vanishes, a region changes, a pixel has a colour, or the screen "
             + "is still.",

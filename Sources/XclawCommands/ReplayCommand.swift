@@ -7,6 +7,7 @@ import XclawRuntime
 /// `xclaw replay FILE|RUN`: a recorded run done again without the model, as a run of its own (see `Replayer`).
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "replay",
         abstract: "Replay a recorded run's steps without the model (a script file or a run id).",
         discussion: """
             Each tap finds its control again by label and role in the window it was in (so a moved window or another \

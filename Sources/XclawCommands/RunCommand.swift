@@ -16,6 +16,7 @@ import XclawStore
 /// `xclaw run`: Claude drives the screen until the task is done.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Let Claude do a task on the screen: it sees screenshots and acts through xclaw's tools.",
         discussion: """
             Needs ANTHROPIC_API_KEY (or `api_key = ...` in ~/.config/xclaw/config, mode 600); ANTHROPIC_BASE_URL \
@@ -225,6 +226,7 @@ struct RunSummary: Encodable {
 /// `xclaw models`: the catalog.
 struct Models: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "models",
         abstract:
             "List the models xclaw knows: computer-use tool version, prices per MTok, screenshot size, thinking and "
             + "effort; retired ones with their successor.",

@@ -88,7 +88,7 @@ struct ScheduleCommand: ParsableCommand {
 
     /// `schedule add`.
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Schedule a prompt for an agent.")
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Schedule a prompt for an agent.")
         @Argument(help: "The agent.") var agent: String
         @Argument(help: "The prompt each run sends.") var prompt: String
         @Option(help: "A cron expression: minute hour day-of-month month day-of-week.") var cron: String?
@@ -176,7 +176,8 @@ struct ScheduleCommand: ParsableCommand {
 
     /// `schedule list`.
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List scheduled tasks (one agent's, or all).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List scheduled tasks (one agent's, or all).")
         @Argument(help: "Only this agent's.") var agent: String?
         @OptionGroup var storeOptions: StoreOptions
         @Flag var json = false
@@ -196,7 +197,7 @@ struct ScheduleCommand: ParsableCommand {
 
     /// `schedule show`.
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a task and its runs.")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show a task and its runs.")
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
         @Flag var json = false
@@ -230,7 +231,8 @@ struct ScheduleCommand: ParsableCommand {
 
     /// `schedule pause`.
     struct Pause: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop a task firing (it is kept).")
+        static let configuration = CommandConfiguration(
+            commandName: "pause", abstract: "Stop a task firing (it is kept).")
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
 
@@ -244,6 +246,7 @@ struct ScheduleCommand: ParsableCommand {
     /// `schedule resume`.
     struct Resume: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "resume",
             abstract: "Let a paused task fire again, from its next slot after now.")
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
@@ -260,7 +263,8 @@ struct ScheduleCommand: ParsableCommand {
 
     /// `schedule remove`.
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a task and its run history.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Delete a task and its run history.")
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
 
@@ -326,6 +330,7 @@ extension TaskCatchUp: ExpressibleByArgument {}
 /// `xclaw runs`.
 struct Runs: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "runs",
         abstract: "List agent runs, oldest first, with the scheduled task each ran for.",
         discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
             + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started_at, "

@@ -8,6 +8,7 @@ import XclawStore
 /// wherever it runs (this machine's daemon, a second daemon, a plain `xclaw run`), then waits until each has stopped.
 struct Stop: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "stop",
         abstract: "Stop runs in flight at once: one run (its id), an agent's runs, or --all.",
         discussion: """
             Each run stops within a fraction of a second: held keys and mouse buttons are released, the tool calls \
@@ -87,6 +88,7 @@ struct Stop: ParsableCommand {
 /// `xclaw approve RUN` and `xclaw deny RUN`: decide the gated action a run waits on.
 struct Approve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "approve",
         abstract: "Let a run waiting for approval (status needs-approval) do the gated action.",
         discussion: "Exit: 0 decided; 1 no such run, or it waits for nothing; 2 bad usage.")
     @Argument(help: ArgumentHelp("The run id (from `xclaw runs`).", valueName: "run")) var runID: Int64
@@ -99,6 +101,7 @@ struct Approve: ParsableCommand {
 /// `xclaw deny RUN`.
 struct Deny: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "deny",
         abstract: "Refuse the gated action a run waits on; the run goes on without it.",
         discussion: "Exit: 0 decided; 1 no such run, or it waits for nothing; 2 bad usage.")
     @Argument(help: ArgumentHelp("The run id (from `xclaw runs`).", valueName: "run")) var runID: Int64
@@ -133,6 +136,7 @@ enum Decision {
 /// `xclaw approvals`: the gated actions runs wait on, to approve or deny.
 struct Approvals: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "approvals",
         abstract: "List the gated actions runs wait on (decide with `xclaw approve RUN` or `xclaw deny RUN`).",
         discussion: "Exit: 0 listed (none waiting is not an error); 2 bad usage.")
     @OptionGroup var storeOptions: StoreOptions

@@ -52,6 +52,7 @@ func windowRow(_ w: WindowInfo) -> String {
 /// `xclaw windows`.
 struct Windows: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "windows",
         abstract: "List top-level windows, top-most first (--class, --pid, --regex … select as `xdotool search`).")
     @OptionGroup var target: DisplayOptions
     @OptionGroup var select: WindowSelection
@@ -70,6 +71,7 @@ struct Windows: ParsableCommand {
 /// `xclaw active`.
 struct Active: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "active",
         abstract: "Print the active window (_NET_ACTIVE_WINDOW with a window manager, else the focused top-level).")
     @OptionGroup var target: DisplayOptions
     @Flag var json = false
@@ -82,7 +84,8 @@ struct Active: ParsableCommand {
 
 /// `xclaw activate`.
 struct Activate: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Raise and focus a window by id or title substring.")
+    static let configuration = CommandConfiguration(
+        commandName: "activate", abstract: "Raise and focus a window by id or title substring.")
     @OptionGroup var target: DisplayOptions
     @OptionGroup var select: WindowSelection
     @Argument(help: "Window id (0x…) or title substring (optional with --class, --pid …).") var window: String?
@@ -103,7 +106,7 @@ struct Activate: ParsableCommand {
 
 /// `xclaw monitors`.
 struct Monitors: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List monitors (RandR).")
+    static let configuration = CommandConfiguration(commandName: "monitors", abstract: "List monitors (RandR).")
     @OptionGroup var target: DisplayOptions
     @Flag var json = false
 
