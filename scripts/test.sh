@@ -9,28 +9,40 @@ cd "$(dirname "$0")/.."
 # /dev/null once made it a regular file, and every later program broke). Checked on every exit, a failed one too.
 after_suite() {
   local status=$?
-  local pids
-  pids=$(jobs -p)
-  [[ -n "$pids" ]] && kill $pids 2>/dev/null
+  # Side jobs still running (the build failed first) go with their children: each is a process group of its own.
+  for pid in $format_pid $venv_pid; do kill -- "-$pid" 2>/dev/null || true; done
   bash scripts/check-special-files.sh || status=1
   exit "$status"
 }
+format_pid=""
+venv_pid=""
 trap after_suite EXIT
 bash scripts/install-deps.sh
 quick=()
-side=()
 if [[ "${1:-}" == "--quick" ]]; then
   quick=(--quick)
 else
   # Beside the build, which keeps two cores busy only two thirds of the time (package resolution is mostly one):
   # the formatting check, and the test clients' Python venv (scripts/test-venv.sh).
-  bash scripts/format.sh --check &
-  side+=($!)
-  bash scripts/test-venv.sh &
-  side+=($!)
+  setsid bash scripts/format.sh --check &
+  format_pid=$!
+  setsid bash scripts/test-venv.sh &
+  venv_pid=$!
 fi
 # The tests' own build (scripts/build-tests.sh): unoptimized like a debug build, but without DEBUG and a module at a
 # time, which makes the cold build and the suite each about a minute shorter on two cores.
 bash scripts/build-tests.sh
-for pid in "${side[@]}"; do wait "$pid"; done
+# Each waited-for job is forgotten, so the trap never signals a group number the system has given out again.
+if [[ -n "$format_pid" ]] && ! wait "$format_pid"; then
+  format_pid=""
+  echo "test.sh: the formatting check failed (above); run scripts/format.sh" >&2
+  exit 1
+fi
+format_pid=""
+if [[ -n "$venv_pid" ]] && ! wait "$venv_pid"; then
+  venv_pid=""
+  echo "test.sh: scripts/test-venv.sh could not make the test clients' venv (pip's message is above)" >&2
+  exit 1
+fi
+venv_pid=""
 python3 scripts/run-tests.py "${quick[@]}"
