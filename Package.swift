@@ -331,7 +331,10 @@ let package = Package(
         // The commands' parsing and validation, in-process (no X display, no daemon).
         layerTests(
             "XclawCommandsTests",
-            ["XclawBase", "XclawCommandLine", "XclawCommands", "XclawDaemon", "XclawTesting", "XclawWire"]),
+            [
+                "XclawBase", "XclawCommandLine", "XclawCommands", "XclawDaemon", "XclawMCP", "XclawMessages",
+                "XclawTesting", "XclawWire",
+            ]),
         layerTests(
             "XclawExamplesTests",
             ["XclawTesting", "XclawTimeTesting"]),

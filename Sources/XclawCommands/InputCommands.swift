@@ -272,6 +272,8 @@ struct TypeText: ParsableCommand {
     var into: String?
     @Option(help: "Window id (0x…) or title substring to look for --into in.") var window: String?
     @OptionGroup var select: WindowSelection
+    /// --nth, --near, --role and --source pick among the fields --into names, as they do for `tap`.
+    @OptionGroup var choose: SelectionOptions
     @Flag(
         help: """
             Paste instead of typing: set the clipboard to the text, press ctrl+v, then give the clipboard its old \
@@ -283,6 +285,9 @@ struct TypeText: ParsableCommand {
         try requireRange(delay, 0...10_000, "--delay", "ms")
         if (window != nil || !select.filter.isEmpty) && into == nil {
             throw ValidationError("--window and the selection flags go with --into")
+        }
+        if (choose.nth != nil || choose.near != nil || choose.role != nil || choose.source != .auto) && into == nil {
+            throw ValidationError("--nth, --near, --role and --source go with --into")
         }
         if paste && delay != nil { throw ValidationError("--paste sends no characters: it takes no --delay") }
     }
@@ -311,12 +316,14 @@ struct TypeText: ParsableCommand {
 }
 
 extension TypeText {
-    /// Focuses the field `label` names: the toolkit's own focus call when it comes from the accessibility tree (no
-    /// pointer motion), else — or when the toolkit refuses — a click on its centre.
+    /// Focuses the field `label` names (fields first: `Selection.resolveField`): the toolkit's own focus call when it
+    /// comes from the accessibility tree (no pointer motion), else — or when the toolkit refuses — a click on its
+    /// centre.
     func focusField(_ label: String, controller: InputController) throws {
         try withPerceiver(target) { p in
-            let snapshot = try takeSnapshot(p, area: p.area(window: window, matching: select.filter))
-            let match = try Selection().resolve(label, in: snapshot)
+            let snapshot = try takeSnapshot(
+                p, area: p.area(window: window, matching: select.filter), source: choose.source)
+            let match = try choose.selection.resolveField(label, in: snapshot)
             switch p.focusForTyping(match) {
             case .focused: return
             case .raised: break  // its window is on top now: the click reaches it

@@ -269,7 +269,8 @@ enum MCPTools {
             name: "type", title: "Type text",
             description: """
                 Type any Unicode text exactly into the focused window (newline = Return, tab = Tab), or into the \
-                field into names (a label or ref), focused first.
+                field into names (a label or ref), focused first: fields are asked before other elements, so a \
+                caption never ties with its own field; nth, near, role and source pick among fields as for tap.
                 """,
             kind: .input,
             arguments: [
@@ -277,6 +278,8 @@ enum MCPTools {
                 (MCPParameter("delay", .integer, "Milliseconds between characters (0–10000)."), .option("--delay")),
                 (MCPParameter("into", .string, "Focus this field first: a label or a ref."), .option("--into")),
                 (MCPParameter("window", .string, "With into: the window to look in."), .option("--window")),
+                (nth, .option("--nth")), (near, .option("--near")), (role, .option("--role")),
+                (source, .option("--source")),
             ],
             // Through stdin, as `type -`: any text, also one that looks like an option.
             custom: { call in ([], ["-"], Data((call.string("text") ?? "").utf8)) }),

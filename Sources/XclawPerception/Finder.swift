@@ -334,6 +334,24 @@ public struct Selection: Sendable {
         self.nth = nth; self.near = near; self.role = role
     }
 
+    /// The field `label` names, to type into (`type --into`). With no role given, the editable elements are asked
+    /// first (fields, then spin buttons), so a caption never ties with the field it names ("Name:" the text and
+    /// "Name:" the entry it labels); only when none of them matches at all is any element taken, as `resolve` does
+    /// (an entry OCR read as text). A ref, a role given, a tie or a guess among fields: as `resolve`.
+    public func resolveField(_ label: String, in snapshot: Snapshot) throws -> Match {
+        guard role == nil else { return try resolve(label, in: snapshot) }
+        for editable in [Role.field, .spinbutton] {
+            var narrowed = self
+            narrowed.role = editable
+            do {
+                return try narrowed.resolve(label, in: snapshot)
+            } catch PerceptionError.notFound {
+                continue
+            }
+        }
+        return try resolve(label, in: snapshot)
+    }
+
     /// The one match to act on, or a typed error: nothing matches (with the closest labels), or several match equally
     /// and nothing disambiguates (a wrong click is worse than none). With `acting` (tap, type into, the agent's
     /// tools), a match that is only a guess is refused too (see `doubt`); `find` passes false to list what it saw.

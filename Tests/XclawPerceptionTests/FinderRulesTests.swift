@@ -168,4 +168,40 @@ final class FinderRulesTests: XCTestCase {
         XCTAssertEqual(try Selection().resolve("x!", in: s).ref, "e4")
         XCTAssertEqual(try Selection().resolve("x", in: s).ref, "e5")
     }
+
+    /// `type --into Name` tied the caption "Name:" with the entry it labels (the entry's accessible name is the
+    /// caption's text), and the advice it printed named options `type` did not have. Fields are asked first now.
+    func testTypingIntoACaptionedFieldTakesTheFieldNotItsCaption() throws {
+        let s = snapshot([
+            element("e1", .text, "Name:", x: 10), element("e2", .field, "Name:", x: 80, width: 200),
+            element("e3", .text, "Age:", x: 10, y: 50), element("e4", .spinbutton, "Age:", x: 80, y: 50, width: 60),
+            element("e5", .text, "Notes", x: 10, y: 90),
+        ])
+        guard case .ambiguous? = refusal("Name", s) else { return XCTFail("tap's rules no longer tie these") }
+        XCTAssertEqual(try Selection().resolveField("Name", in: s).ref, "e2")
+        XCTAssertEqual(try Selection().resolveField("Age", in: s).ref, "e4", "a spin button is typed into too")
+        // No editable element is named: any element, as tap takes it (an entry OCR read as text).
+        XCTAssertEqual(try Selection().resolveField("Notes", in: s).ref, "e5")
+        // A role given, or a ref, is taken as given.
+        XCTAssertEqual(try Selection(role: .text).resolveField("Name", in: s).ref, "e1")
+        XCTAssertEqual(try Selection().resolveField("e1", in: s).ref, "e1")
+        XCTAssertThrowsError(try Selection().resolveField("Nowhere", in: s)) { error in
+            guard case PerceptionError.notFound? = error as? PerceptionError else { return XCTFail("\(error)") }
+        }
+    }
+
+    /// Two fields named alike still refuse (a wrong field is a wrong click), and --nth / --near pick one, as for tap.
+    func testTwoFieldsNamedAlikeRefuseUntilPicked() throws {
+        let s = snapshot([
+            element("e1", .text, "Email", x: 10), element("e2", .field, "Email", x: 80, width: 200),
+            element("e3", .text, "Email", x: 10, y: 60), element("e4", .field, "Email", x: 80, y: 60, width: 200),
+        ])
+        XCTAssertThrowsError(try Selection().resolveField("Email", in: s)) { error in
+            guard case PerceptionError.ambiguous(_, let candidates)? = error as? PerceptionError else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertEqual(candidates.count, 2, "only the fields are candidates: \(candidates)")
+        }
+        XCTAssertEqual(try Selection(nth: 2).resolveField("Email", in: s).ref, "e4")
+    }
 }
