@@ -345,14 +345,17 @@ final class ComputerToolTests: XCTestCase {
             context: ToolContext())
         XCTAssertEqual(fixture.wait(for: .buttonRelease, count: 3).count, 3)
         XCTAssertEqual(fixture.received.filter { $0.kind == .buttonPress }.count, 3)
-        // hold_key keeps the key down for the duration (server timestamps: a correctness bound, not a speed one).
+        // hold_key keeps the key down for the duration (server timestamps: a correctness bound, not a speed one). The
+        // server stamps an event when it handles the request, and the press is flushed, not waited for: a press
+        // handled late under load shortens the gap (189 ms once for 200). The bound tells a hold from a release at
+        // once, not milliseconds.
         fixture.clear()
         _ = try await tool.execute(["action": "hold_key", "text": "shift", "duration": 0.2], context: ToolContext())
         let held = fixture.wait { $0.contains { $0.kind == .keyRelease } }
         let down = try XCTUnwrap(held.first { $0.kind == .keyPress })
         let up = try XCTUnwrap(held.first { $0.kind == .keyRelease })
         XCTAssertEqual(down.keysym, "Shift_L")
-        XCTAssertGreaterThanOrEqual((up.time ?? 0) - (down.time ?? 0), 190)
+        XCTAssertGreaterThanOrEqual((up.time ?? 0) - (down.time ?? 0), 150)
     }
 
     func testScrollDragAndMouseDownUp() async throws {
