@@ -32,8 +32,9 @@ public final class TestDisplay: @unchecked Sendable {
         do {
             keeper = try DisplayConnection(name: server.name)
         } catch {
+            let diagnosis = Self.ending(of: server)
             try? server.stop()
-            throw error
+            throw ScreenError.virtualDisplay("\(error) (\(diagnosis))")
         }
         if accessibility { try server.startAccessibility(detached: false, timeout: .seconds(10)) }
         self.server = server
@@ -52,6 +53,25 @@ public final class TestDisplay: @unchecked Sendable {
             }
         }
         throw lastError ?? ScreenError.virtualDisplay("no free display number")
+    }
+
+    /// How a server that refused its keeper ended, and the end of its log. A server of this suite was once gone
+    /// before its keeper connected ("cannot open display :1", its number just freed by a test that killed its own):
+    /// an exit 0 with "terminated" in its log says a client came and left first (`-terminate`), a signal that
+    /// something killed it.
+    private static func ending(of server: VirtualDisplay) -> String {
+        var status: Int32 = 0
+        let ended: String
+        switch waitpid(server.pid, &status, WNOHANG) {
+        case server.pid:
+            let signal = status & 0x7f
+            ended = signal == 0 ? "Xvfb exited \((status >> 8) & 0xff)" : "Xvfb was killed by signal \(signal)"
+        case 0: ended = "Xvfb still runs"
+        default: ended = "Xvfb's ending is unknown"
+        }
+        let log = (try? String(contentsOfFile: server.logPath, encoding: .utf8)) ?? ""
+        let tail = log.split(separator: "\n").suffix(3).joined(separator: " | ")
+        return "\(ended), pid \(server.pid)" + (tail.isEmpty ? "" : "; its log ends: \(tail)")
     }
 
     /// What an app launched on this display needs: `DISPLAY`, plus the session bus when it has one.
