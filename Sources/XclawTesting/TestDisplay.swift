@@ -23,9 +23,7 @@ public final class TestDisplay: @unchecked Sendable {
         size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
         launcher: [String] = [], accessibility: Bool = false
     ) throws {
-        var server = try VirtualDisplay.start(
-            size: size, depth: depth, shm: shm, number: number, detached: false,
-            record: false, extraArguments: ["-terminate"], launcher: launcher)
+        var server = try Self.startServer(size: size, depth: depth, shm: shm, number: number, launcher: launcher)
         // Connected before anything else comes and goes: `-terminate` ends the server when its last client leaves.
         // The buses are started after it, not by `VirtualDisplay.start`: their start-up's own connection closed
         // before this one opened once, and the server was gone ("cannot open display").
@@ -40,8 +38,33 @@ public final class TestDisplay: @unchecked Sendable {
         self.server = server
     }
 
-    /// A display a test stops and starts again on the same number: it takes a number far above the ones Xvfb's
-    /// `-displayfd` hands out (the lowest free), so a server another test process starts meanwhile never takes it
+    /// The Xvfb, on `number` or else on a random one of 30000–58999. Not `-displayfd`'s lowest free number: with six
+    /// jobs side by side that hands a number out again the moment a test frees it, and a client still aiming at the
+    /// old server (a killed display's leftovers, a stale name) then meets a newborn one; if it came and left before
+    /// the keeper connected, `-terminate` ended the new server ("cannot open display :1" in a test's set-up). A number
+    /// another server holds fails at once: another is tried.
+    private static func startServer(size: Size, depth: Int, shm: Bool, number: Int?, launcher: [String]) throws
+        -> VirtualDisplay
+    {
+        func start(_ number: Int) throws -> VirtualDisplay {
+            try VirtualDisplay.start(
+                size: size, depth: depth, shm: shm, number: number, detached: false,
+                record: false, extraArguments: ["-terminate"], launcher: launcher)
+        }
+        if let number { return try start(number) }
+        var lastError: (any Error)?
+        for _ in 0..<20 {
+            do {
+                return try start(Int.random(in: 30000..<59000))
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? ScreenError.virtualDisplay("no free display number")
+    }
+
+    /// A display a test stops and starts again on the same number: it takes a number of 1000–29999, apart from the
+    /// ones other test displays take (30000–58999), so a server another test process starts meanwhile never takes it
     /// while it is down.
     public static func restartable(size: Size) throws -> TestDisplay {
         var lastError: (any Error)?
