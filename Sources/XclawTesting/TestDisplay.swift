@@ -19,11 +19,22 @@ public final class TestDisplay: @unchecked Sendable {
 
     /// `accessibility` also starts the session and accessibility buses (`VirtualDisplay.startAccessibility`, once the
     /// keeper holds the server); `stop` ends them.
-    public init(
+    public convenience init(
         size: Size = Size(width: 1280, height: 800), depth: Int = 24, shm: Bool = true, number: Int? = nil,
         launcher: [String] = [], accessibility: Bool = false
     ) throws {
-        var server = try Self.startServer(size: size, depth: depth, shm: shm, number: number, launcher: launcher)
+        try self.init(
+            size: size, depth: depth, shm: shm, number: number, numbers: 30000..<59000, launcher: launcher,
+            accessibility: accessibility)
+    }
+
+    /// As the public one; without `number`, a random one of `numbers` (`restartable` keeps its own range).
+    private init(
+        size: Size, depth: Int = 24, shm: Bool = true, number: Int? = nil, numbers: Range<Int>,
+        launcher: [String] = [], accessibility: Bool = false
+    ) throws {
+        var server = try Self.startServer(
+            size: size, depth: depth, shm: shm, number: number, numbers: numbers, launcher: launcher)
         // Connected before anything else comes and goes: `-terminate` ends the server when its last client leaves.
         // The buses are started after it, not by `VirtualDisplay.start`: their start-up's own connection closed
         // before this one opened once, and the server was gone ("cannot open display").
@@ -38,14 +49,14 @@ public final class TestDisplay: @unchecked Sendable {
         self.server = server
     }
 
-    /// The Xvfb, on `number` or else on a random one of 30000–58999. Not `-displayfd`'s lowest free number: with six
+    /// The Xvfb, on `number` or else on a random one of `numbers` (30000–58999 unless restartable). Not `-displayfd`'s lowest free number: with six
     /// jobs side by side that hands a number out again the moment a test frees it, and a client still aiming at the
     /// old server (a killed display's leftovers, a stale name) then meets a newborn one; if it came and left before
     /// the keeper connected, `-terminate` ended the new server ("cannot open display :1" in a test's set-up). A number
     /// another server holds fails at once: another is tried.
-    private static func startServer(size: Size, depth: Int, shm: Bool, number: Int?, launcher: [String]) throws
-        -> VirtualDisplay
-    {
+    private static func startServer(
+        size: Size, depth: Int, shm: Bool, number: Int?, numbers: Range<Int>, launcher: [String]
+    ) throws -> VirtualDisplay {
         func start(_ number: Int) throws -> VirtualDisplay {
             try VirtualDisplay.start(
                 size: size, depth: depth, shm: shm, number: number, detached: false,
@@ -55,7 +66,7 @@ public final class TestDisplay: @unchecked Sendable {
         var lastError: (any Error)?
         for _ in 0..<20 {
             do {
-                return try start(Int.random(in: 30000..<59000))
+                return try start(Int.random(in: numbers))
             } catch {
                 lastError = error
             }
@@ -67,15 +78,7 @@ public final class TestDisplay: @unchecked Sendable {
     /// ones other test displays take (30000–58999), so a server another test process starts meanwhile never takes it
     /// while it is down.
     public static func restartable(size: Size) throws -> TestDisplay {
-        var lastError: (any Error)?
-        for _ in 0..<20 {
-            do {
-                return try TestDisplay(size: size, number: Int.random(in: 1000..<30000))
-            } catch {
-                lastError = error  // taken by another server: another number
-            }
-        }
-        throw lastError ?? ScreenError.virtualDisplay("no free display number")
+        try TestDisplay(size: size, numbers: 1000..<30000)
     }
 
     /// How a server that refused its keeper ended, and the end of its log. A server of this suite was once gone
