@@ -34,6 +34,16 @@ public enum PrivateFiles {
         return FileHandle(fileDescriptor: fd, closeOnDealloc: false).readDataToEndOfFile()
     }
 
+    /// What tells one version of the file at `path` from another (inode, size, modification time to the nanosecond),
+    /// without reading it; nil when there is none.
+    public static func stamp(_ path: String) -> FileStamp? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return FileStamp(
+            inode: UInt64(info.st_ino), size: Int64(info.st_size), seconds: Int64(info.st_mtim.tv_sec),
+            nanoseconds: Int64(info.st_mtim.tv_nsec))
+    }
+
     /// `url` as a directory of this user that no one else can write, created (mode 0700, parents too) when
     /// missing. Refuses one another user made, one writable by others, and a symlink: the fallback `/tmp/xclaw-UID`
     /// is in a directory everyone can write, so someone could have made it first to read what xclaw puts there.
@@ -63,6 +73,19 @@ public enum PrivateFiles {
         }
         return url
     }
+}
+
+/// One version of a file, as `PrivateFiles.stamp` tells it: an atomic write (a new file renamed over the old) changes
+/// the inode, an edit in place the size or the time.
+public struct FileStamp: Hashable, Sendable {
+    /// The inode number.
+    public var inode: UInt64
+    /// The size in bytes.
+    public var size: Int64
+    /// The modification time, seconds part.
+    public var seconds: Int64
+    /// The modification time, nanoseconds part.
+    public var nanoseconds: Int64
 }
 
 /// A private file or directory that cannot be used safely; exit 2, with what to do.

@@ -115,17 +115,22 @@ public enum Finder {
                 // Whole: the element's entire label, or an item of a row whose items stand apart (a menu bar read
                 // as one line: "Help" in "File Edit View Help" is a label of its own, unlike "Help" in "Help me").
                 let apart = { (a: TextWord, b: TextWord) in ControlBoxes.apart(a, b, in: words) }
+                // Words with no letter or digit beside the span (an icon read as "©", a border as "|") are no part
+                // of the label the user could have named.
+                let rest = words[..<start] + words[(start + length)...]
+                let onlyGlyphsBeside = !span.allSatisfy(Self.isGlyph) && rest.allSatisfy(Self.isGlyph)
                 let whole =
-                    length == words.count
+                    length == words.count || onlyGlyphsBeside
                     || (element.source != .atspi && (start == 0 || apart(words[start - 1], words[start]))
                         && (start + length == words.count || apart(words[start + length - 1], words[start + length])))
+                let part = length < words.count && !onlyGlyphsBeside
                 guard s >= threshold,
                     s > (best?.score ?? 0) || (s == best?.score && whole && best?.whole != true)
                 else { continue }
                 // A control is pressed anywhere in its box, unless the words are only part of its label (a menu
                 // bar read as one line: "Edit" is pressed on its own word); text only where the words are.
                 let box =
-                    element.role == .text || length < words.count
+                    element.role == .text || part
                     ? span.dropFirst().reduce(span[0].box) { $0.union($1.box) }.intersection(element.box)
                     : element.box
                 best = Match(
@@ -134,6 +139,11 @@ public enum Finder {
             }
         }
         return best
+    }
+
+    /// A word with no letter or digit in it: a glyph OCR made of an icon, a border or a mnemonic mark.
+    static func isGlyph(_ word: TextWord) -> Bool {
+        !word.text.unicodeScalars.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
     }
 
     /// A control whose box holds other controls (an expander, whose box includes what it shows) is pressed on its
@@ -213,12 +223,13 @@ public enum Finder {
 
         /// One spelling of the label in the forms it is compared in.
         struct Form {
-            let text, lower, folded: String
+            let text, lower, folded, spaceless: String
             let foldedCharacters: [Character]
 
             init(_ text: String) {
                 self.text = text
                 lower = text.lowercased()
+                spaceless = text.filter { !$0.isWhitespace }
                 folded = Finder.fold(lower)
                 foldedCharacters = Array(folded)
             }
@@ -247,8 +258,13 @@ public enum Finder {
         private static func score(_ read: String, _ wanted: Form) -> Double {
             guard !read.isEmpty, !wanted.text.isEmpty else { return 0 }
             if read == wanted.text { return 1 }
+            // OCR loses the space between close words ("Filename" for "File name"): that is no guess, only a
+            // shade below the label as typed, so a label read with its spaces wins.
+            let spaceless = read.filter { !$0.isWhitespace }
+            if spaceless == wanted.spaceless { return 0.99 }
             let lowered = read.lowercased()
             if lowered == wanted.lower { return 0.97 }
+            if spaceless.lowercased() == wanted.spaceless.lowercased() { return 0.97 }
             let readFolded = Finder.fold(lowered)
             if readFolded == wanted.folded { return 0.93 }
             let characters = Array(readFolded)
@@ -411,7 +427,8 @@ public struct Selection: Sendable {
         if best.count > 1 {
             throw PerceptionError.ambiguous(label: label, candidates: best.map(\.summary))
         }
-        return top
+        // The one left once the preferred are taken (a control over the caption before it), else the best.
+        return best.first ?? top
     }
 
     /// OCR confidence below which a read is a guess: measured on xcalc's and Tk's keys, right reads went down to 57
@@ -428,6 +445,19 @@ public struct Selection: Sendable {
             return "only a similar label was read (\"\(match.text)\", score "
                 + String(format: "%.2f", match.score) + "); a fuzzy match is never clicked"
         }
+        // Text inside a control that OCR could not read in full is that control's label in part: the user named a
+        // word of it, not the control, and pressing it would press a control nobody named ("changes" inside an
+        // unread "Discard changes" button).
+        if match.role == .text, match.source != .atspi,
+            let control = snapshot.elements.first(where: {
+                $0.role.isInteractive && $0.ref != match.ref && $0.box.contains(match.point)
+                    && $0.window == match.window && Finder.score(match.text, $0.label) < 0.93
+            })
+        {
+            return
+                "it lies inside \(control.role.rawValue) \(control.ref) \(UntrustedText.quoted(control.label, limit: 40)), "
+                + "whose label was not read in full; name that control (its ref \(control.ref), or --nth/--near)"
+        }
         guard match.source != .atspi else { return nil }
         var reasons: [String] = []
         if match.score < 0.97 {
@@ -439,7 +469,10 @@ public struct Selection: Sendable {
             reasons.append("it was read with low confidence (" + String(format: "%.0f", confidence) + ")")
         }
         if match.whole == false && match.role != .text && match.role.isInteractive {
-            reasons.append("it is only part of the control's label (\"\(match.text)\")")
+            let full = snapshot.elements.first { $0.ref == match.ref }?.label ?? ""
+            reasons.append(
+                "it is only part of the control's label (\"\(match.text)\" of \(UntrustedText.quoted(full, limit: 60)))"
+            )
         }
         guard !reasons.isEmpty else { return nil }
         let unread = snapshot.elements.contains {
@@ -450,11 +483,15 @@ public struct Selection: Sendable {
         return reasons.joined(separator: ", and ") + ", and a control next to it could not be read"
     }
 
-    /// Among equally good matches, the accessibility tree's exact facts win over OCR's guesses, and within the tree
-    /// a control wins over text that merely repeats its name (a dialog's "Save" label above its Save button).
+    /// Among equally good matches, the accessibility tree's exact facts win over OCR's guesses, and a control wins
+    /// over text that merely repeats its name (a dialog's "Save" label above its Save button, xcalc's display "9"
+    /// beside its 9 key): text is not pressed, so a user naming a label beside its control means the control.
     static func preferred(_ matches: [Match]) -> [Match] {
         let accessible = matches.filter { $0.source == .atspi }
-        guard !accessible.isEmpty else { return matches }
+        guard !accessible.isEmpty else {
+            let controls = matches.filter(\.role.isInteractive)
+            return controls.isEmpty ? matches : controls
+        }
         let controls = accessible.filter(\.role.isInteractive)
         let pool = controls.isEmpty ? accessible : controls
         let uncovered = pool.filter { $0.covered != true }

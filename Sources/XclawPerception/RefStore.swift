@@ -2,9 +2,12 @@ import Foundation
 import XclawBase
 import XclawScreen
 
-/// Keeps refs stable across snapshots: an element keeps its ref while the same window holds an element of the same
-/// role and label near the same place, whatever else appears, moves or vanishes (refs are keyed on identity and
-/// position, never on list order). Saved per display so successive CLI calls agree.
+/// Keeps refs stable across snapshots: an element keeps its ref while its window holds an element of the same role
+/// and label (read the same once case, spaces and end punctuation are set aside), moved or not, whatever else appears,
+/// moves or vanishes; refs are keyed on identity and position, never on list order. An element that is not seen for a
+/// while (covered by a menu, a caret blinking over an empty field, outside a snapshot's area) keeps its ref for
+/// `patience` snapshots while its window lives, and a ref is never handed to another element. Saved per display so
+/// successive CLI calls, served or not, agree.
 /// Safe because one thread uses it at a time: a session's refs under the ScreenSession lock, the CLI's on its main
 /// thread.
 public final class RefStore: Codable, @unchecked Sendable {
@@ -15,6 +18,8 @@ public final class RefStore: Codable, @unchecked Sendable {
         var label: String
         var windowID: UInt?
         var box: Rect
+        /// Snapshots in a row that looked where it was and did not see it; nil when the last one saw it.
+        var missed: Int?
     }
     private var known: [Known] = []
     private var windows: [UInt: String] = [:]
@@ -24,6 +29,15 @@ public final class RefStore: Codable, @unchecked Sendable {
     private var server: String?
     /// What was last saved (or loaded) and where: a long-lived owner saves only when something changed.
     private var lastSaved: (display: String, known: [Known], windows: [UInt: String], next: Int, nextWindow: Int)?
+    /// The refs file as this store last wrote or read it: a daemon that keeps the store in memory reloads it when
+    /// an in-process command has written the file since.
+    private var lastStamp: FileStamp?
+
+    /// How many snapshots an element may go unseen, its window still there, before its ref is forgotten: a menu
+    /// opened and closed, a dialog shown a while, a caret blinking over an empty field.
+    static let patience = 40
+    /// The most elements remembered; beyond it the longest unseen are forgotten first.
+    static let capacity = 4000
 
     /// An empty store: every element gets a fresh ref.
     public init() {}
@@ -38,54 +52,125 @@ public final class RefStore: Codable, @unchecked Sendable {
     }
 
     /// Gives each element its ref: the ref of the nearest remembered element with the same window, role and label
-    /// within reach, else a new one (marked changed). Matched elements that moved are marked changed too.
-    func assign(_ elements: [Element]) -> [Element] {
-        var used = Set<String>()
+    /// within reach; else, when one element of that identity is unmatched on each side, that one (it moved); else a
+    /// new one (marked changed). Matched elements that moved are marked changed too. `area` is what the snapshot
+    /// looked at (an element remembered outside it was not missed); `live` every window that exists (a window
+    /// outside the area is not gone), nil to take the windows among `elements`.
+    func assign(_ elements: [Element], area: Rect? = nil, live: Set<UInt>? = nil) -> [Element] {
         var result = elements
-        var previous: [String: [Known]] = [:]
-        for k in known { previous[Self.identity(k.role, k.label, k.windowID), default: []].append(k) }
+        var previous: [String: [Int]] = [:]
+        for (index, k) in known.enumerated() {
+            previous[Self.identity(k.role, k.label, k.windowID), default: []].append(index)
+        }
+        var taken = Set<Int>()  // indices into `known`
+        var placed = Set<Int>()  // indices into `result`
+        func take(_ element: Int, _ index: Int) {
+            let k = known[index]
+            result[element].ref = k.ref
+            result[element].changed = k.box != result[element].box
+            taken.insert(index)
+            placed.insert(element)
+        }
+        // A window that moved carries its elements along: each is looked for where its window took it.
+        var shift: [UInt: (dx: Int, dy: Int)] = [:]
+        for e in result where e.role == .window {
+            guard let id = e.windowID, let before = known.first(where: { $0.role == .window && $0.windowID == id })
+            else { continue }
+            shift[id] = (e.box.x - before.box.x, e.box.y - before.box.y)
+        }
+        // Pass 1: the nearest pairs within reach, closest first over the whole screen (not in list order, so a row
+        // that shifted by one does not hand each ref to its neighbour).
+        var pairs: [(element: Int, known: Int, distance: Int)] = []
+        var identities: [Int: String] = [:]
+        for (i, e) in result.enumerated() where e.role != .window {
+            let identity = Self.identity(e.role, e.label, e.windowID)
+            identities[i] = identity
+            let reach = max(24, max(e.box.width, e.box.height) / 2)
+            for index in previous[identity] ?? [] {
+                let was = known[index].box.center
+                let moved = e.windowID.flatMap { shift[$0] } ?? (0, 0)
+                let d = Self.distance(Point(x: was.x + moved.dx, y: was.y + moved.dy), e.box.center)
+                if d <= reach { pairs.append((i, index, d)) }
+            }
+        }
+        pairs.sort { ($0.distance, $0.element, $0.known) < ($1.distance, $1.element, $1.known) }
+        for pair in pairs where !placed.contains(pair.element) && !taken.contains(pair.known) {
+            take(pair.element, pair.known)
+        }
+        // Pass 2: an element of a window that moved beyond reach keeps its ref when it is the only one of its
+        // identity left on both sides; with two or more, which is which cannot be told, and a wrong ref clicks
+        // the wrong control.
+        var unplaced: [String: [Int]] = [:]
+        for (i, identity) in identities where !placed.contains(i) && result[i].windowID != nil {
+            unplaced[identity, default: []].append(i)
+        }
+        for (identity, elementsLeft) in unplaced where elementsLeft.count == 1 {
+            let left = (previous[identity] ?? []).filter { !taken.contains($0) }
+            if left.count == 1 { take(elementsLeft[0], left[0]) }
+        }
+        // Pass 3: OCR read a label a little differently this time ("Cance1", or nothing under a blinking caret) in
+        // the very box of a control it read before: the box is that control. Only with labels alike or one unread:
+        // a button whose label changed ("Start" to "Stop") is another control to a script that named it.
+        for i in result.indices where result[i].role != .window && !placed.contains(i) {
+            let e = result[i]
+            let moved = e.windowID.flatMap { shift[$0] } ?? (0, 0)
+            let same = known.indices.filter { index in
+                let k = known[index]
+                guard !taken.contains(index), k.role == e.role, k.role != .window, k.windowID == e.windowID,
+                    abs(k.box.x + moved.dx - e.box.x) <= 3, abs(k.box.y + moved.dy - e.box.y) <= 3,
+                    abs(k.box.width - e.box.width) <= 3, abs(k.box.height - e.box.height) <= 3
+                else { return false }
+                return k.label.isEmpty || e.label.isEmpty || Finder.score(k.label, e.label) >= Finder.threshold
+            }
+            if same.count == 1 { take(i, same[0]) }
+        }
+        for i in result.indices where result[i].role != .window && !placed.contains(i) {
+            result[i].ref = "e\(nextElement)"
+            nextElement += 1
+            result[i].changed = true
+        }
+        let liveWindows = live ?? Set(elements.compactMap { $0.role == .window ? $0.windowID : nil })
         var remembered: [Known] = []
         for i in result.indices {
             let e = result[i]
-            if e.role == .window {
-                // Window refs come from windowRef; a window is new when it was not seen before.
-                result[i].changed = !known.contains { $0.ref == e.ref && $0.box == e.box }
-                remembered.append(Known(ref: e.ref, role: e.role, label: e.label, windowID: e.windowID, box: e.box))
-                continue
+            // Window refs come from windowRef; a window is new when it was not seen before.
+            if e.role == .window { result[i].changed = !known.contains { $0.ref == e.ref && $0.box == e.box } }
+            remembered.append(Known(ref: e.ref, role: e.role, label: e.label, windowID: e.windowID, box: e.box))
+        }
+        // The unseen: kept while their window lives and patience lasts; not missed where the snapshot did not look.
+        for (index, k) in known.enumerated() where !taken.contains(index) && k.role != .window {
+            if let id = k.windowID, !liveWindows.contains(id) { continue }
+            var kept = k
+            if area.map({ !$0.intersection(k.box).isEmpty }) ?? true { kept.missed = (k.missed ?? 0) + 1 }
+            if (kept.missed ?? 0) <= Self.patience { remembered.append(kept) }
+        }
+        if remembered.count > Self.capacity {
+            let order = remembered.indices.sorted {
+                (remembered[$0].missed ?? 0, $0) < (remembered[$1].missed ?? 0, $1)
             }
-            let reach = max(24, max(e.box.width, e.box.height) / 2)
-            let candidates = previous[Self.identity(e.role, e.label, e.windowID)] ?? []
-            let best = candidates.filter { !used.contains($0.ref) }
-                .map { ($0, Self.distance($0.box.center, e.box.center)) }
-                .filter { $0.1 <= reach }
-                .min { $0.1 < $1.1 }
-            if let (match, _) = best {
-                result[i].ref = match.ref
-                result[i].changed = match.box != e.box
-            } else {
-                result[i].ref = "e\(nextElement)"
-                nextElement += 1
-                result[i].changed = true
-            }
-            used.insert(result[i].ref)
-            remembered.append(Known(ref: result[i].ref, role: e.role, label: e.label, windowID: e.windowID, box: e.box))
+            let keep = Set(order.prefix(Self.capacity))
+            remembered = remembered.indices.filter(keep.contains).map { remembered[$0] }
         }
         known = remembered
         // Forget windows that are gone so their refs are not handed to newcomers by mistake.
-        let live = Set(elements.compactMap { $0.role == .window ? $0.windowID : nil })
-        windows = windows.filter { live.contains($0.key) }
+        windows = windows.filter { liveWindows.contains($0.key) }
         return result
     }
 
+    /// What makes two readings one element: its window, its role, and its label as OCR may vary it (case, lost
+    /// spaces, end punctuation: "File name" and "Filename:").
     private static func identity(_ role: Role, _ label: String, _ window: UInt?) -> String {
-        "\(window ?? 0)|\(role.rawValue)|\(label.lowercased())"
+        "\(window ?? 0)|\(role.rawValue)|\(Finder.fold(Finder.trimPunctuation(label).lowercased()))"
     }
 
     private static func distance(_ a: Point, _ b: Point) -> Int { max(abs(a.x - b.x), abs(a.y - b.y)) }
 
     /// The store saved for `display` if it was recorded on the same server run (`server`), else an empty one.
     public static func load(display: String, server: String) throws -> RefStore {
-        guard let data = try PrivateFiles.read(file(display).path),
+        let path = try file(display).path
+        // Stamped before it is read: a write in between makes the stamp old, never the contents.
+        let stamp = PrivateFiles.stamp(path)
+        guard let data = try PrivateFiles.read(path),
             let store = try? JSONDecoder.xclaw.decode(RefStore.self, from: data), store.server == server
         else {
             let fresh = RefStore()
@@ -93,6 +178,7 @@ public final class RefStore: Codable, @unchecked Sendable {
             return fresh
         }
         store.lastSaved = (display, store.known, store.windows, store.nextElement, store.nextWindow)
+        store.lastStamp = stamp
         return store
     }
 
@@ -104,8 +190,17 @@ public final class RefStore: Codable, @unchecked Sendable {
         {
             return
         }
-        try PrivateFiles.write(JSONEncoder.xclaw.encode(self), to: Self.file(display).path)
+        let path = try Self.file(display).path
+        try PrivateFiles.write(JSONEncoder.xclaw.encode(self), to: path)
         lastSaved = (display, known, windows, nextElement, nextWindow)
+        lastStamp = PrivateFiles.stamp(path)
+    }
+
+    /// Whether the refs file of `display` is still the one this store last wrote or read: false once another
+    /// process (an in-process command beside the daemon) saved its own refs there, so a kept store must be reloaded.
+    public func isCurrent(display: String) -> Bool {
+        guard let lastStamp, let path = try? Self.file(display).path else { return false }
+        return PrivateFiles.stamp(path) == lastStamp
     }
 
     /// The refs file of `display`, in the checked state directory.

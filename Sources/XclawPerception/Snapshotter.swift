@@ -66,7 +66,7 @@ public struct Snapshotter {
         let elements = store.assign(
             SnapshotStages.elements(
                 scene, fromTree, lines: lines, controls: controls, source: source,
-                refs: store))
+                refs: store), area: scene.area, live: scene.liveWindows)
         return SnapshotStages.assemble(scene, elements: elements, ocr: reading.stats, tree: tree, fromTree: fromTree)
     }
 
@@ -76,10 +76,13 @@ public struct Snapshotter {
         let screen = try connection.screenSize()
         let area = try area ?? connection.screenRect()
         let frame = try perceiver.capturer.capture(area)
-        let windows = try perceiver.windows.list().filter { !$0.frame.intersection(area).isEmpty && $0.visible }
-        return SnapshotScene(
+        let all = try perceiver.windows.list()
+        let windows = all.filter { !$0.frame.intersection(area).isEmpty && $0.visible }
+        var scene = SnapshotScene(
             screen: screen, area: area, frame: frame, windows: windows,
             monitors: (try? connection.monitors()) ?? [])
+        scene.liveWindows = Set(all.map(\.id))
+        return scene
     }
 
     /// Stage 2: the accessibility tree, where the display has one; any failure falls back to OCR with a warning
@@ -134,6 +137,8 @@ public struct SnapshotScene: Sendable {
     public var windows: [WindowInfo]
     /// The monitors.
     public var monitors: [Monitor]
+    /// Every window that exists, over the area or not (refs of a window outside it are kept); nil when unknown.
+    public var liveWindows: Set<UInt>?
 
     /// A scene from parts, for stages run on a fixed frame.
     public init(screen: Size, area: Rect, frame: Frame, windows: [WindowInfo], monitors: [Monitor] = []) {

@@ -10,6 +10,11 @@ public struct GroundingTarget: Sendable {
     public var expected: String
     /// A role to narrow the tap (`--role field` for an entry named by its label), as a user would.
     public var role: String?
+
+    /// A target; `label` may be a ref too.
+    public init(label: String, expected: String, role: String?) {
+        (self.label, self.expected, self.role) = (label, expected, role)
+    }
 }
 
 /// How one tap went, judged by the app.

@@ -220,9 +220,12 @@ final class HeldDisplay: Sendable {
         try? cache.save(to: Perceiver.cacheFile)
     }
 
-    /// The kept refs when they belong to `server`, else those saved for it.
+    /// The kept refs when they belong to `server` and the refs file is still the one they wrote (a command run in
+    /// process meanwhile saved its own), else those saved for it: refs agree in and out of the daemon.
     func refs(server: String) throws -> RefStore {
-        if let kept = state.withLock({ $0.refs }), kept.server == server { return kept.store }
+        if let kept = state.withLock({ $0.refs }), kept.server == server, kept.store.isCurrent(display: name) {
+            return kept.store
+        }
         let store = try RefStore.load(display: name, server: server)
         state.withLock { $0.refs = (server, store) }
         return store
