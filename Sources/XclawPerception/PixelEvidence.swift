@@ -140,8 +140,11 @@ struct PixelEvidence {
         // (a side drawn in the inside's colour, as a sunken relief's light edge, is the pixel before the
         // background): a rounded corner leaves the left side shorter than the box, the top side starting further in.
         let (sideTop, sideBottom) = column(x: x0, through: cy, reach: 48, background: background)
-        let probe = x0 + 6
-        guard sideBottom - sideTop + 1 >= 8, let fill = rgb(probe, cy) else { return nil }
+        // The inside's colour is what most of the row right of the side has, and the probe a column of it: a caret
+        // drawn a few pixels in (a focused empty entry) is neither.
+        guard sideBottom - sideTop + 1 >= 8, let (fill, _) = dominant(row: cy, (x0 + 3)...(x0 + 40)),
+            let probe = ((x0 + 6)...(x0 + 40)).first(where: { rgb($0, cy).map { !Self.differs($0, fill) } ?? false })
+        else { return nil }
         let ends = { (x: Int, y: Int) in self.rgb(x, y).map { Self.differs($0, fill) } ?? true }
         let side = { (x: Int, y: Int, back: (Int, Int)) -> (Int, Int) in
             isInk(x, y) ? (x, y) : (x + back.0, y + back.1)
@@ -183,9 +186,30 @@ struct PixelEvidence {
         let bottomInk = (x0...x1).filter { isInk($0, bottom) }.count
         let rightInk = (top...bottom).filter { isInk(x1, $0) }.count
         guard bottomInk * 10 >= width * 9, rightInk * 10 >= height * 9 else { return nil }
-        guard let fill = rgb(x0 + 3, cy), isBlank(x: (x0 + 3)...(x1 - 3), y: (top + 3)...(bottom - 3), fill: fill)
+        // The inside's colour is what most of its middle row has: a focused entry's caret, drawn right inside its
+        // border (where the third column from a focus ring is), is a mark on it, not its colour.
+        guard let (fill, _) = dominant(row: cy, (x0 + 1)...(x1 - 1)),
+            isBlank(x: (x0 + 3)...(x1 - 3), y: (top + 3)...(bottom - 3), fill: fill)
         else { return nil }
         return Rect(x: x0, y: top, width: width, height: height)
+    }
+
+    /// The colour most pixels of row `y` over `xs` share (within `differs`'s tolerance of the first of its kind),
+    /// and the first column of it, or nil when no colour has half of them.
+    private func dominant(row y: Int, _ xs: ClosedRange<Int>) -> (colour: RGB, x: Int)? {
+        var kinds: [(colour: RGB, count: Int, first: Int)] = []
+        var total = 0
+        for x in xs {
+            guard let p = rgb(x, y) else { continue }
+            total += 1
+            if let k = kinds.firstIndex(where: { !Self.differs($0.colour, p) }) {
+                kinds[k].count += 1
+            } else {
+                kinds.append((p, 1, x))
+            }
+        }
+        guard let best = kinds.max(by: { $0.count < $1.count }), best.count * 2 > total else { return nil }
+        return (best.colour, best.first)
     }
 
     /// Whether a box's inside is one colour, `fill`, apart from a text cursor (at most 3 % of every other column's

@@ -45,6 +45,45 @@ final class GroundingTests: XCTestCase {
 
     func testXcalcWholeKeypad() throws { check(try run(.xcalc)) }
 
+    /// A focused, empty Tk entry: its caret sits right inside the border, where the field finder took the inside's
+    /// colour from, so it was found in about 2 reads of 12 (the caret blinks) and `tap Name --role field` failed
+    /// most of the time. Twenty reads, spread over the caret's blink (600 ms on, 300 off), find it every time, with
+    /// one ref, and a tap on it is the entry's, as the app reports.
+    func testAFocusedEmptyFieldIsFoundEveryRead() throws {
+        let display = try TestDisplay()
+        defer { display.stop() }
+        let app = try GroundingApp(.tk("default"), display: display.name, environment: display.environment)
+        defer { app.stop() }
+        let perceiver = try Perceiver(connection: display.connect())
+        let input = try InputController(connection: perceiver.connection)
+        let name = GroundingTarget(label: "Name", expected: "entry Name", role: "field")
+        let focus = app.attempt(name) {
+            let snapshot = try Snapshotter(perceiver: perceiver).snapshot(refs: nil)
+            try input.click(at: try Selection(role: .field).resolve("Name", in: snapshot).point)
+        }
+        XCTAssertEqual(focus, .correct, "the entry is focused: its caret shows")
+        let refs = RefStore()
+        var found: [String] = []
+        var misses: [String] = []
+        for read in 0..<20 {
+            let snapshot = try Snapshotter(perceiver: perceiver).snapshot(refs: refs)
+            do {
+                let match = try Selection(role: .field).resolve("Name", in: snapshot)
+                found.append(match.ref)
+            } catch {
+                misses.append("read \(read): \(error)")
+            }
+            Thread.sleep(forTimeInterval: 0.05)  // kept: reads spread over the caret's blink, which nothing reports
+        }
+        XCTAssertEqual(misses, [], "a focused empty field is found in every read")
+        XCTAssertEqual(Set(found).count, 1, "with one ref: \(found)")
+        let again = app.attempt(name) {
+            let snapshot = try Snapshotter(perceiver: perceiver).snapshot(refs: refs)
+            try input.click(at: try Selection(role: .field).resolve("Name", in: snapshot).point)
+        }
+        XCTAssertEqual(again, .correct)
+    }
+
     func testTkDefault() throws { check(try run(.tk("default"))) }
 
     func testTkDark() throws { check(try run(.tk("dark"))) }
