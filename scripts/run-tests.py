@@ -152,6 +152,11 @@ def environment(scratch, index, daemon):
         os.makedirs(path, mode=0o700, exist_ok=True)
         env[variable] = path
     env["XCLAW_TEST_DAEMON"] = "1" if daemon else "0"
+    # OCR reads the locale's language by default: every job reads as on a C.UTF-8 machine, whatever this one's is;
+    # the tests of that default set their own locale.
+    for variable in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):
+        env.pop(variable, None)
+    env["LANG"] = "C.UTF-8"
     # The test clients' Python venv (PythonVenv): one for every job, kept with the build. In each job's own state
     # directory it was made again by every job that used it, 5-15 CPU-seconds each, a tenth of the suite's CPU.
     env["XCLAW_TEST_VENVS"] = VENVS

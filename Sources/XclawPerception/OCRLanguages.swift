@@ -1,8 +1,9 @@
 import Foundation
 import XclawBase
 
-/// The tesseract languages OCR reads with: `eng` by default; `eng+deu+fra` reads "Héllo" and "ünïcödé" that English
-/// alone reads as "Héllo" and "0 0". From `--lang`, else `XCLAW_OCR_LANG`, else `ocr_lang` in the config file.
+/// The tesseract languages OCR reads with: `eng+deu+fra` reads "Héllo" and "ünïcödé" that English alone reads as
+/// "Héllo" and "0 0". From `--lang`, else `XCLAW_OCR_LANG`, else `ocr_lang` in the config file, else the locale's
+/// language and English.
 public struct OCRLanguages: Sendable, Hashable, CustomStringConvertible {
     /// The tesseract codes, in order ("eng", "deu", "chi_sim").
     public let codes: [String]
@@ -30,7 +31,7 @@ public struct OCRLanguages: Sendable, Hashable, CustomStringConvertible {
     public var description: String { codes.joined(separator: "+") }
 
     /// The languages to read with when a command names none: `XCLAW_OCR_LANG`, else `ocr_lang` in the config file,
-    /// else English.
+    /// else the locale's (`fromLocale`).
     public static func configured(_ environment: [String: String] = Invocation.current.environment) throws
         -> OCRLanguages
     {
@@ -40,8 +41,43 @@ public struct OCRLanguages: Sendable, Hashable, CustomStringConvertible {
                 throw PerceptionError.invalidArgument("ocr_lang in \(ConfigValues.path(environment)): \(error)")
             }
         }
-        return .english
+        return fromLocale(environment)
     }
+
+    /// The language the user's locale names (`LC_ALL`, else `LC_MESSAGES`, else `LANG`: the language the desktop's
+    /// apps speak), then English, which every desktop shows too ("de_DE.UTF-8" → `deu+eng`). English alone for the
+    /// C locale, an English one, a language tesseract has no code for here, or one whose data is not installed: a
+    /// default the user did not ask for must not fail a command (`--lang deu` does, naming the package).
+    public static func fromLocale(_ environment: [String: String]) -> OCRLanguages {
+        let locale = ["LC_ALL", "LC_MESSAGES", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
+        guard let locale, let code = tesseractCode(locale: locale), code != "eng" else { return .english }
+        let languages = OCRLanguages(validated: [code, "eng"])
+        return (try? languages.check(environment)) == nil ? .english : languages
+    }
+
+    /// The tesseract code of a POSIX locale's language ("pt_BR.UTF-8" → `por`, "zh_TW" → `chi_tra`), nil for C, POSIX
+    /// and languages not listed.
+    static func tesseractCode(locale: String) -> String? {
+        let name = locale.split(separator: ".").first.map { $0.split(separator: "@").first ?? $0 } ?? ""
+        let parts = name.split(separator: "_").map(String.init)
+        guard let language = parts.first?.lowercased(), language != "c", language != "posix" else { return nil }
+        if language == "zh" {
+            let region = parts.count > 1 ? parts[1].uppercased() : "CN"
+            return ["TW", "HK", "MO"].contains(region) ? "chi_tra" : "chi_sim"
+        }
+        return localeLanguages[language]
+    }
+
+    /// ISO 639-1 language codes as tesseract names them (its ISO 639-2/T files).
+    private static let localeLanguages: [String: String] = [
+        "en": "eng", "de": "deu", "fr": "fra", "es": "spa", "it": "ita", "pt": "por", "nl": "nld", "pl": "pol",
+        "cs": "ces", "sk": "slk", "sl": "slv", "hu": "hun", "ro": "ron", "sv": "swe", "da": "dan", "nb": "nor",
+        "nn": "nor", "no": "nor", "fi": "fin", "et": "est", "lv": "lav", "lt": "lit", "tr": "tur", "el": "ell",
+        "ru": "rus", "uk": "ukr", "be": "bel", "bg": "bul", "sr": "srp", "hr": "hrv", "bs": "bos", "mk": "mkd",
+        "ca": "cat", "eu": "eus", "gl": "glg", "ga": "gle", "cy": "cym", "is": "isl", "mt": "mlt", "sq": "sqi",
+        "ja": "jpn", "ko": "kor", "ar": "ara", "he": "heb", "fa": "fas", "hi": "hin", "bn": "ben", "ta": "tam",
+        "th": "tha", "vi": "vie", "id": "ind", "ms": "msa", "af": "afr", "sw": "swa", "eo": "epo", "la": "lat",
+    ]
 
     /// Where tesseract's language files are: `TESSDATA_PREFIX` (or its `tessdata`), else the distribution's places.
     public static func dataDirectories(_ environment: [String: String] = Invocation.current.environment) -> [String] {
