@@ -84,19 +84,30 @@ struct AccessibleMerge {
         return boxes
     }
 
-    /// The elements of one served window, in reading order. A subtree whose node has the extents of a popup of the
-    /// same process stacked above the window (a combo box's open list drawn in its own X window) belongs to that
-    /// popup, which then does not cover it; any other window above covers what lies under it.
+    /// The elements of one served window, in reading order. A subtree whose node has the extents of a popup stacked
+    /// above the window (a combo box's open list, an open menu: override-redirect X windows the app places itself)
+    /// belongs to that popup, which then does not cover it; any other window above covers what lies under it, a
+    /// modal dialog of the same app included (a Qt main window's toolbar is not the dialog's, however alike their
+    /// extents).
     func elements(of window: WindowInfo, top: Int, windowRef: (UInt) -> String) -> [Element] {
         let position = windows.firstIndex { $0.id == window.id } ?? 0
-        // GTK also gives such a popup an empty top-level node of its own, so matched windows count too.
-        let popups = windows.prefix(position).filter { $0.pid != nil && $0.pid == window.pid }
+        // GTK also gives such a popup an empty top-level node of its own, so matched windows count too. A popup of
+        // another process is never the app's; one without _NET_WM_PID (GTK's menus set none) is taken on its
+        // extents alone, which must match a node of this app's.
+        let popups = windows.prefix(position).filter { $0.popup && ($0.pid == nil || $0.pid == window.pid) }
         var out: [Element] = []
         func visit(_ index: Int, parent: AccessibleNode?, owner: WindowInfo, insideControl: Bool) {
             let node = tree.nodes[index]
             var inside = insideControl
             var owner = owner
-            if let rect = node.rect, let popup = popups.first(where: { Self.overlap(rect, $0.frame) >= 0.6 }) {
+            // GTK gives a submenu no node of its own: its items are children of the menu bar's entry (role
+            // "menu"), so an item of a menu inside a popup is that popup's.
+            let ofMenu = parent?.role == "menu"
+            if let rect = node.rect,
+                let popup = popups.first(where: {
+                    Self.overlap(rect, $0.frame) >= 0.6 || (ofMenu && $0.frame.contains(rect))
+                })
+            {
                 owner = popup
             }
             if index != top, let role = Self.role(of: node, parent: parent) {

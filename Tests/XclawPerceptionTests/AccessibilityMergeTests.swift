@@ -116,6 +116,57 @@ final class AccessibilityMergeTests: XCTestCase {
         XCTAssertEqual(left.covered, true)
     }
 
+    /// gtk3-widget-factory's Edit menu: GTK gives the open menu no node of its own (its items are children of the
+    /// bar's "Edit"), so no node had the popup's extents and the items were listed in the main window, "covered" by
+    /// their own menu (and a second time by OCR in the popup). A menu popup without _NET_WM_PID is taken too. A Qt modal dialog of the
+    /// same process as large as the main window's content is no popup: what it hides is covered, not its own.
+    func testAMenuWithoutAPidIsItsItemsWindowAndADialogCoversWhatIsBehindIt() throws {
+        let nodes = [
+            node(0, parent: -1, role: "application", name: "factory", states: [], rect: nil),
+            node(1, parent: 0, role: "frame", name: "Factory", rect: Rect(x: 0, y: 0, width: 400, height: 300)),
+            node(2, parent: 1, role: "menu bar", rect: Rect(x: 0, y: 0, width: 400, height: 25)),
+            // As GTK gives it: the bar's entry is a "menu" whose children are the open menu's items, with no node
+            // for the menu itself.
+            node(3, parent: 2, role: "menu", name: "Edit", rect: Rect(x: 40, y: 0, width: 40, height: 25)),
+            node(4, parent: 3, role: "menu item", name: "Cut", rect: Rect(x: 40, y: 30, width: 120, height: 25)),
+            node(5, parent: 1, role: "panel", rect: Rect(x: 0, y: 25, width: 400, height: 275)),
+            node(6, parent: 5, role: "push button", name: "Open", rect: Rect(x: 10, y: 40, width: 60, height: 25)),
+            node(7, parent: 0, role: "dialog", name: "Open file", rect: Rect(x: 0, y: 25, width: 400, height: 275)),
+        ]
+        let tree = AccessibleTree(
+            apps: [AccessibleApp(id: 0, root: 0, bus: ":1.0", name: "factory", pid: 7, route: "cache", nodes: 8)],
+            nodes: nodes, ms: 1)
+        let main = window(1, Rect(x: 0, y: 0, width: 400, height: 300), pid: 7)
+        let screen = Rect(x: 0, y: 0, width: 640, height: 480)
+        let menu = WindowInfo(
+            id: 2, title: "", className: "", instance: "", pid: nil, frame: Rect(x: 40, y: 25, width: 120, height: 60),
+            mapped: true, visible: true, active: false, popup: true)
+        let open = AccessibleMerge(tree: tree, windows: [menu, main], screen: screen, area: screen)
+        let items = open.elements(of: main, top: try XCTUnwrap(open.matched[1]), windowRef: { "w\($0)" })
+        let cut = try XCTUnwrap(items.first { $0.label == "Cut" })
+        XCTAssertEqual(cut.window, "w2", "the item is its menu's")
+        XCTAssertNil(cut.covered, "its own menu does not cover it")
+        // A popup of another process is not the app's, whatever its extents.
+        var stranger = menu
+        stranger.pid = 99
+        let other = AccessibleMerge(tree: tree, windows: [stranger, main], screen: screen, area: screen)
+        let hidden = try XCTUnwrap(
+            other.elements(of: main, top: try XCTUnwrap(other.matched[1]), windowRef: { "w\($0)" })
+                .first { $0.label == "Cut" })
+        XCTAssertEqual(hidden.window, "w1")
+        XCTAssertEqual(hidden.covered, true)
+        // A dialog of the same process over the content (a managed window, not a popup) covers the toolbar's Open.
+        let dialog = WindowInfo(
+            id: 3, title: "Open file", className: "", instance: "", pid: 7,
+            frame: Rect(x: 0, y: 25, width: 400, height: 275), mapped: true, visible: true, active: true)
+        let modal = AccessibleMerge(tree: tree, windows: [dialog, main], screen: screen, area: screen)
+        let behind = try XCTUnwrap(
+            modal.elements(of: main, top: try XCTUnwrap(modal.matched[1]), windowRef: { "w\($0)" })
+                .first { $0.label == "Open" })
+        XCTAssertEqual(behind.window, "w1", "the main window's Open is not the dialog's")
+        XCTAssertEqual(behind.covered, true)
+    }
+
     func testTreeMatchesWinOverOcrAndControlsOverTheirCaptions() {
         func match(_ ref: String, _ role: Role, _ source: ElementSource?, covered: Bool? = nil) -> Match {
             Match(

@@ -322,6 +322,42 @@ final class AccessibilityTests: XCTestCase {
         }
     }
 
+    /// gtk3-widget-factory's Edit menu (page 2's menu bar): GTK gives the open menu no node of its own, its items
+    /// being children of the bar's "Edit", so they were listed in the main window, every one "covered by a higher
+    /// window" (their own menu) with advice to raise it (which closes the menu), and listed again by OCR in the
+    /// popup. They are the popup's now, listed once, from the tree, and `tap Copy` presses Copy.
+    func testAnOpenGtkMenusItemsAreItsOwnListedOnceAndTapped() throws {
+        let d = try startDisplay(accessibility: true)
+        let (_, window) = try startWidgetFactory(on: d)
+        let page = try xclaw(["tap", "Page 2", "--role", "radio"], on: d)
+        XCTAssertEqual(page.status, 0, page.stderr)
+        _ = try waitForSnapshot(on: d, arguments: ["--source", "atspi"], timeout: 5, what: "page 2's menu bar") {
+            Self.element($0, .menuitem, "Edit", in: window.id) != nil
+        }
+        let edit = try xclaw(["tap", "Edit", "--role", "menuitem"], on: d)
+        XCTAssertEqual(edit.status, 0, edit.stderr)
+        let open = try waitForSnapshot(on: d, timeout: 5, what: "the Edit menu's items") { s in
+            s.elements.contains { $0.label == "Copy" && $0.source == .atspi && $0.windowID != window.id }
+        }
+        let popup = try XCTUnwrap(
+            try WindowManager(connection: d.connect()).list().first { $0.popup && $0.pid == window.pid },
+            "the menu's X window")
+        for label in ["Cut", "Copy", "Paste"] {
+            let items = open.elements.filter { $0.label == label }
+            XCTAssertEqual(items.count, 1, "\(label) is listed once: \(items.map { $0.line() })")
+            let item = try XCTUnwrap(items.first)
+            XCTAssertEqual(item.windowID, popup.id, "\(label) is its menu's: \(item.line())")
+            XCTAssertNotEqual(item.covered, true, "\(label) is not covered by its own menu")
+        }
+        let copy = try xclaw(["tap", "Copy"], on: d)
+        XCTAssertEqual(copy.status, 0, copy.stderr)
+        // The press activated the item, which closes its menu (a click outside it would too, but the tap's line
+        // says where it went: inside the popup, on Copy).
+        XCTAssertTrue(copy.text.contains("menuitem \"Copy\""), copy.text)
+        let manager = WindowManager(connection: try d.connect())
+        XCTAssertTrue(try poll(within: .seconds(5)) { try !manager.list().contains { $0.id == popup.id } })
+    }
+
     /// `--nth` counts equal matches in reading order, and `find` lists ties that way, also for accessibility
     /// elements, although GTK keeps the widget factory's column of check buttons bottom-up in its tree.
     func testEqualMatchesAreCountedInReadingOrder() throws {
@@ -374,6 +410,33 @@ final class AccessibilityTests: XCTestCase {
         let text = try xclaw(["snapshot"], on: d)
         XCTAssertTrue(text.text.contains("menuitem \"File\""), text.text)
         XCTAssertTrue(text.text.contains("menuitem \"Edit\""), text.text)
+
+        // The modal Open dialog: the main window's toolbar and menus were listed inside it (a window of the same
+        // process above them was taken for a popup of theirs) and not covered, so `tap Open --window "Open file"`
+        // tied the dialog's Open with the toolbar's. They are the main window's, covered, and the dialog's wins.
+        let toolbar = try xclaw(["tap", "Open", "--role", "button"], on: d)
+        XCTAssertEqual(toolbar.status, 0, toolbar.stderr)
+        let manager = WindowManager(connection: try d.connect())
+        let dialog = try XCTUnwrap(
+            try poll(within: .seconds(10)) { try manager.list().first { $0.title.hasPrefix("Open file") } },
+            "FeatherPad's Open dialog")
+        let modal = try waitForSnapshot(on: d, timeout: 10, what: "the Open dialog from the tree") { s in
+            Self.element(s, .button, "Cancel", in: dialog.id)?.source == .atspi
+        }
+        let behind = try XCTUnwrap(Self.element(modal, .button, "Open", in: window.id), modal.render())
+        XCTAssertEqual(behind.covered, true, "the toolbar's Open is behind the dialog: \(behind.line())")
+        XCTAssertNil(Self.element(modal, .menuitem, "File", in: dialog.id), "the main menu is not the dialog's")
+        let own = try XCTUnwrap(Self.element(modal, .button, "Open", in: dialog.id), modal.render())
+        let found = try xclaw(["find", "Open", "--window", "Open file", "--json"], on: d)
+        XCTAssertEqual(found.status, 0, found.stderr)
+        let matches = try JSONDecoder.xclaw.decode([Match].self, from: found.stdout)
+        XCTAssertEqual(matches.first?.windowID, dialog.id, "the dialog's Open ranks first")
+        let tapped = try xclaw(["tap", "Open", "--window", "Open file", "--json"], on: d)
+        XCTAssertEqual(tapped.status, 0, tapped.stderr)
+        XCTAssertEqual(try JSONDecoder.xclaw.decode(Match.self, from: tapped.stdout).ref, own.ref)
+        let cancel = try xclaw(["tap", "Cancel", "--window", "Open file"], on: d)
+        XCTAssertEqual(cancel.status, 0, cancel.stderr)
+        XCTAssertTrue(try poll(within: .seconds(5)) { try !manager.list().contains { $0.id == dialog.id } })
     }
 
     // MARK: - 5. Mixed: an Xt app read by OCR beside a GTK dialog read from the tree
