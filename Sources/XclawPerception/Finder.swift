@@ -118,7 +118,9 @@ public enum Finder {
                 // Words with no letter or digit beside the span (an icon read as "©", a border as "|") are no part
                 // of the label the user could have named.
                 let rest = words[..<start] + words[(start + length)...]
-                let onlyGlyphsBeside = !span.allSatisfy(Self.isGlyph) && rest.allSatisfy(Self.isGlyph)
+                let tallest = span.map(\.box.height).max() ?? 0
+                let onlyGlyphsBeside =
+                    !span.allSatisfy(Self.isGlyph) && rest.allSatisfy { Self.isGlyph($0) || Self.isIcon($0, tallest) }
                 let whole =
                     length == words.count || onlyGlyphsBeside
                     || (element.source != .atspi && (start == 0 || apart(words[start - 1], words[start]))
@@ -141,9 +143,18 @@ public enum Finder {
         return best
     }
 
-    /// A word with no letter or digit in it: a glyph OCR made of an icon, a border or a mnemonic mark.
+    /// A word with no letter or digit in it: a glyph OCR made of an icon, a border or a mnemonic mark; never the
+    /// mark of ink left unread (`PixelEvidence.unreadMark`), which may be any word.
     static func isGlyph(_ word: TextWord) -> Bool {
-        !word.text.unicodeScalars.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
+        word.text != PixelEvidence.unreadMark
+            && !word.text.unicodeScalars.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
+    }
+
+    /// A word that is an icon OCR read as letters beside a label ("ha" for Qt's floppy beside "Save"): unsure, and
+    /// taller than the label's text by a third. Words of the label itself are as tall as each other.
+    static func isIcon(_ word: TextWord, _ textHeight: Int) -> Bool {
+        word.text != PixelEvidence.unreadMark && word.confidence < 70 && word.text.count <= 3
+            && word.box.height * 3 >= textHeight * 4
     }
 
     /// A control whose box holds other controls (an expander, whose box includes what it shows) is pressed on its
@@ -444,6 +455,15 @@ public struct Selection: Sendable {
         if match.score < 0.93 {
             return "only a similar label was read (\"\(match.text)\", score "
                 + String(format: "%.2f", match.score) + "); a fuzzy match is never clicked"
+        }
+        // A control whose label was read in part ("� changes"): the word named may be the smaller part of another
+        // label, so only its ref names it.
+        if match.source != .atspi, !match.text.contains(PixelEvidence.unreadMark),
+            let element = snapshot.elements.first(where: { $0.ref == match.ref }),
+            element.words?.contains(where: { $0.text == PixelEvidence.unreadMark }) == true
+        {
+            return "part of the control's label could not be read (\(UntrustedText.quoted(element.label, limit: 40))); "
+                + "if it is the one, tap its ref \(element.ref)"
         }
         // Text inside a control that OCR could not read in full is that control's label in part: the user named a
         // word of it, not the control, and pressing it would press a control nobody named ("changes" inside an

@@ -35,9 +35,18 @@ struct PixelEvidence {
             let rest = TextLine(words: Array(line.words.dropFirst()))
             return (.radio, first.box.union(rest.box), rest)
         }
-        let (role, box) = classify(box: line.box, words: line.words.count)
-        return (role, box, line)
+        let (role, box, unread) = classify(box: line.box, words: line.words.count)
+        guard let unread else { return (role, box, line) }
+        // Ink no word was read from beside the words, inside their control: its place is kept in the label as
+        // `PixelEvidence.unreadMark`, so the label says it is partial and a tap on its words is refused.
+        let mark = TextWord(text: Self.unreadMark, box: unread, confidence: 0)
+        let words = unread.x < line.box.x ? [mark] + line.words : line.words + [mark]
+        return (role, box, TextLine(words: words))
     }
+
+    /// What stands in a label for ink inside its control that OCR did not read ("� changes": Qt's "Discard changes"
+    /// with "Discard" and its icon unread).
+    static let unreadMark = "\u{FFFD}"
 
     /// A line cut before each check box square inside it: check boxes side by side read as one line ("Remember me |
     /// | Bold", the square read as strokes) are each their own control, the square starting the next one's line.
@@ -63,24 +72,51 @@ struct PixelEvidence {
         "©", "®", "O", "o", "0", "@", "◉", "○", "●", "©)", "(o)", "()", "(@)", "e", "@)",
     ]
 
-    /// The role of a line's box by what surrounds it.
-    private func classify(box b: Rect, words: Int) -> (Role, Rect) {
+    /// The role of a line's box by what surrounds it, and the ink inside that box that is no part of the line (a
+    /// control's label read in part), if any.
+    private func classify(box b: Rect, words: Int) -> (Role, Rect, Rect?) {
         // Controls have short labels; long lines are text whatever surrounds them.
-        guard words <= 4, b.width < 400, let background = ringColour(b) else { return (.text, b) }
+        guard words <= 4, b.width < 400, let background = ringColour(b) else { return (.text, b, nil) }
         if let square = checkboxSquare(left: b, background: background) {
-            return (.checkbox, square.union(b))
+            return (.checkbox, square.union(b), nil)
         }
         let vertical = min(b.height + 14, 40), horizontal = min(3 * b.height + 60, 260)
         guard let left = edge(from: b, dx: -1, dy: 0, limit: horizontal, background: background),
             let right = edge(from: b, dx: 1, dy: 0, limit: horizontal * 3, background: background),
             let up = edge(from: b, dx: 0, dy: -1, limit: vertical, background: background),
             let down = edge(from: b, dx: 0, dy: 1, limit: vertical, background: background)
-        else { return (.text, b) }
+        else { return (.text, b, nil) }
         let box = Rect(x: b.x - left, y: b.y - up, width: b.width + left + right + 1, height: b.height + up + down + 1)
         let balanced = abs(left - right) <= max(8, (left + right) * 3 / 10)
-        if balanced && right <= horizontal { return (.button, box) }
-        if left <= 16 && right > left * 2 { return (.field, box) }
-        return (.text, b)
+        if balanced && right <= horizontal { return (.button, box, nil) }
+        if left <= 16 && right > left * 2 { return (.field, box, nil) }
+        // Off-centre in a box of its own, with ink beside it that was not read: a button whose label was read in
+        // part (Qt's "Discard changes" read as "changes"). Pressing "changes" would press a control nobody named.
+        if right <= horizontal, box.height <= 40 {
+            let gap =
+                left > right
+                ? Rect(x: box.x + 2, y: b.y, width: left - 4, height: b.height)
+                : Rect(x: b.x + b.width + 2, y: b.y, width: right - 4, height: b.height)
+            if let ink = inkBox(in: gap, background: background) { return (.button, box, ink) }
+        }
+        return (.text, b, nil)
+    }
+
+    /// The bounding box of the pixels of `rect` that differ from `background`, when there are enough of them to be
+    /// a glyph or an icon (a few columns, a dozen pixels), else nil.
+    private func inkBox(in rect: Rect, background: RGB) -> Rect? {
+        guard rect.width >= 3, rect.height >= 3 else { return nil }
+        var x0 = Int.max, y0 = Int.max, x1 = Int.min, y1 = Int.min, count = 0
+        var columns = Set<Int>()
+        for y in rect.y..<(rect.y + rect.height) {
+            for x in rect.x..<(rect.x + rect.width) where isInk(x, y, on: background) {
+                count += 1
+                columns.insert(x)
+                (x0, y0, x1, y1) = (min(x0, x), min(y0, y), max(x1, x), max(y1, y))
+            }
+        }
+        guard count >= 12, columns.count >= 3 else { return nil }
+        return Rect(x: x0, y: y0, width: x1 - x0 + 1, height: y1 - y0 + 1)
     }
 
     /// The most common colour on a ring 3 px outside the box: the label's own background.

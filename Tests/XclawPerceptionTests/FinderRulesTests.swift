@@ -89,6 +89,32 @@ final class FinderRulesTests: XCTestCase {
         XCTAssertEqual(match.box, cancel.box, "pressed in the middle of its button, not on the word")
     }
 
+    func testAnIconReadAsLettersBesideALabelLeavesItWhole() throws {
+        // Qt's Save without a bus: its floppy icon read "ha" (unsure, taller than the text) beside "Save".
+        let unread = element("e2", .button, "", x: 200, width: 60)
+        var save = element("e1", .button, "ha Save", x: 10, width: 90)
+        save.words?[0].box = Rect(x: 14, y: 12, width: 15, height: 19)
+        save.words?[0].confidence = 56
+        XCTAssertEqual(try Selection().resolve("Save", in: snapshot([save, unread])).ref, "e1")
+        // A sure word of the label's own height is a word of the label: "Save" in "Don't Save" is still part.
+        let part = element("e1", .button, "Don't Save", x: 10, width: 90)
+        guard case .uncertain? = refusal("Save", snapshot([part, unread])) else {
+            return XCTFail("part of a label was clicked")
+        }
+    }
+
+    func testALabelReadInPartIsTappedOnlyByItsRef() throws {
+        // Qt's "Discard changes" with "Discard" and its icon unread: the snapshot keeps the unread ink's place.
+        var discard = element("e2", .button, "\u{FFFD} changes", x: 10, y: 100, width: 130)
+        discard.words?[0].confidence = 0
+        let s = snapshot([element("e1", .text, "Save changes?", x: 10, y: 10), discard])
+        guard case .uncertain(_, let reason, _)? = refusal("changes", s) else {
+            return XCTFail("a word of a label read in part was pressed")
+        }
+        XCTAssertTrue(reason.contains("tap its ref e2"), reason)
+        XCTAssertEqual(try Selection().resolve("e2", in: s).ref, "e2")
+    }
+
     func testAControlWinsOverTextThatRepeatsItsLabel() throws {
         // xcalc after `tap 9`: the display shows "9" above the 9 key; text is not pressed, so the key is meant.
         let s = snapshot([
