@@ -45,6 +45,25 @@ final class GroundingTests: XCTestCase {
 
     func testXcalcWholeKeypad() throws { check(try run(.xcalc)) }
 
+    /// xcalc after `tap 9`: its display shows "9" above the 9 key, and the next `tap 9` tied the two. The key is a
+    /// control and the display's digit text, so the key wins, every time (the X server says which key was hit).
+    func testXcalcTheSameKeyThreeTimes() throws {
+        let display = try TestDisplay()
+        defer { display.stop() }
+        let app = try GroundingApp(.xcalc, display: display.name, environment: display.environment)
+        defer { app.stop() }
+        let perceiver = try Perceiver(connection: display.connect())
+        let input = try InputController(connection: perceiver.connection)
+        for press in 1...3 {
+            let outcome = app.attempt(GroundingTarget(label: "9", expected: "9", role: nil)) {
+                let area = try perceiver.area(window: app.title)
+                let snapshot = try Snapshotter(perceiver: perceiver).snapshot(area: area, refs: nil)
+                try input.click(at: try Selection().resolve("9", in: snapshot).point)
+            }
+            XCTAssertEqual(outcome, .correct, "press \(press)")
+        }
+    }
+
     /// A focused, empty Tk entry: its caret sits right inside the border, where the field finder took the inside's
     /// colour from, so it was found in about 2 reads of 12 (the caret blinks) and `tap Name --role field` failed
     /// most of the time. Twenty reads, spread over the caret's blink (600 ms on, 300 off), find it every time, with
