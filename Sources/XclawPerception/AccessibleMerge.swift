@@ -33,7 +33,8 @@ struct AccessibleMerge {
         // Top-levels: the showing children of the application roots.
         var tops = tree.nodes.indices.filter { roots.contains(tree.nodes[$0].parent) && tree.nodes[$0].rect != nil }
         var matched: [UInt: Int] = [:]
-        for window in windows {
+        // A popup that names no process is no app's top level (a screen locker's overlay over a window).
+        for window in windows where !(window.popup && window.pid == nil) {
             let scored = tops.compactMap { index -> (Int, Double)? in
                 let node = tree.nodes[index]
                 guard let rect = node.rect else { return nil }
@@ -92,9 +93,12 @@ struct AccessibleMerge {
     func elements(of window: WindowInfo, top: Int, windowRef: (UInt) -> String) -> [Element] {
         let position = windows.firstIndex { $0.id == window.id } ?? 0
         // GTK also gives such a popup an empty top-level node of its own, so matched windows count too. A popup of
-        // another process is never the app's; one without _NET_WM_PID (GTK's menus set none) is taken on its
-        // extents alone, which must match a node of this app's.
-        let popups = windows.prefix(position).filter { $0.popup && ($0.pid == nil || $0.pid == window.pid) }
+        // another process is never the app's; one that names no process (no _NET_WM_PID) is taken only for the
+        // items of an open menu inside it, never on extents alone (a screen locker's overlay of another process
+        // would take a whole window, which it covers).
+        let above = windows.prefix(position).filter(\.popup)
+        let popups = above.filter { $0.pid != nil && $0.pid == window.pid }
+        let menuPopups = above.filter { $0.pid == nil || $0.pid == window.pid }
         var out: [Element] = []
         func visit(_ index: Int, parent: AccessibleNode?, owner: WindowInfo, insideControl: Bool) {
             let node = tree.nodes[index]
@@ -103,10 +107,9 @@ struct AccessibleMerge {
             // GTK gives a submenu no node of its own: its items are children of the menu bar's entry (role
             // "menu"), so an item of a menu inside a popup is that popup's.
             let ofMenu = parent?.role == "menu"
-            if let rect = node.rect,
-                let popup = popups.first(where: {
-                    Self.overlap(rect, $0.frame) >= 0.6 || (ofMenu && $0.frame.contains(rect))
-                })
+            if index != top, let rect = node.rect,
+                let popup = popups.first(where: { Self.overlap(rect, $0.frame) >= 0.6 })
+                    ?? (ofMenu ? menuPopups.first(where: { $0.frame.contains(rect) }) : nil)
             {
                 owner = popup
             }

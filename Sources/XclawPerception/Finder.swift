@@ -8,8 +8,8 @@ public struct Match: Codable, Sendable, Hashable {
     public var text: String
     /// The box of the matched words (or of the control that holds them).
     public var box: Rect
-    /// 1 exact, 0.995 equal once end punctuation is trimmed ("(Cancel)"), 0.97 case-insensitive, 0.93 equal once OCR
-    /// look-alikes are folded and lost spaces ignored, lower for fuzzy matches.
+    /// 1 exact, 0.995 equal once end punctuation is trimmed ("(Cancel)"), 0.99 equal but for spaces OCR lost, 0.97
+    /// case-insensitive, 0.93 equal once OCR look-alikes are folded, lower for fuzzy matches.
     public var score: Double
     /// The role of the element that holds the words.
     public var role: Role
@@ -125,7 +125,9 @@ public enum Finder {
                     length == words.count || onlyGlyphsBeside
                     || (element.source != .atspi && (start == 0 || apart(words[start - 1], words[start]))
                         && (start + length == words.count || apart(words[start + length - 1], words[start + length])))
-                let part = length < words.count && !onlyGlyphsBeside
+                // Wholeness ranks and decides doubt; the click stays on the words whenever they are not all of
+                // the element's ("Volume − +" read as one box: its centre may be the "−" key).
+                let part = length < words.count
                 guard s >= threshold,
                     s > (best?.score ?? 0) || (s == best?.score && whole && best?.whole != true)
                 else { continue }
@@ -150,11 +152,11 @@ public enum Finder {
             && !word.text.unicodeScalars.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
     }
 
-    /// A word that is an icon OCR read as letters beside a label ("ha" for Qt's floppy beside "Save"): unsure, and
-    /// taller than the label's text by a third. Words of the label itself are as tall as each other.
+    /// A word that is an icon OCR read as letters beside a label ("ha" for Qt's floppy beside "Save"): unsure, short,
+    /// and half as tall again as the label's text (a capitalised word beside lower-case ones is a third taller).
     static func isIcon(_ word: TextWord, _ textHeight: Int) -> Bool {
         word.text != PixelEvidence.unreadMark && word.confidence < 70 && word.text.count <= 3
-            && word.box.height * 3 >= textHeight * 4
+            && word.box.height * 2 >= textHeight * 3
     }
 
     /// A control whose box holds other controls (an expander, whose box includes what it shows) is pressed on its
@@ -253,8 +255,8 @@ public enum Finder {
             trimmed = cut.isEmpty ? raw : Form(cut)
         }
 
-        /// 1 exact, 0.97 ignoring case, 0.93 equal once OCR look-alikes are folded, else 0.9 × edit similarity; as
-        /// typed and with end punctuation trimmed on both sides, whichever is better ("x!" is a key's whole label,
+        /// 1 exact, 0.99 but for lost spaces, 0.97 ignoring case, 0.93 equal once OCR look-alikes are folded, else
+        /// 0.9 × edit similarity; as typed and with end punctuation trimmed on both sides, whichever is better ("x!" is a key's whole label,
         /// "(Cancel)" a button read with its border).
         func score(_ text: String) -> Double {
             let cut = Finder.trimPunctuation(text)
@@ -470,8 +472,9 @@ public struct Selection: Sendable {
         // unread "Discard changes" button).
         if match.role == .text, match.source != .atspi,
             let control = snapshot.elements.first(where: {
-                $0.role.isInteractive && $0.ref != match.ref && $0.box.contains(match.point)
-                    && $0.window == match.window && Finder.score(match.text, $0.label) < 0.93
+                $0.source == .ocr && $0.role.isInteractive && $0.ref != match.ref && $0.box.contains(match.point)
+                    && $0.window == match.window
+                    && ($0.label.isEmpty || $0.label.contains(PixelEvidence.unreadMark))
             })
         {
             return
@@ -509,8 +512,12 @@ public struct Selection: Sendable {
     static func preferred(_ matches: [Match]) -> [Match] {
         let accessible = matches.filter { $0.source == .atspi }
         guard !accessible.isEmpty else {
+            // By OCR, only where each text shares its window with a control: a text in another window may be the
+            // thing meant (a flat button or a row read as text), and a tie is refused.
             let controls = matches.filter(\.role.isInteractive)
-            return controls.isEmpty ? matches : controls
+            let texts = matches.filter { !$0.role.isInteractive }
+            let beside = texts.allSatisfy { text in controls.contains { $0.window == text.window } }
+            return controls.isEmpty || !beside ? matches : controls
         }
         let controls = accessible.filter(\.role.isInteractive)
         let pool = controls.isEmpty ? accessible : controls

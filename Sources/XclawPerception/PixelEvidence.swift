@@ -146,6 +146,12 @@ struct PixelEvidence {
                     total += 1
                     if Self.differs(p, background) { differing += 1 }
                 }
+                // A side runs past the words' rows, a letter's stem does not: Qt's "Discard changes" read as
+                // "changes" took the "d" of "Discard" for its button's left side and became a button of its own.
+                let past = [b.y - 1, b.y + b.height].allSatisfy { y in
+                    rgb(x, y).map { Self.differs($0, background) } ?? false
+                }
+                if !past { continue }
             } else {
                 let y = dy < 0 ? b.y - d : b.y + b.height - 1 + d
                 for x in stride(from: b.x, to: b.x + b.width, by: 1) {
@@ -182,8 +188,12 @@ struct PixelEvidence {
             let probe = ((x0 + 6)...(x0 + 40)).first(where: { rgb($0, cy).map { !Self.differs($0, fill) } ?? false })
         else { return nil }
         let ends = { (x: Int, y: Int) in self.rgb(x, y).map { Self.differs($0, fill) } ?? true }
+        // Where the inside ends is the side, or a light bevel just inside it (Qt's focused entry: a pale line, then
+        // its blue frame), or the inside's last row when the side is drawn in the background's colour.
         let side = { (x: Int, y: Int, back: (Int, Int)) -> (Int, Int) in
-            isInk(x, y) ? (x, y) : (x + back.0, y + back.1)
+            if isInk(x, y) { return (x, y) }
+            if isInk(x - back.0, y - back.1) { return (x - back.0, y - back.1) }
+            return (x + back.0, y + back.1)
         }
         guard let up = (1...30).lazy.map({ cy - $0 }).first(where: { ends(probe, $0) }),
             let down = (1...30).lazy.map({ cy + $0 }).first(where: { ends(probe, $0) }),

@@ -3,11 +3,12 @@ import XclawBase
 import XclawScreen
 
 /// Keeps refs stable across snapshots: an element keeps its ref while its window holds an element of the same role
-/// and label (read the same once case, spaces and end punctuation are set aside), moved or not, whatever else appears,
-/// moves or vanishes; refs are keyed on identity and position, never on list order. An element that is not seen for a
-/// while (covered by a menu, a caret blinking over an empty field, outside a snapshot's area) keeps its ref for
-/// `patience` snapshots while its window lives, and a ref is never handed to another element. Saved per display so
-/// successive CLI calls, served or not, agree.
+/// and label (read the same once case, spaces and end punctuation are set aside) where it was, or where its window
+/// moved it, whatever else appears, moves or vanishes; refs are keyed on identity and position, never on list order.
+/// An element that is not seen for a while (covered by a menu, a caret blinking over an empty field, outside a
+/// snapshot's area) keeps its ref for `patience` snapshots while its window lives. A ref passes only to an element
+/// of the same window, role and label in the same place: never to an element of another kind, label or window.
+/// Saved per display so successive CLI calls, served or not, agree.
 /// Safe because one thread uses it at a time: a session's refs under the ScreenSession lock, the CLI's on its main
 /// thread.
 public final class RefStore: Codable, @unchecked Sendable {
@@ -52,8 +53,8 @@ public final class RefStore: Codable, @unchecked Sendable {
     }
 
     /// Gives each element its ref: the ref of the nearest remembered element with the same window, role and label
-    /// within reach; else, when one element of that identity is unmatched on each side, that one (it moved); else a
-    /// new one (marked changed). Matched elements that moved are marked changed too. `area` is what the snapshot
+    /// within reach of where its window took it; else the ref of a control read with a look-alike in the very same
+    /// box; else a new one (marked changed). Matched elements that moved are marked changed too. `area` is what the snapshot
     /// looked at (an element remembered outside it was not missed); `live` every window that exists (a window
     /// outside the area is not gone), nil to take the windows among `elements`.
     func assign(_ elements: [Element], area: Rect? = nil, live: Set<UInt>? = nil) -> [Element] {
@@ -97,30 +98,22 @@ public final class RefStore: Codable, @unchecked Sendable {
         for pair in pairs where !placed.contains(pair.element) && !taken.contains(pair.known) {
             take(pair.element, pair.known)
         }
-        // Pass 2: an element of a window that moved beyond reach keeps its ref when it is the only one of its
-        // identity left on both sides; with two or more, which is which cannot be told, and a wrong ref clicks
-        // the wrong control.
-        var unplaced: [String: [Int]] = [:]
-        for (i, identity) in identities where !placed.contains(i) && result[i].windowID != nil {
-            unplaced[identity, default: []].append(i)
-        }
-        for (identity, elementsLeft) in unplaced where elementsLeft.count == 1 {
-            let left = (previous[identity] ?? []).filter { !taken.contains($0) }
-            if left.count == 1 { take(elementsLeft[0], left[0]) }
-        }
-        // Pass 3: OCR read a label a little differently this time ("Cance1", or nothing under a blinking caret) in
-        // the very box of a control it read before: the box is that control. Only with labels alike or one unread:
-        // a button whose label changed ("Start" to "Stop") is another control to a script that named it.
+        // Pass 2: OCR read a label with a look-alike this time ("Cance1" for "Cancel") in the very box of a control
+        // it read in the previous snapshot: the box is that control. Only look-alikes (a fuzzy "Track 13" is another
+        // row than "Track 3"), and a field whose caption came and went; a button whose label changed ("Start" to
+        // "Stop") is another control to a script that named it.
         for i in result.indices where result[i].role != .window && !placed.contains(i) {
             let e = result[i]
             let moved = e.windowID.flatMap { shift[$0] } ?? (0, 0)
             let same = known.indices.filter { index in
                 let k = known[index]
-                guard !taken.contains(index), k.role == e.role, k.role != .window, k.windowID == e.windowID,
-                    abs(k.box.x + moved.dx - e.box.x) <= 3, abs(k.box.y + moved.dy - e.box.y) <= 3,
-                    abs(k.box.width - e.box.width) <= 3, abs(k.box.height - e.box.height) <= 3
+                guard !taken.contains(index), k.missed == nil, k.role == e.role, k.role != .window,
+                    k.windowID == e.windowID, abs(k.box.x + moved.dx - e.box.x) <= 3,
+                    abs(k.box.y + moved.dy - e.box.y) <= 3, abs(k.box.width - e.box.width) <= 3,
+                    abs(k.box.height - e.box.height) <= 3
                 else { return false }
-                return k.label.isEmpty || e.label.isEmpty || Finder.score(k.label, e.label) >= Finder.threshold
+                if k.label.isEmpty || e.label.isEmpty { return e.role == .field }
+                return Finder.score(k.label, e.label) >= 0.93
             }
             if same.count == 1 { take(i, same[0]) }
         }
@@ -141,7 +134,9 @@ public final class RefStore: Codable, @unchecked Sendable {
         for (index, k) in known.enumerated() where !taken.contains(index) && k.role != .window {
             if let id = k.windowID, !liveWindows.contains(id) { continue }
             var kept = k
-            if area.map({ !$0.intersection(k.box).isEmpty }) ?? true { kept.missed = (k.missed ?? 0) + 1 }
+            // Carried along with its window, so it is looked for where the window took it.
+            if let id = k.windowID, let moved = shift[id] { kept.box = k.box.offset(dx: moved.dx, dy: moved.dy) }
+            if area.map({ !$0.intersection(kept.box).isEmpty }) ?? true { kept.missed = (k.missed ?? 0) + 1 }
             if (kept.missed ?? 0) <= Self.patience { remembered.append(kept) }
         }
         if remembered.count > Self.capacity {
@@ -175,6 +170,7 @@ public final class RefStore: Codable, @unchecked Sendable {
         else {
             let fresh = RefStore()
             fresh.server = server
+            fresh.lastStamp = stamp
             return fresh
         }
         store.lastSaved = (display, store.known, store.windows, store.nextElement, store.nextWindow)

@@ -155,6 +155,16 @@ final class AccessibilityMergeTests: XCTestCase {
                 .first { $0.label == "Cut" })
         XCTAssertEqual(hidden.window, "w1")
         XCTAssertEqual(hidden.covered, true)
+        // An overlay that names no process (a screen locker's) over the whole window takes none of its elements:
+        // only a menu's items go to a popup without a pid, and only when they lie inside it.
+        let overlay = WindowInfo(
+            id: 4, title: "", className: "", instance: "", pid: nil, frame: Rect(x: 0, y: 0, width: 400, height: 300),
+            mapped: true, visible: true, active: false, popup: true)
+        let locked = AccessibleMerge(tree: tree, windows: [overlay, main], screen: screen, area: screen)
+        let under = locked.elements(of: main, top: try XCTUnwrap(locked.matched[1]), windowRef: { "w\($0)" })
+        let openUnder = try XCTUnwrap(under.first { $0.label == "Open" })
+        XCTAssertEqual(openUnder.window, "w1")
+        XCTAssertEqual(openUnder.covered, true)
         // A dialog of the same process over the content (a managed window, not a popup) covers the toolbar's Open.
         let dialog = WindowInfo(
             id: 3, title: "Open file", className: "", instance: "", pid: 7,

@@ -3,6 +3,7 @@ import XCTest
 import XclawPerception
 import XclawScreen
 import XclawTesting
+import XclawTimeTesting
 
 /// Find-and-tap on real toolkits, judged by the apps themselves: each control is tapped once by its label, and the
 /// app says what was pressed. A wrong click is worse than a refusal, so wrong clicks must be 0 everywhere, and at
@@ -44,6 +45,78 @@ final class GroundingTests: XCTestCase {
     }
 
     func testXcalcWholeKeypad() throws { check(try run(.xcalc)) }
+
+    /// FeatherPad (Qt 5) without an accessibility bus, through the `xclaw` binary. "Save changes?": OCR reads
+    /// "Discard changes" as "changes" (its icon and "Discard" unread), and `tap changes` pressed Discard, which closed
+    /// the app with its text; it is refused now, naming the button's ref. The icon beside "Cancel" and "Save" read as
+    /// letters no longer makes "Cancel" a "part of the control's label". In the Open dialog, "File name" is the
+    /// field OCR captions "Filename:". The app is the judge: its windows say what was pressed.
+    func testFeatherPadWithoutABusSaveChangesAndOpen() throws {
+        let display = try TestDisplay()
+        defer { display.stop() }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-fp-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        for dir in ["runtime", "config", "state"] {
+            try FileManager.default.createDirectory(
+                at: scratch.appendingPathComponent(dir), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        let pad = Process()
+        pad.executableURL = URL(fileURLWithPath: "/usr/bin/featherpad")
+        var env = ProcessInfo.processInfo.environment
+        for bus in ["DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS"] { env[bus] = nil }
+        env.merge([
+            "DISPLAY": display.name, "QT_QPA_PLATFORM": "xcb", "NO_AT_BRIDGE": "1", "QT_ACCESSIBILITY": "0",
+            "XDG_RUNTIME_DIR": scratch.appendingPathComponent("runtime").path,
+            "XDG_CONFIG_HOME": scratch.appendingPathComponent("config").path,
+        ]) { $1 }
+        pad.environment = env
+        pad.standardOutput = FileHandle.nullDevice
+        pad.standardError = FileHandle.nullDevice
+        try pad.run()
+        defer {
+            pad.terminate()
+            pad.waitUntilExit()
+        }
+        let manager = WindowManager(connection: try display.connect())
+        let pid = Int(pad.processIdentifier)
+        func window(_ title: @escaping (String) -> Bool) -> WindowInfo? {
+            poll(within: .seconds(15)) { try? manager.list().first { $0.pid == pid && title($0.title) } }
+        }
+        let cli = ["--display", display.name, "--no-daemon"]
+        let state = ["XCLAW_STATE_DIR": scratch.appendingPathComponent("state").path]
+        func xclaw(_ arguments: [String]) throws -> CLIResult { try runCLI(arguments + cli, environment: state) }
+        XCTAssertNotNil(window { $0 == "Untitled" }, "FeatherPad's window")
+        XCTAssertEqual(try xclaw(["type", "hello"]).status, 0)
+        let main = try XCTUnwrap(window { $0 == "*Untitled" }, "the text was typed")
+        _ = try xclaw(["window", "close", "Untitled"])  // it asks first, so the close reports no effect
+        let ask = try XCTUnwrap(window { $0 == "FeatherPad" }, "the Save changes? dialog")
+        try eventually("the dialog's buttons are read", within: .seconds(10), every: .milliseconds(100)) {
+            try xclaw(["find", "Cancel", "--window", "FeatherPad"]).status == 0
+        }
+        let refused = try xclaw(["tap", "changes", "--window", "FeatherPad"])
+        XCTAssertEqual(refused.status, 1, "a word of a button read in part is refused: \(refused.stderr)")
+        XCTAssertTrue(refused.stderr.contains("tap its ref e"), refused.stderr)
+        XCTAssertTrue(try manager.list().contains { $0.id == ask.id }, "nothing was pressed: the dialog asks still")
+        let cancel = try xclaw(["tap", "Cancel", "--window", "FeatherPad"])
+        XCTAssertEqual(cancel.status, 0, cancel.stderr)
+        XCTAssertTrue(try poll(within: .seconds(5)) { try !manager.list().contains { $0.id == ask.id } })
+        XCTAssertTrue(try manager.list().contains { $0.id == main.id }, "Cancel kept the text")
+        // The Open dialog, from the main window (with no window manager, focus went nowhere with the dialog).
+        XCTAssertEqual(try xclaw(["activate", "Untitled"]).status, 0)
+        XCTAssertEqual(try xclaw(["key", "ctrl+o"]).status, 0)
+        let open = try XCTUnwrap(window { $0.hasPrefix("Open file") }, "the Open dialog")
+        try eventually("the Open dialog is read", within: .seconds(10), every: .milliseconds(100)) {
+            try xclaw(["find", "Cancel", "--window", "Open file"]).status == 0
+        }
+        let field = try xclaw(["find", "File name", "--role", "field", "--window", "Open file"])
+        let seen = try xclaw(["snapshot", "--window", "Open file"]).text
+        XCTAssertEqual(field.status, 0, field.stderr + seen)
+        XCTAssertTrue(field.text.contains("field"), field.text)
+        let close = try xclaw(["tap", "Cancel", "--window", "Open file"])
+        XCTAssertEqual(close.status, 0, close.stderr)
+        XCTAssertTrue(try poll(within: .seconds(5)) { try !manager.list().contains { $0.id == open.id } })
+    }
 
     /// xcalc after `tap 9`: its display shows "9" above the 9 key, and the next `tap 9` tied the two. The key is a
     /// control and the display's digit text, so the key wins, every time (the X server says which key was hit).
