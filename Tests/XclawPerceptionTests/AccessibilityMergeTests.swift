@@ -138,41 +138,36 @@ final class AccessibilityMergeTests: XCTestCase {
             nodes: nodes, ms: 1)
         let main = window(1, Rect(x: 0, y: 0, width: 400, height: 300), pid: 7)
         let screen = Rect(x: 0, y: 0, width: 640, height: 480)
-        let menu = WindowInfo(
-            id: 2, title: "", className: "", instance: "", pid: nil, frame: Rect(x: 40, y: 25, width: 120, height: 60),
-            mapped: true, visible: true, active: false, popup: true)
-        let open = AccessibleMerge(tree: tree, windows: [menu, main], screen: screen, area: screen)
-        let items = open.elements(of: main, top: try XCTUnwrap(open.matched[1]), windowRef: { "w\($0)" })
-        let cut = try XCTUnwrap(items.first { $0.label == "Cut" })
+        /// The element labelled `label` when `above` is stacked over the main window.
+        func element(_ label: String, under above: WindowInfo) throws -> Element {
+            let merge = AccessibleMerge(tree: tree, windows: [above, main], screen: screen, area: screen)
+            return try XCTUnwrap(
+                merge.elements(of: main, top: try XCTUnwrap(merge.matched[1]), windowRef: { "w\($0)" })
+                    .first { $0.label == label })
+        }
+        func popup(_ id: UInt, _ frame: Rect, pid: Int?) -> WindowInfo {
+            WindowInfo(
+                id: id, title: "", className: "", instance: "", pid: pid, frame: frame, mapped: true, visible: true,
+                active: false, popup: true)
+        }
+        let menu = popup(2, Rect(x: 40, y: 25, width: 120, height: 60), pid: nil)
+        let cut = try element("Cut", under: menu)
         XCTAssertEqual(cut.window, "w2", "the item is its menu's")
         XCTAssertNil(cut.covered, "its own menu does not cover it")
         // A popup of another process is not the app's, whatever its extents.
-        var stranger = menu
-        stranger.pid = 99
-        let other = AccessibleMerge(tree: tree, windows: [stranger, main], screen: screen, area: screen)
-        let hidden = try XCTUnwrap(
-            other.elements(of: main, top: try XCTUnwrap(other.matched[1]), windowRef: { "w\($0)" })
-                .first { $0.label == "Cut" })
+        let hidden = try element("Cut", under: popup(2, menu.frame, pid: 99))
         XCTAssertEqual(hidden.window, "w1")
         XCTAssertEqual(hidden.covered, true)
         // An overlay that names no process (a screen locker's) over the whole window takes none of its elements:
         // only a menu's items go to a popup without a pid, and only when they lie inside it.
-        let overlay = WindowInfo(
-            id: 4, title: "", className: "", instance: "", pid: nil, frame: Rect(x: 0, y: 0, width: 400, height: 300),
-            mapped: true, visible: true, active: false, popup: true)
-        let locked = AccessibleMerge(tree: tree, windows: [overlay, main], screen: screen, area: screen)
-        let under = locked.elements(of: main, top: try XCTUnwrap(locked.matched[1]), windowRef: { "w\($0)" })
-        let openUnder = try XCTUnwrap(under.first { $0.label == "Open" })
+        let openUnder = try element("Open", under: popup(4, main.frame, pid: nil))
         XCTAssertEqual(openUnder.window, "w1")
         XCTAssertEqual(openUnder.covered, true)
         // A dialog of the same process over the content (a managed window, not a popup) covers the toolbar's Open.
         let dialog = WindowInfo(
             id: 3, title: "Open file", className: "", instance: "", pid: 7,
             frame: Rect(x: 0, y: 25, width: 400, height: 275), mapped: true, visible: true, active: true)
-        let modal = AccessibleMerge(tree: tree, windows: [dialog, main], screen: screen, area: screen)
-        let behind = try XCTUnwrap(
-            modal.elements(of: main, top: try XCTUnwrap(modal.matched[1]), windowRef: { "w\($0)" })
-                .first { $0.label == "Open" })
+        let behind = try element("Open", under: dialog)
         XCTAssertEqual(behind.window, "w1", "the main window's Open is not the dialog's")
         XCTAssertEqual(behind.covered, true)
     }
