@@ -54,7 +54,8 @@ struct LanguageOption: ParsableArguments {
     @Option(
         help: """
             OCR languages, tesseract codes joined by + (eng+deu+fra); default: XCLAW_OCR_LANG, else ocr_lang in \
-            the config file, else eng. Each needs its Debian package (tesseract-ocr-deu…).
+            the config file, else the locale's language and eng (LANG=de_DE.UTF-8: deu+eng; eng when its data is \
+            missing). Each needs its Debian package (tesseract-ocr-deu…).
             """)
     var lang: String?
 

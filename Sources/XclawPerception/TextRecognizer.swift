@@ -33,11 +33,19 @@ public final class TextRecognizer: @unchecked Sendable {
     public let minimumConfidence: Double = 35
 
     /// Creates a recognizer; engines are created on first need (a fully cached screen needs none).
-    /// - Parameter workers: tesseract engines run in parallel (default: the number of cores, at most 4).
+    /// - Parameter workers: tesseract engines run in parallel (default: `defaultWorkers`).
     public init(cache: OCRCache = OCRCache(), workers: Int? = nil, languages: OCRLanguages = .english) {
         self.cache = cache
         chosen = Mutex(languages)
-        self.workers = max(1, workers ?? min(4, ProcessInfo.processInfo.activeProcessorCount))
+        self.workers = max(1, workers ?? Self.defaultWorkers())
+    }
+
+    /// How many tesseract engines read in parallel unless told otherwise: `XCLAW_OCR_WORKERS` (1 to 16), else the
+    /// number of cores, at most 4. Each engine holds about 30 MB, made when a snapshot first has that many blocks to
+    /// read at once: a small machine, or a daemon whose memory must not step up, sets fewer.
+    public static func defaultWorkers(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
+        environment["XCLAW_OCR_WORKERS"].flatMap { Int($0) }.map { min(16, max(1, $0)) }
+            ?? min(4, ProcessInfo.processInfo.activeProcessorCount)
     }
 
     /// The languages reads use.

@@ -342,9 +342,11 @@ final class DaemonCLITests: XCTestCase {
             clock.waitUntilExit()
         }
         // A small OCR cache, so 300 snapshots (each with a new clock line) fill it twice over and its trimming is what
-        // keeps memory bounded.
+        // keeps memory bounded. One OCR engine: a second (about 30 MB) is made the first time a snapshot has two
+        // blocks to read at once, which a clock line did at snapshot 50-300 once (RSS +30 MB, no cache growing).
         let started = try runCLI(
-            ["daemon", "start"], environment: env.merging(["XCLAW_OCR_CACHE_BLOCKS": "150"]) { $1 })
+            ["daemon", "start"],
+            environment: env.merging(["XCLAW_OCR_CACHE_BLOCKS": "150", "XCLAW_OCR_WORKERS": "1"]) { $1 })
         XCTAssertEqual(started.status, 0, started.stderr)
         let snapshot = ["snapshot", "--display", display.name]
         var early: DaemonStatus?
