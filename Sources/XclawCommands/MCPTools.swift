@@ -149,7 +149,8 @@ enum MCPTools {
         xclaw drives a Linux/X11 desktop. Start with snapshot: it lists windows, text and controls with refs \
         (e7) that stay stable: a control keeps its ref while it stays on screen in the same window with the same \
         role and label, where it was or where its window moved it, across menus opening and other windows \
-        changing; a ref never passes to an element of another window, role or label. tap clicks an element by its label or ref; type, key, click, scroll and drag send \
+        changing; a ref never passes to an element of another window, role or label. tap clicks an element by its \
+        label or ref; type, key, click, scroll and drag send \
         input; watch waits for text, an image, a window or a still screen instead of sleeping; capture returns a \
         PNG. Tools refuse (isError) rather than guess: several equal matches are listed, not clicked.
         """
@@ -191,8 +192,8 @@ enum MCPTools {
             description: """
                 List what is on screen: windows, text and controls, one per line: ref, role, "label", = value, \
                 @centre x,y, size, [states], and the window it is in. Refs (e7) stay stable across snapshots (same \
-                window, role and label, moved with its window; a ref in a refusal holds for the next call) and can be passed \
-                to tap; a leading + marks elements new or moved since the previous snapshot.
+                window, role and label, moved with its window; a ref in a refusal holds for the next call) and can \
+                be passed to tap; a leading + marks elements new or moved since the previous snapshot.
                 """,
             kind: .read,
             arguments: [

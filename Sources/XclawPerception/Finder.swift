@@ -236,13 +236,14 @@ public enum Finder {
 
         /// One spelling of the label in the forms it is compared in.
         struct Form {
-            let text, lower, folded, spaceless: String
+            let text, lower, folded, spaceless, spacelessLower: String
             let foldedCharacters: [Character]
 
             init(_ text: String) {
                 self.text = text
                 lower = text.lowercased()
                 spaceless = text.filter { !$0.isWhitespace }
+                spacelessLower = spaceless.lowercased()
                 folded = Finder.fold(lower)
                 foldedCharacters = Array(folded)
             }
@@ -256,8 +257,8 @@ public enum Finder {
         }
 
         /// 1 exact, 0.99 but for lost spaces, 0.97 ignoring case, 0.93 equal once OCR look-alikes are folded, else
-        /// 0.9 × edit similarity; as typed and with end punctuation trimmed on both sides, whichever is better ("x!" is a key's whole label,
-        /// "(Cancel)" a button read with its border).
+        /// 0.9 × edit similarity; as typed and with end punctuation trimmed on both sides, whichever is better ("x!"
+        /// is a key's whole label, "(Cancel)" a button read with its border).
         func score(_ text: String) -> Double {
             let cut = Finder.trimPunctuation(text)
             let asRead = Self.score(text, raw)
@@ -277,7 +278,7 @@ public enum Finder {
             if spaceless == wanted.spaceless { return 0.99 }
             let lowered = read.lowercased()
             if lowered == wanted.lower { return 0.97 }
-            if spaceless.lowercased() == wanted.spaceless.lowercased() { return 0.97 }
+            if spaceless.lowercased() == wanted.spacelessLower { return 0.97 }
             let readFolded = Finder.fold(lowered)
             if readFolded == wanted.folded { return 0.93 }
             let characters = Array(readFolded)
@@ -458,10 +459,10 @@ public struct Selection: Sendable {
             return "only a similar label was read (\"\(match.text)\", score "
                 + String(format: "%.2f", match.score) + "); a fuzzy match is never clicked"
         }
+        let element = snapshot.elements.first { $0.ref == match.ref }
         // A control whose label was read in part ("� changes"): the word named may be the smaller part of another
         // label, so only its ref names it.
-        if match.source != .atspi, !match.text.contains(PixelEvidence.unreadMark),
-            let element = snapshot.elements.first(where: { $0.ref == match.ref }),
+        if match.source != .atspi, !match.text.contains(PixelEvidence.unreadMark), let element,
             element.words?.contains(where: { $0.text == PixelEvidence.unreadMark }) == true
         {
             return "part of the control's label could not be read (\(UntrustedText.quoted(element.label, limit: 40))); "
@@ -477,8 +478,8 @@ public struct Selection: Sendable {
                     && ($0.label.isEmpty || $0.label.contains(PixelEvidence.unreadMark))
             })
         {
-            return
-                "it lies inside \(control.role.rawValue) \(control.ref) \(UntrustedText.quoted(control.label, limit: 40)), "
+            let named = UntrustedText.quoted(control.label, limit: 40)
+            return "it lies inside \(control.role.rawValue) \(control.ref) \(named), "
                 + "whose label was not read in full; name that control (its ref \(control.ref), or --nth/--near)"
         }
         guard match.source != .atspi else { return nil }
@@ -492,7 +493,7 @@ public struct Selection: Sendable {
             reasons.append("it was read with low confidence (" + String(format: "%.0f", confidence) + ")")
         }
         if match.whole == false && match.role != .text && match.role.isInteractive {
-            let full = snapshot.elements.first { $0.ref == match.ref }?.label ?? ""
+            let full = element?.label ?? ""
             reasons.append(
                 "it is only part of the control's label (\"\(match.text)\" of \(UntrustedText.quoted(full, limit: 60)))"
             )

@@ -55,8 +55,8 @@ public struct OCRLanguages: Sendable, Hashable, CustomStringConvertible {
         return (try? languages.check(environment)) == nil ? .english : languages
     }
 
-    /// The tesseract code of a POSIX locale's language ("pt_BR.UTF-8" → `por`, "zh_TW" → `chi_tra`), nil for C, POSIX
-    /// and languages not listed.
+    /// The tesseract code of a POSIX locale's language ("pt_BR.UTF-8" → `por`, "zh_TW" → `chi_tra`), nil for C,
+    /// POSIX and languages not listed.
     static func tesseractCode(locale: String) -> String? {
         let name = locale.split(separator: ".").first.map { $0.split(separator: "@").first ?? $0 } ?? ""
         let parts = name.split(separator: "_").map(String.init)

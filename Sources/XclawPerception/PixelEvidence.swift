@@ -141,17 +141,21 @@ struct PixelEvidence {
             var differing = 0, total = 0
             if dx != 0 {
                 let x = dx < 0 ? b.x - d : b.x + b.width - 1 + d
-                for y in b.y..<(b.y + b.height) {
-                    guard let p = rgb(x, y) else { return nil }
-                    total += 1
-                    if Self.differs(p, background) { differing += 1 }
-                }
                 // A side runs past the words' rows, a letter's stem does not: Qt's "Discard changes" read as
                 // "changes" took the "d" of "Discard" for its button's left side and became a button of its own.
                 let past = [b.y - 1, b.y + b.height].allSatisfy { y in
                     rgb(x, y).map { Self.differs($0, background) } ?? false
                 }
-                if !past { continue }
+                if !past {
+                    // Off the frame ends the search, as it does below.
+                    if rgb(x, b.y) == nil { return nil }
+                    continue
+                }
+                for y in b.y..<(b.y + b.height) {
+                    guard let p = rgb(x, y) else { return nil }
+                    total += 1
+                    if Self.differs(p, background) { differing += 1 }
+                }
             } else {
                 let y = dy < 0 ? b.y - d : b.y + b.height - 1 + d
                 for x in stride(from: b.x, to: b.x + b.width, by: 1) {

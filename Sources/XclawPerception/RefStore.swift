@@ -54,9 +54,9 @@ public final class RefStore: Codable, @unchecked Sendable {
 
     /// Gives each element its ref: the ref of the nearest remembered element with the same window, role and label
     /// within reach of where its window took it; else the ref of a control read with a look-alike in the very same
-    /// box; else a new one (marked changed). Matched elements that moved are marked changed too. `area` is what the snapshot
-    /// looked at (an element remembered outside it was not missed); `live` every window that exists (a window
-    /// outside the area is not gone), nil to take the windows among `elements`.
+    /// box; else a new one (marked changed). Matched elements that moved are marked changed too. `area` is what the
+    /// snapshot looked at (an element remembered outside it was not missed); `live` every window that exists (a
+    /// window outside the area is not gone), nil to take the windows among `elements`.
     func assign(_ elements: [Element], area: Rect? = nil, live: Set<UInt>? = nil) -> [Element] {
         var result = elements
         var previous: [String: [Int]] = [:]
@@ -82,10 +82,8 @@ public final class RefStore: Codable, @unchecked Sendable {
         // Pass 1: the nearest pairs within reach, closest first over the whole screen (not in list order, so a row
         // that shifted by one does not hand each ref to its neighbour).
         var pairs: [(element: Int, known: Int, distance: Int)] = []
-        var identities: [Int: String] = [:]
         for (i, e) in result.enumerated() where e.role != .window {
             let identity = Self.identity(e.role, e.label, e.windowID)
-            identities[i] = identity
             let reach = max(24, max(e.box.width, e.box.height) / 2)
             for index in previous[identity] ?? [] {
                 let was = known[index].box.center
