@@ -290,7 +290,13 @@ public final class Subprocess {
         var status: Int32 = 0
         if waitpid(pid, &status, WNOHANG) == pid { return false }
         guard let state = processState(pid) else { return false }
-        return state != "Z" && state != "X"
+        guard state != "Z" && state != "X" else {
+            // It exited between the two looks: if it is our child, reap it now, or nobody will (a caller that polls
+            // until it is gone stops asking).
+            _ = waitpid(pid, &status, WNOHANG)
+            return false
+        }
+        return true
     }
 
     /// Waits for our child `pid` to exit and reaps it: its exit status, or nil when it died of a signal or had to be
