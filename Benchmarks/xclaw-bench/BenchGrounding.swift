@@ -6,8 +6,8 @@ import XclawPerception
 import XclawScreen
 import XclawTesting
 
-/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage, Motif, a GTK
-/// app with and without its accessibility tree) tapped
+/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage's button
+/// rows, Motif's keys and question dialog, a GTK app with and without its accessibility tree) tapped
 /// once by its label, judged by the app; and what per-control reading costs a snapshot, cold and warm.
 struct BenchGrounding: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,7 +51,8 @@ struct BenchGrounding: ParsableCommand {
                 .xmessage(["Save", "Don't Save", "Cancel", "Clear", "Clear Hot Spot", "OK"]),
                 Size(width: 1280, height: 800)
             ),
-            (.motif, Size(width: 1280, height: 800)),
+            (.xmessage(groundingXmessageCapitals), Size(width: 1280, height: 800)),
+            (.motif, Size(width: 1280, height: 800)), (.motifDialog, Size(width: 1280, height: 800)),
             (.gtk("default", tree: true), Size(width: 1280, height: 800)),
             (.gtk("default", tree: false), Size(width: 1280, height: 800)),
             (.gtk("dark", tree: false), Size(width: 1280, height: 800)),

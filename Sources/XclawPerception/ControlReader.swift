@@ -286,6 +286,7 @@ extension TextRecognizer {
         let scale = max(1, min(4, (40 + height / 2) / max(1, height)))
         let thicken = !mask.isSmoothed && mask.strokeWidth <= 1
         let first = try recognize(box, gray: gray, stride: stride, scale: scale, thicken: thicken, engine: engine)
+            .map { mask.isSmoothed ? $0 : BitmapText.reread($0, gray: gray, stride: stride) }
             .filter { $0.confidence >= minimumConfidence }
         // A few glyphs apart that tesseract is unsure of ("x!" read "xl", "√‾" unread): each read as a lone glyph,
         // when every one of them reads.

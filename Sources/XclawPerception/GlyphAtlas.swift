@@ -45,6 +45,8 @@ final class GlyphAtlas: @unchecked Sendable {
         /// A bitmap font's character cell height ("8x13": 13), from its file name: ink taller than the cell, or
         /// under a third of it, is not this font's, and the font is not even opened for it.
         let cell: Int?
+        /// A bitmap font's character cell width ("8x13": 8): a glyph of it is never wider.
+        let cellWidth: Int?
     }
 
     private struct Rendered {
@@ -72,6 +74,8 @@ final class GlyphAtlas: @unchecked Sendable {
     /// Renders made since the cache file was read or written.
     private var unsaved = 0
     private var renders: [Key: Rendered?] = [:]
+    /// Exact lookups of the bitmap fonts, by font index, built the first time a line could be in the font.
+    private var bitmapTables: [Int: BitmapTable] = [:]
 
     deinit {
         for case let handle? in handles.values { xclaw_font_close(handle) }
@@ -212,6 +216,68 @@ final class GlyphAtlas: @unchecked Sendable {
         }
     }
 
+    /// A glyph's tight ink, one bit a pixel. A bitmap font draws a character the same way every time, so its ink is
+    /// the key of an exact lookup.
+    struct InkKey: Hashable, Sendable {
+        let width: Int
+        let height: Int
+        let bits: [UInt64]
+
+        /// The key of the `width` x `height` ink whose pixels `inked` says.
+        init(width: Int, height: Int, inked: (_ x: Int, _ y: Int) -> Bool) {
+            self.width = width
+            self.height = height
+            var bits = [UInt64](repeating: 0, count: (width * height + 63) / 64)
+            for y in 0..<height {
+                for x in 0..<width where inked(x, y) {
+                    let i = y * width + x
+                    bits[i / 64] |= 1 << UInt64(i % 64)
+                }
+            }
+            self.bits = bits
+        }
+    }
+
+    /// One bitmap font's exact lookup: its cell, and the characters each tight ink is drawn by (several when the font
+    /// draws them alike, "." and "·").
+    struct BitmapTable: Sendable {
+        let cellWidth: Int
+        let cellHeight: Int
+        let glyphs: [InkKey: [Character]]
+    }
+
+    /// The characters bitmap-font words are read in: printable ASCII, Latin-1's letters and signs, and the marks
+    /// dialogs and terminals show.
+    static let bitmapRepertoire: [Character] =
+        (0x21...0x7e).compactMap { Unicode.Scalar($0).map(Character.init) }
+        + (0xa1...0xff).compactMap { Unicode.Scalar($0).map(Character.init) } + Array("€✓✗•–—‘’“”…")
+
+    /// The exact lookups of the bitmap fonts whose cell could hold a line of ink `height` rows tall (a third of the
+    /// cell to all of it), each built once: about 200 renders a font, kept in the render cache file.
+    func bitmapTables(forInkHeight height: Int) -> [BitmapTable] {
+        lock.withLock {
+            let fonts = openFonts()
+            return fonts.indices.compactMap { index -> BitmapTable? in
+                let font = fonts[index]
+                guard font.bitmap, let cell = font.cell, let cellWidth = font.cellWidth, height <= cell,
+                    height * 3 >= cell
+                else { return nil }
+                if let table = bitmapTables[index] { return table }
+                var glyphs: [InkKey: [Character]] = [:]
+                for character in Self.bitmapRepertoire {
+                    guard let glyph = render(character, font: index, size: 0, phase: 0) else { continue }
+                    let key = InkKey(width: glyph.width, height: glyph.height) {
+                        glyph.coverage[$1 * glyph.width + $0] >= 128
+                    }
+                    glyphs[key, default: []].append(character)
+                }
+                let table = BitmapTable(cellWidth: cellWidth, cellHeight: cell, glyphs: glyphs)
+                bitmapTables[index] = table
+                return table
+            }
+        }
+    }
+
     /// The ink map without its faint top and bottom rows (at most an eighth covered): a hinted horizontal stroke
     /// leaves a row of 5 % coverage under it (GTK's "2" and "4"), which made the ink a pixel taller than any render
     /// of the character, so the size was wrong and the match poor.
@@ -327,7 +393,10 @@ final class GlyphAtlas: @unchecked Sendable {
             let cell = name.split(separator: ".").first?.split(separator: "x").last.flatMap {
                 Int($0.filter(\.isNumber))
             }
-            return Font(path: path, bitmap: bitmap, mono: path.hasSuffix(".pfb"), cell: bitmap ? cell : nil)
+            let cellWidth = name.split(separator: "x").first.flatMap { Int($0) }
+            return Font(
+                path: path, bitmap: bitmap, mono: path.hasSuffix(".pfb"), cell: bitmap ? cell : nil,
+                cellWidth: bitmap ? cellWidth : nil)
         }
         fonts = present
         loadRenders(fonts: present)

@@ -161,6 +161,8 @@ public final class TextRecognizer: @unchecked Sendable {
             }
         }
         var fresh = try recognize(pending, gray: gray, stride: width, languages: languages, cache: cache)
+        // Words in X's bitmap fonts are read exactly from the fonts' own glyphs (tesseract confuses their capitals).
+        fresh = zip(pending, fresh).map { BitmapText.reread($1, gray: gray, stride: width, rect: $0.rect) }
         // Languages with accents: the marks are checked against the pixels (tesseract drops and swaps them).
         if languages.hasAccents {
             fresh = zip(pending, fresh).map {

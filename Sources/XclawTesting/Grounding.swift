@@ -44,6 +44,8 @@ public final class GroundingApp: @unchecked Sendable {
         case xmessage([String])
         /// The Motif app of `groundingMotifSource`, compiled with cc against libXm.
         case motif
+        /// The same Motif app's question dialog, over its main window.
+        case motifDialog
 
         /// Whether the app's display must have an accessibility bus (`TestDisplay(accessibility: true)`).
         public var needsAccessibility: Bool {
@@ -74,8 +76,9 @@ public final class GroundingApp: @unchecked Sendable {
         case .tk(let variant): return "tk \(variant)"
         case .gtk(let theme, let tree): return "gtk \(theme)" + (tree ? " (tree)" : "")
         case .xcalc: return "xcalc"
-        case .xmessage: return "xmessage"
+        case .xmessage(let buttons): return "xmessage " + (buttons.first ?? "").lowercased()
         case .motif: return "motif"
+        case .motifDialog: return "motif dialog"
         }
     }
 
@@ -101,6 +104,9 @@ public final class GroundingApp: @unchecked Sendable {
         case .motif:
             title = "grounding motif"
             targets = groundingMotifLabels.map { GroundingTarget(label: $0, expected: $0, role: nil) }
+        case .motifDialog:
+            title = "grounding motif dialog"
+            targets = groundingMotifDialogLabels.map { GroundingTarget(label: $0, expected: $0, role: nil) }
         }
         try launch()
         if case .xcalc = kind {
@@ -140,6 +146,9 @@ public final class GroundingApp: @unchecked Sendable {
         case .motif:
             p.executableURL = try Self.motifBinary()
             p.arguments = [title]
+        case .motifDialog:
+            p.executableURL = try Self.motifBinary()
+            p.arguments = [title, "dialog"]
         case .xmessage(let buttons):
             p.executableURL = URL(fileURLWithPath: "/usr/bin/xmessage")
             p.arguments = [
@@ -214,7 +223,7 @@ public final class GroundingApp: @unchecked Sendable {
                 return .wrong("clicked \(at.x),\(at.y), outside every key")
             }
             return key.label == target.expected ? .correct : .wrong(key.label)
-        case .tk, .gtk, .xmessage, .motif:
+        case .tk, .gtk, .xmessage, .motif, .motifDialog:
             let reported =
                 poll(within: .seconds(2)) { () -> [String]? in
                     let reported = lock.withLock { lines.filter { !$0.hasPrefix("ready") } }

@@ -193,6 +193,18 @@ final class GroundingTests: XCTestCase {
 
     func testMotifKeys() throws { check(try run(.motif)) }
 
+    /// Motif's question dialog, in its dialog shell over the main window: its buttons are drawn in X's bitmap font,
+    /// whose "M", "N" and "W" tesseract read as "H" ("Hove", "Hane", "Hindow"); they are read from the font's own
+    /// glyphs now.
+    func testMotifDialogCapitalsOfItsBitmapFont() throws { check(try run(.motifDialog), floor: 100) }
+
+    /// xmessage (Xaw) draws its buttons in a bold bitmap font: "Move" was read "Hove", "Rename" "Renane".
+    func testXmessageCapitalsOfItsBitmapFont() throws {
+        check(
+            try run(.xmessage(groundingXmessageCapitals)),
+            floor: 100)
+    }
+
     func testXmessageButtonRow() throws {
         check(try run(.xmessage(["Save", "Don't Save", "Cancel", "Clear", "Clear Hot Spot", "OK"])))
     }
