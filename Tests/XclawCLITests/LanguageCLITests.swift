@@ -64,3 +64,39 @@ final class LanguageCLITests: XCTestCase {
         XCTAssertTrue(malformed.stderr.contains("eng+deu+fra"), malformed.stderr)
     }
 }
+
+/// A terminal in X's bitmap font reads accents and symbols exactly in any language: its glyphs are looked up in the
+/// font itself.
+final class BitmapFontCLITests: XCTestCase {
+    func testAnXtermInMiscFixedReadsAccentsSymbolsAndCapitalsExactly() throws {
+        let display = try TestDisplay(size: Size(width: 1024, height: 600))
+        defer { display.stop() }
+        let lines = ["Zoë Müller", "ÜNÏCÖDÉ € wörld ✓", "Move Name Window"]
+        let xterm = Process()
+        xterm.executableURL = URL(fileURLWithPath: "/usr/bin/xterm")
+        xterm.arguments = [
+            "-geometry", "60x6+40+40", "-fn", "-misc-fixed-medium-r-semicondensed--13-120-75-75-c-60-iso10646-1",
+            "-title", "bitmap", "-e", "sh", "-c",
+            "printf '%s\\n' " + lines.map { "'\($0)'" }.joined(separator: " ") + "; sleep 60",
+        ]
+        xterm.environment = ProcessInfo.processInfo.environment.merging(
+            ["DISPLAY": display.name, "LC_ALL": "C.UTF-8"]) { $1 }
+        try xterm.run()
+        defer { xterm.terminate() }
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-bitmap-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let env = ["XCLAW_STATE_DIR": state.path]
+        let d = ["--display", display.name]
+        let watched = try runCLI(
+            ["watch", "--text", "Window", "--window", "bitmap", "--timeout", "15"] + d, environment: env)
+        XCTAssertEqual(watched.status, 0, watched.stderr)
+        // Read by tesseract alone, English gave "Zoé Miller" and "UNICODE € world ¥" (the very misreads), and
+        // deu+eng "wörld ¥".
+        for languages in ["eng", "deu+eng"] {
+            let read = try runCLI(["ocr", "--lang", languages, "--window", "bitmap"] + d, environment: env)
+            XCTAssertEqual(read.status, 0, read.stderr)
+            let text = String(decoding: read.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
+            XCTAssertEqual(Array(text.prefix(3)), lines, languages)
+        }
+    }
+}
