@@ -13,6 +13,9 @@ enum GlyphShapes {
         let inkIsLighter: Bool
         /// Whether the glyphs are anti-aliased (many levels between fill and ink) rather than a bitmap font's.
         let isSmoothed: Bool
+        /// The box of all ink, pale pixels too (a quarter of the strongest ink from the fill): a small glyph's shape
+        /// is in its pale pixels as much as in its dark ones.
+        let faintBox: Rect?
 
         /// The mask of `rect` of a gray image whose fill level is `fill`.
         init(gray: [UInt8], stride: Int, rect: Rect, fill: Int) {
@@ -37,12 +40,20 @@ enum GlyphShapes {
             }
             isSmoothed = between * 5 >= inked
             var bits = [Bool](repeating: false, count: rect.width * rect.height)
+            let pale = max(20, strongest / 4)
+            var faint: Rect?
             for y in 0..<rect.height {
                 for x in 0..<rect.width {
-                    bits[y * rect.width + x] = abs(Int(gray[(rect.y + y) * stride + rect.x + x]) - fill) > cut
+                    let d = abs(Int(gray[(rect.y + y) * stride + rect.x + x]) - fill)
+                    bits[y * rect.width + x] = d > cut
+                    if d > pale {
+                        let pixel = Rect(x: x, y: y, width: 1, height: 1)
+                        faint = faint.map { $0.union(pixel) } ?? pixel
+                    }
                 }
             }
             self.bits = bits
+            faintBox = faint
             inkIsLighter = lighter > darker
         }
 
@@ -161,7 +172,13 @@ enum GlyphShapes {
         case 1:
             let b = blobs[0]
             if isBar(b) { return "-" }
-            if isDot(b) { return "." }
+            if isDot(b) {
+                // A minus at 8 points is two dark pixels between two pale ones: a dot by its dark pixels only.
+                if let all = mask.faintBox, all.width >= 3, all.width >= 2 * all.height, all.height <= thin {
+                    return "-"
+                }
+                return "."
+            }
             let w = b.box.width, h = b.box.height
             if let paren = parenthesis(mask, b.box, lineHeight: lineHeight) { return paren }
             guard w >= 5, h >= 5, abs(w - h) * 4 <= max(w, h) else { return nil }

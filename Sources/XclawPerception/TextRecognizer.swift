@@ -161,6 +161,18 @@ public final class TextRecognizer: @unchecked Sendable {
             }
         }
         var fresh = try recognize(pending, gray: gray, stride: width, languages: languages, cache: cache)
+        // A short line of small text that read as nothing at all ("Italic" beside its check box at 8 points): each of
+        // its word-sized pieces read again on its own, larger (read together, the square's edge joined the word:
+        // "{Italic"). Icons, about as wide as tall, are no line and are left alone.
+        let unread = pending.indices.filter {
+            fresh[$0].allSatisfy(\.words.isEmpty) && pending[$0].ink.height < 14
+                && pending[$0].ink.width >= 2 * pending[$0].ink.height
+        }
+        if !unread.isEmpty, let engine = try engines(count: 1, languages: languages).first {
+            for index in unread {
+                fresh[index] = try rereadLarger(pending[index], gray: gray, stride: width, engine: engine)
+            }
+        }
         // Words in X's bitmap fonts are read exactly from the fonts' own glyphs (tesseract confuses their capitals).
         fresh = zip(pending, fresh).map { BitmapText.reread($1, gray: gray, stride: width, rect: $0.rect) }
         // Languages with accents: the marks are checked against the pixels (tesseract drops and swaps them).
@@ -220,6 +232,49 @@ public final class TextRecognizer: @unchecked Sendable {
                 return Piece(rect: rect, ink: block, key: key)
             }
         }
+    }
+
+    /// The words of an unread one-line piece, each run of ink between gaps of three blank columns or more read on
+    /// its own one scale larger; relative to the piece's rect, as a piece's lines are. (Read together, a check
+    /// box's square joined the word beside it: "{Italic".)
+    private func rereadLarger(_ piece: Piece, gray: [UInt8], stride: Int, engine: OCREngine) throws -> [TextLine] {
+        let ink = piece.ink
+        let background = gray.withUnsafeBufferPointer {
+            Int(
+                xclaw_background_level(
+                    $0.baseAddress, Int32(stride), Int32(ink.x), Int32(ink.y), Int32(ink.width), Int32(ink.height)))
+        }
+        let inked = (ink.x..<(ink.x + ink.width)).map { x in
+            (ink.y..<(ink.y + ink.height)).contains { abs(Int(gray[$0 * stride + x]) - background) > 40 }
+        }
+        var runs: [Range<Int>] = []
+        var x = 0
+        while x < inked.count {
+            guard inked[x] else { x += 1; continue }
+            var end = x + 1
+            while end < inked.count, inked[end..<min(inked.count, end + 3)].contains(true) { end += 1 }
+            runs.append(x..<end)
+            x = end
+        }
+        let style = WordAtlas.Style(background: background, scale: piece.scale + 1)
+        var words: [TextWord] = []
+        for run in runs {
+            let pad = 4
+            let box = Rect(x: ink.x + run.lowerBound, y: ink.y, width: run.count, height: ink.height)
+            let rect = Rect(x: box.x - pad, y: box.y - pad, width: box.width + 2 * pad, height: box.height + 2 * pad)
+                .intersection(piece.rect)
+            words += try Self.recognize(
+                Piece(rect: rect, ink: box, key: 0), style: style, gray: gray, stride: stride, engine: engine,
+                minimumConfidence: minimumConfidence
+            )
+            .flatMap(\.words)
+            .map {
+                TextWord(
+                    text: $0.text, box: $0.box.offset(dx: rect.x - piece.rect.x, dy: rect.y - piece.rect.y),
+                    confidence: $0.confidence)
+            }
+        }
+        return words.isEmpty ? [] : [TextLine(words: words)]
     }
 
     /// The layout pass over a contiguous gray image: block quadruples x,y,w,h. It also paints ruling lines out.

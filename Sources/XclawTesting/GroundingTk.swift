@@ -1,7 +1,7 @@
 /// A Tk app built from stock widgets (python3-tk) that reports every press on stdout as `pressed ID`: the ground truth
 /// of the grounding suite comes from the app, never from xclaw. Its widgets are the controls users tap by label: a
 /// keypad of single characters, word buttons (whole labels inside longer ones, look-alikes), check and radio buttons,
-/// an entry beside its "Name:" label, a menubar and a list. `argv[1]` picks the variant: default, dark, small or 2x.
+/// an entry beside its "Name:" label, a menubar and a list. `argv[1]` picks the variant: default, dark, small (7 points), 8pt or 2x.
 public let groundingTkSource = #"""
     import sys, tkinter as tk
     from tkinter import font as tkfont
@@ -10,7 +10,7 @@ public let groundingTkSource = #"""
     title = sys.argv[2] if len(sys.argv) > 2 else "grounding " + variant
     root = tk.Tk(className="Grounding")
     root.title(title)
-    size = {"default": 10, "dark": 10, "small": 7, "2x": 10}[variant]
+    size = {"default": 10, "dark": 10, "small": 7, "8pt": 8, "2x": 10}[variant]
     if variant == "2x":
         root.tk.call("tk", "scaling", 2.0)
     for name in ("TkDefaultFont", "TkTextFont", "TkMenuFont"):
