@@ -46,6 +46,7 @@ struct BenchGrounding: ParsableCommand {
         let apps: [(GroundingApp.Kind, Size)] = [
             (.xcalc, Size(width: 1280, height: 800)), (.tk("default"), Size(width: 1280, height: 800)),
             (.tk("dark"), Size(width: 1280, height: 800)), (.tk("small"), Size(width: 1280, height: 800)),
+            (.tk("8pt"), Size(width: 1280, height: 800)),
             (.tk("2x"), Size(width: 1920, height: 1080)),
             (
                 .xmessage(["Save", "Don't Save", "Cancel", "Clear", "Clear Hot Spot", "OK"]),

@@ -17,59 +17,116 @@ enum BitmapText {
     }
 
     /// `word` (its box relative to `origin` in the gray frame) read exactly, and trusted so (confidence 95 at
-    /// least), or as it was.
+    /// least, unless a glyph the font draws like another was settled by tesseract's letter), or as it was.
     static func reread(_ word: TextWord, gray: [UInt8], stride: Int, origin: Point = Point(x: 0, y: 0)) -> TextWord {
         let letters = Array(word.text)
         guard !letters.isEmpty, letters.count <= 80, !letters.contains(" ") else { return word }
         let frame = Rect(x: 0, y: 0, width: stride, height: gray.count / max(1, stride))
-        // Tesseract's box first; then a little taller, for an accent above a capital or a descender it left out.
-        for (up, down) in [(0, 0), (3, 1)] {
-            let box = Rect(
-                x: word.box.x + origin.x - 1, y: word.box.y + origin.y - up, width: word.box.width + 2,
-                height: word.box.height + up + down
-            )
-            .intersection(frame)
-            guard box.width >= 2, box.height >= 4 else { return word }
-            if let text = read(box, letters: letters, gray: gray, stride: stride) {
-                return TextWord(text: text, box: word.box, confidence: max(word.confidence, 95))
+        let box = Rect(
+            x: word.box.x + origin.x - 1, y: word.box.y + origin.y, width: word.box.width + 2,
+            height: word.box.height
+        )
+        guard box.intersection(frame) == box, box.width >= 2, box.height >= 4,
+            let tight = inkColumns(box, gray: gray, stride: stride)
+        else { return word }
+        // Two rows more above and one below first, over the word's own columns (a button's rounded corner beside it
+        // is not the word's): an accent or a descender tesseract's box left out would otherwise leave another real
+        // glyph ("É" read as "E"; xmessage's "g" came a row below the box). Tesseract's box alone only when nothing
+        // is in those rows (the taller box failed on a neighbouring line's ink, not on a mark).
+        let tall = Rect(x: tight.x, y: tight.y - 2, width: tight.width, height: tight.height + 3).intersection(frame)
+        var outcome = read(tall, letters: letters, gray: gray, stride: stride)
+        if case .none = outcome, blank(tall, except: tight, gray: gray, stride: stride) {
+            outcome = read(tight, letters: letters, gray: gray, stride: stride)
+        }
+        switch outcome {
+        case .exact(let text): return TextWord(text: text, box: word.box, confidence: max(word.confidence, 95))
+        case .settled(let text): return TextWord(text: text, box: word.box, confidence: word.confidence)
+        case .none, .smoothed: return word
+        }
+    }
+
+    /// What the glyphs of a box are.
+    private enum Outcome {
+        /// Every glyph one character of a bitmap font.
+        case exact(String)
+        /// Every glyph found, some among characters the font draws alike, where tesseract's letter decided.
+        case settled(String)
+        /// Anti-aliased ink: no bitmap font's.
+        case smoothed
+        /// No reading.
+        case none
+    }
+
+    /// `box` narrowed to its columns with ink (more than 40 levels from its background), or nil when it has none.
+    private static func inkColumns(_ box: Rect, gray: [UInt8], stride: Int) -> Rect? {
+        let fill = gray.withUnsafeBufferPointer {
+            Int(
+                xclaw_background_level(
+                    $0.baseAddress, Int32(stride), Int32(box.x), Int32(box.y), Int32(box.width), Int32(box.height)))
+        }
+        let inked = (box.x..<(box.x + box.width)).filter { x in
+            (box.y..<(box.y + box.height)).contains { abs(Int(gray[$0 * stride + x]) - fill) > 40 }
+        }
+        guard let first = inked.first, let last = inked.last else { return nil }
+        return Rect(x: first, y: box.y, width: last - first + 1, height: box.height)
+    }
+
+    /// Whether the pixels of `outer` outside `inner` are all the background of `inner`.
+    private static func blank(_ outer: Rect, except inner: Rect, gray: [UInt8], stride: Int) -> Bool {
+        let fill = gray.withUnsafeBufferPointer {
+            Int(
+                xclaw_background_level(
+                    $0.baseAddress, Int32(stride), Int32(inner.x), Int32(inner.y), Int32(inner.width),
+                    Int32(inner.height)))
+        }
+        for y in outer.y..<(outer.y + outer.height) where y < inner.y || y >= inner.y + inner.height {
+            for x in outer.x..<(outer.x + outer.width) where abs(Int(gray[y * stride + x]) - fill) > 40 {
+                return false
             }
         }
-        return word
+        return true
     }
 
     /// The text of the glyphs in `box`, one per letter tesseract read, when every glyph is a bitmap font's exactly.
-    private static func read(_ box: Rect, letters: [Character], gray: [UInt8], stride: Int) -> String? {
+    private static func read(_ box: Rect, letters: [Character], gray: [UInt8], stride: Int) -> Outcome {
         let fill = gray.withUnsafeBufferPointer {
             Int(
                 xclaw_background_level(
                     $0.baseAddress, Int32(stride), Int32(box.x), Int32(box.y), Int32(box.width), Int32(box.height)))
         }
         let mask = GlyphShapes.Mask(gray: gray, stride: stride, rect: box, fill: fill)
-        guard !mask.isSmoothed else { return nil }
+        guard !mask.isSmoothed else { return .smoothed }
         let columns = GlyphShapes.columnBoxes(mask.blobs)
-        guard columns.count == letters.count, let first = columns.first else { return nil }
+        guard columns.count == letters.count, let first = columns.first else { return .none }
         let line = columns.dropFirst().reduce(first) { $0.union($1) }
         let keys = columns.map { column in
             GlyphAtlas.InkKey(width: column.width, height: column.height) { mask[column.x + $0, column.y + $1] }
         }
         var readings: Set<String> = []
+        var settled = false
         for table in GlyphAtlas.shared.bitmapTables(forInkHeight: line.height) {
             guard line.height <= table.cellHeight, columns.allSatisfy({ $0.width <= table.cellWidth }) else { continue }
             var out: [Character] = []
             for (index, key) in keys.enumerated() {
                 guard let drawn = table.glyphs[key] else { break }
                 // Characters a font draws alike: the one tesseract read, if it is one of them; else no reading.
-                if drawn.contains(letters[index]) {
-                    out.append(letters[index])
-                } else if drawn.count == 1 {
+                if drawn.count == 1 {
                     out.append(drawn[0])
+                } else if drawn.contains(letters[index]) {
+                    out.append(letters[index])
+                    settled = true
                 } else {
                     break
                 }
             }
             if out.count == letters.count { readings.insert(String(out)) }
         }
-        // Two fonts that read the ink differently: no certainty.
-        return readings.count == 1 ? readings.first : nil
+        // Two fonts that read the ink differently: no certainty. A lone glyph as simple as a bar or a dot can be
+        // some character of some font by chance: it confirms a reading, never changes one; a larger one ("✓" read
+        // "¥") is read.
+        guard readings.count == 1, let reading = readings.first,
+            letters.count > 1 || reading == String(letters) || (first.width >= 4 && first.height >= 4)
+        else { return .none }
+        return settled ? .settled(reading) : .exact(reading)
     }
 }

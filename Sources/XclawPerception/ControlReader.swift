@@ -82,10 +82,15 @@ extension TextRecognizer {
                 // A line far longer than a label (a dialog's message in its frame) is the page's: read in context
                 // there, not again on its own (xmessage's message line cost ~19 ms a snapshot).
                 let long = inside.count >= 3 && box.ink.width > Self.longLine * box.ink.height
+                // The words must reach the end of the label's ink too: xcalc's "y^x" read "y^" (exactly, by the
+                // font) left its "x" out. (Ink before them is a radio's circle or an icon, which page words never
+                // include.)
+                let span = inside.map(\.box).reduce(inside.first?.box ?? box.ink) { $0.union($1) }
+                let spanned = span.x + span.width >= box.ink.x + box.ink.width - 2
                 if !inside.isEmpty, letters >= 2,
                     long
                         || (inside.allSatisfy({ $0.confidence >= Self.trustedConfidence })
-                            && inside.allSatisfy({ box.interior.contains($0.box) }))
+                            && inside.allSatisfy({ box.interior.contains($0.box) }) && spanned)
                 {
                     controls[index] = ControlReading(
                         box: box.outline, ink: box.ink, line: TextLine(words: inside), reread: false)
@@ -288,9 +293,11 @@ extension TextRecognizer {
         let first = try recognize(box, gray: gray, stride: stride, scale: scale, thicken: thicken, engine: engine)
             .map { mask.isSmoothed ? $0 : BitmapText.reread($0, gray: gray, stride: stride) }
             .filter { $0.confidence >= minimumConfidence }
-        // A few glyphs apart that tesseract is unsure of ("x!" read "xl", "√‾" unread): each read as a lone glyph,
-        // when every one of them reads.
-        if first.isEmpty || first.contains(where: { $0.confidence < 85 }),
+        // A few glyphs apart that tesseract is unsure of ("x!" read "xl", "√‾" unread) or left out (xcalc's "y^x"
+        // read "y*", which the font then reads exactly as "y^"): each read as a lone glyph, when every one of them
+        // reads.
+        if first.isEmpty || first.contains(where: { $0.confidence < 85 })
+            || first.reduce(0, { $0 + $1.text.count }) < columns,
             let glyphs = readGlyphs(mask: mask, box: box, gray: gray, stride: stride)
         {
             return .line(glyphs)

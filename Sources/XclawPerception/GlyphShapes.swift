@@ -174,7 +174,12 @@ enum GlyphShapes {
             if isBar(b) { return "-" }
             if isDot(b) {
                 // A minus at 8 points is two dark pixels between two pale ones: a dot by its dark pixels only.
-                if let all = mask.faintBox, all.width >= 3, all.width >= 2 * all.height, all.height <= thin {
+                // Its pale pixels reach past the dark ones on both sides, in the same rows: a dot's anti-aliasing
+                // spreads it by a pixel, not into a bar twice its width.
+                let dark = b.box
+                if let all = mask.faintBox, all.width >= 4, all.width >= 2 * dark.width, all.height <= dark.height,
+                    all.x < dark.x, all.x + all.width > dark.x + dark.width
+                {
                     return "-"
                 }
                 return "."

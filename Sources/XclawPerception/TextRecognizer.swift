@@ -161,16 +161,12 @@ public final class TextRecognizer: @unchecked Sendable {
             }
         }
         var fresh = try recognize(pending, gray: gray, stride: width, languages: languages, cache: cache)
-        // A short line of small text that read as nothing at all ("Italic" beside its check box at 8 points): each of
-        // its word-sized pieces read again on its own, larger (read together, the square's edge joined the word:
-        // "{Italic"). Icons, about as wide as tall, are no line and are left alone.
-        let unread = pending.indices.filter {
-            fresh[$0].allSatisfy(\.words.isEmpty) && pending[$0].ink.height < 14
-                && pending[$0].ink.width >= 2 * pending[$0].ink.height
-        }
-        if !unread.isEmpty, let engine = try engines(count: 1, languages: languages).first {
-            for index in unread {
-                fresh[index] = try rereadLarger(pending[index], gray: gray, stride: width, engine: engine)
+        // Small text tesseract left unread on a line ("Italic" beside its check box at 8 points, read as nothing):
+        // each run of ink wider than the line is tall that no word covers is read again on its own, larger.
+        if !pending.isEmpty, let engine = try engines(count: 1, languages: languages).first {
+            for index in pending.indices where pending[index].ink.height < 14 {
+                fresh[index] = try rereadUnread(
+                    pending[index], lines: fresh[index], gray: gray, stride: width, engine: engine)
             }
         }
         // Words in X's bitmap fonts are read exactly from the fonts' own glyphs (tesseract confuses their capitals).
@@ -234,11 +230,15 @@ public final class TextRecognizer: @unchecked Sendable {
         }
     }
 
-    /// The words of an unread one-line piece, each run of ink between gaps of three blank columns or more read on
-    /// its own one scale larger; relative to the piece's rect, as a piece's lines are. (Read together, a check
-    /// box's square joined the word beside it: "{Italic".)
-    private func rereadLarger(_ piece: Piece, gray: [UInt8], stride: Int, engine: OCREngine) throws -> [TextLine] {
+    /// A one-line piece's lines with the runs of ink no word covers read again: each run (between gaps of three
+    /// blank columns or more) wider than the line is tall, on its own, one scale larger. Narrower runs are a glyph,
+    /// a check box's square or an icon, which alone read as letters; read with the word beside it, a square joined
+    /// it ("{Italic"). At most eight runs a piece. Lines are relative to the piece's rect.
+    private func rereadUnread(
+        _ piece: Piece, lines: [TextLine], gray: [UInt8], stride: Int, engine: OCREngine
+    ) throws -> [TextLine] {
         let ink = piece.ink
+        let read = lines.flatMap(\.words).map { $0.box.offset(dx: piece.rect.x, dy: piece.rect.y) }
         let background = gray.withUnsafeBufferPointer {
             Int(
                 xclaw_background_level(
@@ -247,24 +247,29 @@ public final class TextRecognizer: @unchecked Sendable {
         let inked = (ink.x..<(ink.x + ink.width)).map { x in
             (ink.y..<(ink.y + ink.height)).contains { abs(Int(gray[$0 * stride + x]) - background) > 40 }
         }
-        var runs: [Range<Int>] = []
+        var runs: [Rect] = []
         var x = 0
         while x < inked.count {
             guard inked[x] else { x += 1; continue }
             var end = x + 1
             while end < inked.count, inked[end..<min(inked.count, end + 3)].contains(true) { end += 1 }
-            runs.append(x..<end)
+            let run = Rect(x: ink.x + x, y: ink.y, width: end - x, height: ink.height)
+            if run.width > ink.height,
+                !read.contains(where: { $0.intersection(run).width * 2 >= min($0.width, run.width) })
+            {
+                runs.append(run)
+            }
             x = end
         }
+        guard !runs.isEmpty, runs.count <= 8 else { return lines }
         let style = WordAtlas.Style(background: background, scale: piece.scale + 1)
         var words: [TextWord] = []
         for run in runs {
             let pad = 4
-            let box = Rect(x: ink.x + run.lowerBound, y: ink.y, width: run.count, height: ink.height)
-            let rect = Rect(x: box.x - pad, y: box.y - pad, width: box.width + 2 * pad, height: box.height + 2 * pad)
+            let rect = Rect(x: run.x - pad, y: run.y - pad, width: run.width + 2 * pad, height: run.height + 2 * pad)
                 .intersection(piece.rect)
             words += try Self.recognize(
-                Piece(rect: rect, ink: box, key: 0), style: style, gray: gray, stride: stride, engine: engine,
+                Piece(rect: rect, ink: run, key: 0), style: style, gray: gray, stride: stride, engine: engine,
                 minimumConfidence: minimumConfidence
             )
             .flatMap(\.words)
@@ -274,7 +279,9 @@ public final class TextRecognizer: @unchecked Sendable {
                     confidence: $0.confidence)
             }
         }
-        return words.isEmpty ? [] : [TextLine(words: words)]
+        // The lines read first stay as they were (a radio's circle and its label are one line); the new words make
+        // lines of their own.
+        return lines + Self.splitAtWideGaps(words)
     }
 
     /// The layout pass over a contiguous gray image: block quadruples x,y,w,h. It also paints ruling lines out.
