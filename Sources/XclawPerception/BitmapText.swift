@@ -1,4 +1,3 @@
-import CXclawShim
 import XclawScreen
 
 /// Reads words drawn in X's bitmap fonts exactly. Xaw and Motif draw their labels in misc-fixed by default, whose
@@ -59,26 +58,15 @@ enum BitmapText {
 
     /// `box` narrowed to its columns with ink (more than 40 levels from its background), or nil when it has none.
     private static func inkColumns(_ box: Rect, gray: [UInt8], stride: Int) -> Rect? {
-        let fill = gray.withUnsafeBufferPointer {
-            Int(
-                xclaw_background_level(
-                    $0.baseAddress, Int32(stride), Int32(box.x), Int32(box.y), Int32(box.width), Int32(box.height)))
-        }
-        let inked = (box.x..<(box.x + box.width)).filter { x in
-            (box.y..<(box.y + box.height)).contains { abs(Int(gray[$0 * stride + x]) - fill) > 40 }
-        }
-        guard let first = inked.first, let last = inked.last else { return nil }
-        return Rect(x: first, y: box.y, width: last - first + 1, height: box.height)
+        let fill = GrayInk.background(gray, stride: stride, rect: box)
+        let inked = GrayInk.columns(gray, stride: stride, rect: box, background: fill)
+        guard let first = inked.firstIndex(of: true), let last = inked.lastIndex(of: true) else { return nil }
+        return Rect(x: box.x + first, y: box.y, width: last - first + 1, height: box.height)
     }
 
     /// Whether the pixels of `outer` outside `inner` are all the background of `inner`.
     private static func blank(_ outer: Rect, except inner: Rect, gray: [UInt8], stride: Int) -> Bool {
-        let fill = gray.withUnsafeBufferPointer {
-            Int(
-                xclaw_background_level(
-                    $0.baseAddress, Int32(stride), Int32(inner.x), Int32(inner.y), Int32(inner.width),
-                    Int32(inner.height)))
-        }
+        let fill = GrayInk.background(gray, stride: stride, rect: inner)
         for y in outer.y..<(outer.y + outer.height) where y < inner.y || y >= inner.y + inner.height {
             for x in outer.x..<(outer.x + outer.width) where abs(Int(gray[y * stride + x]) - fill) > 40 {
                 return false
@@ -89,11 +77,7 @@ enum BitmapText {
 
     /// The text of the glyphs in `box`, one per letter tesseract read, when every glyph is a bitmap font's exactly.
     private static func read(_ box: Rect, letters: [Character], gray: [UInt8], stride: Int) -> Outcome {
-        let fill = gray.withUnsafeBufferPointer {
-            Int(
-                xclaw_background_level(
-                    $0.baseAddress, Int32(stride), Int32(box.x), Int32(box.y), Int32(box.width), Int32(box.height)))
-        }
+        let fill = GrayInk.background(gray, stride: stride, rect: box)
         let mask = GlyphShapes.Mask(gray: gray, stride: stride, rect: box, fill: fill)
         guard !mask.isSmoothed else { return .smoothed }
         let columns = GlyphShapes.columnBoxes(mask.blobs)

@@ -239,14 +239,8 @@ public final class TextRecognizer: @unchecked Sendable {
     ) throws -> [TextLine] {
         let ink = piece.ink
         let read = lines.flatMap(\.words).map { $0.box.offset(dx: piece.rect.x, dy: piece.rect.y) }
-        let background = gray.withUnsafeBufferPointer {
-            Int(
-                xclaw_background_level(
-                    $0.baseAddress, Int32(stride), Int32(ink.x), Int32(ink.y), Int32(ink.width), Int32(ink.height)))
-        }
-        let inked = (ink.x..<(ink.x + ink.width)).map { x in
-            (ink.y..<(ink.y + ink.height)).contains { abs(Int(gray[$0 * stride + x]) - background) > 40 }
-        }
+        let background = GrayInk.background(gray, stride: stride, rect: ink)
+        let inked = GrayInk.columns(gray, stride: stride, rect: ink, background: background)
         var runs: [Rect] = []
         var x = 0
         while x < inked.count {
