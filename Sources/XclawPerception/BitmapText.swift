@@ -91,6 +91,7 @@ enum BitmapText {
         for table in GlyphAtlas.shared.bitmapTables(forInkHeight: line.height) {
             guard line.height <= table.cellHeight, columns.allSatisfy({ $0.width <= table.cellWidth }) else { continue }
             var out: [Character] = []
+            var alike = false
             for (index, key) in keys.enumerated() {
                 guard let drawn = table.glyphs[key] else { break }
                 // Characters a font draws alike: the one tesseract read, if it is one of them; else no reading.
@@ -98,12 +99,16 @@ enum BitmapText {
                     out.append(drawn[0])
                 } else if drawn.contains(letters[index]) {
                     out.append(letters[index])
-                    settled = true
+                    alike = true
                 } else {
                     break
                 }
             }
-            if out.count == letters.count { readings.insert(String(out)) }
+            // Only a font that read every glyph counts, look-alikes and all.
+            if out.count == letters.count {
+                readings.insert(String(out))
+                settled = settled || alike
+            }
         }
         // Two fonts that read the ink differently: no certainty. A lone glyph as simple as a bar or a dot can be
         // some character of some font by chance: it confirms a reading, never changes one; a larger one ("✓" read

@@ -1,4 +1,3 @@
-import CXclawShim
 import XclawScreen
 
 /// Restores accents tesseract drops or swaps ("Héllo" read "Hello", "ünïcödé" read "ünicöde"), for reads in languages
@@ -37,11 +36,7 @@ enum Diacritics {
         )
         .intersection(Rect(x: 0, y: 0, width: stride, height: gray.count / max(1, stride)))
         guard box.width >= 3, box.height >= 6 else { return word }
-        let fill = gray.withUnsafeBufferPointer {
-            Int(
-                xclaw_background_level(
-                    $0.baseAddress, Int32(stride), Int32(box.x), Int32(box.y), Int32(box.width), Int32(box.height)))
-        }
+        let fill = GrayInk.background(gray, stride: stride, rect: box)
         let mask = GlyphShapes.Mask(gray: gray, stride: stride, rect: box, fill: fill)
         let columns = GlyphShapes.columnBoxes(mask.blobs)
         // One column a letter, or the letters cannot be told apart: leave the word as read.

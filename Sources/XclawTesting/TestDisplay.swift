@@ -51,9 +51,9 @@ public final class TestDisplay: @unchecked Sendable {
 
     /// The Xvfb, on `number` or else on a random one of `numbers` (30000–58999 unless restartable). Not
     /// `-displayfd`'s lowest free number: with six jobs side by side that hands a number out again the moment a test
-    /// frees it, and a client still aiming at the old server (a killed display's leftovers, a stale name) then meets a newborn one; if it came and left before
-    /// the keeper connected, `-terminate` ended the new server ("cannot open display :1" in a test's set-up). A number
-    /// another server holds fails at once: another is tried.
+    /// frees it, and a client still aiming at the old server (a killed display's leftovers, a stale name) then meets
+    /// a newborn one; if it came and left before the keeper connected, `-terminate` ended the new server ("cannot
+    /// open display :1" in a test's set-up). A number another server holds fails at once: another is tried.
     private static func startServer(
         size: Size, depth: Int, shm: Bool, number: Int?, numbers: Range<Int>, launcher: [String]
     ) throws -> VirtualDisplay {
