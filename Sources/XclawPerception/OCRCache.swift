@@ -16,7 +16,7 @@ public final class OCRCache: @unchecked Sendable {
     /// The most entries kept.
     public let capacity: Int
     /// Bumped whenever recognition changes so results of an older pipeline are not reused.
-    static let formatTag = Array("xclaw-ocr-cache 6\n".utf8)
+    static let formatTag = Array("xclaw-ocr-cache 7\n".utf8)
 
     /// The capacity caches get unless told otherwise: `XCLAW_OCR_CACHE_BLOCKS` (100 to 1,000,000), else 6,000
     /// blocks, which is a few MB of text: the bound on what a long-lived process (the daemon) keeps per display.

@@ -119,6 +119,32 @@ struct PixelEvidence {
         return Rect(x: x0, y: y0, width: x1 - x0 + 1, height: y1 - y0 + 1)
     }
 
+    /// The icons side by side in `box` (a word OCR made of a row of them, "RB" for FeatherPad's New and Open): its
+    /// runs of inked columns split at 3 or more blank ones, each the box of its ink; nil when its surroundings have no
+    /// colour of their own.
+    func icons(in box: Rect) -> [Rect]? {
+        guard let background = ringColour(box) else { return nil }
+        var out: [Rect] = []
+        var run: Rect?
+        var blank = 0
+        for x in box.x..<(box.x + box.width) {
+            let inked = (box.y..<(box.y + box.height)).filter { isInk(x, $0, on: background) }
+            if let top = inked.first, let bottom = inked.last {
+                let ink = Rect(x: x, y: top, width: 1, height: bottom - top + 1)
+                run = run.map { $0.union(ink) } ?? ink
+                blank = 0
+            } else {
+                blank += 1
+                if blank >= 3, let done = run {
+                    out.append(done)
+                    run = nil
+                }
+            }
+        }
+        if let done = run { out.append(done) }
+        return out.filter { $0.width >= 3 && $0.height >= 3 }
+    }
+
     /// The most common colour on a ring 3 px outside the box: the label's own background.
     private func ringColour(_ b: Rect) -> RGB? {
         var counts: [RGB: Int] = [:]
@@ -207,6 +233,9 @@ struct PixelEvidence {
         let x1 = side(across, cy, (-1, 0)).0
         let height = bottom - top + 1, width = x1 - x0 + 1
         guard (16...48).contains(height), width >= 40, sideTop >= top, sideBottom <= bottom else { return nil }
+        // As for square corners: a side that runs on past the left side is a strip's edge, not this box's.
+        let runsOn = { (y: Int) in isInk(x0 - 3, y) && isInk(x0 - 6, y) }
+        guard !runsOn(top), !runsOn(bottom) else { return nil }
         // The other sides are there too, but for their corners.
         let corner = min(8, height / 3)
         let span = (x0 + corner)...(x1 - corner)
@@ -236,6 +265,11 @@ struct PixelEvidence {
         let bottomInk = (x0...x1).filter { isInk($0, bottom) }.count
         let rightInk = (top...bottom).filter { isInk(x1, $0) }.count
         guard bottomInk * 10 >= width * 9, rightInk * 10 >= height * 9 else { return nil }
+        // Its left corners are corners: a top or bottom side that runs on past the left side is the edge of a strip
+        // (FeatherPad's tab bar beside the tab "Untitled", its toolbar beside an icon), and the "field" would be the
+        // empty rest of that strip.
+        let runsOn = { (y: Int) in isInk(x0 - 3, y) && isInk(x0 - 6, y) }
+        guard !runsOn(top), !runsOn(bottom) else { return nil }
         // The inside's colour is what most of its middle row has: a focused entry's caret, drawn right inside its
         // border (where the third column from a focus ring is), is a mark on it, not its colour.
         guard let (fill, _) = dominant(row: cy, (x0 + 1)...(x1 - 1)),

@@ -171,6 +171,8 @@ public final class TextRecognizer: @unchecked Sendable {
         }
         // Words in X's bitmap fonts are read exactly from the fonts' own glyphs (tesseract confuses their capitals).
         fresh = zip(pending, fresh).map { BitmapText.reread($1, gray: gray, stride: width, rect: $0.rect) }
+        // A lone check mark in an anti-aliased font is read "v" or "¥": the fonts say which it is.
+        fresh = zip(pending, fresh).map { CheckMarks.restore($1, gray: gray, stride: width, rect: $0.rect) }
         // Languages with accents: the marks are checked against the pixels (tesseract drops and swaps them).
         if languages.hasAccents {
             fresh = zip(pending, fresh).map {

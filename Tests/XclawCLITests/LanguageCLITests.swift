@@ -13,7 +13,7 @@ final class LanguageCLITests: XCTestCase {
         xterm.executableURL = URL(fileURLWithPath: "/usr/bin/xterm")
         xterm.arguments = [
             "-geometry", "90x10+40+40", "-fa", "DejaVu Sans Mono", "-fs", "13", "-title", "accents", "-e", "sh", "-c",
-            "printf '%s\\n' '\(text)' 'Zoë Müller'; sleep 60",
+            "printf '%s\\n' '\(text)' 'Zoë Müller' 'ÜNÏCÖDÉ € wörld ✓' 'Keys: v or V or y'; sleep 60",
         ]
         xterm.environment = ProcessInfo.processInfo.environment.merging(
             ["DISPLAY": display.name, "LC_ALL": "C.UTF-8"]) { $1 }
@@ -32,20 +32,26 @@ final class LanguageCLITests: XCTestCase {
         let first = String(decoding: latin.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
         XCTAssertTrue(first.contains("Héllo from xclaw"), first)
         XCTAssertTrue(first.contains("ünïcödé"), first)
-        // With nothing set, the locale's language and English (LANG=de_DE.UTF-8: deu+eng) read the marks exactly
-        // (English alone reads "Muller"; "Zoë" needs a language that writes "ë": deu+eng reads "Zo&").
+        // With nothing set, the locale's language and English (LANG=de_DE.UTF-8: deu+eng) read the marks exactly.
+        // Tesseract alone read "Zo&" (the "ë" a symbol: the accented letters the ink's two dots allow beat it),
+        // "ÜNÏCÖDE" then "ÜNÏCÖDË" (a 3-pixel acute matched "Ë" better in the fonts: the stroke's lean rules the
+        // dots out) and "✓" as "v" (a lone glyph read as a letter a check mark resembles is compared with both).
         let local = try runCLI(
             ["ocr", "--window", "accents"] + d,
             environment: env.merging(["LANG": "de_DE.UTF-8", "LC_ALL": "", "LC_MESSAGES": ""]) { $1 })
         XCTAssertEqual(local.status, 0, local.stderr)
         let localText = String(decoding: local.stdout, as: UTF8.self)
         XCTAssertTrue(localText.contains("ünïcödé"), localText)
-        XCTAssertTrue(localText.contains("Müller"), localText)
+        XCTAssertTrue(localText.contains("Zoë Müller"), localText)
+        XCTAssertTrue(localText.contains("ÜNÏCÖDÉ € wörld ✓"), localText)
         // The default comes from XCLAW_OCR_LANG, then the config file's ocr_lang; English alone loses the marks.
         let configured = try runCLI(
             ["ocr", "--window", "accents"] + d, environment: env.merging(["XCLAW_OCR_LANG": "eng+deu+fra"]) { $1 })
         let configuredText = String(decoding: configured.stdout, as: UTF8.self)
         XCTAssertTrue(configuredText.contains("ünïcödé"), configuredText)
+        // Real letters stay letters: a lone "v", "V" or "y" is not a check mark.
+        XCTAssertTrue(configuredText.contains("Keys: v or V or y"), configuredText)
+        XCTAssertTrue(configuredText.contains("ÜNÏCÖDÉ € wörld ✓"), configuredText)
         let config = state.appendingPathComponent("config-home")
         try FileManager.default.createDirectory(
             at: config.appendingPathComponent("xclaw"), withIntermediateDirectories: true)

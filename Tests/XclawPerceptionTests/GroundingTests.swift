@@ -46,7 +46,8 @@ final class GroundingTests: XCTestCase {
 
     func testXcalcWholeKeypad() throws { check(try run(.xcalc)) }
 
-    /// FeatherPad (Qt 5) without an accessibility bus, through the `xclaw` binary. "Save changes?": OCR reads
+    /// FeatherPad (Qt 5) without an accessibility bus, through the `xclaw` binary: its toolbar's icons are buttons
+    /// tapped by ref (below). "Save changes?": OCR reads
     /// "Discard changes" as "changes" (its icon and "Discard" unread), and `tap changes` pressed Discard, which closed
     /// the app with its text; it is refused now, naming the button's ref. The icon beside "Cancel" and "Save" read as
     /// letters no longer makes "Cancel" a "part of the control's label". In the Open dialog, "File name" is the
@@ -102,9 +103,28 @@ final class GroundingTests: XCTestCase {
         XCTAssertEqual(cancel.status, 0, cancel.stderr)
         XCTAssertTrue(try poll(within: .seconds(5)) { try !manager.list().contains { $0.id == ask.id } })
         XCTAssertTrue(try manager.list().contains { $0.id == main.id }, "Cancel kept the text")
-        // The Open dialog, from the main window (with no window manager, focus went nowhere with the dialog).
+        // The toolbar: its 11 icons (New, Open, Save, Undo, Redo, Reload, Find, Replace, more, Side Pane, Bookmark)
+        // are unlabelled buttons, one per icon, in order. OCR read New and Open as "RB" and the last two as "ON", and
+        // made "fields" of the empty bar right of "ON" and of the tab bar right of the tab "Untitled". With no names
+        // to tap by, a toolbar button is tapped by its ref: the second opens the Open dialog.
         XCTAssertEqual(try xclaw(["activate", "Untitled"]).status, 0)
-        XCTAssertEqual(try xclaw(["key", "ctrl+o"]).status, 0)
+        let shot = try xclaw(["snapshot", "--window", "Untitled", "--json"])
+        XCTAssertEqual(shot.status, 0, shot.stderr)
+        let snapshot = try JSONDecoder.xclaw.decode(Snapshot.self, from: shot.stdout)
+        let inMain = snapshot.elements.filter { $0.windowID == main.id }
+        let menus = try XCTUnwrap(inMain.first { $0.label.hasPrefix("File Edit") }, "the menu bar: \(shot.text)")
+        let tabs = try XCTUnwrap(inMain.first { $0.label.contains("Untitled") && $0.role == .text }, shot.text)
+        let toolbar = inMain.filter {
+            $0.box.y > menus.box.y + menus.box.height && $0.box.y + $0.box.height < tabs.box.y
+        }
+        XCTAssertEqual(toolbar.count, 11, "the toolbar's icons: \(shot.text)")
+        XCTAssertTrue(toolbar.allSatisfy { $0.role == .button && $0.label.isEmpty }, shot.text)
+        XCTAssertEqual(toolbar.map(\.box.x), toolbar.map(\.box.x).sorted(), "in order: \(shot.text)")
+        for (a, b) in zip(toolbar, toolbar.dropFirst()) {
+            XCTAssertLessThanOrEqual(a.box.x + a.box.width, b.box.x, "one element an icon: \(shot.text)")
+        }
+        XCTAssertEqual(inMain.filter { $0.role == .field }.map(\.label), ["Search..."], shot.text)
+        XCTAssertEqual(try xclaw(["tap", toolbar[1].ref]).status, 0)
         let open = try XCTUnwrap(window { $0.hasPrefix("Open file") }, "the Open dialog")
         try eventually("the Open dialog is read", within: .seconds(10), every: .milliseconds(100)) {
             try xclaw(["find", "Cancel", "--window", "Open file"]).status == 0
