@@ -6,16 +6,18 @@ import XclawPerception
 import XclawScreen
 import XclawTesting
 
-/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in four variants, xmessage's button
+/// `xclaw bench grounding`: every labelled control of real apps (xcalc, a Tk app in five variants, xmessage's button
 /// rows, Motif's keys and question dialog, a GTK app with and without its accessibility tree) tapped
-/// once by its label, judged by the app; and what per-control reading costs a snapshot, cold and warm.
+/// once by its label, judged by the app; FeatherPad's and gtk3-widget-factory's menus, judged by their trees
+/// (`DesktopGrounding`); and what per-control reading costs a snapshot, cold and warm.
 struct BenchGrounding: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "grounding",
         abstract: "Tap every labelled control of real apps once by label: first-try correct, wrong clicks, misses.")
     @Option(help: "Snapshots timed per app and mode (medians are reported).") var iterations = 5
     @Flag(help: "Print one JSON object.") var json = false
-    @Option(help: "Only the apps whose name contains this (xcalc, tk, xmessage, motif, gtk).") var app: String?
+    @Option(help: "Only the apps whose name contains this (xcalc, tk, xmessage, motif, gtk, featherpad, factory).")
+    var app: String?
 
     /// One app's figures.
     struct Row: Codable {
@@ -63,14 +65,18 @@ struct BenchGrounding: ParsableCommand {
             if let app, !GroundingApp.name(of: kind).contains(app) { continue }
             rows.append(try measure(kind, size: size))
         }
+        // FeatherPad and the widget factory: their menus, judged by their accessibility trees.
+        for desktop in DesktopGrounding.apps where app.map({ desktop.name.contains($0) }) ?? true {
+            rows += try DesktopGrounding.measure(desktop, iterations: iterations)
+        }
         try emit(rows, json: json) {
             var lines = [
-                "app                 controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"
+                "app                     controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"
                     + "   process ms (without)"
             ]
             for r in rows {
                 lines.append(
-                    r.app.padding(toLength: 20, withPad: " ", startingAt: 0)
+                    r.app.padding(toLength: 24, withPad: " ", startingAt: 0)
                         + String(
                             format: "%8d %8d %6d %7d %9.1f %%  %7.0f (%5.0f)     %7.1f (%5.1f)", r.controls,
                             r.correct, r.wrong, r.missed, r.percent, r.coldMs, r.coldWithoutControlsMs, r.warmMs,

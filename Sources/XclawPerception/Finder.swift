@@ -116,11 +116,20 @@ public enum Finder {
                 // as one line: "Help" in "File Edit View Help" is a label of its own, unlike "Help" in "Help me").
                 let apart = { (a: TextWord, b: TextWord) in ControlBoxes.apart(a, b, in: words) }
                 // Words with no letter or digit beside the span (an icon read as "©", a border as "|") are no part
-                // of the label the user could have named.
-                let rest = words[..<start] + words[(start + length)...]
+                // of the label the user could have named; nor, before it, a letter or two read from the icon a menu
+                // item starts with, unsure or further from the next word than a space ("B" at 35 % for Qt's Open
+                // icon in FeatherPad's File menu, "X" at 75 % 7 px before "Delete").
                 let tallest = span.map(\.box.height).max() ?? 0
+                let beside = { (word: TextWord) in Self.isGlyph(word) || Self.isIcon(word, tallest) }
+                let iconBefore = { (index: Int) in
+                    let word = words[index], next = words[index + 1]
+                    let gap = next.box.x - (word.box.x + word.box.width)
+                    return word.text.count <= 2 && word.confidence < 90 && (word.confidence < 70 || gap * 2 >= tallest)
+                }
                 let onlyGlyphsBeside =
-                    !span.allSatisfy(Self.isGlyph) && rest.allSatisfy { Self.isGlyph($0) || Self.isIcon($0, tallest) }
+                    !span.allSatisfy(Self.isGlyph)
+                    && (0..<start).allSatisfy { beside(words[$0]) || iconBefore($0) }
+                    && words[(start + length)...].allSatisfy(beside)
                 let whole =
                     length == words.count || onlyGlyphsBeside
                     || (element.source != .atspi && (start == 0 || apart(words[start - 1], words[start]))
@@ -513,6 +522,15 @@ public struct Selection: Sendable {
     static func preferred(_ matches: [Match]) -> [Match] {
         let accessible = matches.filter { $0.source == .atspi }
         guard !accessible.isEmpty else {
+            // A menu row whose shortcut is a key of the same name ("Delete … Delete" in GTK's Edit menu) is one item
+            // read as two: the label is the leftmost, and both are on the row that one click presses.
+            let matches = matches.filter { item in
+                !(item.role == .menuitem
+                    && matches.contains {
+                        $0.role == .menuitem && $0.window == item.window && abs($0.point.y - item.point.y) <= 3
+                            && $0.point.x < item.point.x
+                    })
+            }
             // By OCR, only where each text shares its window with a control: a text in another window may be the
             // thing meant (a flat button or a row read as text), and a tie is refused.
             let controls = matches.filter(\.role.isInteractive)

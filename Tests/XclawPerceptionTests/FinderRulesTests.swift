@@ -103,6 +103,38 @@ final class FinderRulesTests: XCTestCase {
         }
     }
 
+    func testAMenuItemsIconReadAsALetterLeavesItsLabelWhole() throws {
+        // FeatherPad's File and Edit menus without a bus: the icons before "Open" and "Delete" read "B" (35 %) and
+        // "X" (75 %, 7 px before the word, twice a space), and "Open" was refused as "only part of the control's
+        // label" beside the menu's unread icon rows.
+        let unread = element("e9", .menuitem, "", x: 10, y: 200, width: 16)
+        let open = element("e1", .menuitem, "B Open", x: 10, y: 10, width: 200, confidence: 35, gap: 7)
+        var delete = element("e2", .menuitem, "X Delete", x: 10, y: 40, width: 200, gap: 7)
+        delete.words?[0].confidence = 75
+        var withOpen = open
+        withOpen.words?[1].confidence = 95
+        let s = snapshot([withOpen, delete, unread])
+        XCTAssertEqual(try Selection().resolve("Open", in: s).ref, "e1")
+        XCTAssertEqual(try Selection().resolve("Delete", in: s).ref, "e2")
+        // A sure short word a space before the next is a word of the label: "Back" in "Go Back" is still part.
+        let part = element("e1", .menuitem, "Go Back", x: 10, width: 200, confidence: 80)
+        guard case .uncertain? = refusal("Back", snapshot([part, unread])) else {
+            return XCTFail("part of a label was clicked")
+        }
+    }
+
+    func testAMenuRowNamingItsShortcutKeyIsOneItem() throws {
+        // GTK's Edit menu by OCR: "Delete" and, in its shortcut column, the key "Delete". One row, one item: the
+        // label is the left one. Two rows of the same name are still a tie.
+        let label = element("e1", .menuitem, "Delete", x: 40, y: 100)
+        let key = element("e2", .menuitem, "Delete", x: 200, y: 100)
+        XCTAssertEqual(try Selection().resolve("Delete", in: snapshot([key, label])).ref, "e1")
+        let other = element("e3", .menuitem, "Delete", x: 40, y: 140)
+        guard case .ambiguous? = refusal("Delete", snapshot([label, key, other])) else {
+            return XCTFail("two rows named alike were not refused")
+        }
+    }
+
     func testALabelReadInPartIsTappedOnlyByItsRef() throws {
         // Qt's "Discard changes" with "Discard" and its icon unread: the snapshot keeps the unread ink's place.
         var discard = element("e2", .button, "\u{FFFD} changes", x: 10, y: 100, width: 130)
