@@ -279,7 +279,7 @@ let package = Package(
             name: "xclaw-bench",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
-                "XclawRuntime", "XclawSkills", "XclawCommandLine", "XclawTesting", "XclawClient",
+                "XclawRuntime", "XclawSkills", "XclawCommandLine", "XclawTesting", "XclawPolling", "XclawClient",
                 // The loopback model of `bench replay`'s recorded run.
                 "XclawMockAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

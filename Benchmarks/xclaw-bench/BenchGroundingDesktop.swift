@@ -104,6 +104,7 @@ struct DesktopGrounding {
         }
         // The states: the menu bar, then each menu open. In each, the tree's items are the targets and the judges.
         var tallies = [SnapshotSource.ocr: GroundingTally(app: app.name), .auto: GroundingTally(app: app.name)]
+        var skipped: [String] = []
         for menu in [nil] + bar {
             var opened: WindowInfo?
             if let menu {
@@ -131,12 +132,25 @@ struct DesktopGrounding {
                     let items = shown.filter { $0.role == .menuitem && $0.windowID == window }
                     return items.isEmpty ? nil : (items, shown)
                 } ?? ([], [])
+            if truth.isEmpty {
+                for source in [SnapshotSource.ocr, .auto] {
+                    tallies[source]?.add(
+                        GroundingTarget(label: menu?.label ?? "the menu bar", expected: "items", role: nil),
+                        .missed("no items in the tree"))
+                }
+            }
+            // One snapshot per state and source: nothing changes between the targets, which are not clicked.
+            let snapshots = try [SnapshotSource.ocr, .auto].map {
+                ($0, try snapshotter.snapshot(area: nil, refs: nil, source: $0))
+            }
             for target in truth {
                 // A label that two elements on screen share ("Help" in the bar and in its menu) cannot be named by
-                // label alone, and refusing it is right: not a target.
-                guard shown.filter({ $0.label == target.label }).count == 1 else { continue }
-                for source in [SnapshotSource.ocr, .auto] {
-                    let snapshot = try snapshotter.snapshot(area: nil, refs: nil, source: source)
+                // label alone, and refusing it is right: not a target, but counted as left out.
+                guard shown.filter({ $0.label == target.label }).count == 1 else {
+                    skipped.append(target.label)
+                    continue
+                }
+                for (source, snapshot) in snapshots {
                     let goal = GroundingTarget(label: target.label, expected: target.label, role: nil)
                     let outcome: GroundingOutcome
                     do {
@@ -157,8 +171,12 @@ struct DesktopGrounding {
             if opened != nil {
                 // Closed with Escape (twice: the menu, then the bar's keyboard traversal), and waited out.
                 if let escape = try? KeyCombo.parse("Escape") { try? keyboard.press([escape, escape]) }
-                _ = poll(within: .seconds(5), every: .milliseconds(50)) { () -> Bool? in
+                let closed = poll(within: .seconds(5), every: .milliseconds(50)) { () -> Bool? in
                     (try? windows.list().contains { $0.popup && $0.pid == pid }) == false ? true : nil
+                }
+                // The next state would be judged against this menu's tree.
+                guard closed == true else {
+                    throw BenchFailure("\(app.name): the \(menu?.label ?? "") menu stayed open")
                 }
             }
         }
@@ -174,7 +192,9 @@ struct DesktopGrounding {
                 warmMs: median(timing["warm " + key] ?? [0]),
                 warmWithoutControlsMs: median(timing["warm " + key + "-"] ?? [0]), processMs: nil,
                 processWithoutControlsMs: nil,
-                notes: tally.notes.map { String($0.split(separator: "\n").first ?? "").prefix(90).description })
+                notes: tally.notes.map { String($0.split(separator: "\n").first ?? "").prefix(90).description }
+                    + (skipped.isEmpty
+                        ? [] : ["not targets, their labels shown twice: " + skipped.joined(separator: ", ")]))
         }
     }
 }

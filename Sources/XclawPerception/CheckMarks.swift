@@ -2,11 +2,11 @@ import XclawScreen
 
 /// Restores check marks tesseract reads as letters: a "✓" standing alone after a word reads "v" or "¥" in anti-aliased
 /// fonts (and `watch --text "✓"` then never fires). A lone glyph read as one of those is compared with the fonts'
-/// "v", "V", "✓" and "✔" and the symbol it was read as; a clear winner replaces it. Only words of one glyph: a check
+/// "v", "V", "✓" and "✔" and the symbol it was read as; a clear check mark replaces it. Only words of one glyph: a check
 /// mark is a word of its own.
 enum CheckMarks {
-    /// What tesseract reads a check mark as, and the marks it may be.
-    static let readings: Set<Character> = ["v", "V", "¥", "y", "Y", "√"]
+    /// What tesseract reads a lone check mark as (a real "√" is left alone: the fonts may lack it to compete).
+    static let readings: Set<Character> = ["v", "V", "¥", "y", "Y"]
     /// The glyphs a lone check-mark-like glyph is compared with.
     static let candidates: [Character] = ["v", "V", "✓", "✔"]
 
@@ -25,8 +25,8 @@ enum CheckMarks {
         let fill = GrayInk.background(gray, stride: stride, rect: box)
         let mask = GlyphShapes.Mask(gray: gray, stride: stride, rect: box, fill: fill)
         // One glyph: its blobs make one column.
-        guard let ink = GlyphShapes.columnBoxes(mask.blobs).first, GlyphShapes.columnBoxes(mask.blobs).count == 1
-        else { return word }
+        let columns = GlyphShapes.columnBoxes(mask.blobs)
+        guard columns.count == 1, let ink = columns.first else { return word }
         let glyph = ink.offset(dx: box.x, dy: box.y)
         let coverage = TextRecognizer.coverage(gray: gray, stride: stride, rect: glyph, fill: fill)
         let family = candidates.contains(read) ? candidates : [read] + candidates

@@ -29,7 +29,9 @@ enum Diacritics {
     static let strays: Set<Character> = ["&", "@", "%", "$", "#", "§", "¢", "£", "¥", "*", "€"]
 
     /// Every accented letter of the families: what a stray symbol may stand for.
-    static let accented: [Character] = families.keys.filter { mark(of: $0) != .none }.sorted()
+    static let accented: [Character] = families.keys.filter {
+        String($0).decomposedStringWithCanonicalMapping.unicodeScalars.count > 1
+    }.sorted()
 
     /// The kind of mark a letter carries above its body, as far as the ink can tell them apart.
     enum Mark: Equatable {
@@ -71,8 +73,11 @@ enum Diacritics {
             let sideBySide = a.y < b.y + b.height && b.y < a.y + a.height
             return sideBySide ? [.twoDots] : nil
         case 1:
-            // The stroke's rows with a pixel of margin, never into the body.
+            // A wide, flat mark is a tilde, or two dots run together at a small size: a lean says nothing of it (a
+            // tilde's crest sits right of its trough), so the fonts judge.
             let stroke = above[0].box
+            guard stroke.width <= stroke.height + 1 else { return nil }
+            // The stroke's rows with a pixel of margin, never into the body.
             let x0 = max(0, stroke.x - 1), x1 = min(mask.width, stroke.x + stroke.width + 1)
             let y0 = max(0, stroke.y - 1), y1 = min(body.box.y, stroke.y + stroke.height + 1)
             let centre = { (rows: Range<Int>) -> Double? in
@@ -124,12 +129,14 @@ enum Diacritics {
         var out = letters
         let lettersBeside = letters.filter(\.isLetter).count
         for (index, column) in columns.enumerated() {
+            let isStray = strays.contains(letters[index]) && index > 0 && lettersBeside >= 2
+            guard families[letters[index]] != nil || isStray else { continue }
             let allowed = marks(in: column, of: mask, gray: gray, stride: stride, box: box, fill: fill)
             var family: [Character]
             if let members = families[letters[index]] {
                 // The current reading stays a candidate whatever the ink shows: a mark fused to its body hides it.
                 family = members.filter { $0 == letters[index] || allowed?.contains(mark(of: $0)) ?? true }
-            } else if strays.contains(letters[index]), index > 0, lettersBeside >= 2, let allowed {
+            } else if isStray, let allowed {
                 family = [letters[index]] + accented.filter { allowed.contains(mark(of: $0)) }
             } else {
                 continue

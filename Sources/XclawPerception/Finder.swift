@@ -124,7 +124,8 @@ public enum Finder {
                 let iconBefore = { (index: Int) in
                     let word = words[index], next = words[index + 1]
                     let gap = next.box.x - (word.box.x + word.box.width)
-                    return word.text.count <= 2 && word.confidence < 90 && (word.confidence < 70 || gap * 2 >= tallest)
+                    return element.role == .menuitem && element.source == .ocr && word.text.count <= 2
+                        && word.confidence < 90 && (word.confidence < 70 || gap * 2 >= tallest)
                 }
                 let onlyGlyphsBeside =
                     !span.allSatisfy(Self.isGlyph)
@@ -423,7 +424,7 @@ public struct Selection: Sendable {
     /// The match `nth`/`near` pick, or the single best one.
     private func choose(_ label: String, matches: [Match], top: Match, in snapshot: Snapshot) throws -> Match {
         var best = matches.filter { abs($0.score - top.score) < 0.001 && $0.whole == top.whole }
-        if nth == nil && near == nil { best = Self.preferred(best) }
+        if nth == nil && near == nil { best = Self.preferred(Self.withoutShortcutKeys(best, in: snapshot)) }
         if let nth {
             // In reading order among the best-scoring ones: "the second Save".
             guard nth >= 1, nth <= best.count else {
@@ -516,21 +517,33 @@ public struct Selection: Sendable {
         return reasons.joined(separator: ", and ") + ", and a control next to it could not be read"
     }
 
+    /// `matches` without the shortcut column's twin of a menu item: a row of an OCR-read menu whose shortcut is a key
+    /// of the item's name ("Delete … Delete" in GTK's Edit menu) is one item read as two, and its label is the left
+    /// one. Only when the right one ends its row (nothing of its window right of it on the row, nothing between the
+    /// two): two columns of a picker that share a label stay a tie.
+    static func withoutShortcutKeys(_ matches: [Match], in snapshot: Snapshot) -> [Match] {
+        let sameRow = { (a: Rect, b: Rect) in abs(a.center.y - b.center.y) <= 3 }
+        return matches.filter { key in
+            guard key.role == .menuitem, key.source == .ocr else { return true }
+            return !matches.contains { label in
+                guard label.role == .menuitem, label.source == .ocr, label.window == key.window,
+                    sameRow(label.box, key.box), label.box.x + label.box.width <= key.box.x
+                else { return false }
+                let others = snapshot.elements.filter {
+                    $0.window == key.window && $0.role != .window && sameRow($0.box, key.box)
+                        && $0.box.x >= label.box.x + label.box.width && $0.box != key.box
+                }
+                return others.isEmpty
+            }
+        }
+    }
+
     /// Among equally good matches, the accessibility tree's exact facts win over OCR's guesses, and a control wins
     /// over text that merely repeats its name (a dialog's "Save" label above its Save button, xcalc's display "9"
     /// beside its 9 key): text is not pressed, so a user naming a label beside its control means the control.
     static func preferred(_ matches: [Match]) -> [Match] {
         let accessible = matches.filter { $0.source == .atspi }
         guard !accessible.isEmpty else {
-            // A menu row whose shortcut is a key of the same name ("Delete … Delete" in GTK's Edit menu) is one item
-            // read as two: the label is the leftmost, and both are on the row that one click presses.
-            let matches = matches.filter { item in
-                !(item.role == .menuitem
-                    && matches.contains {
-                        $0.role == .menuitem && $0.window == item.window && abs($0.point.y - item.point.y) <= 3
-                            && $0.point.x < item.point.x
-                    })
-            }
             // By OCR, only where each text shares its window with a control: a text in another window may be the
             // thing meant (a flat button or a row read as text), and a tie is refused.
             let controls = matches.filter(\.role.isInteractive)

@@ -160,28 +160,31 @@ public enum SnapshotStages {
                     className: nil, confidence: line?.confidence ?? 0, words: line?.words ?? [],
                     source: .ocr))
         }
-        // The height of a window's text: the median of its confident words (an icon is judged against it).
-        let textHeight = { (window: WindowInfo?) -> Int? in
-            let heights = lines.flatMap(\.words).filter {
-                $0.confidence >= 80 && $0.text.count >= 2 && (window?.frame.contains($0.box.center) ?? true)
-            }.map(\.box.height).sorted()
-            return heights.isEmpty ? nil : heights[heights.count / 2]
+        // The height of each window's text, once: the median of its confident words (an icon is judged against it).
+        var heightsByWindow: [UInt: [Int]] = [:]
+        for word in lines.flatMap(\.words) where word.confidence >= 80 && word.text.count >= 2 {
+            if let window = owned(word.box) { heightsByWindow[window.id, default: []].append(word.box.height) }
         }
+        let textHeights = heightsByWindow.mapValues { $0.sorted()[$0.count / 2] }
+        // The icons found from letters: the seeds of the toolbar rows completed below.
+        var iconSeeds: [Rect] = []
         for read in remaining.flatMap(pixels.splitAtSquares) {
-            let lineOwner = owned(read.box)
             // A row of icons OCR made letters of ("RB" for FeatherPad's New and Open, without a bus): unsure, short,
             // and much taller than the window's text. They are controls with no label, one per icon, tapped by ref;
-            // their "letters" are not text anyone could name.
-            if let height = textHeight(lineOwner), read.words.allSatisfy({ Finder.isIcon($0, height) }),
+            // their "letters" are not text anyone could name. Two icons at least: one tall unsure glyph may be a
+            // big "+" or a digit, and glyphs without letters stay text.
+            if read.words.allSatisfy({ !Finder.isGlyph($0) }), let lineOwner = owned(read.box),
+                let height = textHeights[lineOwner.id], read.words.allSatisfy({ Finder.isIcon($0, height) }),
                 let icons = pixels.icons(
                     in: Rect(
                         x: read.box.x - 2, y: read.box.y - 2, width: read.box.width + 4, height: read.box.height + 4)),
-                !icons.isEmpty
+                icons.count >= 2
             {
+                iconSeeds += icons
                 recognized += icons.map {
                     Element(
-                        ref: "", role: .button, label: "", box: $0, window: lineOwner.map { refs.windowRef($0.id) },
-                        windowID: lineOwner?.id, changed: false, active: nil, className: nil, confidence: 0, words: [],
+                        ref: "", role: .button, label: "", box: $0, window: refs.windowRef(lineOwner.id),
+                        windowID: lineOwner.id, changed: false, active: nil, className: nil, confidence: 0, words: [],
                         source: .ocr)
                 }
                 continue
@@ -206,9 +209,9 @@ public enum SnapshotStages {
                     changed: false, active: nil, className: nil, confidence: line.confidence,
                     words: line.words, source: .ocr))
         }
-        recognized = Self.toolbarIcons(recognized, boxes: boxes.map(\.box), pixels: pixels, refs: refs) {
-            owned($0).map { ($0, textHeight($0)) }
-        }
+        recognized = Self.toolbarIcons(
+            recognized, seeds: iconSeeds, boxes: boxes.map(\.box), pixels: pixels, refs: refs
+        ) { owned($0).map { ($0, textHeights[$0.id]) } }
         // Empty fields have no text of their own: name them by the label on their left, as a form reads.
         recognized = recognized.flatMap { label -> [Element] in
             guard label.role == .text, (label.words?.count ?? 0) <= 4,
@@ -226,30 +229,28 @@ public enum SnapshotStages {
         return elements + readingOrder(Self.placeInGrids(recognized, from: boxes.count))
     }
 
-    /// A toolbar whose icons OCR partly made letters of, completed: along the row of two or more unlabelled icon
-    /// buttons found from those letters, a short word much taller than the window's text and not sure of itself is an
-    /// icon too (FeatherPad's Undo, read "9S" at 73 %), and each run of ink about the icons' size that no element
-    /// covers is one more (its Find and Replace, which OCR read as nothing). `owner` gives a box's window and the
-    /// height of that window's text.
+    /// A toolbar whose icons OCR partly made letters of, completed: along the row of two or more icons found from
+    /// those letters (`seeds`), a short word much taller than the window's text and not sure of itself is an icon too
+    /// (FeatherPad's Undo, read "9S" at 73 %), and each run of ink about the icons' size that no element covers is one
+    /// more (its Find and Replace, which OCR read as nothing). Only seeds start a row: two unread boxed buttons side
+    /// by side are no toolbar. `owner` gives a box's window and the height of that window's text.
     static func toolbarIcons(
-        _ recognized: [Element], boxes: [Rect], pixels: PixelEvidence, refs: RefStore,
+        _ recognized: [Element], seeds: [Rect], boxes: [Rect], pixels: PixelEvidence, refs: RefStore,
         owner: (Rect) -> (WindowInfo, Int?)?
     ) -> [Element] {
-        let isIcon = { (e: Element) in e.role == .button && e.label.isEmpty && (e.words ?? []).isEmpty }
         var out = recognized
         var done: [Rect] = []
-        for icon in recognized where isIcon(icon) && !done.contains(where: { $0.contains(icon.box.center) }) {
-            let row = recognized.filter {
-                isIcon($0) && abs($0.box.center.y - icon.box.center.y) <= 3 && $0.windowID == icon.windowID
-            }
-            guard row.count >= 2, let (window, height) = owner(icon.box) else { continue }
-            let top = row.map(\.box.y).min() ?? icon.box.y
-            let bottom = row.map { $0.box.y + $0.box.height }.max() ?? icon.box.y
+        for seed in seeds where !done.contains(where: { $0.contains(seed.center) }) {
+            guard let (window, height) = owner(seed) else { continue }
+            let row = seeds.filter { abs($0.center.y - seed.center.y) <= 3 && window.frame.contains($0.center) }
+            guard row.count >= 2 else { continue }
+            let top = row.map(\.y).min() ?? seed.y
+            let bottom = row.map { $0.y + $0.height }.max() ?? seed.y
             let band = Rect(x: window.frame.x, y: top - 1, width: window.frame.width, height: bottom - top + 2)
             done.append(band)
-            let sizes = row.map { max($0.box.width, $0.box.height) }.sorted()
+            let sizes = row.map { max($0.width, $0.height) }.sorted()
             let typical = sizes[sizes.count / 2]
-            let icon = { (box: Rect) in
+            let makeIcon = { (box: Rect) in
                 Element(
                     ref: "", role: .button, label: "", box: box, window: refs.windowRef(window.id),
                     windowID: window.id, changed: false, active: nil, className: nil, confidence: 0, words: [],
@@ -261,11 +262,12 @@ public enum SnapshotStages {
                     guard e.role == .text, e.windowID == window.id, band.contains(e.box.center),
                         let words = e.words,
                         words.allSatisfy({
-                            $0.confidence < 90 && $0.text.count <= 3 && $0.box.height * 2 >= height * 3
+                            !Finder.isGlyph($0) && $0.confidence < 90 && $0.text.count <= 3
+                                && $0.box.height * 2 >= height * 3
                         }),
                         let found = pixels.icons(in: e.box), !found.isEmpty
                     else { return [e] }
-                    return found.map(icon)
+                    return found.map(makeIcon)
                 }
             }
             let taken = out.map(\.box) + boxes
@@ -274,7 +276,7 @@ public enum SnapshotStages {
                 && found.height * 3 >= typical * 2
                 && !taken.contains(where: { $0.intersection(found).width * $0.intersection(found).height > 0 })
             {
-                out.append(icon(found))
+                out.append(makeIcon(found))
             }
         }
         return out

@@ -121,6 +121,12 @@ final class FinderRulesTests: XCTestCase {
         guard case .uncertain? = refusal("Back", snapshot([part, unread])) else {
             return XCTFail("part of a label was clicked")
         }
+        // Only a menu item's: on a button, a short word before the rest stays a word of its label, however far.
+        var button = element("e1", .button, "Go Back", x: 10, width: 200, gap: 7)
+        button.words?[0].confidence = 75
+        guard case .uncertain? = refusal("Back", snapshot([button, unread])) else {
+            return XCTFail("part of a button's label was clicked")
+        }
     }
 
     func testAMenuRowNamingItsShortcutKeyIsOneItem() throws {
@@ -132,6 +138,11 @@ final class FinderRulesTests: XCTestCase {
         let other = element("e3", .menuitem, "Delete", x: 40, y: 140)
         guard case .ambiguous? = refusal("Delete", snapshot([label, key, other])) else {
             return XCTFail("two rows named alike were not refused")
+        }
+        // A picker's columns that share a label are two choices: the right one does not end its row.
+        let third = element("e4", .menuitem, "Blue", x: 360, y: 100)
+        guard case .ambiguous? = refusal("Delete", snapshot([label, key, third])) else {
+            return XCTFail("two columns named alike were not refused")
         }
     }
 

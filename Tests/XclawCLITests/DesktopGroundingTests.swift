@@ -4,7 +4,8 @@ import XclawTesting
 
 /// The desktop apps of the grounding suite that report no presses of their own (FeatherPad, gtk3-widget-factory):
 /// their menus, judged by their accessibility trees, through `xclaw bench grounding`'s desktop rows. A class of its
-/// own so that the test runner runs it beside `GroundingTests`, not after it.
+/// own so that the test runner runs it beside `GroundingTests`, not after it; with the CLI's tests, since it runs the
+/// `xclaw` binary (which hands `bench` to `xclaw-bench`).
 final class DesktopGroundingTests: XCTestCase {
     /// FeatherPad's menu bar and every item of its five menus, by OCR alone (no bus) and served by its tree, judged by
     /// its tree (`xclaw bench grounding`'s desktop rows: the point a tap would click must lie in the item's box).
