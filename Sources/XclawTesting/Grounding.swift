@@ -222,6 +222,13 @@ public final class GroundingApp: @unchecked Sendable {
             guard let key = keys.first(where: { $0.frame.contains(at) }) else {
                 return .wrong("clicked \(at.x),\(at.y), outside every key")
             }
+            // The press is judged; xcalc still redraws the key and its display (each cleared, then drawn). A
+            // snapshot for the next tap taken in between saw both blank ("nothing on screen matches 9"), so the next
+            // tap waits until the window's pixels stop changing, as the app-reporting judges wait for the report.
+            if let connection = pointer {
+                let window = try? WindowManager(connection: connection).list().first { $0.title == title }
+                Self.waitUntilStill(window.map { [$0.frame] } ?? keys.map(\.frame), on: connection)
+            }
             return key.label == target.expected ? .correct : .wrong(key.label)
         case .tk, .gtk, .xmessage, .motif, .motifDialog:
             let reported =
@@ -247,6 +254,18 @@ public final class GroundingApp: @unchecked Sendable {
             guard let first = reported.first else { return .wrong("nothing was pressed") }
             let got = first.hasPrefix("pressed ") ? String(first.dropFirst(8)) : first
             return got == target.expected ? .correct : .wrong(got)
+        }
+    }
+
+    /// Waits (2 s at most) until the area over `frames` is the same in captures 30 ms apart.
+    static func waitUntilStill(_ frames: [Rect], on connection: DisplayConnection) {
+        guard let first = frames.first, let capturer = try? ScreenCapturer(connection: connection) else { return }
+        let area = frames.dropFirst().reduce(first) { $0.union($1) }
+        var last = try? capturer.capture(area)
+        _ = poll(within: .seconds(2), every: .milliseconds(30)) { () -> Bool? in
+            guard let now = try? capturer.capture(area) else { return nil }
+            defer { last = now }
+            return last.map { now.hasSameBytes(as: $0) } == true ? true : nil
         }
     }
 
