@@ -109,7 +109,7 @@ struct BenchAgents: ParsableCommand {
         report.notes.append(
             "a reply is saved at most every 100 ms while it streams, so the store costs a streamed "
                 + "reply well under 1 % of its time")
-        try emit(report, json: json) { report.table }
+        try emitBench(report, json: json) { report.table }
     }
 
     private func percentile(_ values: [Duration], _ p: Double) -> Duration {

@@ -107,7 +107,7 @@ struct BenchBatch: ParsableCommand {
                     inputTokens: Int(median(samples.map { Double($0.tokens) })),
                     medianMs: median(samples.map(\.ms)), right: samples.filter(\.right).count))
         }
-        try emit(rows, json: json) {
+        try emitBench(rows, json: json) {
             var lines = ["way                            runs  requests  input tokens  median ms  form right"]
             for r in rows {
                 lines.append(

@@ -305,7 +305,7 @@ func runBench(_ options: some BenchTarget, _ bench: (BenchSession) throws -> Ben
     let session = try BenchSession(options)
     defer { session.close() }
     let report = try bench(session)
-    try emit(report, json: options.json) { report.table }
+    try emitBench(report, json: options.json) { report.table }
 }
 
 /// Times `body` and records the size of the PNG it made.

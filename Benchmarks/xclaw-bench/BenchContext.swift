@@ -160,7 +160,7 @@ struct BenchContext: ParsableCommand {
                     contextEvents: steps.filter { $0.context != nil }.count, storeBytes: file + wal,
                     storedImages: try store.imageTotals().count, seconds: seconds))
         }
-        try emit(rows, json: json) {
+        try emitBench(rows, json: json) {
             var lines = [
                 "\(turns) turns, each a screenshot (1456x819 PNG, \((shots.map(\.count).max() ?? 0) / 1024) KB of base64) "
                     + "and 1.5 KB of text; trigger \(trigger) input tokens",

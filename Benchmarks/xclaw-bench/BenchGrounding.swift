@@ -69,7 +69,7 @@ struct BenchGrounding: ParsableCommand {
         for desktop in DesktopGrounding.apps where app.map({ desktop.name.contains($0) }) ?? true {
             rows += try DesktopGrounding.measure(desktop, iterations: iterations)
         }
-        try emit(rows, json: json) {
+        try emitBench(rows, json: json) {
             var lines = [
                 "app                     controls  correct  wrong  missed  first-try   cold ms (without)   warm ms (without)"
                     + "   process ms (without)"

@@ -114,7 +114,7 @@ struct BenchReplay: ParsableCommand {
                     dialogEnvironment: ["GDK_SCALE": "2"]))
         }
         let rows = zip(kinds, samples).map { Self.row($0, $1, recording: $0 == kinds[0]) }
-        try emit(rows, json: json) {
+        try emitBench(rows, json: json) {
             var lines = [
                 "what                                                          runs  median ms  (min–max)        requests  "
                     + "tokens in/out   without model  right"

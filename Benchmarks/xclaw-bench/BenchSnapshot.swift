@@ -505,7 +505,7 @@ func runOnScene<Report: Encodable>(
             defer { scene.close() }
             return try bench(scene)
         }
-        try emit(report, json: options.json) { table(report) }
+        try emitBench(report, json: options.json) { table(report) }
     } catch {
         if Interrupt.requested && !(error is ExitCode) { throw ExitCode(130) }
         throw error

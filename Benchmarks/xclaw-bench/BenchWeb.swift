@@ -80,7 +80,7 @@ struct BenchWeb: ParsableCommand {
                     + samples.map { String(format: "%.1f", Double($0["rss_bytes"] as? Int ?? 0) / 1_048_576) }
                     .joined(separator: " "))
         }
-        try emit(report, json: json) { report.table }
+        try emitBench(report, json: json) { report.table }
     }
 
     private static func format(_ minutes: Double) -> String {

@@ -268,6 +268,19 @@ public final class Subprocess {
         return remember(.timedOut)
     }
 
+    /// Whether the child still runs. One that has exited is reaped here and its ending kept, so a `wait()` after it
+    /// still says how it ended (`Subprocess.isRunning(pid)` reaps too, and the status was lost: `.unknown`).
+    public var isRunning: Bool {
+        if reaped != nil { return false }
+        var status: Int32 = 0
+        let rc = waitpid(pid, &status, WNOHANG)
+        if rc == pid {
+            _ = remember(Self.termination(status))
+            return false
+        }
+        return rc == 0
+    }
+
     private func remember(_ ending: Termination) -> Termination {
         reaped = ending
         return ending

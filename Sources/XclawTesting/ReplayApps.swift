@@ -185,7 +185,7 @@ public final class ReplayApps: @unchecked Sendable {
     }
 
     /// Whether the dialog is still up.
-    public var dialogIsUp: Bool { zenity.map { answer == nil && Subprocess.isRunning($0.pid) } ?? false }
+    public var dialogIsUp: Bool { zenity.map { answer == nil && $0.isRunning } ?? false }
 
     /// Runs `xclaw` (the product next to this binary) with `arguments` under `timeout` (killed at its end).
     public static func xclaw(_ arguments: [String], environment: [String: String], timeout: Double) throws -> (

@@ -6,6 +6,15 @@ import XclawTimeTesting
 
 /// The one way xclaw starts processes, with real children (/bin/sh, cat, sleep).
 final class SubprocessTests: XCTestCase {
+    func testAChildSeenEndedStillTellsHowItEnded() throws {
+        // ReplayApps asked `Subprocess.isRunning(pid)` whether zenity was up, which reaps the child, and its later
+        // wait() could only answer `.unknown`. The instance's own question keeps the ending.
+        let child = try Subprocess.spawn(["/bin/sh", "-c", "exit 3"], stdout: .null, stderr: .null)
+        XCTAssertTrue(poll(within: .seconds(5), every: .milliseconds(5)) { child.isRunning ? nil : true } ?? false)
+        XCTAssertFalse(child.isRunning, "asked twice")
+        XCTAssertEqual(child.wait(), .exited(3))
+    }
+
     func testOutputStatusAndStreamsAreKeptApart() throws {
         let result = try Subprocess.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 3"], timeout: .seconds(5))
         XCTAssertEqual(result.ending, .exited(3))

@@ -28,6 +28,8 @@ final class DesktopGroundingTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(controls, atLeast, "\(name): \(run.text)")
             XCTAssertEqual(row["correct"] as? Int, controls, "\(name) first try: \(run.text)")
             XCTAssertEqual(row["wrong"] as? Int, 0, "\(name) wrong: \(run.text)")
+            // xclaw's --json convention: snake_case keys, the benchmarks' too.
+            XCTAssertNotNil(row["cold_without_controls_ms"], run.text)
         }
     }
 }
