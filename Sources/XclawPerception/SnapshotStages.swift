@@ -212,12 +212,25 @@ public enum SnapshotStages {
         recognized = Self.toolbarIcons(
             recognized, seeds: iconSeeds, boxes: boxes.map(\.box), pixels: pixels, refs: refs
         ) { owned($0).map { ($0, textHeights[$0.id]) } }
-        // Empty fields have no text of their own: name them by the label on their left, as a form reads.
+        // Empty fields have no text of their own: name them by the label on their left, as a form reads. A field the
+        // box finder already holds as an unread control (Motif's text field, sunken in its shadow) is that control,
+        // named: listed twice, "Name" tied with itself.
+        let snapshotBoxes = recognized.prefix(boxes.count)
+        var named: [Int: String] = [:]
         recognized = recognized.flatMap { label -> [Element] in
             guard label.role == .text, (label.words?.count ?? 0) <= 4,
                 let field = pixels.emptyField(rightOf: label.box),
                 !lines.contains(where: { field.contains($0.box.center) })
             else { return [label] }
+            if let same = snapshotBoxes.indices.first(where: {
+                let other = snapshotBoxes[$0]
+                let common = other.box.intersection(field)
+                return other.label.isEmpty && common.width * common.height * 10 >= field.width * field.height * 8
+                    && common.width * common.height * 10 >= other.box.width * other.box.height * 8
+            }) {
+                named[same] = label.label
+                return [label]
+            }
             return [
                 label,
                 Element(
@@ -225,6 +238,10 @@ public enum SnapshotStages {
                     windowID: label.windowID, changed: false, active: nil, className: nil,
                     confidence: nil, words: nil, source: .ocr),
             ]
+        }
+        for (index, caption) in named {
+            // Named by its caption's words, as an empty field is: no reading of its own to doubt.
+            (recognized[index].role, recognized[index].label, recognized[index].confidence) = (.field, caption, nil)
         }
         return elements + readingOrder(Self.placeInGrids(recognized, from: boxes.count))
     }

@@ -103,7 +103,9 @@ public final class GroundingApp: @unchecked Sendable {
             targets = buttons.map { GroundingTarget(label: $0, expected: $0, role: nil) }
         case .motif:
             title = "grounding motif"
-            targets = groundingMotifLabels.map { GroundingTarget(label: $0, expected: $0, role: nil) }
+            targets =
+                groundingMotifLabels.map { GroundingTarget(label: $0, expected: $0, role: nil) }
+                + [GroundingTarget(label: "Name", expected: "entry Name", role: "field")]
         case .motifDialog:
             title = "grounding motif dialog"
             targets = groundingMotifDialogLabels.map { GroundingTarget(label: $0, expected: $0, role: nil) }

@@ -1,6 +1,6 @@
 /// A small Motif app (libXm, compiled by the test with cc) that reports every press on stdout as `pressed LABEL`: a
 /// keypad of single characters and word buttons, drawn by Motif in X's core fonts, which is what Motif apps on a
-/// plain Debian look like; or, given `dialog` after its title, a question dialog (a stock XmMessageBox in a dialog
+/// plain Debian look like, and a text field captioned "Name:" (a click on it reports `entry Name`); or, given `dialog` after its title, a question dialog (a stock XmMessageBox in a dialog
 /// shell of its own over a main window) whose buttons are words whose capitals X's bitmap fonts draw alike ("Move",
 /// "Name", "Window"). Debian has no small Motif app of its own to drive (nedit and ddd are large), so the suite
 /// builds this one from stock widgets.
@@ -9,11 +9,19 @@ public let groundingMotifSource = #"""
     #include <Xm/RowColumn.h>
     #include <Xm/PushB.h>
     #include <Xm/MessageB.h>
+    #include <Xm/Label.h>
+    #include <Xm/TextF.h>
     #include <stdio.h>
     #include <string.h>
 
     static void pressed(Widget w, XtPointer label, XtPointer call) {
         (void)w; (void)call;
+        printf("pressed %s\n", (const char *)label);
+        fflush(stdout);
+    }
+
+    static void clicked(Widget w, XtPointer label, XEvent *event, Boolean *go_on) {
+        (void)w; (void)event; (void)go_on;
         printf("pressed %s\n", (const char *)label);
         fflush(stdout);
     }
@@ -72,8 +80,16 @@ public let groundingMotifSource = #"""
             XtVaSetValues(top, XmNwidth, 400, XmNheight, 300, NULL);
             return dialog(app, top, argv[1]);
         }
-        Widget keys = XtVaCreateManagedWidget("keys", xmRowColumnWidgetClass, top, XmNpacking, XmPACK_COLUMN,
+        Widget column = XtVaCreateManagedWidget("main", xmRowColumnWidgetClass, top, XmNorientation, XmVERTICAL, NULL);
+        Widget keys = XtVaCreateManagedWidget("keys", xmRowColumnWidgetClass, column, XmNpacking, XmPACK_COLUMN,
                                               XmNnumColumns, 5, XmNorientation, XmHORIZONTAL, NULL);
+        /* A text field named by its caption, which ends in a colon: a click on it is reported. */
+        Widget row = XtVaCreateManagedWidget("row", xmRowColumnWidgetClass, column, XmNorientation, XmHORIZONTAL, NULL);
+        XmString caption = XmStringCreateLocalized("Name:");
+        XtVaCreateManagedWidget("caption", xmLabelWidgetClass, row, XmNlabelString, caption, NULL);
+        XmStringFree(caption);
+        Widget field = XtVaCreateManagedWidget("name", xmTextFieldWidgetClass, row, XmNcolumns, 20, NULL);
+        XtAddEventHandler(field, ButtonPressMask, False, clicked, (XtPointer) "entry Name");
         for (unsigned i = 0; i < sizeof labels / sizeof labels[0]; i++) {
             XmString text = XmStringCreateLocalized((char *)labels[i]);
             Widget button = XtVaCreateManagedWidget("key", xmPushButtonWidgetClass, keys, XmNlabelString, text, NULL);
