@@ -233,9 +233,7 @@ struct PixelEvidence {
         let x1 = side(across, cy, (-1, 0)).0
         let height = bottom - top + 1, width = x1 - x0 + 1
         guard (16...48).contains(height), width >= 40, sideTop >= top, sideBottom <= bottom else { return nil }
-        // As for square corners: a side that runs on past the left side is a strip's edge, not this box's.
-        let runsOn = { (y: Int) in isInk(x0 - 3, y) && isInk(x0 - 6, y) }
-        guard !runsOn(top), !runsOn(bottom) else { return nil }
+        guard !sideRunsOn(left: x0, top: top, bottom: bottom, background: background) else { return nil }
         // The other sides are there too, but for their corners.
         let corner = min(8, height / 3)
         let span = (x0 + corner)...(x1 - corner)
@@ -265,11 +263,7 @@ struct PixelEvidence {
         let bottomInk = (x0...x1).filter { isInk($0, bottom) }.count
         let rightInk = (top...bottom).filter { isInk(x1, $0) }.count
         guard bottomInk * 10 >= width * 9, rightInk * 10 >= height * 9 else { return nil }
-        // Its left corners are corners: a top or bottom side that runs on past the left side is the edge of a strip
-        // (FeatherPad's tab bar beside the tab "Untitled", its toolbar beside an icon), and the "field" would be the
-        // empty rest of that strip.
-        let runsOn = { (y: Int) in isInk(x0 - 3, y) && isInk(x0 - 6, y) }
-        guard !runsOn(top), !runsOn(bottom) else { return nil }
+        guard !sideRunsOn(left: x0, top: top, bottom: bottom, background: background) else { return nil }
         // The inside's colour is what most of its middle row has: a focused entry's caret, drawn right inside its
         // border (where the third column from a focus ring is), is a mark on it, not its colour.
         guard let (fill, _) = dominant(row: cy, (x0 + 1)...(x1 - 1)),
@@ -308,6 +302,13 @@ struct PixelEvidence {
             }
         }
         return total > 0 && marks * 100 <= total * 3
+    }
+
+    /// Whether a box's top or bottom side runs on past its left side at `left`: then its left corners are no corners,
+    /// and the box is the empty rest of a strip (FeatherPad's tab bar beside the tab "Untitled", its toolbar beside an
+    /// icon), not a field.
+    private func sideRunsOn(left: Int, top: Int, bottom: Int, background: RGB) -> Bool {
+        [top, bottom].contains { isInk(left - 3, $0, on: background) && isInk(left - 6, $0, on: background) }
     }
 
     /// Whether the pixel differs from `background` (off-screen pixels do not).

@@ -181,12 +181,7 @@ public enum SnapshotStages {
                 icons.count >= 2
             {
                 iconSeeds += icons
-                recognized += icons.map {
-                    Element(
-                        ref: "", role: .button, label: "", box: $0, window: refs.windowRef(lineOwner.id),
-                        windowID: lineOwner.id, changed: false, active: nil, className: nil, confidence: 0, words: [],
-                        source: .ocr)
-                }
+                recognized += icons.map { Self.iconButton($0, in: lineOwner, refs: refs) }
                 continue
             }
             var (role, box, line) = pixels.classify(read)
@@ -267,12 +262,7 @@ public enum SnapshotStages {
             done.append(band)
             let sizes = row.map { max($0.width, $0.height) }.sorted()
             let typical = sizes[sizes.count / 2]
-            let makeIcon = { (box: Rect) in
-                Element(
-                    ref: "", role: .button, label: "", box: box, window: refs.windowRef(window.id),
-                    windowID: window.id, changed: false, active: nil, className: nil, confidence: 0, words: [],
-                    source: .ocr)
-            }
+            let makeIcon = { (box: Rect) in Self.iconButton(box, in: window, refs: refs) }
             // Words on the row that are icons read with some confidence.
             if let height {
                 out = out.flatMap { e -> [Element] in
@@ -291,12 +281,19 @@ public enum SnapshotStages {
             for found in pixels.icons(in: band) ?? []
             where (typical * 2 / 3...typical * 3 / 2).contains(max(found.width, found.height))
                 && found.height * 3 >= typical * 2
-                && !taken.contains(where: { $0.intersection(found).width * $0.intersection(found).height > 0 })
+                && !taken.contains(where: { !$0.intersection(found).isEmpty })
             {
                 out.append(makeIcon(found))
             }
         }
         return out
+    }
+
+    /// An icon OCR cannot name, as an element: an unlabelled button of `window`, tapped by its ref.
+    static func iconButton(_ box: Rect, in window: WindowInfo, refs: RefStore) -> Element {
+        Element(
+            ref: "", role: .button, label: "", box: box, window: refs.windowRef(window.id), windowID: window.id,
+            changed: false, active: nil, className: nil, confidence: 0, words: [], source: .ocr)
     }
 
     /// Gives the controls read from boxes (the first `count` of `elements`) their cells in grids of like boxes: four
