@@ -224,9 +224,10 @@ public final class GroundingApp: @unchecked Sendable {
             guard let key = keys.first(where: { $0.frame.contains(at) }) else {
                 return .wrong("clicked \(at.x),\(at.y), outside every key")
             }
-            // The press is judged; xcalc still redraws the key and its display (each cleared, then drawn). A
-            // snapshot for the next tap taken in between saw both blank ("nothing on screen matches 9"), so the next
-            // tap waits until the window's pixels stop changing, as the app-reporting judges wait for the report.
+            // The press is judged, but xcalc may still be redrawing the key and its display (each cleared, then
+            // drawn): the likely cause of a next tap that found neither ("nothing on screen matches 9"), inferred,
+            // not shown. So the next tap waits until the window's pixels stop changing, as the app-reporting judges
+            // wait for the report. (Perception's Settler does this for the CLI; this layer cannot use it.)
             if let connection = pointer {
                 let window = try? WindowManager(connection: connection).list().first { $0.title == title }
                 Self.waitUntilStill(window.map { [$0.frame] } ?? keys.map(\.frame), on: connection)
