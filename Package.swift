@@ -49,6 +49,9 @@ let package = Package(
         // Glyph rendering, to read single-glyph labels by comparing them with the fonts toolkits draw them in.
         systemLibrary("CFreeType", pkgConfig: "freetype2", apt: ["libfreetype-dev"]),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        // libpq, for the fleet's PostgreSQL store: synchronous like the store's API, and nothing to build (see
+        // ARCHITECTURE.md, "Why libpq").
+        systemLibrary("CPostgres", pkgConfig: "libpq", apt: ["libpq-dev"]),
         // GDBus and AT-SPI2's tables, for the accessibility reader (which runs in its own process, xclaw-atspi).
         systemLibrary("CAtspi", pkgConfig: "atspi-2", apt: ["libatspi2.0-dev", "libglib2.0-dev"]),
         // POSIX pieces Swift cannot import (closefrom for posix_spawn, pipe2, the wait-status macros), for Subprocess;
@@ -126,10 +129,13 @@ let package = Package(
             path: "Sources/XclawAgent"
         ),
         // Persistence: agents, their messages, cursors, sessions, memory, usage and tasks in one SQLite file (WAL,
-        // shared by every xclaw process). It names messages only, so it links no client and no loop.
+        // shared by every xclaw process) or, for a fleet, one PostgreSQL database: the same queries on both. It names
+        // messages only, so it links no client and no loop.
         .target(
             name: "XclawStore",
-            dependencies: ["XclawBase", "XclawMessages", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "XclawBase", "XclawMessages", "CPostgres", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             path: "Sources/XclawStore"
         ),
 

@@ -10,6 +10,8 @@ packages=(
   pkg-config
   libx11-dev libxtst-dev libxext-dev libxrandr-dev libpng-dev
   libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev sqlite3 libjpeg-dev
+  # The fleet's store: libpq to build against, and a PostgreSQL server the store tests start in a temporary directory.
+  libpq-dev postgresql
   # OCR languages for `--lang` (README, "OCR languages"): the Latin-script ones.
   tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por
   # Glyph comparison for per-control reading: FreeType and the fonts toolkits draw labels in.

@@ -58,10 +58,13 @@ public enum XclawPaths {
         xdg("XDG_STATE_HOME", ".local/state", environment) + "/xclaw"
     }
 
-    /// The database: `$XCLAW_DB` (a leading `~/` expanded, as a config file or a quoted value may carry it), else
-    /// `xclaw.sqlite` in the data directory.
+    /// The database, a file path or a `postgres://` URL: `$XCLAW_DATABASE_URL`, else `$XCLAW_DB`, else the config
+    /// file's `database`, else `xclaw.sqlite` in the data directory. A leading `~/` of a path is expanded (a config
+    /// file or a quoted value may carry it).
     public static func database(_ environment: [String: String] = environment) -> String {
-        if let explicit = environment["XCLAW_DB"], !explicit.isEmpty {
+        if let url = environment["XCLAW_DATABASE_URL"], !url.isEmpty { return url }
+        for explicit in [environment["XCLAW_DB"], ConfigValues.value("database", environment: environment)] {
+            guard let explicit, !explicit.isEmpty else { continue }
             if explicit == "~" || explicit.hasPrefix("~/") { return home(environment) + explicit.dropFirst() }
             return explicit
         }

@@ -13,11 +13,15 @@ import XclawStore
 
 /// Where the agents' database is.
 struct StoreOptions: ParsableArguments {
-    @Option(help: "The SQLite database (default: $XCLAW_DB, else $XDG_DATA_HOME/xclaw/xclaw.sqlite).") var db: String?
+    @Option(
+        help: """
+            The database: an SQLite file or a postgres:// URL (default: $XCLAW_DATABASE_URL, else $XCLAW_DB, else \
+            the config file's `database`, else $XDG_DATA_HOME/xclaw/xclaw.sqlite).
+            """) var db: String?
 
     /// Opens it (creating it on first use) and marks runs a killed process left behind as interrupted.
     func open(reportRecovered: Bool = true) throws -> AgentStore {
-        let store = try AgentStore(path: db ?? AgentStore.defaultPath())
+        let store = try AgentStore.at(db ?? AgentStore.defaultPath())
         let recovered = try AgentService.recover(store: store)
         if reportRecovered {
             for (s, undone) in recovered {

@@ -289,7 +289,9 @@ struct ScheduleCommand: ParsableCommand {
             let started = Date(), clock = ContinuousClock.now
             // The task's script first, without the model, as when the daemon fires it.
             if let result = DaemonScheduling.replayFirst(
-                record, label: label, database: storeOptions.db, store: store, log: 2, logPath: "stderr",
+                record, label: label, databaseArguments: storeOptions.db.map { ["--db", $0] } ?? [], store: store,
+                log: 2,
+                logPath: "stderr",
                 { CommandRunner.run(Xclaw.self, arguments: $0) })
             {
                 try store.recordTaskRun(

@@ -12,6 +12,16 @@ enum ProcessIdentity {
         return id.isEmpty ? nil : id
     }()
 
+    /// This machine's name (`gethostname`): a session records it, so a fleet sharing one database judges only its
+    /// own host's sessions by their pids (another host's pid means nothing here; its worker's heartbeat says whether
+    /// it still runs). Containers of one node share the boot id, so the name is what tells them apart.
+    static let host: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(cString: buffer)
+        return name.isEmpty ? "localhost" : name
+    }()
+
     /// This process's identity, computed once.
     static let current: String? = of(pid: getpid())
 

@@ -214,6 +214,8 @@ public struct SessionRecord: Sendable, Hashable, Codable {
     public var model: String?
     /// What the replay did, when the run was a replay of a script; nil for an agent's run.
     public var replay: ReplaySummary? = nil
+    /// The host whose process runs it (nil for sessions recorded before hosts were).
+    public var host: String? = nil
 
     /// Creates a record value.
     public init(

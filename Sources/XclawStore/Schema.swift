@@ -122,6 +122,11 @@ enum Schema {
         migrator.registerMigration("v12") { db in
             try db.execute(sql: v12)
         }
+        // The host a session runs on: a fleet's database holds several hosts' runs, and a pid means something only
+        // on its own host (crash recovery judges only this host's sessions).
+        migrator.registerMigration("v13") { db in
+            try db.execute(sql: "ALTER TABLE sessions ADD COLUMN host TEXT")
+        }
         return migrator
     }
 

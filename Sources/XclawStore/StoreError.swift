@@ -28,6 +28,8 @@ public enum StoreError: ClassifiedError, Equatable {
     case unwritable(path: String, detail: String)
     /// Any other SQLite failure; `detail` is SQLite's message.
     case database(path: String, detail: String)
+    /// The PostgreSQL server cannot be reached, or refused the login (`url` has no password).
+    case unreachable(url: String, detail: String)
 
     /// The message the CLI prints: what failed and what the user can do about it.
     public var description: String {
@@ -65,6 +67,9 @@ public enum StoreError: ClassifiedError, Equatable {
                 + "belongs to you, that the disk is writable and not full, or set XCLAW_DB to a writable file"
         case .database(let path, let detail):
             return "the database \(path) failed: \(detail)"
+        case .unreachable(let url, let detail):
+            return "cannot reach the PostgreSQL database \(url) (\(detail)); check that the server runs and "
+                + "accepts this user, or fix `database` in the config file or XCLAW_DATABASE_URL"
         }
     }
 
@@ -74,7 +79,7 @@ public enum StoreError: ClassifiedError, Equatable {
         case .unknownAgent, .unknownMessage, .unknownSession, .unknownTask, .unknownPipeline, .notPending:
             return .notFound
         case .agentExists, .invalidAgentName, .invalidArgument: return .usage
-        case .locked, .corrupt, .unwritable, .database: return .internal
+        case .locked, .corrupt, .unwritable, .database, .unreachable: return .internal
         }
     }
 }

@@ -3,13 +3,14 @@ import XCTest
 import XclawAgent
 import XclawBase
 import XclawMessages
+import XclawTesting
 
 @testable import XclawStore
 
 /// Screenshots in the store are kept once, by content: the same screen twice is one row, a conversation is rebuilt
 /// with only the newest ones read back, retention frees what no message refers to, and older files move their
 /// inline images out when they open.
-final class ImageStoreTests: XCTestCase {
+final class ImageStoreTests: BackendTestCase {
     private var temporary: URL!
 
     override func setUpWithError() throws {
@@ -47,65 +48,68 @@ final class ImageStoreTests: XCTestCase {
     }
 
     func testTheSameScreenshotIsKeptOnceAndReadBackExactly() throws {
-        let path = temporary.appendingPathComponent("db.sqlite").path
-        let store = try AgentStore(path: path)
-        try store.createAgent(AgentConfig(name: "a", model: "claude-sonnet-5", tools: ["computer"]))
-        let same = Self.png(1456, 819)
-        for i in 0..<5 { try store.appendMessage(agent: "a", role: .user, content: [Self.result("t\(i)", same)]) }
-        let other = Self.png(1456, 819, salt: 7)
-        let last = try store.appendMessage(agent: "a", role: .user, content: [Self.result("t5", other)])
-        let totals = try store.imageTotals()
-        XCTAssertEqual(totals.count, 2, "five identical screenshots are one row")
-        XCTAssertEqual(totals.bytes, 2 * (Data(base64Encoded: same)?.count ?? 0), "bytes, not base64")
-        // The messages hold references, not the pixels.
-        XCTAssertEqual(try sqlite(path, "SELECT count(*) FROM messages WHERE content LIKE '%\"data\"%'"), "0")
-        XCTAssertEqual(try sqlite(path, "SELECT count(*) FROM messages WHERE content LIKE '%xclaw_image%'"), "6")
-        XCTAssertEqual(try store.message(id: last).content, [Self.result("t5", other)])
-        // The rebuild reads back only the newest ones a run's pruning leaves (keep 2, one at a time: 2 of 6; keep 3,
-        // three at a time: 3 of 6, as the loop sends it after dropping three; keep 4, three at a time: all 6, since
-        // the loop drops only at 7).
-        let references = try store.messages(agent: "a", screenshots: false).map(\.message)
-        func shown(keep: Int, chunk: Int) throws -> [Bool] {
-            try store.resolveScreenshots(references, keep: keep, chunk: chunk, removed: "[removed]").map { m in
-                m.content.contains { block in
-                    if case .toolResult(let r) = block { return r.content.contains(where: \.isImage) }
-                    return false
+        try eachBackend(sqliteFile: temporary.appendingPathComponent("db.sqlite").path) {
+            let store = try AgentStore.at(location)
+            try store.createAgent(AgentConfig(name: "a", model: "claude-sonnet-5", tools: ["computer"]))
+            let same = Self.png(1456, 819)
+            for i in 0..<5 { try store.appendMessage(agent: "a", role: .user, content: [Self.result("t\(i)", same)]) }
+            let other = Self.png(1456, 819, salt: 7)
+            let last = try store.appendMessage(agent: "a", role: .user, content: [Self.result("t5", other)])
+            let totals = try store.imageTotals()
+            XCTAssertEqual(totals.count, 2, "five identical screenshots are one row")
+            XCTAssertEqual(totals.bytes, 2 * (Data(base64Encoded: same)?.count ?? 0), "bytes, not base64")
+            // The messages hold references, not the pixels.
+            XCTAssertEqual(try shell("SELECT count(*) FROM messages WHERE content LIKE '%\"data\"%'"), "0")
+            XCTAssertEqual(try shell("SELECT count(*) FROM messages WHERE content LIKE '%xclaw_image%'"), "6")
+            XCTAssertEqual(try store.message(id: last).content, [Self.result("t5", other)])
+            // The rebuild reads back only the newest ones a run's pruning leaves (keep 2, one at a time: 2 of 6; keep 3,
+            // three at a time: 3 of 6, as the loop sends it after dropping three; keep 4, three at a time: all 6, since
+            // the loop drops only at 7).
+            let references = try store.messages(agent: "a", screenshots: false).map(\.message)
+            func shown(keep: Int, chunk: Int) throws -> [Bool] {
+                try store.resolveScreenshots(references, keep: keep, chunk: chunk, removed: "[removed]").map { m in
+                    m.content.contains { block in
+                        if case .toolResult(let r) = block { return r.content.contains(where: \.isImage) }
+                        return false
+                    }
                 }
             }
+            XCTAssertEqual(try shown(keep: 2, chunk: 1), [false, false, false, false, true, true])
+            XCTAssertEqual(try shown(keep: 3, chunk: 3), [false, false, false, true, true, true])
+            XCTAssertEqual(try shown(keep: 4, chunk: 3), [true, true, true, true, true, true])
+            let newest = try store.resolveScreenshots(references, keep: 2, chunk: 1, removed: "[removed]")
+            XCTAssertEqual(newest.last?.content, [Self.result("t5", other)])
+            XCTAssertEqual(
+                newest.first?.content.first.flatMap { b -> [ContentBlock]? in
+                    if case .toolResult(let r) = b { return r.content }; return nil
+                }, [.text("shot t0"), .text("[removed]")])
+            // Retention replaces the images of old sessions; a screenshot no message refers to is deleted with them.
+            let session = try store.startSession(agent: "a", kind: .run)
+            try store.appendMessage(
+                agent: "a", role: .user, content: [Self.result("s", Self.png(10, 10, salt: 9))], sessionID: session)
+            try store.finishSession(session, status: .completed, steps: 1, usd: 0)
+            XCTAssertEqual(try store.imageTotals().count, 3)
+            XCTAssertEqual(try store.pruneImages(sessionsBefore: session + 1, placeholder: "[gone]"), 1)
+            XCTAssertEqual(try store.imageTotals().count, 2, "the unreferenced screenshot is freed")
         }
-        XCTAssertEqual(try shown(keep: 2, chunk: 1), [false, false, false, false, true, true])
-        XCTAssertEqual(try shown(keep: 3, chunk: 3), [false, false, false, true, true, true])
-        XCTAssertEqual(try shown(keep: 4, chunk: 3), [true, true, true, true, true, true])
-        let newest = try store.resolveScreenshots(references, keep: 2, chunk: 1, removed: "[removed]")
-        XCTAssertEqual(newest.last?.content, [Self.result("t5", other)])
-        XCTAssertEqual(
-            newest.first?.content.first.flatMap { b -> [ContentBlock]? in
-                if case .toolResult(let r) = b { return r.content }; return nil
-            }, [.text("shot t0"), .text("[removed]")])
-        // Retention replaces the images of old sessions; a screenshot no message refers to is deleted with them.
-        let session = try store.startSession(agent: "a", kind: .run)
-        try store.appendMessage(
-            agent: "a", role: .user, content: [Self.result("s", Self.png(10, 10, salt: 9))], sessionID: session)
-        try store.finishSession(session, status: .completed, steps: 1, usd: 0)
-        XCTAssertEqual(try store.imageTotals().count, 3)
-        XCTAssertEqual(try store.pruneImages(sessionsBefore: session + 1, placeholder: "[gone]"), 1)
-        XCTAssertEqual(try store.imageTotals().count, 2, "the unreferenced screenshot is freed")
     }
 
     /// Deleting an agent deletes its screenshots too: they may show anything that was on its screen.
     func testDeletingAnAgentDeletesItsScreenshots() throws {
-        let store = try AgentStore(path: temporary.appendingPathComponent("del.sqlite").path)
-        for name in ["a", "b"] {
-            try store.createAgent(AgentConfig(name: name, model: "claude-sonnet-5", tools: ["computer"]))
+        try eachBackend(sqliteFile: temporary.appendingPathComponent("del.sqlite").path) {
+            let store = try AgentStore.at(location)
+            for name in ["a", "b"] {
+                try store.createAgent(AgentConfig(name: name, model: "claude-sonnet-5", tools: ["computer"]))
+            }
+            try store.appendMessage(agent: "a", role: .user, content: [Self.result("t1", Self.png(5, 5, salt: 1))])
+            try store.appendMessage(agent: "a", role: .user, content: [Self.result("t2", Self.png(5, 5, salt: 2))])
+            try store.appendMessage(agent: "b", role: .user, content: [Self.result("t3", Self.png(5, 5, salt: 2))])
+            XCTAssertEqual(try store.imageTotals().count, 2)
+            try store.deleteAgent(named: "a")
+            XCTAssertEqual(try store.imageTotals().count, 1, "b's screenshot (the same as one of a's) stays")
+            try store.deleteAgent(named: "b")
+            XCTAssertEqual(try store.imageTotals().count, 0)
         }
-        try store.appendMessage(agent: "a", role: .user, content: [Self.result("t1", Self.png(5, 5, salt: 1))])
-        try store.appendMessage(agent: "a", role: .user, content: [Self.result("t2", Self.png(5, 5, salt: 2))])
-        try store.appendMessage(agent: "b", role: .user, content: [Self.result("t3", Self.png(5, 5, salt: 2))])
-        XCTAssertEqual(try store.imageTotals().count, 2)
-        try store.deleteAgent(named: "a")
-        XCTAssertEqual(try store.imageTotals().count, 1, "b's screenshot (the same as one of a's) stays")
-        try store.deleteAgent(named: "b")
-        XCTAssertEqual(try store.imageTotals().count, 0)
     }
 
     func testSHA256MatchesTheStandard() {

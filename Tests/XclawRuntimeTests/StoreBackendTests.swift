@@ -2,10 +2,11 @@ import Foundation
 import XCTest
 import XclawMessages
 import XclawStore
+import XclawTesting
 
 /// The store's contract, driven only through its aggregate protocols (`any StoreBackend`), as the runtime uses it:
-/// every backend must pass these with the same assertions. SQLite is the one backend today; a second one (the fleet's
-/// PostgreSQL) adds itself to `backends()`.
+/// every backend passes these with the same assertions: SQLite in a temporary file, PostgreSQL in a fresh database of
+/// the tests' own server (`PostgresTestServer`).
 final class StoreBackendTests: XCTestCase {
     private var temporaries: [TemporaryStore] = []
 
@@ -19,7 +20,8 @@ final class StoreBackendTests: XCTestCase {
     private func backends() throws -> [any StoreBackend] {
         let sqlite = try TemporaryStore("backend")
         temporaries.append(sqlite)
-        let stores: [any StoreBackend] = [sqlite.store]
+        let postgres = try AgentStore(postgres: PostgresURL(PostgresTestServer.shared().newDatabase()))
+        let stores: [any StoreBackend] = [sqlite.store, postgres]
         for store in stores { try store.createAgent(AgentConfig(name: "a", model: "m", tools: ["computer"])) }
         return stores
     }

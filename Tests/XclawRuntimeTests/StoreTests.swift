@@ -5,12 +5,13 @@ import XclawAgent
 import XclawBase
 import XclawMessages
 import XclawStore
+import XclawTesting
 import XclawTimeTesting
 
 /// The persistence layer against real SQLite files in a private temporary directory: schema, agents, messages and
 /// paging, content round trips, two processes' worth of stores on one file, the cursor, crash recovery, memory,
 /// usage, tasks, and the errors users see.
-final class StoreTests: XCTestCase {
+final class StoreTests: BackendTestCase {
     private var directory: URL!
 
     override func setUpWithError() throws {
@@ -27,9 +28,12 @@ final class StoreTests: XCTestCase {
     /// A database path inside the test's directory.
     private func dbPath(_ name: String = "xclaw.sqlite") -> String { directory.appendingPathComponent(name).path }
 
+    /// Runs `body` once per backend (`BackendTestCase`), SQLite in the test's directory.
+    private func eachBackend(_ body: () throws -> Void) throws { try eachBackend(sqliteFile: dbPath(), body) }
+
     /// A fresh store with one agent.
     private func storeWithAgent(_ name: String = "alice", path: String? = nil) throws -> AgentStore {
-        let store = try AgentStore(path: path ?? dbPath())
+        let store = try AgentStore.at(path ?? (location.isEmpty ? dbPath() : location))
         try store.createAgent(AgentConfig(name: name, model: "claude-sonnet-4-5", tools: ["computer"]))
         return store
     }
@@ -79,7 +83,8 @@ final class StoreTests: XCTestCase {
                 "sessions", "subtasks", "task_run_logs",
                 "tasks", "usage",
             ])
-        XCTAssertEqual(info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"])
+        XCTAssertEqual(
+            info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
@@ -145,169 +150,181 @@ final class StoreTests: XCTestCase {
     }
 
     func testAgentCRUDAndNameValidation() throws {
-        let store = try AgentStore(path: dbPath())
-        let created = AgentConfig(
-            name: "bob.v2_test-1", model: "claude-opus-4-6", systemPrompt: "Be brief.",
-            tools: ["computer", "memory"], display: ":1", memoryNotes: "likes tea")
-        try store.createAgent(created)
-        try store.createAgent(AgentConfig(name: "alice", model: "m"))
-        XCTAssertEqual(try store.agent(named: "bob.v2_test-1"), created)
-        XCTAssertEqual(try store.agents().map(\.name), ["alice", "bob.v2_test-1"])
+        try eachBackend {
+            let store = try AgentStore.at(location)
+            let created = AgentConfig(
+                name: "bob.v2_test-1", model: "claude-opus-4-6", systemPrompt: "Be brief.",
+                tools: ["computer", "memory"], display: ":1", memoryNotes: "likes tea")
+            try store.createAgent(created)
+            try store.createAgent(AgentConfig(name: "alice", model: "m"))
+            XCTAssertEqual(try store.agent(named: "bob.v2_test-1"), created)
+            XCTAssertEqual(try store.agents().map(\.name), ["alice", "bob.v2_test-1"])
 
-        var changed = created
-        changed.model = "claude-haiku-4-5"
-        changed.tools = []
-        changed.display = nil
-        changed.createdAt = Date(timeIntervalSince1970: 0)
-        try store.updateAgent(changed)
-        let read = try store.agent(named: created.name)
-        XCTAssertEqual(read.model, "claude-haiku-4-5")
-        XCTAssertEqual(read.tools, [])
-        XCTAssertNil(read.display)
-        XCTAssertEqual(read.createdAt, created.createdAt, "createdAt never changes")
+            var changed = created
+            changed.model = "claude-haiku-4-5"
+            changed.tools = []
+            changed.display = nil
+            changed.createdAt = Date(timeIntervalSince1970: 0)
+            try store.updateAgent(changed)
+            let read = try store.agent(named: created.name)
+            XCTAssertEqual(read.model, "claude-haiku-4-5")
+            XCTAssertEqual(read.tools, [])
+            XCTAssertNil(read.display)
+            XCTAssertEqual(read.createdAt, created.createdAt, "createdAt never changes")
 
-        try store.createAgent(AgentConfig(name: String(repeating: "x", count: 64), model: "m"))
-        for bad in ["", String(repeating: "x", count: 65), "a b", "a/b", "é", "../x", "a;rm"] {
-            assertStoreError(try store.createAgent(AgentConfig(name: bad, model: "m"))) { error in
-                XCTAssertEqual(error, .invalidAgentName(bad))
-                XCTAssertEqual(error.exitStatus, .usage)
+            try store.createAgent(AgentConfig(name: String(repeating: "x", count: 64), model: "m"))
+            for bad in ["", String(repeating: "x", count: 65), "a b", "a/b", "é", "../x", "a;rm"] {
+                assertStoreError(try store.createAgent(AgentConfig(name: bad, model: "m"))) { error in
+                    XCTAssertEqual(error, .invalidAgentName(bad))
+                    XCTAssertEqual(error.exitStatus, .usage)
+                }
             }
-        }
-        assertStoreError(try store.createAgent(AgentConfig(name: "alice", model: "m"))) { error in
-            XCTAssertEqual(error, .agentExists("alice"))
-            XCTAssertEqual(error.exitStatus, .usage)
-            XCTAssertTrue(error.description.contains("xclaw agent delete alice"), error.description)
-        }
-        assertStoreError(try store.agent(named: "carol")) { error in
-            XCTAssertEqual(error.exitStatus, .notFound)
-            XCTAssertTrue(error.description.contains("alice, bob.v2_test-1"), error.description)
-        }
-        assertStoreError(try store.updateAgent(AgentConfig(name: "carol", model: "m"))) {
-            XCTAssertEqual($0.exitStatus, .notFound)
-        }
-        assertStoreError(try store.createAgent(AgentConfig(name: "nomodel", model: " "))) {
-            XCTAssertEqual($0.exitStatus, .usage)
-        }
+            assertStoreError(try store.createAgent(AgentConfig(name: "alice", model: "m"))) { error in
+                XCTAssertEqual(error, .agentExists("alice"))
+                XCTAssertEqual(error.exitStatus, .usage)
+                XCTAssertTrue(error.description.contains("xclaw agent delete alice"), error.description)
+            }
+            assertStoreError(try store.agent(named: "carol")) { error in
+                XCTAssertEqual(error.exitStatus, .notFound)
+                XCTAssertTrue(error.description.contains("alice, bob.v2_test-1"), error.description)
+            }
+            assertStoreError(try store.updateAgent(AgentConfig(name: "carol", model: "m"))) {
+                XCTAssertEqual($0.exitStatus, .notFound)
+            }
+            assertStoreError(try store.createAgent(AgentConfig(name: "nomodel", model: " "))) {
+                XCTAssertEqual($0.exitStatus, .usage)
+            }
 
-        // Deleting cascades to everything the agent owns.
-        let id = try store.appendMessage(agent: "alice", role: .user, content: [.text("hi")])
-        try store.setMemory(agent: "alice", key: "k", value: "v")
-        _ = try store.startSession(agent: "alice", kind: .message)
-        try store.deleteAgent(named: "alice")
-        assertStoreError(try store.message(id: id)) { XCTAssertEqual($0, .unknownMessage(id)) }
-        XCTAssertEqual(try store.sessions(agent: nil).count, 0)
-        assertStoreError(try store.deleteAgent(named: "alice")) { XCTAssertEqual($0.exitStatus, .notFound) }
-        assertStoreError(try store.messages(agent: "alice")) { XCTAssertEqual($0.exitStatus, .notFound) }
+            // Deleting cascades to everything the agent owns.
+            let id = try store.appendMessage(agent: "alice", role: .user, content: [.text("hi")])
+            try store.setMemory(agent: "alice", key: "k", value: "v")
+            _ = try store.startSession(agent: "alice", kind: .message)
+            try store.deleteAgent(named: "alice")
+            assertStoreError(try store.message(id: id)) { XCTAssertEqual($0, .unknownMessage(id)) }
+            XCTAssertEqual(try store.sessions(agent: nil).count, 0)
+            assertStoreError(try store.deleteAgent(named: "alice")) { XCTAssertEqual($0.exitStatus, .notFound) }
+            assertStoreError(try store.messages(agent: "alice")) { XCTAssertEqual($0.exitStatus, .notFound) }
+        }
     }
 
     func testMessageIDsStrictlyIncreaseAndAreNeverReused() throws {
-        let store = try storeWithAgent()
-        var ids: [Int64] = []
-        for i in 0..<5 { ids.append(try store.appendMessage(agent: "alice", role: .user, content: [.text("m\(i)")])) }
-        XCTAssertEqual(ids, ids.sorted())
-        XCTAssertEqual(Set(ids).count, ids.count)
-        try store.deleteMessage(id: ids[4])
-        let next = try store.appendMessage(agent: "alice", role: .assistant, content: [.text("after delete")])
-        XCTAssertGreaterThan(next, ids[4], "a deleted id is never handed out again")
-        // Not even after the agent and all its rows are gone.
-        try store.deleteAgent(named: "alice")
-        try store.createAgent(AgentConfig(name: "alice", model: "m"))
-        XCTAssertGreaterThan(try store.appendMessage(agent: "alice", role: .user, content: [.text("x")]), next)
-        assertStoreError(try store.appendMessage(agent: "nobody", role: .user, content: [])) {
-            XCTAssertEqual($0, .unknownAgent("nobody", known: ["alice"]))
-        }
-        assertStoreError(try store.updateMessage(id: 999_999, content: [], status: .complete)) {
-            XCTAssertEqual($0, .unknownMessage(999_999))
+        try eachBackend {
+            let store = try storeWithAgent()
+            var ids: [Int64] = []
+            for i in 0..<5 {
+                ids.append(try store.appendMessage(agent: "alice", role: .user, content: [.text("m\(i)")]))
+            }
+            XCTAssertEqual(ids, ids.sorted())
+            XCTAssertEqual(Set(ids).count, ids.count)
+            try store.deleteMessage(id: ids[4])
+            let next = try store.appendMessage(agent: "alice", role: .assistant, content: [.text("after delete")])
+            XCTAssertGreaterThan(next, ids[4], "a deleted id is never handed out again")
+            // Not even after the agent and all its rows are gone.
+            try store.deleteAgent(named: "alice")
+            try store.createAgent(AgentConfig(name: "alice", model: "m"))
+            XCTAssertGreaterThan(try store.appendMessage(agent: "alice", role: .user, content: [.text("x")]), next)
+            assertStoreError(try store.appendMessage(agent: "nobody", role: .user, content: [])) {
+                XCTAssertEqual($0, .unknownAgent("nobody", known: ["alice"]))
+            }
+            assertStoreError(try store.updateMessage(id: 999_999, content: [], status: .complete)) {
+                XCTAssertEqual($0, .unknownMessage(999_999))
+            }
         }
     }
 
     func testPagingReturnsEveryMessageExactlyOnce() throws {
-        let store = try storeWithAgent()
-        try store.createAgent(AgentConfig(name: "other", model: "m"))
-        var expected: [Int64] = []
-        for i in 0..<25 {
-            expected.append(
-                try store.appendMessage(
-                    agent: "alice", role: i % 2 == 0 ? .user : .assistant,
-                    content: [.text("message \(i)")]))
-            try store.appendMessage(agent: "other", role: .user, content: [.text("noise \(i)")])
+        try eachBackend {
+            let store = try storeWithAgent()
+            try store.createAgent(AgentConfig(name: "other", model: "m"))
+            var expected: [Int64] = []
+            for i in 0..<25 {
+                expected.append(
+                    try store.appendMessage(
+                        agent: "alice", role: i % 2 == 0 ? .user : .assistant,
+                        content: [.text("message \(i)")]))
+                try store.appendMessage(agent: "other", role: .user, content: [.text("noise \(i)")])
+            }
+            var seen: [Int64] = []
+            var cursor: Int64 = 0
+            while true {
+                let page = try store.messages(agent: "alice", after: cursor, limit: 7)
+                guard let last = page.last else { break }
+                XCTAssertLessThanOrEqual(page.count, 7)
+                seen += page.map(\.id)
+                cursor = last.id
+            }
+            XCTAssertEqual(seen, expected)
+            XCTAssertEqual(try store.messages(agent: "alice").map(\.id), expected)
+            XCTAssertEqual(try store.messages(agent: "alice", after: expected[20]).count, 4)
+            assertStoreError(try store.messages(agent: "alice", limit: 0)) { XCTAssertEqual($0.exitStatus, .usage) }
         }
-        var seen: [Int64] = []
-        var cursor: Int64 = 0
-        while true {
-            let page = try store.messages(agent: "alice", after: cursor, limit: 7)
-            guard let last = page.last else { break }
-            XCTAssertLessThanOrEqual(page.count, 7)
-            seen += page.map(\.id)
-            cursor = last.id
-        }
-        XCTAssertEqual(seen, expected)
-        XCTAssertEqual(try store.messages(agent: "alice").map(\.id), expected)
-        XCTAssertEqual(try store.messages(agent: "alice", after: expected[20]).count, 4)
-        assertStoreError(try store.messages(agent: "alice", limit: 0)) { XCTAssertEqual($0.exitStatus, .usage) }
     }
 
     func testContentBlocksRoundTrip() throws {
-        let store = try storeWithAgent()
-        let png = Data([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 255]).base64EncodedString()
-        let blocks: [ContentBlock] = [
-            .text("héllo 👋🏽 wörld — 你好 \"quoted\" \\ back\nnew line"),
-            .thinking(thinking: "Let me think… 🤔", signature: "EqQBCkYIARgCKkD+sig/=="),
-            .toolUse(
-                id: "toolu_01", name: "computer",
-                input: [
-                    "action": "left_click", "coordinate": [640, 400],
-                    "nested": ["deep": ["list": [1.5, true, nil, "x"]], "empty": [:]],
-                ]),
-            .toolResult(
-                ToolResultBlock(
-                    toolUseID: "toolu_01",
-                    content: [.text("clicked"), .image(mediaType: "image/png", base64: png)])),
-            .toolResult(ToolResultBlock(toolUseID: "toolu_02", content: [.text("failed")], isError: true)),
-            .redactedThinking(data: "opaque"),
-            .other(["type": "server_tool_use", "id": "srv_1", "input": ["q": "x"]]),
-        ]
-        let id = try store.appendMessage(
-            agent: "alice", role: .assistant, content: blocks, status: .partial,
-            sender: "model")
-        let stored = try store.message(id: id)
-        XCTAssertEqual(stored.content, blocks)
-        XCTAssertEqual(stored.status, .partial)
-        XCTAssertEqual(stored.sender, "model")
-        XCTAssertEqual(stored.role, .assistant)
-        XCTAssertEqual(stored.message, Message(role: .assistant, content: blocks))
+        try eachBackend {
+            let store = try storeWithAgent()
+            let png = Data([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 255]).base64EncodedString()
+            let blocks: [ContentBlock] = [
+                .text("héllo 👋🏽 wörld — 你好 \"quoted\" \\ back\nnew line"),
+                .thinking(thinking: "Let me think… 🤔", signature: "EqQBCkYIARgCKkD+sig/=="),
+                .toolUse(
+                    id: "toolu_01", name: "computer",
+                    input: [
+                        "action": "left_click", "coordinate": [640, 400],
+                        "nested": ["deep": ["list": [1.5, true, nil, "x"]], "empty": [:]],
+                    ]),
+                .toolResult(
+                    ToolResultBlock(
+                        toolUseID: "toolu_01",
+                        content: [.text("clicked"), .image(mediaType: "image/png", base64: png)])),
+                .toolResult(ToolResultBlock(toolUseID: "toolu_02", content: [.text("failed")], isError: true)),
+                .redactedThinking(data: "opaque"),
+                .other(["type": "server_tool_use", "id": "srv_1", "input": ["q": "x"]]),
+            ]
+            let id = try store.appendMessage(
+                agent: "alice", role: .assistant, content: blocks, status: .partial,
+                sender: "model")
+            let stored = try store.message(id: id)
+            XCTAssertEqual(stored.content, blocks)
+            XCTAssertEqual(stored.status, .partial)
+            XCTAssertEqual(stored.sender, "model")
+            XCTAssertEqual(stored.role, .assistant)
+            XCTAssertEqual(stored.message, Message(role: .assistant, content: blocks))
 
-        let longer = blocks + [.text("more")]
-        try store.updateMessage(id: id, content: longer, status: .complete)
-        let updated = try store.message(id: id)
-        XCTAssertEqual(updated.content, longer)
-        XCTAssertEqual(updated.status, .complete)
-        XCTAssertGreaterThanOrEqual(updated.updatedAt, updated.createdAt)
+            let longer = blocks + [.text("more")]
+            try store.updateMessage(id: id, content: longer, status: .complete)
+            let updated = try store.message(id: id)
+            XCTAssertEqual(updated.content, longer)
+            XCTAssertEqual(updated.status, .complete)
+            XCTAssertGreaterThanOrEqual(updated.updatedAt, updated.createdAt)
+        }
     }
 
     func testTwoStoresOnOneFileSeeEachOthersWrites() throws {
-        let path = dbPath()
-        let first = try storeWithAgent(path: path)
-        let second = try AgentStore(path: path)
-        XCTAssertEqual(try second.agents().map(\.name), ["alice"])
-        let id = try first.appendMessage(agent: "alice", role: .user, content: [.text("from the first")])
-        XCTAssertEqual(try second.messages(agent: "alice").map(\.id), [id])
-        try second.updateMessage(id: id, content: [.text("edited by the second")], status: .complete)
-        XCTAssertEqual(try first.message(id: id).content, [.text("edited by the second")])
-        XCTAssertEqual(try second.advanceCursor(agent: "alice", to: id), 0)
-        XCTAssertEqual(try first.state(agent: "alice").cursor, id)
+        try eachBackend {
+            let path = location
+            let first = try storeWithAgent(path: path)
+            let second = try AgentStore.at(path)
+            XCTAssertEqual(try second.agents().map(\.name), ["alice"])
+            let id = try first.appendMessage(agent: "alice", role: .user, content: [.text("from the first")])
+            XCTAssertEqual(try second.messages(agent: "alice").map(\.id), [id])
+            try second.updateMessage(id: id, content: [.text("edited by the second")], status: .complete)
+            XCTAssertEqual(try first.message(id: id).content, [.text("edited by the second")])
+            XCTAssertEqual(try second.advanceCursor(agent: "alice", to: id), 0)
+            XCTAssertEqual(try first.state(agent: "alice").cursor, id)
 
-        // Interleaved writers on two threads, one per store: nothing lost, no id given twice.
-        let before = try first.messages(agent: "alice").count
-        DispatchQueue.concurrentPerform(iterations: 2) { i in
-            let store = i == 0 ? first : second
-            for n in 0..<100 {
-                _ = try? store.appendMessage(agent: "alice", role: .user, content: [.text("w\(i) \(n)")])
+            // Interleaved writers on two threads, one per store: nothing lost, no id given twice.
+            let before = try first.messages(agent: "alice").count
+            DispatchQueue.concurrentPerform(iterations: 2) { i in
+                let store = i == 0 ? first : second
+                for n in 0..<100 {
+                    _ = try? store.appendMessage(agent: "alice", role: .user, content: [.text("w\(i) \(n)")])
+                }
             }
+            let all = try second.messages(agent: "alice")
+            XCTAssertEqual(all.count, before + 200)
+            XCTAssertEqual(Set(all.map(\.id)).count, all.count)
         }
-        let all = try second.messages(agent: "alice")
-        XCTAssertEqual(all.count, before + 200)
-        XCTAssertEqual(Set(all.map(\.id)).count, all.count)
     }
 
     /// Another process (the sqlite3 shell) holds the write lock: a write waits for it up to the 5 s busy timeout,
@@ -347,227 +364,243 @@ final class StoreTests: XCTestCase {
     }
 
     func testCursorAdvanceReturnsThePreviousValueAndPendingInputSkipsToolResults() throws {
-        let store = try storeWithAgent()
-        let a = try store.appendMessage(agent: "alice", role: .user, content: [.text("first")], sender: "Ann")
-        try store.appendMessage(agent: "alice", role: .assistant, content: [.text("reply")])
-        try store.appendMessage(
-            agent: "alice", role: .user,
-            content: [
-                .toolResult(ToolResultBlock(toolUseID: "t1", content: [.text("ok")]))
-            ])
-        let b = try store.appendMessage(agent: "alice", role: .user, content: [.text("second")], sender: "Ann")
-        XCTAssertEqual(try store.userMessages(agent: "alice", after: 0).map(\.id), [a, b])
-        XCTAssertEqual(try store.userMessages(agent: "alice", after: 0).first?.sender, "Ann")
+        try eachBackend {
+            let store = try storeWithAgent()
+            let a = try store.appendMessage(agent: "alice", role: .user, content: [.text("first")], sender: "Ann")
+            try store.appendMessage(agent: "alice", role: .assistant, content: [.text("reply")])
+            try store.appendMessage(
+                agent: "alice", role: .user,
+                content: [
+                    .toolResult(ToolResultBlock(toolUseID: "t1", content: [.text("ok")]))
+                ])
+            let b = try store.appendMessage(agent: "alice", role: .user, content: [.text("second")], sender: "Ann")
+            XCTAssertEqual(try store.userMessages(agent: "alice", after: 0).map(\.id), [a, b])
+            XCTAssertEqual(try store.userMessages(agent: "alice", after: 0).first?.sender, "Ann")
 
-        XCTAssertEqual(try store.state(agent: "alice"), AgentState())
-        XCTAssertEqual(try store.advanceCursor(agent: "alice", to: a), 0)
-        XCTAssertEqual(
-            try store.userMessages(agent: "alice", after: try store.state(agent: "alice").cursor)
-                .map(\.id), [b])
-        XCTAssertEqual(try store.advanceCursor(agent: "alice", to: b), a)
-        XCTAssertEqual(try store.advanceCursor(agent: "alice", to: a), b, "never moves backwards")
-        XCTAssertEqual(try store.state(agent: "alice").cursor, b)
+            XCTAssertEqual(try store.state(agent: "alice"), AgentState())
+            XCTAssertEqual(try store.advanceCursor(agent: "alice", to: a), 0)
+            XCTAssertEqual(
+                try store.userMessages(agent: "alice", after: try store.state(agent: "alice").cursor)
+                    .map(\.id), [b])
+            XCTAssertEqual(try store.advanceCursor(agent: "alice", to: b), a)
+            XCTAssertEqual(try store.advanceCursor(agent: "alice", to: a), b, "never moves backwards")
+            XCTAssertEqual(try store.state(agent: "alice").cursor, b)
 
-        // A failed run rolls back with setState and records why.
-        try store.setState(agent: "alice", AgentState(cursor: a, retryCount: 2, lastError: "overloaded"))
-        XCTAssertEqual(try store.state(agent: "alice"), AgentState(cursor: a, retryCount: 2, lastError: "overloaded"))
-        assertStoreError(try store.advanceCursor(agent: "ghost", to: 1)) { XCTAssertEqual($0.exitStatus, .notFound) }
+            // A failed run rolls back with setState and records why.
+            try store.setState(agent: "alice", AgentState(cursor: a, retryCount: 2, lastError: "overloaded"))
+            XCTAssertEqual(
+                try store.state(agent: "alice"), AgentState(cursor: a, retryCount: 2, lastError: "overloaded"))
+            assertStoreError(try store.advanceCursor(agent: "ghost", to: 1)) {
+                XCTAssertEqual($0.exitStatus, .notFound)
+            }
+        }
     }
 
     func testRecoverInterruptedMarksDeadProcessesSessionsAndKeepsPartialMessages() throws {
-        let store = try storeWithAgent()
-        // A reaped child's pid: certainly not running any more.
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/bin/true")
-        try child.run()
-        child.waitUntilExit()
-        let deadPID = child.processIdentifier
+        try eachBackend {
+            let store = try storeWithAgent()
+            // A reaped child's pid: certainly not running any more.
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: "/bin/true")
+            try child.run()
+            child.waitUntilExit()
+            let deadPID = child.processIdentifier
 
-        let dead = try store.startSession(agent: "alice", kind: .message, pid: deadPID)
-        let partial = try store.appendMessage(
-            agent: "alice", role: .assistant, content: [.text("half a repl")],
-            status: .partial, sessionID: dead)
-        // A session this process really runs, and one of a live process we do not own (pid 1).
-        let live = try store.startSession(agent: "alice", kind: .run)
-        let other = try store.startSession(agent: "alice", kind: .run, pid: 1)
-        // This process's pid as recorded by an earlier process that had it: rewrite a session's process identity
-        // (boot id and start time) with the sqlite3 shell (scripts/install-deps.sh installs it).
-        var expected = [dead]
-        XCTAssertTrue(
-            FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"),
-            "/usr/bin/sqlite3 is not installed: run scripts/install-deps.sh")
-        do {
-            let earlier = try store.startSession(agent: "alice", kind: .task)
-            let shell = Process()
-            shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            shell.arguments = [
-                "-cmd", ".timeout 5000", dbPath(),
-                "UPDATE sessions SET process = substr(process, 1, instr(process, ':')) || '0' "
-                    + "WHERE id = \(earlier) AND process IS NOT NULL",
-            ]
-            try shell.run()
-            shell.waitUntilExit()
-            XCTAssertEqual(shell.terminationStatus, 0)
-            expected.append(earlier)
-        }
+            let dead = try store.startSession(agent: "alice", kind: .message, pid: deadPID)
+            let partial = try store.appendMessage(
+                agent: "alice", role: .assistant, content: [.text("half a repl")],
+                status: .partial, sessionID: dead)
+            // A session this process really runs, and one of a live process we do not own (pid 1).
+            let live = try store.startSession(agent: "alice", kind: .run)
+            let other = try store.startSession(agent: "alice", kind: .run, pid: 1)
+            // This process's pid as recorded by an earlier process that had it: rewrite a session's process identity
+            // (boot id and start time) with the backend's shell (scripts/install-deps.sh installs sqlite3 and psql).
+            var expected = [dead]
+            do {
+                let earlier = try store.startSession(agent: "alice", kind: .task)
+                let colon = backend == "postgresql" ? "strpos(process, ':')" : "instr(process, ':')"
+                _ = try shell(
+                    "UPDATE sessions SET process = substr(process, 1, \(colon)) || '0' "
+                        + "WHERE id = \(earlier) AND process IS NOT NULL")
+                expected.append(earlier)
+            }
+            // A dead pid of another host (a fleet's worker): not this host's to judge.
+            let elsewhere = try store.startSession(agent: "alice", kind: .run, pid: deadPID)
+            _ = try shell("UPDATE sessions SET host = 'another-host' WHERE id = \(elsewhere)")
 
-        let recovered = try store.recoverInterrupted()
-        XCTAssertEqual(recovered.map(\.id), expected)
-        XCTAssertTrue(recovered.allSatisfy { $0.status == .interrupted && $0.endedAt != nil })
-        XCTAssertTrue(recovered[0].error?.contains("pid \(deadPID)") ?? false, "\(recovered[0])")
-        let byID = Dictionary(uniqueKeysWithValues: try store.sessions(agent: "alice").map { ($0.id, $0) })
-        XCTAssertEqual(byID[dead]?.status, .interrupted)
-        XCTAssertEqual(byID[live]?.status, .running)
-        XCTAssertEqual(byID[live]?.pid, getpid())
-        XCTAssertEqual(byID[other]?.status, .running)
-        XCTAssertEqual(try store.message(id: partial).status, .partial)
-        XCTAssertEqual(try store.message(id: partial).sessionID, dead)
-        XCTAssertEqual(try store.recoverInterrupted(), [], "idempotent")
+            let recovered = try store.recoverInterrupted()
+            XCTAssertEqual(recovered.map(\.id), expected)
+            XCTAssertTrue(recovered.allSatisfy { $0.status == .interrupted && $0.endedAt != nil })
+            XCTAssertTrue(recovered[0].error?.contains("pid \(deadPID)") ?? false, "\(recovered[0])")
+            let byID = Dictionary(uniqueKeysWithValues: try store.sessions(agent: "alice").map { ($0.id, $0) })
+            XCTAssertEqual(byID[dead]?.status, .interrupted)
+            XCTAssertEqual(byID[live]?.status, .running)
+            XCTAssertEqual(byID[live]?.pid, getpid())
+            XCTAssertEqual(byID[live]?.host?.isEmpty, false, "a session records its host")
+            XCTAssertEqual(byID[elsewhere]?.status, .running, "another host's session is left to its fleet")
+            XCTAssertEqual(byID[other]?.status, .running)
+            XCTAssertEqual(try store.message(id: partial).status, .partial)
+            XCTAssertEqual(try store.message(id: partial).sessionID, dead)
+            XCTAssertEqual(try store.recoverInterrupted(), [], "idempotent")
 
-        try store.finishSession(live, status: .completed, steps: 3, usd: 0.25)
-        let finished = try store.sessions(agent: "alice").first { $0.id == live }
-        XCTAssertEqual(finished?.status, .completed)
-        XCTAssertEqual(finished?.steps, 3)
-        XCTAssertEqual(finished?.usd, 0.25)
-        XCTAssertNotNil(finished?.endedAt)
-        assertStoreError(try store.finishSession(live, status: .running, steps: 0, usd: 0)) {
-            XCTAssertEqual($0.exitStatus, .usage)
-        }
-        XCTAssertNil(SessionKind(rawValue: "chat"), "an unknown kind cannot be asked for")
-        assertStoreError(try store.finishSession(424_242, status: .failed, steps: 0, usd: 0)) {
-            XCTAssertEqual($0, .unknownSession(424_242))
+            try store.finishSession(live, status: .completed, steps: 3, usd: 0.25)
+            let finished = try store.sessions(agent: "alice").first { $0.id == live }
+            XCTAssertEqual(finished?.status, .completed)
+            XCTAssertEqual(finished?.steps, 3)
+            XCTAssertEqual(finished?.usd, 0.25)
+            XCTAssertNotNil(finished?.endedAt)
+            assertStoreError(try store.finishSession(live, status: .running, steps: 0, usd: 0)) {
+                XCTAssertEqual($0.exitStatus, .usage)
+            }
+            XCTAssertNil(SessionKind(rawValue: "chat"), "an unknown kind cannot be asked for")
+            assertStoreError(try store.finishSession(424_242, status: .failed, steps: 0, usd: 0)) {
+                XCTAssertEqual($0, .unknownSession(424_242))
+            }
         }
     }
 
     /// An agent is created with every setting its config carries: a copy of an agent (a pipeline's) keeps the
     /// template's approval policy, effort and thinking without follow-up writes.
     func testCreateAgentKeepsEverySetting() throws {
-        let store = try AgentStore(path: dbPath())
-        var config = AgentConfig(name: "copy", model: "claude-opus-5", tools: ["computer"])
-        (config.approval, config.effort, config.thinking) = ("delete,send", "high", "off")
-        try store.createAgent(config)
-        let stored = try store.agent(named: "copy")
-        XCTAssertEqual(stored.approval, "delete,send")
-        XCTAssertEqual(stored.effort, "high")
-        XCTAssertEqual(stored.thinking, "off")
+        try eachBackend {
+            let store = try AgentStore.at(location)
+            var config = AgentConfig(name: "copy", model: "claude-opus-5", tools: ["computer"])
+            (config.approval, config.effort, config.thinking) = ("delete,send", "high", "off")
+            try store.createAgent(config)
+            let stored = try store.agent(named: "copy")
+            XCTAssertEqual(stored.approval, "delete,send")
+            XCTAssertEqual(stored.effort, "high")
+            XCTAssertEqual(stored.thinking, "off")
+        }
     }
 
     /// A summary of old turns is xclaw's, not output that reached the user: a run killed after storing one (and
     /// nothing else) is still undone on recovery, so the user's message is answered by the next run.
     func testASummaryIsNotOutput() throws {
-        let store = try storeWithAgent()
-        let session = try store.startSession(agent: "alice", kind: .message)
-        try store.appendMessage(
-            agent: "alice", role: .user, content: [.text("batch")], sender: "xclaw:batch", sessionID: session)
-        try store.appendMessage(
-            agent: "alice", role: .user, content: [.text("notes")], sender: "xclaw:summary", sessionID: session)
-        XCTAssertEqual(try store.outputCount(session: session, batchSender: "xclaw:batch"), 1)
-        XCTAssertEqual(
-            try store.outputCount(session: session, batchSender: "xclaw:batch", ignoring: ["xclaw:summary"]), 0)
-        try store.appendMessage(agent: "alice", role: .assistant, content: [.text("hi")], sessionID: session)
-        XCTAssertEqual(
-            try store.outputCount(session: session, batchSender: "xclaw:batch", ignoring: ["xclaw:summary"]), 1)
+        try eachBackend {
+            let store = try storeWithAgent()
+            let session = try store.startSession(agent: "alice", kind: .message)
+            try store.appendMessage(
+                agent: "alice", role: .user, content: [.text("batch")], sender: "xclaw:batch", sessionID: session)
+            try store.appendMessage(
+                agent: "alice", role: .user, content: [.text("notes")], sender: "xclaw:summary", sessionID: session)
+            XCTAssertEqual(try store.outputCount(session: session, batchSender: "xclaw:batch"), 1)
+            XCTAssertEqual(
+                try store.outputCount(session: session, batchSender: "xclaw:batch", ignoring: ["xclaw:summary"]), 0)
+            try store.appendMessage(agent: "alice", role: .assistant, content: [.text("hi")], sessionID: session)
+            XCTAssertEqual(
+                try store.outputCount(session: session, batchSender: "xclaw:batch", ignoring: ["xclaw:summary"]), 1)
+        }
     }
 
     func testMemorySurvivesReopeningTheFile() throws {
-        let path = dbPath()
-        do {
-            let store = try storeWithAgent(path: path)
-            try store.setMemory(agent: "alice", key: "wifi", value: "old")
-            try store.setMemory(agent: "alice", key: "wifi", value: "hunter2")
-            try store.setMemory(agent: "alice", key: "name", value: "Alice Ü")
-            try store.setMemory(agent: "alice", key: "tmp", value: "x")
-            XCTAssertTrue(try store.deleteMemory(agent: "alice", key: "tmp"))
-            XCTAssertFalse(try store.deleteMemory(agent: "alice", key: "tmp"))
-            assertStoreError(try store.setMemory(agent: "alice", key: "", value: "x")) {
-                XCTAssertEqual($0.exitStatus, .usage)
+        try eachBackend {
+            let path = location
+            do {
+                let store = try storeWithAgent(path: path)
+                try store.setMemory(agent: "alice", key: "wifi", value: "old")
+                try store.setMemory(agent: "alice", key: "wifi", value: "hunter2")
+                try store.setMemory(agent: "alice", key: "name", value: "Alice Ü")
+                try store.setMemory(agent: "alice", key: "tmp", value: "x")
+                XCTAssertTrue(try store.deleteMemory(agent: "alice", key: "tmp"))
+                XCTAssertFalse(try store.deleteMemory(agent: "alice", key: "tmp"))
+                assertStoreError(try store.setMemory(agent: "alice", key: "", value: "x")) {
+                    XCTAssertEqual($0.exitStatus, .usage)
+                }
             }
+            let reopened = try AgentStore.at(path)
+            XCTAssertEqual(try reopened.memory(agent: "alice", key: "wifi"), "hunter2")
+            XCTAssertNil(try reopened.memory(agent: "alice", key: "tmp"))
+            XCTAssertEqual(try reopened.memoryList(agent: "alice"), ["wifi": "hunter2", "name": "Alice Ü"])
+            assertStoreError(try reopened.memoryList(agent: "zed")) { XCTAssertEqual($0.exitStatus, .notFound) }
         }
-        let reopened = try AgentStore(path: path)
-        XCTAssertEqual(try reopened.memory(agent: "alice", key: "wifi"), "hunter2")
-        XCTAssertNil(try reopened.memory(agent: "alice", key: "tmp"))
-        XCTAssertEqual(try reopened.memoryList(agent: "alice"), ["wifi": "hunter2", "name": "Alice Ü"])
-        assertStoreError(try reopened.memoryList(agent: "zed")) { XCTAssertEqual($0.exitStatus, .notFound) }
     }
 
     func testUsageSumsPerAgentAndSession() throws {
-        let store = try storeWithAgent("zoe")
-        try store.createAgent(AgentConfig(name: "adam", model: "m"))
-        try store.createAgent(AgentConfig(name: "idle", model: "m"))
-        let s1 = try store.startSession(agent: "zoe", kind: .message)
-        let s2 = try store.startSession(agent: "zoe", kind: .task)
-        try store.recordUsage(
-            agent: "zoe", sessionID: s1, model: "m",
-            usage: Usage(
-                inputTokens: 100, outputTokens: 10, cacheCreationInputTokens: 5,
-                cacheReadInputTokens: 1), usd: 0.5)
-        try store.recordUsage(
-            agent: "zoe", sessionID: s1, model: "m", usage: Usage(inputTokens: 1, outputTokens: 2),
-            usd: 0.25)
-        try store.recordUsage(agent: "zoe", sessionID: s2, model: "m", usage: Usage(outputTokens: 7), usd: 1)
-        try store.recordUsage(agent: "adam", sessionID: nil, model: "m", usage: Usage(inputTokens: 3), usd: 0.125)
-
-        let summary = try store.usageSummary()
-        XCTAssertEqual(summary.map(\.agent), ["adam", "idle", "zoe"])
-        XCTAssertEqual(
-            summary[2],
-            UsageSummary(
-                agent: "zoe", requests: 3,
+        try eachBackend {
+            let store = try storeWithAgent("zoe")
+            try store.createAgent(AgentConfig(name: "adam", model: "m"))
+            try store.createAgent(AgentConfig(name: "idle", model: "m"))
+            let s1 = try store.startSession(agent: "zoe", kind: .message)
+            let s2 = try store.startSession(agent: "zoe", kind: .task)
+            try store.recordUsage(
+                agent: "zoe", sessionID: s1, model: "m",
                 usage: Usage(
-                    inputTokens: 101, outputTokens: 19,
-                    cacheCreationInputTokens: 5, cacheReadInputTokens: 1),
-                usd: 1.75, sessions: 2))
-        XCTAssertEqual(summary[1], UsageSummary(agent: "idle", requests: 0, usage: Usage(), usd: 0, sessions: 0))
-        XCTAssertEqual(summary[0].usage.inputTokens, 3)
-        XCTAssertEqual(summary[0].sessions, 0)
-        XCTAssertEqual(try store.usageSummary(agent: "adam").map(\.usd), [0.125])
+                    inputTokens: 100, outputTokens: 10, cacheCreationInputTokens: 5,
+                    cacheReadInputTokens: 1), usd: 0.5)
+            try store.recordUsage(
+                agent: "zoe", sessionID: s1, model: "m", usage: Usage(inputTokens: 1, outputTokens: 2),
+                usd: 0.25)
+            try store.recordUsage(agent: "zoe", sessionID: s2, model: "m", usage: Usage(outputTokens: 7), usd: 1)
+            try store.recordUsage(agent: "adam", sessionID: nil, model: "m", usage: Usage(inputTokens: 3), usd: 0.125)
 
-        let perSession = try store.usageBySession(agent: "zoe")
-        XCTAssertEqual(perSession.map(\.session.id), [s1, s2])
-        XCTAssertEqual(perSession.map(\.requests), [2, 1])
-        XCTAssertEqual(perSession.map(\.usd), [0.75, 1])
-        XCTAssertEqual(
-            perSession[0].usage,
-            Usage(
-                inputTokens: 101, outputTokens: 12, cacheCreationInputTokens: 5,
-                cacheReadInputTokens: 1))
-        assertStoreError(try store.recordUsage(agent: "zoe", sessionID: 987_654, model: "m", usage: Usage(), usd: 0)) {
-            XCTAssertEqual($0, .unknownSession(987_654))
+            let summary = try store.usageSummary()
+            XCTAssertEqual(summary.map(\.agent), ["adam", "idle", "zoe"])
+            XCTAssertEqual(
+                summary[2],
+                UsageSummary(
+                    agent: "zoe", requests: 3,
+                    usage: Usage(
+                        inputTokens: 101, outputTokens: 19,
+                        cacheCreationInputTokens: 5, cacheReadInputTokens: 1),
+                    usd: 1.75, sessions: 2))
+            XCTAssertEqual(summary[1], UsageSummary(agent: "idle", requests: 0, usage: Usage(), usd: 0, sessions: 0))
+            XCTAssertEqual(summary[0].usage.inputTokens, 3)
+            XCTAssertEqual(summary[0].sessions, 0)
+            XCTAssertEqual(try store.usageSummary(agent: "adam").map(\.usd), [0.125])
+
+            let perSession = try store.usageBySession(agent: "zoe")
+            XCTAssertEqual(perSession.map(\.session.id), [s1, s2])
+            XCTAssertEqual(perSession.map(\.requests), [2, 1])
+            XCTAssertEqual(perSession.map(\.usd), [0.75, 1])
+            XCTAssertEqual(
+                perSession[0].usage,
+                Usage(
+                    inputTokens: 101, outputTokens: 12, cacheCreationInputTokens: 5,
+                    cacheReadInputTokens: 1))
+            assertStoreError(
+                try store.recordUsage(agent: "zoe", sessionID: 987_654, model: "m", usage: Usage(), usd: 0)
+            ) {
+                XCTAssertEqual($0, .unknownSession(987_654))
+            }
         }
     }
 
     func testTasksAndRunLogs() throws {
-        let store = try storeWithAgent()
-        let next = Date(timeIntervalSince1970: 1_800_000_000.123)
-        let task = try store.createTask(
-            agent: "alice", prompt: "check mail", scheduleType: .interval,
-            scheduleValue: "3600000", nextRun: next)
-        let once = try store.createTask(
-            agent: "alice", prompt: "once", scheduleType: .once,
-            scheduleValue: "2030-01-01T09:00:00Z", contextMode: .agent,
-            nextRun: nil, id: "fixed-id")
-        XCTAssertEqual(try store.tasks(agent: "alice"), [task, once])
-        XCTAssertEqual(try store.tasks(agent: nil).first?.nextRun, next)
-        assertStoreError(
-            try store.createTask(
-                agent: "alice", prompt: "dup", scheduleType: .cron,
-                scheduleValue: "* * * * *", nextRun: nil, id: "fixed-id")
-        ) {
-            XCTAssertEqual($0.exitStatus, .usage)
+        try eachBackend {
+            let store = try storeWithAgent()
+            let next = Date(timeIntervalSince1970: 1_800_000_000.123)
+            let task = try store.createTask(
+                agent: "alice", prompt: "check mail", scheduleType: .interval,
+                scheduleValue: "3600000", nextRun: next)
+            let once = try store.createTask(
+                agent: "alice", prompt: "once", scheduleType: .once,
+                scheduleValue: "2030-01-01T09:00:00Z", contextMode: .agent,
+                nextRun: nil, id: "fixed-id")
+            XCTAssertEqual(try store.tasks(agent: "alice"), [task, once])
+            XCTAssertEqual(try store.tasks(agent: nil).first?.nextRun, next)
+            assertStoreError(
+                try store.createTask(
+                    agent: "alice", prompt: "dup", scheduleType: .cron,
+                    scheduleValue: "* * * * *", nextRun: nil, id: "fixed-id")
+            ) {
+                XCTAssertEqual($0.exitStatus, .usage)
+            }
+            let runAt = Date(timeIntervalSince1970: 1_700_000_000.5)
+            try store.appendTaskRunLog(
+                taskID: task.id, runAt: runAt, durationMs: 1200, status: "success", result: "3 new")
+            try store.appendTaskRunLog(
+                taskID: task.id, runAt: runAt.addingTimeInterval(60), durationMs: 5,
+                status: "error", error: "overloaded")
+            let logs = try store.taskRunLogs(taskID: task.id)
+            XCTAssertEqual(logs.map(\.status), ["success", "error"])
+            XCTAssertEqual(logs[0].runAt, runAt)
+            XCTAssertEqual(logs[0].result, "3 new")
+            XCTAssertEqual(logs[1].error, "overloaded")
+            assertStoreError(try store.taskRunLogs(taskID: "nope")) { XCTAssertEqual($0, .unknownTask("nope")) }
+            try store.deleteAgent(named: "alice")
+            XCTAssertEqual(try store.tasks(agent: nil), [])
         }
-        let runAt = Date(timeIntervalSince1970: 1_700_000_000.5)
-        try store.appendTaskRunLog(taskID: task.id, runAt: runAt, durationMs: 1200, status: "success", result: "3 new")
-        try store.appendTaskRunLog(
-            taskID: task.id, runAt: runAt.addingTimeInterval(60), durationMs: 5,
-            status: "error", error: "overloaded")
-        let logs = try store.taskRunLogs(taskID: task.id)
-        XCTAssertEqual(logs.map(\.status), ["success", "error"])
-        XCTAssertEqual(logs[0].runAt, runAt)
-        XCTAssertEqual(logs[0].result, "3 new")
-        XCTAssertEqual(logs[1].error, "overloaded")
-        assertStoreError(try store.taskRunLogs(taskID: "nope")) { XCTAssertEqual($0, .unknownTask("nope")) }
-        try store.deleteAgent(named: "alice")
-        XCTAssertEqual(try store.tasks(agent: nil), [])
     }
 
     func testUnwritableAndCorruptPathsNameThePath() throws {
@@ -621,12 +654,15 @@ final class StoreTests: XCTestCase {
     }
 
     func testDatesRoundTripToTheMillisecond() throws {
-        let store = try AgentStore(path: dbPath())
-        for (i, t) in [0, 1_700_000_000.123, 1_700_000_000.9995, 4_102_444_800.001, -1.5, 1e9 + 0.0004].enumerated() {
-            let config = AgentConfig(name: "a\(i)", model: "m", createdAt: Date(timeIntervalSince1970: t))
-            try store.createAgent(config)
-            XCTAssertEqual(try store.agent(named: config.name).createdAt, config.createdAt, "\(t)")
-            XCTAssertEqual(abs(config.createdAt.timeIntervalSince1970 - t), 0, accuracy: 0.0005)
+        try eachBackend {
+            let store = try AgentStore.at(location)
+            for (i, t) in [0, 1_700_000_000.123, 1_700_000_000.9995, 4_102_444_800.001, -1.5, 1e9 + 0.0004].enumerated()
+            {
+                let config = AgentConfig(name: "a\(i)", model: "m", createdAt: Date(timeIntervalSince1970: t))
+                try store.createAgent(config)
+                XCTAssertEqual(try store.agent(named: config.name).createdAt, config.createdAt, "\(t)")
+                XCTAssertEqual(abs(config.createdAt.timeIntervalSince1970 - t), 0, accuracy: 0.0005)
+            }
         }
     }
 

@@ -18,9 +18,10 @@ public enum DaemonScheduling {
         Thread {
             var scheduler: TaskScheduler?
             while !server.isStopping {
-                // The database may not exist yet: it is opened (not created) once an xclaw command made it.
-                if scheduler == nil, FileManager.default.fileExists(atPath: path),
-                    let store = try? AgentStore(path: path)
+                // The database may not exist yet: a file is opened (not created) once an xclaw command made it; a
+                // fleet's PostgreSQL database is opened as soon as the server answers.
+                if scheduler == nil, PostgresURL.isPostgres(path) || FileManager.default.fileExists(atPath: path),
+                    let store = try? AgentStore.at(path)
                 {
                     scheduler = TaskScheduler(store: store, claimer: "daemon \(getpid())@\(hostname)")
                 }
@@ -69,7 +70,7 @@ public enum DaemonScheduling {
         // before doing anything, the agent runs the prompt; when it stopped midway, nothing more runs (the agent
         // would repeat what the replay did).
         if let result = replayFirst(
-            task, label: label, database: database, store: store, log: log, logPath: logPath,
+            task, label: label, databaseArguments: databaseOption(database), store: store, log: log, logPath: logPath,
             {
                 server.runOwn($0, log: log >= 0 ? log : 2)
             })
@@ -79,7 +80,7 @@ public enum DaemonScheduling {
         let mark = DaemonReports.mark(store)
         let status = server.runOwn(
             // Options first and `--` before the prompt: a prompt may start with "-".
-            ["send", "--sender", "schedule:\(label)", "--db", database, "--", task.agent, task.prompt],
+            ["send", "--sender", "schedule:\(label)"] + databaseOption(database) + ["--", task.agent, task.prompt],
             log: log >= 0 ? log : 2)
         logger.info("scheduled run", metadata: ["task": "\(label)", "exit": "\(status)"])
         DaemonReports.keep(agent: task.agent, task: label, after: mark, store: store)
@@ -91,9 +92,11 @@ public enum DaemonScheduling {
 
     /// A task's replay, first, without the model: a result when it did every step (completed), or stopped midway or
     /// could not start (failed: the agent would repeat what it did); nil when the agent must run the prompt (no
-    /// script, a private display, or the replay diverged before its first step). `runner` runs an xclaw command.
+    /// script, a private display, or the replay diverged before its first step). `runner` runs an xclaw command
+    /// with `databaseArguments` (`--db FILE`, or nothing: see `databaseOption`).
     public static func replayFirst(
-        _ task: TaskRecord, label: String, database: String?, store: any StoreBackend, log: Int32, logPath: String,
+        _ task: TaskRecord, label: String, databaseArguments: [String], store: any StoreBackend, log: Int32,
+        logPath: String,
         _ runner: ([String]) -> Int32
     ) -> TaskRunResult? {
         let display = task.display ?? (try? store.agent(named: task.agent))?.display
@@ -103,7 +106,7 @@ public enum DaemonScheduling {
         let mark = DaemonReports.mark(store)
         let replayed = runner(
             ["replay", script, "--heal", "never", "--json", "--agent", task.agent, "--task", label]
-                + (database.map { ["--db", $0] } ?? []) + (display.map { ["--display", $0] } ?? []))
+                + databaseArguments + (display.map { ["--display", $0] } ?? []))
         logger.info("scheduled replay", metadata: ["task": "\(label)", "exit": "\(replayed)"])
         DaemonReports.keep(agent: task.agent, task: label, after: mark, store: store)
         let run = (try? store.runs(agent: task.agent, task: label))?.last {
@@ -146,5 +149,12 @@ public enum DaemonScheduling {
             _ = note.withCString { write(log, $0, strlen($0)) }
         }
         return nil
+    }
+
+    /// `--db FILE` for a command the daemon runs; nothing for a PostgreSQL URL, which the command finds where the
+    /// daemon found it (the environment or the config file) and which must not appear on a command line, where any
+    /// user's `ps` reads it, password and all.
+    static func databaseOption(_ database: String) -> [String] {
+        PostgresURL.isPostgres(database) ? [] : ["--db", database]
     }
 }

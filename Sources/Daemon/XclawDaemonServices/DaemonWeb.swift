@@ -168,7 +168,9 @@ struct AgentStepFollower: Sendable {
             var store: AgentStore?
             var after: Int64 = -1
             while !stopping() {
-                if store == nil, FileManager.default.fileExists(atPath: path) { store = try? AgentStore(path: path) }
+                if store == nil, PostgresURL.isPostgres(path) || FileManager.default.fileExists(atPath: path) {
+                    store = try? AgentStore.at(path)
+                }
                 if let store {
                     // Only what is recorded from now on: the log is live, the history is in the runs' reports.
                     // (Asked again next time when it fails: starting from 0 would replay every step ever recorded.)

@@ -117,7 +117,7 @@ public final class AgentService: Sendable {
     func process(agent: String, work: QueueWork) async -> ProcessOutcome {
         // Another process may be running this agent: wait for it, then take whatever it left pending.
         let lock: AgentLock
-        do { lock = try await AgentLock.acquire(database: store.path, agent: agent) } catch is CancellationError {
+        do { lock = try await AgentLock.acquire(store: store, agent: agent) } catch is CancellationError {
             return .success
         } catch {
             return .failure("\(error)")

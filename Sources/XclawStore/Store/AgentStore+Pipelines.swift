@@ -2,8 +2,6 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-@_implementationOnly import GRDB
-
 // MARK: - Pipelines (records in AgentStore+Pipelines.swift; here because they need GRDB, like the stops)
 
 extension AgentStore: PipelineStore {
@@ -18,7 +16,7 @@ extension AgentStore: PipelineStore {
                     INSERT INTO pipelines (orchestrator, agent, task, status, pid, started_at)
                     VALUES (?, ?, ?, 'running', ?, ?)
                     """, arguments: [orchestrator, agent, task, pid, Self.now()])
-            return db.lastInsertedRowID
+            return try db.lastInsertedRowID
         }
     }
 
@@ -59,13 +57,13 @@ extension AgentStore: PipelineStore {
 
     /// Every pipeline, oldest first.
     public func pipelines() throws -> [PipelineRecord] {
-        try read { db in try Row.fetchAll(db, sql: "SELECT * FROM pipelines ORDER BY id").map(pipelineRecord) }
+        try read { db in try SQLRow.fetchAll(db, sql: "SELECT * FROM pipelines ORDER BY id").map(pipelineRecord) }
     }
 
     /// One pipeline; `unknownPipeline` when there is none.
     public func pipeline(_ id: Int64) throws -> PipelineRecord {
         try read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM pipelines WHERE id = ?", arguments: [id]) else {
+            guard let row = try SQLRow.fetchOne(db, sql: "SELECT * FROM pipelines WHERE id = ?", arguments: [id]) else {
                 throw StoreError.unknownPipeline(id)
             }
             return try pipelineRecord(row)
@@ -75,7 +73,7 @@ extension AgentStore: PipelineStore {
     /// A pipeline's subtasks in the order they were delegated.
     public func subtasks(pipeline: Int64) throws -> [SubtaskRecord] {
         try read { db in
-            try Row.fetchAll(
+            try SQLRow.fetchAll(
                 db, sql: "SELECT * FROM subtasks WHERE pipeline_id = ? ORDER BY id", arguments: [pipeline]
             ).map(subtaskRecord)
         }
@@ -84,7 +82,7 @@ extension AgentStore: PipelineStore {
     /// The subtask run by the child agent `agent`, or nil.
     public func subtask(agent: String) throws -> SubtaskRecord? {
         try read { db in
-            try Row.fetchOne(
+            try SQLRow.fetchOne(
                 db, sql: "SELECT * FROM subtasks WHERE agent = ? ORDER BY id DESC LIMIT 1", arguments: [agent]
             )
             .map(subtaskRecord)
@@ -94,7 +92,7 @@ extension AgentStore: PipelineStore {
     /// The text of the last complete reply a session stored: a run's answer.
     public func finalText(agent: String, session: Int64) throws -> String {
         try read { db in
-            let row = try Row.fetchOne(
+            let row = try SQLRow.fetchOne(
                 db,
                 sql: """
                     SELECT * FROM messages WHERE agent = ? AND session_id = ? AND role = 'assistant'
@@ -117,7 +115,7 @@ extension AgentStore: PipelineStore {
                     INSERT INTO subtasks (pipeline_id, parent_id, role, task, agent, display, status, created_at)
                     VALUES (?, ?, ?, ?, '', ?, 'waiting', ?)
                     """, arguments: [pipeline, parent, role, task, display, Self.now()])
-            let id = db.lastInsertedRowID
+            let id = try db.lastInsertedRowID
             let agent = "\(agentPrefix).\(id)-\(role)"
             try db.execute(sql: "UPDATE subtasks SET agent = ? WHERE id = ?", arguments: [agent, id])
             return (id, agent)
@@ -161,7 +159,7 @@ extension AgentStore: PipelineStore {
     public func requestPipelineCancel(_ id: Int64, by who: String) throws -> [SessionRecord] {
         let stamp = "\(Self.now()) \(PipelineRecord.cancelMarker) (\(who))"
         return try write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM pipelines WHERE id = ?", arguments: [id]) else {
+            guard let row = try SQLRow.fetchOne(db, sql: "SELECT * FROM pipelines WHERE id = ?", arguments: [id]) else {
                 throw StoreError.unknownPipeline(id)
             }
             let pipeline = try pipelineRecord(row)
@@ -178,7 +176,7 @@ extension AgentStore: PipelineStore {
     @discardableResult
     public func restopPipelineRuns(_ id: Int64) throws -> [SessionRecord] {
         try write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM pipelines WHERE id = ?", arguments: [id]) else {
+            guard let row = try SQLRow.fetchOne(db, sql: "SELECT * FROM pipelines WHERE id = ?", arguments: [id]) else {
                 throw StoreError.unknownPipeline(id)
             }
             let pipeline = try pipelineRecord(row)
@@ -201,7 +199,7 @@ extension AgentStore: PipelineStore {
         let now = Self.now()
         return try write { db in
             var recovered: [Int64] = []
-            for row in try Row.fetchAll(db, sql: "SELECT id, pid FROM pipelines WHERE status = 'running'") {
+            for row in try SQLRow.fetchAll(db, sql: "SELECT id, pid FROM pipelines WHERE status = 'running'") {
                 let (id, pid): (Int64, Int32) = (row["id"], row["pid"])
                 guard kill(pid, 0) != 0 && errno == ESRCH else { continue }
                 try db.execute(
@@ -221,8 +219,10 @@ extension AgentStore: PipelineStore {
     }
 
     /// Writes `stamp` as the stop request of every run in flight of the pipeline's agents.
-    private func stopPipelineRuns(_ db: Database, pipeline: PipelineRecord, stamp: String) throws -> [SessionRecord] {
-        let rows = try Row.fetchAll(
+    private func stopPipelineRuns(_ db: any SQLConnection, pipeline: PipelineRecord, stamp: String) throws
+        -> [SessionRecord]
+    {
+        let rows = try SQLRow.fetchAll(
             db,
             sql: """
                 SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') AND stop_requested IS NULL
@@ -236,7 +236,7 @@ extension AgentStore: PipelineStore {
     }
 
     /// Builds a `PipelineRecord` from a `pipelines` row.
-    private func pipelineRecord(_ row: Row) throws -> PipelineRecord {
+    private func pipelineRecord(_ row: SQLRow) throws -> PipelineRecord {
         let statusText: String = row["status"]
         guard let status = PipelineStatus(rawValue: statusText) else {
             throw StoreError.corrupt(path: path, detail: "a pipeline has the unknown status \"\(statusText)\"")
@@ -249,7 +249,7 @@ extension AgentStore: PipelineStore {
     }
 
     /// Builds a `SubtaskRecord` from a `subtasks` row.
-    private func subtaskRecord(_ row: Row) throws -> SubtaskRecord {
+    private func subtaskRecord(_ row: SQLRow) throws -> SubtaskRecord {
         let statusText: String = row["status"]
         guard let status = PipelineStatus(rawValue: statusText) else {
             throw StoreError.corrupt(path: path, detail: "a subtask has the unknown status \"\(statusText)\"")

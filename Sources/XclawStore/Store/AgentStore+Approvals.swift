@@ -2,8 +2,6 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-@_implementationOnly import GRDB
-
 // MARK: - Approvals
 
 extension AgentStore: ApprovalStore {
@@ -23,7 +21,7 @@ extension AgentStore: ApprovalStore {
                         expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)
                     """,
                 arguments: [session, agent, kind, tool, action, detail, Self.now(), StoreDate.format(expiresAt)])
-            let id = db.lastInsertedRowID
+            let id = try db.lastInsertedRowID
             try db.execute(
                 sql: "UPDATE sessions SET status = 'needs-approval' WHERE id = ? AND status = 'running'",
                 arguments: [session])
@@ -38,7 +36,7 @@ extension AgentStore: ApprovalStore {
         try write { db in
             try requireSession(db, session)
             guard
-                let row = try Row.fetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: "SELECT * FROM approvals WHERE session_id = ? AND status = 'pending' ORDER BY id DESC LIMIT 1",
                     arguments: [session])
@@ -50,7 +48,7 @@ extension AgentStore: ApprovalStore {
                 sql: "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ? WHERE id = ?",
                 arguments: [approve ? "approved" : "denied", Self.now(), who, id])
             return try approvalRecord(
-                Row.fetchOne(db, sql: "SELECT * FROM approvals WHERE id = ?", arguments: [id]) ?? row)
+                SQLRow.fetchOne(db, sql: "SELECT * FROM approvals WHERE id = ?", arguments: [id]) ?? row)
         }
     }
 
@@ -59,7 +57,7 @@ extension AgentStore: ApprovalStore {
     /// the approval is settled.
     public func settleApproval(_ id: Int64, now: Date = Date()) throws -> ApprovalRecord {
         try write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM approvals WHERE id = ?", arguments: [id]) else {
+            guard let row = try SQLRow.fetchOne(db, sql: "SELECT * FROM approvals WHERE id = ?", arguments: [id]) else {
                 throw StoreError.invalidArgument("no approval \(id)")
             }
             var record = try approvalRecord(row)
@@ -97,10 +95,10 @@ extension AgentStore: ApprovalStore {
     /// A run's approvals, oldest first (every run's when `session` is nil, pending ones only with `pendingOnly`).
     public func approvals(session: Int64? = nil, pendingOnly: Bool = false) throws -> [ApprovalRecord] {
         try read { db in
-            try Row.fetchAll(
+            try SQLRow.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM approvals WHERE (? IS NULL OR session_id = ?) AND (? = 0 OR status = 'pending')
+                    SELECT * FROM approvals WHERE (CAST(? AS BIGINT) IS NULL OR session_id = ?) AND (? = 0 OR status = 'pending')
                     ORDER BY id
                     """, arguments: [session, session, pendingOnly ? 1 : 0]
             ).map(approvalRecord)
@@ -108,7 +106,7 @@ extension AgentStore: ApprovalStore {
     }
 
     /// Builds an `ApprovalRecord` from an `approvals` row.
-    func approvalRecord(_ row: Row) throws -> ApprovalRecord {
+    func approvalRecord(_ row: SQLRow) throws -> ApprovalRecord {
         ApprovalRecord(
             id: row["id"], session: row["session_id"], agent: row["agent"], kind: row["kind"], tool: row["tool"],
             action: row["action"], detail: row["detail"], status: row["status"],

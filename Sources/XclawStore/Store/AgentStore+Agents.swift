@@ -2,8 +2,6 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-@_implementationOnly import GRDB
-
 // MARK: - Agents
 
 extension AgentStore: AgentDirectory {
@@ -38,7 +36,8 @@ extension AgentStore: AgentDirectory {
     /// One agent's settings; `unknownAgent` lists the names that exist.
     public func agent(named name: String) throws -> AgentConfig {
         try read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM agents WHERE name = ?", arguments: [name]) else {
+            guard let row = try SQLRow.fetchOne(db, sql: "SELECT * FROM agents WHERE name = ?", arguments: [name])
+            else {
                 throw StoreError.unknownAgent(name, known: try knownAgents(db))
             }
             return try agentConfig(row)
@@ -47,7 +46,7 @@ extension AgentStore: AgentDirectory {
 
     /// Every agent, sorted by name.
     public func agents() throws -> [AgentConfig] {
-        try read { db in try Row.fetchAll(db, sql: "SELECT * FROM agents ORDER BY name").map(agentConfig) }
+        try read { db in try SQLRow.fetchAll(db, sql: "SELECT * FROM agents ORDER BY name").map(agentConfig) }
     }
 
     /// Replaces an agent's settings (all but its name and `createdAt`), found by `config.name`.
@@ -93,7 +92,7 @@ extension AgentStore: AgentDirectory {
     }
 
     /// Builds an `AgentConfig` from an `agents` row.
-    private func agentConfig(_ row: Row) throws -> AgentConfig {
+    private func agentConfig(_ row: SQLRow) throws -> AgentConfig {
         let name: String = row["name"]
         let toolsText: String = row["tools"]
         guard let tools = (try? JSONValue.parse(toolsText))?.array else {
@@ -206,7 +205,8 @@ extension AgentStore {
         try read { db in
             try requireAgent(db, agent)
             var result: [String: String] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM memory WHERE agent = ?", arguments: [agent]) {
+            for row in try SQLRow.fetchAll(db, sql: "SELECT key, value FROM memory WHERE agent = ?", arguments: [agent])
+            {
                 result[row["key"]] = row["value"] as String
             }
             return result

@@ -2,8 +2,6 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-@_implementationOnly import GRDB
-
 // MARK: - Messages
 
 extension AgentStore: ConversationStore {
@@ -26,7 +24,7 @@ extension AgentStore: ConversationStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [agent, role.rawValue, sender, json, status.rawValue, sessionID, now, now])
-            return db.lastInsertedRowID
+            return try db.lastInsertedRowID
         }
     }
 
@@ -52,7 +50,7 @@ extension AgentStore: ConversationStore {
         let limit = try Self.checkedLimit(limit)
         return try read { db in
             try requireAgent(db, agent)
-            return try Row.fetchAll(
+            return try SQLRow.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM messages WHERE agent = ? AND id > ? ORDER BY id LIMIT ?"),
                 arguments: [agent, after, limit]
             ).map { try storedMessage($0, db, resolve: screenshots) }
@@ -65,13 +63,12 @@ extension AgentStore: ConversationStore {
         let limit = try Self.checkedLimit(limit)
         return try read { db in
             try requireAgent(db, agent)
-            return try Row.fetchAll(
+            return try SQLRow.fetchAll(
                 db.cachedStatement(
                     sql: """
                         SELECT * FROM messages
                         WHERE agent = ? AND id > ? AND role = 'user'
-                          AND NOT EXISTS (SELECT 1 FROM json_each(messages.content)
-                                          WHERE json_extract(json_each.value, '$.type') = 'tool_result')
+                          AND NOT \(Self.hasToolResult(db))
                         ORDER BY id LIMIT ?
                         """),
                 arguments: [agent, after, limit]
@@ -82,7 +79,7 @@ extension AgentStore: ConversationStore {
     /// One message by id.
     public func message(id: Int64) throws -> StoredMessage {
         try read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]) else {
+            guard let row = try SQLRow.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id]) else {
                 throw StoreError.unknownMessage(id)
             }
             return try storedMessage(row, db)
@@ -105,16 +102,33 @@ extension AgentStore: ConversationStore {
         JSONValue.array(content.map(\.json)).jsonText
     }
 
-    /// SQLite's `LIMIT` value (-1 = none); a limit below 1 is a caller bug worth a clear message.
+    /// A condition true of a `messages` row whose content holds a tool result (a turn a run stores itself).
+    static func hasToolResult(_ db: any SQLConnection) -> String {
+        switch db.dialect {
+        case .sqlite:
+            return """
+                EXISTS (SELECT 1 FROM json_each(messages.content)
+                        WHERE json_extract(json_each.value, '$.type') = 'tool_result')
+                """
+        case .postgres:
+            return """
+                EXISTS (SELECT 1 FROM jsonb_array_elements(messages.content::jsonb) AS e
+                        WHERE e.value->>'type' = 'tool_result')
+                """
+        }
+    }
+
+    /// The `LIMIT` value (the largest integer = none, which both backends read); a limit below 1 is a caller bug
+    /// worth a clear message.
     private static func checkedLimit(_ limit: Int?) throws -> Int {
-        guard let limit else { return -1 }
+        guard let limit else { return Int.max }
         guard limit >= 1 else { throw StoreError.invalidArgument("the page size must be at least 1, not \(limit)") }
         return limit
     }
 
     /// Builds a `StoredMessage` from a `messages` row, its screenshots read back from `images` (or, without
     /// `resolve`, left as references for `resolveNewest`).
-    func storedMessage(_ row: Row, _ db: Database, resolve: Bool = true) throws -> StoredMessage {
+    func storedMessage(_ row: SQLRow, _ db: any SQLConnection, resolve: Bool = true) throws -> StoredMessage {
         let id: Int64 = row["id"]
         let text: String = row["content"]
         guard let blocks = (try? JSONValue.parse(text))?.array else {
@@ -144,7 +158,7 @@ extension AgentStore {
         try read { db in
             try requireAgent(db, agent)
             guard
-                let row = try Row.fetchOne(
+                let row = try SQLRow.fetchOne(
                     db, sql: "SELECT * FROM agent_state WHERE agent = ?",
                     arguments: [agent])
             else { return AgentState() }
@@ -210,7 +224,7 @@ extension AgentStore {
                 try Int64.fetchOne(
                     db, sql: "SELECT cursor FROM agent_state WHERE agent = ?",
                     arguments: [agent]) ?? 0
-            let rows = try Row.fetchAll(
+            let rows = try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM messages WHERE agent = ? AND id > ? AND role = 'user' ORDER BY id
@@ -225,10 +239,12 @@ extension AgentStore {
                     """, arguments: [agent, last.id, now])
             try db.execute(
                 sql: """
-                    INSERT INTO sessions (agent, kind, status, pid, process, started_at, previous_cursor, claimed_cursor)
-                    VALUES (?, ?, 'running', ?, ?, ?, ?, ?)
-                    """, arguments: [agent, kind.rawValue, getpid(), process, now, previous, last.id])
-            let session = db.lastInsertedRowID
+                    INSERT INTO sessions (agent, kind, status, pid, process, host, started_at, previous_cursor,
+                        claimed_cursor)
+                    VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [agent, kind.rawValue, getpid(), process, ProcessIdentity.host, now, previous, last.id])
+            let session = try db.lastInsertedRowID
             try db.execute(
                 sql: """
                     INSERT INTO messages (agent, role, sender, content, status, session_id, created_at, updated_at)
@@ -236,7 +252,7 @@ extension AgentStore {
                     """,
                 arguments: [agent, batchSender, Self.encodeContent([.text(prompt(pending))]), session, now, now])
             return ClaimedBatch(
-                session: session, pending: pending, batchMessage: db.lastInsertedRowID,
+                session: session, pending: pending, batchMessage: try db.lastInsertedRowID,
                 previousCursor: previous)
         }
     }
@@ -247,7 +263,7 @@ extension AgentStore {
     public func rollBackRun(session: Int64) throws {
         try write { db in
             guard
-                let row = try Row.fetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: """
                         SELECT agent, previous_cursor, claimed_cursor FROM sessions WHERE id = ?
@@ -277,7 +293,7 @@ extension AgentStore {
                     SELECT COUNT(*) FROM messages WHERE session_id = ? AND NOT (role = 'user' AND sender IN (\(
                         Array(repeating: "?", count: senders.count).joined(separator: ", "))))
                     """,
-                arguments: StatementArguments([session] + senders.map { $0 as (any DatabaseValueConvertible)? })) ?? 0
+                arguments: SQLArguments([session] + senders.map { $0 as (any SQLBindable)? })) ?? 0
         }
     }
 }

@@ -1,7 +1,5 @@
 import Foundation
 
-@_implementationOnly import GRDB
-
 // MARK: - Replays
 
 extension AgentStore: ReplayStore {
@@ -20,11 +18,11 @@ extension AgentStore: ReplayStore {
             try requireAgent(db, agent)
             try db.execute(
                 sql: """
-                    INSERT INTO sessions (agent, kind, status, pid, process, started_at)
-                    VALUES (?, 'run', 'running', ?, ?, ?)
+                    INSERT INTO sessions (agent, kind, status, pid, process, host, started_at)
+                    VALUES (?, 'run', 'running', ?, ?, ?, ?)
                     """,
-                arguments: [agent, getpid(), process, Self.now()])
-            let id = db.lastInsertedRowID
+                arguments: [agent, getpid(), process, ProcessIdentity.host, Self.now()])
+            let id = try db.lastInsertedRowID
             try db.execute(
                 sql: "INSERT INTO replays (session_id, script, revision, task, steps) VALUES (?, ?, ?, ?, ?)",
                 arguments: [id, script, revision, task, steps])
@@ -56,7 +54,7 @@ extension AgentStore: ReplayStore {
     /// A replay's steps' outcomes (JSON) and the screen where it diverged; nil when the session is no replay.
     public func replayLog(session id: Int64) throws -> (log: String, screenshot: String?)? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT log, screenshot FROM replays WHERE session_id = ?", arguments: [id])
+            try SQLRow.fetchOne(db, sql: "SELECT log, screenshot FROM replays WHERE session_id = ?", arguments: [id])
                 .map { ($0["log"], $0["screenshot"]) }
         }
     }

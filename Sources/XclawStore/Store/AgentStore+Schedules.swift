@@ -2,8 +2,6 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-@_implementationOnly import GRDB
-
 // MARK: - Tasks
 
 extension AgentStore: ScheduleStore {
@@ -52,7 +50,7 @@ extension AgentStore: ScheduleStore {
     public func task(_ idOrName: String) throws -> TaskRecord {
         try read { db in
             guard
-                let row = try Row.fetchOne(
+                let row = try SQLRow.fetchOne(
                     db, sql: "SELECT * FROM tasks WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1",
                     arguments: [idOrName, idOrName, idOrName])
             else { throw StoreError.unknownTask(idOrName) }
@@ -110,7 +108,7 @@ extension AgentStore: ScheduleStore {
         now: Date, claimer: String, missedBefore: Date, nextRun: (TaskRecord, Date) -> Date?
     ) throws -> [ClaimedSlot] {
         try write { db in
-            let due = try Row.fetchAll(
+            let due = try SQLRow.fetchAll(
                 db,
                 sql:
                     "SELECT * FROM tasks WHERE status = 'active' AND next_run IS NOT NULL AND next_run <= ? ORDER BY next_run, id",
@@ -123,8 +121,8 @@ extension AgentStore: ScheduleStore {
                 let fires = task.catchUp == .once || slot >= missedBefore
                 try db.execute(
                     sql: """
-                        UPDATE tasks SET next_run = ?, last_run = CASE WHEN ? THEN ? ELSE last_run END, claimed_by = ?,
-                            claimed_at = ?, status = CASE WHEN ? IS NULL AND schedule_type = 'once' THEN 'completed' ELSE status END
+                        UPDATE tasks SET next_run = ?, last_run = CASE WHEN ? <> 0 THEN ? ELSE last_run END, claimed_by = ?,
+                            claimed_at = ?, status = CASE WHEN CAST(? AS TEXT) IS NULL AND schedule_type = 'once' THEN 'completed' ELSE status END
                         WHERE id = ? AND next_run = ? AND status = 'active'
                         """,
                     arguments: [
@@ -151,12 +149,12 @@ extension AgentStore: ScheduleStore {
         try read { db in
             if let agent {
                 try requireAgent(db, agent)
-                return try Row.fetchAll(
+                return try SQLRow.fetchAll(
                     db, sql: "SELECT * FROM tasks WHERE agent = ? ORDER BY created_at, id",
                     arguments: [agent]
                 ).map(taskRecord)
             }
-            return try Row.fetchAll(db, sql: "SELECT * FROM tasks ORDER BY created_at, id").map(taskRecord)
+            return try SQLRow.fetchAll(db, sql: "SELECT * FROM tasks ORDER BY created_at, id").map(taskRecord)
         }
     }
 
@@ -174,7 +172,8 @@ extension AgentStore: ScheduleStore {
 
     /// One row of a task's run history, in the caller's transaction; its id.
     private func insertRunLog(
-        _ db: Database, taskID: String, runAt: Date, durationMs: Int, status: String, result: String?, error: String?
+        _ db: any SQLConnection, taskID: String, runAt: Date, durationMs: Int, status: String, result: String?,
+        error: String?
     ) throws -> Int64 {
         if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
             throw StoreError.unknownTask(taskID)
@@ -185,7 +184,7 @@ extension AgentStore: ScheduleStore {
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
             arguments: [taskID, StoreDate.format(runAt), durationMs, status, result, error])
-        return db.lastInsertedRowID
+        return try db.lastInsertedRowID
     }
 
     /// A task's run history, oldest first.
@@ -194,7 +193,7 @@ extension AgentStore: ScheduleStore {
             if try Int.fetchOne(db, sql: "SELECT 1 FROM tasks WHERE id = ?", arguments: [taskID]) == nil {
                 throw StoreError.unknownTask(taskID)
             }
-            return try Row.fetchAll(
+            return try SQLRow.fetchAll(
                 db, sql: "SELECT * FROM task_run_logs WHERE task_id = ? ORDER BY run_at, id",
                 arguments: [taskID]
             ).map { row in
@@ -208,7 +207,7 @@ extension AgentStore: ScheduleStore {
     }
 
     /// Builds a `TaskRecord` from a `tasks` row.
-    private func taskRecord(_ row: Row) throws -> TaskRecord {
+    private func taskRecord(_ row: SQLRow) throws -> TaskRecord {
         let id: String = row["id"]
         let typeText: String = row["schedule_type"]
         let modeText: String = row["context_mode"]

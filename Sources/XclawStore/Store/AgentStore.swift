@@ -4,18 +4,32 @@ import XclawMessages
 
 // Implementation-only: GRDB's SQL operator overloads (`+`, `==`…) must not reach modules that import XclawStore,
 // where they make ordinary expressions too slow to type-check. No GRDB type appears in this module's API, and the
-// only GRDB-typed stored property (`pool`, a class reference) is internal, so the layout warning is harmless here.
+// only GRDB-typed stored property (`engine`, whose SQLite case holds a class reference) is internal, so the layout
+// warning is harmless here.
 @_implementationOnly import GRDB
 
-/// xclaw's persistent state (agents, conversations, cursors, sessions, memory, usage, scheduled tasks) in one SQLite
-/// file that several xclaw processes share safely: WAL, `synchronous = NORMAL`, foreign keys on, a 5 s busy timeout,
-/// every multi-statement change in one `BEGIN IMMEDIATE` transaction. All methods are synchronous and thread-safe;
-/// call them from any non-isolated context. Dates are stored as ISO-8601 UTC text with milliseconds.
+/// The connections of one backend.
+enum StoreEngine: Sendable {
+    /// SQLite: one writer and up to five concurrent readers on one file.
+    case sqlite(DatabasePool)
+    /// PostgreSQL: a pool of libpq connections.
+    case postgres(PostgresPool)
+}
+
+/// xclaw's persistent state (agents, conversations, cursors, sessions, memory, usage, scheduled tasks) in one
+/// database that several xclaw processes share safely. Two backends run the same queries (`SQLConnection`):
+/// - SQLite, the embedded default: one file, WAL, `synchronous = NORMAL`, foreign keys on, a 5 s busy timeout, every
+///   multi-statement change in one `BEGIN IMMEDIATE` transaction;
+/// - PostgreSQL, for a fleet (`init(postgres:)`): reads in REPEATABLE READ snapshots, writes in transactions that take
+///   one advisory lock, so they take turns fleet-wide exactly as SQLite's writers do.
+/// All methods are synchronous and thread-safe; call them from any non-isolated context. Dates are stored as
+/// ISO-8601 UTC text with milliseconds.
 public final class AgentStore: Sendable {
-    /// The database file this store reads and writes, as given to `init`, for error messages and `xclaw` output.
+    /// The database file this store reads and writes, as given to `init`, or the PostgreSQL URL without its
+    /// password: for error messages and `xclaw` output.
     public let path: String
-    /// One writer and up to five concurrent readers.
-    let pool: DatabasePool
+    /// The backend's connections.
+    let engine: StoreEngine
 
     /// How long a write waits for another process's write lock before failing with `StoreError.locked`.
     static let busyTimeout: TimeInterval = 5
@@ -33,8 +47,28 @@ public final class AgentStore: Sendable {
             // DatabasePool sets this when it turns WAL on; repeated for connections opened on an existing WAL file.
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
-        pool = try Self.openPool(path: path, configuration: config)
-        try migrate()
+        let pool = try Self.openPool(path: path, configuration: config)
+        engine = .sqlite(pool)
+        try migrate(pool)
+    }
+
+    /// Connects to a PostgreSQL database and migrates it to the current schema. A server that is down or refuses
+    /// the login fails at once (`StoreError.unreachable`); later, a server that restarts is waited for.
+    public init(postgres url: PostgresURL) throws {
+        path = url.redacted
+        let pool = try PostgresPool(url: url)
+        engine = .postgres(pool)
+        do {
+            try pool.withConnection { try PostgresSchema.migrate($0) }
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// Opens the store `location` names: a `postgres://` URL, or an SQLite file's path.
+    public static func at(_ location: String) throws -> AgentStore {
+        if PostgresURL.isPostgres(location) { return try AgentStore(postgres: PostgresURL(location)) }
+        return try AgentStore(path: location)
     }
 
     /// Where xclaw keeps its database unless told otherwise: `$XCLAW_DB` (a leading `~/` expanded), else
@@ -119,7 +153,7 @@ public final class AgentStore: Sendable {
     /// allowed with four openers. An `flock` on a file beside the database (`<db>.locks/migrate.lock`, where the
     /// agents' locks live; never the database file, whose closing would drop this process's SQLite locks) makes them
     /// take turns; the retries stay for a lock that cannot be had (a read-only folder).
-    private func migrate() throws {
+    private func migrate(_ pool: DatabasePool) throws {
         let turn = Self.migrationTurn(path)
         defer {
             if let turn {
@@ -156,24 +190,53 @@ public final class AgentStore: Sendable {
 
     // MARK: - Access and errors
 
-    /// A consistent snapshot read; SQLite errors become `StoreError`.
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try pool.read(body) } catch { throw Self.storeError(error, path: path) }
+    /// A consistent snapshot read; the backend's errors become `StoreError`.
+    func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        do {
+            switch engine {
+            case .sqlite(let pool): return try pool.read { try body(GRDBConnection($0)) }
+            case .postgres(let pool): return try pool.read(body)
+            }
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
     }
 
-    /// One IMMEDIATE transaction, so read-then-write sequences are atomic across processes.
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try pool.write(body) } catch { throw Self.storeError(error, path: path) }
+    /// One write transaction (SQLite's IMMEDIATE; PostgreSQL's under the write lock), so read-then-write sequences
+    /// are atomic across processes and hosts.
+    func write<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        do {
+            switch engine {
+            case .sqlite(let pool): return try pool.write { try body(GRDBConnection($0)) }
+            case .postgres(let pool): return try pool.write(body)
+            }
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
     }
 
     /// One statement in autocommit mode: the cheapest durable write, for the streaming hot path.
-    func writeSingle<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try pool.writeWithoutTransaction(body) } catch { throw Self.storeError(error, path: path) }
+    func writeSingle<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        do {
+            switch engine {
+            case .sqlite(let pool): return try pool.writeWithoutTransaction { try body(GRDBConnection($0)) }
+            case .postgres(let pool): return try pool.single(body)
+            }
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
     }
 
-    /// Maps SQLite's result codes to what the user can act on; StoreErrors pass through.
+    /// Maps the backend's errors to what the user can act on; StoreErrors pass through.
     static func storeError(_ error: Error, path: String) -> StoreError {
         if let error = error as? StoreError { return error }
+        if let error = error as? PostgresError {
+            switch error.state {
+            case "55P03", "40P01", "40001": return .locked(path: path)
+            case "42501", "53100", "25006": return .unwritable(path: path, detail: error.message)
+            default: return .database(path: path, detail: error.message)
+            }
+        }
         guard let error = error as? DatabaseError else { return .database(path: path, detail: "\(error)") }
         let detail = error.message ?? "\(error.resultCode)"
         switch error.resultCode {
@@ -186,7 +249,7 @@ public final class AgentStore: Sendable {
     }
 
     /// Throws `unknownAgent` (with the known names) unless `name` exists.
-    func requireAgent(_ db: Database, _ name: String) throws {
+    func requireAgent(_ db: any SQLConnection, _ name: String) throws {
         let found = try Int.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM agents WHERE name = ?"),
             arguments: [name])
@@ -194,7 +257,7 @@ public final class AgentStore: Sendable {
     }
 
     /// Every agent name, sorted, for "unknown agent" messages.
-    func knownAgents(_ db: Database) throws -> [String] {
+    func knownAgents(_ db: any SQLConnection) throws -> [String] {
         try String.fetchAll(db, sql: "SELECT name FROM agents ORDER BY name")
     }
 
@@ -220,19 +283,21 @@ public final class AgentStore: Sendable {
 
 /// How the database is set up, for a `doctor`/status command and to verify the setup in tests.
 public struct StoreInfo: Sendable, Hashable, Codable {
-    /// The database file.
+    /// The database file, or the PostgreSQL URL without its password.
     public var path: String
+    /// `sqlite` or `postgresql`.
+    public var backend: String
     /// Its tables, sorted (SQLite's and GRDB's bookkeeping tables left out).
     public var tables: [String]
     /// The applied migrations, oldest first (e.g. `["v1"]`).
     public var migrations: [String]
-    /// The journal mode; `wal` lets readers and one writer in several processes work at once.
+    /// The journal mode; `wal` lets readers and one writer in several processes work at once (PostgreSQL: `wal`).
     public var journalMode: String
     /// The writer's `synchronous` level by name (`NORMAL` under WAL: no fsync per commit, no corruption on crash).
     public var synchronous: String
     /// Whether foreign keys (and so cascading deletes) are enforced.
     public var foreignKeys: Bool
-    /// How long a write waits for another process's lock, in milliseconds.
+    /// How long a write waits for another process's lock, in milliseconds (PostgreSQL: 0, it waits its turn).
     public var busyTimeoutMs: Int
 }
 
@@ -240,21 +305,40 @@ extension AgentStore {
     /// Reads the schema and the writer connection's settings.
     public func info() throws -> StoreInfo {
         do {
-            return try pool.writeWithoutTransaction { db in
-                let tables = try String.fetchAll(
-                    db,
-                    sql: """
-                        SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
-                        AND name NOT LIKE 'grdb_%' ORDER BY name
-                        """)
-                let levels = ["OFF", "NORMAL", "FULL", "EXTRA"]
-                let sync = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
-                return StoreInfo(
-                    path: path, tables: tables, migrations: try Schema.migrator.appliedMigrations(db),
-                    journalMode: try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "",
-                    synchronous: levels.indices.contains(sync) ? levels[sync] : String(sync),
-                    foreignKeys: try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") ?? false,
-                    busyTimeoutMs: try Int.fetchOne(db, sql: "PRAGMA busy_timeout") ?? 0)
+            switch engine {
+            case .sqlite(let pool):
+                return try pool.writeWithoutTransaction { db in
+                    let tables = try String.fetchAll(
+                        db,
+                        sql: """
+                            SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+                            AND name NOT LIKE 'grdb_%' ORDER BY name
+                            """)
+                    let levels = ["OFF", "NORMAL", "FULL", "EXTRA"]
+                    let sync = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+                    return StoreInfo(
+                        path: path, backend: "sqlite", tables: tables,
+                        migrations: try Schema.migrator.appliedMigrations(db),
+                        journalMode: try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "",
+                        synchronous: levels.indices.contains(sync) ? levels[sync] : String(sync),
+                        foreignKeys: try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") ?? false,
+                        busyTimeoutMs: try Int.fetchOne(db, sql: "PRAGMA busy_timeout") ?? 0)
+                }
+            case .postgres(let pool):
+                return try pool.withConnection { db in
+                    let tables = try String.fetchAll(
+                        db,
+                        sql: """
+                            SELECT table_name::text FROM information_schema.tables
+                            WHERE table_schema = current_schema() AND table_name <> 'xclaw_migrations'
+                            ORDER BY table_name COLLATE "C"
+                            """)
+                    return StoreInfo(
+                        path: path, backend: "postgresql", tables: tables, migrations: try PostgresSchema.applied(db),
+                        journalMode: "wal",
+                        synchronous: (try String.fetchOne(db, sql: "SHOW synchronous_commit") ?? "").uppercased(),
+                        foreignKeys: true, busyTimeoutMs: 0)
+                }
             }
         } catch {
             throw Self.storeError(error, path: path)

@@ -2,8 +2,6 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-@_implementationOnly import GRDB
-
 // MARK: - Screenshots, kept once
 
 /// Screenshots in stored messages are kept once, by content, in `images` (the bytes, not base64); a message holds a
@@ -16,14 +14,17 @@ extension AgentStore: ImageStore {
 
     /// The content column for `content`: its images moved into `images` (inside tool results too), the rest as the
     /// API's JSON with sorted keys. Runs in the caller's write transaction.
-    static func storeContent(_ content: [ContentBlock], _ db: Database) throws -> String {
+    static func storeContent(_ content: [ContentBlock], _ db: any SQLConnection) throws -> String {
         func move(_ block: ContentBlock) throws -> ContentBlock {
             switch block {
             case .image(let media, let base64):
                 guard let bytes = Data(base64Encoded: base64) else { return block }  // kept as sent
                 let name = SHA256.hex(bytes)
                 try db.cachedStatement(
-                    sql: "INSERT OR IGNORE INTO images (sha256, media_type, data, created_at) VALUES (?, ?, ?, ?)"
+                    sql: """
+                        INSERT INTO images (sha256, media_type, data, created_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT DO NOTHING
+                        """
                 ).execute(arguments: [name, media, bytes, now()])
                 return .other(
                     [
@@ -61,7 +62,7 @@ extension AgentStore: ImageStore {
     /// `content` with the references `wanted` accepts read back as images; the others (in tool results) become
     /// `removed` text. A reference whose row is gone becomes text saying so, never a broken block.
     static func resolveImages(
-        _ content: [ContentBlock], _ db: Database, removed: String = "[screenshot removed]",
+        _ content: [ContentBlock], _ db: any SQLConnection, removed: String = "[screenshot removed]",
         wanted: (String) -> Bool
     ) throws -> [ContentBlock] {
         func resolve(_ block: ContentBlock) throws -> ContentBlock {
@@ -113,7 +114,8 @@ extension AgentStore: ImageStore {
     /// How many screenshots the store keeps and their bytes.
     public func imageTotals() throws -> (count: Int, bytes: Int) {
         try read { db in
-            let row = try Row.fetchOne(db, sql: "SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS b FROM images")
+            let row = try SQLRow.fetchOne(
+                db, sql: "SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS b FROM images")
             return (row?["n"] ?? 0, row?["b"] ?? 0)
         }
     }
@@ -125,13 +127,25 @@ extension AgentStore: ImageStore {
     }
 
     /// The orphan sweep, inside the caller's write transaction.
-    static func deleteOrphanImages(_ db: Database) throws {
+    static func deleteOrphanImages(_ db: any SQLConnection) throws {
+        // Every `source` object of type `imageReferenceType`, at any depth (tool results nest them).
+        let referenced =
+            switch db.dialect {
+            case .sqlite:
+                """
+                SELECT json_extract(t.value, '$.sha256') FROM messages m, json_tree(m.content) t
+                WHERE m.content LIKE '%xclaw_image%' AND t.key = 'source' AND json_extract(t.value, '$.type') = ?
+                """
+            case .postgres:
+                """
+                SELECT r.value #>> '{}' FROM messages m,
+                    jsonb_path_query(m.content::jsonb, 'lax $.**.source ? (@.type == $t).sha256',
+                        jsonb_build_object('t', CAST(? AS TEXT))) AS r(value)
+                WHERE m.content LIKE '%xclaw_image%'
+                """
+            }
         try db.execute(
-            sql: """
-                DELETE FROM images WHERE sha256 NOT IN (
-                    SELECT json_extract(t.value, '$.sha256') FROM messages m, json_tree(m.content) t
-                    WHERE m.content LIKE '%xclaw_image%' AND t.key = 'source' AND json_extract(t.value, '$.type') = ?)
-                """, arguments: [imageReferenceType])
+            sql: "DELETE FROM images WHERE sha256 NOT IN (\(referenced))", arguments: [imageReferenceType])
     }
 
     /// Replaces the screenshots stored in the tool results of finished sessions older than `cutoff` with a text
@@ -151,7 +165,7 @@ extension AgentStore: ImageStore {
         var replaced = 0
         for id in candidates {
             replaced += try write { db -> Int in
-                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id])
+                guard let row = try SQLRow.fetchOne(db, sql: "SELECT * FROM messages WHERE id = ?", arguments: [id])
                 else { return 0 }
                 let message = try storedMessage(row, db, resolve: false)
                 var count = 0

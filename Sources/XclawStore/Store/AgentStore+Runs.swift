@@ -2,8 +2,6 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-@_implementationOnly import GRDB
-
 // MARK: - Sessions
 
 extension AgentStore: RunStore {
@@ -21,11 +19,11 @@ extension AgentStore: RunStore {
             try requireAgent(db, agent)
             try db.execute(
                 sql: """
-                    INSERT INTO sessions (agent, kind, status, pid, process, started_at)
-                    VALUES (?, ?, 'running', ?, ?, ?)
+                    INSERT INTO sessions (agent, kind, status, pid, process, host, started_at)
+                    VALUES (?, ?, 'running', ?, ?, ?, ?)
                     """,
-                arguments: [agent, kind.rawValue, pid, process, Self.now()])
-            return db.lastInsertedRowID
+                arguments: [agent, kind.rawValue, pid, process, ProcessIdentity.host, Self.now()])
+            return try db.lastInsertedRowID
         }
     }
 
@@ -55,11 +53,11 @@ extension AgentStore: RunStore {
             if let agent {
                 try requireAgent(db, agent)
             }
-            return try Row.fetchAll(
+            return try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT s.*, \(Self.replayColumns) FROM sessions s LEFT JOIN replays r ON r.session_id = s.id
-                    WHERE (? IS NULL OR s.agent = ?) ORDER BY s.id
+                    WHERE (CAST(? AS TEXT) IS NULL OR s.agent = ?) ORDER BY s.id
                     """, arguments: [agent, agent]
             ).map(sessionRecord)
         }
@@ -70,7 +68,7 @@ extension AgentStore: RunStore {
     public func runs(agent: String?, task: String?) throws -> [(session: SessionRecord, task: String?)] {
         try read { db in
             if let agent { try requireAgent(db, agent) }
-            let rows = try Row.fetchAll(
+            let rows = try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT s.*, \(Self.replayColumns), coalesce(r.task, (SELECT substr(m.sender, 10) FROM messages m
@@ -78,7 +76,7 @@ extension AgentStore: RunStore {
                         AND m.id <= coalesce(s.claimed_cursor, 0) AND m.sender LIKE 'schedule:%' ORDER BY m.id
                         LIMIT 1)) AS task_label
                     FROM sessions s LEFT JOIN replays r ON r.session_id = s.id
-                    WHERE (? IS NULL OR s.agent = ?) ORDER BY s.id
+                    WHERE (CAST(? AS TEXT) IS NULL OR s.agent = ?) ORDER BY s.id
                     """, arguments: [agent, agent])
             return try rows.map { (try sessionRecord($0), $0["task_label"] as String?) }
                 .filter { task == nil || $0.1 == task }
@@ -92,11 +90,13 @@ extension AgentStore: RunStore {
     public func recoverInterrupted() throws -> [SessionRecord] {
         let now = Self.now()
         return try write { db in
-            let running = try Row.fetchAll(
+            let running = try SQLRow.fetchAll(
                 db, sql: "SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') ORDER BY id")
             var recovered: [SessionRecord] = []
             for row in running {
                 var session = try sessionRecord(row)
+                // Another host's run is its worker's to account for (fleet heartbeats), not this host's pids.
+                if let host = session.host, host != ProcessIdentity.host { continue }
                 guard ProcessIdentity.isGone(pid: session.pid, identity: row["process"]) else { continue }
                 let reason = "the xclaw process (pid \(session.pid)) ended while this session was running"
                 try db.execute(
@@ -118,14 +118,14 @@ extension AgentStore: RunStore {
     }
 
     /// Throws `unknownSession` unless the session exists.
-    func requireSession(_ db: Database, _ id: Int64) throws {
+    func requireSession(_ db: any SQLConnection, _ id: Int64) throws {
         if try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM sessions WHERE id = ?"), arguments: [id]) == nil {
             throw StoreError.unknownSession(id)
         }
     }
 
     /// Builds a `SessionRecord` from a `sessions` row (possibly joined; only the sessions columns are read).
-    func sessionRecord(_ row: Row) throws -> SessionRecord {
+    func sessionRecord(_ row: SQLRow) throws -> SessionRecord {
         let kindText: String = row["kind"], statusText: String = row["status"]
         guard let kind = SessionKind(rawValue: kindText), let status = SessionStatus(rawValue: statusText) else {
             throw StoreError.corrupt(
@@ -138,6 +138,7 @@ extension AgentStore: RunStore {
             error: row["error"], steps: row["steps"], usd: row["usd"], pid: row["pid"],
             startedAt: try date(row["started_at"] as String, "sessions.started_at"),
             endedAt: try dateIfAny(row["ended_at"], "sessions.ended_at"), report: row["report"], model: row["model"])
+        record.host = row["host"]
         // Joined with `replayColumns`: the replay's counts.
         if let script: String = row["rp_script"] {
             record.replay = ReplaySummary(
@@ -182,7 +183,7 @@ extension AgentStore {
     public func steps(session: Int64) throws -> [StepRecord] {
         try read { db in
             try requireSession(db, session)
-            return try Row.fetchAll(
+            return try SQLRow.fetchAll(
                 db, sql: "SELECT * FROM usage WHERE session_id = ? ORDER BY id", arguments: [session]
             ).enumerated().map { index, row in
                 StepRecord(
@@ -201,16 +202,16 @@ extension AgentStore {
     public func usageSummary(agent: String? = nil) throws -> [UsageSummary] {
         try read { db in
             if let agent { try requireAgent(db, agent) }
-            let rows = try Row.fetchAll(
+            let rows = try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT a.name AS agent, count(u.id) AS requests,
                         coalesce(sum(u.input_tokens), 0) AS input, coalesce(sum(u.output_tokens), 0) AS output,
                         coalesce(sum(u.cache_creation_tokens), 0) AS cache_creation,
                         coalesce(sum(u.cache_read_tokens), 0) AS cache_read,
-                        total(u.usd) AS usd, count(DISTINCT u.session_id) AS sessions
+                        coalesce(sum(u.usd), 0.0) AS usd, count(DISTINCT u.session_id) AS sessions
                     FROM agents a LEFT JOIN usage u ON u.agent = a.name
-                    WHERE ?1 IS NULL OR a.name = ?1
+                    WHERE CAST(?1 AS TEXT) IS NULL OR a.name = ?1
                     GROUP BY a.name ORDER BY a.name
                     """,
                 arguments: [agent])
@@ -226,13 +227,13 @@ extension AgentStore {
     public func usageBySession(agent: String) throws -> [SessionUsage] {
         try read { db in
             try requireAgent(db, agent)
-            let rows = try Row.fetchAll(
+            let rows = try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT s.*, count(u.id) AS requests,
                         coalesce(sum(u.input_tokens), 0) AS input, coalesce(sum(u.output_tokens), 0) AS output,
                         coalesce(sum(u.cache_creation_tokens), 0) AS cache_creation,
-                        coalesce(sum(u.cache_read_tokens), 0) AS cache_read, total(u.usd) AS usage_usd
+                        coalesce(sum(u.cache_read_tokens), 0) AS cache_read, coalesce(sum(u.usd), 0.0) AS usage_usd
                     FROM sessions s LEFT JOIN usage u ON u.session_id = s.id
                     WHERE s.agent = ? GROUP BY s.id ORDER BY s.id
                     """,
@@ -246,7 +247,7 @@ extension AgentStore {
     }
 
     /// The summed token columns of an aggregate row.
-    private static func usage(_ row: Row) -> Usage {
+    private static func usage(_ row: SQLRow) -> Usage {
         Usage(
             inputTokens: row["input"], outputTokens: row["output"], cacheCreationInputTokens: row["cache_creation"],
             cacheReadInputTokens: row["cache_read"])
@@ -260,7 +261,7 @@ extension AgentStore {
     public func session(_ id: Int64) throws -> SessionRecord {
         try read { db in
             guard
-                let row = try Row.fetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: """
                         SELECT s.*, \(Self.replayColumns) FROM sessions s LEFT JOIN replays r ON r.session_id = s.id
@@ -278,7 +279,7 @@ extension AgentStore {
     public func runTranscript(session id: Int64) throws -> RunTranscript {
         var transcript = try read { db in
             guard
-                let row = try Row.fetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: """
                         SELECT s.*, \(Self.replayColumns), coalesce(r.task, (SELECT substr(m.sender, 10)
@@ -291,14 +292,14 @@ extension AgentStore {
             let session = try sessionRecord(row)
             let previous: Int64 = row["previous_cursor"] ?? 0
             let claimed: Int64 = row["claimed_cursor"] ?? 0
-            let input = try Row.fetchAll(
+            let input = try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM messages WHERE agent = ? AND id > ? AND id <= ? AND role = 'user'
                         AND session_id IS NULL ORDER BY id
                     """, arguments: [session.agent, previous, claimed]
             ).map { try storedMessage($0, db) }
-            let messages = try Row.fetchAll(
+            let messages = try SQLRow.fetchAll(
                 db, sql: "SELECT * FROM messages WHERE session_id = ? ORDER BY id", arguments: [id]
             ).map { try storedMessage($0, db) }
             return RunTranscript(
@@ -320,7 +321,7 @@ extension AgentStore {
     /// Every session that has a report recorded, newest first, with its path.
     public func reports() throws -> [(session: Int64, path: String)] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT id, report FROM sessions WHERE report IS NOT NULL ORDER BY id DESC")
+            try SQLRow.fetchAll(db, sql: "SELECT id, report FROM sessions WHERE report IS NOT NULL ORDER BY id DESC")
                 .map { ($0["id"], $0["report"]) }
         }
     }
@@ -349,11 +350,11 @@ extension AgentStore {
         return try write { db in
             if let session { try requireSession(db, session) }
             if let agent { try requireAgent(db, agent) }
-            let rows = try Row.fetchAll(
+            let rows = try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM sessions WHERE status IN ('running', 'needs-approval')
-                        AND (? IS NULL OR id = ?) AND (? IS NULL OR agent = ?) ORDER BY id
+                        AND (CAST(? AS BIGINT) IS NULL OR id = ?) AND (CAST(? AS TEXT) IS NULL OR agent = ?) ORDER BY id
                     """, arguments: [session, session, agent, agent])
             let records = try rows.map(sessionRecord)
             for record in records {
@@ -383,7 +384,10 @@ extension AgentStore {
         try write { db in
             try requireSession(db, session)
             try db.execute(
-                sql: "INSERT OR REPLACE INTO action_steps (session_id, seq, step, created_at) VALUES (?, ?, ?, ?)",
+                sql: """
+                    INSERT INTO action_steps (session_id, seq, step, created_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (session_id, seq) DO UPDATE SET step = excluded.step, created_at = excluded.created_at
+                    """,
                 arguments: [session, seq, json, Self.now()])
         }
     }
@@ -402,12 +406,12 @@ extension AgentStore {
     /// Every run's recorded steps after `id` (0: from the first), oldest first, at most `limit`.
     public func actionSteps(after id: Int64, limit: Int = 200) throws -> [ActionStepRow] {
         try read { db in
-            try Row.fetchAll(
+            try SQLRow.fetchAll(
                 db,
                 sql: """
-                    SELECT a.rowid AS id, a.session_id, a.step, a.created_at, s.agent, s.pid, g.display
+                    SELECT a.\(Self.stepID(db)) AS id, a.session_id, a.step, a.created_at, s.agent, s.pid, g.display
                     FROM action_steps a JOIN sessions s ON s.id = a.session_id LEFT JOIN agents g ON g.name = s.agent
-                    WHERE a.rowid > ? ORDER BY a.rowid LIMIT ?
+                    WHERE a.\(Self.stepID(db)) > ? ORDER BY a.\(Self.stepID(db)) LIMIT ?
                     """, arguments: [id, limit]
             ).map { row in
                 ActionStepRow(
@@ -420,6 +424,9 @@ extension AgentStore {
 
     /// The newest recorded step's `id` (0 when there is none): a follower starts after it.
     public func lastActionStepID() throws -> Int64 {
-        try read { db in try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM action_steps") ?? 0 }
+        try read { db in try Int64.fetchOne(db, sql: "SELECT MAX(\(Self.stepID(db))) FROM action_steps") ?? 0 }
     }
+
+    /// The column that orders every run's steps: SQLite's rowid; PostgreSQL's table has an identity column.
+    static func stepID(_ db: any SQLConnection) -> String { db.dialect == .sqlite ? "rowid" : "id" }
 }

@@ -1,0 +1,302 @@
+import CPostgres
+import Foundation
+
+/// One libpq connection to the fleet's PostgreSQL server: the thin Swift wrapper over libpq's C API (all of its
+/// unsafety stays in this file). Queries use the store's `?` placeholders, rewritten to `$1…`; values are sent with
+/// their types (text, int8, float8, bytea) so the server never guesses, and read back by column type.
+final class PostgresConnection: SQLConnection {
+    /// libpq's handle; nil once closed.
+    private var handle: OpaquePointer?
+    /// The URL without its password, for errors.
+    let location: String
+    /// Rows changed by the last command.
+    private(set) var changesCount = 0
+    /// Whether the connection broke (the server went away): the pool drops it instead of reusing it.
+    private(set) var isBroken = false
+
+    var dialect: SQLDialect { .postgres }
+
+    /// Connects; `StoreError.unreachable` when the server cannot be reached or refuses the login.
+    init(url: PostgresURL, timeoutSeconds: Int = 5) throws {
+        location = url.redacted
+        // The connect timeout as a keyword, the URL as given: libpq reads both from one conninfo string.
+        let keywords = ["dbname", "connect_timeout", "application_name", "client_encoding"]
+        let values = [url.text, String(timeoutSeconds), "xclaw", "UTF8"]
+        handle = withCStrings(keywords) { keys in
+            withCStrings(values) { vals in PQconnectdbParams(keys, vals, 1) }
+        }
+        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+            let detail = handle.map { Self.message(PQerrorMessage($0)) } ?? "out of memory"
+            if let handle { PQfinish(handle) }
+            self.handle = nil
+            throw StoreError.unreachable(url: location, detail: url.scrub(detail))
+        }
+        // libpq prints the server's notices ("already exists, skipping") on stderr by default: stderr is for xclaw's
+        // own logs, and these are not news to anyone.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    }
+
+    deinit { if let handle { PQfinish(handle) } }
+
+    func execute(sql: String, arguments: SQLArguments, cached: Bool) throws {
+        _ = try run(sql: sql, arguments: arguments)
+    }
+
+    func rows(sql: String, arguments: SQLArguments, cached: Bool) throws -> [SQLRow] {
+        try run(sql: sql, arguments: arguments)
+    }
+
+    var lastInsertedRowID: Int64 {
+        get throws { try Int64.fetchOne(self, sql: "SELECT lastval()") ?? 0 }
+    }
+
+    /// Runs several statements without arguments in one round trip (the schema, transaction control).
+    func executeScript(_ sql: String) throws {
+        guard let handle else { throw closed() }
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+    }
+
+    /// The connection's socket, for waiting on notifications.
+    var socket: Int32 { handle.map { PQsocket($0) } ?? -1 }
+
+    /// Reads what the server sent (notifications) without blocking and returns the pending notifications' channels
+    /// and payloads.
+    func notifications() throws -> [(channel: String, payload: String)] {
+        guard let handle else { throw closed() }
+        if PQconsumeInput(handle) == 0 {
+            isBroken = true
+            throw StoreError.unreachable(url: location, detail: Self.message(PQerrorMessage(handle)))
+        }
+        var found: [(String, String)] = []
+        while let notice = PQnotifies(handle) {
+            found.append((String(cString: notice.pointee.relname), String(cString: notice.pointee.extra)))
+            PQfreemem(notice)
+        }
+        return found
+    }
+
+    // MARK: - Running a statement
+
+    /// Sends one statement with its arguments and reads its rows.
+    private func run(sql: String, arguments: SQLArguments) throws -> [SQLRow] {
+        guard let handle else { throw closed() }
+        let text = Self.numberedPlaceholders(sql)
+        let values = arguments.values
+        var types: [Oid] = []
+        var formats: [Int32] = []
+        var encoded: [[UInt8]?] = []
+        for value in values {
+            switch value {
+            case .null:
+                types.append(0)
+                formats.append(0)
+                encoded.append(nil)
+            case .integer(let v):
+                types.append(20)
+                formats.append(0)
+                encoded.append(Array(String(v).utf8) + [0])
+            case .real(let v):
+                types.append(701)
+                formats.append(0)
+                encoded.append(Array(Self.realText(v).utf8) + [0])
+            case .text(let v):
+                types.append(25)
+                formats.append(0)
+                // PostgreSQL text cannot hold NUL; the store never writes one (its text is JSON or names).
+                encoded.append(Array(v.utf8.filter { $0 != 0 }) + [0])
+            case .blob(let v):
+                types.append(17)
+                formats.append(1)
+                encoded.append([UInt8](v))
+            }
+        }
+        let lengths = encoded.map { Int32($0?.count ?? 0) }
+        let result = withPointers(encoded) { pointers in
+            PQexecParams(handle, text, Int32(values.count), types, pointers, lengths, formats, 0)
+        }
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        changesCount = Int(String(cString: PQcmdTuples(result))) ?? 0
+        guard PQresultStatus(result) == PGRES_TUPLES_OK else { return [] }
+        return Self.rows(of: result)
+    }
+
+    /// The result's rows, each value by its column's type.
+    private static func rows(of result: OpaquePointer?) -> [SQLRow] {
+        let count = Int(PQntuples(result))
+        let width = Int(PQnfields(result))
+        let names = (0..<width).map { String(cString: PQfname(result, Int32($0))) }
+        let kinds = (0..<width).map { PQftype(result, Int32($0)) }
+        let columns = SQLRow.Columns(names)
+        var rows: [SQLRow] = []
+        rows.reserveCapacity(count)
+        for row in 0..<count {
+            var values: [SQLValue] = []
+            values.reserveCapacity(width)
+            for column in 0..<width {
+                if PQgetisnull(result, Int32(row), Int32(column)) != 0 {
+                    values.append(.null)
+                    continue
+                }
+                let length = Int(PQgetlength(result, Int32(row), Int32(column)))
+                let text =
+                    PQgetvalue(result, Int32(row), Int32(column)).map {
+                        String(
+                            decoding: UnsafeBufferPointer(
+                                start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: length),
+                            as: UTF8.self)
+                    } ?? ""
+                values.append(value(text, type: kinds[column]))
+            }
+            rows.append(SQLRow(columns: columns, values: values))
+        }
+        return rows
+    }
+
+    /// A value in libpq's text format, by the column's type oid.
+    private static func value(_ text: String, type: Oid) -> SQLValue {
+        switch type {
+        case 16: return .integer(text == "t" ? 1 : 0)  // bool
+        case 20, 21, 23, 26: return Int64(text).map(SQLValue.integer) ?? .text(text)  // int8, int2, int4, oid
+        case 700, 701: return Double(text).map(SQLValue.real) ?? .text(text)  // float4, float8
+        case 1700:  // numeric (SUM of integers): whole values stay integers
+            if let whole = Int64(text) { return .integer(whole) }
+            return Double(text).map(SQLValue.real) ?? .text(text)
+        case 17: return .blob(hexBytes(text))  // bytea, hex output
+        default: return .text(text)
+        }
+    }
+
+    /// bytea's hex output (`\x0a1b…`) as bytes.
+    private static func hexBytes(_ text: String) -> Data {
+        var bytes = Data()
+        let digits = Array(text.utf8.dropFirst(2))
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index + 1 < digits.count {
+            if let high = hexDigit(digits[index]), let low = hexDigit(digits[index + 1]) {
+                bytes.append(high << 4 | low)
+            }
+            index += 2
+        }
+        return bytes
+    }
+
+    /// One hex digit's value.
+    private static func hexDigit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: return c - 48
+        case 97...102: return c - 87
+        case 65...70: return c - 55
+        default: return nil
+        }
+    }
+
+    /// A double as PostgreSQL reads it back exactly (`Double.description` round-trips; infinities are named).
+    private static func realText(_ v: Double) -> String {
+        if v.isNaN { return "NaN" }
+        if v.isInfinite { return v > 0 ? "Infinity" : "-Infinity" }
+        return v.description
+    }
+
+    /// `?` → `$1, $2…` and SQLite's `?NNN` → `$NNN`, outside string literals, quoted names and comments.
+    static func numberedPlaceholders(_ sql: String) -> String {
+        let chars = Array(sql)
+        var out = ""
+        out.reserveCapacity(sql.utf8.count + 16)
+        var number = 0
+        var quote: Character?
+        var lineComment = false
+        var index = 0
+        while index < chars.count {
+            let c = chars[index]
+            index += 1
+            if lineComment {
+                if c == "\n" { lineComment = false }
+            } else if let q = quote {
+                if c == q { quote = nil }
+            } else if c == "'" || c == "\"" {
+                quote = c
+            } else if c == "-", index < chars.count, chars[index] == "-" {
+                lineComment = true
+            } else if c == "?" {
+                var digits = ""
+                while index < chars.count, chars[index].isASCII, chars[index].isNumber {
+                    digits.append(chars[index])
+                    index += 1
+                }
+                if digits.isEmpty {
+                    number += 1
+                    digits = String(number)
+                }
+                out += "$" + digits
+                continue
+            }
+            out.append(c)
+        }
+        return out
+    }
+
+    // MARK: - Errors
+
+    /// Throws the server's error for a failed result, mapped to what the user can act on.
+    private func check(_ result: OpaquePointer?, sql: String) throws {
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY { return }
+        guard let handle else { throw closed() }
+        if PQstatus(handle) != CONNECTION_OK {
+            isBroken = true
+            throw StoreError.unreachable(url: location, detail: Self.message(PQerrorMessage(handle)))
+        }
+        let state = PQresultErrorField(result, 67).map { String(cString: $0) } ?? ""  // PG_DIAG_SQLSTATE
+        let detail = PQresultErrorMessage(result).map { Self.message($0) } ?? "unknown error"
+        throw PostgresError(state: state, message: detail)
+    }
+
+    /// libpq's message without its trailing newline.
+    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "" }
+        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The error for a closed connection.
+    private func closed() -> StoreError { .unreachable(url: location, detail: "the connection is closed") }
+}
+
+/// A statement the server refused, with its SQLSTATE (`23505` unique violation…), for `AgentStore` to map.
+struct PostgresError: Error, CustomStringConvertible {
+    /// The five-character SQLSTATE code.
+    let state: String
+    /// The server's message.
+    let message: String
+
+    var description: String { message }
+
+    /// Whether another transaction's lock or a serialization conflict made it fail (worth one more try).
+    var isConflict: Bool { state == "40001" || state == "40P01" }
+}
+
+/// Calls `body` with C strings for `strings`, NULL-terminated as libpq's keyword arrays are.
+private func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    return body(copies.map { UnsafePointer($0) } + [nil])
+}
+
+/// Calls `body` with one pointer per buffer (nil for NULL values), valid during the call.
+private func withPointers<R>(_ buffers: [[UInt8]?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies: [UnsafeMutablePointer<CChar>?] = buffers.map { buffer in
+        guard let buffer else { return nil }
+        let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(buffer.count, 1))
+        buffer.withUnsafeBytes { raw in
+            if let base = raw.baseAddress {
+                copy.update(from: base.assumingMemoryBound(to: CChar.self), count: buffer.count)
+            }
+        }
+        return copy
+    }
+    defer { copies.forEach { $0?.deallocate() } }
+    return body(copies.map { $0.map { UnsafePointer($0) } })
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+
+/// The PostgreSQL backend's connections: opened on demand, reused, dropped when broken, and transactions with the
+/// same guarantees the SQLite backend gives. A lost server (a restart) is waited for with backoff, up to
+/// `outageTolerance`, when a transaction can be run again without doing anything twice.
+final class PostgresPool: Sendable {
+    /// Where the server is.
+    let url: PostgresURL
+    /// How long a transaction waits for a server that went away before it fails.
+    let outageTolerance: Duration
+    /// Connections not in use.
+    private let idle = Mutex<[PostgresConnectionBox]>([])
+    /// At most this many idle connections are kept.
+    private static let keptIdle = 8
+
+    /// The lock key every write transaction takes (`pg_advisory_xact_lock`): writes of the whole fleet take turns,
+    /// as SQLite's writers do, so a read-then-write inside one (claiming a batch, a cursor) stays atomic.
+    static let writeLockKey: Int64 = 0x78636C_6177_0001
+    /// The lock key migrations take (session-level), so two openers of a new database take turns.
+    static let migrationLockKey: Int64 = 0x78636C_6177_0002
+
+    /// Opens one connection at once, so a wrong URL or a server that is down fails here with a clear message.
+    init(url: PostgresURL, outageTolerance: Duration = .seconds(60)) throws {
+        self.url = url
+        self.outageTolerance = outageTolerance
+        let first = try PostgresConnection(url: url)
+        idle.withLock { $0.append(PostgresConnectionBox(first)) }
+    }
+
+    /// Runs `body` on a connection of its own; the connection goes back to the pool unless it broke.
+    func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        return try body(connection)
+    }
+
+    /// A consistent snapshot read: REPEATABLE READ, READ ONLY.
+    func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+    }
+
+    /// A write transaction holding the fleet's write lock until it commits.
+    func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try transaction(begin: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writeLockKey))", body)
+    }
+
+    /// One statement in autocommit mode.
+    func single<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try retrying { try withConnection(body) }
+    }
+
+    /// Runs `body` between `begin` and COMMIT (ROLLBACK when it throws), again after a lost connection unless the
+    /// COMMIT itself was under way (then whether it landed is unknown, and running it again could do it twice).
+    private func transaction<T>(begin: String, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try retrying {
+            try withConnection { connection in
+                try connection.executeScript(begin)
+                let value: T
+                do {
+                    value = try body(connection)
+                } catch {
+                    if !connection.isBroken { try? connection.executeScript("ROLLBACK") }
+                    throw error
+                }
+                do {
+                    try connection.executeScript("COMMIT")
+                } catch let error as StoreError where connection.isBroken {
+                    throw CommitOutcomeUnknown(error: error)
+                }
+                return value
+            }
+        }
+    }
+
+    /// Runs `attempt` again, with backoff, while the server is unreachable, for up to `outageTolerance`.
+    private func retrying<T>(_ attempt: () throws -> T) throws -> T {
+        let deadline = ContinuousClock.now + outageTolerance
+        var pause = Duration.milliseconds(50)
+        while true {
+            do {
+                return try attempt()
+            } catch let unknown as CommitOutcomeUnknown {
+                throw unknown.error
+            } catch StoreError.unreachable(let url, let detail) {
+                guard ContinuousClock.now + pause < deadline else {
+                    throw StoreError.unreachable(url: url, detail: detail)
+                }
+                Thread.sleep(forTimeInterval: pause / .seconds(1))
+                pause = min(pause * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// An idle connection, or a new one.
+    private func checkOut() throws -> PostgresConnection {
+        if let box = idle.withLock({ $0.popLast() }) { return box.connection }
+        return try PostgresConnection(url: url)
+    }
+
+    /// Returns a connection to the pool, or closes it when it broke or enough are idle.
+    private func checkIn(_ connection: PostgresConnection) {
+        guard !connection.isBroken else { return }
+        let box = PostgresConnectionBox(connection)
+        idle.withLock { connections in
+            if connections.count < Self.keptIdle { connections.append(box) }
+        }
+    }
+}
+
+/// A connection handed between threads through the pool, which gives it to one user at a time.
+private struct PostgresConnectionBox: @unchecked Sendable {
+    let connection: PostgresConnection
+    init(_ connection: PostgresConnection) { self.connection = connection }
+}
+
+/// A connection lost while its COMMIT was under way: not retried.
+private struct CommitOutcomeUnknown: Error {
+    let error: StoreError
+}
