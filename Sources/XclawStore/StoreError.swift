@@ -30,6 +30,12 @@ public enum StoreError: ClassifiedError, Equatable {
     case database(path: String, detail: String)
     /// The PostgreSQL server cannot be reached, or refused the login (`url` has no password).
     case unreachable(url: String, detail: String)
+    /// A fleet command on a store that has no fleet (SQLite).
+    case noFleet(path: String)
+    /// Another live worker holds this name.
+    case workerNameTaken(String, host: String)
+    /// No queued run has this id.
+    case unknownFleetRun(Int64)
 
     /// The message the CLI prints: what failed and what the user can do about it.
     public var description: String {
@@ -67,6 +73,14 @@ public enum StoreError: ClassifiedError, Equatable {
                 + "belongs to you, that the disk is writable and not full, or set XCLAW_DB to a writable file"
         case .database(let path, let detail):
             return "the database \(path) failed: \(detail)"
+        case .noFleet(let path):
+            return "the database \(path) is SQLite, which serves one machine: a fleet shares a PostgreSQL database; "
+                + "set XCLAW_DATABASE_URL (or `database` in the config file) to postgres://USER:PASSWORD@HOST/DATABASE"
+        case .workerNameTaken(let name, let host):
+            return "a live worker named \"\(name)\" already runs on \(host); choose another --name, or stop that "
+                + "worker first (`xclaw fleet` lists them)"
+        case .unknownFleetRun(let id):
+            return "no fleet run with id \(id); `xclaw fleet runs` lists them"
         case .unreachable(let url, let detail):
             return "cannot reach the PostgreSQL database \(url) (\(detail)); check that the server runs and "
                 + "accepts this user, or fix `database` in the config file or XCLAW_DATABASE_URL"
@@ -76,9 +90,10 @@ public enum StoreError: ClassifiedError, Equatable {
     /// Unknown names are "not found", bad input is a usage error, file trouble is internal.
     public var exitStatus: ExitStatus {
         switch self {
-        case .unknownAgent, .unknownMessage, .unknownSession, .unknownTask, .unknownPipeline, .notPending:
+        case .unknownAgent, .unknownMessage, .unknownSession, .unknownTask, .unknownPipeline, .notPending,
+            .unknownFleetRun:
             return .notFound
-        case .agentExists, .invalidAgentName, .invalidArgument: return .usage
+        case .agentExists, .invalidAgentName, .invalidArgument, .noFleet, .workerNameTaken: return .usage
         case .locked, .corrupt, .unwritable, .database, .unreachable: return .internal
         }
     }

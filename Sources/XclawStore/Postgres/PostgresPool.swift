@@ -45,6 +45,12 @@ final class PostgresPool: Sendable {
         try transaction(begin: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writeLockKey))", body)
     }
 
+    /// A write transaction without the fleet's write lock, for the queue's own claims: they lock the rows they take
+    /// (`FOR UPDATE SKIP LOCKED`), so workers claiming at once do not wait on each other.
+    func writeUnlocked<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try transaction(begin: "BEGIN", body)
+    }
+
     /// One statement in autocommit mode.
     func single<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try retrying { try withConnection(body) }
@@ -89,6 +95,36 @@ final class PostgresPool: Sendable {
                 Thread.sleep(forTimeInterval: pause / .seconds(1))
                 pause = min(pause * 2, .seconds(2))
             }
+        }
+    }
+
+    /// Listening connections by channel, each used by one waiter at a time (taken out while it waits).
+    private let listeners = Mutex<[String: PostgresConnectionBox]>([:])
+
+    /// Waits until a notification arrives on `channel` or `timeout` passes; true when one arrived. The first call
+    /// starts listening and returns true at once, so a caller that checks its work after each return misses nothing
+    /// sent before it listened. A lost connection is dropped (the next call listens anew) and reads as a wake-up.
+    func waitForNotification(channel: String, timeout: Duration) throws -> Bool {
+        guard let box = listeners.withLock({ $0.removeValue(forKey: channel) }) else {
+            let connection = try PostgresConnection(url: url)
+            try connection.executeScript("LISTEN \(channel)")
+            listeners.withLock { $0[channel] = PostgresConnectionBox(connection) }
+            return true
+        }
+        let connection = box.connection
+        do {
+            if try !connection.notifications().isEmpty {
+                listeners.withLock { $0[channel] = box }
+                return true
+            }
+            var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(max(0, min(timeout / .milliseconds(1), 3_600_000)))
+            let ready = poll(&descriptor, 1, milliseconds)
+            let woken = try ready > 0 && !connection.notifications().isEmpty
+            listeners.withLock { $0[channel] = box }
+            return woken
+        } catch {
+            return true  // the connection went away: dropped, and the caller looks at its work again
         }
     }
 
