@@ -32,6 +32,8 @@ packages=(
   # Tk and GTK apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its
   # Motif app.
   python3-tk python3-gi gir1.2-gtk-3.0 libmotif-dev
+  # PyYAML: the deployment tests parse the Kubernetes manifests (deploy/kubernetes) with it.
+  python3-yaml
   # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
   chromium
 )

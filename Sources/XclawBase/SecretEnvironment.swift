@@ -5,6 +5,7 @@ public enum SecretEnvironment {
     /// The variables removed.
     public static let names: Set<String> = [
         "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY", "XCLAW_WEB_TOKEN",
+        "XCLAW_DATABASE_URL", "PGPASSWORD",
     ]
 
     /// `environment` without the secrets.

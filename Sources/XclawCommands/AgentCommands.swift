@@ -464,8 +464,20 @@ struct Send: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
     @OptionGroup var gates: GateOptions
+    @OptionGroup var fleet: FleetOptions
 
     func run() throws {
+        if let store = try FleetDispatch.queueing(storeOptions, fleet) {
+            // The same command, run by a worker; the options that change the run go with it.
+            var arguments = ["send", "--sender", sender]
+            if let effort { arguments += ["--effort", effort] }
+            if let thinking { arguments += ["--thinking", thinking] }
+            if let dryRun = gates.dryRun { arguments.append(dryRun ? "--dry-run" : "--no-dry-run") }
+            if let confirm = gates.confirm { arguments.append(confirm ? "--confirm" : "--no-confirm") }
+            try FleetDispatch.run(
+                .send, agent: name, arguments: arguments + ["--", name, message], store: store, options: fleet)
+            return
+        }
         let (store, printer, service) = try ServiceFactory.open(
             storeOptions, agent: name, raw: rawOption.raw, gates: gates, effort: effort, thinking: thinking)
         let (name, message, sender) = (self.name, self.message, self.sender)

@@ -5,6 +5,8 @@ import XclawCommandLine
 import XclawDaemon
 import XclawDaemonServices
 import XclawMCP
+import XclawRuntime
+import XclawStore
 import XclawWeb
 
 /// `xclaw daemon start|stop|status|run`: the resident process, one per user.
@@ -123,9 +125,11 @@ struct DaemonCommand: ParsableCommand {
             commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).")
         @Option(help: .hidden) var parent: Int32?
         @OptionGroup var web: WebOptions
+        @OptionGroup var fleet: WorkerOptions
 
         func validate() throws {
             try web.validate()
+            try fleet.validate()
             try Self.validateRecycleLimit()
         }
 
@@ -177,12 +181,87 @@ struct DaemonCommand: ParsableCommand {
                 }.start()
             }
             DaemonScheduling.start(server)
+            let worker: DaemonFleet?
+            do { worker = try fleet.start(server) } catch {
+                server.stop()
+                throw error
+            }
             signal(SIGPIPE, SIG_IGN)
             // In place when it returns (a dispatch source left a window in which a SIGTERM was ignored).
             let watch = Interrupt.watch([SIGTERM, SIGINT]) { _ in server.stop() }
             server.run()
             watch.stop()
+            // A worker lets its runs in flight finish, then leaves the fleet.
+            worker?.finish()
         }
+    }
+}
+
+/// `--worker` and its settings, of `daemon run`: the daemon joins the fleet of its PostgreSQL database.
+struct WorkerOptions: ParsableArguments {
+    @Flag(help: "Join the fleet of the PostgreSQL database (XCLAW_DATABASE_URL or `database`) as a worker.")
+    var worker = false
+    @Option(help: "The worker's name, unique in the fleet (default: the host name).") var name: String?
+    @Option(
+        name: .customLong("label"), help: ArgumentHelp("A label runs can ask for (repeatable).", valueName: "key=value")
+    )
+    var labels: [String] = []
+    @Option(help: "How many runs it takes at once (1-64).") var slots = 1
+    @Option(
+        name: .customLong("display-size"),
+        help: ArgumentHelp("A display size it can start (repeatable; default 1920x1080).", valueName: "WxH"))
+    var displaySizes: [String] = []
+    @Option(
+        name: .customLong("app"),
+        help: ArgumentHelp(
+            "An application it has (repeatable; default: the known ones on its PATH).", valueName: "name"))
+    var apps: [String] = []
+
+    func validate() throws {
+        let settings = name != nil || !labels.isEmpty || slots != 1 || !displaySizes.isEmpty || !apps.isEmpty
+        if settings && !worker {
+            throw ValidationError("--name, --label, --slots, --display-size and --app are a worker's: add --worker")
+        }
+        guard (1...64).contains(slots) else { throw ValidationError("--slots must be from 1 to 64, not \(slots)") }
+        if let name, name.isEmpty || name.count > 64 || name.contains(where: { $0.isWhitespace || $0 == "/" }) {
+            throw ValidationError("--name must be 1-64 characters without spaces or '/', not \"\(name)\"")
+        }
+        _ = try parsedLabels()
+        for size in displaySizes where (try? RunDisplay.privateSize("new:" + size)) == nil {
+            throw ValidationError("--display-size takes WIDTHxHEIGHT (e.g. 1920x1080), not \"\(size)\"")
+        }
+        do { _ = try FleetWorkerOptions.lostAfter(ProcessInfo.processInfo.environment) } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// `--label` values as a dictionary; a value without `=` or with an empty key is refused.
+    func parsedLabels() throws -> [String: String] {
+        var parsed: [String: String] = [:]
+        for label in labels {
+            guard let eq = label.firstIndex(of: "="), eq != label.startIndex else {
+                throw ValidationError("--label takes KEY=VALUE, not \"\(label)\"")
+            }
+            parsed[String(label[..<eq])] = String(label[label.index(after: eq)...])
+        }
+        return parsed
+    }
+
+    /// Joins the fleet when `--worker` was given: the database must be PostgreSQL.
+    func start(_ server: DaemonServer) throws -> DaemonFleet? {
+        guard worker else { return nil }
+        let environment = ProcessInfo.processInfo.environment
+        let store = try AgentStore.at(AgentStore.defaultPath())
+        let host = ProcessInfo.processInfo.hostName
+        let info = WorkerInfo(
+            name: name ?? host, host: host, pid: getpid(), version: Xclaw.configuration.version,
+            labels: try parsedLabels(), slots: slots,
+            displays: displaySizes.isEmpty
+                ? ["\(RunDisplay.defaultSize.width)x\(RunDisplay.defaultSize.height)"] : displaySizes,
+            apps: apps.isEmpty ? FleetWorkerOptions.installedApplications(environment) : apps)
+        return try DaemonFleet.start(
+            server, store: store,
+            options: FleetWorkerOptions(info: info, lostAfter: try FleetWorkerOptions.lostAfter(environment)))
     }
 }
 

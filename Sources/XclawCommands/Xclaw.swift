@@ -24,7 +24,7 @@ package struct Xclaw: ParsableCommand {
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
             MemoryCommand.self,
             ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,
-            Approve.self, Deny.self, Approvals.self, PipelineCommand.self,
+            Approve.self, Deny.self, Approvals.self, PipelineCommand.self, FleetCommand.self, DatabaseCommand.self,
             DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, InputRestore.self, ClipboardServe.self,
         ]
     )

@@ -22,6 +22,7 @@ final class ServedCommandsTests: XCTestCase {
         "bench": "measures the process itself", "keymap-restore": "recovery after a killed owner",
         "input-restore": "recovery after a killed owner", "clipboard-serve": "the clipboard owner's own process",
         "apps": "reads desktop files, no display", "launch": "starts a program in the caller's environment",
+        "fleet": "the fleet's tables; a worker's runs are its own daemon's", "db": "the store",
     ]
 
     /// The names `xclaw --help` lists.

@@ -225,13 +225,15 @@ public final class DaemonServer: Sendable {
     /// Whether `stop` was called: the daemon's own threads (the scheduler) end at their next look.
     public var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
 
-    /// Runs a command the daemon starts itself (a scheduled task's run) as a served one, with its displays kept
-    /// warm: stdin empty, stdout and stderr appended to `log`, this process's environment. Returns its exit status.
-    public func runOwn(_ arguments: [String], log: Int32) -> Int32 {
+    /// Runs a command the daemon starts itself (a scheduled task's run, a fleet run) as a served one, with its
+    /// displays kept warm: stdin empty, stdout and stderr appended to `log`, this process's environment with
+    /// `environment` over it. Returns its exit status.
+    public func runOwn(_ arguments: [String], log: Int32, environment: [String: String] = [:]) -> Int32 {
         let empty = open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { if empty >= 0 { close(empty) } }
         let invocation = Invocation(
-            environment: ProcessInfo.processInfo.environment, directory: "/", descriptors: (empty, log, log),
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, directory: "/",
+            descriptors: (empty, log, log),
             terminal: nil, pid: getpid(), interrupts: InterruptHub(onAbandon: { _ in }))
         // A scheduled run is inside the scheduler's own work (`activity`): this only counts it, and is refused
         // only when called outside one while a recycle is under way.

@@ -40,6 +40,14 @@ public protocol FleetStore: AnyObject, Sendable {
     func finishRun(_ id: Int64, worker: String, status: FleetRunStatus, exitStatus: Int32?, error: String?) throws
         -> Bool
 
+    /// Cancels a queued run (it will not start), or asks a running one to stop (through its session's stop request,
+    /// which its worker polls); returns the run as it is now. An ended run is left as it is.
+    @discardableResult
+    func cancelFleetRun(_ id: Int64, by who: String) throws -> FleetRunRecord
+
+    /// Whether this store is a fleet's (PostgreSQL).
+    var hasFleet: Bool { get }
+
     /// One run; `unknownFleetRun` when there is none.
     func fleetRun(_ id: Int64) throws -> FleetRunRecord
 

@@ -245,6 +245,7 @@ extension AgentStore {
                     """,
                 arguments: [agent, kind.rawValue, getpid(), process, ProcessIdentity.host, now, previous, last.id])
             let session = try db.lastInsertedRowID
+            try attachToFleetRun(db, session: session)
             try db.execute(
                 sql: """
                     INSERT INTO messages (agent, role, sender, content, status, session_id, created_at, updated_at)

@@ -226,6 +226,25 @@ extension AgentStore: FleetStore {
         }
     }
 
+    @discardableResult
+    public func cancelFleetRun(_ id: Int64, by who: String) throws -> FleetRunRecord {
+        try fleetWrite { db in
+            try db.execute(
+                sql: """
+                    UPDATE fleet_runs SET status = 'cancelled', finished_at = now(), error = ?
+                    WHERE id = ? AND status = 'queued'
+                    """, arguments: ["cancelled by \(who) before it started", id])
+            if db.changesCount == 1 { try notify(db, "ended \(id)") }
+        }
+        let run = try fleetRun(id)
+        if run.status == .running, let session = run.sessionID {
+            try requestStop(session: session, agent: nil, by: who)
+        }
+        return run
+    }
+
+    public var hasFleet: Bool { if case .postgres = engine { true } else { false } }
+
     public func fleetRun(_ id: Int64) throws -> FleetRunRecord {
         try fleetRead { db in
             guard
@@ -255,6 +274,21 @@ extension AgentStore: FleetStore {
         do { return try pool.waitForNotification(channel: Self.fleetChannel, timeout: timeout) } catch {
             throw Self.storeError(error, path: path)
         }
+    }
+
+    /// The environment variable naming the fleet run a worker executes: set in the command's invocation, so the
+    /// first session the command starts is tied to the run (in the transaction that starts it), and the client that
+    /// queued the run can follow its output.
+    public static let fleetRunVariable = "XCLAW_FLEET_RUN"
+
+    /// Ties a new session to the fleet run this command executes for a worker, if any (PostgreSQL only).
+    func attachToFleetRun(_ db: any SQLConnection, session: Int64) throws {
+        guard db.dialect == .postgres,
+            let run = Invocation.current.environment[Self.fleetRunVariable].flatMap({ Int64($0) })
+        else { return }
+        try db.execute(
+            sql: "UPDATE fleet_runs SET session_id = ? WHERE id = ? AND session_id IS NULL", arguments: [session, run])
+        try notify(db, "session \(run)")
     }
 
     // MARK: - Rows

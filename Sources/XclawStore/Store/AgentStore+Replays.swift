@@ -23,6 +23,7 @@ extension AgentStore: ReplayStore {
                     """,
                 arguments: [agent, getpid(), process, ProcessIdentity.host, Self.now()])
             let id = try db.lastInsertedRowID
+            try attachToFleetRun(db, session: id)
             try db.execute(
                 sql: "INSERT INTO replays (session_id, script, revision, task, steps) VALUES (?, ?, ?, ?, ?)",
                 arguments: [id, script, revision, task, steps])

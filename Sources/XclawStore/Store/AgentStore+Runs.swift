@@ -23,7 +23,9 @@ extension AgentStore: RunStore {
                     VALUES (?, ?, 'running', ?, ?, ?, ?)
                     """,
                 arguments: [agent, kind.rawValue, pid, process, ProcessIdentity.host, Self.now()])
-            return try db.lastInsertedRowID
+            let session = try db.lastInsertedRowID
+            try attachToFleetRun(db, session: session)
+            return session
         }
     }
 
