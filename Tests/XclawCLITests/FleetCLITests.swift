@@ -193,4 +193,39 @@ final class FleetCLITests: XCTestCase {
         XCTAssertEqual(server.requests.count, 2, "the lost run reached the model once")
         XCTAssertEqual(try fleetRuns(e).first?["status"]?.string, "lost")
     }
+
+    /// PostgreSQL restarts while a worker runs a reply: the worker, its run and the follower wait for it and go on;
+    /// the run completes once, recorded once, and nobody is declared lost.
+    func testPostgreSQLRestartingMidRunLosesNothingAndDoublesNothing() throws {
+        let url = try PostgresTestServer.shared().newDatabase()
+        var stream = MockStream.turn(blocks: [.text("Through the restart.")])
+        stream.chunking = .perFrame
+        stream.interChunkDelay = .milliseconds(400)
+        let server = try MockMessagesServer(replies: [.stream(stream)])
+        defer { server.stop() }
+        let e = client(url, server)
+        XCTAssertEqual(
+            try runCLI(["agent", "create", "eve", "--tools", "memory"], environment: e, removing: ["XCLAW_DB"]).status,
+            0)
+        _ = try startWorker("steady", [], url, server)
+        _ = try startWorker("other", [], url, server)
+        let follow = try Subprocess.spawn(
+            [productsDirectory.appendingPathComponent("xclaw").path, "send", "eve", "through a restart"],
+            environment: ProcessInfo.processInfo.environment.merging(e) { $1 }.filter { $0.key != "XCLAW_DB" })
+        eventually("the reply is streaming", within: .seconds(30)) { server.requests.count == 1 }
+        try PostgresTestServer.shared().restart(downFor: .milliseconds(500))
+        let (out, err, _) = follow.read(until: .now + .seconds(90))
+        XCTAssertEqual(follow.wait(deadline: .now + .seconds(10)), .exited(0), String(decoding: err, as: UTF8.self))
+        XCTAssertTrue(String(decoding: out, as: UTF8.self).contains("Through the restart."))
+        let runs = try fleetRuns(e)
+        XCTAssertEqual(runs.count, 1)
+        XCTAssertEqual(runs.first?["status"]?.string, "completed")
+        XCTAssertEqual(runs.first?["attempts"]?.double, 1, "claimed once")
+        XCTAssertEqual(server.requests.count, 1, "the model was asked once")
+        let replies = try PostgresTestServer.shared().query(
+            "SELECT count(*) FROM messages WHERE role = 'assistant' AND content LIKE '%Through the restart.%'", url: url
+        )
+        XCTAssertEqual(replies, "1", "the reply was recorded once")
+        XCTAssertEqual(Set(try fleetWorkers(e).map { $0["state"]?.string }), ["up"], "nobody was declared lost")
+    }
 }

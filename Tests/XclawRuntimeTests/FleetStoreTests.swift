@@ -153,10 +153,15 @@ final class FleetStoreTests: XCTestCase {
         try PostgresTestServer.shared().sql(
             "UPDATE workers SET heartbeat_at = now() - interval '1 minute' WHERE name = 'lost-one'", url: url)
         let other = try AgentStore(postgres: PostgresURL(url))
-        let found = try other.markLostWorkers(timeout: .seconds(30))
+        // A 2 s deadline (the server must itself have run that long: see the restart test).
+        let found = try XCTUnwrap(
+            eventually("the worker is declared lost") {
+                let lost = try other.markLostWorkers(timeout: .seconds(2))
+                return lost.isEmpty ? nil : lost
+            })
         XCTAssertEqual(found.map(\.name), ["lost-one"])
         XCTAssertEqual(found.first?.runs.map(\.id), [clicks, replay])
-        XCTAssertEqual(try store.markLostWorkers(timeout: .seconds(30)).count, 0, "a loss is settled once")
+        XCTAssertEqual(try store.markLostWorkers(timeout: .seconds(2)).count, 0, "a loss is settled once")
         let lostRun = try store.fleetRun(clicks)
         XCTAssertEqual(lostRun.status, .lost, "a click must not happen twice: never run again")
         XCTAssertEqual(lostRun.worker, "lost-one")
@@ -176,6 +181,33 @@ final class FleetStoreTests: XCTestCase {
         let again = try XCTUnwrap(try store.claimRun(for: lost))
         XCTAssertEqual(again.id, replay)
         XCTAssertEqual(again.attempts, 2)
+    }
+
+    /// After the server restarts, a stale heartbeat is not a loss until the server has run a whole deadline: every
+    /// worker was cut off alike, and each gets the time to reach it again. Meanwhile the store waits for the server
+    /// and goes on: nothing written is lost, nothing twice.
+    func testARestartedServerGivesEveryWorkerAFullDeadlineAndTheStoreWaitsForIt() throws {
+        let (store, url) = try fleet()
+        try store.registerWorker(worker("patient"))
+        try PostgresTestServer.shared().sql(
+            "UPDATE workers SET heartbeat_at = now() - interval '1 minute' WHERE name = 'patient'", url: url)
+        let restarted = Mutex<Bool?>(nil)
+        Thread {
+            let done = (try? PostgresTestServer.shared().restart(downFor: .milliseconds(700))) != nil
+            restarted.withLock { $0 = done }
+        }.start()
+        defer { _ = poll(within: .seconds(60)) { restarted.withLock { $0 } } }
+        // Written while the server goes down and comes back: each waits for it.
+        var ids: [Int64] = []
+        for i in 0..<20 {
+            ids.append(try store.appendMessage(agent: "a0", role: .user, content: [.text("m\(i)")], sender: "t"))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertEqual(eventually("the server restarts", within: .seconds(60)) { restarted.withLock { $0 } }, true)
+        XCTAssertEqual(try store.messages(agent: "a0").map(\.id), ids, "every write landed once")
+        XCTAssertEqual(try store.markLostWorkers(timeout: .seconds(30)).count, 0, "the server just started")
+        XCTAssertEqual(try store.workers().first?.state, .up)
+        XCTAssertTrue(try store.heartbeat(worker: "patient"))
     }
 
     func testAQueuedRunWakesAWaitingWorker() throws {

@@ -21,7 +21,8 @@ public protocol FleetStore: AnyObject, Sendable {
 
     /// Declares lost every live worker whose last heartbeat is older than `timeout` (by the database's clock, which
     /// every host shares): its running runs become `lost` (or `queued` again when they asked for `retryLost`), their
-    /// sessions `interrupted`. Each loss is settled once, whichever worker notices it first.
+    /// sessions `interrupted`. Each loss is settled once, whichever worker notices it first. Nobody is declared lost
+    /// until the server itself has run for `timeout`: after a restart every worker gets a full deadline to reach it.
     func markLostWorkers(timeout: Duration) throws -> [LostWorker]
 
     /// Queues a run and wakes the workers; returns its id.

@@ -58,6 +58,18 @@ final class PostgresConnection: SQLConnection {
         try check(result, sql: sql)
     }
 
+    /// Runs statements without arguments in one round trip and returns the first value of the last one's result.
+    func scalar(_ sql: String) throws -> String? {
+        guard let handle else { throw closed() }
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        guard PQntuples(result) > 0, PQnfields(result) > 0, PQgetisnull(result, 0, 0) == 0,
+            let value = PQgetvalue(result, 0, 0)
+        else { return nil }
+        return String(cString: value)
+    }
+
     /// The connection's socket, for waiting on notifications.
     var socket: Int32 { handle.map { PQsocket($0) } ?? -1 }
 
@@ -252,6 +264,12 @@ final class PostgresConnection: SQLConnection {
         }
         let state = PQresultErrorField(result, 67).map { String(cString: $0) } ?? ""  // PG_DIAG_SQLSTATE
         let detail = PQresultErrorMessage(result).map { Self.message($0) } ?? "unknown error"
+        // No SQLSTATE (libpq's own "server closed the connection unexpectedly"), a connection exception (08…) or the
+        // server shutting down or starting (57P01-57P03): the connection is gone, whatever PQstatus says yet.
+        if state.isEmpty || state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state) {
+            isBroken = true
+            throw StoreError.unreachable(url: location, detail: detail)
+        }
         throw PostgresError(state: state, message: detail)
     }
 

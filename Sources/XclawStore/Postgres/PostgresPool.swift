@@ -37,45 +37,84 @@ final class PostgresPool: Sendable {
 
     /// A consistent snapshot read: REPEATABLE READ, READ ONLY.
     func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writes: false, body)
     }
 
     /// A write transaction holding the fleet's write lock until it commits.
     func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(begin: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writeLockKey))", body)
+        try transaction(begin: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writeLockKey))", writes: true, body)
     }
 
     /// A write transaction without the fleet's write lock, for the queue's own claims: they lock the rows they take
     /// (`FOR UPDATE SKIP LOCKED`), so workers claiming at once do not wait on each other.
     func writeUnlocked<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(begin: "BEGIN", body)
+        try transaction(begin: "BEGIN", writes: true, body)
     }
 
-    /// One statement in autocommit mode.
+    /// One statement in autocommit mode, run again after a lost connection: for statements that do the same when
+    /// run twice (the streaming update of a message's content).
     func single<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try retrying { try withConnection(body) }
     }
 
-    /// Runs `body` between `begin` and COMMIT (ROLLBACK when it throws), again after a lost connection unless the
-    /// COMMIT itself was under way (then whether it landed is unknown, and running it again could do it twice).
-    private func transaction<T>(begin: String, _ body: (PostgresConnection) throws -> T) throws -> T {
+    /// Runs `body` between `begin` and COMMIT (ROLLBACK when it throws), again after a lost connection. When the
+    /// connection is lost while the COMMIT is under way, a write transaction asks the server, once it is back, what
+    /// became of it (`txid_status` of its transaction id): committed, its result stands; aborted, it runs again. So a
+    /// restart of the server neither loses a write nor makes it twice.
+    private func transaction<T>(begin: String, writes: Bool, _ body: (PostgresConnection) throws -> T) throws -> T {
         try retrying {
-            try withConnection { connection in
-                try connection.executeScript(begin)
-                let value: T
-                do {
-                    value = try body(connection)
-                } catch {
-                    if !connection.isBroken { try? connection.executeScript("ROLLBACK") }
-                    throw error
-                }
-                do {
+            var result: T?
+            var committing = false
+            var transactionID: Int64?
+            do {
+                return try withConnection { connection in
+                    if writes {
+                        transactionID = try connection.scalar(begin + "; SELECT txid_current()").flatMap { Int64($0) }
+                    } else {
+                        try connection.executeScript(begin)
+                    }
+                    let value: T
+                    do {
+                        value = try body(connection)
+                    } catch {
+                        if !connection.isBroken { try? connection.executeScript("ROLLBACK") }
+                        throw error
+                    }
+                    result = value
+                    committing = true
                     try connection.executeScript("COMMIT")
-                } catch let error as StoreError where connection.isBroken {
-                    throw CommitOutcomeUnknown(error: error)
+                    return value
                 }
-                return value
+            } catch StoreError.unreachable(let url, let detail) where committing {
+                guard let transactionID, let result else { throw StoreError.unreachable(url: url, detail: detail) }
+                if try committed(transactionID, url: url) { return result }
+                throw StoreError.unreachable(url: url, detail: detail)  // it rolled back: run it again
             }
+        }
+    }
+
+    /// Whether transaction `id` committed, asked once the server answers again (within `outageTolerance`). When it
+    /// stays away, the outcome is unknown: that is an error of its own, never a reason to run the transaction again.
+    private func committed(_ id: Int64, url: String) throws -> Bool {
+        let deadline = ContinuousClock.now + outageTolerance
+        while true {
+            do {
+                let status = try withConnection { try $0.scalar("SELECT txid_status(\(id))") }
+                if status == "committed" { return true }
+                if status != "in progress" { return false }  // aborted, or nil: never committed
+            } catch let error as PostgresError where error.state == "22023" {
+                // "transaction ID … is in the future": the server came back from a crash without ever having
+                // logged it, so it never committed.
+                return false
+            } catch StoreError.unreachable(_, let detail) {
+                guard ContinuousClock.now < deadline else {
+                    throw StoreError.database(
+                        path: url,
+                        detail: "the server went away while a change was being committed, and did not come back in "
+                            + "time to say whether it was (\(detail)); `xclaw runs` shows what was recorded")
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.1)
         }
     }
 
@@ -86,8 +125,6 @@ final class PostgresPool: Sendable {
         while true {
             do {
                 return try attempt()
-            } catch let unknown as CommitOutcomeUnknown {
-                throw unknown.error
             } catch StoreError.unreachable(let url, let detail) {
                 guard ContinuousClock.now + pause < deadline else {
                     throw StoreError.unreachable(url: url, detail: detail)
@@ -106,9 +143,16 @@ final class PostgresPool: Sendable {
     /// sent before it listened. A lost connection is dropped (the next call listens anew) and reads as a wake-up.
     func waitForNotification(channel: String, timeout: Duration) throws -> Bool {
         guard let box = listeners.withLock({ $0.removeValue(forKey: channel) }) else {
-            let connection = try PostgresConnection(url: url)
-            try connection.executeScript("LISTEN \(channel)")
-            listeners.withLock { $0[channel] = PostgresConnectionBox(connection) }
+            do {
+                let connection = try PostgresConnection(url: url)
+                try connection.executeScript("LISTEN \(channel)")
+                listeners.withLock { $0[channel] = PostgresConnectionBox(connection) }
+            } catch StoreError.unreachable {
+                // The server is away (restarting): wait a little, as a poll would; the caller's next query waits
+                // for the server with backoff, or fails when it stays away.
+                Thread.sleep(forTimeInterval: min(timeout, .milliseconds(500)) / .seconds(1))
+                return false
+            }
             return true
         }
         let connection = box.connection
@@ -148,9 +192,4 @@ final class PostgresPool: Sendable {
 private struct PostgresConnectionBox: @unchecked Sendable {
     let connection: PostgresConnection
     init(_ connection: PostgresConnection) { self.connection = connection }
-}
-
-/// A connection lost while its COMMIT was under way: not retried.
-private struct CommitOutcomeUnknown: Error {
-    let error: StoreError
 }

@@ -109,7 +109,9 @@ extension AgentStore: FleetStore {
                 db,
                 sql: """
                     UPDATE workers SET state = 'lost', ended_at = now()
-                    WHERE state = 'up' AND heartbeat_at < now() - make_interval(secs => ?) RETURNING name
+                    WHERE state = 'up' AND heartbeat_at < now() - make_interval(secs => ?1)
+                      AND pg_postmaster_start_time() < now() - make_interval(secs => ?1)
+                    RETURNING name
                     """, arguments: [seconds])
             return try names.sorted().map { name in
                 let reason = "its worker \(name) sent no heartbeat for \(Int(seconds.rounded())) s (lost)"
