@@ -19,9 +19,11 @@ struct StoreOptions: ParsableArguments {
             the config file's `database`, else $XDG_DATA_HOME/xclaw/xclaw.sqlite).
             """) var db: String?
 
-    /// Opens it (creating it on first use) and marks runs a killed process left behind as interrupted.
-    func open(reportRecovered: Bool = true) throws -> AgentStore {
+    /// Opens it (creating it on first use) and, with `recover`, marks runs a killed process left behind as
+    /// interrupted (a command that only queues a run for the fleet leaves that to the commands that run one).
+    func open(reportRecovered: Bool = true, recover: Bool = true) throws -> AgentStore {
         let store = try AgentStore.at(db ?? AgentStore.defaultPath())
+        guard recover else { return store }
         let recovered = try AgentService.recover(store: store)
         if reportRecovered {
             for (s, undone) in recovered {

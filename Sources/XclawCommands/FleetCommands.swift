@@ -275,7 +275,7 @@ enum FleetDispatch {
         guard !options.local, environment[AgentStore.fleetRunVariable] == nil,
             PostgresURL.isPostgres(storeOptions.db ?? AgentStore.defaultPath())
         else { return nil }
-        let store = try storeOptions.open(reportRecovered: false)
+        let store = try storeOptions.open(recover: false)
         guard store.hasFleet else { return nil }
         if options.asked { return store }
         return try store.workers().contains { $0.state == .up } ? store : nil

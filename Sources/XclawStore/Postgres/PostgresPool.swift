@@ -28,6 +28,23 @@ final class PostgresPool: Sendable {
         idle.withLock { $0.append(PostgresConnectionBox(first)) }
     }
 
+    /// The pools of this process by URL, each migrated once: every command a daemon or a worker runs opens the store
+    /// anew, and a new server connection costs the server a process (a few milliseconds) and the schema check two
+    /// round trips, per command.
+    private static let shared = Mutex<[String: PostgresPool]>([:])
+
+    /// This process's pool for `url`, made (connected, and migrated by `migrate`) on first use.
+    static func shared(url: PostgresURL, migrate: (PostgresPool) throws -> Void) throws -> PostgresPool {
+        if let pool = shared.withLock({ $0[url.text] }) { return pool }
+        let pool = try PostgresPool(url: url)
+        try migrate(pool)
+        return shared.withLock { pools in
+            if let existing = pools[url.text] { return existing }  // another thread made one meanwhile
+            pools[url.text] = pool
+            return pool
+        }
+    }
+
     /// Runs `body` on a connection of its own; the connection goes back to the pool unless it broke.
     func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let connection = try checkOut()
@@ -135,18 +152,20 @@ final class PostgresPool: Sendable {
         }
     }
 
-    /// Listening connections by channel, each used by one waiter at a time (taken out while it waits).
-    private let listeners = Mutex<[String: PostgresConnectionBox]>([:])
+    /// Listening connections by channel, each used by one waiter at a time (taken out while it waits, so waiters of
+    /// one process, such as a daemon's followers, each keep one of their own).
+    private let listeners = Mutex<[String: [PostgresConnectionBox]]>([:])
 
-    /// Waits until a notification arrives on `channel` or `timeout` passes; true when one arrived. The first call
-    /// starts listening and returns true at once, so a caller that checks its work after each return misses nothing
-    /// sent before it listened. A lost connection is dropped (the next call listens anew) and reads as a wake-up.
+    /// Waits until a notification arrives on `channel` or `timeout` passes; true when one arrived. A waiter with no
+    /// listening connection free starts one and returns true at once, so a caller that checks its work after each
+    /// return misses nothing sent before it listened. A lost connection is dropped (the next wait listens anew) and
+    /// reads as a wake-up.
     func waitForNotification(channel: String, timeout: Duration) throws -> Bool {
-        guard let box = listeners.withLock({ $0.removeValue(forKey: channel) }) else {
+        guard let box = listeners.withLock({ $0[channel]?.popLast() }) else {
             do {
                 let connection = try PostgresConnection(url: url)
                 try connection.executeScript("LISTEN \(channel)")
-                listeners.withLock { $0[channel] = PostgresConnectionBox(connection) }
+                giveBack(PostgresConnectionBox(connection), channel: channel)
             } catch StoreError.unreachable {
                 // The server is away (restarting): wait a little, as a poll would; the caller's next query waits
                 // for the server with backoff, or fails when it stays away.
@@ -158,28 +177,35 @@ final class PostgresPool: Sendable {
         let connection = box.connection
         do {
             if try !connection.notifications().isEmpty {
-                listeners.withLock { $0[channel] = box }
+                giveBack(box, channel: channel)
                 return true
             }
             var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(max(0, min(timeout / .milliseconds(1), 3_600_000)))
             let ready = poll(&descriptor, 1, milliseconds)
             let woken = try ready > 0 && !connection.notifications().isEmpty
-            listeners.withLock { $0[channel] = box }
+            giveBack(box, channel: channel)
             return woken
         } catch {
             return true  // the connection went away: dropped, and the caller looks at its work again
         }
     }
 
+    /// Keeps a listening connection for the next waiter (at most `keptIdle` per channel).
+    private func giveBack(_ box: PostgresConnectionBox, channel: String) {
+        listeners.withLock { all in
+            if all[channel, default: []].count < Self.keptIdle { all[channel, default: []].append(box) }
+        }
+    }
+
     /// An idle connection, or a new one.
-    private func checkOut() throws -> PostgresConnection {
+    func checkOut() throws -> PostgresConnection {
         if let box = idle.withLock({ $0.popLast() }) { return box.connection }
         return try PostgresConnection(url: url)
     }
 
     /// Returns a connection to the pool, or closes it when it broke or enough are idle.
-    private func checkIn(_ connection: PostgresConnection) {
+    func checkIn(_ connection: PostgresConnection) {
         guard !connection.isBroken else { return }
         let box = PostgresConnectionBox(connection)
         idle.withLock { connections in

@@ -50,23 +50,46 @@ extension PostgresPool {
     /// write lock's and the migrations' one-key locks.
     static let agentHoldClass: Int32 = 0x7863_6C61
 
-    /// Tries a session advisory lock named by `key` on a connection of its own, kept out of the pool while held.
+    /// Tries a session advisory lock named by `key` on a pooled connection, kept out of the pool while held (and
+    /// given back, unlocked, when the hold ends).
     func tryAdvisoryHold(key: String) throws -> AgentHold? {
-        let connection = try PostgresConnection(url: url)
-        let taken =
-            try Bool.fetchOne(
-                connection, sql: "SELECT pg_try_advisory_lock(CAST(? AS INTEGER), hashtext(?))",
-                arguments: [Int64(Self.agentHoldClass), key]) ?? false
-        guard taken else { return nil }
+        let connection = try checkOut()
+        let taken: Bool
+        do {
+            taken =
+                try Bool.fetchOne(
+                    connection, sql: "SELECT pg_try_advisory_lock(CAST(? AS INTEGER), hashtext(?))",
+                    arguments: [Int64(Self.agentHoldClass), key]) ?? false
+        } catch {
+            checkIn(connection)
+            throw error
+        }
+        guard taken else {
+            checkIn(connection)
+            return nil
+        }
         let box = HeldConnection(connection)
-        // Closing the connection ends the session, and the lock with it.
-        return AgentHold { box.close() }
+        return AgentHold { [self] in
+            guard let held = box.take() else { return }
+            // Unlocked, it can serve others; if that fails the connection is closed, which unlocks it too.
+            if (try? held.execute(
+                sql: "SELECT pg_advisory_unlock(CAST(? AS INTEGER), hashtext(?))",
+                arguments: [Int64(Self.agentHoldClass), key])) != nil
+            {
+                checkIn(held)
+            }
+        }
     }
 }
 
-/// A connection a hold keeps, closed when the hold is released (one owner: the hold).
+/// A connection a hold keeps until it is released (one owner: the hold).
 private final class HeldConnection: @unchecked Sendable {
+    // Safe because: the hold's release, its only user, runs once (AgentHold's deinit).
     private var connection: PostgresConnection?
     init(_ connection: PostgresConnection) { self.connection = connection }
-    func close() { connection = nil }
+    /// The connection, once.
+    func take() -> PostgresConnection? {
+        defer { connection = nil }
+        return connection
+    }
 }

@@ -91,6 +91,18 @@ extension AgentStore: RunStore {
     @discardableResult
     public func recoverInterrupted() throws -> [SessionRecord] {
         let now = Self.now()
+        // Every command asks this first: a read finds whether anything is to recover, so the write (a lock every
+        // process, and on PostgreSQL every host, takes in turn) is taken only when something is.
+        let suspects = try read { db in
+            try SQLRow.fetchAll(
+                db, sql: "SELECT pid, process, host FROM sessions WHERE status IN ('running', 'needs-approval')"
+            ).filter { row in
+                let host: String? = row["host"]
+                return (host == nil || host == ProcessIdentity.host)
+                    && ProcessIdentity.isGone(pid: row["pid"], identity: row["process"])
+            }
+        }
+        if suspects.isEmpty { return [] }
         return try write { db in
             let running = try SQLRow.fetchAll(
                 db, sql: "SELECT * FROM sessions WHERE status IN ('running', 'needs-approval') ORDER BY id")

@@ -56,10 +56,11 @@ public final class AgentStore: Sendable {
     /// the login fails at once (`StoreError.unreachable`); later, a server that restarts is waited for.
     public init(postgres url: PostgresURL) throws {
         path = url.redacted
-        let pool = try PostgresPool(url: url)
-        engine = .postgres(pool)
+        let path = self.path
         do {
-            try pool.withConnection { try PostgresSchema.migrate($0) }
+            engine = .postgres(
+                try PostgresPool.shared(url: url) { pool in try pool.withConnection { try PostgresSchema.migrate($0) } }
+            )
         } catch {
             throw Self.storeError(error, path: path)
         }
