@@ -317,7 +317,8 @@ struct BenchFleet: ParsableCommand {
         report.rows.append(BenchRow("SQLite daemon (one host)", "`xclaw send`, 3 clients at once", sqlite.samples))
         report.rows.append(
             BenchRow(
-                "PostgreSQL, one worker × 3 slots", "`xclaw send`, 3 clients at once (queued, followed)", pg.samples))
+                "PostgreSQL, one worker × 3 slots",
+                "`xclaw send`, 3 clients at once (queued; followed by the client's daemon)", pg.samples))
         report.notes.append(
             String(
                 format: "one worker against the SQLite daemon, %d sends each: %.1f against %.1f sends/s (%.2fx)",

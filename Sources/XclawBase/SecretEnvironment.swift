@@ -8,8 +8,12 @@ public enum SecretEnvironment {
         "XCLAW_DATABASE_URL", "PGPASSWORD",
     ]
 
-    /// `environment` without the secrets.
-    public static func stripped(_ environment: [String: String]) -> [String: String] {
-        environment.filter { !names.contains($0.key) }
+    /// The database's: xclaw's own commands reach the store with them (a fleet's PostgreSQL URL holds a password),
+    /// so a command run in-process for a client keeps them while it loses the keys; programs never get them.
+    public static let database: Set<String> = ["XCLAW_DATABASE_URL", "PGPASSWORD"]
+
+    /// `environment` without the secrets, but those in `keeping`.
+    public static func stripped(_ environment: [String: String], keeping: Set<String> = []) -> [String: String] {
+        environment.filter { !names.contains($0.key) || keeping.contains($0.key) }
     }
 }

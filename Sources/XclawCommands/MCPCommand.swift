@@ -176,10 +176,12 @@ final class MCPCommandRunner: Sendable {
             defer { lock?.release() }
             let (input, output, error) = try (ScratchFile(stdin ?? Data()), ScratchFile(), ScratchFile())
             // No tool needs a key or a token: the command never sees one, whatever the client passed the server
-            // (the web view's chat runs `send`, which does: it keeps them).
+            // (the web view's chat runs `send`, which does: it keeps them). The database's URL it keeps: it is
+            // where the store is.
             var environment =
                 keepSecrets
-                ? ProcessInfo.processInfo.environment : SecretEnvironment.stripped(ProcessInfo.processInfo.environment)
+                ? ProcessInfo.processInfo.environment
+                : SecretEnvironment.stripped(ProcessInfo.processInfo.environment, keeping: SecretEnvironment.database)
             if let display { environment["DISPLAY"] = display }
             let hub = InterruptHub(onAbandon: { _ in })
             cancellation.onCancel { hub.raise(SIGINT) }

@@ -31,6 +31,8 @@ struct WebAPI: Sendable {
             ["usage", "--json"] + (request.uri.queryParameters.get("agent").map { ["--", $0] } ?? [])
         }
         get(api, "approvals") { _, _ in ["approvals", "--json"] }
+        get(api, "fleet") { _, _ in ["fleet", "workers", "--json"] }
+        get(api, "fleet/runs") { _, _ in ["fleet", "runs", "--json", "--last=200"] }
         get(api, "pipelines") { _, _ in ["pipeline", "list", "--json"] }
         get(api, "pipelines/:id") { _, context in ["pipeline", "show", "--json", try Self.id(context)] }
         get(api, "history/:agent") { request, context in

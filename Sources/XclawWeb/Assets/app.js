@@ -104,6 +104,10 @@ function toast(message, bad) {
 
 const STATUS_CLASS = {
   running: "run",
+  queued: "warn",
+  up: "ok",
+  left: "",
+  lost: "bad",
   "needs-approval": "warn",
   waiting: "warn",
   pending: "warn",
@@ -297,6 +301,7 @@ const ROUTES = [
   [/^\/screen(?:\/:?([^/]+))?$/, "screen", screenView],
   [/^\/agent\/(.+)$/, "dashboard", agentView],
   [/^\/runs\/?$/, "runs", runsView],
+  [/^\/fleet\/?$/, "fleet", fleetView],
 ];
 
 function route() {
@@ -1162,6 +1167,90 @@ async function runsView(view) {
             { rowAttrs: (r) => ({ "data-run": r.id }) }
           )
         : emptyState("No runs yet. Start one: ", cmd("xclaw send AGENT \"…\""))
+    );
+  };
+  await view.every(2000, refresh);
+}
+
+// The fleet: its workers with their slots and heartbeats, the queue of runs, and what was lost (a fleet's database is
+// PostgreSQL; on SQLite the page says how to make one).
+async function fleetView(view) {
+  const workersSlot = liveSlot(view);
+  const lostSlot = liveSlot(view);
+  const runsSlot = liveSlot(view);
+  view.main.append(
+    pageHead("Fleet", "workers on the shared PostgreSQL database, and their queue"),
+    card("Workers", { id: "fleet-workers" }, workersSlot.el),
+    card("Lost", { id: "fleet-lost" }, lostSlot.el),
+    card("Queue", { id: "fleet-runs" }, runsSlot.el)
+  );
+  const runLink = (r) =>
+    r.session ? h("a", { href: "/api/reports/" + r.session, target: "_blank", rel: "noopener" }, "run #" + r.session) : "—";
+  const refresh = async () => {
+    let workers, runs;
+    try {
+      [workers, runs] = await Promise.all([api("/api/fleet"), api("/api/fleet/runs")]);
+    } catch (error) {
+      workersSlot.fail(error);
+      return;
+    }
+    workers = workers || [];
+    runs = (runs || []).slice().reverse();
+    workersSlot.show(
+      workers.length
+        ? table(
+            [
+              { title: "Worker", cell: (w) => w.name },
+              { title: "Host", cell: (w) => w.host },
+              { title: "State", cell: (w) => badge(w.state) },
+              { title: "Slots", num: true, cell: (w) => w.busy + " / " + w.slots + " busy" },
+              { title: "Labels", cell: (w) => Object.entries(w.labels).map(([k, v]) => h("span", { class: "chip" }, k + "=" + v)) },
+              { title: "Heartbeat", cell: (w) => timeCell(w.heartbeat_at) },
+              { title: "Version", cell: (w) => w.version },
+            ],
+            workers,
+            { rowAttrs: (w) => ({ "data-worker": w.name, "data-state": w.state }) }
+          )
+        : emptyState("No workers yet. Start one: ", cmd("xclaw daemon run --worker"))
+    );
+    const lostWorkers = workers.filter((w) => w.state === "lost");
+    const lostRuns = runs.filter((r) => r.status === "lost");
+    lostSlot.show(
+      lostWorkers.length || lostRuns.length
+        ? [
+            ...lostWorkers.map((w) => h("p", { class: "lost-worker", "data-worker": w.name }, badge("lost"), " ", w.name + " on " + w.host + ", last heard ", timeCell(w.heartbeat_at))),
+            lostRuns.length
+              ? table(
+                  [
+                    { title: "Fleet run", cell: (r) => "#" + r.id },
+                    { title: "Agent", cell: (r) => r.agent },
+                    { title: "Worker", cell: (r) => r.worker || "—" },
+                    { title: "Why", wrap: true, cell: (r) => r.error || "" },
+                  ],
+                  lostRuns,
+                  { rowAttrs: (r) => ({ "data-lost-run": r.id }) }
+                )
+              : null,
+          ].filter(Boolean)
+        : emptyState("Nothing lost: every worker heartbeats.")
+    );
+    runsSlot.show(
+      runs.length
+        ? table(
+            [
+              { title: "Fleet run", cell: (r) => "#" + r.id },
+              { title: "Kind", cell: (r) => r.kind },
+              { title: "Agent", cell: (r) => h("a", { href: "#/agent/" + encodeURIComponent(r.agent) }, r.agent) },
+              { title: "Status", cell: (r) => badge(r.status) },
+              { title: "Worker", cell: (r) => r.worker || "—" },
+              { title: "Run", cell: runLink },
+              { title: "Queued", cell: (r) => timeCell(r.enqueued_at) },
+              { title: "By", cell: (r) => r.enqueued_by },
+            ],
+            runs,
+            { rowAttrs: (r) => ({ "data-fleet-run": r.id, "data-status": r.status }) }
+          )
+        : emptyState("The queue is empty. Queue a run from any host: ", cmd("xclaw send AGENT \"…\""))
     );
   };
   await view.every(2000, refresh);
