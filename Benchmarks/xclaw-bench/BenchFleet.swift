@@ -177,6 +177,30 @@ struct BenchFleet: ParsableCommand {
                     others.filter { model.count($0) > 1 }.count, model.count("tok-k")))
         }
 
+        // `xclaw stop` from another host: the stop request, through the database, to a run waiting on the model on a
+        // worker, until that run has ended and its worker recorded it.
+        var stops: [Duration] = []
+        for i in 0..<5 {
+            let token = "tok-s-\(i)"
+            let id = try store.enqueueRun(
+                FleetRunRequest(
+                    kind: .send, agent: names[2 + i],
+                    arguments: ["send", "--sender", "bench", "--", names[2 + i], "HANG \(token)"],
+                    enqueuedBy: "bench"))
+            try waitUntil("run \(id) waits on the model", seconds: 60) {
+                try model.count(token) == 1 && store.fleetRun(id).sessionID != nil
+            }
+            guard let session = try store.fleetRun(id).sessionID else { continue }
+            let asked = ContinuousClock.now
+            try store.requestStop(session: session, agent: nil, by: "bench")
+            try waitUntil("run \(id) stops", seconds: 30) { try store.fleetRun(id).status.isFinal }
+            stops.append(ContinuousClock.now - asked)
+        }
+        report.rows.append(
+            BenchRow(
+                "PostgreSQL fleet, \(workers) workers × \(slots) slots, LISTEN/NOTIFY",
+                "stop asked on another host → the worker's run ended and recorded", stops.map { Sample(elapsed: $0) }))
+
         // Scheduled slots over the remaining workers: each slot fires once fleet-wide.
         if scheduleSeconds > 0 {
             try measureSchedules(store: store, names: names, into: &report)
@@ -270,20 +294,25 @@ struct BenchFleet: ParsableCommand {
         try FileManager.default.createDirectory(at: sqliteState, withIntermediateDirectories: true)
         let sqliteStore = try AgentStore(path: sqliteState.appendingPathComponent("db.sqlite").path)
         for n in names { try sqliteStore.createAgent(AgentConfig(name: n, model: "claude-sonnet-4-5", tools: [])) }
-        let daemon = try Subprocess.spawn(
-            [
-                productsDirectory.appendingPathComponent("xclaw-core").path, "daemon", "run", "--parent",
-                String(getpid()),
-            ],
-            stdout: .null, stderr: .null, environment: sqliteEnv)
-        defer { _ = daemon.kill() }
-        try waitUntil("the SQLite daemon answers", seconds: 30) {
-            try Subprocess.run([xclaw, "daemon", "status"], timeout: .seconds(10), environment: sqliteEnv).ending
-                == .exited(0)
+        /// A plain daemon (not a worker) in `environment`'s state directory, answering.
+        func startDaemon(_ environment: [String: String], _ what: String) throws -> Subprocess {
+            let daemon = try Subprocess.spawn(
+                [
+                    productsDirectory.appendingPathComponent("xclaw-core").path, "daemon", "run", "--parent",
+                    String(getpid()),
+                ],
+                stdout: .null, stderr: .null, environment: environment)
+            try waitUntil("\(what) answers", seconds: 30) {
+                try Subprocess.run([xclaw, "daemon", "status"], timeout: .seconds(10), environment: environment)
+                    .ending == .exited(0)
+            }
+            return daemon
         }
+        let daemon = try startDaemon(sqliteEnv, "the SQLite daemon")
+        defer { _ = daemon.kill() }
         let sqlite = try sends(sqliteEnv, tag: "s")
 
-        // PostgreSQL: one worker, clients on hosts of their own (no daemon): `send` is queued and followed.
+        // PostgreSQL: one worker; the clients on a host of their own, with its daemon: `send` is queued and followed.
         let url = try postgres.newDatabase()
         let pgStore = try AgentStore(postgres: PostgresURL(url))
         for n in names { try pgStore.createAgent(AgentConfig(name: n, model: "claude-sonnet-4-5", tools: [])) }
@@ -301,17 +330,8 @@ struct BenchFleet: ParsableCommand {
             "XDG_DATA_HOME": clientState.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": clientState.appendingPathComponent("config").path,
         ]) { $1 }
-        let clientDaemon = try Subprocess.spawn(
-            [
-                productsDirectory.appendingPathComponent("xclaw-core").path, "daemon", "run", "--parent",
-                String(getpid()),
-            ],
-            stdout: .null, stderr: .null, environment: pgEnv)
+        let clientDaemon = try startDaemon(pgEnv, "the client's daemon")
         defer { _ = clientDaemon.kill() }
-        try waitUntil("the client's daemon answers", seconds: 30) {
-            try Subprocess.run([xclaw, "daemon", "status"], timeout: .seconds(10), environment: pgEnv).ending
-                == .exited(0)
-        }
         let pg = try sends(pgEnv, tag: "p")
 
         report.rows.append(BenchRow("SQLite daemon (one host)", "`xclaw send`, 3 clients at once", sqlite.samples))

@@ -5,12 +5,13 @@ public enum SecretEnvironment {
     /// The variables removed.
     public static let names: Set<String> = [
         "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY", "XCLAW_WEB_TOKEN",
-        "XCLAW_DATABASE_URL", "PGPASSWORD",
+        "XCLAW_DATABASE_URL", "PGPASSWORD", "XCLAW_DB",
     ]
 
-    /// The database's: xclaw's own commands reach the store with them (a fleet's PostgreSQL URL holds a password),
-    /// so a command run in-process for a client keeps them while it loses the keys; programs never get them.
-    public static let database: Set<String> = ["XCLAW_DATABASE_URL", "PGPASSWORD"]
+    /// The database's: xclaw's own commands reach the store with them (a fleet's PostgreSQL URL holds a password, and
+    /// `XCLAW_DB` may hold one too), so a command run in-process for a client keeps them while it loses the keys;
+    /// programs never get them.
+    public static let database: Set<String> = ["XCLAW_DATABASE_URL", "PGPASSWORD", "XCLAW_DB"]
 
     /// `environment` without the secrets, but those in `keeping`.
     public static func stripped(_ environment: [String: String], keeping: Set<String> = []) -> [String: String] {

@@ -23,6 +23,11 @@ private struct DatabaseRow: Encodable {
         (journal_mode, synchronous, foreign_keys) = (info.journalMode, info.synchronous, info.foreignKeys)
     }
 
+    /// The database of `options`, opened (and so migrated), described.
+    static func open(_ options: StoreOptions) throws -> DatabaseRow {
+        DatabaseRow(try options.open(reportRecovered: false, recover: false).info())
+    }
+
     /// The text form.
     var text: String {
         "\(backend) \(database): \(tables.count) tables, migrations \(migrations.joined(separator: ", "))"
@@ -40,7 +45,7 @@ struct DatabaseInfo: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let row = DatabaseRow(try storeOptions.open(reportRecovered: false).info())
+        let row = try DatabaseRow.open(storeOptions)
         try emit(row, json: json) { row.text }
     }
 }
@@ -56,7 +61,7 @@ struct DatabaseMigrate: ParsableCommand {
     @Flag(help: "Print JSON (as `db info --json`).") var json = false
 
     func run() throws {
-        let row = DatabaseRow(try storeOptions.open(reportRecovered: false).info())
+        let row = try DatabaseRow.open(storeOptions)
         try emit(row, json: json) { "migrated: " + row.text }
     }
 }

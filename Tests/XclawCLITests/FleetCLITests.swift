@@ -137,7 +137,7 @@ final class FleetCLITests: XCTestCase {
         XCTAssertEqual(try JSONSchemas.errors(checks), [])
         let info = try JSONValue.parse(outputs[2].stdout)
         XCTAssertEqual(info["backend"]?.string, "postgresql")
-        XCTAssertEqual(info["migrations"]?.array?.compactMap(\.string), ["pg1", "pg2"])
+        XCTAssertEqual(info["migrations"]?.array?.compactMap(\.string), ["pg1", "pg2", "pg3"])
         XCTAssertTrue(info["tables"]?.array?.contains(.string("fleet_runs")) ?? false)
 
         // Readiness: the worker's heartbeat is fresh; a name that is not a worker is not ready.
@@ -227,5 +227,32 @@ final class FleetCLITests: XCTestCase {
         )
         XCTAssertEqual(replies, "1", "the reply was recorded once")
         XCTAssertEqual(Set(try fleetWorkers(e).map { $0["state"]?.string }), ["up"], "nobody was declared lost")
+    }
+
+    /// `xclaw stop` on the client's host reaches a run on a worker (through the run's stop request in the database,
+    /// which the worker's run polls): the run ends as stopped, the fleet run as cancelled, the follower with 130.
+    func testStopOnAnyHostReachesARunOnAWorker() throws {
+        let url = try PostgresTestServer.shared().newDatabase()
+        let server = try MockMessagesServer(replies: [.hang])
+        defer { server.stop() }
+        let e = client(url, server)
+        XCTAssertEqual(
+            try runCLI(["agent", "create", "ann", "--tools", "memory"], environment: e, removing: ["XCLAW_DB"]).status,
+            0)
+        _ = try startWorker("busy", [], url, server)
+        let follow = try Subprocess.spawn(
+            [productsDirectory.appendingPathComponent("xclaw").path, "send", "ann", "wait for me"],
+            environment: ProcessInfo.processInfo.environment.merging(e) { $1 }.filter { $0.key != "XCLAW_DB" })
+        eventually("the run waits for the model on the worker", within: .seconds(30)) {
+            server.requests.count == 1 && (try? fleetRuns(e))?.first?["session"]?.double != nil
+        }
+        let stop = try runCLI(["stop", "--all", "--json"], environment: e, removing: ["XCLAW_DB"])
+        XCTAssertEqual(stop.status, 0, stop.stderr)
+        let (_, err, _) = follow.read(until: .now + .seconds(30))
+        XCTAssertEqual(follow.wait(deadline: .now + .seconds(10)), .exited(130), String(decoding: err, as: UTF8.self))
+        let run = try XCTUnwrap(try fleetRuns(e).first)
+        XCTAssertEqual(run["status"]?.string, "cancelled")
+        let runs = try JSONValue.parse(try runCLI(["runs", "--json"], environment: e, removing: ["XCLAW_DB"]).stdout)
+        XCTAssertEqual(runs.array?.first?["status"]?.string, "stopped", "the worker's run was stopped")
     }
 }

@@ -82,7 +82,6 @@ final class FleetStoreTests: XCTestCase {
             return (s, info)
         }
         let claimed = Mutex<[(agent: String, id: Int64, worker: String)]>([])
-        let running = Mutex<Set<String>>([])
         let problems = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 3) { w in
             let (s, info) = workers[w]
@@ -96,10 +95,13 @@ final class FleetStoreTests: XCTestCase {
                     }
                     idle = 0
                     let agent = run.request.agent
-                    let clash = running.withLock { !$0.insert(agent).inserted }
-                    if clash { problems.withLock { $0.append("two runs of \(agent) at once") } }
+                    // The database itself must hold one running run of this agent: this one.
+                    let inFlight = try s.fleetRuns(status: .running, limit: 1000).filter { $0.request.agent == agent }
+                    if inFlight.map(\.id) != [run.id] {
+                        problems.withLock { $0.append("\(agent) has \(inFlight.map(\.id)) running at once") }
+                    }
                     claimed.withLock { $0.append((agent, run.id, info.name)) }
-                    running.withLock { _ = $0.remove(agent) }
+                    Thread.sleep(forTimeInterval: 0.001)  // a run takes time: others claim meanwhile
                     try s.finishRun(run.id, worker: info.name, status: .completed, exitStatus: 0, error: nil)
                 } catch {
                     problems.withLock { $0.append("\(error)") }
@@ -205,9 +207,44 @@ final class FleetStoreTests: XCTestCase {
         }
         XCTAssertEqual(eventually("the server restarts", within: .seconds(60)) { restarted.withLock { $0 } }, true)
         XCTAssertEqual(try store.messages(agent: "a0").map(\.id), ids, "every write landed once")
+        // The writes did span the outage: some were stored before the server started again, some after.
+        let started = try XCTUnwrap(
+            Double(
+                try PostgresTestServer.shared().query(
+                    "SELECT extract(epoch FROM pg_postmaster_start_time())", url: url)))
+        let stored = try store.messages(agent: "a0").map(\.createdAt.timeIntervalSince1970)
+        XCTAssertTrue(stored.contains { $0 < started } && stored.contains { $0 > started }, "\(stored) \(started)")
         XCTAssertEqual(try store.markLostWorkers(timeout: .seconds(30)).count, 0, "the server just started")
         XCTAssertEqual(try store.workers().first?.state, .up)
         XCTAssertTrue(try store.heartbeat(worker: "patient"))
+    }
+
+    /// A worker restarted in its container comes back with the same name and the same pid (1): its run cut off with
+    /// the old process is settled as lost when it registers, so the agent's next runs are not held behind it; a
+    /// worker that left claims nothing; a run left by a worker that is no longer up is settled by the others.
+    func testARegisteringWorkerSettlesItsCutOffRunsAndOnlyLiveWorkersClaim() throws {
+        let (store, url) = try fleet(agents: 2)
+        let restarted = worker("pod-0")
+        try store.registerWorker(restarted)
+        let cut = try store.enqueueRun(FleetRunRequest(kind: .send, agent: "a0", arguments: [], enqueuedBy: "t"))
+        XCTAssertEqual(try store.claimRun(for: restarted)?.id, cut)
+        let next = try store.enqueueRun(FleetRunRequest(kind: .send, agent: "a0", arguments: [], enqueuedBy: "t"))
+        XCTAssertNil(try store.claimRun(for: restarted), "a0's next run waits behind the one in flight")
+        try store.registerWorker(restarted)  // the same name and pid: a container's restart
+        XCTAssertEqual(try store.fleetRun(cut).status, .lost)
+        XCTAssertTrue(try store.fleetRun(cut).error?.contains("restarted") ?? false)
+        XCTAssertEqual(try store.claimRun(for: restarted)?.id, next, "the agent goes on")
+
+        let leaver = worker("leaver")
+        try store.registerWorker(leaver)
+        let orphan = try store.enqueueRun(FleetRunRequest(kind: .send, agent: "a1", arguments: [], enqueuedBy: "t"))
+        XCTAssertEqual(try store.claimRun(for: leaver)?.id, orphan)
+        try store.leaveWorker("leaver")  // as if it left with the run still recorded in flight
+        _ = try store.enqueueRun(FleetRunRequest(kind: .send, agent: "a1", arguments: [], enqueuedBy: "t"))
+        XCTAssertNil(try store.claimRun(for: leaver), "a worker that left claims nothing")
+        let settled = try AgentStore(postgres: PostgresURL(url)).markLostWorkers(timeout: .seconds(30))
+        XCTAssertEqual(settled.flatMap(\.runs).map(\.id), [orphan])
+        XCTAssertEqual(try store.fleetRun(orphan).status, .lost)
     }
 
     func testAQueuedRunWakesAWaitingWorker() throws {

@@ -52,12 +52,19 @@ public final class DaemonFleet: Sendable {
     private let options: FleetWorkerOptions
     /// The daemon that runs the commands.
     private let server: DaemonServer
-    /// Runs in flight.
-    private let busy = Mutex(0)
-    /// Set when the worker stops taking runs.
-    private let leaving = Atomic<Bool>(false)
+    /// Slots taken (a claim reserves one first), the runs in flight, and whether the worker is leaving: one lock, so
+    /// no run is claimed after `finish` saw none in flight.
+    private let slots = Mutex(Slots())
 
-    /// Registers the worker (retrying with backoff while the database is unreachable) and starts its threads.
+    /// What `slots` guards.
+    private struct Slots {
+        var taken = 0
+        var runs: Set<Int64> = []
+        var leaving = false
+    }
+
+    /// Registers the worker and starts its threads. A database that cannot be reached fails this at once: the
+    /// service manager (systemd's Restart=, Kubernetes) starts the worker again.
     public static func start(_ server: DaemonServer, store: AgentStore, options: FleetWorkerOptions) throws
         -> DaemonFleet
     {
@@ -77,8 +84,8 @@ public final class DaemonFleet: Sendable {
 
     /// Stops taking runs, waits for those in flight, and leaves the fleet.
     public func finish() {
-        leaving.store(true, ordering: .sequentiallyConsistent)
-        while busy.withLock({ $0 }) > 0 { Thread.sleep(forTimeInterval: 0.05) }
+        slots.withLock { $0.leaving = true }
+        while slots.withLock({ $0.taken }) > 0 { Thread.sleep(forTimeInterval: 0.05) }
         do { try store.leaveWorker(options.info.name) } catch {
             Self.logger.error("could not record that the worker left", metadata: ["error": "\(error)"])
         }
@@ -88,13 +95,18 @@ public final class DaemonFleet: Sendable {
     /// Heartbeats six times per deadline, and declares lost the workers past theirs.
     private func keepAlive() {
         let pause = options.lostAfter / 6
-        while !(leaving.load(ordering: .relaxed) && busy.withLock({ $0 }) == 0) {
+        while !slots.withLock({ $0.leaving && $0.taken == 0 }) {
             do {
-                if try !store.heartbeat(worker: options.info.name) {
-                    if !leaving.load(ordering: .relaxed) {
-                        Self.logger.warning("the fleet declared this worker lost; registering again")
-                        try store.registerWorker(options.info)
+                if try !store.heartbeat(worker: options.info.name), !slots.withLock({ $0.leaving }) {
+                    // Declared lost: its runs were recorded lost (or queued again elsewhere), so those still going
+                    // here are stopped before it joins again; a click must not happen on two hosts.
+                    Self.logger.warning("the fleet declared this worker lost; stopping its runs and registering again")
+                    for id in slots.withLock({ $0.runs }) {
+                        if let session = try store.fleetRun(id).sessionID {
+                            try store.requestStop(session: session, agent: nil, by: "the fleet (worker lost)")
+                        }
                     }
+                    try store.registerWorker(options.info)
                 }
                 for lost in try store.markLostWorkers(timeout: options.lostAfter) {
                     Self.logger.warning(
@@ -110,18 +122,29 @@ public final class DaemonFleet: Sendable {
     /// Claims runs while slots are free; waits for the queue to change otherwise.
     private func claimLoop() {
         var backoff = 0.1
-        while !leaving.load(ordering: .relaxed) && !server.isStopping {
+        while !server.isStopping {
+            let reserved = slots.withLock { state -> Bool? in
+                if state.leaving { return nil }
+                guard state.taken < options.info.slots else { return false }
+                state.taken += 1
+                return true
+            }
+            guard let reserved else { return }
             do {
-                if busy.withLock({ $0 }) < options.info.slots, let run = try store.claimRun(for: options.info) {
-                    busy.withLock { $0 += 1 }
-                    Thread { self.execute(run) }.start()
-                    backoff = 0.1
-                    continue
+                if reserved {
+                    if let run = try store.claimRun(for: options.info) {
+                        slots.withLock { _ = $0.runs.insert(run.id) }
+                        Thread { self.execute(run) }.start()
+                        backoff = 0.1
+                        continue
+                    }
+                    slots.withLock { $0.taken -= 1 }
                 }
                 // Woken by a queued or ended run; the poll is the fallback for a notification lost with a connection.
                 _ = try store.waitForFleetChange(timeout: .seconds(2))
                 backoff = 0.1
             } catch {
+                if reserved { slots.withLock { $0.taken -= 1 } }
                 Self.logger.error("claiming failed; trying again", metadata: ["error": "\(error)"])
                 Thread.sleep(forTimeInterval: backoff)
                 backoff = min(backoff * 2, 5)
@@ -129,18 +152,45 @@ public final class DaemonFleet: Sendable {
         }
     }
 
+    /// The command each kind of run may be: a row of the queue names its command line, and a worker runs only the
+    /// command its kind says (a scheduled task's slot is a `send`).
+    static func command(of kind: FleetRunKind) -> String {
+        switch kind {
+        case .send, .task: return "send"
+        case .run: return "run"
+        case .pipeline: return "pipeline"
+        case .replay: return "replay"
+        }
+    }
+
     /// Runs one claimed run as the daemon's own command and records how it ended.
     private func execute(_ run: FleetRunRecord) {
-        defer { busy.withLock { $0 -= 1 } }
+        defer {
+            slots.withLock { state in
+                state.taken -= 1
+                state.runs.remove(run.id)
+            }
+        }
         Self.logger.info(
             "run claimed",
             metadata: ["run": "\(run.id)", "agent": "\(run.request.agent)", "kind": "\(run.request.kind)"])
-        let status = server.runOwn(
-            run.request.arguments, log: 2, environment: [AgentStore.fleetRunVariable: String(run.id)])
+        let status: Int32
+        let error: String?
+        if run.request.arguments.first != Self.command(of: run.request.kind) {
+            status = ExitStatus.usage.rawValue
+            error =
+                "refused: a \(run.request.kind.rawValue) run must be `xclaw \(Self.command(of: run.request.kind))`, "
+                + "not `xclaw \(run.request.arguments.first ?? "")`"
+        } else {
+            status = server.runOwn(
+                run.request.arguments, log: 2, environment: [AgentStore.fleetRunVariable: String(run.id)])
+            error = status == 0 ? nil : "exit \(status) on worker \(options.info.name); see its log"
+        }
         let outcome: FleetRunStatus = status == 0 ? .completed : status == 130 ? .cancelled : .failed
-        let error = status == 0 ? nil : "exit \(status) on worker \(options.info.name); see its log"
-        // The database may be restarting: the result is recorded once it is back (the pool waits for it).
-        for attempt in 1...5 {
+        // The database may be restarting: the result is recorded once it is back, however long that takes (the run
+        // would otherwise stay `running`, and its agent's next runs wait behind it).
+        var pause = 1.0
+        while true {
             do {
                 let recorded = try store.finishRun(
                     run.id, worker: options.info.name, status: outcome, exitStatus: status, error: error)
@@ -149,9 +199,9 @@ public final class DaemonFleet: Sendable {
                 }
                 break
             } catch {
-                Self.logger.error(
-                    "could not record run \(run.id)", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
-                Thread.sleep(forTimeInterval: 1)
+                Self.logger.error("could not record run \(run.id); trying again", metadata: ["error": "\(error)"])
+                Thread.sleep(forTimeInterval: pause)
+                pause = min(pause * 2, 30)
             }
         }
         Self.logger.info("run ended", metadata: ["run": "\(run.id)", "status": "\(outcome.rawValue)"])

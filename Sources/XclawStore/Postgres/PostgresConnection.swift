@@ -19,9 +19,13 @@ final class PostgresConnection: SQLConnection {
     /// Connects; `StoreError.unreachable` when the server cannot be reached or refuses the login.
     init(url: PostgresURL, timeoutSeconds: Int = 5) throws {
         location = url.redacted
-        // The connect timeout as a keyword, the URL as given: libpq reads both from one conninfo string.
-        let keywords = ["dbname", "connect_timeout", "application_name", "client_encoding"]
-        let values = [url.text, String(timeoutSeconds), "xclaw", "UTF8"]
+        // The URL as given, then keywords that override it: a connect timeout, and TCP keepalives so a server that
+        // vanished without closing the socket is noticed in seconds, not the kernel's two hours.
+        let keywords = [
+            "dbname", "connect_timeout", "application_name", "client_encoding", "keepalives", "keepalives_idle",
+            "keepalives_interval", "keepalives_count",
+        ]
+        let values = [url.text, String(timeoutSeconds), "xclaw", "UTF8", "1", "10", "5", "3"]
         handle = withCStrings(keywords) { keys in
             withCStrings(values) { vals in PQconnectdbParams(keys, vals, 1) }
         }
@@ -34,6 +38,15 @@ final class PostgresConnection: SQLConnection {
         // libpq prints the server's notices ("already exists, skipping") on stderr by default: stderr is for xclaw's
         // own logs, and these are not news to anyone.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // Screenshots come back as bytea in hex whatever the server's default; a session cut off inside a transaction
+        // (its client gone) lets go of its locks within a minute instead of holding the fleet's write lock.
+        do {
+            try executeScript("SET bytea_output = 'hex'; SET idle_in_transaction_session_timeout = '60s'")
+        } catch {
+            PQfinish(handle)
+            self.handle = nil
+            throw error
+        }
     }
 
     deinit { if let handle { PQfinish(handle) } }
@@ -69,6 +82,9 @@ final class PostgresConnection: SQLConnection {
         else { return nil }
         return String(cString: value)
     }
+
+    /// Whether the connection is outside any transaction, so the pool can hand it to the next user.
+    var isIdle: Bool { handle.map { PQtransactionStatus($0) == PQTRANS_IDLE } ?? false }
 
     /// The connection's socket, for waiting on notifications.
     var socket: Int32 { handle.map { PQsocket($0) } ?? -1 }
@@ -176,13 +192,13 @@ final class PostgresConnection: SQLConnection {
         case 1700:  // numeric (SUM of integers): whole values stay integers
             if let whole = Int64(text) { return .integer(whole) }
             return Double(text).map(SQLValue.real) ?? .text(text)
-        case 17: return .blob(hexBytes(text))  // bytea, hex output
+        case 17: return .blob(hexBytes(text))  // bytea, hex output (set for every connection)
         default: return .text(text)
         }
     }
 
     /// bytea's hex output (`\x0a1b…`) as bytes.
-    private static func hexBytes(_ text: String) -> Data {
+    static func hexBytes(_ text: String) -> Data {
         var bytes = Data()
         let digits = Array(text.utf8.dropFirst(2))
         bytes.reserveCapacity(digits.count / 2)
@@ -292,8 +308,6 @@ struct PostgresError: Error, CustomStringConvertible {
 
     var description: String { message }
 
-    /// Whether another transaction's lock or a serialization conflict made it fail (worth one more try).
-    var isConflict: Bool { state == "40001" || state == "40P01" }
 }
 
 /// Calls `body` with C strings for `strings`, NULL-terminated as libpq's keyword arrays are.

@@ -83,10 +83,15 @@ final class PostgresPool: Sendable {
             var result: T?
             var committing = false
             var transactionID: Int64?
+            var backend: Int64?
             do {
                 return try withConnection { connection in
                     if writes {
-                        transactionID = try connection.scalar(begin + "; SELECT txid_current()").flatMap { Int64($0) }
+                        let identity = try connection.scalar(
+                            begin + "; SELECT txid_current()::text || ':' || pg_backend_pid()::text")
+                        let parts = identity?.split(separator: ":").compactMap { Int64($0) } ?? []
+                        transactionID = parts.first
+                        backend = parts.count == 2 ? parts[1] : nil
                     } else {
                         try connection.executeScript(begin)
                     }
@@ -104,7 +109,7 @@ final class PostgresPool: Sendable {
                 }
             } catch StoreError.unreachable(let url, let detail) where committing {
                 guard let transactionID, let result else { throw StoreError.unreachable(url: url, detail: detail) }
-                if try committed(transactionID, url: url) { return result }
+                if try committed(transactionID, backend: backend, url: url) { return result }
                 throw StoreError.unreachable(url: url, detail: detail)  // it rolled back: run it again
             }
         }
@@ -112,13 +117,25 @@ final class PostgresPool: Sendable {
 
     /// Whether transaction `id` committed, asked once the server answers again (within `outageTolerance`). When it
     /// stays away, the outcome is unknown: that is an error of its own, never a reason to run the transaction again.
-    private func committed(_ id: Int64, url: String) throws -> Bool {
+    /// While the server says "in progress" (it never got the COMMIT, and the old session idles in its transaction,
+    /// holding its locks), that session is ended (`pg_terminate_backend`, allowed on one's own sessions), which aborts
+    /// the transaction.
+    private func committed(_ id: Int64, backend: Int64?, url: String) throws -> Bool {
         let deadline = ContinuousClock.now + outageTolerance
         while true {
             do {
                 let status = try withConnection { try $0.scalar("SELECT txid_status(\(id))") }
                 if status == "committed" { return true }
                 if status != "in progress" { return false }  // aborted, or nil: never committed
+                if let backend {
+                    _ = try withConnection { try $0.scalar("SELECT pg_terminate_backend(\(backend))") }
+                }
+                guard ContinuousClock.now < deadline else {
+                    throw StoreError.database(
+                        path: url,
+                        detail: "a change cut off while it was being committed was still in progress after "
+                            + "\(outageTolerance); `xclaw runs` shows what was recorded")
+                }
             } catch let error as PostgresError where error.state == "22023" {
                 // "transaction ID … is in the future": the server came back from a crash without ever having
                 // logged it, so it never committed.
@@ -143,6 +160,8 @@ final class PostgresPool: Sendable {
             do {
                 return try attempt()
             } catch StoreError.unreachable(let url, let detail) {
+                // The server went away: the idle connections went with it, and each would cost a round of backoff.
+                idle.withLock { $0.removeAll() }
                 guard ContinuousClock.now + pause < deadline else {
                     throw StoreError.unreachable(url: url, detail: detail)
                 }
@@ -206,7 +225,8 @@ final class PostgresPool: Sendable {
 
     /// Returns a connection to the pool, or closes it when it broke or enough are idle.
     func checkIn(_ connection: PostgresConnection) {
-        guard !connection.isBroken else { return }
+        // A connection left inside a transaction (a BEGIN that failed half-way) would fail whatever comes next.
+        guard !connection.isBroken, connection.isIdle else { return }
         let box = PostgresConnectionBox(connection)
         idle.withLock { connections in
             if connections.count < Self.keptIdle { connections.append(box) }

@@ -6,7 +6,7 @@ import Foundation
 /// `migrations`, never by editing one, as on SQLite; `xclaw_migrations` records what was applied.
 enum PostgresSchema {
     /// Applied migrations, in order: identifier and SQL.
-    static let migrations: [(id: String, sql: String)] = [("pg1", pg1), ("pg2", pg2)]
+    static let migrations: [(id: String, sql: String)] = [("pg1", pg1), ("pg2", pg2), ("pg3", pg3)]
 
     /// Applies the migrations the database lacks, one opener at a time (a session advisory lock), each in its own
     /// transaction.
@@ -304,4 +304,8 @@ enum PostgresSchema {
         CREATE INDEX fleet_runs_agent ON fleet_runs(agent, id) WHERE status IN ('queued', 'running');
         CREATE INDEX fleet_runs_worker ON fleet_runs(worker) WHERE status = 'running';
         """
+
+    /// A cancel asked of a run its worker claimed but has not started a session for yet: the session starts asked to
+    /// stop.
+    static let pg3 = "ALTER TABLE fleet_runs ADD COLUMN cancel_requested TEXT"
 }

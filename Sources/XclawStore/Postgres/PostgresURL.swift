@@ -5,8 +5,9 @@ import Foundation
 public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// The URL as given, password included: handed to libpq only.
     let text: String
-    /// The password, when the URL has one (to scrub it from server messages too).
-    private let password: String?
+    /// The passwords the URL carries (its user's, or `password=`/`sslpassword=` in its query), to scrub them from
+    /// server messages too.
+    private let passwords: [String]
 
     /// Parses `text`; `StoreError.invalidArgument` when it is not a PostgreSQL URL.
     public init(_ text: String) throws {
@@ -22,7 +23,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
                     + "and password (for example @ as %40)")
         }
         self.text = trimmed
-        password = components.percentEncodedPassword.flatMap { $0.isEmpty ? nil : $0 }
+        let query = (components.percentEncodedQueryItems ?? []).filter { Self.secretParameters.contains($0.name) }
+        passwords = ([components.percentEncodedPassword] + query.map(\.value)).compactMap { $0 }.filter { !$0.isEmpty }
     }
 
     /// Whether `text` names a PostgreSQL database (rather than an SQLite file).
@@ -36,18 +38,38 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { redacted }
 
-    /// `text` without the URL's password, wherever the server or libpq repeated it.
+    /// The query parameters libpq reads a secret from.
+    static let secretParameters: Set<String> = ["password", "sslpassword"]
+
+    /// `text` without the URL's passwords, wherever the server or libpq repeated them.
     func scrub(_ message: String) -> String {
-        guard let password else { return message }
-        var out = message.replacingOccurrences(of: password, with: "***")
-        if let decoded = password.removingPercentEncoding, !decoded.isEmpty {
-            out = out.replacingOccurrences(of: decoded, with: "***")
+        var out = message
+        for password in passwords.sorted(by: { $0.count > $1.count }) {  // the longest first: one may hold another
+            out = out.replacingOccurrences(of: password, with: "***")
+            if let decoded = password.removingPercentEncoding, !decoded.isEmpty {
+                out = out.replacingOccurrences(of: decoded, with: "***")
+            }
         }
         return out
     }
 
-    /// Replaces the password of a URL-shaped text (`scheme://user:password@…`), even one that does not parse.
-    static func redact(_ text: String) -> String {
+    /// Replaces the passwords of a URL-shaped text (`scheme://user:password@…`, `?password=…`), even one that does
+    /// not parse.
+    static func redact(_ text: String) -> String { redactQuery(redactUserInfo(text)) }
+
+    /// `password=…` and `sslpassword=…` in the query, replaced.
+    private static func redactQuery(_ text: String) -> String {
+        guard let question = text.firstIndex(of: "?") else { return text }
+        let query = text[text.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map {
+            pair -> String in
+            let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return secretParameters.contains(name.lowercased()) ? name + "=***" : String(pair)
+        }
+        return String(text[...question]) + query.joined(separator: "&")
+    }
+
+    /// The user's password in the authority, replaced.
+    private static func redactUserInfo(_ text: String) -> String {
         guard let scheme = text.range(of: "://") else { return text }
         let rest = text[scheme.upperBound...]
         let authority = rest[..<(rest.firstIndex(of: "?") ?? rest.endIndex)]

@@ -22,8 +22,9 @@ protocol SQLBindable {
     var sqlValue: SQLValue { get }
 }
 
-/// A Swift value a query result can be read as. Reading never traps on a value of another class: it returns nil,
-/// and `SQLRow` turns that into a `StoreError.corrupt` naming the column.
+/// A Swift value a query result can be read as: nil when the value is NULL or of another class. `SQLRow`'s optional
+/// subscript passes that on; its non-optional one (for NOT NULL columns) stops the process naming the column, as
+/// GRDB's did before this layer.
 protocol SQLReadable {
     /// The value, or nil when `value` is NULL or cannot be this type.
     static func read(_ value: SQLValue) -> Self?

@@ -44,11 +44,12 @@ extension AgentStore: FleetStore {
                     guard samePlace, pid == info.pid || !Subprocess.isRunning(pid) else {
                         throw StoreError.workerNameTaken(info.name, host: host)
                     }
-                    if pid != info.pid {
-                        _ = try settleLostRuns(db, worker: info.name, reason: "its worker restarted")
-                    }
                 }
             }
+            // A worker that registers has no run in flight (a new process; or one the fleet declared lost, which
+            // stopped its runs first): any run still recorded as its own was cut off with its last process. The pid
+            // alone cannot tell: in a container the worker is always pid 1.
+            _ = try settleLostRuns(db, worker: info.name, reason: "its worker \(info.name) restarted")
             try db.execute(
                 sql: """
                     INSERT INTO workers (name, host, pid, version, labels, slots, displays, apps, state, started_at,
@@ -104,19 +105,34 @@ extension AgentStore: FleetStore {
 
     public func markLostWorkers(timeout: Duration) throws -> [LostWorker] {
         let seconds = timeout / .seconds(1)
+        /// Runs in flight on a worker that is not up (it left, or was lost, while one was being claimed or ended).
+        let orphans =
+            "SELECT DISTINCT r.worker FROM fleet_runs r WHERE r.status = 'running' AND NOT EXISTS "
+            + "(SELECT 1 FROM workers w WHERE w.name = r.worker AND w.state = 'up')"
+        let stale = """
+            FROM workers WHERE state = 'up' AND heartbeat_at < now() - make_interval(secs => ?1)
+              AND pg_postmaster_start_time() < now() - make_interval(secs => ?1)
+            """
+        // Every worker asks every few seconds: a read first, and the write (the fleet's lock) only for a loss.
+        let suspects = try fleetRead { db in
+            try String.fetchAll(db, sql: "SELECT name \(stale)", arguments: [seconds]).count
+                + String.fetchAll(db, sql: orphans).count
+        }
+        if suspects == 0 { return [] }
         return try fleetWrite { db in
             let names = try String.fetchAll(
                 db,
-                sql: """
-                    UPDATE workers SET state = 'lost', ended_at = now()
-                    WHERE state = 'up' AND heartbeat_at < now() - make_interval(secs => ?1)
-                      AND pg_postmaster_start_time() < now() - make_interval(secs => ?1)
-                    RETURNING name
-                    """, arguments: [seconds])
-            return try names.sorted().map { name in
+                sql: "UPDATE workers SET state = 'lost', ended_at = now() WHERE name IN (SELECT name \(stale)) "
+                    + "RETURNING name", arguments: [seconds])
+            var lost = try names.sorted().map { name in
                 let reason = "its worker \(name) sent no heartbeat for \(Int(seconds.rounded())) s (lost)"
                 return LostWorker(name: name, runs: try settleLostRuns(db, worker: name, reason: reason))
             }
+            for name in try String.fetchAll(db, sql: orphans).sorted() {
+                let reason = "its worker \(name) stopped serving while the run was in flight"
+                lost.append(LostWorker(name: name, runs: try settleLostRuns(db, worker: name, reason: reason)))
+            }
+            return lost
         }
     }
 
@@ -181,6 +197,7 @@ extension AgentStore: FleetStore {
                               AND CAST(q.labels AS jsonb) <@ CAST(? AS jsonb)
                               AND (q.display_size IS NULL OR jsonb_exists(CAST(? AS jsonb), q.display_size))
                               AND (q.app IS NULL OR jsonb_exists(CAST(? AS jsonb), q.app))
+                              AND EXISTS (SELECT 1 FROM workers w WHERE w.name = ? AND w.state = 'up')
                               AND NOT EXISTS (
                                   SELECT 1 FROM fleet_runs o WHERE o.agent = q.agent
                                   AND (o.status = 'running' OR (o.status = 'queued' AND o.id < q.id)))
@@ -193,6 +210,7 @@ extension AgentStore: FleetStore {
                         """,
                     arguments: [
                         Self.json(worker.labels), Self.json(worker.displays), Self.json(worker.apps), worker.name,
+                        worker.name,
                     ]
                 ).map(fleetRunRecord)
             }
@@ -237,6 +255,12 @@ extension AgentStore: FleetStore {
                     WHERE id = ? AND status = 'queued'
                     """, arguments: ["cancelled by \(who) before it started", id])
             if db.changesCount == 1 { try notify(db, "ended \(id)") }
+            // Running without a session yet: the session it starts is asked to stop as it is tied to the run.
+            try db.execute(
+                sql: """
+                    UPDATE fleet_runs SET cancel_requested = coalesce(cancel_requested, ?)
+                    WHERE id = ? AND status = 'running'
+                    """, arguments: ["\(Self.now()) \(who)", id])
         }
         let run = try fleetRun(id)
         if run.status == .running, let session = run.sessionID {
@@ -290,6 +314,13 @@ extension AgentStore: FleetStore {
         else { return }
         try db.execute(
             sql: "UPDATE fleet_runs SET session_id = ? WHERE id = ? AND session_id IS NULL", arguments: [session, run])
+        // A cancel that came before the session: the session starts asked to stop.
+        try db.execute(
+            sql: """
+                UPDATE sessions SET stop_requested = coalesce(stop_requested,
+                    (SELECT cancel_requested FROM fleet_runs WHERE id = ?))
+                WHERE id = ?
+                """, arguments: [run, session])
         try notify(db, "session \(run)")
     }
 

@@ -233,7 +233,8 @@ public final class AgentStore: Sendable {
         if let error = error as? StoreError { return error }
         if let error = error as? PostgresError {
             switch error.state {
-            case "55P03", "40P01", "40001": return .locked(path: path)
+            case "55P03", "40P01", "40001":
+                return .database(path: path, detail: error.message + " (another xclaw held a lock; try again)")
             case "42501", "53100", "25006": return .unwritable(path: path, detail: error.message)
             default: return .database(path: path, detail: error.message)
             }
