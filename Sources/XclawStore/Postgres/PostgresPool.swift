@@ -210,10 +210,39 @@ final class PostgresPool: Sendable {
         }
     }
 
-    /// Keeps a listening connection for the next waiter (at most `keptIdle` per channel).
+    /// Keeps a listening connection for the next waiter (at most `keptIdle` per channel), and starts the drain.
     private func giveBack(_ box: PostgresConnectionBox, channel: String) {
         listeners.withLock { all in
             if all[channel, default: []].count < Self.keptIdle { all[channel, default: []].append(box) }
+        }
+        if !draining.exchange(true, ordering: .relaxed) {
+            Thread { [weak self] in
+                while let self {
+                    self.drainIdleListeners()
+                    Thread.sleep(forTimeInterval: 1)
+                }
+            }.start()
+        }
+    }
+
+    /// Whether the drain runs.
+    private let draining = Atomic<Bool>(false)
+
+    /// Reads what the server sent to the listening connections nobody waits on. A listener that never reads holds
+    /// back the server's notification queue for everyone (PostgreSQL frees it only past the slowest listener, and
+    /// NOTIFY fails once it is full). What is read here is dropped: every waiter looks at its work before it waits,
+    /// so a notification matters only to a waiter that is waiting.
+    private func drainIdleListeners() {
+        let idle = listeners.withLock { all -> [(String, PostgresConnectionBox)] in
+            let taken = all.flatMap { channel, boxes in boxes.map { (channel, $0) } }
+            all.removeAll()
+            return taken
+        }
+        for (channel, box) in idle {
+            guard (try? box.connection.notifications()) != nil else { continue }  // broken: dropped
+            listeners.withLock { all in
+                if all[channel, default: []].count < Self.keptIdle { all[channel, default: []].append(box) }
+            }
         }
     }
 
