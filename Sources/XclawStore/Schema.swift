@@ -127,6 +127,10 @@ enum Schema {
         migrator.registerMigration("v13") { db in
             try db.execute(sql: "ALTER TABLE sessions ADD COLUMN host TEXT")
         }
+        // The host a pipeline's process runs on, for the same reason.
+        migrator.registerMigration("v14") { db in
+            try db.execute(sql: "ALTER TABLE pipelines ADD COLUMN host TEXT")
+        }
         return migrator
     }
 

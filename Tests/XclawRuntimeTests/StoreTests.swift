@@ -84,7 +84,7 @@ final class StoreTests: BackendTestCase {
                 "tasks", "usage",
             ])
         XCTAssertEqual(
-            info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13"])
+            info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
@@ -456,6 +456,26 @@ final class StoreTests: BackendTestCase {
             assertStoreError(try store.finishSession(424_242, status: .failed, steps: 0, usd: 0)) {
                 XCTAssertEqual($0, .unknownSession(424_242))
             }
+        }
+    }
+
+    /// A pipeline whose process is gone is recovered as failed, unless another host runs it (a fleet's database):
+    /// a pid means something only on its own host.
+    func testOnlyThisHostsDeadPipelinesAreRecovered() throws {
+        try eachBackend {
+            let store = try storeWithAgent()
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: "/bin/true")
+            try child.run()
+            child.waitUntilExit()
+            let here = try store.createPipeline(
+                orchestrator: "alice", agent: "alice", task: "t", pid: child.processIdentifier)
+            let there = try store.createPipeline(
+                orchestrator: "alice", agent: "alice", task: "t", pid: child.processIdentifier)
+            _ = try shell("UPDATE pipelines SET host = 'another-host' WHERE id = \(there)")
+            XCTAssertEqual(try store.recoverPipelines(), [here])
+            XCTAssertEqual(try store.pipeline(here).status, .failed)
+            XCTAssertEqual(try store.pipeline(there).status, .running, "another host's pipeline is left to it")
         }
     }
 

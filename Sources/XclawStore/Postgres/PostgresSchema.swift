@@ -6,7 +6,7 @@ import Foundation
 /// `migrations`, never by editing one, as on SQLite; `xclaw_migrations` records what was applied.
 enum PostgresSchema {
     /// Applied migrations, in order: identifier and SQL.
-    static let migrations: [(id: String, sql: String)] = [("pg1", pg1), ("pg2", pg2), ("pg3", pg3)]
+    static let migrations: [(id: String, sql: String)] = [("pg1", pg1), ("pg2", pg2), ("pg3", pg3), ("pg4", pg4)]
 
     /// Applies the migrations the database lacks, one opener at a time (a session advisory lock), each in its own
     /// transaction.
@@ -308,4 +308,7 @@ enum PostgresSchema {
     /// A cancel asked of a run its worker claimed but has not started a session for yet: the session starts asked to
     /// stop.
     static let pg3 = "ALTER TABLE fleet_runs ADD COLUMN cancel_requested TEXT"
+
+    /// The host a pipeline's process runs on: a pid is judged only on its own host.
+    static let pg4 = "ALTER TABLE pipelines ADD COLUMN host TEXT"
 }

@@ -13,9 +13,9 @@ extension AgentStore: PipelineStore {
         try write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO pipelines (orchestrator, agent, task, status, pid, started_at)
-                    VALUES (?, ?, ?, 'running', ?, ?)
-                    """, arguments: [orchestrator, agent, task, pid, Self.now()])
+                    INSERT INTO pipelines (orchestrator, agent, task, status, pid, host, started_at)
+                    VALUES (?, ?, ?, 'running', ?, ?, ?)
+                    """, arguments: [orchestrator, agent, task, pid, ProcessIdentity.host, Self.now()])
             return try db.lastInsertedRowID
         }
     }
@@ -199,8 +199,10 @@ extension AgentStore: PipelineStore {
         let now = Self.now()
         return try write { db in
             var recovered: [Int64] = []
-            for row in try SQLRow.fetchAll(db, sql: "SELECT id, pid FROM pipelines WHERE status = 'running'") {
+            for row in try SQLRow.fetchAll(db, sql: "SELECT id, pid, host FROM pipelines WHERE status = 'running'") {
                 let (id, pid): (Int64, Int32) = (row["id"], row["pid"])
+                // Another host's pipeline is not this host's pid to judge (a fleet shares the database).
+                if let host: String = row["host"], host != ProcessIdentity.host { continue }
                 guard kill(pid, 0) != 0 && errno == ESRCH else { continue }
                 try db.execute(
                     sql: """
