@@ -282,9 +282,11 @@ enum FleetDispatch {
     }
 
     /// Queues `arguments` (an xclaw command line) for `agent` and, unless `--no-wait`, follows it to its end:
-    /// the run's replies are printed as they stream in, and its exit status becomes this command's.
+    /// the run's replies are printed as they stream in (with `answerOnly`, its last reply once it ended, as a
+    /// pipeline prints its answer), and its exit status becomes this command's.
     static func run(
-        _ kind: FleetRunKind, agent: String, arguments: [String], store: AgentStore, options: FleetOptions
+        _ kind: FleetRunKind, agent: String, arguments: [String], store: AgentStore, options: FleetOptions,
+        answerOnly: Bool = false
     ) throws {
         _ = try store.agent(named: agent)
         let id = try store.enqueueRun(
@@ -296,13 +298,13 @@ enum FleetDispatch {
             return
         }
         printError("xclaw: queued as fleet run \(id); `xclaw fleet cancel \(id)` stops it")
-        let status = try follow(id, store: store)
+        let status = try follow(id, store: store, answerOnly: answerOnly)
         if status != 0 { throw ExitCode(status) }
     }
 
     /// Prints a fleet run's replies as they are stored, until it ends; returns its exit status (5 when its worker
     /// was lost). Ctrl-C cancels it (queued) or asks it to stop (running), and waits for it to end.
-    static func follow(_ id: Int64, store: AgentStore) throws -> Int32 {
+    static func follow(_ id: Int64, store: AgentStore, answerOnly: Bool = false) throws -> Int32 {
         let interrupted = CancelFlag()
         let watch = Interrupt.watch([SIGINT, SIGTERM]) { _ in interrupted.set() }
         defer { watch.stop() }
@@ -315,7 +317,14 @@ enum FleetDispatch {
                 asked = true
                 _ = try store.cancelFleetRun(id, by: who())
             }
-            if let session = run.sessionID {
+            if answerOnly, run.status.isFinal, let session = run.sessionID,
+                let answer = try store.runTranscript(session: session).messages.last(where: {
+                    $0.role == .assistant && !$0.message.text.isEmpty
+                })
+            {
+                writeOut(TerminalOutput.clean(answer.message.text, raw: false) + "\n")
+            }
+            if !answerOnly, let session = run.sessionID {
                 for message in try store.runTranscript(session: session).messages where message.role == .assistant {
                     let text = message.message.text
                     let before = printed[message.id] ?? ""

@@ -40,15 +40,30 @@ struct PipelineRun: ParsableCommand {
     @OptionGroup var rawOption: RawOption
     @Flag(help: "Print the finished pipeline (its tree, answer and cost) as JSON instead of the answer.")
     var json = false
+    @OptionGroup var fleet: FleetOptions
 
     func validate() throws {
         if task.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             throw ValidationError("the task is empty: say what the pipeline should do")
         }
+        if json && fleet.asked {
+            throw ValidationError("--json prints the pipeline's tree, which only a pipeline run here has: add --local")
+        }
     }
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
+        // With a fleet: the same command, run by a worker, queued behind the orchestrator's other pipelines; the
+        // answer comes back as it does here. (--json, the tree, stays a run on this host.)
+        if !json, let store = try FleetDispatch.queueing(storeOptions, fleet) {
+            let name =
+                try orchestrator ?? PipelineRunner.defaultOrchestrator(store: store, catalog: ModelCatalog.load()).0
+            try FleetDispatch.run(
+                .pipeline, agent: name, arguments: ["pipeline", "run", "--orchestrator", name, "--", task],
+                store: store,
+                options: fleet, answerOnly: true)
+            return
+        }
         let store = try storeOptions.open()
         try store.recoverPipelines()
         let catalog = try ModelCatalog.load()

@@ -255,4 +255,37 @@ final class FleetCLITests: XCTestCase {
         let runs = try JSONValue.parse(try runCLI(["runs", "--json"], environment: e, removing: ["XCLAW_DB"]).stdout)
         XCTAssertEqual(runs.array?.first?["status"]?.string, "stopped", "the worker's run was stopped")
     }
+
+    /// `xclaw pipeline run` with workers up: queued, its orchestrator and the researcher it delegates to run on a
+    /// worker, and the answer comes back to the host that asked, as a pipeline run there prints it.
+    func testAPipelineIsQueuedRunOnAWorkerAndItsAnswerComesBack() throws {
+        let url = try PostgresTestServer.shared().newDatabase()
+        let server = try MockMessagesServer { request, _ in
+            let body = String(decoding: request.body, as: UTF8.self)
+            if body.contains("You are the orchestrator") {
+                return request.toolResults.isEmpty
+                    ? .stream(
+                        .turn(
+                            blocks: [
+                                .toolUse(id: "d1", name: "delegate", input: #"{"role":"researcher","task":"find it"}"#)
+                            ], stopReason: "tool_use"))
+                    : .text("The answer from the fleet: 42.")
+            }
+            return .text("Fact: 42.")
+        }
+        defer { server.stop() }
+        let e = client(url, server)
+        _ = try startWorker("planner", [], url, server)
+        let answer = try runCLI(["pipeline", "run", "what is the answer?"], environment: e, removing: ["XCLAW_DB"])
+        XCTAssertEqual(answer.status, 0, answer.stderr)
+        XCTAssertEqual(answer.text.trimmingCharacters(in: .whitespacesAndNewlines), "The answer from the fleet: 42.")
+        XCTAssertTrue(answer.stderr.contains("queued as fleet run"), answer.stderr)
+        let run = try XCTUnwrap(try fleetRuns(e).first)
+        XCTAssertEqual(run["kind"]?.string, "pipeline")
+        XCTAssertEqual(run["status"]?.string, "completed")
+        XCTAssertEqual(run["worker"]?.string, "planner")
+        let pipelines = try JSONValue.parse(
+            try runCLI(["pipeline", "list", "--json"], environment: e, removing: ["XCLAW_DB"]).stdout)
+        XCTAssertEqual(pipelines.array?.first?["status"]?.string, "completed", "\(pipelines)")
+    }
 }
