@@ -399,12 +399,7 @@ final class StoreTests: BackendTestCase {
     func testRecoverInterruptedMarksDeadProcessesSessionsAndKeepsPartialMessages() throws {
         try eachBackend {
             let store = try storeWithAgent()
-            // A reaped child's pid: certainly not running any more.
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: "/bin/true")
-            try child.run()
-            child.waitUntilExit()
-            let deadPID = child.processIdentifier
+            let deadPID = try Self.deadPID()
 
             let dead = try store.startSession(agent: "alice", kind: .message, pid: deadPID)
             let partial = try store.appendMessage(
@@ -459,19 +454,23 @@ final class StoreTests: BackendTestCase {
         }
     }
 
+    /// A reaped child's pid: certainly not running any more.
+    private static func deadPID() throws -> Int32 {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        return child.processIdentifier
+    }
+
     /// A pipeline whose process is gone is recovered as failed, unless another host runs it (a fleet's database):
     /// a pid means something only on its own host.
     func testOnlyThisHostsDeadPipelinesAreRecovered() throws {
         try eachBackend {
             let store = try storeWithAgent()
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: "/bin/true")
-            try child.run()
-            child.waitUntilExit()
-            let here = try store.createPipeline(
-                orchestrator: "alice", agent: "alice", task: "t", pid: child.processIdentifier)
-            let there = try store.createPipeline(
-                orchestrator: "alice", agent: "alice", task: "t", pid: child.processIdentifier)
+            let deadPID = try Self.deadPID()
+            let here = try store.createPipeline(orchestrator: "alice", agent: "alice", task: "t", pid: deadPID)
+            let there = try store.createPipeline(orchestrator: "alice", agent: "alice", task: "t", pid: deadPID)
             _ = try shell("UPDATE pipelines SET host = 'another-host' WHERE id = \(there)")
             XCTAssertEqual(try store.recoverPipelines(), [here])
             XCTAssertEqual(try store.pipeline(here).status, .failed)
