@@ -38,6 +38,8 @@ struct BenchFleet: ParsableCommand {
 
     func run() throws {
         let postgres = try PostgresTestServer.shared()
+        // The bench leaves with _exit, like every xclaw binary: atexit would never stop the server.
+        defer { PostgresTestServer.stopShared() }
         let model = try TokenModel()
         defer { model.server.stop() }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-bench-fleet-\(getpid())")

@@ -40,8 +40,9 @@ public final class PostgresTestServer: Sendable {
     /// The started server, if any.
     private static let started = Mutex<PostgresTestServer?>(nil)
 
-    /// Stops the shared server and deletes its directory (at exit).
-    private static func stopShared() {
+    /// Stops the shared server and deletes its directory: at exit, and by an owner that leaves with `_exit` (the
+    /// xclaw binaries do, so their atexit handlers never run).
+    public static func stopShared() {
         guard let server = started.withLock({ $0 }) else { return }
         _ = try? Subprocess.run(
             server.asServerUser + [
