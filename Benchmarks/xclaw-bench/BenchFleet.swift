@@ -4,6 +4,7 @@ import Synchronization
 import XclawBase
 import XclawCommandLine
 import XclawMockAPI
+import XclawPolling
 import XclawScreen
 import XclawStore
 import XclawTesting
@@ -348,13 +349,10 @@ struct BenchFleet: ParsableCommand {
     }
 
     /// Polls `condition` every 20 ms for up to `seconds`; throws naming `what` when it never holds.
-    private func waitUntil(_ what: String, seconds: Double, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return }
-            Thread.sleep(forTimeInterval: 0.02)
+    private func waitUntil(_ what: String, seconds: Int, _ condition: () throws -> Bool) throws {
+        guard try poll(within: .seconds(seconds), condition) else {
+            throw ValidationError("\(what): not within \(seconds) s")
         }
-        throw ValidationError("\(what): not within \(Int(seconds)) s")
     }
 }
 

@@ -311,6 +311,23 @@ enum FleetDispatch {
         var asked = false
         var printed: [Int64: String] = [:]
         var ended: Set<Int64> = []
+        // The agent's messages are read from here on, without their screenshots: each poll reads only what is new
+        // or still streaming, not the whole run again.
+        var from: (agent: String, after: Int64)?
+        /// The run's replies not read to their end yet, oldest first. (The session's agent, which is not always the
+        /// run's: a pipeline's orchestrator runs as a copy of its own.)
+        func replies(session: Int64) throws -> [StoredMessage] {
+            if from == nil {
+                let transcript = try store.runTranscript(session: session)
+                from = (transcript.session.agent, transcript.input.first.map { $0.id - 1 } ?? 0)
+            }
+            guard let (agent, after) = from else { return [] }
+            let fresh = try store.messages(agent: agent, after: after, screenshots: false)
+                .filter { $0.sessionID == session && $0.role == .assistant }
+            // Everything up to the first reply still streaming is done: the next poll starts after it.
+            if let done = fresh.prefix(while: { $0.status != .partial }).last { from = (agent, done.id) }
+            return fresh
+        }
         while true {
             let run = try store.fleetRun(id)
             if interrupted.isSet && !asked {
@@ -318,14 +335,12 @@ enum FleetDispatch {
                 _ = try store.cancelFleetRun(id, by: who())
             }
             if answerOnly, run.status.isFinal, let session = run.sessionID,
-                let answer = try store.runTranscript(session: session).messages.last(where: {
-                    $0.role == .assistant && !$0.message.text.isEmpty
-                })
+                let answer = try replies(session: session).last(where: { !$0.message.text.isEmpty })
             {
                 writeOut(TerminalOutput.clean(answer.message.text, raw: false) + "\n")
             }
             if !answerOnly, let session = run.sessionID {
-                for message in try store.runTranscript(session: session).messages where message.role == .assistant {
+                for message in try replies(session: session) {
                     let text = message.message.text
                     let before = printed[message.id] ?? ""
                     if text.count > before.count, text.hasPrefix(before) {

@@ -22,27 +22,16 @@ public final class FleetWorker: @unchecked Sendable {
     public init(name: String, state: URL, arguments: [String] = [], environment: [String: String]) throws {
         self.name = name
         self.state = state
-        try FileManager.default.createDirectory(
-            at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         log = state.appendingPathComponent("worker.log")
-        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        env["XCLAW_STATE_DIR"] = state.path
-        env["XDG_DATA_HOME"] = state.appendingPathComponent("data").path
-        env["XDG_STATE_HOME"] = state.appendingPathComponent("state").path
-        env["XDG_CONFIG_HOME"] = state.appendingPathComponent("config").path
+        // Its own home too, and no SQLite file: the database is the fleet's.
+        var env = DaemonLaunch.environment(state: state, over: environment)
         env["HOME"] = state.path
-        env.removeValue(forKey: "XCLAW_TEST_DAEMON")
         env.removeValue(forKey: "XCLAW_DB")
-        let core = productsDirectory.appendingPathComponent("xclaw-core")
-        process.executableURL = core
-        process.arguments =
-            ["daemon", "run", "--worker", "--name", name] + arguments + ["--parent", String(getpid())]
-        process.environment = env
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        let core = productsDirectory.appendingPathComponent("xclaw-core").path
+        try DaemonLaunch.start(
+            process,
+            command: [core, "daemon", "run", "--worker", "--name", name] + arguments + ["--parent", String(getpid())],
+            environment: env, state: state, log: log)
     }
 
     /// Its process id.

@@ -27,26 +27,12 @@ public final class WebViewDaemon: @unchecked Sendable {
     /// throws what its log says otherwise.
     public init(state: URL, environment: [String: String] = [:], launcher: [String] = []) throws {
         self.state = state
-        try FileManager.default.createDirectory(
-            at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         log = state.appendingPathComponent("daemon.log")
-        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        env["XCLAW_STATE_DIR"] = state.path
-        env["XDG_DATA_HOME"] = state.appendingPathComponent("data").path
-        env["XDG_STATE_HOME"] = state.appendingPathComponent("state").path
-        env["XDG_CONFIG_HOME"] = environment["XDG_CONFIG_HOME"] ?? state.appendingPathComponent("config").path
-        env.removeValue(forKey: "XCLAW_TEST_DAEMON")
+        let env = DaemonLaunch.environment(state: state, over: environment)
         self.environment = env
         let core = productsDirectory.appendingPathComponent("xclaw-core")
         let command = launcher + [core.path, "daemon", "run", "--web", "127.0.0.1:0", "--parent", String(getpid())]
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.environment = env
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        try DaemonLaunch.start(process, command: command, environment: env, state: state, log: log)
         let (process, log) = (process, log)  // not self, which is not initialized yet
         let web = try poll(within: .seconds(30), every: .milliseconds(50)) { () -> (url: String, token: String)? in
             guard process.isRunning else {

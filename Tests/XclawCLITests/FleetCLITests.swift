@@ -59,6 +59,13 @@ final class FleetCLITests: XCTestCase {
         return worker
     }
 
+    /// Starts `xclaw ARGUMENTS` on the client's host in the background: a command that follows its fleet run.
+    private func startFollower(_ arguments: [String], _ e: [String: String]) throws -> Subprocess {
+        try Subprocess.spawn(
+            [productsDirectory.appendingPathComponent("xclaw").path] + arguments,
+            environment: ProcessInfo.processInfo.environment.merging(e) { $1 }.filter { $0.key != "XCLAW_DB" })
+    }
+
     /// `xclaw fleet --json`.
     private func fleetWorkers(_ e: [String: String]) throws -> [JSONValue] {
         let r = try runCLI(["fleet", "--json"], environment: e, removing: ["XCLAW_DB"])
@@ -166,12 +173,7 @@ final class FleetCLITests: XCTestCase {
         }
         let victim = try startWorker("victim", ["--label", "doomed=yes"], url, server)
         _ = try startWorker("survivor", [], url, server)
-        let follow = try Subprocess.spawn(
-            [
-                productsDirectory.appendingPathComponent("xclaw").path, "send", "clicker", "click it", "--needs-label",
-                "doomed=yes",
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(e) { $1 }.filter { $0.key != "XCLAW_DB" })
+        let follow = try startFollower(["send", "clicker", "click it", "--needs-label", "doomed=yes"], e)
         eventually("the run is in flight on the victim", within: .seconds(30)) {
             server.requests.count == 1
                 && (try? fleetRuns(e))?.first?["worker"]?.string == "victim"
@@ -209,9 +211,7 @@ final class FleetCLITests: XCTestCase {
             0)
         _ = try startWorker("steady", [], url, server)
         _ = try startWorker("other", [], url, server)
-        let follow = try Subprocess.spawn(
-            [productsDirectory.appendingPathComponent("xclaw").path, "send", "eve", "through a restart"],
-            environment: ProcessInfo.processInfo.environment.merging(e) { $1 }.filter { $0.key != "XCLAW_DB" })
+        let follow = try startFollower(["send", "eve", "through a restart"], e)
         eventually("the reply is streaming", within: .seconds(30)) { server.requests.count == 1 }
         try PostgresTestServer.shared().restart(downFor: .milliseconds(500))
         let (out, err, _) = follow.read(until: .now + .seconds(90))
@@ -240,9 +240,7 @@ final class FleetCLITests: XCTestCase {
             try runCLI(["agent", "create", "ann", "--tools", "memory"], environment: e, removing: ["XCLAW_DB"]).status,
             0)
         _ = try startWorker("busy", [], url, server)
-        let follow = try Subprocess.spawn(
-            [productsDirectory.appendingPathComponent("xclaw").path, "send", "ann", "wait for me"],
-            environment: ProcessInfo.processInfo.environment.merging(e) { $1 }.filter { $0.key != "XCLAW_DB" })
+        let follow = try startFollower(["send", "ann", "wait for me"], e)
         eventually("the run waits for the model on the worker", within: .seconds(30)) {
             server.requests.count == 1 && (try? fleetRuns(e))?.first?["session"]?.double != nil
         }

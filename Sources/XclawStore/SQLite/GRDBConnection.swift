@@ -28,9 +28,6 @@ final class GRDBConnection: SQLConnection {
 
     var lastInsertedRowID: Int64 { db.lastInsertedRowID }
 
-    /// Runs several statements in one string (migrations).
-    func executeScript(_ sql: String) throws { try db.execute(sql: sql) }
-
     /// GRDB's arguments for ours.
     private static func arguments(_ arguments: SQLArguments) -> StatementArguments {
         StatementArguments(

@@ -187,7 +187,7 @@ extension AgentStore: PipelineStore {
 
     /// Who asked a pipeline to cancel, or nil: polled by its runner, so one cached SELECT on the primary key.
     public func pipelineCancelRequest(_ id: Int64) throws -> String? {
-        try read { db in
+        try readOne { db in
             try String.fetchOne(
                 db.cachedStatement(sql: "SELECT cancel_requested FROM pipelines WHERE id = ?"), arguments: [id])
         }

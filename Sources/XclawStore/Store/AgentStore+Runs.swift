@@ -383,7 +383,7 @@ extension AgentStore {
     /// Who asked a session to stop ("TIME WHO"), or nil: read by the run's poller several times a second, so it is
     /// one cached SELECT on the primary key.
     public func stopRequest(session: Int64) throws -> String? {
-        try read { db in
+        try readOne { db in
             try String.fetchOne(
                 db.cachedStatement(sql: "SELECT stop_requested FROM sessions WHERE id = ?"), arguments: [session])
         }

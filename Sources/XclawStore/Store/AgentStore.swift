@@ -203,6 +203,13 @@ public final class AgentStore: Sendable {
         }
     }
 
+    /// One query that needs no snapshot of its own, for the pollers (a run's stop request, several times a second):
+    /// SQLite reads it as `read` does; PostgreSQL runs it alone, one round trip instead of three (BEGIN, it, COMMIT).
+    func readOne<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        guard case .postgres(let pool) = engine else { return try read(body) }
+        do { return try pool.single(body) } catch { throw Self.storeError(error, path: path) }
+    }
+
     /// One write transaction (SQLite's IMMEDIATE; PostgreSQL's under the write lock), so read-then-write sequences
     /// are atomic across processes and hosts.
     func write<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
