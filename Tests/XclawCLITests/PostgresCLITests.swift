@@ -158,4 +158,34 @@ final class PostgresCLITests: XCTestCase {
         let asked = server.requests.map { String(decoding: $0.body, as: UTF8.self) }.joined()
         XCTAssertTrue(asked.contains("message 0") && asked.contains("message 1"), "a message was never answered")
     }
+
+    /// Bad fleet input is refused before anything starts, with exit 2 and a message that says what to do; an unknown
+    /// fleet run is "not found" (1); a fleet command on SQLite says how to get a fleet.
+    func testBadFleetInputIsAClearUsageError() throws {
+        let url = try databaseURL()
+        let e = environment(nil, database: url)
+        let cases: [(arguments: [String], environment: [String: String], says: String)] = [
+            (["daemon", "run", "--worker", "--slots", "0"], [:], "--slots must be from 1 to 64"),
+            (["daemon", "run", "--name", "w1"], [:], "add --worker"),
+            (["daemon", "run", "--worker", "--label", "nokey"], [:], "--label takes KEY=VALUE"),
+            (["daemon", "run", "--worker", "--display-size", "12"], [:], "--display-size takes WIDTHxHEIGHT"),
+            (["daemon", "run", "--worker"], ["XCLAW_FLEET_LOST_AFTER": "0"], "XCLAW_FLEET_LOST_AFTER must be"),
+            (["fleet", "runs", "--status", "bogus"], [:], "--status is one of"),
+            (["send", "bob", "hi", "--needs-label", "x"], [:], "--needs-label takes KEY=VALUE"),
+            (["send", "bob", "hi", "--local", "--no-wait"], [:], "--local runs here"),
+        ]
+        for (arguments, extra, says) in cases {
+            let r = try runCLI(arguments, environment: e.merging(extra) { $1 }, removing: ["XCLAW_DB"])
+            XCTAssertEqual(r.status, 2, "\(arguments): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(says), "\(arguments): \(r.stderr)")
+        }
+        let unknown = try runCLI(["fleet", "cancel", "999", "--json"], environment: e, removing: ["XCLAW_DB"])
+        XCTAssertEqual(unknown.status, 1, unknown.stderr)
+        XCTAssertNotNil(try JSONValue.parse(unknown.stdout)["error"], unknown.text)
+        // SQLite: no fleet, and the message says what to set.
+        let sqlite = environment(nil, database: nil).merging(["XCLAW_DB": dir.path + "/one.sqlite"]) { $1 }
+        let none = try runCLI(["fleet"], environment: sqlite, removing: ["XCLAW_DATABASE_URL"])
+        XCTAssertEqual(none.status, 2, none.stderr)
+        XCTAssertTrue(none.stderr.contains("XCLAW_DATABASE_URL"), none.stderr)
+    }
 }
