@@ -288,18 +288,28 @@ enum FleetDispatch {
         _ kind: FleetRunKind, agent: String, arguments: [String], store: AgentStore, options: FleetOptions,
         answerOnly: Bool = false
     ) throws {
-        _ = try store.agent(named: agent)
+        guard let id = try enqueue(kind, agent: agent, arguments: arguments, store: store, options: options) else {
+            return
+        }
+        let status = try follow(id, store: store, answerOnly: answerOnly)
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Queues `arguments` for `agent` (which must exist, unless the run creates it: a one-shot `run`); with
+    /// `--no-wait` prints the fleet run's id and returns nil, else says on stderr how to cancel it and returns it.
+    static func enqueue(
+        _ kind: FleetRunKind, agent: String, arguments: [String], store: AgentStore, options: FleetOptions
+    ) throws -> Int64? {
         let id = try store.enqueueRun(
             FleetRunRequest(
                 kind: kind, agent: agent, arguments: arguments, labels: options.requiredLabels,
                 displaySize: options.displaySize, app: options.app, retryLost: options.retryLost, enqueuedBy: who()))
         if options.noWait {
             writeOut("\(id)\n")
-            return
+            return nil
         }
         printError("xclaw: queued as fleet run \(id); `xclaw fleet cancel \(id)` stops it")
-        let status = try follow(id, store: store, answerOnly: answerOnly)
-        if status != 0 { throw ExitCode(status) }
+        return id
     }
 
     /// Prints a fleet run's replies as they are stored, until it ends; returns its exit status (5 when its worker

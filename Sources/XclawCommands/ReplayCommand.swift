@@ -3,6 +3,7 @@ import Foundation
 import XclawBase
 import XclawCommandLine
 import XclawRuntime
+import XclawStore
 
 /// `xclaw replay FILE|RUN`: a recorded run done again without the model, as a run of its own (see `Replayer`).
 struct Replay: ParsableCommand {
@@ -27,8 +28,14 @@ struct Replay: ParsableCommand {
             the run has no steps, or no such run or agent (--agent names one of this database for a script from \
             elsewhere); 2 bad usage, a file that is not a script, an unknown parameter; \
             3 display; 4 the model failed while healing; 130 stopped.
+            With a fleet (workers up on the PostgreSQL database): the replay is queued and a worker does it; a file \
+            is stored in the database first (as HOST:PATH), and the revision a healed replay saves there is written \
+            back to the file when the run ends. --stored NAME replays a script kept in the database \
+            (`xclaw script save`, `xclaw script list`).
             """)
-    @Argument(help: "A script file (`xclaw script export RUN -o FILE`) or a run id.") var script: String
+    @Argument(help: "A script file (`xclaw script export RUN -o FILE`) or a run id.") var script: String?
+    @Option(help: "Replay the newest revision of a script stored in the database (`xclaw script list`).")
+    var stored: String?
     @Option(name: .customLong("param"), help: "NAME=VALUE for a parameter of the script (repeatable).")
     var parameters: [String] = []
     @Option(help: "Seconds each step waits for its target and for what it should make appear.") var timeout = 10.0
@@ -41,9 +48,13 @@ struct Replay: ParsableCommand {
     @Option(help: .hidden) var task: String?
     @OptionGroup var target: DisplayOptions
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var fleet: FleetOptions
     @Flag var json = false
 
     func validate() throws {
+        guard (script == nil) != (stored == nil) else {
+            throw ValidationError("name one script: a file, a run id, or --stored NAME")
+        }
         if let heal, !["auto", "ask", "never"].contains(heal) {
             throw ValidationError("--heal is auto, ask or never, not \(heal)")
         }
@@ -54,17 +65,10 @@ struct Replay: ParsableCommand {
     }
 
     func run() throws {
+        if let store = try FleetDispatch.queueing(storeOptions, fleet) { return try queue(store) }
         let store = try storeOptions.open()
-        var request: ReplayRequest
-        if let run = Int64(script) {
-            request = ReplayRequest(script: try ReplayScript.of(run: run, in: store), name: "run \(run)", savePath: nil)
-        } else {
-            let path = Invocation.current.resolve(script)
-            request = ReplayRequest(
-                script: try ReplayScript.read(script, resolved: path), name: path, savePath: path)
-        }
-        (request.assignments, request.timeout, request.heal) = (parameters, timeout, heal)
-        (request.agent, request.task) = (agent, task)
+        var request = try request(store)
+        request.savedBy = FleetDispatch.who()
         let settings = try GuardSettings.fromConfig()
         let ask = TerminalPrompt.approver
         // Bad input costs nothing: checked before the display is opened.
@@ -80,6 +84,85 @@ struct Replay: ParsableCommand {
                 request, perceiver: p, store: store, settings: settings, ask: ask, control: control,
                 events: { printError("xclaw: \($0)") })
         }
+        try report(outcome)
+    }
+
+    /// What the command was asked to replay, with its options.
+    private func request(_ store: AgentStore) throws -> ReplayRequest {
+        var request: ReplayRequest
+        if let stored {
+            request = ReplayRequest(script: try ReplayScript.stored(stored, in: store), name: stored, savePath: nil)
+            request.storedName = stored
+        } else if let script, let run = Int64(script) {
+            request = ReplayRequest(script: try ReplayScript.of(run: run, in: store), name: "run \(run)", savePath: nil)
+        } else {
+            let script = self.script ?? ""
+            let path = Invocation.current.resolve(script)
+            request = ReplayRequest(
+                script: try ReplayScript.read(script, resolved: path), name: path, savePath: path)
+        }
+        (request.assignments, request.timeout, request.heal) = (parameters, timeout, heal)
+        (request.agent, request.task) = (agent, task)
+        return request
+    }
+
+    /// Queues the replay for the fleet and follows it: a file is stored in the database first, and a revision a
+    /// healed replay stored is written back to it (the one before kept beside it, as a replay here does).
+    private func queue(_ store: AgentStore) throws {
+        if heal == "ask" {
+            throw ValidationError(
+                "--heal ask asks at this terminal, and a worker runs a fleet replay: use --heal auto "
+                    + "or never, or add --local")
+        }
+        let request = try request(store)
+        try Replayer.checkParameters(request)
+        var arguments = ["replay"]
+        var storedFile: (path: String, name: String, revision: Int)?
+        if let stored {
+            arguments += ["--stored", stored]
+        } else if let script, Int64(script) != nil {
+            arguments.append(script)
+        } else if let path = request.savePath {
+            let name = "\(ProcessInfo.processInfo.hostName):\(path)"
+            let saved = try request.script.store(as: name, in: store, by: FleetDispatch.who()).script
+            storedFile = (path, name, saved.revision)
+            arguments += ["--stored", name]
+        }
+        for p in parameters { arguments += ["--param", p] }
+        arguments += ["--timeout", String(timeout)]
+        if let heal { arguments += ["--heal", heal] }
+        if let agent { arguments += ["--agent", agent] }
+        if let task { arguments += ["--task", task] }
+        if let display = target.display { arguments += ["--display", display] }
+        let id = try FleetDispatch.enqueue(
+            .replay, agent: agent ?? request.script.agent, arguments: arguments, store: store, options: fleet)
+        guard let id else { return }
+        let status = try FleetDispatch.follow(id, store: store)
+        let run = try store.fleetRun(id)
+        if var outcome = try run.sessionID.flatMap({ try Replayer.recorded(session: $0, store: store) }) {
+            if let file = storedFile, outcome.healed > 0 {
+                let newest = try store.script(named: file.name, revision: nil)
+                if newest.revision > file.revision {
+                    let previous = "\(file.path).rev\(request.script.revision ?? 1)"
+                    try? FileManager.default.removeItem(atPath: previous)
+                    do {
+                        try FileManager.default.copyItem(atPath: file.path, toPath: previous)
+                        try OutputFile.write(Data(newest.body.utf8), to: file.path)
+                        (outcome.saved, outcome.previous) = (file.path, previous)
+                    } catch {
+                        printError(
+                            "xclaw: the healed script (stored as \(file.name) revision \(newest.revision)) could "
+                                + "not be written to \(file.path): \(error)")
+                    }
+                }
+            }
+            try report(outcome, exitOnFailure: false)
+        }
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Prints how the replay went and ends with its exit status.
+    private func report(_ outcome: ReplayOutcome, exitOnFailure: Bool = true) throws {
         try emit(outcome, json: json) {
             var line =
                 "run \(outcome.run): \(outcome.replayed + outcome.healed) of \(outcome.steps) step(s) done, "
@@ -96,9 +179,13 @@ struct Replay: ParsableCommand {
         }
         if outcome.stopped {
             printError("xclaw: run \(outcome.run) \(outcome.reason ?? "stopped")")
-            throw ExitCode(Send.stoppedStatus)
+            if exitOnFailure { throw ExitCode(Send.stoppedStatus) }
         }
-        if let step = outcome.diverged {
+        if let step = outcome.diverged, !exitOnFailure {
+            printError(
+                "xclaw: step \(step) diverged: \(outcome.reason ?? "") (`xclaw report \(outcome.run)` shows the screen)"
+            )
+        } else if let step = outcome.diverged {
             throw AgentRunError.failed(
                 "step \(step) diverged: \(outcome.reason ?? "") (`xclaw report \(outcome.run)` shows the screen)",
                 .notFound)

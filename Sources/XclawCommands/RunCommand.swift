@@ -62,8 +62,14 @@ struct Run: ParsableCommand {
     @OptionGroup var target: DisplayOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
+    @OptionGroup var fleet: FleetOptions
+    /// The one-shot agent's name, chosen by the host that queued the run for the fleet.
+    @Option(help: .hidden) var agentName: String?
+    /// The system prompt's extra text, read by the host that queued the run from its `--system` file.
+    @Option(help: .hidden) var systemText: String?
 
     func validate() throws {
+        if system != nil && systemText != nil { throw ValidationError("--system and --system-text exclude each other") }
         try requireRange(maxSteps, 1...100_000, "--max-steps", "")
         try requireRange(keepScreenshots, 1...1_000, "--keep-screenshots", "")
         try requireRange(maxTokens, 1...1_000_000, "--max-tokens", "")
@@ -85,7 +91,10 @@ struct Run: ParsableCommand {
         try EffortHelp.check(effort, info)
         try ThinkingHelp.check(thinking, info, effort: effort)
         let names = try ToolSelection.names(tools)
-        let extraSystem = try system.map(readSystemFile)
+        let extraSystem = try system.map(readSystemFile) ?? systemText
+        if let store = try FleetDispatch.queueing(storeOptions, fleet) {
+            return try queue(store, system: extraSystem)
+        }
         if confirm && !TerminalPrompt.available {
             throw ValidationError("--confirm needs a terminal to ask on (/dev/tty is not available)")
         }
@@ -105,7 +114,7 @@ struct Run: ParsableCommand {
             ? surroundings?.started.map { try DisplayConnection(name: $0.name) } ?? target.connect() : nil
         let sideQuestions = UsageLedger()
         let store = try storeOptions.open()
-        let agent = Self.agentName()
+        let agent = agentName ?? Self.agentName()
         var builder = AgentBuilder(
             store: store, client: client, catalog: catalog, settleQuiet: .milliseconds(settleMs),
             visionUsage: { sideQuestions.add($0) })
@@ -178,6 +187,30 @@ struct Run: ParsableCommand {
         case .stopped: throw ExitCode(Send.stoppedStatus)
         case .failed(let why): throw AgentRunError.failed(why, failure?.status ?? .api)
         }
+    }
+
+    /// Queues the run for the fleet and follows its replies: a worker runs the same command line, with the one-shot
+    /// agent's name chosen here (so the run is followed and listed under it) and the `--system` file's text read
+    /// here. What only this host has is refused: a terminal to confirm on, an action log file, the JSON summary.
+    private func queue(_ store: AgentStore, system: String?) throws {
+        for (given, option) in [(confirm, "--confirm"), (log != nil, "--log"), (json, "--json")] where given {
+            throw ValidationError(
+                "\(option) is for a run on this host, and with workers up the run is queued for the fleet: add --local")
+        }
+        var agent = Self.agentName()
+        // Another host may have queued a run in the same second with the same pid.
+        if (try? store.agent(named: agent)) != nil { agent += "-\(UInt16.random(in: 0...UInt16.max))" }
+        var arguments = ["run", "--agent-name", agent, "--max-steps", String(maxSteps)]
+        arguments += ["--keep-screenshots", String(keepScreenshots), "--max-tokens", String(maxTokens)]
+        arguments += ["--settle-ms", String(settleMs)]
+        let passed: [(String, String?)] = [
+            ("--model", model), ("--tools", tools), ("--system-text", system), ("--setup", setup),
+            ("--screenshot-size", screenshotSize), ("--screenshot-format", screenshotFormat), ("--effort", effort),
+            ("--thinking", thinking), ("--display", target.display),
+        ]
+        for case (let option, let value?) in passed { arguments += [option, value] }
+        if dryRun { arguments.append("--dry-run") }
+        try FleetDispatch.run(.run, agent: agent, arguments: arguments + ["--", task], store: store, options: fleet)
     }
 
     /// A name for the one-shot agent: `run-<UTC time>-<pid>` (the asking CLI's pid in the daemon), unique per process

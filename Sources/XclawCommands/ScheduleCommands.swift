@@ -110,7 +110,8 @@ struct ScheduleCommand: ParsableCommand {
         @Option(
             help: ArgumentHelp(
                 "A script (`xclaw script export RUN -o FILE`) each run replays first, without the model; the agent "
-                    + "runs the prompt only when the replay diverges.")) var replay: String?
+                    + "runs the prompt only when the replay diverges. On a fleet's database the script is stored "
+                    + "there (as HOST:PATH), so any worker can replay it.")) var replay: String?
         @OptionGroup var storeOptions: StoreOptions
         @Flag var json = false
 
@@ -166,10 +167,18 @@ struct ScheduleCommand: ParsableCommand {
                 throw ValidationError("that schedule never fires")
             }
             let store = try storeOptions.open()
+            // A fleet's workers cannot read this host's files: the script is kept in the database and the task
+            // names it there (its revision as it is now: `script save` again to change it).
+            var replay = self.replay.map { Invocation.current.resolve($0) }
+            if let path = replay, store.hasFleet {
+                let name = "\(ProcessInfo.processInfo.hostName):\(path)"
+                _ = try ReplayScript.read(path, resolved: path).store(as: name, in: store, by: FleetDispatch.who())
+                replay = DaemonScheduling.storedPrefix + name
+            }
             let task = try store.createTask(
                 agent: agent, prompt: prompt, scheduleType: type, scheduleValue: value, contextMode: .agent,
                 nextRun: first, name: name, timeZone: tz, catchUp: catchUp, createdAt: now, display: display,
-                setup: setup, replay: replay.map { Invocation.current.resolve($0) })
+                setup: setup, replay: replay)
             try emit(Row(task), json: json) { "\(task.id) next \(StoreDate.format(first))" }
         }
     }

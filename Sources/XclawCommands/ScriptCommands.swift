@@ -12,8 +12,9 @@ import XclawStore
 struct ScriptCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "script",
-        abstract: "Export a run's recorded steps as a replayable script, or show a script's steps.",
-        subcommands: [ScriptExport.self, ScriptShow.self])
+        abstract:
+            "Export a run's recorded steps as a replayable script, show a script's steps, or keep one in the database.",
+        subcommands: [ScriptExport.self, ScriptShow.self, ScriptSave.self, ScriptList.self])
 }
 
 extension ReplayScript {
@@ -91,9 +92,7 @@ struct ScriptExport: ParsableCommand {
         if format == "sh" {
             text = script.shell
         } else {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            text = String(decoding: try encoder.encode(script), as: UTF8.self) + "\n"
+            text = String(decoding: try script.json(), as: UTF8.self) + "\n"
         }
         guard let output else { return writeOut(text) }
         // A shell script is made executable as it is created: a chmod after the write would change a device's mode.
@@ -105,22 +104,110 @@ struct ScriptExport: ParsableCommand {
 /// `xclaw script show FILE|RUN`.
 struct ScriptShow: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "show", abstract: "Print a script's steps (a file written by `script export`, or a run id).",
-        discussion: "Exit: 0 shown; 1 no such run, or it recorded no step; 2 a file that is not a script.")
-    @Argument(help: "A script file or a run id.") var script: String
+        commandName: "show",
+        abstract: "Print a script's steps (a file written by `script export`, a run id, or a stored script).",
+        discussion: "Exit: 0 shown; 1 no such run or stored script, or the run recorded no step; 2 a file that is not "
+            + "a script.")
+    @Argument(help: "A script file or a run id.") var script: String?
+    @Option(help: "A script stored in the database (`xclaw script list`): its newest revision.") var stored: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag var json = false
 
+    func validate() throws {
+        guard (script == nil) != (stored == nil) else {
+            throw ValidationError("name one script: a file, a run id, or --stored NAME")
+        }
+    }
+
     func run() throws {
-        let loaded =
-            try Int64(script).map { try ReplayScript.of(run: $0, in: try storeOptions.open()) }
-            ?? ReplayScript.read(script, resolved: Invocation.current.resolve(script))
+        let loaded = try ScriptSource.load(script, stored: stored, storeOptions)
         try emit(loaded.steps, json: json) {
             (["run \(loaded.run) (\(loaded.agent)): \(loaded.steps.count) step(s)"]
                 + loaded.parameters.sorted { $0.key < $1.key }.map {
                     "parameter \($0.key.uppercased()) = \(UntrustedText.quoted($0.value))"
                 }
                 + loaded.lines).joined(separator: "\n")
+        }
+    }
+}
+
+/// Where a script comes from: a run id, a file, or a name in the database.
+enum ScriptSource {
+    /// The script `argument` (a run id or a file) or `stored` (a stored name) names.
+    static func load(_ argument: String?, stored: String?, _ storeOptions: StoreOptions) throws -> ReplayScript {
+        if let stored { return try ReplayScript.stored(stored, in: try storeOptions.open()) }
+        let argument = argument ?? ""
+        if let run = Int64(argument) { return try ReplayScript.of(run: run, in: try storeOptions.open()) }
+        return try ReplayScript.read(argument, resolved: Invocation.current.resolve(argument))
+    }
+}
+
+/// One stored script, as `script save --json` and `script list --json` print it.
+struct StoredScriptRow: Encodable {
+    var name: String
+    var revision: Int
+    var agent: String
+    var run: Int64
+    var steps: Int
+    var stored_at: String
+    var stored_by: String
+
+    init(_ s: StoredScript) {
+        (name, revision, agent, run, steps) = (s.name, s.revision, s.agent, s.run, s.steps)
+        (stored_at, stored_by) = (StoreDate.format(s.storedAt), s.storedBy)
+    }
+}
+
+/// `xclaw script save FILE|RUN --name NAME`.
+struct ScriptSave: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "save",
+        abstract: "Keep a script (a file or a run's recorded steps) in the database, so any host can replay it.",
+        discussion: """
+            Stored under --name as a new revision, unless its newest revision is the same script. `xclaw replay \
+            --stored NAME` replays the newest revision, and a replay that healed a step stores the fixed script as \
+            the next. A fleet shares them: every worker and host reads the same database. \
+            Exit: 0 stored (or already the newest); 1 no such run, or it recorded no step; 2 a file that is not a \
+            script, a bad name.
+            """)
+    @Argument(help: "A script file or a run id.") var script: String
+    @Option(help: "The name to keep it under (1 to 1024 characters).") var name: String
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        guard !name.isEmpty, name.count <= 1024, !name.contains(where: \.isNewline) else {
+            throw ValidationError("--name takes 1 to 1024 characters on one line")
+        }
+    }
+
+    func run() throws {
+        let loaded = try ScriptSource.load(script, stored: nil, storeOptions)
+        let (saved, created) = try loaded.store(as: name, in: try storeOptions.open(), by: FleetDispatch.who())
+        try emit(StoredScriptRow(saved), json: json) {
+            created
+                ? "stored \(saved.steps) step(s) as script \(saved.name) revision \(saved.revision)"
+                : "script \(saved.name) revision \(saved.revision) is already this script"
+        }
+    }
+}
+
+/// `xclaw script list`.
+struct ScriptList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the scripts stored in the database (the newest revision of each).",
+        discussion: "Each --json row: name, revision, agent, run, steps, stored_at, stored_by.")
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let rows = try storeOptions.open().scripts().map(StoredScriptRow.init)
+        try emit(rows, json: json) {
+            if rows.isEmpty { return "no stored scripts: keep one with `xclaw script save FILE|RUN --name NAME`" }
+            return rows.map {
+                "\(UntrustedText.quoted($0.name, limit: 80))\trevision \($0.revision)\t\($0.steps) step(s)\t"
+                    + "run \($0.run) (\($0.agent))\t\($0.stored_at)\t\($0.stored_by)"
+            }.joined(separator: "\n")
         }
     }
 }

@@ -131,6 +131,25 @@ enum Schema {
         migrator.registerMigration("v14") { db in
             try db.execute(sql: "ALTER TABLE pipelines ADD COLUMN host TEXT")
         }
+        // Replay scripts kept in the database, by name and revision, so a replay (and the revision a healed replay
+        // saves) is the same on every host of a fleet.
+        migrator.registerMigration("v15") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS scripts (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        name TEXT NOT NULL,
+                        revision INTEGER NOT NULL,
+                        agent TEXT NOT NULL,
+                        run INTEGER NOT NULL,
+                        steps INTEGER NOT NULL,
+                        body TEXT NOT NULL,
+                        stored_at TEXT NOT NULL,
+                        stored_by TEXT NOT NULL,
+                        UNIQUE (name, revision)
+                    )
+                    """)
+        }
         return migrator
     }
 

@@ -36,6 +36,8 @@ public enum StoreError: ClassifiedError, Equatable {
     case workerNameTaken(String, host: String)
     /// No queued run has this id.
     case unknownFleetRun(Int64)
+    /// No stored replay script has this name.
+    case unknownScript(String, known: [String])
 
     /// The message the CLI prints: what failed and what the user can do about it.
     public var description: String {
@@ -81,6 +83,10 @@ public enum StoreError: ClassifiedError, Equatable {
                 + "worker first (`xclaw fleet` lists them)"
         case .unknownFleetRun(let id):
             return "no fleet run with id \(id); `xclaw fleet runs` lists them"
+        case .unknownScript(let name, let known):
+            let list = known.isEmpty ? "none are stored" : "stored: " + known.prefix(10).joined(separator: ", ")
+            return
+                "no stored script named \"\(name)\" (\(list)); store one with `xclaw script save FILE|RUN --name NAME`"
         case .unreachable(let url, let detail):
             return "cannot reach the PostgreSQL database \(url) (\(detail)); check that the server runs and "
                 + "accepts this user, or fix `database` in the config file or XCLAW_DATABASE_URL"
@@ -91,6 +97,7 @@ public enum StoreError: ClassifiedError, Equatable {
     public var exitStatus: ExitStatus {
         switch self {
         case .unknownAgent, .unknownMessage, .unknownSession, .unknownTask, .unknownPipeline, .notPending,
+            .unknownScript,
             .unknownFleetRun:
             return .notFound
         case .agentExists, .invalidAgentName, .invalidArgument, .noFleet, .workerNameTaken: return .usage

@@ -6,14 +6,11 @@ import XclawMockAPI
 import XclawTesting
 import XclawTimeTesting
 
-/// A fleet on this machine: worker daemons (`xclaw daemon run --worker`, each in a state directory of its own) on
-/// the tests' own PostgreSQL server, a loopback model, and a client with no daemon that sends from "another host".
-/// `send` is queued, claimed by a worker and followed to its end; `fleet` lists the workers; a run asking for a label
-/// no worker has waits and is cancelled; a worker stopped leaves; a worker killed mid-run is lost within its
-/// deadline, its run recorded lost (never run again) while the other worker goes on.
-final class FleetCLITests: XCTestCase {
-    private var dir: URL!
-    private var workers: [FleetWorker] = []
+/// What the fleet's command-line tests share: a directory, the workers they start (killed at the end), and the
+/// environments of a worker and of a client on "another host".
+class FleetTestCase: XCTestCase {
+    var dir: URL!
+    var workers: [FleetWorker] = []
 
     override func setUpWithError() throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -28,7 +25,7 @@ final class FleetCLITests: XCTestCase {
 
     /// What the workers and the client share: the database and the model; a 3 s heartbeat deadline, so a loss shows
     /// quickly.
-    private func shared(_ url: String, _ server: MockMessagesServer) -> [String: String] {
+    func shared(_ url: String, _ server: MockMessagesServer) -> [String: String] {
         [
             "XCLAW_DATABASE_URL": url, "ANTHROPIC_BASE_URL": server.baseURL,
             "ANTHROPIC_API_KEY": "sk-" + "ant-fleet-SECRET", "XCLAW_FLEET_LOST_AFTER": "3",
@@ -36,7 +33,7 @@ final class FleetCLITests: XCTestCase {
     }
 
     /// The client's environment: a host of its own, no daemon.
-    private func client(_ url: String, _ server: MockMessagesServer) -> [String: String] {
+    func client(_ url: String, _ server: MockMessagesServer) -> [String: String] {
         shared(url, server).merging([
             "HOME": dir.path, "XDG_CONFIG_HOME": dir.appendingPathComponent("config").path,
             "XDG_DATA_HOME": dir.appendingPathComponent("data").path,
@@ -45,12 +42,13 @@ final class FleetCLITests: XCTestCase {
     }
 
     /// Starts a worker and waits until the fleet lists it up.
-    private func startWorker(_ name: String, _ arguments: [String], _ url: String, _ server: MockMessagesServer)
-        throws -> FleetWorker
-    {
+    func startWorker(
+        _ name: String, _ arguments: [String], _ url: String, _ server: MockMessagesServer,
+        environment: [String: String] = [:]
+    ) throws -> FleetWorker {
         let worker = try FleetWorker(
             name: name, state: dir.appendingPathComponent("worker-\(name)"), arguments: arguments,
-            environment: shared(url, server))
+            environment: shared(url, server).merging(environment) { $1 })
         workers.append(worker)
         let e = client(url, server)
         eventually("worker \(name) registers (its log: \(worker.logText))", within: .seconds(30)) {
@@ -60,24 +58,32 @@ final class FleetCLITests: XCTestCase {
     }
 
     /// Starts `xclaw ARGUMENTS` on the client's host in the background: a command that follows its fleet run.
-    private func startFollower(_ arguments: [String], _ e: [String: String]) throws -> Subprocess {
+    func startFollower(_ arguments: [String], _ e: [String: String]) throws -> Subprocess {
         try Subprocess.spawn(
             [productsDirectory.appendingPathComponent("xclaw").path] + arguments,
             environment: ProcessInfo.processInfo.environment.merging(e) { $1 }.filter { $0.key != "XCLAW_DB" })
     }
 
     /// `xclaw fleet --json`.
-    private func fleetWorkers(_ e: [String: String]) throws -> [JSONValue] {
+    func fleetWorkers(_ e: [String: String]) throws -> [JSONValue] {
         let r = try runCLI(["fleet", "--json"], environment: e, removing: ["XCLAW_DB"])
         return try JSONValue.parse(r.stdout).array ?? []
     }
 
     /// `xclaw fleet runs --json`.
-    private func fleetRuns(_ e: [String: String]) throws -> [JSONValue] {
+    func fleetRuns(_ e: [String: String]) throws -> [JSONValue] {
         let r = try runCLI(["fleet", "runs", "--json"], environment: e, removing: ["XCLAW_DB"])
         return try JSONValue.parse(r.stdout).array ?? []
     }
 
+}
+
+/// A fleet on this machine: worker daemons (`xclaw daemon run --worker`, each in a state directory of its own) on
+/// the tests' own PostgreSQL server, a loopback model, and a client with no daemon that sends from "another host".
+/// `send` is queued, claimed by a worker and followed to its end; `fleet` lists the workers; a run asking for a label
+/// no worker has waits and is cancelled; a worker stopped leaves; a worker killed mid-run is lost within its
+/// deadline, its run recorded lost (never run again) while the other worker goes on.
+final class FleetCLITests: FleetTestCase {
     func testASendIsQueuedClaimedByAWorkerAndFollowedToItsEnd() throws {
         let url = try PostgresTestServer.shared().newDatabase()
         let server = try MockMessagesServer(replies: [
@@ -144,7 +150,7 @@ final class FleetCLITests: XCTestCase {
         XCTAssertEqual(try JSONSchemas.errors(checks), [])
         let info = try JSONValue.parse(outputs[2].stdout)
         XCTAssertEqual(info["backend"]?.string, "postgresql")
-        XCTAssertEqual(info["migrations"]?.array?.compactMap(\.string), ["pg1", "pg2", "pg3", "pg4"])
+        XCTAssertEqual(info["migrations"]?.array?.compactMap(\.string), ["pg1", "pg2", "pg3", "pg4", "pg5"])
         XCTAssertTrue(info["tables"]?.array?.contains(.string("fleet_runs")) ?? false)
 
         // Readiness: the worker's heartbeat is fresh; a name that is not a worker is not ready.

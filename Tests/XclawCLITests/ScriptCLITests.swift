@@ -238,6 +238,22 @@ final class ScriptCLITests: XCTestCase {
         XCTAssertEqual(healer.requests.count, 1, "the healed step needed no model the next time")
         XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
 
+        // Kept in the database (SQLite here) and replayed by name.
+        let kept = try runCLI(["script", "save", file, "--name", "order"], environment: env)
+        XCTAssertEqual(kept.status, 0, kept.stderr)
+        XCTAssertEqual(kept.text, "stored 3 step(s) as script order revision 2\n")
+        XCTAssertEqual(
+            try runCLI(["script", "show", "--stored", "order"], environment: env).text,
+            try runCLI(["script", "show", file], environment: env).text)
+        fixture.clear()
+        let byName = try runCLI(
+            ["replay", "--stored", "order", "--display", display.name, "--heal", "never", "--param", "P1=x"],
+            environment: env)
+        XCTAssertEqual(byName.status, 0, byName.stderr)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
+        XCTAssertEqual(try runCLI(["script", "save", "9999", "--name", "x"], environment: env).status, 1)
+        XCTAssertEqual(try runCLI(["script", "save", file, "--name", ""], environment: env).status, 2)
+
         // Bad input.
         XCTAssertEqual(try runCLI(["script", "export", "9999"], environment: env).status, 1)
         XCTAssertEqual(try runCLI(["script", "export", "\(id)", "--format", "xml"], environment: env).status, 2)

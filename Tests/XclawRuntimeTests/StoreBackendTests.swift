@@ -156,4 +156,38 @@ final class StoreBackendTests: XCTestCase {
             XCTAssertEqual(resolved.last?.content, [image], "the newest screenshot comes back whole")
         }
     }
+
+    func testScriptsAreKeptByNameAndRevisionAndTheSameScriptIsNotStoredTwice() throws {
+        for store in try backends() {
+            func body(_ label: String) -> (Int) throws -> String { { #"{"revision":\#($0),"label":"\#(label)"}"# } }
+            let first = try store.storeScript(
+                name: "ws:/s.json", revision: 2, agent: "a", run: 7, steps: 3, by: "u@h",
+                body: body("OK"))
+            XCTAssertTrue(first.created)
+            XCTAssertEqual(first.script.revision, 2, "a file's own revision is kept when it is the first")
+            XCTAssertEqual(first.script.body, #"{"revision":2,"label":"OK"}"#)
+            let again = try store.storeScript(
+                name: "ws:/s.json", revision: 2, agent: "a", run: 7, steps: 3, by: "u@h",
+                body: body("OK"))
+            XCTAssertFalse(again.created, "the newest revision is this script")
+            XCTAssertEqual(again.script.id, first.script.id)
+            // Another script under the name: the next revision, even if it says it is an older one.
+            let healed = try store.storeScript(
+                name: "ws:/s.json", revision: 1, agent: "a", run: 7, steps: 3,
+                by: "worker w1", body: body("Finish"))
+            XCTAssertTrue(healed.created)
+            XCTAssertEqual(healed.script.revision, 3)
+            XCTAssertEqual(
+                try store.script(named: "ws:/s.json", revision: nil).body, #"{"revision":3,"label":"Finish"}"#)
+            XCTAssertEqual(try store.script(named: "ws:/s.json", revision: 2).storedBy, "u@h")
+            _ = try store.storeScript(name: "b", revision: 1, agent: "a", run: 8, steps: 1, by: "u@h", body: body("x"))
+            XCTAssertEqual(try store.scripts().map { "\($0.name)@\($0.revision)" }, ["b@1", "ws:/s.json@3"])
+            XCTAssertThrowsError(try store.script(named: "nope", revision: nil)) { error in
+                XCTAssertEqual((error as? StoreError)?.exitStatus, .notFound)
+                XCTAssertTrue("\(error)".contains("stored: b, ws:/s.json"), "\(error)")
+            }
+            XCTAssertThrowsError(
+                try store.storeScript(name: "", revision: 1, agent: "a", run: 1, steps: 1, by: "u", body: body("x")))
+        }
+    }
 }

@@ -79,12 +79,13 @@ final class StoreTests: BackendTestCase {
             info.tables,
             [
                 "action_steps", "agent_state", "agents", "approvals", "images", "memory", "messages", "pipelines",
-                "replays",
+                "replays", "scripts",
                 "sessions", "subtasks", "task_run_logs",
                 "tasks", "usage",
             ])
         XCTAssertEqual(
-            info.migrations, ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14"])
+            info.migrations,
+            ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)

@@ -90,6 +90,9 @@ public enum DaemonScheduling {
             : TaskRunResult(status: "failed", result: "exit \(status)", error: "exit \(status); see \(logPath)")
     }
 
+    /// How a task names a script stored in the database rather than a file (a file's path is absolute).
+    public static let storedPrefix = "stored:"
+
     /// A task's replay, first, without the model: a result when it did every step (completed), or stopped midway or
     /// could not start (failed: the agent would repeat what it did); nil when the agent must run the prompt (no
     /// script, a private display, or the replay diverged before its first step). `runner` runs an xclaw command
@@ -104,8 +107,11 @@ public enum DaemonScheduling {
         // The replay is a run of the task's agent, tied to the task: `runs --task` lists it, and its report is
         // kept like the agent's.
         let mark = DaemonReports.mark(store)
+        // A fleet's task names a script stored in the database (`schedule add --replay` stored it there).
+        let source =
+            script.hasPrefix(storedPrefix) ? ["--stored", String(script.dropFirst(storedPrefix.count))] : [script]
         let replayed = runner(
-            ["replay", script, "--heal", "never", "--json", "--agent", task.agent, "--task", label]
+            ["replay"] + source + ["--heal", "never", "--json", "--agent", task.agent, "--task", label]
                 + databaseArguments + (display.map { ["--display", $0] } ?? []))
         logger.info("scheduled replay", metadata: ["task": "\(label)", "exit": "\(replayed)"])
         DaemonReports.keep(agent: task.agent, task: label, after: mark, store: store)

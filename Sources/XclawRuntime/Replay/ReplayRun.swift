@@ -17,6 +17,10 @@ public struct ReplayRequest: Sendable {
     public var name: String
     /// Where a healed script is saved as its next revision; nil when it came from a run id (nothing to save to).
     public var savePath: String?
+    /// The stored script's name, when it came from the database: a healed script is stored as its next revision.
+    public var storedName: String?
+    /// Who saves a healed revision in the database (`user@host`, or a worker's name).
+    public var savedBy = ""
     /// `NAME=VALUE` parameter assignments.
     public var assignments: [String] = []
     /// Seconds each step waits for its target and its postcondition.
@@ -107,6 +111,15 @@ public enum Replayer {
     /// so a script that types one needs it given), its agent, an API key when healing is asked for, a terminal for
     /// `--heal ask`. Throws the error the replay would.
     public static func check(_ request: ReplayRequest, store: any StoreBackend, attended: Bool) throws {
+        try checkParameters(request)
+        _ = try store.agent(named: request.agent ?? request.script.agent)
+        _ = try ReplayHealer.configuration(mode: request.heal)
+        if request.heal == "ask", !attended { throw ReplayError.noTerminal }
+    }
+
+    /// Checks the request's parameters: each `--param` names one of the script's, and a step that types a
+    /// password (never recorded) has its value. What a host that only queues a replay can check.
+    public static func checkParameters(_ request: ReplayRequest) throws {
         let values = try request.script.values(request.assignments)
         let missing = Set(
             request.script.steps.compactMap { step in
@@ -115,9 +128,28 @@ public enum Replayer {
         if let name = missing.sorted().first {
             throw ReplayError.missingParameter(name)
         }
-        _ = try store.agent(named: request.agent ?? request.script.agent)
-        _ = try ReplayHealer.configuration(mode: request.heal)
-        if request.heal == "ask", !attended { throw ReplayError.noTerminal }
+    }
+
+    /// How a replay went, as recorded in the store (for a replay that ran on another host); nil when the run is no
+    /// replay. `saved` and `previous` are the runner's to say.
+    public static func recorded(session id: Int64, store: any StoreBackend) throws -> ReplayOutcome? {
+        let record = try store.session(id)
+        guard let summary = record.replay else { return nil }
+        var outcome = ReplayOutcome(run: id, steps: summary.steps, replayed: summary.replayed)
+        (outcome.healed, outcome.failed, outcome.acted) = (summary.healed, summary.failed, summary.acted)
+        (outcome.diverged, outcome.reason) = (summary.divergedStep, summary.reason)
+        (outcome.model_requests, outcome.cost_usd) = (summary.requests, record.usd)
+        if record.status == .stopped {
+            outcome.stopped = true
+            outcome.reason = outcome.reason ?? record.error
+        }
+        if let ended = record.endedAt {
+            outcome.wall_ms = (ended.timeIntervalSince(record.startedAt) * 1000).rounded()
+        }
+        if let log = try store.replayLog(session: id)?.log {
+            outcome.outcomes = (try? JSONDecoder.xclawRecords.decode([ReplayedStep].self, from: Data(log.utf8))) ?? []
+        }
+        return outcome
     }
 
     /// Runs `request` on `perceiver`'s display, recording it in `store`. `ask` asks the person at the terminal (nil
@@ -276,8 +308,18 @@ public enum Replayer {
             } catch {
                 events("the healed script could not be saved to \(path): \(error)")
             }
+        } else if outcome.healed > 0, let name = request.storedName {
+            do {
+                let saved = try fixed.store(as: name, in: store, by: request.savedBy).script
+                outcome.saved = "script \(name) revision \(saved.revision)"
+                outcome.previous = "script \(name) revision \(script.revision ?? 1)"
+            } catch {
+                events("the healed script could not be stored as \(name): \(error)")
+            }
         } else if outcome.healed > 0 {
-            events("healed steps are not saved for a run id: export the run to a file and replay that")
+            events(
+                "healed steps are not saved for a run id: store the run (`xclaw script save RUN --name NAME`) or "
+                    + "export it to a file, and replay that")
         }
         save()
         let status: SessionStatus = outcome.stopped ? .stopped : outcome.diverged == nil ? .completed : .failed

@@ -106,11 +106,39 @@ public struct ReplayScript: Codable, Sendable {
         return script
     }
 
-    /// Writes the script as pretty JSON (atomically onto a regular file, through a device or FIFO).
-    public func write(to path: String) throws {
+    /// The newest revision of the script stored as `name` (or that revision).
+    public static func stored(_ name: String, revision: Int? = nil, in store: any ScriptStore) throws -> ReplayScript {
+        let row = try store.script(named: name, revision: revision)
+        guard let script = try? JSONDecoder.xclawRecords.decode(ReplayScript.self, from: Data(row.body.utf8)) else {
+            throw ReplayError.badScript("the stored script \(name) (revision \(row.revision)) is not an xclaw script")
+        }
+        guard script.version <= 1 else { throw ReplayError.newerFormat(script.version) }
+        return script
+    }
+
+    /// Stores the script as `name`: a new revision unless the newest stored one is this script.
+    public func store(as name: String, in store: any ScriptStore, by: String) throws -> (
+        script: StoredScript, created: Bool
+    ) {
+        var copy = self
+        return try store.storeScript(
+            name: name, revision: revision ?? 1, agent: agent, run: run, steps: steps.count, by: by
+        ) { chosen in
+            copy.revision = chosen
+            return String(decoding: try copy.json(), as: UTF8.self)
+        }
+    }
+
+    /// The script as pretty JSON with sorted keys (the same script always gives the same text).
+    public func json() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try OutputFile.write(try encoder.encode(self), to: path)
+        return try encoder.encode(self)
+    }
+
+    /// Writes the script as pretty JSON (atomically onto a regular file, through a device or FIFO).
+    public func write(to path: String) throws {
+        try OutputFile.write(try json(), to: path)
     }
 
     /// The recorded parameter values with `assignments` (`NAME=VALUE`, names case-insensitive) put in.

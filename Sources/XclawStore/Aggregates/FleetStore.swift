@@ -25,7 +25,8 @@ public protocol FleetStore: AnyObject, Sendable {
     /// until the server itself has run for `timeout`: after a restart every worker gets a full deadline to reach it.
     func markLostWorkers(timeout: Duration) throws -> [LostWorker]
 
-    /// Queues a run and wakes the workers; returns its id.
+    /// Queues a run and wakes the workers; returns its id. Its agent must exist, except for a one-shot `run`, whose
+    /// worker creates it.
     func enqueueRun(_ request: FleetRunRequest) throws -> Int64
 
     /// The oldest queued run `worker` can serve whose agent has no run in flight nor an older one queued (so an

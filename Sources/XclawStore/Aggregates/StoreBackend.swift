@@ -2,6 +2,7 @@
 /// session, usage and steps change together. `AgentStore` implements them over SQLite or PostgreSQL (for a fleet);
 /// the runtime takes `any StoreBackend`, or one aggregate where it needs only that.
 public protocol StoreBackend: AgentDirectory, ConversationStore, RunStore, ScheduleStore, ApprovalStore, ReplayStore,
+    ScriptStore,
     PipelineStore, ImageStore
 {
     /// Where the database is, for messages and `--json` output; never holds a password.

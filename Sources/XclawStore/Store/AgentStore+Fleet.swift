@@ -166,7 +166,8 @@ extension AgentStore: FleetStore {
 
     public func enqueueRun(_ request: FleetRunRequest) throws -> Int64 {
         try fleetWrite { db in
-            try requireAgent(db, request.agent)
+            // A one-shot `run` creates its agent when a worker starts it.
+            if request.kind != .run { try requireAgent(db, request.agent) }
             let id = try Int64.fetchOne(
                 db,
                 sql: """
