@@ -260,4 +260,23 @@ final class FleetStoreTests: XCTestCase {
         eventually("the waiting worker returns", within: .seconds(30)) { woken.withLock { $0 } != nil }
         XCTAssertEqual(woken.withLock { $0 }, true, "woken by the notification, not the timeout")
     }
+
+    /// The store keeps its statements prepared on each connection; a newer xclaw that migrates the schema under them
+    /// ("cached plan must not change result type") costs a fresh connection, never an error: the transaction the
+    /// error aborted runs again. A read's COMMIT, not waited for, is answered before the connection's next use.
+    func testPreparedStatementsSurviveASchemaChangeUnderThem() throws {
+        let (store, url) = try fleet()
+        let session = try store.startSession(agent: "a0", kind: .run)
+        XCTAssertEqual(try store.session(session).status, .running)
+        for _ in 0..<3 { _ = try store.session(session) }  // prepared, and read through pending COMMITs
+        try PostgresTestServer.shared().sql("ALTER TABLE sessions ADD COLUMN added_by_a_newer_xclaw TEXT", url: url)
+        XCTAssertEqual(try store.session(session).status, .running, "read again on a fresh connection")
+        try store.finishSession(session, status: .completed, error: nil, steps: 1, usd: 0)
+        XCTAssertEqual(try store.session(session).status, .completed)
+        // Nothing is left open on the server: every transaction committed or rolled back.
+        let open = try PostgresTestServer.shared().query(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in%'",
+            url: url)
+        XCTAssertEqual(open.trimmingCharacters(in: .whitespacesAndNewlines), "0")
+    }
 }

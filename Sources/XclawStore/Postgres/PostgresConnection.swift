@@ -13,6 +13,26 @@ final class PostgresConnection: SQLConnection {
     private(set) var changesCount = 0
     /// Whether the connection broke (the server went away): the pool drops it instead of reusing it.
     private(set) var isBroken = false
+    /// A transaction's opening statements, sent with the first statement after them, in its round trip (a pipeline):
+    /// a transaction whose body runs nothing sends nothing.
+    private var opening: [String] = []
+    /// Whether the opening statements were sent.
+    private(set) var opened = false
+    /// The first value of the last opening statement's result, once sent (a write transaction's id).
+    private(set) var openingValue: String?
+    /// A COMMIT sent and not waited for (a read-only transaction's): its answer is read before the next statement.
+    private var commitInFlight = false
+    /// The statements prepared on this connection (parsed and planned once, not at every run), by their SQL and
+    /// argument types: the store's queries are a fixed set, run again and again by a daemon or a worker.
+    private var prepared: [PreparedKey: String] = [:]
+    /// At most this many prepared statements are kept; statements past them run unprepared.
+    private static let preparedLimit = 512
+
+    /// A prepared statement's key: its text and its arguments' types (a NULL leaves the type to the server).
+    private struct PreparedKey: Hashable {
+        let sql: String
+        let types: [Oid]
+    }
 
     var dialect: SQLDialect { .postgres }
 
@@ -66,14 +86,61 @@ final class PostgresConnection: SQLConnection {
     /// Runs several statements without arguments in one round trip (the schema, transaction control).
     func executeScript(_ sql: String) throws {
         guard let handle else { throw closed() }
+        try sendOpening()
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
     }
 
+    /// Opens a transaction with `statements` (each one statement without arguments), sent only with the first
+    /// statement that follows, in its round trip.
+    func open(lazily statements: [String]) {
+        (opening, opened, openingValue) = (statements, false, nil)
+    }
+
+    /// Forgets opening statements that were never sent (the transaction ran nothing).
+    func dropOpening() { opening = [] }
+
+    /// Sends COMMIT without waiting for its answer, which the next statement reads first: for a read-only
+    /// transaction, whose COMMIT changes nothing and cannot fail on its own; a lost connection shows on that next
+    /// statement, whose transaction then runs again.
+    func commitLater() throws {
+        guard let handle else { throw closed() }
+        guard PQsendQuery(handle, "COMMIT") == 1 else {
+            isBroken = true
+            throw StoreError.unreachable(url: location, detail: Self.message(PQerrorMessage(handle)))
+        }
+        commitInFlight = true
+    }
+
+    /// Reads the answer of a COMMIT sent without waiting, if one is in flight.
+    private func settle() throws {
+        guard commitInFlight, let handle else { return }
+        commitInFlight = false
+        var failure: (any Error)?
+        while let result = PQgetResult(handle) {
+            if failure == nil {
+                do { try check(result, sql: "COMMIT") } catch { failure = error }
+            }
+            PQclear(result)
+        }
+        if let failure { throw failure }
+    }
+
+    /// Sends the opening statements on their own (before a statement that is not pipelined).
+    private func sendOpening() throws {
+        try settle()
+        guard !opening.isEmpty else { return }
+        let statements = opening
+        opening = []
+        openingValue = try scalar(statements.joined(separator: "; "))
+        opened = true
+    }
+
     /// Runs statements without arguments in one round trip and returns the first value of the last one's result.
     func scalar(_ sql: String) throws -> String? {
         guard let handle else { throw closed() }
+        try sendOpening()
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
@@ -84,7 +151,7 @@ final class PostgresConnection: SQLConnection {
     }
 
     /// Whether the connection is outside any transaction, so the pool can hand it to the next user.
-    var isIdle: Bool { handle.map { PQtransactionStatus($0) == PQTRANS_IDLE } ?? false }
+    var isIdle: Bool { commitInFlight || (handle.map { PQtransactionStatus($0) == PQTRANS_IDLE } ?? false) }
 
     /// The connection's socket, for waiting on notifications.
     var socket: Int32 { handle.map { PQsocket($0) } ?? -1 }
@@ -110,7 +177,7 @@ final class PostgresConnection: SQLConnection {
     /// Sends one statement with its arguments and reads its rows.
     private func run(sql: String, arguments: SQLArguments) throws -> [SQLRow] {
         guard let handle else { throw closed() }
-        let text = Self.numberedPlaceholders(sql)
+        try settle()
         let values = arguments.values
         var types: [Oid] = []
         var formats: [Int32] = []
@@ -141,14 +208,94 @@ final class PostgresConnection: SQLConnection {
             }
         }
         let lengths = encoded.map { Int32($0?.count ?? 0) }
-        let result = withPointers(encoded) { pointers in
-            PQexecParams(handle, text, Int32(values.count), types, pointers, lengths, formats, 0)
+        let count = Int32(values.count)
+        let name = try prepare(sql, types: types)
+        let result: OpaquePointer?
+        switch (name, opening.isEmpty) {
+        case (let name?, true):
+            result = withPointers(encoded) { PQexecPrepared(handle, name, count, $0, lengths, formats, 0) }
+        case (let name?, false):
+            result = try pipelined(handle) { handle in
+                withPointers(encoded) { PQsendQueryPrepared(handle, name, count, $0, lengths, formats, 0) }
+            }
+        case (nil, true):
+            let text = Self.numberedPlaceholders(sql)
+            result = withPointers(encoded) { PQexecParams(handle, text, count, types, $0, lengths, formats, 0) }
+        case (nil, false):
+            let text = Self.numberedPlaceholders(sql)
+            result = try pipelined(handle) { handle in
+                withPointers(encoded) { PQsendQueryParams(handle, text, count, types, $0, lengths, formats, 0) }
+            }
         }
         defer { PQclear(result) }
         try check(result, sql: sql)
         changesCount = Int(String(cString: PQcmdTuples(result))) ?? 0
         guard PQresultStatus(result) == PGRES_TUPLES_OK else { return [] }
         return Self.rows(of: result)
+    }
+
+    /// The name of `sql` (with `?` placeholders) prepared with `types` on this connection, preparing it first if it
+    /// is not yet; nil past `preparedLimit` (the statement then runs unprepared). A statement the server refuses
+    /// throws as running it would.
+    private func prepare(_ sql: String, types: [Oid]) throws -> String? {
+        let key = PreparedKey(sql: sql, types: types)
+        if let name = prepared[key] { return name }
+        guard prepared.count < Self.preparedLimit, let handle else { return nil }
+        let name = "xclaw_\(prepared.count + 1)"
+        let result = PQprepare(handle, name, Self.numberedPlaceholders(sql), Int32(types.count), types)
+        defer { PQclear(result) }
+        try check(result, sql: sql)
+        prepared[key] = name
+        return name
+    }
+
+    /// Sends the opening statements and the statement `send` sends in one pipeline (one round trip), and returns the
+    /// statement's result; an opening statement's error is thrown.
+    private func pipelined(_ handle: OpaquePointer, _ send: (OpaquePointer) -> Int32) throws -> OpaquePointer? {
+        let statements = opening
+        opening = []
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw StoreError.database(path: location, detail: Self.message(PQerrorMessage(handle)))
+        }
+        var sent = statements.allSatisfy { PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 0) == 1 }
+        sent = sent && send(handle) == 1 && PQpipelineSync(handle) == 1
+        guard sent else {
+            isBroken = true
+            throw StoreError.unreachable(url: location, detail: Self.message(PQerrorMessage(handle)))
+        }
+        // Each statement's result, then the NULL that ends it; then the sync's own result.
+        var results: [OpaquePointer] = []
+        var broken = false
+        for _ in 0...statements.count {
+            guard let result = PQgetResult(handle) else {
+                broken = true
+                break
+            }
+            results.append(result)
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+        }
+        if !broken, let sync = PQgetResult(handle) { PQclear(sync) }
+        _ = PQexitPipelineMode(handle)
+        opened = true
+        let main = broken ? nil : results.last
+        let openings = broken ? results : Array(results.dropLast())
+        defer { openings.forEach { PQclear($0) } }
+        do {
+            for (statement, result) in zip(statements, openings) { try check(result, sql: statement) }
+            if broken {
+                isBroken = true
+                throw StoreError.unreachable(url: location, detail: Self.message(PQerrorMessage(handle)))
+            }
+        } catch {
+            PQclear(main)
+            throw error
+        }
+        if let last = openings.last, PQntuples(last) > 0, PQnfields(last) > 0, PQgetisnull(last, 0, 0) == 0,
+            let value = PQgetvalue(last, 0, 0)
+        {
+            openingValue = String(cString: value)
+        }
+        return main
     }
 
     /// The result's rows, each value by its column's type.
@@ -283,6 +430,13 @@ final class PostgresConnection: SQLConnection {
         // No SQLSTATE (libpq's own "server closed the connection unexpectedly"), a connection exception (08…) or the
         // server shutting down or starting (57P01-57P03): the connection is gone, whatever PQstatus says yet.
         if state.isEmpty || state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state) {
+            isBroken = true
+            throw StoreError.unreachable(url: location, detail: detail)
+        }
+        // "cached plan must not change result type": a newer xclaw migrated the schema under this connection's
+        // prepared statements. The connection is dropped with them, and the transaction (which the error aborted,
+        // so nothing of it stands) runs again on a fresh one.
+        if state == "0A000", !prepared.isEmpty, detail.contains("cached plan") {
             isBroken = true
             throw StoreError.unreachable(url: location, detail: detail)
         }

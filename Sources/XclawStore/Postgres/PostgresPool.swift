@@ -54,18 +54,18 @@ final class PostgresPool: Sendable {
 
     /// A consistent snapshot read: REPEATABLE READ, READ ONLY.
     func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writes: false, body)
+        try transaction(begin: ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"], writes: false, body)
     }
 
     /// A write transaction holding the fleet's write lock until it commits.
     func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(begin: "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writeLockKey))", writes: true, body)
+        try transaction(begin: ["BEGIN", "SELECT pg_advisory_xact_lock(\(Self.writeLockKey))"], writes: true, body)
     }
 
     /// A write transaction without the fleet's write lock, for the queue's own claims: they lock the rows they take
     /// (`FOR UPDATE SKIP LOCKED`), so workers claiming at once do not wait on each other.
     func writeUnlocked<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try transaction(begin: "BEGIN", writes: true, body)
+        try transaction(begin: ["BEGIN"], writes: true, body)
     }
 
     /// One statement in autocommit mode, run again after a lost connection: for statements that do the same when
@@ -74,11 +74,13 @@ final class PostgresPool: Sendable {
         try retrying { try withConnection(body) }
     }
 
-    /// Runs `body` between `begin` and COMMIT (ROLLBACK when it throws), again after a lost connection. When the
-    /// connection is lost while the COMMIT is under way, a write transaction asks the server, once it is back, what
-    /// became of it (`txid_status` of its transaction id): committed, its result stands; aborted, it runs again. So a
-    /// restart of the server neither loses a write nor makes it twice.
-    private func transaction<T>(begin: String, writes: Bool, _ body: (PostgresConnection) throws -> T) throws -> T {
+    /// Runs `body` between `begin` and COMMIT (ROLLBACK when it throws), again after a lost connection. The `begin`
+    /// statements go with the body's first statement, in its round trip, and a read-only transaction's COMMIT is
+    /// not waited for (its answer is read before the connection's next statement): a one-query read costs one round
+    /// trip, not three. When the connection is lost while a write's COMMIT is under way, the transaction asks the
+    /// server, once it is back, what became of it (`txid_status` of its transaction id): committed, its result
+    /// stands; aborted, it runs again. So a restart of the server neither loses a write nor makes it twice.
+    private func transaction<T>(begin: [String], writes: Bool, _ body: (PostgresConnection) throws -> T) throws -> T {
         try retrying {
             var result: T?
             var committing = false
@@ -86,22 +88,29 @@ final class PostgresPool: Sendable {
             var backend: Int64?
             do {
                 return try withConnection { connection in
-                    if writes {
-                        let identity = try connection.scalar(
-                            begin + "; SELECT txid_current()::text || ':' || pg_backend_pid()::text")
-                        let parts = identity?.split(separator: ":").compactMap { Int64($0) } ?? []
-                        transactionID = parts.first
-                        backend = parts.count == 2 ? parts[1] : nil
-                    } else {
-                        try connection.executeScript(begin)
-                    }
+                    connection.open(
+                        lazily: writes
+                            ? begin + ["SELECT txid_current()::text || ':' || pg_backend_pid()::text"] : begin)
                     let value: T
                     do {
                         value = try body(connection)
                     } catch {
-                        if !connection.isBroken { try? connection.executeScript("ROLLBACK") }
+                        if connection.opened, !connection.isBroken { try? connection.executeScript("ROLLBACK") }
+                        connection.dropOpening()
                         throw error
                     }
+                    // A body that ran nothing began nothing.
+                    guard connection.opened else {
+                        connection.dropOpening()
+                        return value
+                    }
+                    guard writes else {
+                        try connection.commitLater()
+                        return value
+                    }
+                    let parts = connection.openingValue?.split(separator: ":").compactMap { Int64($0) } ?? []
+                    transactionID = parts.first
+                    backend = parts.count == 2 ? parts[1] : nil
                     result = value
                     committing = true
                     try connection.executeScript("COMMIT")
