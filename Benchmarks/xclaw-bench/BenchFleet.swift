@@ -373,7 +373,13 @@ final class TokenModel: Sendable {
                 .map { String(decoding: $0, as: UTF8.self) } ?? ""
             let tokens = Set(last.matches(of: /tok-[a-z0-9-]+/).map { String($0.output) })
             seen.note(tokens, at: request.receivedAt)
-            return last.contains("HANG") ? .hang : .stream(.turn(blocks: [.text("ok")]))
+            // Only the newest text hangs: a stopped run's message stays in its agent's conversation, and the next
+            // message to that agent is sent in the same user turn after it.
+            let content = (request.messages.last?["content"] as? [Any])?.last ?? request.messages.last?["content"]
+            let newest =
+                content.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: .fragmentsAllowed) }
+                .map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return newest.contains("HANG") ? .hang : .stream(.turn(blocks: [.text("ok")]))
         }
     }
 

@@ -454,7 +454,8 @@ struct Send: ParsableCommand {
         discussion:
             "Exit: 0 replied; 1 no such agent, or its setup command failed; 4 the reply failed; 130 interrupted (or "
             + "stopped by `xclaw stop`, the stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and "
-            + "recorded).")
+            + "recorded). With a fleet (workers up on the PostgreSQL database) the message is queued and a worker "
+            + "answers it; the reply streams here, and its exit status is this command's (5 when its worker was lost).")
     /// The exit status of a run an emergency stop ended: what Ctrl-C gives, since a person stopped it.
     static let stoppedStatus = ExitStatus.interrupted
     @Argument(help: "The agent.") var name: String
@@ -471,13 +472,15 @@ struct Send: ParsableCommand {
     func run() throws {
         if let store = try FleetDispatch.queueing(storeOptions, fleet) {
             // The same command, run by a worker; the options that change the run go with it.
-            var arguments = ["send", "--sender", sender]
-            if let effort { arguments += ["--effort", effort] }
-            if let thinking { arguments += ["--thinking", thinking] }
+            // `--option=value`, so a value starting with "-" stays a value on the worker.
+            var arguments = ["send", "--sender=\(sender)"]
+            if let effort { arguments.append("--effort=\(effort)") }
+            if let thinking { arguments.append("--thinking=\(thinking)") }
             if let dryRun = gates.dryRun { arguments.append(dryRun ? "--dry-run" : "--no-dry-run") }
             if let confirm = gates.confirm { arguments.append(confirm ? "--confirm" : "--no-confirm") }
             try FleetDispatch.run(
-                .send, agent: name, arguments: arguments + ["--", name, message], store: store, options: fleet)
+                .send, agent: name, arguments: arguments + ["--", name, message], store: store, options: fleet,
+                raw: rawOption.raw)
             return
         }
         let (store, printer, service) = try ServiceFactory.open(

@@ -286,12 +286,12 @@ enum FleetDispatch {
     /// pipeline prints its answer), and its exit status becomes this command's.
     static func run(
         _ kind: FleetRunKind, agent: String, arguments: [String], store: AgentStore, options: FleetOptions,
-        answerOnly: Bool = false
+        answerOnly: Bool = false, raw: Bool = false
     ) throws {
         guard let id = try enqueue(kind, agent: agent, arguments: arguments, store: store, options: options) else {
             return
         }
-        let status = try follow(id, store: store, answerOnly: answerOnly)
+        let status = try follow(id, store: store, answerOnly: answerOnly, raw: raw)
         if status != 0 { throw ExitCode(status) }
     }
 
@@ -314,7 +314,7 @@ enum FleetDispatch {
 
     /// Prints a fleet run's replies as they are stored, until it ends; returns its exit status (5 when its worker
     /// was lost). Ctrl-C cancels it (queued) or asks it to stop (running), and waits for it to end.
-    static func follow(_ id: Int64, store: AgentStore, answerOnly: Bool = false) throws -> Int32 {
+    static func follow(_ id: Int64, store: AgentStore, answerOnly: Bool = false, raw: Bool = false) throws -> Int32 {
         let interrupted = CancelFlag()
         let watch = Interrupt.watch([SIGINT, SIGTERM]) { _ in interrupted.set() }
         defer { watch.stop() }
@@ -326,9 +326,13 @@ enum FleetDispatch {
         var from: (agent: String, after: Int64)?
         /// The run's replies not read to their end yet, oldest first. (The session's agent, which is not always the
         /// run's: a pipeline's orchestrator runs as a copy of its own.)
+        /// Set for a replay, which has no replies to read.
+        var replay = false
         func replies(session: Int64) throws -> [StoredMessage] {
-            if from == nil {
+            if from == nil, !replay {
                 let transcript = try store.runTranscript(session: session)
+                replay = transcript.session.replay != nil
+                if replay { return [] }
                 from = (transcript.session.agent, transcript.input.first.map { $0.id - 1 } ?? 0)
             }
             guard let (agent, after) = from else { return [] }
@@ -347,14 +351,14 @@ enum FleetDispatch {
             if answerOnly, run.status.isFinal, let session = run.sessionID,
                 let answer = try replies(session: session).last(where: { !$0.message.text.isEmpty })
             {
-                writeOut(TerminalOutput.clean(answer.message.text, raw: false) + "\n")
+                writeOut(TerminalOutput.clean(answer.message.text, raw: raw) + "\n")
             }
             if !answerOnly, let session = run.sessionID {
                 for message in try replies(session: session) {
                     let text = message.message.text
                     let before = printed[message.id] ?? ""
                     if text.count > before.count, text.hasPrefix(before) {
-                        writeOut(TerminalOutput.clean(String(text.dropFirst(before.count)), raw: false))
+                        writeOut(TerminalOutput.clean(String(text.dropFirst(before.count)), raw: raw))
                     }
                     printed[message.id] = text
                     if message.status != .partial, !text.isEmpty, ended.insert(message.id).inserted { writeOut("\n") }

@@ -59,9 +59,8 @@ struct PipelineRun: ParsableCommand {
             let name =
                 try orchestrator ?? PipelineRunner.defaultOrchestrator(store: store, catalog: ModelCatalog.load()).0
             try FleetDispatch.run(
-                .pipeline, agent: name, arguments: ["pipeline", "run", "--orchestrator", name, "--", task],
-                store: store,
-                options: fleet, answerOnly: true)
+                .pipeline, agent: name, arguments: ["pipeline", "run", "--orchestrator=\(name)", "--", task],
+                store: store, options: fleet, answerOnly: true, raw: rawOption.raw)
             return
         }
         let store = try storeOptions.open()

@@ -30,8 +30,9 @@ struct Replay: ParsableCommand {
             3 display; 4 the model failed while healing; 130 stopped.
             With a fleet (workers up on the PostgreSQL database): the replay is queued and a worker does it; a file \
             is stored in the database first (as HOST:PATH), and the revision a healed replay saves there is written \
-            back to the file when the run ends. --stored NAME replays a script kept in the database \
-            (`xclaw script save`, `xclaw script list`).
+            back to the file when the run ends (not with --no-wait: the next replay of the file writes it); exit 5 \
+            when its worker was lost; a --param that fills a password needs --local. --stored NAME replays a \
+            script kept in the database (`xclaw script save`, `xclaw script list`).
             """)
     @Argument(help: "A script file (`xclaw script export RUN -o FILE`) or a run id.") var script: String?
     @Option(help: "Replay the newest revision of a script stored in the database (`xclaw script list`).")
@@ -107,7 +108,8 @@ struct Replay: ParsableCommand {
     }
 
     /// Queues the replay for the fleet and follows it: a file is stored in the database first, and a revision a
-    /// healed replay stored is written back to it (the one before kept beside it, as a replay here does).
+    /// healed replay stored is written back to it (the one before kept beside it, as a replay here does). Values go
+    /// as `--option=value`, so a value starting with "-" stays a value on the worker.
     private func queue(_ store: AgentStore) throws {
         if heal == "ask" {
             throw ValidationError(
@@ -116,49 +118,98 @@ struct Replay: ParsableCommand {
         }
         let request = try request(store)
         try Replayer.checkParameters(request)
+        // A password is never recorded, and a queued run's command line is kept in the fleet's database.
+        let passwords = Set(request.script.steps.compactMap { $0.text == nil ? $0.parameter : nil })
+        for p in parameters where passwords.contains(String(p.prefix(while: { $0 != "=" })).lowercased()) {
+            throw ValidationError(
+                "--param \(p.prefix(while: { $0 != "=" })) fills a password, which a fleet run would keep in the "
+                    + "database with its command line: replay it here with --local")
+        }
         var arguments = ["replay"]
-        var storedFile: (path: String, name: String, revision: Int)?
+        var storedFile: (path: String, name: String, revision: Int, contents: Data?)?
         if let stored {
-            arguments += ["--stored", stored]
+            arguments.append("--stored=\(stored)")
         } else if let script, Int64(script) != nil {
             arguments.append(script)
         } else if let path = request.savePath {
             let name = "\(ProcessInfo.processInfo.hostName):\(path)"
-            let saved = try request.script.store(as: name, in: store, by: FleetDispatch.who()).script
-            storedFile = (path, name, saved.revision)
-            arguments += ["--stored", name]
+            let revision = try storeFile(request.script, path: path, as: name, in: store)
+            storedFile = (path, name, revision, FileManager.default.contents(atPath: path))
+            arguments.append("--stored=\(name)")
         }
-        for p in parameters { arguments += ["--param", p] }
-        arguments += ["--timeout", String(timeout)]
-        if let heal { arguments += ["--heal", heal] }
-        if let agent { arguments += ["--agent", agent] }
-        if let task { arguments += ["--task", task] }
-        if let display = target.display { arguments += ["--display", display] }
+        arguments += parameters.map { "--param=\($0)" } + ["--timeout=\(timeout)"]
+        let passed: [(String, String?)] = [
+            ("--heal", heal), ("--agent", agent), ("--task", task), ("--display", target.display),
+        ]
+        for case (let option, let value?) in passed { arguments.append("\(option)=\(value)") }
         let id = try FleetDispatch.enqueue(
             .replay, agent: agent ?? request.script.agent, arguments: arguments, store: store, options: fleet)
-        guard let id else { return }
+        guard let id else {
+            if storedFile != nil {
+                printError(
+                    "xclaw: with --no-wait a healed revision stays in the database; the next `xclaw replay "
+                        + "\(script ?? "")` writes it into the file")
+            }
+            return
+        }
         let status = try FleetDispatch.follow(id, store: store)
         let run = try store.fleetRun(id)
         if var outcome = try run.sessionID.flatMap({ try Replayer.recorded(session: $0, store: store) }) {
             if let file = storedFile, outcome.healed > 0 {
                 let newest = try store.script(named: file.name, revision: nil)
                 if newest.revision > file.revision {
-                    let previous = "\(file.path).rev\(request.script.revision ?? 1)"
-                    try? FileManager.default.removeItem(atPath: previous)
-                    do {
-                        try FileManager.default.copyItem(atPath: file.path, toPath: previous)
-                        try OutputFile.write(Data(newest.body.utf8), to: file.path)
-                        (outcome.saved, outcome.previous) = (file.path, previous)
-                    } catch {
+                    if FileManager.default.contents(atPath: file.path) != file.contents {
                         printError(
-                            "xclaw: the healed script (stored as \(file.name) revision \(newest.revision)) could "
-                                + "not be written to \(file.path): \(error)")
+                            "xclaw: \(file.path) changed while the replay ran: the healed script stays in the database "
+                                + "as \(file.name) revision \(newest.revision) (`xclaw replay --stored` replays it)")
+                    } else if let previous = writeBack(newest, to: file.path, replacing: file.revision) {
+                        (outcome.saved, outcome.previous) = (file.path, previous)
                     }
                 }
+            } else if let stored, outcome.healed > 0 {
+                let newest = try store.script(named: stored, revision: nil)
+                outcome.saved = "script \(stored) revision \(newest.revision)"
+                outcome.previous = "script \(stored) revision \(request.script.revision ?? 1)"
             }
             try report(outcome, exitOnFailure: false)
         }
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Stores the script file at `path` as `name`, and returns the revision the worker will replay. A file that is
+    /// an older revision of what is stored (a worker healed it since, and the file was not written back) is not
+    /// stored again over the healed one: the newest revision is written into it first.
+    private func storeFile(_ script: ReplayScript, path: String, as name: String, in store: AgentStore) throws -> Int {
+        let revision = script.revision ?? 1
+        if let newest = try? store.script(named: name, revision: nil), newest.revision > revision,
+            let same = try? store.script(named: name, revision: revision),
+            String(decoding: try script.json(), as: UTF8.self) == same.body
+        {
+            if writeBack(newest, to: path, replacing: revision) != nil {
+                printError(
+                    "xclaw: \(path) was revision \(revision); revision \(newest.revision), healed since, was written into it"
+                )
+            }
+            return newest.revision
+        }
+        return try script.store(as: name, in: store, by: FleetDispatch.who()).script.revision
+    }
+
+    /// Writes a stored revision into the script file, keeping the one it replaces beside it (`FILE.revN`, as a
+    /// replay here does); returns that copy's path, nil (and says why) when it could not.
+    private func writeBack(_ stored: StoredScript, to path: String, replacing revision: Int) -> String? {
+        let previous = "\(path).rev\(revision)"
+        do {
+            try? FileManager.default.removeItem(atPath: previous)
+            try FileManager.default.copyItem(atPath: path, toPath: previous)
+            try OutputFile.write(Data(stored.body.utf8), to: path)
+            return previous
+        } catch {
+            printError(
+                "xclaw: the healed script (stored as \(stored.name) revision \(stored.revision)) could not be written "
+                    + "to \(path): \(error)")
+            return nil
+        }
     }
 
     /// Prints how the replay went and ends with its exit status.

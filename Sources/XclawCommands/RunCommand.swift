@@ -31,6 +31,9 @@ struct Run: ParsableCommand {
             Exit: 0 done; 1 step limit reached, the model refused or the --setup command failed; 2 bad usage; \
             3 display; 4 API error (4 also for an invalid API key); 130 interrupted or stopped (`xclaw stop`, the stop hotkey, the failsafe; \
             143 on SIGTERM).
+            With a fleet (workers up on the PostgreSQL database) the run is queued and a worker does it; its replies \
+            stream here and its exit status is this command's (5 when its worker was lost). --confirm, --log and \
+            --json need --local (a run on this host).
             """)
 
     @Argument(help: "What to do, in words.") var task: String
@@ -197,20 +200,20 @@ struct Run: ParsableCommand {
             throw ValidationError(
                 "\(option) is for a run on this host, and with workers up the run is queued for the fleet: add --local")
         }
-        var agent = Self.agentName()
-        // Another host may have queued a run in the same second with the same pid.
-        if (try? store.agent(named: agent)) != nil { agent += "-\(UInt16.random(in: 0...UInt16.max))" }
-        var arguments = ["run", "--agent-name", agent, "--max-steps", String(maxSteps)]
-        arguments += ["--keep-screenshots", String(keepScreenshots), "--max-tokens", String(maxTokens)]
-        arguments += ["--settle-ms", String(settleMs)]
+        // Another host may queue a run in the same second with the same pid: a random part keeps the names apart.
+        let agent = Self.agentName() + String(format: "-%04x", UInt16.random(in: 0...UInt16.max))
+        // `--option=value`, so a value starting with "-" (a system prompt's bullet) stays a value on the worker.
+        var arguments = ["run", "--agent-name=\(agent)", "--max-steps=\(maxSteps)"]
+        arguments += ["--keep-screenshots=\(keepScreenshots)", "--max-tokens=\(maxTokens)", "--settle-ms=\(settleMs)"]
         let passed: [(String, String?)] = [
             ("--model", model), ("--tools", tools), ("--system-text", system), ("--setup", setup),
             ("--screenshot-size", screenshotSize), ("--screenshot-format", screenshotFormat), ("--effort", effort),
             ("--thinking", thinking), ("--display", target.display),
         ]
-        for case (let option, let value?) in passed { arguments += [option, value] }
+        for case (let option, let value?) in passed { arguments.append("\(option)=\(value)") }
         if dryRun { arguments.append("--dry-run") }
-        try FleetDispatch.run(.run, agent: agent, arguments: arguments + ["--", task], store: store, options: fleet)
+        try FleetDispatch.run(
+            .run, agent: agent, arguments: arguments + ["--", task], store: store, options: fleet, raw: rawOption.raw)
     }
 
     /// A name for the one-shot agent: `run-<UTC time>-<pid>` (the asking CLI's pid in the daemon), unique per process

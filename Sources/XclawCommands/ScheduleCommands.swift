@@ -168,7 +168,7 @@ struct ScheduleCommand: ParsableCommand {
             }
             let store = try storeOptions.open()
             // A fleet's workers cannot read this host's files: the script is kept in the database and the task
-            // names it there (its revision as it is now: `script save` again to change it).
+            // names it there; each fire replays its newest revision (`script save` or a healed replay adds one).
             var replay = self.replay.map { Invocation.current.resolve($0) }
             if let path = replay, store.hasFleet {
                 let name = "\(ProcessInfo.processInfo.hostName):\(path)"

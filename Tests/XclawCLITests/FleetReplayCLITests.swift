@@ -58,9 +58,15 @@ final class FleetReplayCLITests: FleetTestCase {
             try runCLI(arguments, environment: e, removing: ["XCLAW_DB", "DISPLAY"])
         }
 
-        // A one-shot run, queued: the worker clicks, the reply streams back here.
-        let ran = try cli(["run", "Press Submit", "--tools", "computer"])
+        // A one-shot run, queued: the worker clicks, the reply streams back here. Its --system file is read here,
+        // and its text reaches the worker whole, though it starts with "-".
+        let system = dir.appendingPathComponent("system.md")
+        try "- answer in four words\n".write(to: system, atomically: true, encoding: .utf8)
+        let ran = try cli(["run", "Press Submit", "--tools", "computer", "--system", system.path])
         XCTAssertEqual(ran.status, 0, ran.stderr)
+        XCTAssertTrue(
+            String(decoding: try XCTUnwrap(server.requests.first).body, as: UTF8.self).contains(
+                "- answer in four words"))
         XCTAssertTrue(ran.text.contains("Pressed it."), ran.text)
         XCTAssertTrue(ran.stderr.contains("queued as fleet run 1"), ran.stderr)
         let press = try XCTUnwrap(fixture.wait(for: .buttonPress).first)
@@ -105,6 +111,18 @@ final class FleetReplayCLITests: FleetTestCase {
         XCTAssertEqual(
             try JSONValue.parse(String(contentsOfFile: file + ".rev1", encoding: .utf8))["revision"]?.int, 1)
 
+        // The file put back as it was before the heal: it is an older revision of what is stored, so it is not
+        // stored again over the healed one; the healed revision is written into it and replayed, without the model.
+        try FileManager.default.removeItem(atPath: file)
+        try FileManager.default.copyItem(atPath: file + ".rev1", toPath: file)
+        fixture.clear()
+        let stale = try cli(["replay", file, "--timeout", "1", "--heal", "never"])
+        XCTAssertEqual(stale.status, 0, stale.stderr)
+        XCTAssertTrue(
+            stale.stderr.contains("was revision 1; revision 2, healed since, was written into it"), stale.stderr)
+        XCTAssertEqual(try JSONValue.parse(String(contentsOfFile: file, encoding: .utf8))["revision"]?.int, 2)
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1)
+
         // The stored script, listed on any host, and replayed by name without the model.
         let listed = try XCTUnwrap(try JSONValue.parse(try cli(["script", "list", "--json"]).stdout).array)
         let name = "\(ProcessInfo.processInfo.hostName):\(file)"
@@ -120,20 +138,20 @@ final class FleetReplayCLITests: FleetTestCase {
         // A scheduled replay of a file: the script is stored at `schedule add`, so the worker whose scheduler claims
         // the slot replays it from the database, without the model.
         fixture.clear()
-        let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
+        let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(5))
         let scheduled = try cli([
             "schedule", "add", agent, "press it", "--at", soon, "--name", "nightly", "--replay", file,
         ])
         XCTAssertEqual(scheduled.status, 0, scheduled.stderr)
-        XCTAssertEqual(fixture.wait(for: .buttonPress, timeout: 30).count, 1, "the scheduled replay pressed it")
+        XCTAssertEqual(fixture.wait(for: .buttonPress, timeout: 40).count, 1, "the scheduled replay pressed it")
         eventually("the scheduled replay is recorded") {
             let runs = (try? JSONValue.parse(try cli(["runs", "--json", "--task", "nightly"]).stdout))?.array ?? []
             return runs.contains { $0["replay"]?["replayed"]?.int == 1 && $0["status"]?.string == "completed" }
         }
         XCTAssertEqual(server.requests.count, requests, "nor did the scheduled one")
         let kinds = try XCTUnwrap(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array)
-        XCTAssertEqual(kinds.map { $0["kind"]?.string }, ["run", "replay", "replay", "replay", "replay"])
-        XCTAssertEqual(kinds.map { $0["worker"]?.string }, ["desk", "desk", "desk", "desk", "desk"])
+        XCTAssertEqual(kinds.map { $0["kind"]?.string }, ["run"] + Array(repeating: "replay", count: 5))
+        XCTAssertEqual(kinds.map { $0["worker"]?.string }, Array(repeating: "desk", count: 6))
 
         // Stored here too, by name: the same script again is not a new revision; the --json outputs follow their
         // schemas (docs/json).
@@ -156,6 +174,26 @@ final class FleetReplayCLITests: FleetTestCase {
         let ask = try cli(["replay", file, "--heal", "ask"])
         XCTAssertEqual(ask.status, 2, ask.stderr)
         XCTAssertTrue(ask.stderr.contains("a worker runs a fleet replay"), ask.stderr)
-        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 5)
+        // A password typed by a step is never recorded, and a queued run's command line is kept in the database:
+        // its --param is refused for the fleet.
+        var secretScript = try JSONValue.parse(String(contentsOfFile: file, encoding: .utf8))
+        if case .object(var root) = secretScript, case .array(var steps)? = root["steps"],
+            case .object(var step)? = steps.first
+        {
+            step["parameter"] = .string("p9")
+            step["action"] = .string("type")
+            step.removeValue(forKey: "text")
+            steps.append(.object(step))
+            root["steps"] = .array(steps)
+            secretScript = .object(root)
+        }
+        let secretFile = dir.appendingPathComponent("secret.json").path
+        try Data(secretScript.jsonText.utf8).write(to: URL(fileURLWithPath: secretFile))
+        let secret = try cli(["replay", secretFile, "--param", "P9=hunter2"])
+        XCTAssertEqual(secret.status, 2, secret.stderr)
+        XCTAssertTrue(secret.stderr.contains("fills a password"), secret.stderr)
+        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 6)
+        XCTAssertFalse(
+            try PostgresTestServer.shared().query("SELECT arguments FROM fleet_runs", url: url).contains("hunter2"))
     }
 }

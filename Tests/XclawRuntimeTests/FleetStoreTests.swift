@@ -271,9 +271,10 @@ final class FleetStoreTests: XCTestCase {
         for _ in 0..<3 { _ = try store.session(session) }  // prepared, and read through pending COMMITs
         try PostgresTestServer.shared().sql("ALTER TABLE sessions ADD COLUMN added_by_a_newer_xclaw TEXT", url: url)
         XCTAssertEqual(try store.session(session).status, .running, "read again on a fresh connection")
+        XCTAssertEqual(try store.session(session).status, .running)
         try store.finishSession(session, status: .completed, error: nil, steps: 1, usd: 0)
-        XCTAssertEqual(try store.session(session).status, .completed)
-        // Nothing is left open on the server: every transaction committed or rolled back.
+        // Nothing is left open on the server (the last transaction, a write, was waited for): every transaction
+        // committed or rolled back.
         let open = try PostgresTestServer.shared().query(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in%'",
             url: url)

@@ -133,8 +133,9 @@ final class PostgresConnection: SQLConnection {
         guard !opening.isEmpty else { return }
         let statements = opening
         opening = []
-        openingValue = try scalar(statements.joined(separator: "; "))
+        // Opened even if one of them fails half-way: the transaction is then rolled back, not left open.
         opened = true
+        openingValue = try scalar(statements.joined(separator: "; "))
     }
 
     /// Runs statements without arguments in one round trip and returns the first value of the last one's result.
@@ -275,7 +276,8 @@ final class PostgresConnection: SQLConnection {
             while let extra = PQgetResult(handle) { PQclear(extra) }
         }
         if !broken, let sync = PQgetResult(handle) { PQclear(sync) }
-        _ = PQexitPipelineMode(handle)
+        // It leaves pipeline mode once every result is read; a connection that cannot is not used again.
+        if PQexitPipelineMode(handle) != 1 { isBroken = true }
         opened = true
         let main = broken ? nil : results.last
         let openings = broken ? results : Array(results.dropLast())
@@ -436,7 +438,9 @@ final class PostgresConnection: SQLConnection {
         // "cached plan must not change result type": a newer xclaw migrated the schema under this connection's
         // prepared statements. The connection is dropped with them, and the transaction (which the error aborted,
         // so nothing of it stands) runs again on a fresh one.
-        if state == "0A000", !prepared.isEmpty, detail.contains("cached plan") {
+        // (Known by the server function that raises it, which is never translated, unlike the message.)
+        let function = PQresultErrorField(result, 82).map { String(cString: $0) }  // PG_DIAG_SOURCE_FUNCTION
+        if state == "0A000", !prepared.isEmpty, function == "RevalidateCachedQuery" || detail.contains("cached plan") {
             isBroken = true
             throw StoreError.unreachable(url: location, detail: detail)
         }
