@@ -288,7 +288,9 @@ struct ScheduleCommand: ParsableCommand {
     struct RunNow: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "run-now",
-            abstract: "Run a task now, here (its reply is printed), and record the run; its schedule is unchanged.")
+            abstract:
+                "Run a task now (here, or on a worker when a fleet's workers are up; its reply is printed), and record "
+                + "the run; its schedule is unchanged.")
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
 
