@@ -10,7 +10,8 @@ import XclawTimeTesting
 /// `run` and `replay` with a fleet: a worker on its own display runs a one-shot task the client queued (its replies
 /// stream back, its steps are in the shared database); the client exports the run's script and replays it on the
 /// worker; a replay of a file stores the file in the database, and the revision the worker's healed replay saved there
-/// comes back into the file. Stored scripts are listed and replayed by name.
+/// comes back into the file. Stored scripts are listed and replayed by name. An approval the worker's run waits for
+/// is given on the client's host.
 final class FleetReplayCLITests: FleetTestCase {
     private let frame = Rect(x: 200, y: 150, width: 800, height: 400)
     private var button: Rect { Rect(x: frame.x + 300, y: frame.y + 40, width: 120, height: 36) }
@@ -83,6 +84,26 @@ final class FleetReplayCLITests: FleetTestCase {
         XCTAssertTrue(confirm.stderr.contains("--confirm is for a run on this host"), confirm.stderr)
         XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 1)
 
+        // An approval the worker's run waits for is given on this host: the gated click happens only then.
+        let careful = try cli(
+            ["agent", "create", "careful", "--tools", "computer", "--approval", "all", "--display", display.name])
+        XCTAssertEqual(careful.status, 0, careful.stderr)
+        fixture.clear()
+        let gated = try startFollower(["send", "careful", "Press Submit"], e)
+        var waiting: Int?
+        eventually("the click waits for approval on the worker", within: .seconds(30)) {
+            let runs = (try? JSONValue.parse(try cli(["runs", "careful", "--json"]).stdout))?.array ?? []
+            waiting = runs.last.flatMap { $0["status"]?.string == "needs-approval" ? $0["id"]?.int : nil }
+            return waiting != nil
+        }
+        XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress }.isEmpty, "clicked before approval")
+        let approved = try cli(["approve", "\(waiting ?? 0)"])
+        XCTAssertEqual(approved.status, 0, approved.stderr)
+        let (replied, _, _) = gated.read(until: .now + .seconds(30))
+        XCTAssertEqual(gated.wait(deadline: .now + .seconds(10)), .exited(0))
+        XCTAssertTrue(String(decoding: replied, as: UTF8.self).contains("Pressed it."))
+        XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1, "pressed once approved")
+
         // The run's script, exported here from the shared database.
         let file = dir.appendingPathComponent("press.json").path
         let exported = try cli(["script", "export", "\(run)", "-o", file])
@@ -150,8 +171,8 @@ final class FleetReplayCLITests: FleetTestCase {
         }
         XCTAssertEqual(server.requests.count, requests, "nor did the scheduled one")
         let kinds = try XCTUnwrap(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array)
-        XCTAssertEqual(kinds.map { $0["kind"]?.string }, ["run"] + Array(repeating: "replay", count: 5))
-        XCTAssertEqual(kinds.map { $0["worker"]?.string }, Array(repeating: "desk", count: 6))
+        XCTAssertEqual(kinds.map { $0["kind"]?.string }, ["run", "send"] + Array(repeating: "replay", count: 5))
+        XCTAssertEqual(kinds.map { $0["worker"]?.string }, Array(repeating: "desk", count: 7))
 
         // Stored here too, by name: the same script again is not a new revision; the --json outputs follow their
         // schemas (docs/json).
@@ -192,7 +213,7 @@ final class FleetReplayCLITests: FleetTestCase {
         let secret = try cli(["replay", secretFile, "--param", "P9=hunter2"])
         XCTAssertEqual(secret.status, 2, secret.stderr)
         XCTAssertTrue(secret.stderr.contains("fills a password"), secret.stderr)
-        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 6)
+        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 7)
         XCTAssertFalse(
             try PostgresTestServer.shared().query("SELECT arguments FROM fleet_runs", url: url).contains("hunter2"))
     }
