@@ -204,6 +204,10 @@ struct BenchFleet: ParsableCommand {
                 "PostgreSQL fleet, \(workers) workers × \(slots) slots, LISTEN/NOTIFY",
                 "stop asked on another host → the worker's run ended and recorded", stops.map { Sample(elapsed: $0) }))
 
+        // An approval given on another host: a click the agent's policy gates waits on a worker until the store
+        // records the decision, then happens (the fixture's window reports the press).
+        try measureApprovals(store: store, model: model, into: &report)
+
         // Scheduled slots over the remaining workers: each slot fires once fleet-wide.
         if scheduleSeconds > 0 {
             try measureSchedules(store: store, names: names, into: &report)
@@ -219,6 +223,46 @@ struct BenchFleet: ParsableCommand {
         FleetRunRequest(
             kind: .send, agent: agent, arguments: ["send", "--sender", "bench", "--", agent, token], enqueuedBy: "bench"
         )
+    }
+
+    /// Five gated clicks on a private display, each approved through the store as `xclaw approve` on another host
+    /// does: from the decision to the press the fixture's window reports.
+    private func measureApprovals(store: AgentStore, model: TokenModel, into report: inout BenchReport) throws {
+        let display = try TestDisplay(size: Size(width: 1280, height: 800))
+        defer { display.stop() }
+        let button = Rect(x: 400, y: 300, width: 160, height: 40)
+        let fixture = try Fixture(
+            display: display.name, title: "files", frame: Rect(x: 100, y: 100, width: 800, height: 500),
+            extra: ["--button", "300,200,160,40:Delete"])
+        defer { fixture.stop() }
+        var config = AgentConfig(name: "gated", model: "claude-sonnet-4-5", tools: ["computer"])
+        (config.display, config.approval) = (display.name, "all")
+        try store.createAgent(config)
+        // The model (1280x800 is sent unscaled) clicks the button's middle.
+        model.clickOn = button.center
+        defer { model.clickOn = nil }
+        var waits: [Duration] = []
+        for i in 0..<5 {
+            fixture.clear()
+            let id = try store.enqueueRun(Self.send("gated", "CLICK tok-a-\(i)"))
+            var session: Int64?
+            try waitUntil("run \(id) waits for approval", seconds: 60) {
+                session = try store.fleetRun(id).sessionID
+                return try session.map { try store.session($0).status == .needsApproval } ?? false
+            }
+            guard let session else { continue }
+            let asked = ContinuousClock.now
+            _ = try store.decideApproval(session: session, approve: true, by: "bench")
+            guard !fixture.wait(for: .buttonPress, timeout: 30).isEmpty else {
+                throw ValidationError("the approved click of run \(id) never reached the window")
+            }
+            waits.append(ContinuousClock.now - asked)
+            try waitUntil("run \(id) ends", seconds: 60) { try store.fleetRun(id).status.isFinal }
+        }
+        report.rows.append(
+            BenchRow(
+                "PostgreSQL fleet, \(workers) workers × \(slots) slots, LISTEN/NOTIFY",
+                "approval given on another host → the gated click on a worker", waits.map { Sample(elapsed: $0) }))
     }
 
     /// 20 tasks (a third one-shot, the rest every 60 s on a grid from their creation) fire on the workers for
@@ -364,9 +408,23 @@ final class TokenModel: Sendable {
     /// First arrival and count per token.
     private let table: TokenTable
 
+    /// Where a message holding "CLICK" has the model click (nil: it answers "ok" like any other).
+    var clickOn: Point? {
+        get { click.point.withLock { $0 } }
+        set { click.point.withLock { $0 = newValue } }
+    }
+    private let click: ClickTarget
+
+    /// The point, shared with the server's handler.
+    private final class ClickTarget: Sendable {
+        let point = Mutex<Point?>(nil)
+    }
+
     init() throws {
         let seen = TokenTable()
         table = seen
+        let click = ClickTarget()
+        self.click = click
         server = try MockMessagesServer { request, _ in
             let last =
                 request.messages.last.flatMap { try? JSONSerialization.data(withJSONObject: $0) }
@@ -379,7 +437,17 @@ final class TokenModel: Sendable {
             let newest =
                 content.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: .fragmentsAllowed) }
                 .map { String(decoding: $0, as: UTF8.self) } ?? ""
-            return newest.contains("HANG") ? .hang : .stream(.turn(blocks: [.text("ok")]))
+            if newest.contains("HANG") { return .hang }
+            if newest.contains("CLICK"), request.toolResults.isEmpty, let point = click.point.withLock({ $0 }) {
+                return .stream(
+                    .turn(
+                        blocks: [
+                            .toolUse(
+                                id: "click", name: "computer",
+                                input: #"{"action": "left_click", "coordinate": [\#(point.x), \#(point.y)]}"#)
+                        ], stopReason: "tool_use"))
+            }
+            return .stream(.turn(blocks: [.text("ok")]))
         }
     }
 

@@ -187,6 +187,12 @@ final class RunGuard: Sendable {
                     try? store.withdrawApproval(id, reason: "the run stopped")
                     return .deny(Self.denial(what, by: "the run ending"))
                 }
+                // Polled with a read as often as a stop is (a decision on any host of a fleet reaches the run within
+                // a poll); the write that settles it comes once it is decided or its deadline passed.
+                if Date() < expires, (try? store.approvalIsPending(id)) == true {
+                    try? await Task.sleep(for: settings.poll)
+                    continue
+                }
                 guard let record = try? store.settleApproval(id, now: Date()) else {
                     // The store cannot answer (locked, the row gone): the deadline still holds, and denies.
                     if Date() > expires.addingTimeInterval(5) {
@@ -201,7 +207,7 @@ final class RunGuard: Sendable {
                     let seconds = Double(timeout.seconds) + Double(timeout.attoseconds) / 1e18
                     return .deny(Self.denial(what, by: "nobody within \(String(format: "%g", seconds)) s"))
                 case "denied": return .deny(Self.denial(what, by: record.decidedBy ?? "a person"))
-                default: try? await Task.sleep(for: .milliseconds(100))
+                default: try? await Task.sleep(for: settings.poll)
                 }
             }
         }

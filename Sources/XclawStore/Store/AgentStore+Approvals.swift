@@ -92,6 +92,12 @@ extension AgentStore: ApprovalStore {
         }
     }
 
+    public func approvalIsPending(_ id: Int64) throws -> Bool {
+        try readOne { db in
+            try String.fetchOne(db, sql: "SELECT status FROM approvals WHERE id = ?", arguments: [id]) == "pending"
+        }
+    }
+
     /// A run's approvals, oldest first (every run's when `session` is nil, pending ones only with `pendingOnly`).
     public func approvals(session: Int64? = nil, pendingOnly: Bool = false) throws -> [ApprovalRecord] {
         try read { db in
