@@ -439,13 +439,7 @@ final class TokenModel: Sendable {
                 .map { String(decoding: $0, as: UTF8.self) } ?? ""
             if newest.contains("HANG") { return .hang }
             if newest.contains("CLICK"), request.toolResults.isEmpty, let point = click.point.withLock({ $0 }) {
-                return .stream(
-                    .turn(
-                        blocks: [
-                            .toolUse(
-                                id: "click", name: "computer",
-                                input: #"{"action": "left_click", "coordinate": [\#(point.x), \#(point.y)]}"#)
-                        ], stopReason: "tool_use"))
+                return .leftClick(x: point.x, y: point.y)
             }
             return .stream(.turn(blocks: [.text("ok")]))
         }

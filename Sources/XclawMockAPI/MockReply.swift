@@ -32,6 +32,11 @@ public enum MockReply: Sendable {
         blocks.append(.toolUse(id: id, name: name, input: input))
         return .stream(.turn(blocks: blocks, stopReason: "tool_use", usage: usage))
     }
+
+    /// Shorthand for a turn that asks the computer tool for a left click at (`x`, `y`) in the model's coordinates.
+    public static func leftClick(x: Int, y: Int, id: String = "toolu_click") -> MockReply {
+        toolUse(name: "computer", input: #"{"action": "left_click", "coordinate": [\#(x), \#(y)]}"#, id: id)
+    }
 }
 
 /// How the SSE bytes are cut into HTTP chunks: clients must reassemble events split at any byte.

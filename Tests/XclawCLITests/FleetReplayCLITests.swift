@@ -34,15 +34,7 @@ final class FleetReplayCLITests: FleetTestCase {
             let body = String(decoding: request.body, as: UTF8.self)
             // A replay's healing question: the control's new label.
             if body.contains("no longer on the screen as it was") { return .text("Finish") }
-            return request.toolResults.isEmpty
-                ? .stream(
-                    .turn(
-                        blocks: [
-                            .toolUse(
-                                id: "c1", name: "computer",
-                                input: #"{"action": "left_click", "coordinate": [\#(target.x), \#(target.y)]}"#)
-                        ], stopReason: "tool_use"))
-                : .text("Pressed it.")
+            return request.toolResults.isEmpty ? .leftClick(x: target.x, y: target.y) : .text("Pressed it.")
         }
         defer { server.stop() }
         let url = try PostgresTestServer.shared().newDatabase()
