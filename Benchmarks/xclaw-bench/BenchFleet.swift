@@ -437,7 +437,8 @@ final class TokenModel: Sendable {
             let newest =
                 content.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: .fragmentsAllowed) }
                 .map { String(decoding: $0, as: UTF8.self) } ?? ""
-            if newest.contains("HANG") { return .hang }
+            // (A tool result's screenshot is base64 text, which may spell anything.)
+            if request.toolResults.isEmpty, newest.contains("HANG") { return .hang }
             if newest.contains("CLICK"), request.toolResults.isEmpty, let point = click.point.withLock({ $0 }) {
                 return .leftClick(x: point.x, y: point.y)
             }

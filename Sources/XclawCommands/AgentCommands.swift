@@ -473,9 +473,9 @@ struct Send: ParsableCommand {
         if let store = try FleetDispatch.queueing(storeOptions, fleet) {
             // The same command, run by a worker; the options that change the run go with it.
             // `--option=value`, so a value starting with "-" stays a value on the worker.
-            var arguments = ["send", "--sender=\(sender)"]
-            if let effort { arguments.append("--effort=\(effort)") }
-            if let thinking { arguments.append("--thinking=\(thinking)") }
+            var arguments = ["send"] + FleetDispatch.option("--sender", sender)
+            if let effort { arguments += FleetDispatch.option("--effort", effort) }
+            if let thinking { arguments += FleetDispatch.option("--thinking", thinking) }
             if let dryRun = gates.dryRun { arguments.append(dryRun ? "--dry-run" : "--no-dry-run") }
             if let confirm = gates.confirm { arguments.append(confirm ? "--confirm" : "--no-confirm") }
             try FleetDispatch.run(

@@ -261,6 +261,12 @@ struct FleetOptions: ParsableArguments {
 
 /// Whether a command goes to the fleet, and following a fleet run from the host that queued it.
 enum FleetDispatch {
+    /// An option and its value for a command line a worker runs: `--option=value`, so a value that starts with "-"
+    /// stays a value; an empty value as two arguments, since the parser reads `--option=` as no value at all.
+    static func option(_ name: String, _ value: String) -> [String] {
+        value.isEmpty ? [name, ""] : ["\(name)=\(value)"]
+    }
+
     /// Who queues (`user@host`), for `fleet runs`.
     static func who() -> String {
         let user = Invocation.current.environment["USER"] ?? String(getuid())

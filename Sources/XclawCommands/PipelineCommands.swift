@@ -59,7 +59,8 @@ struct PipelineRun: ParsableCommand {
             let name =
                 try orchestrator ?? PipelineRunner.defaultOrchestrator(store: store, catalog: ModelCatalog.load()).0
             try FleetDispatch.run(
-                .pipeline, agent: name, arguments: ["pipeline", "run", "--orchestrator=\(name)", "--", task],
+                .pipeline, agent: name,
+                arguments: ["pipeline", "run"] + FleetDispatch.option("--orchestrator", name) + ["--", task],
                 store: store, options: fleet, answerOnly: true, raw: rawOption.raw)
             return
         }

@@ -128,24 +128,24 @@ struct Replay: ParsableCommand {
         var arguments = ["replay"]
         var storedFile: (path: String, name: String, revision: Int, contents: Data?)?
         if let stored {
-            arguments.append("--stored=\(stored)")
+            arguments += FleetDispatch.option("--stored", stored)
         } else if let script, Int64(script) != nil {
             arguments.append(script)
         } else if let path = request.savePath {
             let name = "\(ProcessInfo.processInfo.hostName):\(path)"
             let revision = try storeFile(request.script, path: path, as: name, in: store)
             storedFile = (path, name, revision, FileManager.default.contents(atPath: path))
-            arguments.append("--stored=\(name)")
+            arguments += FleetDispatch.option("--stored", name)
         }
-        arguments += parameters.map { "--param=\($0)" } + ["--timeout=\(timeout)"]
+        arguments += parameters.flatMap { FleetDispatch.option("--param", $0) } + ["--timeout=\(timeout)"]
         let passed: [(String, String?)] = [
             ("--heal", heal), ("--agent", agent), ("--task", task), ("--display", target.display),
         ]
-        for case (let option, let value?) in passed { arguments.append("\(option)=\(value)") }
+        for case (let option, let value?) in passed { arguments += FleetDispatch.option(option, value) }
         let id = try FleetDispatch.enqueue(
             .replay, agent: agent ?? request.script.agent, arguments: arguments, store: store, options: fleet)
         guard let id else {
-            if storedFile != nil {
+            if storedFile != nil, heal != "never" {
                 printError(
                     "xclaw: with --no-wait a healed revision stays in the database; the next `xclaw replay "
                         + "\(script ?? "")` writes it into the file")
@@ -168,8 +168,10 @@ struct Replay: ParsableCommand {
                 }
             } else if let stored, outcome.healed > 0 {
                 let newest = try store.script(named: stored, revision: nil)
-                outcome.saved = "script \(stored) revision \(newest.revision)"
-                outcome.previous = "script \(stored) revision \(request.script.revision ?? 1)"
+                if newest.revision > request.script.revision ?? 1 {
+                    outcome.saved = "script \(stored) revision \(newest.revision)"
+                    outcome.previous = "script \(stored) revision \(request.script.revision ?? 1)"
+                }
             }
             try report(outcome, exitOnFailure: false)
         }
@@ -183,7 +185,7 @@ struct Replay: ParsableCommand {
         let revision = script.revision ?? 1
         if let newest = try? store.script(named: name, revision: nil), newest.revision > revision,
             let same = try? store.script(named: name, revision: revision),
-            String(decoding: try script.json(), as: UTF8.self) == same.body
+            String(decoding: try script.with(revision: revision).json(), as: UTF8.self) == same.body
         {
             if writeBack(newest, to: path, replacing: revision) != nil {
                 printError(

@@ -203,14 +203,14 @@ struct Run: ParsableCommand {
         // Another host may queue a run in the same second with the same pid: a random part keeps the names apart.
         let agent = Self.agentName() + String(format: "-%04x", UInt16.random(in: 0...UInt16.max))
         // `--option=value`, so a value starting with "-" (a system prompt's bullet) stays a value on the worker.
-        var arguments = ["run", "--agent-name=\(agent)", "--max-steps=\(maxSteps)"]
+        var arguments = ["run"] + FleetDispatch.option("--agent-name", agent) + ["--max-steps=\(maxSteps)"]
         arguments += ["--keep-screenshots=\(keepScreenshots)", "--max-tokens=\(maxTokens)", "--settle-ms=\(settleMs)"]
         let passed: [(String, String?)] = [
             ("--model", model), ("--tools", tools), ("--system-text", system), ("--setup", setup),
             ("--screenshot-size", screenshotSize), ("--screenshot-format", screenshotFormat), ("--effort", effort),
             ("--thinking", thinking), ("--display", target.display),
         ]
-        for case (let option, let value?) in passed { arguments.append("\(option)=\(value)") }
+        for case (let option, let value?) in passed { arguments += FleetDispatch.option(option, value) }
         if dryRun { arguments.append("--dry-run") }
         try FleetDispatch.run(
             .run, agent: agent, arguments: arguments + ["--", task], store: store, options: fleet, raw: rawOption.raw)

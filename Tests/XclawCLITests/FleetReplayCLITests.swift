@@ -34,6 +34,7 @@ final class FleetReplayCLITests: FleetTestCase {
             let body = String(decoding: request.body, as: UTF8.self)
             // A replay's healing question: the control's new label.
             if body.contains("no longer on the screen as it was") { return .text("Finish") }
+            if body.contains("Say hello") { return .text("Hello.") }
             return request.toolResults.isEmpty ? .leftClick(x: target.x, y: target.y) : .text("Pressed it.")
         }
         defer { server.stop() }
@@ -70,11 +71,20 @@ final class FleetReplayCLITests: FleetTestCase {
         let agent = try XCTUnwrap(fleetRun["agent"]?.string)
         XCTAssertTrue(agent.hasPrefix("run-"), agent)
         let run = try XCTUnwrap(fleetRun["session"]?.int)
+        // An empty value reaches the worker as one (no tools: the reply is all).
+        let bare = try cli(["run", "Say hello", "--tools", "", "--no-wait"])
+        XCTAssertEqual(bare.status, 0, bare.stderr)
+        let bareRun = bare.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        eventually("the toolless run completes") {
+            (try? JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout))?.array?
+                .first { "\($0["id"]?.int ?? 0)" == bareRun }?["status"]?.string == "completed"
+        }
+
         // What this host cannot hand to a worker is refused before anything is queued.
         let confirm = try cli(["run", "Press Submit", "--confirm"])
         XCTAssertEqual(confirm.status, 2, confirm.stderr)
         XCTAssertTrue(confirm.stderr.contains("--confirm is for a run on this host"), confirm.stderr)
-        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 1)
+        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 2)
 
         // An approval the worker's run waits for is given on this host: the gated click happens only then.
         let careful = try cli(
@@ -82,6 +92,7 @@ final class FleetReplayCLITests: FleetTestCase {
         XCTAssertEqual(careful.status, 0, careful.stderr)
         fixture.clear()
         let gated = try startFollower(["send", "careful", "Press Submit"], e)
+        defer { _ = gated.kill() }
         var waiting: Int?
         eventually("the click waits for approval on the worker", within: .seconds(30)) {
             let runs = (try? JSONValue.parse(try cli(["runs", "careful", "--json"]).stdout))?.array ?? []
@@ -91,9 +102,10 @@ final class FleetReplayCLITests: FleetTestCase {
         XCTAssertTrue(fixture.received.filter { $0.kind == .buttonPress }.isEmpty, "clicked before approval")
         let approved = try cli(["approve", "\(waiting ?? 0)"])
         XCTAssertEqual(approved.status, 0, approved.stderr)
-        let (replied, _, _) = gated.read(until: .now + .seconds(30))
-        XCTAssertEqual(gated.wait(deadline: .now + .seconds(10)), .exited(0))
-        XCTAssertTrue(String(decoding: replied, as: UTF8.self).contains("Pressed it."))
+        let (replied, gatedErrors, _) = gated.read(until: .now + .seconds(30))
+        let said = String(decoding: gatedErrors, as: UTF8.self)
+        XCTAssertEqual(gated.wait(deadline: .now + .seconds(10)), .exited(0), said)
+        XCTAssertTrue(String(decoding: replied, as: UTF8.self).contains("Pressed it."), said)
         XCTAssertEqual(fixture.wait(for: .buttonPress).count, 1, "pressed once approved")
 
         // The run's script, exported here from the shared database.
@@ -163,8 +175,8 @@ final class FleetReplayCLITests: FleetTestCase {
         }
         XCTAssertEqual(server.requests.count, requests, "nor did the scheduled one")
         let kinds = try XCTUnwrap(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array)
-        XCTAssertEqual(kinds.map { $0["kind"]?.string }, ["run", "send"] + Array(repeating: "replay", count: 5))
-        XCTAssertEqual(kinds.map { $0["worker"]?.string }, Array(repeating: "desk", count: 7))
+        XCTAssertEqual(kinds.map { $0["kind"]?.string }, ["run", "run", "send"] + Array(repeating: "replay", count: 5))
+        XCTAssertEqual(kinds.map { $0["worker"]?.string }, Array(repeating: "desk", count: 8))
 
         // Stored here too, by name: the same script again is not a new revision; the --json outputs follow their
         // schemas (docs/json).
@@ -205,7 +217,7 @@ final class FleetReplayCLITests: FleetTestCase {
         let secret = try cli(["replay", secretFile, "--param", "P9=hunter2"])
         XCTAssertEqual(secret.status, 2, secret.stderr)
         XCTAssertTrue(secret.stderr.contains("fills a password"), secret.stderr)
-        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 7)
+        XCTAssertEqual(try JSONValue.parse(try cli(["fleet", "runs", "--json"]).stdout).array?.count, 8)
         XCTAssertFalse(
             try PostgresTestServer.shared().query("SELECT arguments FROM fleet_runs", url: url).contains("hunter2"))
     }

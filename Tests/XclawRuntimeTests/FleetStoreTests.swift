@@ -273,6 +273,9 @@ final class FleetStoreTests: XCTestCase {
         XCTAssertEqual(try store.session(session).status, .running, "read again on a fresh connection")
         XCTAssertEqual(try store.session(session).status, .running)
         try store.finishSession(session, status: .completed, error: nil, steps: 1, usd: 0)
+        XCTAssertEqual(
+            try PostgresTestServer.shared().query("SELECT status FROM sessions WHERE id = \(session)", url: url)
+                .trimmingCharacters(in: .whitespacesAndNewlines), "completed")
         // Nothing is left open on the server (the last transaction, a write, was waited for): every transaction
         // committed or rolled back.
         let open = try PostgresTestServer.shared().query(

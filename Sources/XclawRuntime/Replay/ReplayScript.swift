@@ -120,13 +120,16 @@ public struct ReplayScript: Codable, Sendable {
     public func store(as name: String, in store: any ScriptStore, by: String) throws -> (
         script: StoredScript, created: Bool
     ) {
-        var copy = self
-        return try store.storeScript(
+        try store.storeScript(
             name: name, revision: revision ?? 1, agent: agent, run: run, steps: steps.count, by: by
-        ) { chosen in
-            copy.revision = chosen
-            return String(decoding: try copy.json(), as: UTF8.self)
-        }
+        ) { chosen in String(decoding: try with(revision: chosen).json(), as: UTF8.self) }
+    }
+
+    /// The same script at `revision` (as it is stored: a file written before revisions has none).
+    public func with(revision: Int) -> ReplayScript {
+        var copy = self
+        copy.revision = revision
+        return copy
     }
 
     /// The script as pretty JSON with sorted keys (the same script always gives the same text).

@@ -189,9 +189,21 @@ final class RunGuard: Sendable {
                 }
                 // Polled with a read as often as a stop is (a decision on any host of a fleet reaches the run within
                 // a poll); the write that settles it comes once it is decided or its deadline passed.
-                if Date() < expires, (try? store.approvalIsPending(id)) == true {
-                    try? await Task.sleep(for: settings.poll)
-                    continue
+                if Date() < expires {
+                    let status: String??
+                    do { status = .some(try store.approvalStatus(id)) } catch { status = nil }
+                    switch status {
+                    case .some(nil):
+                        return .deny(Self.denial(what, by: "xclaw: the request is gone (its agent was deleted)"))
+                    case .some("pending"):
+                        try? await Task.sleep(for: settings.poll)
+                        continue
+                    case nil:
+                        // The store cannot answer: wait as a failed settle does, without a write that would wait too.
+                        try? await Task.sleep(for: settings.poll)
+                        continue
+                    default: break
+                    }
                 }
                 guard let record = try? store.settleApproval(id, now: Date()) else {
                     // The store cannot answer (locked, the row gone): the deadline still holds, and denies.

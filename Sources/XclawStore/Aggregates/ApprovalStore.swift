@@ -24,9 +24,10 @@ public protocol ApprovalStore: AnyObject, Sendable {
     /// Withdraws a pending approval whose run stopped waiting (stopped or cancelled): it is denied by the run.
     func withdrawApproval(_ id: Int64, reason: String) throws
 
-    /// Whether the approval is still pending, read in one statement and writing nothing: what a waiting run polls
-    /// often, calling `settleApproval` once it is not (or its deadline passed).
-    func approvalIsPending(_ id: Int64) throws -> Bool
+    /// The approval's status (`pending`, `approved`, `denied`, `expired`; nil when it is gone with its agent), read
+    /// in one statement and writing nothing: what a waiting run polls often, calling `settleApproval` once it is not
+    /// pending (or its deadline passed).
+    func approvalStatus(_ id: Int64) throws -> String?
 
     /// A run's approvals, oldest first (every run's when `session` is nil, pending ones only with `pendingOnly`).
     func approvals(session: Int64?, pendingOnly: Bool) throws -> [ApprovalRecord]

@@ -277,7 +277,11 @@ final class PostgresConnection: SQLConnection {
         }
         if !broken, let sync = PQgetResult(handle) { PQclear(sync) }
         // It leaves pipeline mode once every result is read; a connection that cannot is not used again.
-        if PQexitPipelineMode(handle) != 1 { isBroken = true }
+        if PQexitPipelineMode(handle) != 1 {
+            results.forEach { PQclear($0) }
+            isBroken = true
+            throw StoreError.unreachable(url: location, detail: Self.message(PQerrorMessage(handle)))
+        }
         opened = true
         let main = broken ? nil : results.last
         let openings = broken ? results : Array(results.dropLast())

@@ -92,10 +92,8 @@ extension AgentStore: ApprovalStore {
         }
     }
 
-    public func approvalIsPending(_ id: Int64) throws -> Bool {
-        try readOne { db in
-            try String.fetchOne(db, sql: "SELECT status FROM approvals WHERE id = ?", arguments: [id]) == "pending"
-        }
+    public func approvalStatus(_ id: Int64) throws -> String? {
+        try readOne { db in try String.fetchOne(db, sql: "SELECT status FROM approvals WHERE id = ?", arguments: [id]) }
     }
 
     /// A run's approvals, oldest first (every run's when `session` is nil, pending ones only with `pendingOnly`).
