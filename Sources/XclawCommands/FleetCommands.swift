@@ -21,8 +21,8 @@ struct FleetWorkers: ParsableCommand {
         commandName: "workers",
         abstract: "List the workers: name, host, state, slots busy/total, labels, last heartbeat.",
         discussion: "Each --json row: name, host, pid, version, state (up, left, lost), slots, busy, free, labels, "
-            + "displays, apps, started_at, heartbeat_at, heartbeat_age_s, ended_at. Exit 2 when the database is "
-            + "SQLite (no fleet).")
+            + "displays, apps, started_at, heartbeat_at, heartbeat_age_s, ended_at, level (the command-line level it "
+            + "runs: it claims runs queued at that level or below). Exit 2 when the database is SQLite (no fleet).")
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 
@@ -37,6 +37,7 @@ struct FleetWorkers: ParsableCommand {
         var started_at, heartbeat_at: String
         var heartbeat_age_s: Double
         var ended_at: String?
+        var level: Int
 
         /// Every row has every field (`ended_at` null while up).
         func encode(to encoder: Encoder) throws {
@@ -56,11 +57,12 @@ struct FleetWorkers: ParsableCommand {
             try c.encode(heartbeat_at, forKey: .heartbeat_at)
             try c.encode(heartbeat_age_s, forKey: .heartbeat_age_s)
             try c.encode(ended_at, forKey: .ended_at)
+            try c.encode(level, forKey: .level)
         }
 
         private enum CodingKeys: String, CodingKey {
             case name, host, pid, version, state, slots, busy, free, labels, displays, apps, started_at
-            case heartbeat_at, heartbeat_age_s, ended_at
+            case heartbeat_at, heartbeat_age_s, ended_at, level
         }
     }
 
@@ -74,7 +76,7 @@ struct FleetWorkers: ParsableCommand {
                 labels: w.info.labels, displays: w.info.displays, apps: w.info.apps,
                 started_at: StoreDate.format(w.startedAt), heartbeat_at: StoreDate.format(w.heartbeatAt),
                 heartbeat_age_s: (now.timeIntervalSince(w.heartbeatAt) * 10).rounded() / 10,
-                ended_at: w.endedAt.map(StoreDate.format))
+                ended_at: w.endedAt.map(StoreDate.format), level: w.info.level)
         }
         try emit(rows, json: json) {
             if rows.isEmpty { return "no workers yet: start one with `xclaw daemon run --worker`" }
@@ -95,7 +97,8 @@ struct FleetRuns: ParsableCommand {
         commandName: "runs",
         abstract: "List the fleet's queued and past runs, oldest first.",
         discussion: "Each --json row: id, kind, agent, status (queued, running, completed, failed, lost, cancelled), "
-            + "worker, session, exit_status, error, attempts, enqueued_by, enqueued_at, claimed_at, finished_at.")
+            + "worker, session, exit_status, error, attempts, enqueued_by, enqueued_at, claimed_at, finished_at, level "
+            + "(the command-line level a worker needs: a run waits for a worker of that level or above).")
     @Option(help: "Only runs with this status.") var status: String?
     @Option(help: "Only the newest N (default 100).") var last = 100
     @OptionGroup var storeOptions: StoreOptions
@@ -120,6 +123,7 @@ struct FleetRuns: ParsableCommand {
         var attempts: Int
         var enqueued_by, enqueued_at: String
         var claimed_at, finished_at: String?
+        var level: Int
 
         /// Every row has every field.
         func encode(to encoder: Encoder) throws {
@@ -137,11 +141,12 @@ struct FleetRuns: ParsableCommand {
             try c.encode(enqueued_at, forKey: .enqueued_at)
             try c.encode(claimed_at, forKey: .claimed_at)
             try c.encode(finished_at, forKey: .finished_at)
+            try c.encode(level, forKey: .level)
         }
 
         private enum CodingKeys: String, CodingKey {
             case id, kind, agent, status, worker, session, exit_status, error, attempts, enqueued_by, enqueued_at
-            case claimed_at, finished_at
+            case claimed_at, finished_at, level
         }
 
         init(_ r: FleetRunRecord) {
@@ -149,6 +154,7 @@ struct FleetRuns: ParsableCommand {
             (worker, session, exit_status, error, attempts) = (r.worker, r.sessionID, r.exitStatus, r.error, r.attempts)
             (enqueued_by, enqueued_at) = (r.request.enqueuedBy, StoreDate.format(r.enqueuedAt))
             (claimed_at, finished_at) = (r.claimedAt.map(StoreDate.format), r.finishedAt.map(StoreDate.format))
+            level = r.request.level
         }
     }
 

@@ -139,6 +139,32 @@ final class FleetStoreTests: XCTestCase {
         XCTAssertEqual(try store.workers().first { $0.info.name == "gpu" }?.busy, 3)
     }
 
+    /// A rolling upgrade: a run queued by a newer xclaw (a higher command-line level) waits for a worker that
+    /// speaks it, instead of failing on an older one; the older worker goes on with the runs it understands.
+    func testARunQueuedByANewerXclawWaitsForAWorkerOfItsLevel() throws {
+        let (store, _) = try fleet(agents: 2)
+        var older = worker("older")
+        older.level = FleetRunRequest.currentLevel
+        var newer = worker("newer")
+        newer.level = FleetRunRequest.currentLevel + 1
+        try store.registerWorker(older)
+        let ahead = try store.enqueueRun(
+            FleetRunRequest(
+                kind: .send, agent: "a0", arguments: ["send"], enqueuedBy: "t",
+                level: FleetRunRequest.currentLevel + 1))
+        let plain = try store.enqueueRun(
+            FleetRunRequest(kind: .send, agent: "a1", arguments: ["send"], enqueuedBy: "t"))
+        XCTAssertEqual(try store.fleetRun(ahead).request.level, FleetRunRequest.currentLevel + 1)
+        XCTAssertEqual(try store.claimRun(for: older)?.id, plain, "the older worker takes only what it speaks")
+        XCTAssertNil(try store.claimRun(for: older))
+        XCTAssertEqual(try store.fleetRun(ahead).status, .queued)
+        try store.registerWorker(newer)
+        XCTAssertEqual(try store.claimRun(for: newer)?.id, ahead)
+        XCTAssertEqual(
+            try store.workers().map { "\($0.info.name):\($0.info.level)" },
+            ["newer:\(FleetRunRequest.currentLevel + 1)", "older:\(FleetRunRequest.currentLevel)"])
+    }
+
     func testALostWorkersRunsAreRecordedLostOrQueuedAgainAndItRejoins() throws {
         let (store, url) = try fleet(agents: 2)
         let lost = worker("lost-one")

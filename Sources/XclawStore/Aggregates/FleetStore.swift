@@ -79,14 +79,17 @@ public struct WorkerInfo: Sendable, Hashable, Codable {
     public var displays: [String]
     /// The applications installed on it (program names found on its PATH).
     public var apps: [String]
+    /// The command-line level it runs (`FleetRunRequest.currentLevel` of its xclaw): it claims only runs queued at
+    /// this level or below.
+    public var level: Int
 
     /// A worker description.
     public init(
         name: String, host: String, pid: Int32, version: String, labels: [String: String], slots: Int,
-        displays: [String], apps: [String]
+        displays: [String], apps: [String], level: Int = FleetRunRequest.currentLevel
     ) {
         (self.name, self.host, self.pid, self.version) = (name, host, pid, version)
-        (self.labels, self.slots, self.displays, self.apps) = (labels, slots, displays, apps)
+        (self.labels, self.slots, self.displays, self.apps, self.level) = (labels, slots, displays, apps, level)
     }
 }
 
@@ -175,14 +178,23 @@ public struct FleetRunRequest: Sendable, Hashable {
     public var retryLost: Bool
     /// Who queued it (`user@host`, `schedule:NAME`).
     public var enqueuedBy: String
+    /// The command-line level a worker needs to run it: the queuing xclaw's `currentLevel`.
+    public var level: Int
+
+    /// The level of the command lines this xclaw queues. A worker claims only runs at its level or below, so during
+    /// a rolling upgrade a run queued by a newer xclaw waits for a worker that understands it instead of failing on
+    /// an older one. Raise it when an older worker could not run a command line this one queues.
+    public static let currentLevel = 1
 
     /// A run request.
     public init(
         kind: FleetRunKind, agent: String, arguments: [String], labels: [String: String] = [:],
-        displaySize: String? = nil, app: String? = nil, retryLost: Bool = false, enqueuedBy: String
+        displaySize: String? = nil, app: String? = nil, retryLost: Bool = false, enqueuedBy: String,
+        level: Int = currentLevel
     ) {
         (self.kind, self.agent, self.arguments, self.labels) = (kind, agent, arguments, labels)
         (self.displaySize, self.app, self.retryLost, self.enqueuedBy) = (displaySize, app, retryLost, enqueuedBy)
+        self.level = level
     }
 }
 

@@ -7,7 +7,7 @@ import Foundation
 enum PostgresSchema {
     /// Applied migrations, in order: identifier and SQL.
     static let migrations: [(id: String, sql: String)] = [
-        ("pg1", pg1), ("pg2", pg2), ("pg3", pg3), ("pg4", pg4), ("pg5", pg5),
+        ("pg1", pg1), ("pg2", pg2), ("pg3", pg3), ("pg4", pg4), ("pg5", pg5), ("pg6", pg6),
     ]
 
     /// Applies the migrations the database lacks, one opener at a time (a session advisory lock), each in its own
@@ -328,5 +328,11 @@ enum PostgresSchema {
             stored_by TEXT NOT NULL,
             UNIQUE (name, revision)
         )
+        """
+
+    /// The command-line level of a queued run and of a worker: a worker claims only runs at its level or below.
+    static let pg6 = """
+        ALTER TABLE fleet_runs ADD COLUMN level BIGINT NOT NULL DEFAULT 1;
+        ALTER TABLE workers ADD COLUMN level BIGINT NOT NULL DEFAULT 1
         """
 }

@@ -52,17 +52,18 @@ extension AgentStore: FleetStore {
             _ = try settleLostRuns(db, worker: info.name, reason: "its worker \(info.name) restarted")
             try db.execute(
                 sql: """
-                    INSERT INTO workers (name, host, pid, version, labels, slots, displays, apps, state, started_at,
-                        heartbeat_at, ended_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'up', now(), now(), NULL)
+                    INSERT INTO workers (name, host, pid, version, labels, slots, displays, apps, level, state,
+                        started_at, heartbeat_at, ended_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'up', now(), now(), NULL)
                     ON CONFLICT (name) DO UPDATE SET host = excluded.host, pid = excluded.pid,
                         version = excluded.version, labels = excluded.labels, slots = excluded.slots,
-                        displays = excluded.displays, apps = excluded.apps, state = 'up', started_at = now(),
+                        displays = excluded.displays, apps = excluded.apps, level = excluded.level, state = 'up',
+                        started_at = now(),
                         heartbeat_at = now(), ended_at = NULL
                     """,
                 arguments: [
                     info.name, info.host, info.pid, info.version, Self.json(info.labels), info.slots,
-                    Self.json(info.displays), Self.json(info.apps),
+                    Self.json(info.displays), Self.json(info.apps), info.level,
                 ])
         }
     }
@@ -172,12 +173,12 @@ extension AgentStore: FleetStore {
                 db,
                 sql: """
                     INSERT INTO fleet_runs (kind, agent, arguments, labels, display_size, app, retry_lost,
-                        enqueued_by, enqueued_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, now()) RETURNING id
+                        enqueued_by, level, enqueued_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, now()) RETURNING id
                     """,
                 arguments: [
                     request.kind.rawValue, request.agent, Self.json(request.arguments), Self.json(request.labels),
-                    request.displaySize, request.app, request.retryLost, request.enqueuedBy,
+                    request.displaySize, request.app, request.retryLost, request.enqueuedBy, request.level,
                 ])
             guard let id else { throw StoreError.database(path: path, detail: "the queued run got no id") }
             try notify(db, "queued \(id)")
@@ -198,6 +199,7 @@ extension AgentStore: FleetStore {
                               AND CAST(q.labels AS jsonb) <@ CAST(? AS jsonb)
                               AND (q.display_size IS NULL OR jsonb_exists(CAST(? AS jsonb), q.display_size))
                               AND (q.app IS NULL OR jsonb_exists(CAST(? AS jsonb), q.app))
+                              AND q.level <= ?
                               AND EXISTS (SELECT 1 FROM workers w WHERE w.name = ? AND w.state = 'up')
                               AND NOT EXISTS (
                                   SELECT 1 FROM fleet_runs o WHERE o.agent = q.agent
@@ -210,8 +212,8 @@ extension AgentStore: FleetStore {
                         RETURNING \(Self.fleetColumns("r"))
                         """,
                     arguments: [
-                        Self.json(worker.labels), Self.json(worker.displays), Self.json(worker.apps), worker.name,
-                        worker.name,
+                        Self.json(worker.labels), Self.json(worker.displays), Self.json(worker.apps), worker.level,
+                        worker.name, worker.name,
                     ]
                 ).map(fleetRunRecord)
             }
@@ -338,7 +340,7 @@ extension AgentStore: FleetStore {
         return """
             \(t).id, \(t).kind, \(t).agent, \(t).arguments, \(t).labels, \(t).display_size, \(t).app, \
             \(t).retry_lost, \(t).status, \(t).worker, \(t).session_id, \(t).exit_status, \(t).error, \(t).attempts, \
-            \(t).enqueued_by, extract(epoch FROM \(t).enqueued_at)::float8 AS enqueued_epoch, \
+            \(t).enqueued_by, \(t).level, extract(epoch FROM \(t).enqueued_at)::float8 AS enqueued_epoch, \
             extract(epoch FROM \(t).claimed_at)::float8 AS claimed_epoch, \
             extract(epoch FROM \(t).finished_at)::float8 AS finished_epoch
             """
@@ -350,7 +352,7 @@ extension AgentStore: FleetStore {
             kind: FleetRunKind(rawValue: row["kind"]) ?? .send, agent: row["agent"],
             arguments: Self.strings(row["arguments"]), labels: Self.labels(row["labels"]),
             displaySize: row["display_size"], app: row["app"], retryLost: row["retry_lost"],
-            enqueuedBy: row["enqueued_by"])
+            enqueuedBy: row["enqueued_by"], level: row["level"])
         return FleetRunRecord(
             id: row["id"], request: request, status: FleetRunStatus(rawValue: row["status"]) ?? .failed,
             worker: row["worker"], sessionID: row["session_id"], exitStatus: row["exit_status"], error: row["error"],
@@ -364,7 +366,7 @@ extension AgentStore: FleetStore {
         let info = WorkerInfo(
             name: row["name"], host: row["host"], pid: row["pid"], version: row["version"],
             labels: Self.labels(row["labels"]), slots: row["slots"], displays: Self.strings(row["displays"]),
-            apps: Self.strings(row["apps"]))
+            apps: Self.strings(row["apps"]), level: row["level"])
         return WorkerRecord(
             info: info, state: WorkerState(rawValue: row["state"]) ?? .lost, busy: row["busy"],
             startedAt: Date(timeIntervalSince1970: row["started_epoch"]),
