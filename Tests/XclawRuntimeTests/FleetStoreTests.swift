@@ -219,6 +219,10 @@ final class FleetStoreTests: XCTestCase {
         try store.registerWorker(worker("patient"))
         try PostgresTestServer.shared().sql(
             "UPDATE workers SET heartbeat_at = now() - interval '1 minute' WHERE name = 'patient'", url: url)
+        // An agent held across the restart: the server drops the lock with its connection, and the hold's keeper
+        // takes it again.
+        var hold: AgentHold? = try XCTUnwrap(try store.tryHoldAgent("a0"))
+        XCTAssertNil(try store.tryHoldAgent("a0"), "held")
         let restarted = Mutex<Bool?>(nil)
         Thread {
             let done = (try? PostgresTestServer.shared().restart(downFor: .milliseconds(700))) != nil
@@ -233,6 +237,15 @@ final class FleetStoreTests: XCTestCase {
         }
         XCTAssertEqual(eventually("the server restarts", within: .seconds(60)) { restarted.withLock { $0 } }, true)
         XCTAssertEqual(try store.messages(agent: "a0").map(\.id), ids, "every write landed once")
+        eventually("the hold is taken again after the restart", within: .seconds(15)) {
+            // A hold taken here (the keeper has not yet) is let go at once; a server still away is not an answer.
+            do { return try store.tryHoldAgent("a0") == nil } catch { return false }
+        }
+        Thread.sleep(forTimeInterval: 1.5)  // a keeper's look or more later
+        XCTAssertNil(try store.tryHoldAgent("a0"), "still held")
+        XCTAssertNotNil(hold)
+        hold = nil
+        XCTAssertNotNil(try store.tryHoldAgent("a0"), "released with the hold")
         // The writes did span the outage: some were stored before the server started again, some after.
         let started = try XCTUnwrap(
             Double(
