@@ -12,7 +12,10 @@ struct WindowSelection: ParsableArguments {
     var className: String?
     @Option(help: "WM_CLASS instance name, whole and in any case (xterm, navigator).") var instance: String?
     @Option(help: "The process id the window sets in _NET_WM_PID.") var pid: Int?
-    @Option(help: "Regular expression (ICU syntax, any case) found anywhere in the title.") var regex: String?
+    @Option(
+        name: [.customLong("regex"), .customLong("name")],
+        help: "Regular expression (ICU syntax, any case) found anywhere in the title (--name, as xdotool names it).")
+    var regex: String?
     @Flag(help: "Only windows that are mapped and viewable (not minimized, not withdrawn).") var visible = false
 
     /// The flags as a filter.
@@ -53,7 +56,13 @@ func windowRow(_ w: WindowInfo) -> String {
 struct Windows: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "windows",
-        abstract: "List top-level windows, top-most first (--class, --pid, --regex … select as `xdotool search`).")
+        abstract: "List top-level windows, top-most first (--class, --pid, --regex … select as `xdotool search`).",
+        discussion: """
+            Exit: 0 listed; 1 a selection (--class, --instance, --pid, --regex/--name, --visible) matched no window, \
+            as `xdotool search` exits, so `if xclaw windows --name Editor; then …` works (nothing on stdout; with \
+            --json the error object); \
+            2 bad usage; 3 display.
+            """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var select: WindowSelection
     @Flag(help: "Include unmapped windows.") var all = false
@@ -64,6 +73,9 @@ struct Windows: ParsableCommand {
         let windows =
             select.filter.isEmpty
             ? try manager.list(includeHidden: all) : try manager.list(matching: select.filter, includeHidden: all)
+        guard !windows.isEmpty || select.filter.isEmpty else {
+            throw ScreenError.windowNotFound(WindowManager.describe(nil, select.filter))
+        }
         try emit(windows, json: json) { windows.map(windowRow).joined(separator: "\n") }
     }
 }

@@ -130,12 +130,13 @@ extension WindowManager {
         return first
     }
 
-    private static func describe(_ query: String?, _ filter: WindowFilter) -> String {
+    /// A query and a selection as the user gave them, for messages.
+    public static func describe(_ query: String?, _ filter: WindowFilter) -> String {
         var parts: [String] = query.map { [$0] } ?? []
         if let c = filter.className { parts.append("--class \(c)") }
         if let i = filter.instance { parts.append("--instance \(i)") }
         if let p = filter.pid { parts.append("--pid \(p)") }
-        if let r = filter.titlePattern { parts.append("--regex \(r)") }
+        if let r = filter.titlePattern { parts.append("--name \(r)") }
         if filter.visibleOnly { parts.append("--visible") }
         return parts.joined(separator: " ")
     }

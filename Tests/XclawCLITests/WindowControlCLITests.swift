@@ -1,5 +1,6 @@
 import XCTest
 import XclawBase
+import XclawMessages
 import XclawScreen
 import XclawTesting
 import XclawTimeTesting
@@ -171,6 +172,26 @@ final class WindowControlCLITests: XCTestCase {
             try theirs(["--onlyvisible", "--class", "^XclawFixture$"]))
         XCTAssertEqual(try ours(["--visible", "--class", "XclawFixture"]), [b.window, c.window])
         XCTAssertEqual(try ours(["--all", "--regex", "^alpha"]), try theirs(["--name", "^alpha"]))
+        // xdotool's own name for the title's pattern, and its exit status when nothing matches (1, nothing printed;
+        // --json prints an empty list).
+        XCTAssertEqual(try ours(["--name", "^beta"]), try theirs(["--name", "^beta"]))
+        for flags in [["--name", "^gamma"], ["--class", "Nothing"], ["--pid", "999999"]] {
+            let none = try runCLI(["windows", "--display", d] + flags)
+            XCTAssertEqual(none.status, 1, "\(flags): \(none.stderr)")
+            XCTAssertEqual(none.text, "")
+            XCTAssertTrue(none.stderr.contains("no window matches \"\(flags.joined(separator: " "))\""), none.stderr)
+            let xdotool = Process()
+            xdotool.executableURL = URL(fileURLWithPath: "/usr/bin/xdotool")
+            xdotool.arguments = ["search"] + (flags[0] == "--class" ? ["--class", "^Nothing$"] : flags)
+            xdotool.environment = ["DISPLAY": d]
+            xdotool.standardOutput = FileHandle.nullDevice
+            try xdotool.run()
+            xdotool.waitUntilExit()
+            XCTAssertEqual(xdotool.terminationStatus, 1, "xdotool search \(flags) exits 1 too")
+        }
+        let emptyJSON = try runCLI(["windows", "--json", "--name", "^gamma", "--display", d])
+        XCTAssertEqual(emptyJSON.status, 1)
+        XCTAssertEqual(try JSONValue.parse(emptyJSON.stdout)["error"]?["kind"]?.string, "not_found", emptyJSON.text)
 
         // A selection that picks several is refused (exit 1), listing them; the id may be left out when it picks one.
         let several = try runCLI(["window", "raise", "--class", "XclawFixture", "--display", d])
