@@ -13,7 +13,12 @@ struct DisplayCommand: ParsableCommand {
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "start",
-            abstract: "Start a private Xvfb on a free display number and print its name (e.g. :41).")
+            abstract: "Start a private Xvfb on a free display number (or :N) and print its name (e.g. :41).",
+            discussion: """
+                Exit: 0 started; 2 bad usage; 3 the display could not start (Xvfb missing, or :N in use).
+                Example: D=$(xclaw display start --size 1280x800); xclaw display start :99 --accessibility
+                """)
+        @Argument(help: "The display to take, :N (default: the first free number).") var display: String?
         @Option(help: "Screen size, WIDTHxHEIGHT.") var size = "1920x1080"
         @Option(help: "Colour depth: 16, 24 or 32.") var depth = 24
         @Flag(help: "Disable MIT-SHM (captures then use XGetImage, as on a remote display).") var noShm = false
@@ -25,6 +30,9 @@ struct DisplayCommand: ParsableCommand {
         @Flag(help: "Print the record as JSON.") var json = false
 
         func validate() throws {
+            if let display, Self.number(display) == nil {
+                throw ValidationError("the display is :N, with N from 0 to 65535 (e.g. :99), not \(display)")
+            }
             try checkParses(size) { try Size(parsing: $0) }
             guard [16, 24, 32].contains(depth) else {
                 throw ValidationError("--depth must be 16, 24 or 32, not \(depth)")
@@ -33,10 +41,21 @@ struct DisplayCommand: ParsableCommand {
 
         func run() throws {
             let display = try VirtualDisplay.start(
-                size: try Size(parsing: size), depth: depth, shm: !noShm,
+                size: try Size(parsing: size), depth: depth, shm: !noShm, number: self.display.flatMap(Self.number),
                 accessibility: accessibility)
             // The name alone on stdout: scripts run `D=$(xclaw display start)`.
             try emit(display, json: json) { display.name }
+        }
+
+        /// The number of `:N` (or `N`), if it is one.
+        static func number(_ text: String) -> Int? {
+            let digits = text.hasPrefix(":") ? String(text.dropFirst()) : text
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(digits),
+                (0...65535).contains(n)
+            else {
+                return nil
+            }
+            return n
         }
     }
 

@@ -80,6 +80,19 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
         guard (1...16384).contains(size.width), (1...16384).contains(size.height) else {
             throw ScreenError.invalidArgument("size \(size) is out of range (1..16384 per side)")
         }
+        if let number {
+            guard (0...65535).contains(number) else {
+                throw ScreenError.invalidArgument("a display number is from 0 to 65535, not \(number)")
+            }
+            // Xvfb would fail on its own, with "server already running" in its log: say it plainly first. A socket
+            // nothing answers on (a server killed) is stale, and Xvfb takes the number over.
+            if let live = try? UnixSocket.connect(path: "/tmp/.X11-unix/X\(number)") {
+                live.close()
+                throw ScreenError.virtualDisplay(
+                    "display :\(number) is in use (an X server answers on it): choose another number, or leave it out "
+                        + "to take a free one")
+            }
+        }
         guard let xvfb = findExecutable("Xvfb") else {
             throw ScreenError.virtualDisplay(
                 "Xvfb is not installed: run scripts/install-deps.sh (or `apt-get install xvfb`)")

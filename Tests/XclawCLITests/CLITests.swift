@@ -190,5 +190,28 @@ final class CLITests: XCTestCase {
         let again = try runCLI(["display", "stop", display.name], environment: env)
         XCTAssertEqual(again.status, 3)
         XCTAssertTrue(again.stderr.contains("xclaw display list"), again.stderr)
+
+        // A number of one's own, as `Xvfb :N` takes it: a free one (high, away from the suite's own displays).
+        let free = try XCTUnwrap(
+            (0..<200).lazy.map { _ in Int.random(in: 3000...9000) }.first { n in
+                !FileManager.default.fileExists(atPath: "/tmp/.X\(n)-lock")
+                    && !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(n)")
+            })
+        let chosen = try runCLI(["display", "start", ":\(free)", "--size", "640x480"], environment: env)
+        XCTAssertEqual(chosen.status, 0, chosen.stderr)
+        XCTAssertEqual(chosen.text, ":\(free)\n")
+        defer { _ = try? runCLI(["display", "stop", ":\(free)"], environment: env) }
+        XCTAssertEqual(try DisplayConnection(name: ":\(free)").screenSize(), Size(width: 640, height: 480))
+        // Taken: said plainly (exit 3), and the running one is left alone.
+        let taken = try runCLI(["display", "start", ":\(free)"], environment: env)
+        XCTAssertEqual(taken.status, 3, taken.stderr)
+        XCTAssertTrue(taken.stderr.contains("display :\(free) is in use"), taken.stderr)
+        XCTAssertEqual(try DisplayConnection(name: ":\(free)").screenSize(), Size(width: 640, height: 480))
+        for bad in [":x", ":-1", ":70000", "99x"] {
+            let refused = try runCLI(["display", "start", bad], environment: env)
+            XCTAssertEqual(refused.status, 2, "\(bad): \(refused.stderr)")
+            XCTAssertTrue(refused.stderr.contains("the display is :N"), refused.stderr)
+        }
+        XCTAssertEqual(try runCLI(["display", "stop", ":\(free)"], environment: env).status, 0)
     }
 }
