@@ -132,8 +132,7 @@ struct Replay: ParsableCommand {
         } else if let script, Int64(script) != nil {
             arguments.append(script)
         } else if let path = request.savePath {
-            let name = "\(ProcessInfo.processInfo.hostName):\(path)"
-            let revision = try storeFile(request.script, path: path, as: name, in: store)
+            let (name, revision) = try FleetScripts.store(request.script, file: path, in: store)
             storedFile = (path, name, revision, FileManager.default.contents(atPath: path))
             arguments += FleetDispatch.option("--stored", name)
         }
@@ -162,7 +161,7 @@ struct Replay: ParsableCommand {
                         printError(
                             "xclaw: \(file.path) changed while the replay ran: the healed script stays in the database "
                                 + "as \(file.name) revision \(newest.revision) (`xclaw replay --stored` replays it)")
-                    } else if let previous = writeBack(newest, to: file.path, replacing: file.revision) {
+                    } else if let previous = FleetScripts.writeBack(newest, to: file.path, replacing: file.revision) {
                         (outcome.saved, outcome.previous) = (file.path, previous)
                     }
                 }
@@ -176,42 +175,6 @@ struct Replay: ParsableCommand {
             try report(outcome, exitOnFailure: false)
         }
         if status != 0 { throw ExitCode(status) }
-    }
-
-    /// Stores the script file at `path` as `name`, and returns the revision the worker will replay. A file that is
-    /// an older revision of what is stored (a worker healed it since, and the file was not written back) is not
-    /// stored again over the healed one: the newest revision is written into it first.
-    private func storeFile(_ script: ReplayScript, path: String, as name: String, in store: AgentStore) throws -> Int {
-        let revision = script.revision ?? 1
-        if let newest = try? store.script(named: name, revision: nil), newest.revision > revision,
-            let same = try? store.script(named: name, revision: revision),
-            String(decoding: try script.with(revision: revision).json(), as: UTF8.self) == same.body
-        {
-            if writeBack(newest, to: path, replacing: revision) != nil {
-                printError(
-                    "xclaw: \(path) was revision \(revision); revision \(newest.revision), healed since, was written into it"
-                )
-            }
-            return newest.revision
-        }
-        return try script.store(as: name, in: store, by: FleetDispatch.who()).script.revision
-    }
-
-    /// Writes a stored revision into the script file, keeping the one it replaces beside it (`FILE.revN`, as a
-    /// replay here does); returns that copy's path, nil (and says why) when it could not.
-    private func writeBack(_ stored: StoredScript, to path: String, replacing revision: Int) -> String? {
-        let previous = "\(path).rev\(revision)"
-        do {
-            try? FileManager.default.removeItem(atPath: previous)
-            try FileManager.default.copyItem(atPath: path, toPath: previous)
-            try OutputFile.write(Data(stored.body.utf8), to: path)
-            return previous
-        } catch {
-            printError(
-                "xclaw: the healed script (stored as \(stored.name) revision \(stored.revision)) could not be written "
-                    + "to \(path): \(error)")
-            return nil
-        }
     }
 
     /// Prints how the replay went and ends with its exit status.

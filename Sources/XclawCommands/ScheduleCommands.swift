@@ -171,9 +171,8 @@ struct ScheduleCommand: ParsableCommand {
             // names it there; each fire replays its newest revision (`script save` or a healed replay adds one).
             var replay = self.replay.map { Invocation.current.resolve($0) }
             if let path = replay, store.hasFleet {
-                let name = "\(ProcessInfo.processInfo.hostName):\(path)"
-                _ = try ReplayScript.read(path, resolved: path).store(as: name, in: store, by: FleetDispatch.who())
-                replay = DaemonScheduling.storedPrefix + name
+                let script = try ReplayScript.read(path, resolved: path)
+                replay = DaemonScheduling.storedPrefix + (try FleetScripts.store(script, file: path, in: store).name)
             }
             let task = try store.createTask(
                 agent: agent, prompt: prompt, scheduleType: type, scheduleValue: value, contextMode: .agent,

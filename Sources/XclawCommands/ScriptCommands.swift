@@ -211,3 +211,46 @@ struct ScriptList: ParsableCommand {
         }
     }
 }
+
+/// A script file replayed by a fleet: stored in the database under its host and path, and the revision a worker
+/// healed written back into it.
+enum FleetScripts {
+    /// Stores the script file at `path` under its fleet name (`HOST:PATH`), and returns that name and the revision a
+    /// worker will replay. A file that is an older revision of what is stored (a worker healed it since, and the file
+    /// was not written back) is not stored again over the healed one: the newest revision is written into it first.
+    static func store(_ script: ReplayScript, file path: String, in store: AgentStore) throws -> (
+        name: String, revision: Int
+    ) {
+        let name = "\(ProcessInfo.processInfo.hostName):\(path)"
+        let revision = script.revision ?? 1
+        if let newest = try? store.script(named: name, revision: nil), newest.revision > revision,
+            let same = try? store.script(named: name, revision: revision),
+            String(decoding: try script.with(revision: revision).json(), as: UTF8.self) == same.body
+        {
+            if writeBack(newest, to: path, replacing: revision) != nil {
+                printError(
+                    "xclaw: \(path) was revision \(revision); revision \(newest.revision), healed since, was written into it"
+                )
+            }
+            return (name, newest.revision)
+        }
+        return (name, try script.store(as: name, in: store, by: FleetDispatch.who()).script.revision)
+    }
+
+    /// Writes a stored revision into the script file, keeping the one it replaces beside it (`FILE.revN`, as a
+    /// replay here does); returns that copy's path, nil (and says why) when it could not.
+    static func writeBack(_ stored: StoredScript, to path: String, replacing revision: Int) -> String? {
+        let previous = "\(path).rev\(revision)"
+        do {
+            try? FileManager.default.removeItem(atPath: previous)
+            try FileManager.default.copyItem(atPath: path, toPath: previous)
+            try OutputFile.write(Data(stored.body.utf8), to: path)
+            return previous
+        } catch {
+            printError(
+                "xclaw: the healed script (stored as \(stored.name) revision \(stored.revision)) could not be written "
+                    + "to \(path): \(error)")
+            return nil
+        }
+    }
+}

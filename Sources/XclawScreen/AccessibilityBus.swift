@@ -371,7 +371,7 @@ public struct AccessibilityBus: Codable, Sendable, Hashable {
         {
             return true
         }
-        return (try? UnixSocket.connect(path: "/tmp/.X11-unix/X\(number)")) != nil
+        return VirtualDisplay.socketAnswers(display: number)
     }
 
     /// A bus address without its `guid=` part, which a daemon may or may not pass on to what it spawns.

@@ -57,6 +57,14 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
 
     private static var displaysDirectory: URL { stateDirectory.appendingPathComponent("displays") }
 
+    /// Whether an X server accepts connections on display `number`'s socket (an Xvfb started with `-displayfd`
+    /// writes no lock file, and a killed one leaves a socket nobody answers on).
+    static func socketAnswers(display number: Int) -> Bool {
+        guard let socket = try? UnixSocket.connect(path: "/tmp/.X11-unix/X\(number)") else { return false }
+        socket.close()
+        return true
+    }
+
     /// Starts Xvfb and returns once it accepts connections.
     /// - Parameters:
     ///   - number: a display number to use (`nil`: the first free one).
@@ -86,8 +94,7 @@ public struct VirtualDisplay: Codable, Sendable, Hashable {
             }
             // Xvfb would fail on its own, with "server already running" in its log: say it plainly first. A socket
             // nothing answers on (a server killed) is stale, and Xvfb takes the number over.
-            if let live = try? UnixSocket.connect(path: "/tmp/.X11-unix/X\(number)") {
-                live.close()
+            if socketAnswers(display: number) {
                 throw ScreenError.virtualDisplay(
                     "display :\(number) is in use (an X server answers on it): choose another number, or leave it out "
                         + "to take a free one")

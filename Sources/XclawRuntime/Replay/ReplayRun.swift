@@ -147,7 +147,7 @@ public enum Replayer {
             outcome.wall_ms = (ended.timeIntervalSince(record.startedAt) * 1000).rounded()
         }
         if let log = try store.replayLog(session: id)?.log {
-            outcome.outcomes = (try? JSONDecoder.xclawRecords.decode([ReplayedStep].self, from: Data(log.utf8))) ?? []
+            outcome.outcomes = ReplayedStep.log(log)
         }
         return outcome
     }

@@ -96,22 +96,22 @@ public struct ReplayScript: Codable, Sendable {
         guard let data = FileManager.default.contents(atPath: resolved) else {
             throw ReplayError.badScript("cannot read the script \(path)")
         }
-        guard let script = try? JSONDecoder.xclawRecords.decode(ReplayScript.self, from: data),
-            script.format == "xclaw-script"
-        else {
-            throw ReplayError.badScript(
-                "\(path) is not an xclaw script (write one with `xclaw script export RUN -o FILE`)")
-        }
-        guard script.version <= 1 else { throw ReplayError.newerFormat(script.version) }
-        return script
+        return try decode(
+            data, notOne: "\(path) is not an xclaw script (write one with `xclaw script export RUN -o FILE`)")
     }
 
     /// The newest revision of the script stored as `name` (or that revision).
     public static func stored(_ name: String, revision: Int? = nil, in store: any ScriptStore) throws -> ReplayScript {
         let row = try store.script(named: name, revision: revision)
-        guard let script = try? JSONDecoder.xclawRecords.decode(ReplayScript.self, from: Data(row.body.utf8)) else {
-            throw ReplayError.badScript("the stored script \(name) (revision \(row.revision)) is not an xclaw script")
-        }
+        return try decode(
+            Data(row.body.utf8), notOne: "the stored script \(name) (revision \(row.revision)) is not an xclaw script")
+    }
+
+    /// A script from its JSON, of a format version this xclaw reads; `notOne` says what is wrong otherwise.
+    private static func decode(_ data: Data, notOne: String) throws -> ReplayScript {
+        guard let script = try? JSONDecoder.xclawRecords.decode(ReplayScript.self, from: data),
+            script.format == "xclaw-script"
+        else { throw ReplayError.badScript(notOne) }
         guard script.version <= 1 else { throw ReplayError.newerFormat(script.version) }
         return script
     }

@@ -61,6 +61,11 @@ public struct ReplayedStep: Codable, Sendable, Hashable {
         (self.number, self.action, self.label, self.grounded, self.point) = (number, action, label, grounded, point)
         (self.result, self.healedLabel, self.reason, self.ms) = (result, healedLabel, reason, ms)
     }
+
+    /// A replay's stored log of step outcomes (`ReplayStore.replayLog`); empty when it cannot be read.
+    public static func log(_ json: String) -> [ReplayedStep] {
+        (try? JSONDecoder.xclawRecords.decode([ReplayedStep].self, from: Data(json.utf8))) ?? []
+    }
 }
 
 /// Grounds and performs one recorded step: its target found anew (label and role in its window, with as many

@@ -91,7 +91,7 @@ public enum RunReports {
     public static func render(session id: Int64, store: any StoreBackend) throws -> Data {
         var report = RunReport(try store.runTranscript(session: id))
         if let (log, shot) = try store.replayLog(session: id) {
-            report.replaySteps = (try? JSONDecoder.xclawRecords.decode([ReplayedStep].self, from: Data(log.utf8))) ?? []
+            report.replaySteps = ReplayedStep.log(log)
             report.replayShot = shot.flatMap { RunReport.Image(mediaType: "image/png", base64: $0) }
             if report.prompt.isEmpty, let replay = report.session.replay {
                 report.prompt = "replay of \(replay.script)"

@@ -84,13 +84,7 @@ final class PostgresConnection: SQLConnection {
     }
 
     /// Runs several statements without arguments in one round trip (the schema, transaction control).
-    func executeScript(_ sql: String) throws {
-        guard let handle else { throw closed() }
-        try sendOpening()
-        let result = PQexec(handle, sql)
-        defer { PQclear(result) }
-        try check(result, sql: sql)
-    }
+    func executeScript(_ sql: String) throws { _ = try scalar(sql) }
 
     /// Opens a transaction with `statements` (each one statement without arguments), sent only with the first
     /// statement that follows, in its round trip.
@@ -145,6 +139,11 @@ final class PostgresConnection: SQLConnection {
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         try check(result, sql: sql)
+        return Self.firstValue(result)
+    }
+
+    /// The first column of a result's first row as text; nil when there is none or it is NULL.
+    private static func firstValue(_ result: OpaquePointer?) -> String? {
         guard PQntuples(result) > 0, PQnfields(result) > 0, PQgetisnull(result, 0, 0) == 0,
             let value = PQgetvalue(result, 0, 0)
         else { return nil }
@@ -296,11 +295,7 @@ final class PostgresConnection: SQLConnection {
             PQclear(main)
             throw error
         }
-        if let last = openings.last, PQntuples(last) > 0, PQnfields(last) > 0, PQgetisnull(last, 0, 0) == 0,
-            let value = PQgetvalue(last, 0, 0)
-        {
-            openingValue = String(cString: value)
-        }
+        if let last = openings.last { openingValue = Self.firstValue(last) }
         return main
     }
 
