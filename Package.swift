@@ -226,7 +226,7 @@ let package = Package(
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
                 "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawDaemonServices",
-                "XclawMCP", "XclawWeb", "CXclawSystem",
+                "XclawMCP", "XclawWeb", "CXclawSystem", "XclawHandoff",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

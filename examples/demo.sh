@@ -4,22 +4,32 @@
 # answer the dialog by its button's label, then let the agent loop (`xclaw run`) answer another dialog, driven by a
 # scripted model on a loopback Messages API (no API key needed), its "Delete" held for approval until
 # `xclaw approve`, and check every result.
-# Installs dependencies (idempotent) and builds on first run. Leaves nothing running.
+# Installs what it shows (idempotent: scripts/install-deps.sh --demo) and builds what it runs on first run. Leaves
+# nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-echo "demo: building xclaw (first build takes a minute)…" >&2
-# xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself.
-swift build -c release --product xclaw 2>&1 | tail -1 >&2
-swift build -c release --product xclaw-core 2>&1 | tail -1 >&2
-swift build -c release --product xclaw-mock-api 2>&1 | tail -1 >&2
-swift build -c release --product xclaw-atspi 2>&1 | tail -1 >&2
+bash scripts/install-deps.sh --demo
+# xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself; xclaw-atspi reads
+# accessibility trees; xclaw-mock-api plays the scripted model. Only these four are built (not the tests, fixtures
+# or benchmarks), each printing its progress.
+for product in xclaw xclaw-core xclaw-atspi xclaw-mock-api; do
+  echo "demo: building $product (release; the first build of xclaw-core takes a few minutes)…" >&2
+  swift build -c release --product "$product" 2>&1 | grep --line-buffered -E '^\[[0-9]+/[0-9]+\] (Compiling|Linking)|error|Build' \
+    | sed -u -E 's/^(\[[0-9]+\/[0-9]+\] (Compiling|Linking) [^ ]+).*/\1/; s/^/   /' >&2
+done
 xclaw=".build/release/xclaw"
 mockapi=".build/release/xclaw-mock-api"
 out="$(mktemp -d /tmp/xclaw-demo.XXXXXX)"
+# The first command the daemon serves starts one (fast by default; it says so once): in a state directory of the
+# demo's own, so it is stopped with the demo and leaves nothing running.
+export XCLAW_STATE_DIR="$out/state"
+stop_all() {
+  "$xclaw" display stop "$display" >/dev/null 2>&1 || true
+  "$xclaw" daemon stop >/dev/null 2>&1 || true
+}
 
 display=$("$xclaw" display start --size 1920x1080 --accessibility)
-trap '"$xclaw" display stop "$display" >/dev/null 2>&1 || true' EXIT
+trap stop_all EXIT
 eval "$("$xclaw" display env "$display")"   # DISPLAY and the session bus, for the apps started below
 echo "1. started a private Xvfb on $display (1920x1080) with a session bus and an accessibility bus"
 
@@ -100,7 +110,7 @@ dialog=$!
 "$xclaw" watch --text "Keep" --timeout 15 --display "$display" >/dev/null
 "$mockapi" --script examples/agent/answer-dialog.json >"$out/mock-api.url" 2>"$out/mock-api.log" &
 mock=$!
-trap 'kill $mock 2>/dev/null || true; "$xclaw" display stop "$display" >/dev/null 2>&1 || true' EXIT
+trap 'kill $mock 2>/dev/null || true; stop_all' EXIT
 for _ in $(seq 100); do [ -s "$out/mock-api.url" ] && break; sleep 0.05; done
 echo "10. xclaw run with a scripted model at $(head -1 "$out/mock-api.url"):"
 # Pressing "Delete" needs a person's approval. Run without a terminal (setsid), as a scheduled run would be, the run

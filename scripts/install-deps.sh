@@ -2,41 +2,54 @@
 # Installs the Debian packages xclaw builds and tests against. Idempotent: it asks apt only for what is
 # missing and runs `apt-get update` only when something is. Needs root (or sudo) when anything is missing.
 #   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --demo     only what examples/demo.sh builds and shows (the README's first command)
 #   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (scrot, the tesseract CLI;
 #                                      PyAutoGUI with OpenCV goes into a venv that `bench image` makes)
 set -euo pipefail
 
+# What xclaw builds against, and what the demo runs: its display, terminal, dialog, buses and OCR languages.
 packages=(
   pkg-config
   libx11-dev libxtst-dev libxext-dev libxrandr-dev libpng-dev
-  libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev sqlite3 libjpeg-dev
-  # The fleet's store: libpq to build against, and a PostgreSQL server the store tests start in a temporary directory.
-  libpq-dev postgresql
-  # OCR languages for `--lang` (README, "OCR languages"): the Latin-script ones.
-  tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por
+  libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev libjpeg-dev
+  # The fleet's store links libpq.
+  libpq-dev
   # Glyph comparison for per-control reading: FreeType and the fonts toolkits draw labels in.
   libfreetype-dev fonts-dejavu-core xfonts-base fonts-urw-base35
+  # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses.
+  libglib2.0-dev libatspi2.0-dev dbus dbus-bin at-spi2-core
   xvfb xauth
-  # ss: a test display's failure lists the clients of its server (XclawTesting's DisplayDiagnosis).
-  iproute2
-  xterm x11-apps x11-utils zenity openbox
-  # Python venv and pip: the test clients (the official MCP client, jsonschema, websockets) live in a venv that
-  # scripts/test-venv.sh makes once per build tree (scripts/test-clients.txt).
-  python3-venv python3-pip
-  # xdotool: the replay tests move windows with it (no window manager runs on the tests' Xvfb).
-  xdotool
-  # wmctrl and xclip: the oracles of the window-control and clipboard tests (xdotool's for input and search).
-  wmctrl xclip
-  # Accessibility (AT-SPI2): GDBus for the reader, the session and accessibility buses, and the apps the tests read.
-  libglib2.0-dev libatspi2.0-dev dbus dbus-bin at-spi2-core gtk-3-examples featherpad
-  # Tk and GTK apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its
-  # Motif app.
-  python3-tk python3-gi gir1.2-gtk-3.0 libmotif-dev
-  # PyYAML: the deployment tests parse the Kubernetes manifests (deploy/kubernetes) with it.
-  python3-yaml
-  # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
-  chromium
+  # The demo's apps, the OCR languages it reads the terminal in (`--lang eng+deu+fra`), and python3 for reading JSON.
+  xterm zenity tesseract-ocr-deu tesseract-ocr-fra python3
 )
+if [[ "${1:-}" != "--demo" ]]; then
+  packages+=(
+    sqlite3
+    # A PostgreSQL server the store tests start in a temporary directory.
+    postgresql
+    # The other Latin-script OCR languages for `--lang` (docs/commands.md, "OCR languages").
+    tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por
+    # ss: a test display's failure lists the clients of its server (XclawTesting's DisplayDiagnosis).
+    iproute2
+    x11-apps x11-utils openbox
+    # Python venv and pip: the test clients (the official MCP client, jsonschema, websockets, pytest) live in a venv
+    # that scripts/test-venv.sh makes once per build tree (scripts/test-clients.txt).
+    python3-venv python3-pip
+    # xdotool: the replay tests move windows with it (no window manager runs on the tests' Xvfb).
+    xdotool
+    # wmctrl and xclip: the oracles of the window-control and clipboard tests (xdotool's for input and search).
+    wmctrl xclip
+    # The accessibility tests' apps.
+    gtk-3-examples featherpad
+    # Tk and GTK apps (run with /usr/bin/python3) as test clients: the grounding suite's, the image search's; and its
+    # Motif app.
+    python3-tk python3-gi gir1.2-gtk-3.0 libmotif-dev
+    # PyYAML: the deployment tests parse the Kubernetes manifests (deploy/kubernetes) with it.
+    python3-yaml
+    # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
+    chromium
+  )
+fi
 [[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr)
 
 missing=()

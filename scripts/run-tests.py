@@ -152,6 +152,9 @@ def environment(scratch, index, daemon):
         os.makedirs(path, mode=0o700, exist_ok=True)
         env[variable] = path
     env["XCLAW_TEST_DAEMON"] = "1" if daemon else "0"
+    # No command starts a daemon of its own (fast by default): the daemon pass starts its own, and the tests of the
+    # automatic start say XCLAW_DAEMON=auto.
+    env["XCLAW_DAEMON"] = "off"
     # OCR reads the locale's language by default: every job reads as on a C.UTF-8 machine, whatever this one's is;
     # the tests of that default set their own locale.
     for variable in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):

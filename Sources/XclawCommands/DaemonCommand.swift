@@ -4,6 +4,7 @@ import XclawBase
 import XclawCommandLine
 import XclawDaemon
 import XclawDaemonServices
+import XclawHandoff
 import XclawMCP
 import XclawRuntime
 import XclawStore
@@ -34,26 +35,57 @@ struct DaemonCommand: ParsableCommand {
             discussion: """
                 --web also serves the web view and MCP over HTTP on ADDR (default 127.0.0.1:7878; HOST:PORT, :PORT, \
                 PORT, [::1]:PORT), behind a token: `xclaw daemon status --json` prints web.url and web.token.
+
+                You rarely need this: a command the daemon serves starts one when none runs (`--auto`), which leaves \
+                after 15 minutes without a command (daemon_idle_exit = DURATION in the config file, or \
+                XCLAW_DAEMON_IDLE_EXIT; 0: never). daemon = off in the config file (or XCLAW_DAEMON=off) turns that \
+                off; XCLAW_NO_DAEMON=1 runs every command in-process. One started with `daemon start` stays until \
+                `daemon stop` unless given --idle-exit.
+
+                --auto exits 0 when one runs already, and 1 when the config says daemon = off.
                 """)
         @Flag(help: "Print its status as JSON.") var json = false
+        @Flag(help: "Start one as a command does: none when one runs (exit 0), leaving after daemon_idle_exit.")
+        var auto = false
+        @Option(
+            name: .customLong("idle-exit"),
+            help: ArgumentHelp(
+                "Leave after this long without a command (900, 90s, 15m, 2h; 0: never).", valueName: "DURATION"))
+        var idleExit: String?
         @OptionGroup var web: WebOptions
 
         func validate() throws {
             try web.validate()
             try RunForeground.validateRecycleLimit()
+            try RunForeground.validateIdleExit(idleExit)
         }
 
         func run() throws {
             let socket = try DaemonPaths.socket()
             let client = DaemonClient(socketPath: socket)
+            var idle = idleExit
+            if auto {
+                let policy: AutoStartPolicy
+                do { policy = try AutoStartPolicy.load(environment: Invocation.current.environment) } catch {
+                    throw ValidationError("\(error)")
+                }
+                guard policy.mode == .auto else { throw DaemonError.autoStartOff(config: policy.configPath) }
+                idle = idle ?? String(policy.idleExitSeconds)
+            }
+            // One start at a time per user: two commands that found none at once must not start two daemons (the
+            // second would take the socket from the first, which then serves nobody until it leaves).
+            let lock = try DaemonPaths.takeStartLock()
+            defer { close(lock) }
             if let running = try client.status() {
+                if auto { return try emit(running, json: json) { "daemon pid \(running.pid) runs already" } }
                 throw DaemonError.alreadyRunning(pid: running.pid, socket: socket)
             }
             let log = try DaemonPaths.log()
             let executable = XclawPaths.executableDirectory.appendingPathComponent("xclaw-core").path
+            let idleArguments = idle.map { ["--idle-exit", $0] } ?? []
             let child = try Subprocess.spawn(
-                [executable, "daemon", "run"] + web.arguments, stdout: .appending(toFile: log), stderr: .sameAsStdout,
-                group: .newSession)
+                [executable, "daemon", "run"] + web.arguments + idleArguments, stdout: .appending(toFile: log),
+                stderr: .sameAsStdout, group: .newSession)
             // A loaded machine (a CI run building beside it) can take a while to start a process and open the store.
             let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline {
@@ -124,6 +156,11 @@ struct DaemonCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).")
         @Option(help: .hidden) var parent: Int32?
+        @Option(
+            name: .customLong("idle-exit"),
+            help: ArgumentHelp(
+                "Leave after this long without a command (900, 90s, 15m, 2h; 0: never).", valueName: "DURATION"))
+        var idleExit: String?
         @OptionGroup var web: WebOptions
         @OptionGroup var fleet: WorkerOptions
 
@@ -131,6 +168,20 @@ struct DaemonCommand: ParsableCommand {
             try web.validate()
             try fleet.validate()
             try Self.validateRecycleLimit()
+            try Self.validateIdleExit(idleExit)
+        }
+
+        /// `--idle-exit`, refused as bad usage before anything starts.
+        static func validateIdleExit(_ text: String?) throws {
+            guard let text, AutoStartPolicy.parseDuration(text) == nil else { return }
+            throw ValidationError(
+                "--idle-exit \(text): give a duration such as 900, 90s, 15m or 2h (0: never)")
+        }
+
+        /// `--idle-exit` as a duration; nil for none or 0.
+        static func idleDuration(_ text: String?) -> Duration? {
+            guard let seconds = text.flatMap(AutoStartPolicy.parseDuration), seconds > 0 else { return nil }
+            return .seconds(seconds)
         }
 
         /// `XCLAW_DAEMON_RECYCLE_AFTER`, refused as bad usage before anything starts.
@@ -144,7 +195,7 @@ struct DaemonCommand: ParsableCommand {
             let server = try DaemonServer(
                 socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version,
                 recycleAfter: try DaemonRecycling.limit(ProcessInfo.processInfo.environment),
-                execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
+                idleExit: Self.idleDuration(idleExit), execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
             // A marker a killed daemon left would send plain input to a daemon without a web view. (After a recycle
             // it is this daemon's own, and the web view listens again in a moment.)
             if server.inherited == nil, let marker = try? DaemonPaths.webMarker() { unlink(marker) }
@@ -170,6 +221,8 @@ struct DaemonCommand: ParsableCommand {
                 }
             }
             if let webView {
+                // Its pages and MCP clients are not commands on the socket: a daemon serving them stays.
+                server.keepAlive { true }
                 server.onRecycle(prepare: { webView.handover() }, resume: { webView.resume() })
             }
             defer { webView.map(DaemonWeb.stop) }
@@ -186,6 +239,8 @@ struct DaemonCommand: ParsableCommand {
                 server.stop()
                 throw error
             }
+            // A worker serves its fleet's queue, not commands on its socket.
+            if worker != nil { server.keepAlive { true } }
             signal(SIGPIPE, SIG_IGN)
             // In place when it returns (a dispatch source left a window in which a SIGTERM was ignored).
             let watch = Interrupt.watch([SIGTERM, SIGINT]) { _ in server.stop() }

@@ -4,8 +4,14 @@ import XclawBase
 import XclawPolling
 import XclawScreen
 
-/// The directory holding the built products (`xclaw`, `xclaw-fixture`): the test bundle's own directory.
-public let productsDirectory: URL = XclawPaths.executableDirectory
+/// The directory holding the built products (`xclaw`, `xclaw-fixture`): the test bundle's own directory. Every test
+/// that starts an `xclaw` reads it first, so it also makes sure no command a test starts starts a daemon of its own
+/// (`XCLAW_DAEMON=off`, unless the environment says otherwise: `scripts/run-tests.py` sets it too), which would
+/// outlive the test by its idle time; the tests of that start say `XCLAW_DAEMON=auto`.
+public let productsDirectory: URL = {
+    setenv("XCLAW_DAEMON", "off", 0)
+    return XclawPaths.executableDirectory
+}()
 
 /// A private Xvfb for one test class. Started with `-terminate` and held open by a keeper connection, so the server
 /// also ends if the test process dies without running its tear-down.

@@ -1,5 +1,6 @@
 import CXclawSystem
 import Glibc
+import XclawHandoff
 import XclawWire
 
 /// What the front knows of its invocation, and how it becomes the full binary.
@@ -52,6 +53,67 @@ struct Front {
         Front.fail(
             "cannot run \(core) (\(String(cString: strerror(errno)))): install it beside xclaw", status: 5,
             json: asksJSON)
+    }
+
+    /// Starts a daemon for the commands to come when none runs and the policy (`AutoStartPolicy`) allows: runs
+    /// `xclaw-core daemon start --auto` and waits for it. The first start in a state directory says so once on
+    /// stderr, with how to turn it off. False (the command runs in-process) when the policy says off or the start
+    /// failed (its error is on stderr already); a setting that means nothing ends the command (exit 2).
+    func startDaemon() -> Bool {
+        let policy: AutoStartPolicy
+        do { policy = try AutoStartPolicy.load(environment: environment) } catch {
+            Front.fail("\(error)", status: 2, json: asksJSON)
+        }
+        guard policy.mode == .auto else { return false }
+        let core = Front.directory() + "/xclaw-core"
+        let words: [String] = [core, "daemon", "start", "--auto"]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        let pid = fork()
+        guard pid >= 0 else { return false }
+        if pid == 0 {
+            // Nothing of the asker's but stderr: a daemon that held a `$(xclaw …)` pipe or a harness's descriptor
+            // would keep its reader waiting for as long as it lives.
+            let empty = open("/dev/null", O_RDWR)
+            if empty >= 0 {
+                dup2(empty, 0)
+                dup2(empty, 1)
+            }
+            var fd: Int32 = 3
+            while fd < 4096 {
+                close(fd)
+                fd += 1
+            }
+            execv(core, argv)
+            _exit(127)
+        }
+        for pointer in argv { free(pointer) }
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        // Exited with status 0 (the `WIFEXITED` and `WEXITSTATUS` macros, which Swift does not import).
+        guard raw & 0x7f == 0, (raw >> 8) & 0xff == 0 else {
+            Front.notice("could not start a daemon (above); running in-process")
+            return false
+        }
+        if let state = DaemonHandoff.stateDirectory(environment) {
+            let marker = open(state + "/autostart.noticed", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if marker >= 0 {
+                close(marker)
+                Front.notice(
+                    "started a daemon to serve this and later commands faster; it exits after "
+                        + Self.spoken(policy.idleExitSeconds) + " without a command (`xclaw daemon stop` ends it "
+                        + "now). To run every command in-process instead: daemon = off in \(policy.configPath), or "
+                        + "XCLAW_NO_DAEMON=1")
+            }
+        }
+        return true
+    }
+
+    /// A number of seconds as the notice says it ("15 min"); 0 is never.
+    static func spoken(_ seconds: Int) -> String {
+        if seconds == 0 { return "no time (never: daemon_idle_exit = 0)" }
+        if seconds % 3600 == 0 { return "\(seconds / 3600) h" }
+        if seconds % 60 == 0 { return "\(seconds / 60) min" }
+        return "\(seconds) s"
     }
 
     /// Writes a line to stderr.

@@ -15,10 +15,15 @@ if front.noDaemon || !handoff.webViewRuns,
     exit(status)
 }
 if !front.noDaemon, ServedCommands.serves(front.arguments) {
-    switch handoff.run() {
+    var outcome = handoff.run()
+    // Fast by default: none runs, so one is started for this command and the ones after it.
+    if case .noDaemon = outcome, front.startDaemon() { outcome = handoff.run() }
+    switch outcome {
     case .exited(let status): exit(status)
     case .daemonDied(let message): Front.fail(message, status: 5, json: front.asksJSON)
-    case .notTaken: break
+    case .noDaemon(stale: true):
+        Front.notice("the daemon is not running (removed its stale socket); running in-process")
+    case .notTaken, .noDaemon: break
     }
 }
 front.becomeCore()

@@ -84,6 +84,8 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var web: DaemonWebStatus?
     /// Its X connections: open, dropped after their server went away, reconnects, and its recycles.
     public var x_connections: DaemonConnectionStatus?
+    /// Seconds without a command after which it leaves (a daemon a command started); absent: it stays.
+    public var idle_exit_s: Double?
 }
 
 /// The daemon's X connections, so a leak across X server restarts shows.
@@ -139,6 +141,17 @@ public enum DaemonPaths {
     /// The socket path; throws when the state directory is planted.
     public static func socket() throws -> String {
         try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("daemon.sock").path
+    }
+
+    /// Takes the lock that makes starts one at a time (`daemon.start.lock`, waited for); close the descriptor to
+    /// release it. Close-on-exec, so the daemon a start spawns does not hold it.
+    public static func takeStartLock() throws -> Int32 {
+        let path = try PrivateFiles.directory(XclawPaths.stateDirectory()).appendingPathComponent("daemon.start.lock")
+            .path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw DaemonError.failed("cannot open \(path): \(Errno.current)", log: path) }
+        while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+        return fd
     }
 
     /// Where a daemon started in the background writes its log.

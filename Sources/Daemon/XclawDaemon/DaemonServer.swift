@@ -45,16 +45,25 @@ public final class DaemonServer: Sendable {
     /// What the first image inherited from its parent (descriptors not close-on-exec): passed on at each recycle
     /// as it came, e.g. a harness's lifeline whose closing tells it the daemon exited.
     private let passedOn: [Int32]
+    /// How long it stays with no command asked of it (a daemon a command started); nil: until stopped.
+    public let idleExit: Duration?
+    /// Connections being served now.
+    private let connections = Atomic<Int>(0)
+    /// When the last connection ended (or the daemon started).
+    private let lastRequest = Mutex(ContinuousClock.now)
+    /// What keeps an idle daemon alive beyond its commands: schedules still to fire, a fleet worker's duty.
+    private let keepers = Mutex<[@Sendable () -> Bool]>([])
 
     /// Takes the socket: refuses (`alreadyRunning`) when a daemon answers there, removes a stale one; or, in an
     /// image a recycle started (`XCLAW_DAEMON_HANDOVER`), the listening socket it inherited and the state handed
     /// over with it. `execute` runs a command line (the surface's own parser, so a served command is the same
     /// command); `recycleAfter`: lost X connections after which it re-executes itself (nil: never).
     public init(
-        socketPath: String, version: String, recycleAfter: Int? = nil,
+        socketPath: String, version: String, recycleAfter: Int? = nil, idleExit: Duration? = nil,
         execute: @escaping @Sendable ([String]) -> Int32
     ) throws {
         self.execute = execute
+        self.idleExit = idleExit
         let pipe = try Subprocess.pipe()
         _ = fcntl(pipe.write, F_SETFL, O_NONBLOCK)  // a full pipe already wakes the thread: never wait to add
         wake = pipe
@@ -145,8 +154,9 @@ public final class DaemonServer: Sendable {
                 pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
             ]
-            // Every few seconds too: a connection dropped outside any work (a watched screen's) counts as well.
-            let ready = poll(&fds, 2, 5000)
+            // Every few seconds too: a connection dropped outside any work (a watched screen's) counts as well; and
+            // when the idle time runs out.
+            let ready = poll(&fds, 2, pollTimeout())
             if isStopping { break }
             if ready < 0 {
                 if errno != EINTR { Thread.sleep(forTimeInterval: 0.01) }
@@ -164,18 +174,45 @@ public final class DaemonServer: Sendable {
                 }
                 // Never refused: only this thread closes the gate, and it is here.
                 _ = activity.begin()
+                connections.add(1, ordering: .sequentiallyConsistent)
                 Thread {
                     self.serve(connection)
+                    self.lastRequest.withLock { $0 = .now }
+                    self.connections.subtract(1, ordering: .sequentiallyConsistent)
                     self.activity.end()
                 }.start()
                 continue
             }
             recycleIfDue()
+            if idleExitDue() {
+                logger.info("no command for \(idleExit.map { "\($0)" } ?? ""): leaving (`daemon_idle_exit`)")
+                stop()
+            }
         }
         listener.close()
         unlink(socketPath)
         displays.close()
         logger.info("stopped")
+    }
+
+    /// Keeps the daemon while `condition` holds, however long no command came (idle exit only).
+    public func keepAlive(while condition: @escaping @Sendable () -> Bool) {
+        keepers.withLock { $0.append(condition) }
+    }
+
+    /// Whether it has been idle for `idleExit`: no connection, no run of its own, nothing keeping it.
+    private func idleExitDue() -> Bool {
+        guard let idleExit, connections.load(ordering: .sequentiallyConsistent) == 0,
+            running.load(ordering: .relaxed) == 0, ContinuousClock.now - lastRequest.withLock({ $0 }) >= idleExit
+        else { return false }
+        return !keepers.withLock { $0 }.contains { $0() }
+    }
+
+    /// The listener's wait: 5 s, or less when the idle time runs out sooner.
+    private func pollTimeout() -> Int32 {
+        guard let idleExit else { return 5000 }
+        let left = idleExit - (ContinuousClock.now - lastRequest.withLock { $0 })
+        return Int32(max(10, min(5000, left.milliseconds.rounded(.up))))
     }
 
     /// Re-executes the daemon when the connections dropped reached the threshold and nothing is in flight: the
@@ -266,7 +303,8 @@ public final class DaemonServer: Sendable {
             ocr_blocks: displays.ocrBlocks, tree_reads: displays.treeReads, web: web.withLock { $0 },
             x_connections: DaemonConnectionStatus(
                 open: DisplayConnection.census.open, dropped: DisplayConnection.census.dropped,
-                reconnects: displays.reconnects, recycles: inherited?.recycles ?? 0, recycle_after: recycleAfter))
+                reconnects: displays.reconnects, recycles: inherited?.recycles ?? 0, recycle_after: recycleAfter),
+            idle_exit_s: idleExit?.seconds)
     }
 
     private func serve(_ connection: UnixSocket) {
@@ -428,11 +466,13 @@ public enum DaemonError: ClassifiedError, Hashable {
     case failed(String, log: String)
     /// `XCLAW_DAEMON_RECYCLE_AFTER` is not a positive integer.
     case badRecycleLimit(String)
+    /// `daemon start --auto` while the config file says `daemon = off` (or `XCLAW_DAEMON=off`).
+    case autoStartOff(config: String)
 
     /// Already running and not running are conditions (1); a refusal is bad usage (2); a start that failed, 5.
     public var exitStatus: ExitStatus {
         switch self {
-        case .alreadyRunning, .notRunning: return .notFound
+        case .alreadyRunning, .notRunning, .autoStartOff: return .notFound
         case .refused, .badRecycleLimit: return .usage
         case .didNotStart, .failed: return .internal
         }
@@ -450,6 +490,9 @@ public enum DaemonError: ClassifiedError, Hashable {
         case .badRecycleLimit(let text):
             return "\(DaemonRecycling.limitVariable)=\(text): give a positive integer (lost X connections after which "
                 + "the daemon re-executes itself; \(DaemonRecycling.defaultLimit) when unset), or unset it"
+        case .autoStartOff(let config):
+            return "commands start no daemon: daemon = off in \(config) or XCLAW_DAEMON=off (`xclaw daemon start` "
+                + "starts one anyway)"
         }
     }
 }

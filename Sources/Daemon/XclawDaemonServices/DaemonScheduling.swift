@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import XclawBase
 import XclawDaemon
 import XclawRuntime
@@ -15,6 +16,9 @@ public enum DaemonScheduling {
     public static func start(_ server: DaemonServer) {
         let path = AgentStore.defaultPath()
         let hostname = ProcessInfo.processInfo.hostName
+        // A daemon a command started stays while a schedule is still to fire (it would not fire without it).
+        let pending = PendingSchedules()
+        server.keepAlive { pending.value.load(ordering: .relaxed) }
         Thread {
             var scheduler: TaskScheduler?
             while !server.isStopping {
@@ -29,16 +33,25 @@ public enum DaemonScheduling {
                 // a claim only then. The claim, the runs and their reports are the daemon's work: it re-executes
                 // itself only between ticks (a tick refused meanwhile is the new image's first).
                 if let scheduler {
-                    _ = server.activity.run { tick(scheduler, database: path, on: server) }
+                    if let scheduled = server.activity.run({ tick(scheduler, database: path, on: server) }) {
+                        pending.value.store(scheduled, ordering: .relaxed)
+                    }
                 }
                 Thread.sleep(forTimeInterval: 1)
             }
         }.start()
     }
 
-    /// Claims and runs the tasks due now, if any.
-    private static func tick(_ scheduler: TaskScheduler, database path: String, on server: DaemonServer) {
-        guard let due = try? scheduler.store.nextDueTime(), due <= Date() else { return }
+    /// Whether the database has a schedule still to fire, as of the last tick.
+    private final class PendingSchedules: Sendable {
+        let value = Atomic<Bool>(false)
+    }
+
+    /// Claims and runs the tasks due now, if any; whether a schedule is still to fire (one that just ran may have
+    /// been the last: the next tick tells).
+    private static func tick(_ scheduler: TaskScheduler, database path: String, on server: DaemonServer) -> Bool {
+        guard let due = try? scheduler.store.nextDueTime() else { return false }
+        guard due <= Date() else { return true }
         do {
             try scheduler.tick(
                 now: Date(),
@@ -51,6 +64,7 @@ public enum DaemonScheduling {
         } catch {
             logger.error("scheduling failed", metadata: ["error": "\(error)"])
         }
+        return true
     }
 
     /// One run of a task, as `send` does it, with the exit status as its outcome; then its report, through the

@@ -14,9 +14,11 @@ public struct DaemonHandoff {
     public enum Outcome: Equatable {
         /// The daemon ran it and it ended with this status.
         case exited(Int32)
-        /// No daemon took it: it runs in-process (a notice said why when a daemon was expected: a stale socket,
-        /// another protocol version).
+        /// A daemon is there but did not take it: it runs in-process (a notice said why: another protocol version, a
+        /// socket of another user, a request too long, a refusal).
         case notTaken
+        /// No daemon runs (no socket; or a stale one, now removed, when `stale`): the front may start one.
+        case noDaemon(stale: Bool)
         /// The daemon died while it ran: its effect is unknown, and it must not run again. The message says what to
         /// do; the front fails with it (exit 5).
         case daemonDied(String)
@@ -36,18 +38,26 @@ public struct DaemonHandoff {
 
     /// Hands the command over and waits for its end.
     public func run() -> Outcome {
-        guard let directory = stateDirectory() else { return .notTaken }
+        guard let directory = stateDirectory() else {
+            // None yet (the first command of a login): `daemon start` makes it. One that is there but not
+            // private is the full binary's to explain.
+            var info = stat()
+            return lstat(statePath(), &info) != 0 && errno == ENOENT ? .noDaemon(stale: false) : .notTaken
+        }
         let path = directory + "/daemon.sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return .notTaken }
         guard connect(fd, path: path) else {
             let why = errno
             close(fd)
-            if why == ENOENT { unlink(directory + "/web.on") }
+            if why == ENOENT {
+                unlink(directory + "/web.on")
+                return .noDaemon(stale: false)
+            }
             if why == ECONNREFUSED {
                 unlink(path)
                 unlink(directory + "/web.on")
-                notice("the daemon is not running (removed its stale socket); running in-process")
+                return .noDaemon(stale: true)
             }
             return .notTaken
         }
@@ -141,21 +151,26 @@ public struct DaemonHandoff {
 
     /// `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID` (the rule of `XclawPaths`), when it
     /// is a directory of ours that others cannot write; nil otherwise (the full binary then explains).
-    private func stateDirectory() -> String? {
-        let env = environment
-        let directory: String
-        if let dir = env["XCLAW_STATE_DIR"], !dir.isEmpty {
-            directory = dir
-        } else if let runtime = env["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            directory = runtime + "/xclaw"
-        } else {
-            directory = "/tmp/xclaw-\(getuid())"
-        }
+    private func stateDirectory() -> String? { Self.stateDirectory(environment) }
+
+    /// The state directory of `environment` when it is a directory of ours that others cannot write; nil
+    /// otherwise.
+    public static func stateDirectory(_ environment: [String: String]) -> String? {
+        let directory = statePath(environment)
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(),
             info.st_mode & 0o022 == 0
         else { return nil }
         return directory
+    }
+
+    /// The state directory's path by that rule, whatever is there.
+    private func statePath() -> String { Self.statePath(environment) }
+
+    private static func statePath(_ environment: [String: String]) -> String {
+        if let dir = environment["XCLAW_STATE_DIR"], !dir.isEmpty { return dir }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/xclaw" }
+        return "/tmp/xclaw-\(getuid())"
     }
 
     private func connect(_ fd: Int32, path: String) -> Bool {
