@@ -12,7 +12,7 @@ packages=(
   libtesseract-dev tesseract-ocr-eng libcurl4-openssl-dev libsqlite3-dev sqlite3 libjpeg-dev
   # The fleet's store: libpq to build against, and a PostgreSQL server the store tests start in a temporary directory.
   libpq-dev postgresql
-  # OCR languages for `--lang` (README, "OCR languages"): the Latin-script ones.
+  # OCR languages for `--lang` (docs/perception.md, "OCR languages"): the Latin-script ones.
   tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por
   # Glyph comparison for per-control reading: FreeType and the fonts toolkits draw labels in.
   libfreetype-dev fonts-dejavu-core xfonts-base fonts-urw-base35
