@@ -27,7 +27,7 @@ if [[ "${1:-}" != "--demo" ]]; then
     sqlite3
     # A PostgreSQL server the store tests start in a temporary directory.
     postgresql
-    # The other Latin-script OCR languages for `--lang` (docs/commands.md, "OCR languages").
+    # The other Latin-script OCR languages for `--lang` (docs/perception.md, "OCR languages").
     tesseract-ocr-spa tesseract-ocr-ita tesseract-ocr-por
     # ss: a test display's failure lists the clients of its server (XclawTesting's DisplayDiagnosis).
     iproute2

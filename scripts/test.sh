@@ -23,7 +23,7 @@ if [[ "${1:-}" == "--quick" ]]; then
   quick=(--quick)
 else
   # Beside the build, which keeps two cores busy only two thirds of the time (package resolution is mostly one):
-  # the formatting check, and the test clients' Python venv (scripts/test-venv.sh).
+  # the formatting and docs check, and the test clients' Python venv (scripts/test-venv.sh).
   setsid bash scripts/format.sh --check &
   format_pid=$!
   setsid bash scripts/test-venv.sh &
@@ -35,7 +35,7 @@ bash scripts/build-tests.sh
 # Each waited-for job is forgotten, so the trap never signals a group number the system has given out again.
 if [[ -n "$format_pid" ]] && ! wait "$format_pid"; then
   format_pid=""
-  echo "test.sh: the formatting check failed (above); run scripts/format.sh" >&2
+  echo "test.sh: the formatting or docs check failed (above); run scripts/format.sh, or fix the link it names" >&2
   exit 1
 fi
 format_pid=""

@@ -17,7 +17,7 @@ public enum ApprovalKind: String, Sendable, CaseIterable, Codable {
     /// Typing into a password field.
     case password
 
-    /// One line per kind, for `--help` and the README.
+    /// One line per kind, for `--help` and docs/agents.md ("Approval gates fail closed").
     public var summary: String {
         switch self {
         case .delete: return "delete, remove, erase, trash, uninstall, wipe"

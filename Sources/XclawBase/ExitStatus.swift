@@ -17,7 +17,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     /// failsafe): the shell's 128 + SIGINT. Not a case: no error maps to it.
     public static let interrupted: Int32 = 130
 
-    /// One line per code, for `--help` and the README.
+    /// One line per code, for `--help` and docs/commands.md ("Exit codes").
     public static let legend = """
         Exit codes: 0 ok; 1 not found / condition not met / timed out; 2 usage or bad input; \
         3 display unavailable or X error; 4 model/API error; 5 internal error; 130 interrupted (Ctrl-C; 143 SIGTERM).

@@ -12,7 +12,7 @@ package struct JSONErrorObject: Encodable, Equatable, Sendable {
         package var message: String
         /// The process's exit status.
         package var exit_code: Int32
-        /// The exit status's name (the README's exit-code contract): `not_found`, `usage`, `display`, `api`,
+        /// The exit status's name (the exit-code contract, docs/commands.md): `not_found`, `usage`, `display`, `api`,
         /// `internal`, `interrupted`.
         package var kind: String
     }

@@ -165,7 +165,7 @@ public struct ImageSearchOptions: Sendable, Hashable {
     /// Template sizes to try, as factors (1: as captured).
     public var scales: [Double]
 
-    /// The default confidence, documented in the README.
+    /// The default confidence, documented in docs/perception.md ("Images and colours").
     public static let defaultConfidence = 0.9
 
     /// Creates options.

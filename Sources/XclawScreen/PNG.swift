@@ -4,9 +4,9 @@ import Foundation
 
 /// PNG encoding and decoding with libpng.
 public enum PNG {
-    /// How to trade encode speed against size. The default was chosen by `xclaw bench capture` (see README): on UI
-    /// screenshots, no row filter with zlib level 1 is both fast and about as small as adaptive filters, and deflating
-    /// row stripes on every core divides the time again.
+    /// How to trade encode speed against size. The default was chosen by `xclaw bench capture` (docs/benchmarks.md):
+    /// on UI screenshots, no row filter with zlib level 1 is both fast and about as small as adaptive filters, and
+    /// deflating row stripes on every core divides the time again.
     public struct Options: Sendable, Hashable, CustomStringConvertible {
         /// Which encoder writes the file.
         public enum Encoder: String, Sendable, Hashable {

@@ -3,10 +3,10 @@ import XclawScreen
 
 @testable import XclawPerception
 
-/// The rule refs keep (README, "Refs"): a control keeps its ref while it stays on screen in the same window with the
-/// same role and label, moved or not, across menus opening and other windows changing; a ref is never handed to
-/// another element. These run `RefStore.assign` on snapshots written out as the apps gave them (the CLI tests run
-/// the same through real snapshots, in and out of the daemon).
+/// The rule refs keep (docs/perception.md, "Refs that hold"): a control keeps its ref while it stays on screen in the
+/// same window with the same role and label, moved or not, across menus opening and other windows changing; a ref is
+/// never handed to another element. These run `RefStore.assign` on snapshots written out as the apps gave them (the
+/// CLI tests run the same through real snapshots, in and out of the daemon).
 final class RefStoreTests: XCTestCase {
     private func window(_ id: UInt, _ frame: Rect, _ title: String = "app") -> Element {
         Element(
