@@ -57,6 +57,13 @@ struct CLIBench {
         }
     }
 
+    /// This process's environment with `changes` over it (nil removes a variable).
+    private func resolved(_ changes: [String: String?]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for (key, value) in changes { environment[key] = value }
+        return environment
+    }
+
     func run() throws -> BenchReport {
         let connection = try DisplayConnection(name: scene.name)
         let screen = try connection.screenSize()
@@ -72,13 +79,22 @@ struct CLIBench {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-bench-cli-\(getpid())")
         let daemon = try Daemon(core: core, state: state.appendingPathComponent("daemon"), display: scene.name)
         defer { daemon.stop() }
+        // The default: the daemon the first command started (fast by default), here after the untimed warm-up.
+        let automatic: [String: String?] = [
+            "XCLAW_STATE_DIR": state.appendingPathComponent("auto").path, "XCLAW_DAEMON": "auto",
+            "XCLAW_NO_DAEMON": nil,
+        ]
         let modes: [(name: String, environment: [String: String?])] = [
             (
                 "xclaw, no daemon",
                 ["XCLAW_STATE_DIR": state.appendingPathComponent("own").path, "XCLAW_NO_DAEMON": "1"]
             ),
             ("xclaw, daemon", ["XCLAW_STATE_DIR": daemon.state.path]),
+            ("xclaw, default (after the first command started a daemon)", automatic),
         ]
+        defer {
+            _ = try? Subprocess.run([core, "daemon", "stop"], timeout: .seconds(10), environment: resolved(automatic))
+        }
         try FileManager.default.createDirectory(
             at: state.appendingPathComponent("own"), withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
@@ -203,11 +219,38 @@ struct CLIBench {
             "capture the screen to a PNG file", "capture -o FILE", ["capture", "-o", shot],
             peer: scrot.map { ($0, ["-o", shot]) }, output: shot)
 
+        // The first command with no daemon running, default settings: it starts one (each sample in a state directory
+        // of its own; the daemon stopped after it, untimed).
+        var round = 0
+        for (label, arguments) in [
+            ("tap \"Save changes to the report?\"", tap), ("snapshot", ["snapshot"]),
+            ("capture -o FILE", ["capture", "-o", shot]),
+        ] {
+            try report.measure(
+                "the first command with no daemon running (it starts one)", "default: first xclaw \(label)",
+                iterations: few, warmup: 0
+            ) {
+                round += 1
+                let fresh: [String: String?] = [
+                    "XCLAW_STATE_DIR": state.appendingPathComponent("first-\(round)").path, "XCLAW_DAEMON": "auto",
+                    "XCLAW_NO_DAEMON": nil,
+                ]
+                defer {
+                    _ = try? Subprocess.run(
+                        [core, "daemon", "stop"], timeout: .seconds(10), environment: resolved(fresh))
+                }
+                return try session.timedRun(
+                    own, arguments, output: arguments.last == shot ? shot : nil, environment: fresh)
+            }
+        }
+
         report.notes.append(
             "every row times a whole process, start to exit, \(n) runs after 3 untimed (typing: \(few) after 1); "
                 + "\"daemon\" rows hand the command to a running `xclaw daemon`, \"no daemon\" rows set "
-                + "XCLAW_NO_DAEMON=1 (the front does plain input itself, or runs xclaw-core in-process); \"xclaw-core\" "
-                + "rows start the full binary directly, as every command did before the front existed")
+                + "XCLAW_NO_DAEMON=1 (the front does plain input itself, or runs xclaw-core in-process); \"default\" "
+                + "rows are what a user gets with no settings: the first command starts a daemon, the ones after it "
+                + "are served by it; \"xclaw-core\" rows start the full binary directly, as every command did before "
+                + "the front existed")
         for row in report.rows where (row.exactPercent ?? 100) < 100 {
             report.notes.append(row.name + ": only " + String(format: "%.2f", row.exactPercent ?? 0) + " % exact")
         }

@@ -229,38 +229,96 @@ struct Scroll: ParsableCommand {
 struct Key: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key",
-        abstract: "Press key combinations in xdotool syntax: ctrl+shift+t, Return, alt+Tab, super, KP_0, F5.")
+        abstract: "Press key combinations in xdotool syntax: ctrl+shift+t, Return, alt+Tab, super, KP_0, F5.",
+        discussion: """
+            --window sends the keys to that window as xdotool's --window does: as synthetic events (XSendEvent), \
+            whichever window has the focus. Many apps ignore synthetic events (xterm unless its allowSendEvents \
+            resource is set; some games and browsers): activate the window and press without --window for those. A \
+            window that has the focus already gets real keys (XTest), as with xdotool.
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "Combinations, pressed in order.") var combos: [String]
     @Option(help: "Hold the (single) combination down for this many seconds.") var hold: Double?
+    @Option(help: "Milliseconds between combinations (as xdotool key --delay; default 0).") var delay: Int?
+    @Option(help: "Press the whole list this many times (as xdotool key --repeat).") var `repeat` = 1
+    @Option(name: .customLong("repeat-delay"), help: "Milliseconds between repetitions.") var repeatDelay: Int?
+    @Flag(
+        name: .customLong("clearmodifiers"),
+        help: "Release the modifier keys held now (and Caps Lock) first, and press them again after, as xdotool does.")
+    var clearModifiers = false
+    @Option(help: "Send to this window (id, title or class) as synthetic events; see below.") var window: String?
+    @OptionGroup var select: WindowSelection
 
     func validate() throws {
         if combos.isEmpty { throw ValidationError("name at least one key, e.g. Return or ctrl+s") }
         if hold != nil && combos.count != 1 { throw ValidationError("--hold takes exactly one combination") }
+        if hold != nil && self.repeat != 1 { throw ValidationError("--hold presses once: it takes no --repeat") }
         try requireRange(hold, 0...3600, "--hold", "seconds")
+        try requireRange(delay, 0...60_000, "--delay", "ms")
+        try requireRange(repeatDelay, 0...60_000, "--repeat-delay", "ms")
+        try requireRange(self.repeat, 1...100_000, "--repeat", "")
     }
 
     func run() throws {
         // Parse every name before sending anything: a typo in the third combo must not send the first two.
         let parsed = try combos.map(KeyCombo.parse)
         let controller = try input(target)
-        if let hold, let combo = parsed.first {
-            try Interrupt.guarded {
-                try controller.keyboard.hold(combo, for: .milliseconds(Int(hold * 1000))) { Interrupt.requested }
+        let sink = try syntheticTarget(window, select, controller)
+        let send = {
+            if let hold, let combo = parsed.first {
+                try Interrupt.guarded {
+                    try controller.keyboard.hold(combo, for: .milliseconds(Int(hold * 1000)), to: sink) {
+                        Interrupt.requested
+                    }
+                }
+            } else if delay == nil && repeatDelay == nil && self.repeat == 1 {
+                try controller.keyboard.press(parsed, to: sink)
+            } else {
+                try pressPaced(parsed, controller, sink)
             }
-        } else {
-            try controller.keyboard.press(parsed)
         }
+        if clearModifiers { try controller.keyboard.withModifiersCleared(send) } else { try send() }
         try Interrupt.guarded { try Hosting.current.restoreMapping(controller.keyboard) }
         try controller.sync()
     }
+
+    /// The combinations `repeat` times, `delay` apart, the rounds `repeatDelay` apart; Ctrl-C stops between two.
+    private func pressPaced(_ parsed: [KeyCombo], _ controller: InputController, _ sink: UInt?) throws {
+        try Interrupt.guarded {
+            for round in 0..<self.repeat {
+                if round > 0, let repeatDelay { Thread.sleep(forTimeInterval: Double(repeatDelay) / 1000) }
+                for (index, combo) in parsed.enumerated() {
+                    if Interrupt.requested { return }
+                    if index > 0 || (round > 0 && repeatDelay == nil), let delay {
+                        Thread.sleep(forTimeInterval: Double(delay) / 1000)
+                    }
+                    try controller.keyboard.press([combo], to: sink)
+                }
+            }
+        }
+    }
+}
+
+/// The window `--window` and the selection flags name, to send keys to as synthetic events; nil when they name
+/// none, or the one that has the focus already (real keys reach it, as xdotool does for the current window).
+func syntheticTarget(_ window: String?, _ select: WindowSelection, _ controller: InputController) throws -> UInt? {
+    guard select.names(window) else { return nil }
+    let manager = WindowManager(connection: controller.connection)
+    let picked = try select.resolve(window, manager)
+    return try manager.activeWindow() == picked.id ? nil : picked.id
 }
 
 /// `xclaw type TEXT`.
 struct TypeText: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "type",
-        abstract: "Type any Unicode text exactly into the focused window (newline = Return, tab = Tab).")
+        abstract: "Type any Unicode text exactly into the focused window (newline = Return, tab = Tab).",
+        discussion: """
+            --window alone sends the text to that window as xdotool type --window does: as synthetic events \
+            (XSendEvent), which many apps ignore (xterm unless allowSendEvents is set): activate the window and type \
+            without --window for those. With --into, --window is where the field is looked for, and the field is \
+            focused and typed into for real.
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The text, or - to read it from stdin.") var text: String
     @Option(help: "Milliseconds between characters (for slow input methods).") var delay: Int?
@@ -270,8 +328,13 @@ struct TypeText: ParsableCommand {
             exposes one, else by clicking it.
             """)
     var into: String?
-    @Option(help: "Window id (0x…) or title substring to look for --into in.") var window: String?
+    @Option(help: "Window id (0x…), title or class: where to look for --into, or alone, where to send the text.")
+    var window: String?
     @OptionGroup var select: WindowSelection
+    @Flag(
+        name: .customLong("clearmodifiers"),
+        help: "Release the modifier keys held now (and Caps Lock) first, and press them again after, as xdotool does.")
+    var clearModifiers = false
     /// --nth, --near, --role and --source pick among the fields --into names, as they do for `tap`.
     @OptionGroup var choose: SelectionOptions
     @Flag(
@@ -283,9 +346,6 @@ struct TypeText: ParsableCommand {
 
     func validate() throws {
         try requireRange(delay, 0...10_000, "--delay", "ms")
-        if (window != nil || !select.filter.isEmpty) && into == nil {
-            throw ValidationError("--window and the selection flags go with --into")
-        }
         if (choose.nth != nil || choose.near != nil || choose.role != nil || choose.source != .auto) && into == nil {
             throw ValidationError("--nth, --near, --role and --source go with --into")
         }
@@ -302,13 +362,21 @@ struct TypeText: ParsableCommand {
             content = decoded
         }
         let controller = try input(target)
-        if let into { try focusField(into, controller: controller) }
-        if paste { return try pasteText(content, controller: controller) }
-        try Interrupt.guarded {
-            try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }) {
-                Interrupt.requested
+        var sink: UInt?
+        if let into {
+            try focusField(into, controller: controller)
+        } else {
+            sink = try syntheticTarget(window, select, controller)
+        }
+        let send = {
+            if paste { return try pasteText(content, controller: controller, to: sink) }
+            try Interrupt.guarded {
+                try controller.keyboard.type(content, delay: delay.map { .milliseconds(max(0, $0)) }, to: sink) {
+                    Interrupt.requested
+                }
             }
         }
+        if clearModifiers { try controller.keyboard.withModifiersCleared(send) } else { try send() }
         // Spare keycodes bound for missing characters are unbound once the client has read them.
         try Interrupt.guarded { try Hosting.current.restoreMapping(controller.keyboard) }
         try controller.sync()
@@ -337,12 +405,12 @@ extension TypeText {
 extension TypeText {
     /// Puts `text` on the clipboard, presses ctrl+v, waits until the app fetched it, and gives the clipboard its
     /// old text back. The selection is owned here while the app fetches: the old contents return only after.
-    func pasteText(_ text: String, controller: InputController) throws {
+    func pasteText(_ text: String, controller: InputController, to sink: UInt? = nil) throws {
         let display = try DisplayConnection.resolveName(target.display)
         let old = try? SelectionReader.read(.clipboard, type: .text, display: display)
         let owner = try SelectionOwner.start(
             display: display, selection: .clipboard, type: .text, data: Data(text.utf8))
-        try controller.keyboard.press([try KeyCombo.parse("ctrl+v")])
+        try controller.keyboard.press([try KeyCombo.parse("ctrl+v")], to: sink)
         try controller.sync()
         let fetched = owner.waitForRequests(timeout: .seconds(2))
         if let old {

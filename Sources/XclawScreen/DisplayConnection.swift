@@ -232,6 +232,26 @@ public final class DisplayConnection: @unchecked Sendable {
     /// Presses or releases a key through XTest, if the server is still there.
     package func fakeKey(_ code: UInt32, down: Bool) { request { XTestFakeKeyEvent($0, code, down ? 1 : 0, 0) } }
 
+    /// Sends a key press or release to `window` as a synthetic event (`XSendEvent`, as xdotool's `--window` does),
+    /// with `state` as its modifier mask, if the server is still there. Apps may ignore such events (xterm does
+    /// unless allowSendEvents is set).
+    package func sendKey(_ code: UInt32, down: Bool, state: UInt32, to window: UInt) {
+        request { display in
+            var event = XEvent()
+            event.xkey.type = down ? KeyPress : KeyRelease
+            event.xkey.display = display
+            event.xkey.window = Window(window)
+            event.xkey.root = XDefaultRootWindow(display)
+            event.xkey.subwindow = 0
+            event.xkey.time = 0  // CurrentTime
+            (event.xkey.x, event.xkey.y, event.xkey.x_root, event.xkey.y_root) = (1, 1, 1, 1)
+            event.xkey.state = state
+            event.xkey.keycode = code
+            event.xkey.same_screen = 1
+            _ = XSendEvent(display, Window(window), 1, down ? KeyPressMask : KeyReleaseMask, &event)
+        }
+    }
+
     /// Presses or releases a mouse button through XTest, if the server is still there.
     package func fakeButton(_ button: UInt32, down: Bool) {
         request { XTestFakeButtonEvent($0, button, down ? 1 : 0, 0) }

@@ -34,6 +34,13 @@ public final class Keyboard: @unchecked Sendable {
     /// The `InputGuard` cover of the spare keycodes bound now, so a killed process's guard unbinds them.
     private var bindingsCover: UInt32?
     private let lock = NSLock()
+    /// Where the keys of the call under way go: nil, the focused window through XTest; a window, as synthetic events
+    /// (set and cleared under `lock` by each call that sends).
+    private var sink: UInt?
+    /// The modifier mask the synthetic events carry: what the keys sent so far hold down.
+    private var sinkState: UInt32 = 0
+    /// Modifier keycodes and their masks (`XGetModifierMapping`), read when first needed.
+    private var modifierMasks: [UInt32: UInt32]?
 
     /// Reads the keymap (`XGetKeyboardMapping`); fails when the server lacks XTEST.
     public init(connection: DisplayConnection) throws {
@@ -118,12 +125,17 @@ public final class Keyboard: @unchecked Sendable {
         return result
     }
 
-    /// Types `text` exactly into the focused window. `delay` spaces the characters for slow input methods;
-    /// `interrupted` is polled between characters so Ctrl-C stops a long, slow run.
-    public func type(_ text: String, delay: Duration? = nil, interrupted: () -> Bool = { false }) throws {
+    /// Types `text` exactly into the focused window, or into `window` as synthetic events (`XSendEvent`, which apps
+    /// may ignore). `delay` spaces the characters for slow input methods; `interrupted` is polled between characters
+    /// so Ctrl-C stops a long, slow run.
+    public func type(
+        _ text: String, delay: Duration? = nil, to window: UInt? = nil, interrupted: () -> Bool = { false }
+    ) throws {
         let syms = try Self.keysyms(for: text)
         lock.lock()
         defer { lock.unlock() }
+        try sending(to: window)
+        defer { sink = nil }
         try adoptPendingRestore()
         // Fail before sending anything when a character can never be typed.
         if spares.isEmpty, syms.contains(where: { bySymbol[$0] == nil && bound[$0] == nil }) {
@@ -158,9 +170,10 @@ public final class Keyboard: @unchecked Sendable {
         InputObserver.report { InputEvent(display: name, action: "type", point: nil, detail: text) }
     }
 
-    /// Presses and releases each combination in turn. Modifiers are released even when something fails.
-    public func press(_ combos: [KeyCombo]) throws {
-        for combo in combos { try hold(combo, for: nil) }
+    /// Presses and releases each combination in turn, into the focused window or as synthetic events into `window`.
+    /// Modifiers are released even when something fails.
+    public func press(_ combos: [KeyCombo], to window: UInt? = nil) throws {
+        for combo in combos { try hold(combo, for: nil, to: window) }
         let name = connection.name
         InputObserver.report {
             InputEvent(display: name, action: "key", point: nil, detail: combos.map(\.text).joined(separator: " "))
@@ -169,16 +182,20 @@ public final class Keyboard: @unchecked Sendable {
 
     /// Holds a combination down for `duration` (nil: just press and release), polling `interrupted` so Ctrl-C
     /// still releases every key.
-    public func hold(_ combo: KeyCombo, for duration: Duration?, interrupted: () -> Bool = { false }) throws {
+    public func hold(
+        _ combo: KeyCombo, for duration: Duration?, to window: UInt? = nil, interrupted: () -> Bool = { false }
+    ) throws {
         lock.lock()
         defer { lock.unlock() }
+        try sending(to: window)
+        defer { sink = nil }
         try adoptPendingRestore()
         let all = combo.modifiers + [combo.key]
         _ = try bindMissing(all, from: 0, allowPartial: false)
         var pressed: [UInt32] = []
         var covered: UInt32?
         defer {
-            for code in pressed.reversed() { connection.fakeKey(code, down: false) }
+            for code in pressed.reversed() { emit(code, down: false) }
             connection.flush()
             InputGuard.uncover(covered)
         }
@@ -195,7 +212,9 @@ public final class Keyboard: @unchecked Sendable {
             if bound[sym] != nil { lastBoundUse = .now }
         }
         // A combination held for a while is covered: if this process is killed mid-hold, its guard releases it.
-        if let duration, duration > .zero { covered = InputGuard.cover(display: connection.name, keys: pressed) }
+        if let duration, duration > .zero, sink == nil {
+            covered = InputGuard.cover(display: connection.name, keys: pressed)
+        }
         connection.flush()
         try connection.checkAlive()
         if let duration {
@@ -408,14 +427,83 @@ public final class Keyboard: @unchecked Sendable {
 
     private func isShift(_ sym: KeySym) -> Bool { sym == 0xffe1 || sym == 0xffe2 }
 
-    private func press(_ code: UInt32) { connection.fakeKey(code, down: true) }
+    private func press(_ code: UInt32) { emit(code, down: true) }
+
+    /// A press or release where the call's keys go: XTest, or a synthetic event carrying the modifiers held so far.
+    private func emit(_ code: UInt32, down: Bool) {
+        guard let sink else { return connection.fakeKey(code, down: down) }
+        let mask = modifierMasks?[code] ?? 0
+        // As the server reports it: a modifier's own press does not carry its mask, its release does.
+        connection.sendKey(code, down: down, state: sinkState, to: sink)
+        sinkState = down ? sinkState | mask : sinkState & ~mask
+    }
+
+    /// Makes the call under way send to `window` (nil: XTest), reading the modifier map the first time.
+    private func sending(to window: UInt?) throws {
+        sink = window
+        sinkState = 0
+        guard window != nil, modifierMasks == nil else { return }
+        modifierMasks = try Self.modifierMap(connection)
+    }
+
+    /// Each modifier keycode and the mask it sets (Shift 1, Lock 2, Control 4, Mod1 8 … Mod5 128).
+    static func modifierMap(_ connection: DisplayConnection) throws -> [UInt32: UInt32] {
+        try connection.trapped { display in
+            guard let map = XGetModifierMapping(display) else { return [:] }
+            defer { XFreeModifiermap(map) }
+            let per = Int(map.pointee.max_keypermod)
+            var masks: [UInt32: UInt32] = [:]
+            for modifier in 0..<8 {
+                for slot in 0..<per {
+                    let code = UInt32(map.pointee.modifiermap[modifier * per + slot])
+                    if code != 0 { masks[code] = UInt32(1 << modifier) }
+                }
+            }
+            return masks
+        }
+    }
+
+    /// Runs `body` with the modifier keys that are down now released, and Caps Lock off, as xdotool's
+    /// `--clearmodifiers` does (a hotkey's held Ctrl must not turn `key a` into ctrl+a); presses them again and puts
+    /// Caps Lock back after, even when `body` fails.
+    public func withModifiersCleared<T>(_ body: () throws -> T) throws -> T {
+        let (held, capsLocked): ([UInt32], Bool) = try lock.withLock {
+            let masks = try modifierMasks ?? Self.modifierMap(connection)
+            modifierMasks = masks
+            return try connection.trapped { display in
+                var keys = [CChar](repeating: 0, count: 32)
+                XQueryKeymap(display, &keys)
+                let down = masks.keys.filter { code in
+                    code < 256 && UInt8(bitPattern: keys[Int(code / 8)]) & UInt8(1 << (code % 8)) != 0
+                }
+                var state = XkbStateRec()
+                XkbGetState(display, UInt32(XkbUseCoreKbd), &state)
+                return (down.sorted(), state.locked_mods & UInt8(LockMask) != 0)
+            }
+        }
+        let caps = capsLocked ? lock.withLock { bySymbol[0xffe5]?.keycode } : nil  // Caps_Lock
+        let toggleCaps = {
+            guard let caps else { return }
+            self.connection.fakeKey(caps, down: true)
+            self.connection.fakeKey(caps, down: false)
+        }
+        for code in held { connection.fakeKey(code, down: false) }
+        toggleCaps()
+        connection.flush()
+        defer {
+            toggleCaps()
+            for code in held { connection.fakeKey(code, down: true) }
+            connection.flush()
+        }
+        return try body()
+    }
 
     private func sendKey(_ sym: KeySym, shift: UInt32) throws {
         let (code, level) = try location(of: sym)
         if level == 1 { press(shift) }
-        connection.fakeKey(code, down: true)
-        connection.fakeKey(code, down: false)
-        if level == 1 { connection.fakeKey(shift, down: false) }
+        emit(code, down: true)
+        emit(code, down: false)
+        if level == 1 { emit(shift, down: false) }
         if bound[sym] != nil { lastBoundUse = .now }
     }
 
@@ -512,6 +600,8 @@ public final class Keyboard: @unchecked Sendable {
     /// Caps Lock would invert letter case and another layout group would change every key: switch Caps Lock off
     /// and lock the first group (whose keys were read) while typing, and put both back after.
     private func withTypingState(_ body: () throws -> Void) throws {
+        // Synthetic events carry their own state (no Caps Lock, the first group): the server's is not theirs.
+        if sink != nil { return try body() }
         var state = XkbStateRec()
         try connection.checkAlive()
         connection.request { XkbGetState($0, UInt32(XkbUseCoreKbd), &state) }

@@ -1,5 +1,6 @@
 import CX11
 import Foundation
+import Logging
 import XclawBase
 
 /// Which windows a selection keeps, as `xdotool search` picks them; every criterion given must hold (logical AND).
@@ -202,13 +203,22 @@ extension WindowManager {
         }
     }
 
-    /// Resizes a window's content area to `size` (what xwininfo reports as Width and Height).
+    /// Resizes a window's content area to `size` (what xwininfo reports as Width and Height), or to the size nearest
+    /// it that the window's size hints accept (xterm takes whole character cells, as wmctrl and xdotool leave it to
+    /// do): done when the window has that size, said on stderr (the `xclaw.windows` log) when it is not `size`.
     @discardableResult
-    public func resize(_ window: WindowInfo, to size: Size) throws -> WindowInfo {
-        guard (1...32767).contains(size.width), (1...32767).contains(size.height) else {
-            throw ScreenError.invalidArgument("a window's width and height must be 1 to 32767, not \(size)")
+    public func resize(_ window: WindowInfo, to asked: Size) throws -> WindowInfo {
+        guard (1...32767).contains(asked.width), (1...32767).contains(asked.height) else {
+            throw ScreenError.invalidArgument("a window's width and height must be 1 to 32767, not \(asked)")
         }
         let id = Window(window.id)
+        let hints = try sizeHints(id)
+        let size = hints.nearest(to: asked)
+        if size != asked {
+            Logger(label: "xclaw.windows").info(
+                "\(window.hexID) takes \(hints.spoken): resizing to \(size.width)x\(size.height), the size nearest \(asked.width)x\(asked.height) it accepts"
+            )
+        }
         if try hasWindowManager() {
             try sendMessage(
                 id, "_NET_MOVERESIZE_WINDOW",
@@ -220,6 +230,30 @@ extension WindowManager {
         }
         return try expect(id, "resize \(window.hexID) to \(size.width)x\(size.height)") {
             $0.frame.width == size.width && $0.frame.height == size.height
+        }
+    }
+
+    /// The window's `WM_NORMAL_HINTS`: the sizes it accepts (none said: any).
+    public func sizeHints(_ id: Window) throws -> SizeHints {
+        try connection.trapped { display in
+            var raw = XSizeHints()
+            var supplied: Int = 0
+            guard XGetWMNormalHints(display, id, &raw, &supplied) != 0 else { return SizeHints() }
+            let flags = Int(raw.flags)
+            var hints = SizeHints()
+            if flags & Int(PMinSize) != 0 {
+                hints.minimum = Size(width: Int(raw.min_width), height: Int(raw.min_height))
+            }
+            if flags & Int(PMaxSize) != 0 {
+                hints.maximum = Size(width: Int(raw.max_width), height: Int(raw.max_height))
+            }
+            if flags & Int(PBaseSize) != 0 {
+                hints.base = Size(width: Int(raw.base_width), height: Int(raw.base_height))
+            }
+            if flags & Int(PResizeInc) != 0 {
+                hints.increment = Size(width: Int(raw.width_inc), height: Int(raw.height_inc))
+            }
+            return hints
         }
     }
 

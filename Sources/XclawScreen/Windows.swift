@@ -1,5 +1,6 @@
 import CX11
 import Foundation
+import Logging
 import XclawBase
 
 /// A top-level window as a person sees it.
@@ -102,9 +103,9 @@ public struct WindowManager: Sendable {
             all = try hidden()
         }
         let candidates = all.filter { $0.title.lowercased().contains(needle) }
-        if candidates.count == 1 { return candidates[0] }
+        if candidates.count == 1 { return Self.said(candidates[0], query, in: all) }
         let exact = candidates.filter { $0.title.lowercased() == needle }
-        if exact.count == 1 { return exact[0] }
+        if exact.count == 1 { return Self.said(exact[0], query, in: all) }
         if candidates.isEmpty {
             let byClass = all.filter { $0.className.lowercased() == needle || $0.instance.lowercased() == needle }
             if byClass.count == 1 { return byClass[0] }
@@ -112,6 +113,24 @@ public struct WindowManager: Sendable {
             throw ScreenError.ambiguousWindow(query, candidates: byClass.map(\.summary))
         }
         throw ScreenError.ambiguousWindow(query, candidates: candidates.map(\.summary))
+    }
+
+    /// `picked`, found by its title; when the name is also another window's class or instance, which was not
+    /// picked, says so on stderr (the `xclaw.windows` log, info): an "About FeatherPad" dialog whose title holds the
+    /// name is not what `--window FeatherPad` meant when the main window's class is FeatherPad.
+    static func said(_ picked: WindowInfo, _ query: String, in all: [WindowInfo]) -> WindowInfo {
+        let needle = query.lowercased()
+        let byClass = all.filter {
+            $0.id != picked.id && ($0.className.lowercased() == needle || $0.instance.lowercased() == needle)
+        }
+        guard !byClass.isEmpty else { return picked }
+        let others = byClass.map { "\($0.hexID) \(UntrustedText.quoted($0.title))" }.joined(separator: ", ")
+        let message =
+            "\"\(query)\" picked \(picked.hexID) \(UntrustedText.quoted(picked.title)) because its title contains it; "
+            + "\(others) \(byClass.count == 1 ? "has" : "have") it as class, not picked: --class \(query) "
+            + "picks by class (or give the window's id)"
+        Logger(label: "xclaw.windows").info("\(message)")
+        return picked
     }
 
     /// Parses `0x…` hex or plain decimal window ids.
