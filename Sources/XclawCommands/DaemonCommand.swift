@@ -141,7 +141,7 @@ struct DaemonCommand: ParsableCommand {
             commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).",
             discussion: """
                 Examples:
-                  xclaw daemon run --web  # what a systemd unit runs
+                  xclaw daemon run  # in the foreground, as examples/systemd/xclaw.service runs it
                   xclaw daemon run --worker --slots 2 --label zone=eu  # a fleet worker on the PostgreSQL database
                 """)
         @Option(help: .hidden) var parent: Int32?

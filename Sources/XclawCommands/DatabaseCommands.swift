@@ -68,7 +68,7 @@ struct DatabaseMigrate: ParsableCommand {
             Every command migrates on first use; this does only that, for a deployment's migration step. Exit 5 when \
             the database cannot be reached or written.
             Examples:
-              xclaw db migrate  # the database XCLAW_DATABASE_URL (or the config file) names
+              xclaw db migrate  # a deployment's migration step, before its workers start
               xclaw db migrate --db postgres://xclaw@db.internal/xclaw --json
             """)
     @OptionGroup var storeOptions: StoreOptions
