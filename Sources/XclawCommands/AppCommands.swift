@@ -39,8 +39,9 @@ struct Launch: ParsableCommand {
             An application is named by its Name, id (org.gnome.Calculator), GenericName or .desktop file; one word is \
             an application first, else a program on PATH. The application runs detached (a session of its own, \
             output to /dev/null) on --display; field codes (%f %u …) in Exec are dropped. --wait-window (alone: up \
-            to 10 s) waits for its first window and prints the window's id after the pid. Exit 1 when no application matches, the name is \
-            ambiguous or no window came in time; 2 when the entry or program cannot be run.
+            to 10 s) waits for its first window and prints the window's id after the pid. Exit 1 when no \
+            application matches, the name is ambiguous or no window came in time; 2 when the entry or program \
+            cannot be run.
             Examples:
               xclaw launch Calculator --wait-window  # prints "PID WINDOW" once its window maps
               xclaw launch --wait-window 30 -- xterm -geometry 80x24  # a command and its arguments after --

@@ -45,7 +45,8 @@ struct DatabaseInfo: ParsableCommand {
         commandName: "info",
         abstract: "Say which database xclaw uses (a URL without its password), its tables and migrations.",
         discussion: """
-            --json: database, backend (sqlite or postgresql), tables, migrations, journal_mode, synchronous, foreign_keys.
+            --json: database, backend (sqlite or postgresql), tables, migrations, journal_mode, synchronous, \
+            foreign_keys.
             Examples:
               xclaw db info
               xclaw db info --db ~/work.sqlite --json

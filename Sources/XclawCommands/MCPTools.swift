@@ -93,8 +93,8 @@ struct MCPCommandTool: Sendable {
     func tool(_ runner: MCPCommandRunner) -> MCPTool {
         let display = MCPParameter(
             "display", .string,
-            "X display, e.g. \":1\" (default: the server's own, `xclaw mcp --display`, else the running daemon's one display, else "
-                + "$DISPLAY).")
+            "X display, e.g. \":1\" (default: the server's own, `xclaw mcp --display`, else the running daemon's "
+                + "one display, else $DISPLAY).")
         let parameters = arguments.map(\.0) + (usesDisplay ? [display] : [])
         return MCPTool(
             name: name, title: title, description: description, parameters: parameters,

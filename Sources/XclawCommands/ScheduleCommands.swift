@@ -22,7 +22,7 @@ struct ScheduleCommand: ParsableCommand {
             Exit 1: no such agent or task; 2: a schedule, time zone or name that cannot be used (the message says
             how to write it).
             Examples:
-              xclaw schedule add bot 'Check the build page' --cron '*/15 8-18 * * mon-fri' --tz Europe/Berlin --name build
+              xclaw schedule add bot 'Check the build page' --cron '*/15 8-18 * * mon-fri' --name build
               xclaw schedule list
             """,
         subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Remove.self, RunNow.self])
@@ -92,7 +92,7 @@ struct ScheduleCommand: ParsableCommand {
             discussion: """
                 Examples:
                   xclaw schedule add bot 'Send the report' --at '2026-12-01 09:00' --tz America/New_York
-                  xclaw schedule add bot 'Answer the dialog' --every 1h --display new:1280x800 --setup 'zenity --question &'
+                  xclaw schedule add bot 'Answer the dialog' --every 1h --display new --setup 'zenity --question &'
                 """)
         @Argument(help: "The agent.") var agent: String
         @Argument(help: "The prompt each run sends.") var prompt: String
