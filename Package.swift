@@ -339,7 +339,7 @@ let package = Package(
             "XclawCommandsTests",
             [
                 "XclawBase", "XclawCommandLine", "XclawCommands", "XclawDaemon", "XclawMCP", "XclawMessages",
-                "XclawTesting", "XclawWire",
+                "XclawPerception", "XclawScreen", "XclawTesting", "XclawWire",
             ]),
         layerTests(
             "XclawExamplesTests",

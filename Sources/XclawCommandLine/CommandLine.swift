@@ -67,7 +67,10 @@ public enum CommandRunner {
         }
         let code = root.exitCode(for: error)
         if code == .success {  // --help, --version
-            return CommandFailure(status: ExitStatus.ok.rawValue, output: root.fullMessage(for: error), message: nil)
+            // Examples last, whole: ArgumentParser puts the discussion, where they are written, before USAGE.
+            return CommandFailure(
+                status: ExitStatus.ok.rawValue, output: HelpExamples.movedToEnd(root.fullMessage(for: error)),
+                message: nil)
         }
         if let exit = error as? ExitCode { return CommandFailure(status: exit.rawValue, output: nil, message: nil) }
         // ArgumentParser reports bad usage as 64 (EX_USAGE); xclaw documents 2.

@@ -43,12 +43,23 @@ struct AgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent",
         abstract: "Create, change or delete an agent (its own model, tools, system prompt, display and history).",
+        discussion: """
+            Examples:
+              xclaw agent create clerk --tools computer,screen_snapshot,type_text,memory --display :1
+              xclaw agent set clerk --model claude-opus-5
+            """,
         subcommands: [AgentCreate.self, AgentSet.self, AgentReset.self, AgentDelete.self])
 }
 
 /// `xclaw agent create`.
 struct AgentCreate: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "create", abstract: "Create an agent.")
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create an agent.",
+        discussion: """
+            Examples:
+              xclaw agent create clerk --tools computer,screen_snapshot,type_text --system clerk.txt --display :1
+              xclaw agent create tester --tools computer --display new:1280x800 --setup 'xterm &'  # a display per run
+            """)
     @Argument(help: "Its name: letters, digits, '.', '_', '-'.") var name: String
     @Option(help: "Model id (see `xclaw models`); default: the catalog's default.") var model: String?
     @Option(help: "Tools, comma-separated, or `all`; default: the safe set.") var tools: String?
@@ -193,7 +204,12 @@ func readSystemFile(_ path: String) throws -> String {
 /// `xclaw agent set`: change what `agent create` chose; what is not named stays.
 struct AgentSet: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "set", abstract: "Change an agent's model, tools, instructions, display or input gates.")
+        commandName: "set", abstract: "Change an agent's model, tools, instructions, display or input gates.",
+        discussion: """
+            Examples:
+              xclaw agent set careful --no-dry-run --confirm  # act, but ask before each input action
+              xclaw agent set bot --approval delete,send
+            """)
     @Argument(help: "The agent.") var name: String
     @Option(help: "Model id (see `xclaw models`).") var model: String?
     @Option(help: "Tools, comma-separated, or `all`.") var tools: String?
@@ -256,9 +272,12 @@ struct AgentReset: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reset",
         abstract: "Start an agent's conversation afresh: its next run sends nothing from before (history keeps it).",
-        discussion:
-            "Its model, tools, memory and history stay; `xclaw history` and reports still show every earlier message. "
-            + "Exit: 0 reset; 1 no such agent, or one of its runs is in flight (stop it first).")
+        discussion: """
+            Its model, tools, memory and history stay; `xclaw history` and reports still show every earlier message. \
+            Exit: 0 reset; 1 no such agent, or one of its runs is in flight (stop it first).
+            Examples:
+              xclaw agent reset clerk
+            """)
     @Argument(help: "The agent.") var name: String
     @OptionGroup var storeOptions: StoreOptions
 
@@ -275,7 +294,12 @@ struct AgentReset: ParsableCommand {
 
 /// `xclaw agent delete`.
 struct AgentDelete: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete an agent and its history.")
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete an agent and its history.",
+        discussion: """
+            Examples:
+              xclaw agent delete notes
+            """)
     @Argument(help: "The agent.") var name: String
     @OptionGroup var storeOptions: StoreOptions
 
@@ -287,7 +311,13 @@ struct AgentDelete: ParsableCommand {
 
 /// `xclaw agents`.
 struct Agents: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "agents", abstract: "List the agents.")
+    static let configuration = CommandConfiguration(
+        commandName: "agents", abstract: "List the agents.",
+        discussion: """
+            Examples:
+              xclaw agents
+              xclaw agents --all --json  # the pipelines' own agents too
+            """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
     @Flag(help: "Include pipelines' own agents (each pipeline's run and subtasks; `xclaw history` shows them).")
@@ -451,11 +481,15 @@ struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Send a message to an agent and stream its reply (the message and reply are stored).",
-        discussion:
-            "Exit: 0 replied; 1 no such agent, or its setup command failed; 4 the reply failed; 130 interrupted (or "
-            + "stopped by `xclaw stop`, the stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and "
-            + "recorded). With a fleet (workers up on the PostgreSQL database) the message is queued and a worker "
-            + "answers it; the reply streams here, and its exit status is this command's (5 when its worker was lost).")
+        discussion: """
+            Exit: 0 replied; 1 no such agent, or its setup command failed; 4 the reply failed; 130 interrupted (or \
+            stopped by `xclaw stop`, the stop hotkey or the failsafe), 143 on SIGTERM (the turn is cancelled and \
+            recorded). With a fleet (workers up on the PostgreSQL database) the message is queued and a worker \
+            answers it; the reply streams here, and its exit status is this command's (5 when its worker was lost).
+            Examples:
+              xclaw send clerk 'File the invoice in the open dialog as INV-2041'  # streams the reply
+              xclaw send careful 'Try it for real' --no-dry-run  # this message only
+            """)
     /// The exit status of a run an emergency stop ended: what Ctrl-C gives, since a person stopped it.
     static let stoppedStatus = ExitStatus.interrupted
     @Argument(help: "The agent.") var name: String
@@ -533,7 +567,11 @@ struct Chat: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat",
         abstract: "Talk to an agent interactively: each line is a message; Ctrl-C cancels the reply in progress "
-            + "(not the program); Ctrl-D or /exit quits.")
+            + "(not the program); Ctrl-D or /exit quits.",
+        discussion: """
+            Examples:
+              xclaw chat notes
+            """)
     @Argument(help: "The agent.") var name: String
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var rawOption: RawOption
@@ -579,7 +617,12 @@ struct Chat: ParsableCommand {
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "history",
-        abstract: "Show an agent's stored messages (partial and failed ones marked).")
+        abstract: "Show an agent's stored messages (partial and failed ones marked).",
+        discussion: """
+            Examples:
+              xclaw history clerk --last 20
+              xclaw history clerk --json
+            """)
     @Argument(help: "The agent.") var name: String
     @Option(help: "Only the last N messages.") var last: Int?
     @OptionGroup var storeOptions: StoreOptions
@@ -698,7 +741,12 @@ enum Transcript {
 /// `xclaw export`.
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Export an agent's conversation as Markdown or JSON.")
+        commandName: "export", abstract: "Export an agent's conversation as Markdown or JSON.",
+        discussion: """
+            Examples:
+              xclaw export clerk -o clerk.md
+              xclaw export clerk --format json
+            """)
     enum Format: String, ExpressibleByArgument, CaseIterable { case md, json }
     @Argument(help: "The agent.") var name: String
     @Option(help: "md or json.") var format: Format = .md
@@ -738,7 +786,12 @@ struct Export: ParsableCommand {
 struct UsageCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "usage",
-        abstract: "Tokens and USD per agent, or per run of one agent.")
+        abstract: "Tokens and USD per agent, or per run of one agent.",
+        discussion: """
+            Examples:
+              xclaw usage
+              xclaw usage clerk --json  # each of its runs
+            """)
     @Argument(help: "One agent: list its runs.") var name: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
@@ -790,7 +843,12 @@ struct RunUsage: Encodable {
 struct MemoryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "memory", abstract: "List the notes an agent keeps with its memory tool.",
-        discussion: "Exit: 0 listed (no notes is not an error); 1 no such agent; 2 bad usage.")
+        discussion: """
+            Exit: 0 listed (no notes is not an error); 1 no such agent; 2 bad usage.
+            Examples:
+              xclaw memory clerk
+              xclaw memory clerk --json
+            """)
     @Argument(help: "The agent.") var name: String
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON ({key: value}).") var json = false

@@ -8,7 +8,12 @@ import XclawScreen
 struct Apps: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apps",
-        abstract: "List installed applications (freedesktop .desktop entries in XDG_DATA_DIRS).")
+        abstract: "List installed applications (freedesktop .desktop entries in XDG_DATA_DIRS).",
+        discussion: """
+            Examples:
+              xclaw apps  # id, name, generic name and command, one a line
+              xclaw apps --all --json
+            """)
     @Flag(help: "Also those not meant for menus (NoDisplay, OnlyShowIn another desktop).") var all = false
     @Flag var json = false
 
@@ -31,12 +36,15 @@ struct Launch: ParsableCommand {
         commandName: "launch",
         abstract: "Start an application by name, id or .desktop file, or a command after --; print its pid.",
         discussion: """
-            xclaw launch xterm                       # by Name, id (org.gnome.Calculator) or GenericName
-            xclaw launch ~/app.desktop --wait-window # and wait (10 s) for its first window: prints pid and window id
-            xclaw launch --wait-window 30 -- xterm -geometry 80x24
-            One word is an application first, else a program on PATH. The application runs detached (a session of its own, output to /dev/null) on --display; field codes
-            (%f %u …) in Exec are dropped. Exit 1 when no application matches, the name is ambiguous or no window
-            came in time; 2 when the entry or program cannot be run.
+            An application is named by its Name, id (org.gnome.Calculator), GenericName or .desktop file; one word is \
+            an application first, else a program on PATH. The application runs detached (a session of its own, \
+            output to /dev/null) on --display; field codes (%f %u …) in Exec are dropped. --wait-window (alone: up \
+            to 10 s) waits for its first window and prints the window's id after the pid. Exit 1 when no \
+            application matches, the name is ambiguous or no window came in time; 2 when the entry or program \
+            cannot be run.
+            Examples:
+              xclaw launch Calculator --wait-window  # prints "PID WINDOW" once its window maps
+              xclaw launch --wait-window 30 -- xterm -geometry 80x24  # a command and its arguments after --
             """)
     @OptionGroup var target: DisplayOptions
     @Option(

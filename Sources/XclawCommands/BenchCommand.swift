@@ -10,7 +10,12 @@ struct Bench: ParsableCommand {
         commandName: "bench",
         abstract:
             "Benchmark capture, input, OCR, the agent step, the runtime, snapshots and image search against their peers "
-            + "(runs xclaw-bench beside this binary: `xclaw-bench --help` lists the benchmarks, `xclaw bench capture --help` one's options)."
+            + "(runs xclaw-bench beside this binary: `xclaw-bench --help` lists the benchmarks, `xclaw bench capture --help` one's options).",
+        discussion: """
+            Examples:
+              xclaw bench capture  # medians and p90 in ms, beside scrot when it is installed
+              xclaw bench snapshot --json
+            """
     )
 
     @Argument(parsing: .captureForPassthrough, help: "The benchmark and its options, as `xclaw-bench` takes them.")

@@ -9,7 +9,12 @@ struct Capture: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "capture",
         abstract: "Capture the screen, a region or a window as PNG.",
-        discussion: "Without -o the PNG is written to ./xclaw-capture-TIMESTAMP.png and its path printed.")
+        discussion: """
+            Without -o the PNG is written to ./xclaw-capture-TIMESTAMP.png and its path printed.
+            Examples:
+              xclaw capture --window Editor -o editor.png
+              xclaw capture --region 1700,40,32,32 -o save.png  # a template for find --image and tap --image
+            """)
     @OptionGroup var target: DisplayOptions
     @Option(name: .shortAndLong, help: "Output file, or - for stdout.") var output: String?
     @Option(help: "Region X,Y,W,H in screen pixels.") var region: String?
@@ -79,7 +84,12 @@ extension CaptureMethod: ExpressibleByArgument {}
 struct PixelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pixel", abstract: "Print the colour of one screen pixel as #rrggbb.",
-        discussion: "Exit: 0 printed; 2 a malformed point or one off the screen; 3 no display.")
+        discussion: """
+            Exit: 0 printed; 2 a malformed point or one off the screen; 3 no display.
+            Examples:
+              xclaw pixel 640,400  # e.g. #d93025
+              xclaw pixel 640,400 --json
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The pixel, X,Y in screen coordinates.") var point: String
     @Flag(help: "Print JSON: x, y, color.") var json = false

@@ -25,6 +25,11 @@ struct ClipboardOptions: ParsableArguments {
 struct ClipboardCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clipboard", abstract: "Read or set the clipboard (or the PRIMARY selection), as xclip does.",
+        discussion: """
+            Examples:
+              xclaw clipboard set 'some text'
+              xclaw clipboard get --primary  # the text last selected
+            """,
         subcommands: [ClipboardGet.self, ClipboardSet.self])
 }
 
@@ -33,8 +38,12 @@ struct ClipboardGet: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
         abstract: "Print the clipboard's contents: bytes as they are to a file or pipe; text escaped on a terminal.",
-        discussion:
-            "Exits 1 when the selection is empty or its owner offers no such type (the message lists what it offers).")
+        discussion: """
+            Exits 1 when the selection is empty or its owner offers no such type (the message lists what it offers).
+            Examples:
+              xclaw clipboard get
+              xclaw clipboard get --type image/png > shot.png  # the bytes as they are
+            """)
     @OptionGroup var options: ClipboardOptions
     @Flag(help: "One JSON object: type, bytes, and text (text types) or base64 (image/png).") var json = false
 
@@ -72,6 +81,9 @@ struct ClipboardSet: ParsableCommand {
         discussion: """
             The selection stays set after the command returns: the daemon holds it when one runs, else a detached \
             `xclaw-core clipboard-serve` does (as xclip forks one), until another app takes the clipboard.
+            Examples:
+              xclaw clipboard set 'some text'  # then ctrl+v pastes it in any app
+              xclaw clipboard set --type image/png - < shot.png
             """)
     @OptionGroup var options: ClipboardOptions
     @Argument(help: "The contents, or - to read them from stdin.") var contents: String

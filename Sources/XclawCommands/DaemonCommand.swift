@@ -24,6 +24,9 @@ struct DaemonCommand: ParsableCommand {
             itself at its first idle moment, with the same pid, socket, web address and token. `daemon status \
             --json` shows x_connections: open, dropped (in this image: back to 0 after a recycle), reconnects (over \
             the daemon's life), recycles and recycle_after.
+            Examples:
+              xclaw daemon start  # in the background; later commands go through it
+              xclaw daemon status --json
             """,
         subcommands: [Start.self, Stop.self, Status.self, RunForeground.self])
 
@@ -43,6 +46,10 @@ struct DaemonCommand: ParsableCommand {
                 `daemon stop` unless given --idle-exit.
 
                 --auto exits 0 when one runs already, and 1 when the config says daemon = off.
+
+                Examples:
+                  xclaw daemon start  # prints its pid; exit 1 when one runs already
+                  xclaw daemon start --web 127.0.0.1:7878  # also the web view and MCP over HTTP
                 """)
         @Flag(help: "Print its status as JSON.") var json = false
         @Flag(help: "Start one as a command does: none when one runs (exit 0), leaving after daemon_idle_exit.")
@@ -118,7 +125,12 @@ struct DaemonCommand: ParsableCommand {
 
     /// `xclaw daemon stop`.
     struct Stop: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the daemon.")
+        static let configuration = CommandConfiguration(
+            commandName: "stop", abstract: "Stop the daemon.",
+            discussion: """
+                Examples:
+                  xclaw daemon stop  # exit 1 when none runs
+                """)
 
         func run() throws {
             let socket = try DaemonPaths.socket()
@@ -134,7 +146,12 @@ struct DaemonCommand: ParsableCommand {
     /// `xclaw daemon status`.
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "status", abstract: "Say whether the daemon runs, and what it holds.")
+            commandName: "status", abstract: "Say whether the daemon runs, and what it holds.",
+            discussion: """
+                Examples:
+                  xclaw daemon status
+                  xclaw daemon status --json  # pid, socket, displays, web.url and web.token, x_connections
+                """)
         @Flag(help: "Print JSON (pid, socket, version, uptime_s, displays, rss_bytes).") var json = false
 
         func run() throws {
@@ -154,7 +171,12 @@ struct DaemonCommand: ParsableCommand {
     /// `xclaw daemon run`: the daemon in the foreground (for systemd), until SIGTERM, SIGINT or `daemon stop`.
     struct RunForeground: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).")
+            commandName: "run", abstract: "Run the daemon in the foreground (for systemd: examples/systemd/).",
+            discussion: """
+                Examples:
+                  xclaw daemon run  # in the foreground, as examples/systemd/xclaw.service runs it
+                  xclaw daemon run --worker --slots 2 --label zone=eu  # a fleet worker on the PostgreSQL database
+                """)
         @Option(help: .hidden) var parent: Int32?
         @Option(
             name: .customLong("idle-exit"),

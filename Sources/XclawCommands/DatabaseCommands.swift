@@ -8,6 +8,11 @@ import XclawStore
 struct DatabaseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "db", abstract: "Show the database (SQLite file or PostgreSQL) and bring its schema up to date.",
+        discussion: """
+            Examples:
+              xclaw db  # which database, its tables and migrations (as xclaw db info)
+              xclaw db migrate --db postgres://xclaw@db.internal/xclaw
+            """,
         subcommands: [DatabaseInfo.self, DatabaseMigrate.self], defaultSubcommand: DatabaseInfo.self)
 }
 
@@ -39,8 +44,13 @@ struct DatabaseInfo: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
         abstract: "Say which database xclaw uses (a URL without its password), its tables and migrations.",
-        discussion: "--json: database, backend (sqlite or postgresql), tables, migrations, journal_mode, "
-            + "synchronous, foreign_keys.")
+        discussion: """
+            --json: database, backend (sqlite or postgresql), tables, migrations, journal_mode, synchronous, \
+            foreign_keys.
+            Examples:
+              xclaw db info
+              xclaw db info --db ~/work.sqlite --json
+            """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 
@@ -55,8 +65,13 @@ struct DatabaseMigrate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Create the database's tables or bring them up to date, then describe it (as `db info`).",
-        discussion: "Every command migrates on first use; this does only that, for a deployment's migration step. "
-            + "Exit 5 when the database cannot be reached or written.")
+        discussion: """
+            Every command migrates on first use; this does only that, for a deployment's migration step. Exit 5 when \
+            the database cannot be reached or written.
+            Examples:
+              xclaw db migrate  # a deployment's migration step, before its workers start
+              xclaw db migrate --db postgres://xclaw@db.internal/xclaw --json
+            """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON (as `db info --json`).") var json = false
 

@@ -7,6 +7,11 @@ import XclawScreen
 struct DisplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "display", abstract: "Start, stop and list private Xvfb displays.",
+        discussion: """
+            Examples:
+              xclaw display start --size 1280x800  # prints its name, e.g. :1; then --display :1 or DISPLAY=:1
+              xclaw display list
+            """,
         subcommands: [Start.self, Stop.self, List.self, Env.self])
 
     /// `xclaw display start`.
@@ -16,7 +21,9 @@ struct DisplayCommand: ParsableCommand {
             abstract: "Start a private Xvfb on a free display number (or :N) and print its name (e.g. :41).",
             discussion: """
                 Exit: 0 started; 2 bad usage; 3 the display could not start (Xvfb missing, or :N in use).
-                Example: D=$(xclaw display start --size 1280x800); xclaw display start :99 --accessibility
+                Examples:
+                  xclaw display start --size 1280x800  # the first free number; in a script: D=$(xclaw display start)
+                  xclaw display start :99 --accessibility  # :99, with the AT-SPI bus GTK and Qt apps need
                 """)
         @Argument(help: "The display to take, :N (default: the first free number).") var display: String?
         @Option(help: "Screen size, WIDTHxHEIGHT.") var size = "1920x1080"
@@ -62,7 +69,11 @@ struct DisplayCommand: ParsableCommand {
     /// `xclaw display stop`.
     struct Stop: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "stop", abstract: "Stop a display that `xclaw display start` started.")
+            commandName: "stop", abstract: "Stop a display that `xclaw display start` started.",
+            discussion: """
+                Examples:
+                  xclaw display stop :99
+                """)
         @Argument(help: "The display, e.g. :41.") var name: String
 
         func run() throws { try VirtualDisplay.stop(name: name) }
@@ -71,7 +82,12 @@ struct DisplayCommand: ParsableCommand {
     /// `xclaw display list`.
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "List the running displays xclaw started.")
+            commandName: "list", abstract: "List the running displays xclaw started.",
+            discussion: """
+                Examples:
+                  xclaw display list  # name, size and depth, the Xvfb's pid, a11y when it has the bus
+                  xclaw display list --json
+                """)
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
@@ -93,9 +109,14 @@ extension DisplayCommand {
         static let configuration = CommandConfiguration(
             commandName: "env",
             abstract: "Print the environment for apps on a display xclaw started: eval \"$(xclaw display env :41)\".",
-            discussion: "Prints `export DISPLAY=…`, plus `export DBUS_SESSION_BUS_ADDRESS=…` when the display was "
-                + "started with --accessibility, and an `unset` line for inherited variables that would send apps "
-                + "elsewhere (WAYLAND_DISPLAY, AT_SPI_BUS_ADDRESS).")
+            discussion: """
+                Prints `export DISPLAY=…`, plus `export DBUS_SESSION_BUS_ADDRESS=…` when the display was started \
+                with --accessibility, and an `unset` line for inherited variables that would send apps elsewhere \
+                (WAYLAND_DISPLAY, AT_SPI_BUS_ADDRESS).
+                Examples:
+                  xclaw display env :99  # the lines to eval: eval "$(xclaw display env :99)", then start apps there
+                  xclaw display env :99 --json
+                """)
         @Argument(help: "The display, e.g. :41.") var name: String
         @Flag(help: "Print the variables as a JSON object.") var json = false
 

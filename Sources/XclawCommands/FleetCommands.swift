@@ -11,6 +11,11 @@ struct FleetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleet",
         abstract: "List the fleet's workers (`fleet runs`: its queue) when the database is PostgreSQL.",
+        discussion: """
+            Examples:
+              xclaw fleet  # the workers, as xclaw fleet workers
+              xclaw fleet runs --status queued
+            """,
         subcommands: [FleetWorkers.self, FleetRuns.self, FleetCancel.self, FleetReady.self],
         defaultSubcommand: FleetWorkers.self)
 }
@@ -20,9 +25,14 @@ struct FleetWorkers: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "workers",
         abstract: "List the workers: name, host, state, slots busy/total, labels, last heartbeat.",
-        discussion: "Each --json row: name, host, pid, version, state (up, left, lost), slots, busy, free, labels, "
-            + "displays, apps, started_at, heartbeat_at, heartbeat_age_s, ended_at, level (the command-line level it "
-            + "runs: it claims runs queued at that level or below). Exit 2 when the database is SQLite (no fleet).")
+        discussion: """
+            Each --json row: name, host, pid, version, state (up, left, lost), slots, busy, free, labels, displays, \
+            apps, started_at, heartbeat_at, heartbeat_age_s, ended_at, level (the command-line level it runs: it \
+            claims runs queued at that level or below). Exit 2 when the database is SQLite (no fleet).
+            Examples:
+              xclaw fleet workers
+              xclaw fleet workers --db postgres://xclaw@db.internal/xclaw --json
+            """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 
@@ -96,9 +106,14 @@ struct FleetRuns: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "runs",
         abstract: "List the fleet's queued and past runs, oldest first.",
-        discussion: "Each --json row: id, kind, agent, status (queued, running, completed, failed, lost, cancelled), "
-            + "worker, session, exit_status, error, attempts, enqueued_by, enqueued_at, claimed_at, finished_at, level "
-            + "(the command-line level a worker needs: a run waits for a worker of that level or above).")
+        discussion: """
+            Each --json row: id, kind, agent, status (queued, running, completed, failed, lost, cancelled), worker, \
+            session, exit_status, error, attempts, enqueued_by, enqueued_at, claimed_at, finished_at, level (the \
+            command-line level a worker needs: a run waits for a worker of that level or above).
+            Examples:
+              xclaw fleet runs --status queued
+              xclaw fleet runs --last 20 --json
+            """)
     @Option(help: "Only runs with this status.") var status: String?
     @Option(help: "Only the newest N (default 100).") var last = 100
     @OptionGroup var storeOptions: StoreOptions
@@ -176,7 +191,11 @@ struct FleetRuns: ParsableCommand {
 /// `xclaw fleet cancel ID`.
 struct FleetCancel: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "cancel", abstract: "Cancel a queued fleet run, or stop a running one (on whichever worker).")
+        commandName: "cancel", abstract: "Cancel a queued fleet run, or stop a running one (on whichever worker).",
+        discussion: """
+            Examples:
+              xclaw fleet cancel 31  # its id in xclaw fleet runs
+            """)
     @Argument(help: "The fleet run's id (`xclaw fleet runs`).") var id: Int64
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON (the run as `fleet runs --json` shows it).") var json = false
@@ -199,7 +218,12 @@ struct FleetReady: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ready",
         abstract: "Exit 0 when the worker is up with a fresh heartbeat, 1 when not (for readiness probes).",
-        discussion: "Fresh: within --within seconds (default: a third of XCLAW_FLEET_LOST_AFTER, so 10 s).")
+        discussion: """
+            Fresh: within --within seconds (default: a third of XCLAW_FLEET_LOST_AFTER, so 10 s).
+            Examples:
+              xclaw fleet ready  # this host's worker; a readiness probe's command
+              xclaw fleet ready --name worker-2 --within 30
+            """)
     @Option(help: "The worker (default: this host's name, a worker's default name).") var name: String?
     @Option(help: "The heartbeat's greatest age, in seconds.") var within: Double?
     @OptionGroup var storeOptions: StoreOptions

@@ -17,7 +17,12 @@ private func input(_ options: DisplayOptions) throws -> InputController {
 struct Move: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "move",
-        abstract: "Move the pointer to X Y, by DX DY (--relative), or to X Y inside a window (--window).")
+        abstract: "Move the pointer to X Y, by DX DY (--relative), or to X Y inside a window (--window).",
+        discussion: """
+            Examples:
+              xclaw move 640 400
+              xclaw move --relative -- -20 15  # 20 px left and 15 down from where it is
+            """)
     @OptionGroup var target: DisplayOptions
     @Flag(help: "X Y are an offset from where the pointer is (may be negative).") var relative = false
     @Option(help: "X Y are relative to this window's content area (id, title or class).") var window: String?
@@ -67,7 +72,12 @@ struct Move: ParsableCommand {
 /// `xclaw click [X Y]`.
 struct Click: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "click", abstract: "Click at a point (or where the pointer is).")
+        commandName: "click", abstract: "Click at a point (or where the pointer is).",
+        discussion: """
+            Examples:
+              xclaw click 640 400 --button right
+              xclaw click 640 400 --count 2 --with ctrl  # a double click with ctrl held
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument var x: Int?
     @Argument var y: Int?
@@ -121,7 +131,12 @@ struct ButtonTarget: ParsableArguments {
 /// `xclaw mousedown [X Y]`.
 struct MouseDown: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "mousedown", abstract: "Press a mouse button and keep it down.")
+        commandName: "mousedown", abstract: "Press a mouse button and keep it down.",
+        discussion: """
+            Examples:
+              xclaw mousedown 100 100  # then move and mouseup: a drag at your own pace
+              xclaw mousedown --button middle
+            """)
     @OptionGroup var options: ButtonTarget
 
     func run() throws {
@@ -134,7 +149,13 @@ struct MouseDown: ParsableCommand {
 
 /// `xclaw mouseup [X Y]`.
 struct MouseUp: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "mouseup", abstract: "Release a mouse button.")
+    static let configuration = CommandConfiguration(
+        commandName: "mouseup", abstract: "Release a mouse button.",
+        discussion: """
+            Examples:
+              xclaw mouseup 400 300  # moves there first, then releases
+              xclaw mouseup --button middle
+            """)
     @OptionGroup var options: ButtonTarget
 
     func run() throws {
@@ -149,7 +170,12 @@ struct MouseUp: ParsableCommand {
 struct Drag: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "drag",
-        abstract: "Drag with a button held, from X1 Y1 to X2 Y2 or through the waypoints of --path.")
+        abstract: "Drag with a button held, from X1 Y1 to X2 Y2 or through the waypoints of --path.",
+        discussion: """
+            Examples:
+              xclaw drag 100 100 400 300 --steps 20
+              xclaw drag --path 100,100 300,120 300,400  # pressed at the first waypoint, released at the last
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument var coordinates: [Int] = []
     @Option(
@@ -205,6 +231,9 @@ struct Scroll: ParsableCommand {
             Scrolling is sent as notches (core buttons 4–7), which every app takes. There is no --smooth: XInput2 \
             smooth scrolling comes only from a device with scroll valuators, and the XTest device xclaw (and xdotool) \
             sends through has none; making one takes uinput and a real Xorg input driver, which Xvfb lacks.
+            Examples:
+              xclaw scroll down --amount 5 --at 640,400
+              xclaw scroll up --with ctrl  # ctrl+wheel: zoom in most apps
             """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "up, down, left or right.") var direction: ScrollDirection
@@ -235,6 +264,10 @@ struct Key: ParsableCommand {
             whichever window has the focus. Many apps ignore synthetic events (xterm unless its allowSendEvents \
             resource is set; some games and browsers): activate the window and press without --window for those. A \
             window that has the focus already gets real keys (XTest), as with xdotool.
+
+            Examples:
+              xclaw key ctrl+shift+t alt+Tab Return  # one after the other
+              xclaw key --window xterm --repeat 3 --delay 50 Tab  # three Tabs to that window, wherever the focus is
             """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "Combinations, pressed in order.") var combos: [String]
@@ -318,6 +351,10 @@ struct TypeText: ParsableCommand {
             (XSendEvent), which many apps ignore (xterm unless allowSendEvents is set): activate the window and type \
             without --window for those. With --into, --window is where the field is looked for, and the field is \
             focused and typed into for real.
+
+            Examples:
+              xclaw type 'héllo wörld ß € 你好 ✓'
+              xclaw type --into Name 'Zoë Müller'  # focus the field labelled Name first
             """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The text, or - to read it from stdin.") var text: String
@@ -431,7 +468,11 @@ extension TypeText {
 struct KeyDown: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keydown",
-        abstract: "Press keys and leave them down across commands (until keyup, release-all, or the daemon stops).")
+        abstract: "Press keys and leave them down across commands (until keyup, release-all, or the daemon stops).",
+        discussion: """
+            Examples:
+              xclaw keydown shift  # then: xclaw click 10 10; xclaw keyup shift
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "Keys or combinations, e.g. shift or ctrl+alt; all are pressed, in order.") var keys: [String]
 
@@ -450,7 +491,11 @@ struct KeyDown: ParsableCommand {
 /// `xclaw keyup KEYS…`.
 struct KeyUp: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "keyup", abstract: "Release keys that keydown (or anything else) holds down.")
+        commandName: "keyup", abstract: "Release keys that keydown (or anything else) holds down.",
+        discussion: """
+            Examples:
+              xclaw keyup shift
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "Keys or combinations, released in reverse order.") var keys: [String]
 
@@ -470,7 +515,12 @@ struct KeyUp: ParsableCommand {
 struct ReleaseAll: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "release-all",
-        abstract: "Release the keys and buttons keydown and mousedown left held (--everything: every key and button).")
+        abstract: "Release the keys and buttons keydown and mousedown left held (--everything: every key and button).",
+        discussion: """
+            Examples:
+              xclaw release-all
+              xclaw release-all --everything  # every key and button the server holds, whoever pressed it
+            """)
     @OptionGroup var target: DisplayOptions
     @Flag(help: "Release every key and button the server holds down, whoever pressed it.") var everything = false
     @Flag var json = false
@@ -489,7 +539,12 @@ struct ReleaseAll: ParsableCommand {
 struct Cursor: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cursor",
-        abstract: "Print the pointer position (with --window, and the top-level window under it, or -).")
+        abstract: "Print the pointer position (with --window, and the top-level window under it, or -).",
+        discussion: """
+            Examples:
+              xclaw cursor  # X Y
+              xclaw cursor --window  # and the window under the pointer
+            """)
     @OptionGroup var target: DisplayOptions
     @Flag(help: "Also print the window under the pointer.") var window = false
     @Flag var json = false

@@ -15,11 +15,14 @@ struct MCPCommand: ParsableCommand {
         abstract: "Serve xclaw's screen tools to an MCP client (Claude Code, Claude Desktop) on stdin and stdout.",
         discussion: """
             Speaks the Model Context Protocol (JSON-RPC 2.0, one message per line) until the client closes stdin. \
-            The tools are the commands of the same names: snapshot, find, tap, type, key, click, scroll, drag, \
-            capture, ocr, watch, windows, activate, launch, apps. MCP clients start servers without DISPLAY, so \
-            each tool takes a display argument; without one, a tool uses --display, else the one display a running \
-            daemon holds, else $DISPLAY. A tool that fails answers with isError and the command's message. Logs go \
+            The tools are the commands of the same names: \(MCPTools.names.joined(separator: ", ")). \
+            MCP clients start servers without DISPLAY, so each tool but apps takes a display argument; without one, \
+            a tool uses --display, else the one display a running daemon holds, else $DISPLAY. A tool that fails \
+            answers with isError and the command's message, naming the tool's arguments (nth, not --nth). Logs go \
             to stderr (XCLAW_LOG=debug for each call). Exit: 0 the client closed the connection; 2 bad usage.
+            Examples:
+              xclaw mcp --display :1  # what an MCP client starts: claude mcp add xclaw -- xclaw mcp --display :1
+              xclaw mcp  # each call's display argument, else the daemon's one display, else $DISPLAY
             """)
     @Option(help: "The X display tools use when a call names none, e.g. :1.") var display: String?
 

@@ -93,8 +93,8 @@ struct MCPCommandTool: Sendable {
     func tool(_ runner: MCPCommandRunner) -> MCPTool {
         let display = MCPParameter(
             "display", .string,
-            "X display, e.g. \":1\" (default: the server's --display, else the running daemon's one display, else "
-                + "$DISPLAY).")
+            "X display, e.g. \":1\" (default: the server's own, `xclaw mcp --display`, else the running daemon's "
+                + "one display, else $DISPLAY).")
         let parameters = arguments.map(\.0) + (usesDisplay ? [display] : [])
         return MCPTool(
             name: name, title: title, description: description, parameters: parameters,
@@ -119,10 +119,13 @@ struct MCPCommandTool: Sendable {
     /// A command's outcome as a tool result: its output, or its error message with the exit status (the same
     /// statuses as the command line's: 1 not found or timed out, 2 bad input, 3 no display, 5 internal).
     func result(_ outcome: MCPCommandRunner.Outcome) -> MCPToolResult {
-        // The command line's usage lines name its --options, not the tool's arguments: the message alone helps.
-        let stderr = outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { !$0.hasPrefix("Usage: ") && !$0.hasPrefix("  See 'xclaw ") }
-            .joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
+        // The command line's usage lines name its --options, not the tool's arguments: the message alone helps, in
+        // the tool's words.
+        let stderr = MCPToolText.rendered(
+            outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !$0.hasPrefix("Usage: ") && !$0.hasPrefix("  See 'xclaw ") }
+                .joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines),
+            arguments: MCPToolText.arguments(of: self), tools: MCPTools.names)
         guard outcome.status == 0 else {
             // A command's error may quote its argument (a 10 MB label): the message is cut, never the whole echo.
             let message = stderr.count > Self.failureLimit ? String(stderr.prefix(Self.failureLimit)) + "…" : stderr
@@ -176,6 +179,14 @@ enum MCPTools {
     private static let timeout = MCPParameter(
         "timeout", .number, "Wait up to this many seconds for the target (and its window); default: look once.")
     private static let image = MCPParameter("image", .string, "A PNG file to look for instead of a label.")
+    private static let confidence = MCPParameter(
+        "confidence", .number, "With image: the lowest score that counts, 0.01–1 (default 0.9).")
+    private static let grayscale = MCPParameter("grayscale", .boolean, "With image: compare grey levels.")
+    private static let scales = MCPParameter(
+        "scales", .string, "With image: the sizes to try it at, e.g. 0.8,1,1.25 (default 1).")
+
+    /// The tools' names, in the table's order.
+    static let names = table.map(\.name)
 
     /// Every tool, run by `runner`.
     static func all(_ runner: MCPCommandRunner) -> [MCPTool] { table.map { $0.tool(runner) } }
@@ -223,12 +234,7 @@ enum MCPTools {
                 (window, .option("--window")), (region, .option("--region")), (nth, .option("--nth")),
                 (near, .option("--near")), (role, .option("--role")), (source, .option("--source")),
                 (MCPParameter("all", .boolean, "With image: every match, best first."), .flag("--all")),
-                (
-                    MCPParameter(
-                        "confidence", .number, "With image: the lowest score that counts, 0.01–1 (default 0.9)."),
-                    .option("--confidence")
-                ),
-                (MCPParameter("grayscale", .boolean, "With image: compare grey levels."), .flag("--grayscale")),
+                (confidence, .option("--confidence")), (grayscale, .flag("--grayscale")), (scales, .option("--scales")),
                 (timeout, .option("--timeout")), (lang, .option("--lang")), (json, .flag("--json")),
             ]),
         MCPCommandTool(
@@ -245,7 +251,9 @@ enum MCPTools {
                     MCPParameter("ref", .string, "The element's ref from snapshot, e.g. e12 (instead of label)."),
                     .custom
                 ),
-                (image, .option("--image")),
+                (image, .option("--image")), (confidence, .option("--confidence")), (grayscale, .flag("--grayscale")),
+                (scales, .option("--scales")),
+                (MCPParameter("region", .string, "With image: only search this region X,Y,W,H."), .option("--region")),
                 (window, .option("--window")), (nth, .option("--nth")), (near, .option("--near")),
                 (role, .option("--role")), (source, .option("--source")),
                 (
@@ -380,7 +388,8 @@ enum MCPTools {
                     MCPParameter("gone", .boolean, "With text, image or window alone: wait for it to vanish."),
                     .flag("--gone")
                 ),
-                (image, .option("--image")),
+                (image, .option("--image")), (confidence, .option("--confidence")), (grayscale, .flag("--grayscale")),
+                (scales, .option("--scales")),
                 (MCPParameter("change", .string, "Wait for this region X,Y,W,H to change."), .option("--change")),
                 (MCPParameter("stable", .integer, "Wait until nothing changed for this many ms."), .option("--stable")),
                 (MCPParameter("pixel", .string, "Wait for pixel X,Y to have color."), .option("--pixel")),

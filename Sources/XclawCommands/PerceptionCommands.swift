@@ -79,6 +79,9 @@ struct Ocr: ParsableCommand {
             Prints one line of output per visual row. With --json: lines and words with boxes in screen pixels and \
             confidence (0-100). Results are cached by content in the state directory, so unchanged text is not \
             read twice.
+            Examples:
+              xclaw ocr --window Terminal
+              xclaw ocr --region 0,0,960,540 --lang eng+deu --json  # words with boxes and confidence
             """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var area: AreaOptions
@@ -126,6 +129,9 @@ struct SnapshotCommand: ParsableCommand {
             checkbox, menuitem, text). A window's [atspi] or [ocr] says which; --json gives each element's source. \
             A leading + marks elements that are new or moved since the previous snapshot of this display. Refs can \
             be passed to `xclaw tap`. When the tree cannot be read, OCR stands in and a warning goes to stderr.
+            Examples:
+              xclaw snapshot  # e.g. e7 button "Save" @1720,62 80x32 in w3
+              xclaw snapshot --interactive --window Editor --json  # only windows and controls
             """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var area: AreaOptions
@@ -188,6 +194,9 @@ struct Find: ParsableCommand {
             contrast) and prints the best match: @centre, size, top-left and score. Exits 1 when nothing scores \
             --confidence (saying the best score and where), and when two places tie (unless --all or --nth). \
             --color #rrggbb prints the first pixel of that colour in reading order, X,Y #rrggbb; exits 1 if none.
+            Examples:
+              xclaw find 'Save as' --window Editor  # ranked candidates, best first
+              xclaw find --image save.png --all  # every match of a PNG cut from the screen
             """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The label to look for (or give --image or --color).") var label: String?
@@ -286,6 +295,9 @@ struct Tap: ParsableCommand {
             --action presses an element from the accessibility tree with its toolkit's own action ("click" in GTK, \
             "Press" or "Toggle" in Qt) without moving the mouse, even when another window covers it. A covered \
             element is never clicked: the click would land on the window above.
+            Examples:
+              xclaw tap Save --window Editor --timeout 30  # waits for the window and the button, then clicks
+              xclaw tap Repeat --nth 2  # the second of two equal matches, in reading order
             """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "A label, or a ref such as e12 (or give --image).") var label: String?
@@ -415,6 +427,9 @@ struct Tree: ParsableCommand {
             the toolkit's actions. Hidden nodes are included with --all. Needs an accessibility bus: displays \
             started with `xclaw display start --accessibility`, or a desktop session with AT-SPI running. \
             Exits 1 when the display has none.
+            Examples:
+              xclaw tree --window Question
+              xclaw tree --all --json  # every application, hidden nodes too
             """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Window id (0x…) or title substring: only that window's subtree.") var window: String?
@@ -492,6 +507,9 @@ struct Watch: ParsableCommand {
         discussion: """
             Polls by comparing frames; OCR (or the image search of --image FILE, see `xclaw find --image`) runs \
             only when pixels changed. Exits 0 when the condition holds, 1 on timeout with what was last observed.
+            Examples:
+              xclaw watch --text Done --timeout 30
+              xclaw watch --window Calculator --timeout 10  # until such a window exists, as xdotool search --sync
             """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Wait for this text.") var text: String?
@@ -682,7 +700,12 @@ struct WaitStable: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait-stable",
         abstract: "Wait until the screen (or a region) stops changing.",
-        discussion: "Exits 0 once nothing changed for --ms milliseconds; 1 if it is still changing at --timeout.")
+        discussion: """
+            Exits 0 once nothing changed for --ms milliseconds; 1 if it is still changing at --timeout.
+            Examples:
+              xclaw wait-stable --ms 300 --timeout 5  # returns as soon as the screen stopped changing
+              xclaw wait-stable --region 0,0,800,600
+            """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "How long the screen must stay unchanged, in milliseconds.") var ms: Int = 300
     @Option(help: "Give up after this many seconds.") var timeout: Double = 5

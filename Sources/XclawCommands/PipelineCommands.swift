@@ -17,6 +17,9 @@ struct PipelineCommand: ParsableCommand {
         discussion: """
             `xclaw pipeline "TASK"` is `xclaw pipeline run "TASK"`. The roles are researcher, coder, writer, analyst \
             and screen-operator (Models/roles), plus your own in $XDG_CONFIG_HOME/xclaw/roles/NAME.md.
+            Examples:
+              xclaw pipeline 'Compare the three backup tools in the wiki and draft a recommendation'
+              xclaw pipeline show 7 --follow  # the subtask tree, again as it changes
             """,
         subcommands: [PipelineRun.self, PipelineList.self, PipelineShow.self, PipelineCancel.self],
         defaultSubcommand: PipelineRun.self)
@@ -33,6 +36,9 @@ struct PipelineRun: ParsableCommand {
             tools take turns on the orchestrator's display, or get a private one when delegated with display "new".
             Exit: 0 answered (a partial answer included); 1 no such orchestrator; 2 bad usage; 4 the orchestrator's \
             run failed; 130 cancelled (`xclaw pipeline cancel`, Ctrl-C).
+            Examples:
+              xclaw pipeline run 'Compare the three backup tools in the wiki and draft a recommendation'
+              xclaw pipeline run "File last month's invoices" --orchestrator lead  # an orchestrator of your own
             """)
     @Argument(help: "The task.") var task: String
     @Option(help: "The orchestrator agent (`xclaw agent create NAME --kind orchestrator`).") var orchestrator: String?
@@ -116,7 +122,12 @@ struct PipelineRun: ParsableCommand {
 struct PipelineList: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List pipelines, oldest first: status, subtasks, duration, cost, task (--json: each with its tree).")
+        abstract: "List pipelines, oldest first: status, subtasks, duration, cost, task (--json: each with its tree).",
+        discussion: """
+            Examples:
+              xclaw pipeline list
+              xclaw pipeline list --json
+            """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 
@@ -140,7 +151,12 @@ struct PipelineShow: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Show a pipeline's subtask tree: each node's status, duration and cost (--follow: until it ends).",
-        discussion: "Exit: 0 shown; 1 no such pipeline; 2 bad usage.")
+        discussion: """
+            Exit: 0 shown; 1 no such pipeline; 2 bad usage.
+            Examples:
+              xclaw pipeline show 7  # each node's status, duration and cost
+              xclaw pipeline show 7 --follow  # shown again as it changes, until it ends
+            """)
     @Argument(help: "The pipeline's id (from `xclaw pipeline list`).") var id: Int64
     @Flag(name: [.long, .customLong("live")], help: "Show the tree again as it changes, until the pipeline ends.")
     var follow = false
@@ -179,6 +195,9 @@ struct PipelineCancel: ParsableCommand {
         discussion: """
             It asks through the database, like `xclaw stop`, so it reaches a pipeline wherever it runs.
             Exit: 0 cancelled (or it had ended); 1 no such pipeline, or it did not end within --wait; 2 bad usage.
+            Examples:
+              xclaw pipeline cancel 7
+              xclaw pipeline cancel 7 --wait 0  # ask and return at once
             """)
     @Argument(help: "The pipeline's id (from `xclaw pipeline list`).") var id: Int64
     @Option(help: "Seconds to wait for it to end (0: ask and return).") var wait: Double = 5

@@ -33,6 +33,9 @@ struct Replay: ParsableCommand {
             back to the file when the run ends (not with --no-wait: the next replay of the file writes it); exit 5 \
             when its worker was lost; a --param that fills a password needs --local. --stored NAME replays a \
             script kept in the database (`xclaw script save`, `xclaw script list`).
+            Examples:
+              xclaw replay task.json --param P1='order 9'  # the recorded steps again, without the model
+              xclaw replay --stored order --heal never
             """)
     @Argument(help: "A script file (`xclaw script export RUN -o FILE`) or a run id.") var script: String?
     @Option(help: "Replay the newest revision of a script stored in the database (`xclaw script list`).")

@@ -11,14 +11,15 @@ struct ReportCommand: ParsableCommand {
         commandName: "report",
         abstract: "Write a run's visual report: one HTML file with each step's screenshot and its actions drawn on it.",
         discussion: """
-            xclaw report 12                 # kept as run-12.html in $XDG_STATE_HOME/xclaw/reports; prints the path
-            xclaw report 12 -o run.html     # written where you say (never deleted by retention)
             RUN is a run's id as `xclaw runs` lists it. The page is self-contained (inline CSS, images as data URIs,
             no script, no network) and private (mode 0600). A kept report also applies retention: the reports of the
             newest --keep-runs runs are kept while under --max-mb together, oldest deleted first, and the screenshots
             stored for older finished runs are replaced by a placeholder. Defaults: report_keep_runs and report_max_mb
             in the config file, else 50 runs and 200 MB. The daemon keeps a report after every scheduled run.
             Exit: 0 written; 1 no such run; 2 a malformed RUN, a bad setting, or a file that cannot be written.
+            Examples:
+              xclaw report 12  # kept as run-12.html in $XDG_STATE_HOME/xclaw/reports; prints the path
+              xclaw report 12 -o run.html  # written where you say (never deleted by retention)
             """)
     @Argument(help: ArgumentHelp("The run (session) id, as `xclaw runs` lists it.", valueName: "RUN"))
     var runID: String

@@ -34,6 +34,9 @@ struct Run: ParsableCommand {
             With a fleet (workers up on the PostgreSQL database) the run is queued and a worker does it; its replies \
             stream here and its exit status is this command's (5 when its worker was lost). --confirm, --log and \
             --json need --local (a run on this host).
+            Examples:
+              xclaw run 'Open xcalc and compute 12*34' --display :1
+              xclaw run 'Answer the dialog' --display new:1280x800 --setup 'zenity --question &'  # a display of its own
             """)
 
     @Argument(help: "What to do, in words.") var task: String
@@ -266,11 +269,14 @@ struct Models: ParsableCommand {
         abstract:
             "List the models xclaw knows: computer-use tool version, prices per MTok, screenshot size, thinking and "
             + "effort; retired ones with their successor.",
-        discussion:
-            "--refresh asks the API (needs ANTHROPIC_API_KEY) and caches what it says in "
-            + "$XDG_STATE_HOME/xclaw/models-cache.json; later runs use those limits and levels. Exit: 0 listed; "
-            + "2 an unreadable catalog or cache, or --refresh without an API key; 4 the API failed (the cache stays as "
-            + "it was).")
+        discussion: """
+            --refresh asks the API (needs ANTHROPIC_API_KEY) and caches what it says in \
+            $XDG_STATE_HOME/xclaw/models-cache.json; later runs use those limits and levels. Exit: 0 listed; 2 an \
+            unreadable catalog or cache, or --refresh without an API key; 4 the API failed (the cache stays as it was).
+            Examples:
+              xclaw models  # tool version, prices, screenshot size and tokens, thinking, effort (* = default)
+              xclaw models --refresh --screen 2560x1440
+            """)
     @Flag(
         help:
             "First read what the API serves (GET /v1/models, every page) and cache each model's limits, thinking form and effort levels, which then win over the built-in table."

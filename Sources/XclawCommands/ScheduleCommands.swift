@@ -12,10 +12,6 @@ struct ScheduleCommand: ParsableCommand {
         commandName: "schedule",
         abstract: "Send an agent a prompt on a schedule (cron, interval or once); the daemon fires them.",
         discussion: """
-            xclaw schedule add bot "Check the build page" --cron "*/15 8-18 * * mon-fri" --tz Europe/Berlin --name build
-            xclaw schedule add bot "Water the plants" --every 2h
-            xclaw schedule add bot "Send the report" --at "2026-12-01 09:00" --tz America/New_York
-            xclaw schedule add bot "Answer the dialog" --every 1h --display new:1280x800 --setup "zenity --question &"
             Each run is `xclaw send AGENT PROMPT --sender schedule:NAME` inside the daemon (`xclaw daemon start`), which
             fires the tasks of its database ($XCLAW_DB when it started, else the default); what the runs print goes to
             schedule.log in the state directory. A slot fires at most once, also with two daemons on one database or
@@ -25,6 +21,9 @@ struct ScheduleCommand: ParsableCommand {
             is stopped, or xclaw is killed).
             Exit 1: no such agent or task; 2: a schedule, time zone or name that cannot be used (the message says
             how to write it).
+            Examples:
+              xclaw schedule add bot 'Check the build page' --cron '*/15 8-18 * * mon-fri' --name build
+              xclaw schedule list
             """,
         subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Remove.self, RunNow.self])
 
@@ -88,7 +87,13 @@ struct ScheduleCommand: ParsableCommand {
 
     /// `schedule add`.
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "add", abstract: "Schedule a prompt for an agent.")
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Schedule a prompt for an agent.",
+            discussion: """
+                Examples:
+                  xclaw schedule add bot 'Send the report' --at '2026-12-01 09:00' --tz America/New_York
+                  xclaw schedule add bot 'Answer the dialog' --every 1h --display new --setup 'zenity --question &'
+                """)
         @Argument(help: "The agent.") var agent: String
         @Argument(help: "The prompt each run sends.") var prompt: String
         @Option(help: "A cron expression: minute hour day-of-month month day-of-week.") var cron: String?
@@ -185,7 +190,12 @@ struct ScheduleCommand: ParsableCommand {
     /// `schedule list`.
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "List scheduled tasks (one agent's, or all).")
+            commandName: "list", abstract: "List scheduled tasks (one agent's, or all).",
+            discussion: """
+                Examples:
+                  xclaw schedule list  # id, name, agent, schedule, status, next and last run, prompt
+                  xclaw schedule list bot --json
+                """)
         @Argument(help: "Only this agent's.") var agent: String?
         @OptionGroup var storeOptions: StoreOptions
         @Flag var json = false
@@ -205,7 +215,13 @@ struct ScheduleCommand: ParsableCommand {
 
     /// `schedule show`.
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show a task and its runs.")
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show a task and its runs.",
+            discussion: """
+                Examples:
+                  xclaw schedule show build
+                  xclaw schedule show build --json
+                """)
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
         @Flag var json = false
@@ -240,7 +256,11 @@ struct ScheduleCommand: ParsableCommand {
     /// `schedule pause`.
     struct Pause: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "pause", abstract: "Stop a task firing (it is kept).")
+            commandName: "pause", abstract: "Stop a task firing (it is kept).",
+            discussion: """
+                Examples:
+                  xclaw schedule pause build  # xclaw schedule resume build lets it fire again
+                """)
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
 
@@ -255,7 +275,11 @@ struct ScheduleCommand: ParsableCommand {
     struct Resume: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "resume",
-            abstract: "Let a paused task fire again, from its next slot after now.")
+            abstract: "Let a paused task fire again, from its next slot after now.",
+            discussion: """
+                Examples:
+                  xclaw schedule resume build
+                """)
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
 
@@ -272,7 +296,11 @@ struct ScheduleCommand: ParsableCommand {
     /// `schedule remove`.
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "remove", abstract: "Delete a task and its run history.")
+            commandName: "remove", abstract: "Delete a task and its run history.",
+            discussion: """
+                Examples:
+                  xclaw schedule remove build
+                """)
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
 
@@ -289,7 +317,11 @@ struct ScheduleCommand: ParsableCommand {
             commandName: "run-now",
             abstract:
                 "Run a task now (here, or on a worker when a fleet's workers are up; its reply is printed), and record "
-                + "the run; its schedule is unchanged.")
+                + "the run; its schedule is unchanged.",
+            discussion: """
+                Examples:
+                  xclaw schedule run-now build  # try a task once before its first slot
+                """)
         @Argument(help: "Its id or name.") var task: String
         @OptionGroup var storeOptions: StoreOptions
 
@@ -344,12 +376,16 @@ struct Runs: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "runs",
         abstract: "List agent runs, oldest first, with the scheduled task each ran for.",
-        discussion: "Each --json row: id, agent, task (its name or id; null for runs a person asked for), status "
-            + "(running, completed, failed, cancelled, interrupted, stopped, needs-approval), started_at, "
-            + "duration_ms, steps, cost_usd, report (the kept report's path: written after every scheduled run and by "
-            + "`xclaw report RUN`; else null), replay (null for an agent's run; for `xclaw replay`: script, revision, "
-            + "steps, replayed and healed (done without and with the model), failed, acted, model_requests, "
-            + "diverged_step, reason).")
+        discussion: """
+            Each --json row: id, agent, task (its name or id; null for runs a person asked for), status (running, \
+            completed, failed, cancelled, interrupted, stopped, needs-approval), started_at, duration_ms, steps, \
+            cost_usd, report (the kept report's path: written after every scheduled run and by `xclaw report RUN`; \
+            else null), replay (null for an agent's run; for `xclaw replay`: script, revision, steps, replayed and \
+            healed (done without and with the model), failed, acted, model_requests, diverged_step, reason).
+            Examples:
+              xclaw runs bot --last 10
+              xclaw runs --task build --json
+            """)
     @Argument(help: "Only this agent's.") var agent: String?
     @Option(help: "Only this task's runs (its name or id).") var task: String?
     @Option(help: "Only the newest N runs (still listed oldest first).") var last: Int?

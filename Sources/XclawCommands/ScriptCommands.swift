@@ -14,6 +14,11 @@ struct ScriptCommand: ParsableCommand {
         commandName: "script",
         abstract:
             "Export a run's recorded steps as a replayable script, show a script's steps, or keep one in the database.",
+        discussion: """
+            Examples:
+              xclaw script export 42 -o task.json  # then: xclaw replay task.json
+              xclaw script save task.json --name order  # kept in the database for every host
+            """,
         subcommands: [ScriptExport.self, ScriptShow.self, ScriptSave.self, ScriptList.self])
 }
 
@@ -76,6 +81,9 @@ struct ScriptExport: ParsableCommand {
             tree's role and name, the label, role and window read by OCR, its place in the window, a 48x48 image \
             patch, the screen point), what held before it and what it changed. Typed text found in the run's \
             prompt becomes a parameter (P1, …). Exit: 0 written; 1 no such run, or it recorded no step; 2 bad usage.
+            Examples:
+              xclaw script export 42 -o task.json  # the replay format
+              xclaw script export 42 --format sh -o task.sh  # a shell script of xclaw commands, to edit and run
             """)
     @Argument(help: "The run id (from `xclaw runs`).") var runID: Int64
     @Option(name: .shortAndLong, help: "Write here instead of stdout.") var output: String?
@@ -106,8 +114,12 @@ struct ScriptShow: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Print a script's steps (a file written by `script export`, a run id, or a stored script).",
-        discussion: "Exit: 0 shown; 1 no such run or stored script, or the run recorded no step; 2 a file that is not "
-            + "a script.")
+        discussion: """
+            Exit: 0 shown; 1 no such run or stored script, or the run recorded no step; 2 a file that is not a script.
+            Examples:
+              xclaw script show task.json  # one line a step, and the parameters
+              xclaw script show --stored order --json
+            """)
     @Argument(help: "A script file or a run id.") var script: String?
     @Option(help: "A script stored in the database (`xclaw script list`): its newest revision.") var stored: String?
     @OptionGroup var storeOptions: StoreOptions
@@ -169,6 +181,9 @@ struct ScriptSave: ParsableCommand {
             the next. A fleet shares them: every worker and host reads the same database. \
             Exit: 0 stored (or already the newest); 1 no such run, or it recorded no step; 2 a file that is not a \
             script, a bad name.
+            Examples:
+              xclaw script save task.json --name order
+              xclaw script save 42 --name order  # a run's recorded steps, straight from the database
             """)
     @Argument(help: "A script file or a run id.") var script: String
     @Option(help: "The name to keep it under (1 to 1024 characters).") var name: String
@@ -196,7 +211,12 @@ struct ScriptSave: ParsableCommand {
 struct ScriptList: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list", abstract: "List the scripts stored in the database (the newest revision of each).",
-        discussion: "Each --json row: name, revision, agent, run, steps, stored_at, stored_by.")
+        discussion: """
+            Each --json row: name, revision, agent, run, steps, stored_at, stored_by.
+            Examples:
+              xclaw script list
+              xclaw script list --json
+            """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
 

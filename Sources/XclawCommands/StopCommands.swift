@@ -17,6 +17,9 @@ struct Stop: ParsableCommand {
             failsafe (`failsafe = on`) do the same from the display.
             Exit: 0 every run asked stopped (or none was in flight); 1 no such run or agent, or a run did not stop \
             within --wait; 2 bad usage.
+            Examples:
+              xclaw stop 42  # one run, by its id in xclaw runs
+              xclaw stop --all --json  # every run in flight, each with the ms it took
             """)
     @Argument(help: "A run id (from `xclaw runs`) or an agent name.") var target: String?
     @Flag(help: "Stop every run in flight.") var all = false
@@ -90,7 +93,11 @@ struct Approve: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "approve",
         abstract: "Let a run waiting for approval (status needs-approval) do the gated action.",
-        discussion: "Exit: 0 decided; 1 no such run, or it waits for nothing; 2 bad usage.")
+        discussion: """
+            Exit: 0 decided; 1 no such run, or it waits for nothing; 2 bad usage.
+            Examples:
+              xclaw approve 42  # the run id xclaw approvals lists
+            """)
     @Argument(help: ArgumentHelp("The run id (from `xclaw runs`).", valueName: "run")) var runID: Int64
     @OptionGroup var storeOptions: StoreOptions
     @Flag var json = false
@@ -103,7 +110,11 @@ struct Deny: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "deny",
         abstract: "Refuse the gated action a run waits on; the run goes on without it.",
-        discussion: "Exit: 0 decided; 1 no such run, or it waits for nothing; 2 bad usage.")
+        discussion: """
+            Exit: 0 decided; 1 no such run, or it waits for nothing; 2 bad usage.
+            Examples:
+              xclaw deny 42
+            """)
     @Argument(help: ArgumentHelp("The run id (from `xclaw runs`).", valueName: "run")) var runID: Int64
     @OptionGroup var storeOptions: StoreOptions
     @Flag var json = false
@@ -138,7 +149,12 @@ struct Approvals: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "approvals",
         abstract: "List the gated actions runs wait on (decide with `xclaw approve RUN` or `xclaw deny RUN`).",
-        discussion: "Exit: 0 listed (none waiting is not an error); 2 bad usage.")
+        discussion: """
+            Exit: 0 listed (none waiting is not an error); 2 bad usage.
+            Examples:
+              xclaw approvals  # run, agent, kind of action, the action
+              xclaw approvals --json
+            """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON (run, agent, kind, action, requested_at, expires_at).") var json = false
 

@@ -62,6 +62,9 @@ struct Windows: ParsableCommand {
             as `xdotool search` exits, so `if xclaw windows --name Editor; then …` works (nothing on stdout; with \
             --json the error object); \
             2 bad usage; 3 display.
+            Examples:
+              xclaw windows --class XTerm --visible  # id, geometry, state, class, pid, title; top-most first
+              xclaw windows --name 'Editor$' --json
             """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var select: WindowSelection
@@ -84,7 +87,12 @@ struct Windows: ParsableCommand {
 struct Active: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "active",
-        abstract: "Print the active window (_NET_ACTIVE_WINDOW with a window manager, else the focused top-level).")
+        abstract: "Print the active window (_NET_ACTIVE_WINDOW with a window manager, else the focused top-level).",
+        discussion: """
+            Examples:
+              xclaw active
+              xclaw active --json
+            """)
     @OptionGroup var target: DisplayOptions
     @Flag var json = false
 
@@ -97,7 +105,12 @@ struct Active: ParsableCommand {
 /// `xclaw activate`.
 struct Activate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "activate", abstract: "Raise and focus a window by id or title substring.")
+        commandName: "activate", abstract: "Raise and focus a window by id or title substring.",
+        discussion: """
+            Examples:
+              xclaw activate Terminal  # the top-most window whose title contains Terminal
+              xclaw activate --class Firefox
+            """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var select: WindowSelection
     @Argument(help: "Window id (0x…) or title substring (optional with --class, --pid …).") var window: String?
@@ -118,7 +131,13 @@ struct Activate: ParsableCommand {
 
 /// `xclaw monitors`.
 struct Monitors: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "monitors", abstract: "List monitors (RandR).")
+    static let configuration = CommandConfiguration(
+        commandName: "monitors", abstract: "List monitors (RandR).",
+        discussion: """
+            Examples:
+              xclaw monitors
+              xclaw monitors --json
+            """)
     @OptionGroup var target: DisplayOptions
     @Flag var json = false
 
@@ -137,7 +156,12 @@ struct Monitors: ParsableCommand {
 struct DesktopCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "desktop",
-        abstract: "Print the current virtual desktop (from 0), or switch to desktop N (needs a window manager).")
+        abstract: "Print the current virtual desktop (from 0), or switch to desktop N (needs a window manager).",
+        discussion: """
+            Examples:
+              xclaw desktop  # the current one
+              xclaw desktop 1  # switch to the second
+            """)
     @OptionGroup var target: DisplayOptions
     @Argument(help: "The desktop to switch to, from 0.") var number: Int?
     @Flag var json = false
@@ -162,6 +186,9 @@ struct WindowCommand: ParsableCommand {
             --regex and --visible (then the id may be left out). With a window manager the requests are EWMH \
             client messages; with none they are made directly. Each action waits up to 2 s for its effect and \
             exits 1 if the window manager ignored it.
+            Examples:
+              xclaw window move Editor 100 80
+              xclaw window maximize --class XTerm
             """,
         subcommands: [
             WindowMove.self, WindowResize.self, WindowClose.self, WindowKill.self, WindowMinimize.self,
@@ -216,7 +243,12 @@ struct WindowOperands: ParsableArguments {
 /// `xclaw window move ID X Y`.
 struct WindowMove: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "move", abstract: "Move a window's content area to X Y (xwininfo's Absolute upper-left).")
+        commandName: "move", abstract: "Move a window's content area to X Y (xwininfo's Absolute upper-left).",
+        discussion: """
+            Examples:
+              xclaw window move Editor 100 80
+              xclaw window move --class XTerm 0 0
+            """)
     @OptionGroup var options: WindowOperands
 
     func validate() throws { _ = try options.split(numbers: 2, names: "X Y") }
@@ -231,7 +263,12 @@ struct WindowMove: ParsableCommand {
 /// `xclaw window resize ID W H`.
 struct WindowResize: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "resize", abstract: "Resize a window's content area to W H (as xwininfo reports it).")
+        commandName: "resize", abstract: "Resize a window's content area to W H (as xwininfo reports it).",
+        discussion: """
+            Examples:
+              xclaw window resize --class XTerm 800 600
+              xclaw window resize Editor 1280 720 --json  # the window as it is after
+            """)
     @OptionGroup var options: WindowOperands
 
     func validate() throws {
@@ -267,7 +304,11 @@ extension PlainWindowAction {
 struct WindowClose: PlainWindowAction {
     static let configuration = CommandConfiguration(
         commandName: "close",
-        abstract: "Ask a window to close (_NET_CLOSE_WINDOW, or WM_DELETE_WINDOW with no window manager).")
+        abstract: "Ask a window to close (_NET_CLOSE_WINDOW, or WM_DELETE_WINDOW with no window manager).",
+        discussion: """
+            Examples:
+              xclaw window close Editor  # as its close button does: the app may ask to save first
+            """)
     @OptionGroup var options: WindowOperands
     func act(_ manager: WindowManager, _ window: WindowInfo) throws { try manager.close(window) }
 }
@@ -275,7 +316,11 @@ struct WindowClose: PlainWindowAction {
 /// `xclaw window kill ID`.
 struct WindowKill: PlainWindowAction {
     static let configuration = CommandConfiguration(
-        commandName: "kill", abstract: "End the client that owns a window (XKillClient), as `xdotool windowkill`.")
+        commandName: "kill", abstract: "End the client that owns a window (XKillClient), as `xdotool windowkill`.",
+        discussion: """
+            Examples:
+              xclaw window kill 'Not Responding'  # when window close is ignored
+            """)
     @OptionGroup var options: WindowOperands
     func act(_ manager: WindowManager, _ window: WindowInfo) throws { try manager.kill(window) }
 }
@@ -283,7 +328,11 @@ struct WindowKill: PlainWindowAction {
 /// `xclaw window minimize ID`.
 struct WindowMinimize: PlainWindowAction {
     static let configuration = CommandConfiguration(
-        commandName: "minimize", abstract: "Minimize (iconify) a window; `xclaw activate` brings it back.")
+        commandName: "minimize", abstract: "Minimize (iconify) a window; `xclaw activate` brings it back.",
+        discussion: """
+            Examples:
+              xclaw window minimize Editor  # back with: xclaw activate Editor
+            """)
     @OptionGroup var options: WindowOperands
     func act(_ manager: WindowManager, _ window: WindowInfo) throws { try manager.minimize(window) }
 }
@@ -291,7 +340,11 @@ struct WindowMinimize: PlainWindowAction {
 /// `xclaw window raise ID`.
 struct WindowRaise: PlainWindowAction {
     static let configuration = CommandConfiguration(
-        commandName: "raise", abstract: "Raise a window to the top of its layer (without focusing it).")
+        commandName: "raise", abstract: "Raise a window to the top of its layer (without focusing it).",
+        discussion: """
+            Examples:
+              xclaw window raise Editor
+            """)
     @OptionGroup var options: WindowOperands
     func act(_ manager: WindowManager, _ window: WindowInfo) throws { try manager.restack(window, raise: true) }
 }
@@ -299,7 +352,11 @@ struct WindowRaise: PlainWindowAction {
 /// `xclaw window lower ID`.
 struct WindowLower: PlainWindowAction {
     static let configuration = CommandConfiguration(
-        commandName: "lower", abstract: "Lower a window to the bottom of its layer.")
+        commandName: "lower", abstract: "Lower a window to the bottom of its layer.",
+        discussion: """
+            Examples:
+              xclaw window lower Editor
+            """)
     @OptionGroup var options: WindowOperands
     func act(_ manager: WindowManager, _ window: WindowInfo) throws { try manager.restack(window, raise: false) }
 }
@@ -324,7 +381,12 @@ enum WindowSetState {
     struct Maximize: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "maximize",
-            abstract: "Maximize a window (_NET_WM_STATE; with no window manager it covers the screen); --off restores.")
+            abstract: "Maximize a window (_NET_WM_STATE; with no window manager it covers the screen); --off restores.",
+            discussion: """
+                Examples:
+                  xclaw window maximize Editor
+                  xclaw window maximize Editor --off  # back to its size before
+                """)
         @OptionGroup var body: Body
         func run() throws { try body.run(.maximized) }
     }
@@ -332,7 +394,12 @@ enum WindowSetState {
     /// `window fullscreen`.
     struct Fullscreen: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "fullscreen", abstract: "Make a window fullscreen; --off restores it.")
+            commandName: "fullscreen", abstract: "Make a window fullscreen; --off restores it.",
+            discussion: """
+                Examples:
+                  xclaw window fullscreen --class Firefox
+                  xclaw window fullscreen --class Firefox --off
+                """)
         @OptionGroup var body: Body
         func run() throws { try body.run(.fullscreen) }
     }
@@ -340,7 +407,12 @@ enum WindowSetState {
     /// `window above`.
     struct Above: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "above", abstract: "Keep a window above the others (needs a window manager); --off stops.")
+            commandName: "above", abstract: "Keep a window above the others (needs a window manager); --off stops.",
+            discussion: """
+                Examples:
+                  xclaw window above Notes  # stays on top while you work in other windows
+                  xclaw window above Notes --off
+                """)
         @OptionGroup var body: Body
         func run() throws { try body.run(.above) }
     }
@@ -349,7 +421,11 @@ enum WindowSetState {
 /// `xclaw window desktop ID N`.
 struct WindowDesktop: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "desktop", abstract: "Move a window to virtual desktop N (from 0; needs a window manager).")
+        commandName: "desktop", abstract: "Move a window to virtual desktop N (from 0; needs a window manager).",
+        discussion: """
+            Examples:
+              xclaw window desktop Editor 2  # the third desktop
+            """)
     @OptionGroup var options: WindowOperands
 
     func validate() throws {

@@ -12,7 +12,12 @@ package struct Xclaw: ParsableCommand {
         abstract:
             "Desktop automation for Linux/X11: capture, input, windows, OCR and accessibility snapshots, find and tap "
             + "by label, watch conditions, and Claude agents that drive the screen.",
-        discussion: ExitStatus.legend,
+        discussion: ExitStatus.legend + """
+
+            Examples:
+              xclaw display start --size 1920x1080  # a private display; prints its name, e.g. :1
+              xclaw tap Save --window Editor --display :1
+            """,
         version: "0.1.0",
         subcommands: [
             DisplayCommand.self, Capture.self, PixelCommand.self,

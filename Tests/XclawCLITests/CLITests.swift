@@ -24,6 +24,12 @@ final class CLITests: XCTestCase {
         let help = try runCLI(["--help"])
         XCTAssertEqual(help.status, 0)
         XCTAssertTrue(help.text.contains("Exit codes: 0 ok; 1 not found"), help.text)
+        // The examples come last, as the process prints them (HelpExamplesTests checks every command in-process).
+        let tap = try runCLI(["tap", "--help"])
+        XCTAssertEqual(tap.status, 0)
+        let lines = tap.text.split(separator: "\n")
+        XCTAssertEqual(lines.suffix(3).first, "Examples:", tap.text)
+        XCTAssertTrue(lines.suffix(2).allSatisfy { $0.hasPrefix("  xclaw tap ") }, tap.text)
         XCTAssertEqual(try runCLI(["--version"]).text, "0.1.0\n")
     }
 

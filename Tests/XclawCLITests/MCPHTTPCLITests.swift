@@ -36,7 +36,7 @@ extension MCPServerCLITests {
         XCTAssertEqual(scene.fixture.typed(count: 10), "--héllo ✓x", "typed exactly, then the key")
         for (name, words) in [
             ("tap_ref_and_label", "not both"), ("bad_type", "x must be an integer"),
-            ("bad_value", "--amount must be from 1 to 1000"), ("not_found", "nothing on screen matches"),
+            ("bad_value", "amount must be from 1 to 1000"), ("not_found", "nothing on screen matches"),
         ] {
             let reply = Self.summary(result[name])
             XCTAssertTrue(reply.isError, name)

@@ -129,14 +129,20 @@ final class MCPServerCLITests: XCTestCase {
         // Tool failures are isError results, never protocol errors; an unknown tool is a protocol error.
         for (name, words) in [
             ("tap_ref_and_label", "not both"), ("bad_type", "x must be an integer"),
-            ("bad_value", "--amount must be from 1 to 1000"), ("unknown_argument", "colour is not an argument"),
-            ("not_found", "nothing on screen matches"),
+            ("bad_value", "amount must be from 1 to 1000"), ("unknown_argument", "colour is not an argument"),
+            ("not_found", "nothing on screen matches"), ("ambiguous", "matches 2 elements equally"),
         ] {
             let reply = Self.summary(result[name])
             XCTAssertTrue(reply.isError, name)
             XCTAssertTrue(reply.text.contains(words), "\(name): \(reply.text)")
         }
         XCTAssertFalse(Self.summary(result["bad_value"]).text.contains("Usage:"), "no usage lines of the CLI")
+        // The tool's argument names, not the command line's options (`xclaw tap` itself says --nth N).
+        for name in ["bad_value", "ambiguous"] {
+            XCTAssertFalse(Self.summary(result[name]).text.contains("--"), Self.summary(result[name]).text)
+        }
+        let ambiguous = Self.summary(result["ambiguous"]).text
+        XCTAssertTrue(ambiguous.contains("pick one with nth, near, window or role, or tap a ref"), ambiguous)
         XCTAssertTrue((result["unknown_tool"] as? String ?? "").contains("-32602"), "\(result["unknown_tool"] ?? "")")
         XCTAssertFalse(Self.summary(result["apps"]).isError)
 

@@ -101,6 +101,7 @@ final class PerceptionCLITests: XCTestCase {
         let ambiguous = try runCLI(["tap", "Repeat"] + d, environment: env)
         XCTAssertEqual(ambiguous.status, 1)
         XCTAssertTrue(ambiguous.stderr.contains("matches 2 elements"), ambiguous.stderr)
+        XCTAssertTrue(ambiguous.stderr.contains("pick one with --nth N, --near LABEL"), "the CLI's own options")
         let missing = try runCLI(["find", "Nonexistent words"] + d, environment: env)
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.stderr.contains("nothing on screen matches"), missing.stderr)

@@ -63,6 +63,8 @@ async def basic(session, config):
     out["bad_value"] = summary(await session.call_tool("scroll", {"direction": "down", "amount": 0, "display": display}))
     out["unknown_argument"] = summary(await session.call_tool("windows", {"colour": "red", "display": display}))
     out["not_found"] = summary(await session.call_tool("find", {"label": "Nonexistent Label", "display": display}))
+    # Two equal matches: refused, and the advice names the tool's arguments.
+    out["ambiguous"] = summary(await session.call_tool("tap", {"label": "Repeat", "display": display}))
     out["apps"] = summary(await session.call_tool("apps", {}))
     out["clipboard_set"] = summary(
         await session.call_tool("clipboard", {"action": "set", "text": "--clip \u2713 one", "display": display}))
