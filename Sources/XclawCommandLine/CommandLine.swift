@@ -108,16 +108,19 @@ public protocol RewritesArguments {
 /// Writes a line to stderr, with control characters shown instead of obeyed: messages quote model and screen text,
 /// which must not be able to clear the terminal or draw a fake prompt.
 public func printError(_ message: String) {
+    ProgressLine.endCurrent()
     Invocation.current.write(.stderr, Data((UntrustedText.forTerminal(message) + "\n").utf8))
 }
 
 /// Writes text to the command's stdout as it is: xclaw's own text, which needs no escaping.
 public func writeOut(_ text: String) {
+    ProgressLine.endCurrent()
     Invocation.current.write(.stdout, Data(text.utf8))
 }
 
 /// Writes bytes to the command's stdout (a PNG, raw text).
 public func writeOut(_ data: Data) {
+    ProgressLine.endCurrent()
     Invocation.current.write(.stdout, data)
 }
 

@@ -109,8 +109,10 @@ struct Launch: ParsableCommand {
         let pid = try AppLauncher.launch(command, environment: childEnvironment)
         var result = Launched(pid: pid, window: nil, app: app)
         if let waitWindow {
-            let window = try AppLauncher.waitForWindow(
-                pid: pid, manager: WindowManager(connection: connection), timeout: waitWindow)
+            let window = try ProgressLine.during("a window of process \(pid)", timeout: waitWindow, json: json) {
+                try AppLauncher.waitForWindow(
+                    pid: pid, manager: WindowManager(connection: connection), timeout: waitWindow)
+            }
             result.window = window.hexID
         }
         try emit(result, json: json) { "\(pid)" + (result.window.map { " \($0)" } ?? "") }

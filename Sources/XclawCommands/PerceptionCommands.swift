@@ -173,12 +173,15 @@ struct SelectionOptions: ParsableArguments {
 /// through the watcher (a window that does not exist yet is waited for too; a target is taken once its pixels
 /// settled). What counts as "not yet": nothing matches, matches tie or are only guesses, the image scores too low.
 func waiting<T>(
-    _ p: Perceiver, timeout: Double?, for what: String, area: () throws -> Rect, _ body: (Rect) throws -> T
+    _ p: Perceiver, timeout: Double?, for what: String, json: Bool, area: () throws -> Rect,
+    _ body: (Rect) throws -> T
 ) throws -> T {
     guard let timeout else { return try body(try area()) }
-    return try stoppableWatcher(p, interval: 50).retry(
-        what, timeout: .milliseconds(Int(timeout * 1000)), area: area,
-        retryable: Watcher.isNotYet, attempt: body)
+    return try ProgressLine.during(what, timeout: timeout, json: json) {
+        try stoppableWatcher(p, interval: 50).retry(
+            what, timeout: .milliseconds(Int(timeout * 1000)), area: area,
+            retryable: Watcher.isNotYet, attempt: body)
+    }
 }
 
 /// `xclaw find`: where a label, an image or a colour is on screen.
@@ -235,7 +238,7 @@ struct Find: ParsableCommand {
             let rgb = try RGB(hex: color)
             let hit = try withImagePerceiver(target) { p in
                 try waiting(
-                    p, timeout: timeout, for: "colour \(color)",
+                    p, timeout: timeout, for: "colour \(color)", json: json,
                     area: {
                         try p.area(
                             region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
@@ -247,7 +250,7 @@ struct Find: ParsableCommand {
         if let template = try image.template() {
             let found = try withImagePerceiver(target) { p -> [ImageMatch] in
                 try waiting(
-                    p, timeout: timeout, for: "image \(template.path)",
+                    p, timeout: timeout, for: "image \(template.path)", json: json,
                     area: {
                         try p.area(
                             region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
@@ -262,7 +265,7 @@ struct Find: ParsableCommand {
         let label = self.label ?? ""
         let matches = try withPerceiver(target, languages: languages) { p -> [Match] in
             try waiting(
-                p, timeout: timeout, for: "\"\(label)\" to appear",
+                p, timeout: timeout, for: "\"\(label)\" to appear", json: json,
                 area: {
                     try p.area(region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
                 }
@@ -349,7 +352,7 @@ struct Tap: ParsableCommand {
         var clicked: Point?
         let match = try withPerceiver(target, languages: languages) { p -> Match in
             let match = try waiting(
-                p, timeout: timeout, for: "\"\(label)\" to appear",
+                p, timeout: timeout, for: "\"\(label)\" to appear", json: json,
                 area: { try p.area(window: window, matching: select.filter) }
             ) { area in
                 try choose.selection.resolve(label, in: takeSnapshot(p, area: area, source: choose.source))
@@ -401,7 +404,7 @@ struct Tap: ParsableCommand {
         var clicked: Point?
         let match = try withImagePerceiver(target) { p -> ImageMatch in
             let match = try waiting(
-                p, timeout: timeout, for: "image \(template.path)",
+                p, timeout: timeout, for: "image \(template.path)", json: json,
                 area: {
                     try p.area(region: region.map(Rect.init(parsing:)), window: window, matching: select.filter)
                 }
@@ -608,6 +611,22 @@ struct Watch: ParsableCommand {
     }
 
     func run() throws {
+        try ProgressLine.during(described, timeout: timeout, json: json) { try watchForCondition() }
+    }
+
+    /// What the wait is for, as the progress line says it.
+    var described: String {
+        let target = select.names(window) ? " in window \(window ?? "matching the flags")" : ""
+        if let text { return "text \"\(text)\"\(target)\(gone ? " to go" : "")" }
+        if let path = image.image { return "image \(path)\(target)\(gone ? " to go" : "")" }
+        if let change { return "region \(change) to change" }
+        if let stable { return "the screen to be still for \(stable) ms" }
+        if let pixel, let color { return "pixel \(pixel) to be \(color)" }
+        let what = gone ? "to go" : (active ? "to have the focus" : "to appear")
+        return "window \(window.map { "\"\($0)\" " } ?? "matching the flags ")\(what)"
+    }
+
+    private func watchForCondition() throws {
         let template = try image.template()  // a bad file is refused before any waiting
         if watchesWindow, !select.filter.isEmpty {
             return try watchSelected()
@@ -721,11 +740,13 @@ struct WaitStable: ParsableCommand {
     }
 
     func run() throws {
-        let result = try withPerceiver(target, noCache: true) { p in
-            try stoppableWatcher(p, interval: interval)
-                .waitUntilStable(
-                    area: p.area(region: region.map(Rect.init(parsing:))), quiet: .milliseconds(ms),
-                    timeout: .milliseconds(Int(timeout * 1000)))
+        let result = try ProgressLine.during("the screen to be still for \(ms) ms", timeout: timeout, json: json) {
+            try withPerceiver(target, noCache: true) { p in
+                try stoppableWatcher(p, interval: interval)
+                    .waitUntilStable(
+                        area: p.area(region: region.map(Rect.init(parsing:))), quiet: .milliseconds(ms),
+                        timeout: .milliseconds(Int(timeout * 1000)))
+            }
         }
         try emit(result, json: json) { "stable after \(Int(result.elapsedMs)) ms" }
     }
