@@ -61,25 +61,53 @@ struct Windows: ParsableCommand {
             Exit: 0 listed; 1 a selection (--class, --instance, --pid, --regex/--name, --visible) matched no window, \
             as `xdotool search` exits, so `if xclaw windows --name Editor; then …` works (nothing on stdout; with \
             --json the error object); \
-            2 bad usage; 3 display.
+            2 bad usage; 3 display. --ids prints the ids alone, one a line, as `xdotool search` prints them; \
+            --sync waits until the selection matches (1 after --timeout).
+
             Examples:
               xclaw windows --class XTerm --visible  # id, geometry, state, class, pid, title; top-most first
-              xclaw windows --name 'Editor$' --json
+              id=$(xclaw windows --sync --name '^Editor$' --ids)  # as id=$(xdotool search --sync --name '^Editor$')
             """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var select: WindowSelection
     @Flag(help: "Include unmapped windows.") var all = false
+    @Flag(help: "Print only the window ids (0x…), one a line.") var ids = false
+    @Flag(help: "Wait until the selection matches a window (as xdotool search --sync), at most --timeout.")
+    var sync = false
+    @Option(help: "With --sync: give up after this many seconds (exit 1).") var timeout: Double = 30
     @Flag var json = false
+
+    func validate() throws {
+        if ids && json { throw ValidationError("--ids prints plain ids: give --ids or --json, not both") }
+        if sync && select.filter.isEmpty {
+            throw ValidationError("--sync waits for a selection: give --name, --class, --instance or --pid")
+        }
+        try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
+    }
 
     func run() throws {
         let manager = WindowManager(connection: try target.connect())
-        let windows =
+        let list = {
             select.filter.isEmpty
-            ? try manager.list(includeHidden: all) : try manager.list(matching: select.filter, includeHidden: all)
+                ? try manager.list(includeHidden: all) : try manager.list(matching: select.filter, includeHidden: all)
+        }
+        var windows = try list()
+        if sync && windows.isEmpty {
+            let described = WindowManager.describe(nil, select.filter)
+            windows = try ProgressLine.during("a window \(described)", timeout: timeout, json: json) {
+                let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+                while ContinuousClock.now < deadline, !Interrupt.requested {
+                    Thread.sleep(forTimeInterval: 0.02)
+                    let found = try list()
+                    if !found.isEmpty { return found }
+                }
+                return []
+            }
+        }
         guard !windows.isEmpty || select.filter.isEmpty else {
             throw ScreenError.windowNotFound(WindowManager.describe(nil, select.filter))
         }
-        try emit(windows, json: json) { windows.map(windowRow).joined(separator: "\n") }
+        try emit(windows, json: json) { windows.map(ids ? \.hexID : windowRow).joined(separator: "\n") }
     }
 }
 

@@ -122,6 +122,9 @@ struct Front {
         _ = line.withCString { write(2, $0, strlen($0)) }
     }
 
+    /// `--help` or `-h` among the options: help is not worth starting a daemon for.
+    var asksHelp: Bool { arguments.prefix { $0 != "--" }.contains { $0 == "--help" || $0 == "-h" } }
+
     /// `--json` among the options (after `--` it is an operand): a failure the front itself reports then also goes to
     /// stdout as the JSON error object `xclaw-core` prints (`JSONErrorObject`).
     var asksJSON: Bool { arguments.prefix { $0 != "--" }.contains("--json") }

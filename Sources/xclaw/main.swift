@@ -17,7 +17,7 @@ if front.noDaemon || !handoff.webViewRuns,
 if !front.noDaemon, ServedCommands.serves(front.arguments) {
     var outcome = handoff.run()
     // Fast by default: none runs, so one is started for this command and the ones after it.
-    if case .noDaemon = outcome, front.startDaemon() { outcome = handoff.run() }
+    if case .noDaemon = outcome, !front.asksHelp, front.startDaemon() { outcome = handoff.run() }
     switch outcome {
     case .exited(let status): exit(status)
     case .daemonDied(let message): Front.fail(message, status: 5, json: front.asksJSON)

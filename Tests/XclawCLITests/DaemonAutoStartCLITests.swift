@@ -57,6 +57,9 @@ final class DaemonAutoStartCLITests: XCTestCase {
 
     func testTheFirstServedCommandStartsADaemonAndSaysSoOnce() throws {
         XCTAssertNil(try daemonStatus(env), "none runs before")
+        let help = try runCLI(windows + ["--help"], environment: env)
+        XCTAssertEqual(help.status, 0, help.stderr)
+        XCTAssertNil(try daemonStatus(env), "help is not worth a daemon")
         let inProcess = try runCLI(windows, environment: env.merging(["XCLAW_NO_DAEMON": "1"]) { $1 })
         XCTAssertEqual(inProcess.status, 0, inProcess.stderr)
         XCTAssertNil(try daemonStatus(env), "XCLAW_NO_DAEMON=1 starts none")
