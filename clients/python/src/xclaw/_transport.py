@@ -104,18 +104,23 @@ class _Pipe:
         loop.add_reader(fd, self._ready)
 
     def _ready(self) -> None:
-        try:
-            data = os.read(self.fd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if data:
+        self.drain()
+
+    def drain(self) -> None:
+        """Reads what the pipe holds now (without waiting), closing it at EOF."""
+        while self.fd >= 0:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.close()
+                return
             self.chunks.append(data)
             if self.on_chunk:
                 self.on_chunk(data)
-            return
-        self.close()
 
     def close(self) -> None:
         """Stops reading and closes the descriptor (at EOF, or when the command is given up)."""
@@ -126,6 +131,44 @@ class _Pipe:
         self.fd = -1
         if not self.done.done():
             self.done.set_result(b"".join(self.chunks))
+
+
+class _Output:
+    """A command's stdout and stderr as two pipes of our own, read as the output arrives.
+
+    Before each stderr chunk is handed on, stdout is drained: what the command wrote to stdout before a stderr line
+    (an agent's text before its tool call) is handed on first, whatever order the two pipes are noticed in.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_stdout: Optional[Chunk], on_stderr: Optional[Chunk]):
+        out_read, self.out_write = os.pipe2(os.O_CLOEXEC)
+        err_read, self.err_write = os.pipe2(os.O_CLOEXEC)
+        self.out = _Pipe(loop, out_read, on_stdout)
+
+        def stderr(data: bytes) -> None:
+            self.out.drain()
+            if on_stderr:
+                on_stderr(data)
+
+        self.err = _Pipe(loop, err_read, stderr)
+
+    def given(self) -> None:
+        """Closes our copies of the write ends once the command holds them (EOF then comes from its side)."""
+        for fd in (self.out_write, self.err_write):
+            if fd >= 0:
+                os.close(fd)
+        self.out_write = self.err_write = -1
+
+    async def read(self) -> tuple[bytes, bytes]:
+        """Everything written, once both pipes reached EOF."""
+        stdout, stderr = await asyncio.gather(self.out.done, self.err.done)
+        return stdout, stderr
+
+    def close(self) -> None:
+        """Stops reading (at the end, or when the command is given up)."""
+        self.given()
+        self.out.close()
+        self.err.close()
 
 
 class Transport:
@@ -193,28 +236,26 @@ class Transport:
             log.warning("the request (%d bytes) is more than the daemon takes; running xclaw as a process", len(line))
             return None
         loop = asyncio.get_running_loop()
-        out_read, out_write = os.pipe2(os.O_CLOEXEC)
-        err_read, err_write = os.pipe2(os.O_CLOEXEC)
+        output = _Output(loop, on_stdout, on_stderr)
         in_read, in_write = os.pipe2(os.O_CLOEXEC) if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
         try:
-            sent = socket.send_fds(connection, [line], [in_read, out_write, err_write])
+            sent = socket.send_fds(connection, [line], [in_read, output.out_write, output.err_write])
             if sent < len(line):
                 connection.sendall(line[sent:])
         except OSError:
-            for fd in (out_read, out_write, err_read, err_write, in_read, in_write):
+            output.close()
+            for fd in (in_read, in_write):
                 if fd >= 0:
                     os.close(fd)
             connection.close()
             return None
-        for fd in (in_read, out_write, err_write):
-            os.close(fd)
-        out = _Pipe(loop, out_read, on_stdout)
-        err = _Pipe(loop, err_read, on_stderr)
+        os.close(in_read)
+        output.given()
         feeding = loop.run_in_executor(None, _feed, in_write, stdin) if in_write >= 0 else None
         connection.setblocking(False)
         try:
             reply = await _reply(loop, connection)
-            stdout, stderr = await asyncio.gather(out.done, err.done)
+            stdout, stderr = await output.read()
             if feeding is not None:
                 await feeding
         except asyncio.CancelledError:
@@ -226,8 +267,7 @@ class Transport:
                 pass
             raise
         finally:
-            out.close()
-            err.close()
+            output.close()
             connection.close()
         if reply is None:
             raise DaemonDied(
@@ -295,25 +335,21 @@ class Transport:
         """The command as a process of the binary."""
         if not self.use_daemon:
             environment = {**environment, "XCLAW_NO_DAEMON": "1"}
-        process = await asyncio.create_subprocess_exec(
-            self.binary,
-            *arguments,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=environment,
-        )
-        assert process.stdout is not None and process.stderr is not None
-
-        async def pump(stream: asyncio.StreamReader, on_chunk: Optional[Chunk]) -> bytes:
-            chunks = []
-            while True:
-                data = await stream.read(1 << 16)
-                if not data:
-                    return b"".join(chunks)
-                chunks.append(data)
-                if on_chunk:
-                    on_chunk(data)
+        loop = asyncio.get_running_loop()
+        output = _Output(loop, on_stdout, on_stderr)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                self.binary,
+                *arguments,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=output.out_write,
+                stderr=output.err_write,
+                env=environment,
+            )
+        except BaseException:
+            output.close()
+            raise
+        output.given()
 
         async def feed() -> None:
             if stdin is None or process.stdin is None:
@@ -327,14 +363,15 @@ class Transport:
                 process.stdin.close()
 
         try:
-            stdout, stderr, _ = await asyncio.gather(
-                pump(process.stdout, on_stdout), pump(process.stderr, on_stderr), feed()
-            )
+            await feed()
+            stdout, stderr = await output.read()
             code = await process.wait()
         except asyncio.CancelledError:
             if process.returncode is None:
                 process.send_signal(signal.SIGINT)
             raise
+        finally:
+            output.close()
         return Completed(tuple(arguments), code, stdout, stderr, "process")
 
 
