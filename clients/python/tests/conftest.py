@@ -170,6 +170,15 @@ class FormApp:
             except queue.Empty:
                 raise AssertionError(f"the form never reported {line!r}; it reported {self.lines}") from None
 
+    def expect_count(self, line: str, count: int) -> None:
+        """Waits until the app reported `line` `count` times."""
+        end = time.monotonic() + DEADLINE
+        while self.lines.count(line) < count:
+            try:
+                self.lines.append(self._new.get(timeout=max(0.0, end - time.monotonic())))
+            except queue.Empty:
+                raise AssertionError(f"the form reported {line!r} {self.lines.count(line)} times, not {count}") from None
+
     def presses(self) -> list[str]:
         """The presses reported so far."""
         return [line for line in self.lines if line.startswith("pressed ")]
