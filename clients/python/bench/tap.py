@@ -30,8 +30,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-import xclaw  # noqa: E402
 from conftest import FormApp, XvfbDisplay  # noqa: E402
+
+import xclaw  # noqa: E402
 
 
 def binary(given: str | None) -> str:
@@ -121,9 +122,10 @@ def main() -> None:
             "xclaw tap (CLI through the daemon)": summary(cli),
             "desk.tap() (Python client through the daemon)": summary(client),
         }
-        ratio = rows["desk.tap() (Python client through the daemon)"]["median_ms"] / rows[
-            "xclaw tap (CLI through the daemon)"
-        ]["median_ms"]
+        ratio = (
+            rows["desk.tap() (Python client through the daemon)"]["median_ms"]
+            / rows["xclaw tap (CLI through the daemon)"]["median_ms"]
+        )
         result = {
             "benchmark": "python tap",
             "display": display.name,
@@ -137,7 +139,8 @@ def main() -> None:
         if options.json:
             print(json.dumps(result))
         else:
-            print(f"xclaw bench python: tap {options.label!r} on {display.name} (1280x800), {options.iterations} rounds")
+            rounds = options.iterations
+            print(f"xclaw bench python: tap {options.label!r} on {display.name} (1280x800), {rounds} rounds")
             print(f"  {'':50} {'runs':>5} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'max ms':>8}")
             for name, row in rows.items():
                 print(

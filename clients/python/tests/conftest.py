@@ -177,7 +177,8 @@ class FormApp:
             try:
                 self.lines.append(self._new.get(timeout=max(0.0, end - time.monotonic())))
             except queue.Empty:
-                raise AssertionError(f"the form reported {line!r} {self.lines.count(line)} times, not {count}") from None
+                seen = self.lines.count(line)
+                raise AssertionError(f"the form reported {line!r} {seen} times, not {count}") from None
 
     def presses(self) -> list[str]:
         """The presses reported so far."""

@@ -22,7 +22,7 @@ def report(text):
 buttons = tk.Frame(root, padx=6, pady=6)
 buttons.grid(row=0, column=0, sticky="w")
 for number, label in enumerate(["OK", "Save", "Save", "Cancel", "Start"], start=1):
-    tk.Button(buttons, text=label, command=lambda l=label, n=number: report(f"pressed {l} {n}")).grid(
+    tk.Button(buttons, text=label, command=lambda text=label, n=number: report(f"pressed {text} {n}")).grid(
         row=0, column=number, padx=6
     )
 

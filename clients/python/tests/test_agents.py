@@ -7,9 +7,9 @@ import asyncio
 from typing import Callable
 
 import pytest
+from conftest import MockAPI, fake_key
 
 import xclaw
-from conftest import MockAPI, fake_key
 
 
 def _agent_env(env: dict[str, str], api: MockAPI) -> dict[str, str]:

@@ -8,8 +8,9 @@ import inspect
 import re
 import subprocess
 
-import xclaw
 from conftest import REPO
+
+import xclaw
 from xclaw import _transport, aio, sync_api
 
 

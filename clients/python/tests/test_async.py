@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-import xclaw
 from conftest import FormApp
 
+import xclaw
 
-def test_the_async_api_taps_types_and_runs_commands_at_once(
-    env: dict[str, str], form: FormApp, xclaw_bin: str
-) -> None:
+
+def test_the_async_api_taps_types_and_runs_commands_at_once(env: dict[str, str], form: FormApp, xclaw_bin: str) -> None:
     async def scenario() -> None:
         async with xclaw.connect_async(binary=xclaw_bin, env=env) as desk:
             assert isinstance(desk, xclaw.AsyncDesktop)

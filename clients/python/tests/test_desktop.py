@@ -7,9 +7,9 @@ import os
 import subprocess
 
 import pytest
+from conftest import DEADLINE, FormApp, XvfbDisplay
 
 import xclaw
-from conftest import DEADLINE, FormApp, XvfbDisplay
 
 
 def test_tap_clicks_the_button_the_label_names(desk: xclaw.Desktop, form: FormApp) -> None:
@@ -23,9 +23,7 @@ def test_tap_clicks_the_button_the_label_names(desk: xclaw.Desktop, form: FormAp
     assert form.presses() == ["pressed OK 1"]
 
 
-def test_a_tie_is_refused_with_its_candidates_and_a_candidate_ref_taps_it(
-    desk: xclaw.Desktop, form: FormApp
-) -> None:
+def test_a_tie_is_refused_with_its_candidates_and_a_candidate_ref_taps_it(desk: xclaw.Desktop, form: FormApp) -> None:
     with pytest.raises(xclaw.AmbiguousMatch) as refused:
         desk.tap("Save")
     error = refused.value

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import FormApp, XvfbDisplay
 
 import xclaw
-from conftest import FormApp, XvfbDisplay
 from xclaw.errors import error_for, parse_candidate
 
 

@@ -12,9 +12,9 @@ import time
 from typing import Callable
 
 import pytest
+from conftest import DEADLINE, FormApp, XvfbDisplay, daemon_pid
 
 import xclaw
-from conftest import DEADLINE, FormApp, XvfbDisplay, daemon_pid
 
 
 def _status(xclaw_bin: str, state_dir: str) -> dict:

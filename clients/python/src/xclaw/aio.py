@@ -286,9 +286,7 @@ class AsyncDesktop:
         self, color: str, *, tolerance: Optional[int] = None, region: Optional[RegionLike] = None
     ) -> Point:
         """The first pixel of `color` (#rrggbb), top to bottom, left to right; `NotFound` when none has it."""
-        data = await self._json(
-            ["find"] + _args.options(color=color, tolerance=tolerance, region=region, json=True)
-        )
+        data = await self._json(["find"] + _args.options(color=color, tolerance=tolerance, region=region, json=True))
         return Point(int(data["x"]), int(data["y"]))
 
     async def pixel(self, x: int, y: int) -> str:

@@ -2,7 +2,7 @@
 
 | exit | exception |
 |---|---|
-| 1 | `NotFound`; `AmbiguousMatch` (a tie, with `candidates`), `UncertainMatch` (a guess it would not act on), `Timeout` |
+| 1 | `NotFound`; `AmbiguousMatch` (a tie, with `candidates`), `UncertainMatch` (a guess it won't act on), `Timeout` |
 | 2 | `UsageError` (also a `ValueError`) |
 | 3 | `DisplayLost` |
 | 4 | `ApiError` |
@@ -64,8 +64,17 @@ class NotFound(XclawError):
 class AmbiguousMatch(NotFound):
     """Exit 1: several places match equally and nothing tells them apart; `candidates` lists them (refs included)."""
 
-    def __init__(self, message: str, *, candidates: Sequence[Candidate] = (), **kwargs: object) -> None:
-        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        message: str,
+        *,
+        candidates: Sequence[Candidate] = (),
+        exit_code: int = 1,
+        kind: str = "not_found",
+        command: Sequence[str] = (),
+        stderr: str = "",
+    ) -> None:
+        super().__init__(message, exit_code=exit_code, kind=kind, command=command, stderr=stderr)
         self.candidates: list[Candidate] = list(candidates)
 
 
@@ -115,7 +124,7 @@ _CLASSES: dict[int, type[XclawError]] = {
 }
 
 # `xclaw: "Save" matches 2 elements equally; …`, `… matches 3 places equally` (images), `… matches 2 windows; …`.
-_TIE = re.compile(r'matches \d+ (elements equally|places equally|windows);')
+_TIE = re.compile(r"matches \d+ (elements equally|places equally|windows);")
 _GUESS = re.compile(r'^(xclaw: )?not clicking "')
 _TIMEOUT = re.compile(r"^(xclaw: )?timed out waiting for ")
 # `e4 button "Save" @94,19 63x29 in w1 [atspi] [covered] score 1.00 confidence 97` (Match.summary), or
@@ -184,17 +193,19 @@ def error_for(
     `UncertainMatch` carrying them.
     """
     kind = kind or (_KINDS.get(exit_code) or ("interrupted" if exit_code > 128 else "failed"))
-    common = dict(exit_code=exit_code, kind=kind, command=command, stderr=stderr)
     first, _, rest = message.partition("\n")
     if exit_code == 1:
         lines = [line for line in rest.split("\n") if line.startswith("  ") and line.strip()]
         candidates = [parse_candidate(line) for line in lines]
-        if _GUESS.search(first):
-            return UncertainMatch(message, candidates=candidates, **common)  # type: ignore[arg-type]
-        if _TIE.search(first):
-            return AmbiguousMatch(message, candidates=candidates, **common)  # type: ignore[arg-type]
-        if _TIMEOUT.search(first):
-            return Timeout(message, **common)  # type: ignore[arg-type]
-    if exit_code > 128:
-        return Interrupted(message, **common)  # type: ignore[arg-type]
-    return _CLASSES.get(exit_code, XclawError)(message, **common)  # type: ignore[arg-type]
+        refusal = UncertainMatch if _GUESS.search(first) else AmbiguousMatch if _TIE.search(first) else None
+        if refusal is not None:
+            return refusal(
+                message, candidates=candidates, exit_code=exit_code, kind=kind, command=command, stderr=stderr
+            )
+    if exit_code == 1 and _TIMEOUT.search(first):
+        cls: type[XclawError] = Timeout
+    elif exit_code > 128:
+        cls = Interrupted
+    else:
+        cls = _CLASSES.get(exit_code, XclawError)
+    return cls(message, exit_code=exit_code, kind=kind, command=command, stderr=stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Generic, Iterator, Literal, Optional, Sequence, TypeVar, Union
+from typing import Any, Generic, Iterator, Literal, Optional, TypeVar, Union
 
 __all__ = [
     "Point",
@@ -391,4 +391,3 @@ AgentEvent = Union[TextDelta, ToolCall, ToolFailed, StepDone, Notice]
 
 def _float(value: Any) -> Optional[float]:
     return None if value is None else float(value)
-
