@@ -9,7 +9,7 @@ import pytest
 from conftest import FormApp, XvfbDisplay
 
 import xclaw
-from xclaw.errors import error_for, parse_candidate
+from xclaw.errors import candidate_of, error_for, parse_candidate
 
 
 def test_bad_input_raises_usage_error_with_xclaws_message(desk: xclaw.Desktop, form: FormApp) -> None:
@@ -76,6 +76,27 @@ def test_candidate_lines_read_into_their_parts() -> None:
     assert image.ref is None and image.box == xclaw.Rect(100, 40, 32, 32) and image.score == 0.9987
     window = parse_candidate("0x1e00004 Editor — notes.txt")
     assert window.line == "0x1e00004 Editor — notes.txt" and window.ref is None
+
+
+def test_candidates_the_json_error_object_gives_are_taken_as_they_are() -> None:
+    given = [
+        {"ref": "e2", "role": "button", "label": "Save", "box": {"x": 63, "y": 5, "width": 63, "height": 29}},
+        {"box": {"x": 1, "y": 2, "width": 3, "height": 4}, "center": {"x": 2, "y": 4}, "score": 0.99, "scale": 1},
+    ]
+    message = 'xclaw: "Save" matches 2 elements equally; pick one…:\n  e9 button "Other" @1,1 2x2'
+    tie = error_for(1, message, candidates=[candidate_of(item) for item in given])
+    assert isinstance(tie, xclaw.AmbiguousMatch)
+    assert [(c.ref, c.label, c.box) for c in tie.candidates] == [
+        ("e2", "Save", xclaw.Rect(63, 5, 63, 29)),
+        (None, None, xclaw.Rect(1, 2, 3, 4)),
+    ]
+    assert tie.candidates[1].score == 0.99
+
+
+def test_a_window_that_is_not_there_is_an_error_not_an_empty_find(desk: xclaw.Desktop) -> None:
+    with pytest.raises(xclaw.NotFound) as missing:
+        desk.find("OK", window="no window has this title")
+    assert "no window matches" in str(missing.value)
 
 
 def test_exit_codes_map_to_their_exceptions() -> None:

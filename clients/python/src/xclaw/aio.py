@@ -17,10 +17,11 @@ from . import _args
 from ._args import RegionLike
 from ._events import EventReader
 from ._transport import Completed, Transport, resolve_binary
-from .errors import NotFound, XclawError, error_for
+from .errors import NotFound, XclawError, candidate_of, error_for
 from .types import (
     AgentEvent,
     AgentInfo,
+    Candidate,
     ElementBase,
     Image,
     ImageMatch,
@@ -234,8 +235,10 @@ class AsyncDesktop:
         try:
             data = await self._json(arguments + _args.operands(label))
         except NotFound as error:
-            if type(error) is NotFound and timeout is None and nth is None and near is None:
-                return []
+            # Only "nothing matches the label" is an empty answer; a window that is not there stays an error.
+            if type(error) is NotFound and "nothing on screen matches" in error.message.partition("\n")[0]:
+                if timeout is None and nth is None and near is None:
+                    return []
             raise
         return [Element._of(item, self) for item in data]
 
@@ -783,16 +786,19 @@ def _failure(done: Completed) -> XclawError:
     """The typed error of a failed command: from its JSON error object when it printed one, else from stderr."""
     stderr = done.stderr.decode(errors="replace")
     message, kind, code = stderr.strip(), None, done.exit_code
+    candidates: Optional[list[Candidate]] = None
     try:
         detail = json.loads(done.stdout.decode().strip().splitlines()[-1])["error"]
         message, kind, code = str(detail["message"]), str(detail["kind"]), int(detail["exit_code"])
+        if isinstance(detail.get("candidates"), list):
+            candidates = [candidate_of(item) for item in detail["candidates"]]
     except (ValueError, KeyError, IndexError, TypeError):
         lines = [line for line in stderr.splitlines() if line.startswith("xclaw: ")]
         if lines and done.arguments[:1] == ("send",):
             message = "\n".join(lines[-1:])
     if not message:
         message = f"xclaw {done.arguments[0] if done.arguments else ''}: exit {done.exit_code}"
-    return error_for(code, message, kind=kind, command=done.arguments, stderr=stderr)
+    return error_for(code, message, kind=kind, command=done.arguments, stderr=stderr, candidates=candidates)
 
 
 def _watch_result(data: dict[str, Any], desk: AsyncDesktop) -> WatchResult[Element]:

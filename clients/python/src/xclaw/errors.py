@@ -13,11 +13,14 @@
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .types import Candidate, Rect
 
 __all__ = [
+    "error_for",
+    "parse_candidate",
+    "candidate_of",
     "XclawError",
     "NotFound",
     "AmbiguousMatch",
@@ -179,6 +182,24 @@ def parse_candidate(line: str) -> Candidate:
     return Candidate(line=line)
 
 
+def candidate_of(data: dict[str, Any]) -> Candidate:
+    """A candidate from a JSON error object's `candidates` (a `match`, or an `image_match`, as docs/json names them)."""
+    box = Rect._of(data["box"]) if isinstance(data.get("box"), dict) else None
+    score, confidence = data.get("score"), data.get("confidence")
+    return Candidate(
+        line=str(data.get("summary", "")),
+        ref=data.get("ref"),
+        role=data.get("role"),
+        label=data.get("label"),
+        box=box,
+        window=data.get("window"),
+        score=None if score is None else float(score),
+        confidence=None if confidence is None else float(confidence),
+        source=data.get("source"),
+        covered=bool(data.get("covered", False)),
+    )
+
+
 def error_for(
     exit_code: int,
     message: str,
@@ -186,17 +207,19 @@ def error_for(
     kind: Optional[str] = None,
     command: Sequence[str] = (),
     stderr: str = "",
+    candidates: Optional[Sequence[Candidate]] = None,
 ) -> XclawError:
     """The typed exception for a command that exited with `exit_code`, saying `message`.
 
-    A refusal that lists candidates (indented lines under its first line) becomes an `AmbiguousMatch` or
-    `UncertainMatch` carrying them.
+    A refusal that lists candidates becomes an `AmbiguousMatch` or `UncertainMatch` carrying them: `candidates`
+    when the JSON error object gave them, else read from the lines indented under the message's first line.
     """
     kind = kind or (_KINDS.get(exit_code) or ("interrupted" if exit_code > 128 else "failed"))
     first, _, rest = message.partition("\n")
     if exit_code == 1:
-        lines = [line for line in rest.split("\n") if line.startswith("  ") and line.strip()]
-        candidates = [parse_candidate(line) for line in lines]
+        if candidates is None:
+            lines = [line for line in rest.split("\n") if line.startswith("  ") and line.strip()]
+            candidates = [parse_candidate(line) for line in lines]
         refusal = UncertainMatch if _GUESS.search(first) else AmbiguousMatch if _TIE.search(first) else None
         if refusal is not None:
             return refusal(

@@ -37,7 +37,10 @@ class Element(ElementBase):
 
 
 class Desktop:
-    """One X display, driven through xclaw (the sync face of `xclaw.aio.AsyncDesktop`; the same methods)."""
+    """One X display, driven through xclaw (the sync face of `xclaw.aio.AsyncDesktop`; the same methods).
+
+    Its event loop is its own: use a Desktop from one thread at a time (one per thread is fine).
+    """
 
     def __init__(self, core: aio.AsyncDesktop) -> None:
         self._core = core
