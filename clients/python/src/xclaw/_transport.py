@@ -178,7 +178,8 @@ class Transport:
     def __init__(self, binary: str, overrides: Mapping[str, str], daemon: bool) -> None:
         self.binary = binary
         self.overrides = dict(overrides)
-        self.use_daemon = daemon and self.environment().get("XCLAW_NO_DAEMON", "") not in ("1", "true", "yes")
+        # As the front reads it: any value but "" and "0" means no daemon.
+        self.use_daemon = daemon and self.environment().get("XCLAW_NO_DAEMON", "") in ("", "0")
         self.started_daemon = False
         self._start_tried = False
         self._start_lock: Optional[asyncio.Lock] = None
