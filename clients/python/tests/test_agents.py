@@ -4,12 +4,27 @@ is stored, an API failure raises ApiError without showing the key."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import time
 from typing import Callable
 
 import pytest
-from conftest import MockAPI, fake_key
+from conftest import DEADLINE, MockAPI, fake_key
 
 import xclaw
+
+
+def _running(xclaw_bin: str, state_dir: str) -> int:
+    """Commands the daemon of `state_dir` runs now."""
+    done = subprocess.run(
+        [xclaw_bin, "daemon", "status", "--json"],
+        env={**os.environ, "XCLAW_STATE_DIR": state_dir},
+        capture_output=True,
+        timeout=DEADLINE,
+    )
+    return int(json.loads(done.stdout).get("running", 0))
 
 
 def _agent_env(env: dict[str, str], api: MockAPI) -> dict[str, str]:
@@ -83,3 +98,37 @@ def test_the_async_agent_replies(
     asyncio.run(scenario())
     # The second request carried the first exchange: the agent remembers.
     assert "Hello from the loopback model." in str(api.requests[1]["body"]["messages"])
+
+
+def test_giving_up_on_a_reply_cancels_the_turn_in_the_daemon(
+    env: dict[str, str], xclaw_bin: str, state_dir: str, mock_api: Callable[[list[dict]], MockAPI]
+) -> None:
+    api = mock_api([{"hang": True}])  # a model that never answers
+
+    async def eventually_running(count: int) -> None:
+        end = time.monotonic() + DEADLINE
+        while _running(xclaw_bin, state_dir) != count:
+            assert time.monotonic() < end, f"the daemon never ran {count} command(s)"
+            await asyncio.sleep(0.05)
+
+    async def scenario() -> None:
+        async with xclaw.connect_async(binary=xclaw_bin, env=_agent_env(env, api)) as desk:
+            clerk = await desk.create_agent("clerk", tools="memory")
+            events = clerk.send("are you there?")
+            waiting = asyncio.ensure_future(events.__anext__())
+            end = time.monotonic() + DEADLINE
+            while not api.requests:  # the request reached the model, which will never answer
+                assert time.monotonic() < end, "the model was never asked"
+                await asyncio.sleep(0.05)
+            assert _running(xclaw_bin, state_dir) == 1
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await events.aclose()  # type: ignore[attr-defined]
+            # Ctrl-C's byte reached the daemon: the turn ended there, though the model never answered.
+            await eventually_running(0)
+            history = json.loads(await desk.command("history", "clerk", "--json"))
+            assert [m for m in history if m["role"] == "assistant" and m["status"] == "complete"] == []
+
+    asyncio.run(scenario())
+    assert len(api.requests) == 1
