@@ -39,8 +39,9 @@ final class PythonClientTests: XCTestCase {
         let output = String(decoding: outcome.stdout + outcome.stderr, as: UTF8.self)
         XCTAssertEqual(outcome.ending, .exited(0), "pytest failed:\n" + String(output.suffix(20_000)))
         let summary = output.split(separator: "\n").last { $0.contains(" passed") }.map(String.init) ?? ""
-        let passed = summary.split(separator: " ").first.flatMap { Int($0) } ?? 0
-        XCTAssertGreaterThan(passed, 20, "pytest ran too few tests: \(summary)")
+        // "35 passed in 17.2s", or "2 failed, 35 passed in 15.9s": the number right before " passed".
+        let passed = summary.components(separatedBy: " passed").first?.split(separator: " ").last.flatMap { Int($0) }
+        XCTAssertGreaterThan(passed ?? 0, 20, "pytest ran too few tests: \(summary)")
         for word in ["failed", "skipped", "error", "xfail"] {
             XCTAssertFalse(summary.contains(word), "pytest: \(summary)")
         }

@@ -19,7 +19,7 @@ def test_tap_clicks_the_button_the_label_names(desk: xclaw.Desktop, form: FormAp
     assert (element.label, element.role) == ("OK", "button")
     assert element.ref.startswith("e") and element.window and element.window.startswith("w")
     assert element.box.width > 0 and element.box.height > 0
-    assert element.center == element.box.center
+    assert element.center == element.box.center and element.bounds == element.box
     assert form.presses() == ["pressed OK 1"]
 
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from typing import Callable
@@ -35,6 +36,16 @@ async def _eventually(condition: Callable[[], bool], what: str) -> None:
         if time.monotonic() > end:
             raise AssertionError(f"never: {what}")
         await asyncio.sleep(0.02)
+
+
+def _closed(state_dir: str) -> bool:
+    """Whether the daemon's socket stopped listening (a killed daemon's closes once its last thread is gone)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(os.path.join(state_dir, "daemon.sock"))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return True
+    return False
 
 
 def test_the_first_command_starts_a_daemon_that_serves_the_rest(
@@ -92,7 +103,9 @@ def test_a_daemon_killed_under_a_command_raises_daemon_died(
             with pytest.raises(xclaw.DaemonDied) as died:
                 await watching
             assert died.value.exit_code == 5 and "effect is unknown" in str(died.value)
-            # The next command runs without it (the front removes the stale socket).
+            # Once it is gone (its socket closed with it), the next command runs without it (the front removes the
+            # stale socket). Until its last thread ended, a connection could still reach its listening socket.
+            await _eventually(lambda: _closed(state_dir), "the killed daemon's socket closes")
             await desk.tap("Cancel")
             form.expect("pressed Cancel 4")
 

@@ -401,7 +401,10 @@ async def _reply(loop: asyncio.AbstractEventLoop, connection: socket.socket) -> 
     """The daemon's reply line; None when it hung up without one."""
     data = b""
     while b"\n" not in data:
-        chunk = await loop.sock_recv(connection, 4096)
+        try:
+            chunk = await loop.sock_recv(connection, 4096)
+        except ConnectionError:  # reset by a daemon that died (a hang-up without a reply reads as b"")
+            return None
         if not chunk:
             return None
         data += chunk

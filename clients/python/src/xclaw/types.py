@@ -166,6 +166,11 @@ class ElementBase:
         """Where a tap clicks it."""
         return self.box.center
 
+    @property
+    def bounds(self) -> Rect:
+        """Its box (`box`, as the JSON names it)."""
+        return self.box
+
     @classmethod
     def _of(cls: type[E], data: dict[str, Any], desk: Any = None) -> E:
         return cls(
