@@ -19,8 +19,9 @@ public enum PythonVenv {
     /// The venv's python, making `name` with `packages` first when it is not there yet, in `XCLAW_TEST_VENVS` when
     /// set (scripts/run-tests.py: one folder of the build tree for all its jobs, which each have their own state
     /// directory and made the venvs again, at 5-15 CPU-seconds each), else in the state directory. Processes that
-    /// want one venv at once take turns on a lock file; the first makes it. Throws, saying what to install, when
-    /// venv or pip fail.
+    /// want one venv at once take turns on a lock file; the first makes it. The marker file lists the packages
+    /// installed, so a venv made from an older list gets the packages added since. Throws, saying what to install,
+    /// when venv or pip fail.
     public static func python(_ name: String, packages: [String]) throws -> String {
         let base =
             ProcessInfo.processInfo.environment["XCLAW_TEST_VENVS"].map { URL(fileURLWithPath: $0) }
@@ -29,20 +30,24 @@ public enum PythonVenv {
         let directory = base.appendingPathComponent(name)
         let python = directory.appendingPathComponent("bin/python").path
         let ready = directory.appendingPathComponent(".installed")
+        let wanted = packages.map { $0 + "\n" }.joined()
         let lock = open(base.appendingPathComponent("\(name).lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0 else {
             throw ScreenError.invalidArgument("cannot open the lock of venv \(name): \(Errno.current)")
         }
         defer { close(lock) }  // closing the descriptor lets the lock go
         while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
-        if FileManager.default.fileExists(atPath: ready.path) { return python }
-        for (step, arguments, limit) in [
-            ("python3 -m venv", ["/usr/bin/python3", "-m", "venv", directory.path], 120),
+        if (try? String(contentsOf: ready, encoding: .utf8)) == wanted { return python }
+        var steps: [(String, [String], Int)] = [
             (
                 "pip install \(packages.joined(separator: " "))",
                 [python, "-m", "pip", "install", "--quiet"] + packages, 900
-            ),
-        ] {
+            )
+        ]
+        if !FileManager.default.isExecutableFile(atPath: python) {
+            steps.insert(("python3 -m venv", ["/usr/bin/python3", "-m", "venv", directory.path], 120), at: 0)
+        }
+        for (step, arguments, limit) in steps {
             let outcome = try Subprocess.run(arguments, timeout: .seconds(limit))
             guard outcome.ending == .exited(0) else {
                 throw ScreenError.invalidArgument(
@@ -51,7 +56,7 @@ public enum PythonVenv {
                         + "; run scripts/install-deps.sh (python3-venv, python3-pip)")
             }
         }
-        _ = FileManager.default.createFile(atPath: ready.path, contents: Data())
+        _ = FileManager.default.createFile(atPath: ready.path, contents: Data(wanted.utf8))
         return python
     }
 }
