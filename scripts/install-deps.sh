@@ -3,6 +3,7 @@
 # missing and runs `apt-get update` only when something is. Needs root (or sudo) when anything is missing.
 #   scripts/install-deps.sh            build + test dependencies
 #   scripts/install-deps.sh --demo     only what examples/demo.sh builds and shows (the README's first command)
+#   scripts/install-deps.sh --python   that and what the Python client's quick start needs (clients/python)
 #   scripts/install-deps.sh --bench    also the peers the benchmarks compare against (scrot, the tesseract CLI;
 #                                      PyAutoGUI with OpenCV goes into a venv that `bench image` makes)
 set -euo pipefail
@@ -22,7 +23,9 @@ packages=(
   # The demo's apps, the OCR languages it reads the terminal in (`--lang eng+deu+fra`), and python3 for reading JSON.
   xterm zenity tesseract-ocr-deu tesseract-ocr-fra python3
 )
-if [[ "${1:-}" != "--demo" ]]; then
+# The Python client's quick start (clients/python): a venv to install it in, and Tk for its example's form.
+[[ "${1:-}" == "--python" ]] && packages+=(python3-venv python3-pip python3-tk)
+if [[ "${1:-}" != "--demo" && "${1:-}" != "--python" ]]; then
   packages+=(
     sqlite3
     # A PostgreSQL server the store tests start in a temporary directory.
