@@ -4,19 +4,29 @@
 # answer the dialog by its button's label, then let the agent loop (`xclaw run`) answer another dialog, driven by a
 # scripted model on a loopback Messages API (no API key needed), its "Delete" held for approval until
 # `xclaw approve`, and check every result.
-# Installs dependencies (idempotent) and builds on first run. Leaves nothing running.
+# In the source tree it installs dependencies (idempotent) and builds on first run. With XCLAW=/path/to/xclaw, or
+# outside the source tree (the package's copy, /usr/share/doc/xclaw/examples/demo.sh), it runs an installed xclaw
+# instead (`xclaw` on PATH unless XCLAW names one), with the xclaw-mock-api installed beside the binary it resolves
+# to (/usr/lib/xclaw) unless XCLAW_MOCK_API names one. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-echo "demo: building xclaw (first build takes a minute)…" >&2
-# xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself.
-swift build -c release --product xclaw 2>&1 | tail -1 >&2
-swift build -c release --product xclaw-core 2>&1 | tail -1 >&2
-swift build -c release --product xclaw-mock-api 2>&1 | tail -1 >&2
-swift build -c release --product xclaw-atspi 2>&1 | tail -1 >&2
-xclaw=".build/release/xclaw"
-mockapi=".build/release/xclaw-mock-api"
-out="$(mktemp -d /tmp/xclaw-demo.XXXXXX)"
+if [ -z "${XCLAW:-}" ] && [ -f Package.swift ]; then
+  bash scripts/install-deps.sh
+  echo "demo: building xclaw (first build takes a minute)…" >&2
+  # xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself.
+  swift build -c release --product xclaw 2>&1 | tail -1 >&2
+  swift build -c release --product xclaw-core 2>&1 | tail -1 >&2
+  swift build -c release --product xclaw-mock-api 2>&1 | tail -1 >&2
+  swift build -c release --product xclaw-atspi 2>&1 | tail -1 >&2
+  xclaw=".build/release/xclaw"
+  mockapi=".build/release/xclaw-mock-api"
+else
+  xclaw=$(command -v "${XCLAW:-xclaw}") || { echo "demo: no xclaw on PATH: install it or set XCLAW=/path/to/xclaw" >&2; exit 2; }
+  mockapi=${XCLAW_MOCK_API:-$(dirname "$(readlink -f "$xclaw")")/xclaw-mock-api}
+  [ -x "$mockapi" ] || { echo "demo: no $mockapi: set XCLAW_MOCK_API=/path/to/xclaw-mock-api" >&2; exit 2; }
+  echo "demo: running $xclaw" >&2
+fi
+out="$(mktemp -d "${TMPDIR:-/tmp}/xclaw-demo.XXXXXX")"
 
 display=$("$xclaw" display start --size 1920x1080 --accessibility)
 trap '"$xclaw" display stop "$display" >/dev/null 2>&1 || true' EXIT
