@@ -85,6 +85,7 @@ ENVIRONMENT = [
 # or (XCLAW_WEB_TOKEN) a secret's name that xclaw keeps out of the environment of what it starts.
 INTERNAL = [
     "XCLAW_WEB_TOKEN",
+    "XCLAW_A11Y_DISPLAY",
     "XCLAW_DAEMON_HANDOVER",
     "XCLAW_FLEET_RUN",
     "XCLAW_RUN_ID",
@@ -149,7 +150,7 @@ def inline(text):
 
 
 def split_comment(line):
-    """An example line as (command, comment): the comment starts at a `#` after blanks, outside quotes."""
+    """An example line as (command, comment): the comment is a `#` word after blanks, outside quotes."""
     quote = None
     for i, ch in enumerate(line):
         if quote:
@@ -157,7 +158,7 @@ def split_comment(line):
                 quote = None
         elif ch in "'\"":
             quote = ch
-        elif ch == "#" and i > 0 and line[i - 1] in " \t":
+        elif ch == "#" and i > 0 and line[i - 1] in " \t" and line[i + 1 : i + 2] in ("", " ", "\t"):
             return line[:i].rstrip(), line[i + 1 :].strip()
     return line.rstrip(), ""
 
