@@ -117,6 +117,7 @@ if [[ ${#dynamic[@]} -gt 0 ]]; then
     for path in $(ldd "$from/$binary" | awk '$3 ~ /^\// { print $3 }'); do
       if [[ "$(dirname "$path")" == "$runtime_dir" && ! -e "$lib/$(basename "$path")" ]]; then
         install -m 0644 "$path" "$lib/"
+        strip --strip-unneeded "$lib/$(basename "$path")"
         copied=$((copied + 1))
       fi
     done
@@ -136,7 +137,8 @@ for page in "$work/man"/*.1; do
 done
 install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
   "$root/usr/share/fish/vendor_completions.d"
-"$lib/xclaw-core" --generate-completion-script bash >"$root/usr/share/bash-completion/completions/xclaw"
+# The bash one loses its #! line: bash-completion sources it, nothing runs it.
+"$lib/xclaw-core" --generate-completion-script bash | sed '1{/^#!/d}' >"$root/usr/share/bash-completion/completions/xclaw"
 "$lib/xclaw-core" --generate-completion-script zsh >"$root/usr/share/zsh/vendor-completions/_xclaw"
 "$lib/xclaw-core" --generate-completion-script fish >"$root/usr/share/fish/vendor_completions.d/xclaw.fish"
 grep -q 'complete .*-F _xclaw xclaw$' "$root/usr/share/bash-completion/completions/xclaw" ||
