@@ -111,9 +111,17 @@ FILES = [
         "$XDG_RUNTIME_DIR/xclaw/",
         "Per-session state: display records, daemon.sock, daemon.log, schedule.log, the OCR cache, display locks.",
     ),
-    ("/usr/lib/xclaw/", "xclaw-core (every command the front does not do itself) and xclaw-atspi, beside the front."),
+    (
+        "/usr/lib/xclaw/",
+        "Beside the front: xclaw-core (every command the front does not do itself), xclaw-atspi (the accessibility "
+        "helper) and xclaw-mock-api (the scripted model of the demo).",
+    ),
     ("/usr/lib/systemd/user/xclaw.service", "The daemon as a systemd user service: systemctl --user enable --now xclaw"),
-    ("/usr/share/doc/xclaw/", "The README, the documentation, the JSON output schemas and the examples."),
+    (
+        "/usr/share/doc/xclaw/",
+        "The README, the documentation, the JSON output schemas (json/) and the examples (examples/demo.sh; "
+        "examples/systemd/xclaw-worker.service, a fleet worker as a system service).",
+    ),
 ]
 
 SEE_ALSO_OUTSIDE = ["Xvfb(1)", "xdotool(1)", "tesseract(1)", "systemctl(1)"]
