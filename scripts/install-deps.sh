@@ -37,8 +37,8 @@ packages=(
   # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
   chromium
   # The Debian package (scripts/package-deb.sh, DebianPackageTests): dpkg-shlibdeps, strip and readelf, groff to
-  # check the man pages, man to find them once installed.
-  dpkg-dev binutils groff-base man-db
+  # check the man pages, man to find them once installed, systemd-analyze to check the user unit.
+  dpkg-dev binutils groff-base man-db systemd
 )
 [[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr)
 

@@ -11,6 +11,7 @@
 #   files        dpkg -L xclaw                        ldd          ldd of every ELF file in /usr/lib/xclaw
 #   version      xclaw --version                      man          man -w xclaw xclaw-window-resize
 #   complete     complete -p xclaw, after sourcing the bash completion
+#   unit         what systemd-analyze verify --user says of the unit (nothing when it is sound)
 #   apt-install  apt-get's output                     demo.out, demo.status   with --demo: examples/demo.sh as
 #                                                     installed, run with XCLAW=/usr/bin/xclaw
 #   purge        apt-get purge's output               left         after the purge, every path in a writable
@@ -92,6 +93,14 @@ done >"$results/ldd"
 /usr/bin/xclaw --version >"$results/version" 2>&1 || fail=1
 man -w xclaw xclaw-window-resize >"$results/man" 2>&1 || fail=1
 bash -c 'source /usr/share/bash-completion/completions/xclaw && complete -p xclaw' >"$results/complete" 2>&1 || fail=1
+# The user unit as systemd reads it (its ExecStart must exist); a runtime directory of its own, on the tmpfs.
+if command -v systemd-analyze >/dev/null; then
+  mkdir -m 0700 "$layers/run"
+  XDG_RUNTIME_DIR="$layers/run" systemd-analyze verify --user /usr/lib/systemd/user/xclaw.service \
+    >"$results/unit" 2>&1 || fail=1
+else
+  echo "no systemd-analyze" >"$results/unit"
+fi
 if [[ $demo == 1 ]]; then
   step "running /usr/share/doc/xclaw/examples/demo.sh with XCLAW=/usr/bin/xclaw"
   demo_status=0

@@ -276,6 +276,7 @@ final class DebianPackageTests: XCTestCase {
         XCTAssertEqual(
             read("man"), "/usr/share/man/man1/xclaw.1.gz\n/usr/share/man/man1/xclaw-window-resize.1.gz\n")
         XCTAssertEqual(read("complete"), "complete -o filenames -F _xclaw xclaw\n")
+        XCTAssertEqual(read("unit"), "", "systemd-analyze verify --user on the installed unit")
         XCTAssertEqual(read("demo.status"), "0\n", read("demo.out"))
         let demo = read("demo.out")
         XCTAssertTrue(demo.contains("demo: running /usr/bin/xclaw"), demo)
