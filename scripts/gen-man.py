@@ -441,6 +441,7 @@ def root_page(root, legend, version, date):
 
 
 def main():
+    """Reads the options, gets the command tree and writes every page."""
     parser = argparse.ArgumentParser(description="Write xclaw's man pages from its command tree.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--core", help="the xclaw-core binary to ask (--experimental-dump-help, --version)")
