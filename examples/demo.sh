@@ -4,22 +4,32 @@
 # answer the dialog by its button's label, then let the agent loop (`xclaw run`) answer another dialog, driven by a
 # scripted model on a loopback Messages API (no API key needed), its "Delete" held for approval until
 # `xclaw approve`, and check every result.
-# Installs what it shows (idempotent: scripts/install-deps.sh --demo) and builds what it runs on first run. Leaves
-# nothing running.
+# In the source tree it installs what it shows (idempotent: scripts/install-deps.sh --demo) and builds what it runs on
+# first run. With XCLAW=/path/to/xclaw, or outside the source tree (the package's copy,
+# /usr/share/doc/xclaw/examples/demo.sh), it runs an installed xclaw instead (`xclaw` on PATH unless XCLAW names one),
+# with the xclaw-mock-api installed beside the binary it resolves to (/usr/lib/xclaw) unless XCLAW_MOCK_API names one.
+# Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh --demo
-# xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself; xclaw-atspi reads
-# accessibility trees; xclaw-mock-api plays the scripted model. Only these four are built (not the tests, fixtures
-# or benchmarks), each printing its progress.
-for product in xclaw xclaw-core xclaw-atspi xclaw-mock-api; do
-  echo "demo: building $product (release; the first build of xclaw-core takes a few minutes)…" >&2
-  swift build -c release --product "$product" 2>&1 | grep --line-buffered -E '^\[[0-9]+/[0-9]+\] (Compiling|Linking)|error|Build' \
-    | sed -u -E 's/^(\[[0-9]+\/[0-9]+\] (Compiling|Linking) [^ ]+).*/\1/; s/^/   /' >&2
-done
-xclaw=".build/release/xclaw"
-mockapi=".build/release/xclaw-mock-api"
-out="$(mktemp -d /tmp/xclaw-demo.XXXXXX)"
+if [ -z "${XCLAW:-}" ] && [ -f Package.swift ]; then
+  bash scripts/install-deps.sh --demo
+  # xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself; xclaw-atspi
+  # reads accessibility trees; xclaw-mock-api plays the scripted model. Only these four are built (not the tests,
+  # fixtures or benchmarks), each printing its progress.
+  for product in xclaw xclaw-core xclaw-atspi xclaw-mock-api; do
+    echo "demo: building $product (release; the first build of xclaw-core takes a few minutes)…" >&2
+    swift build -c release --product "$product" 2>&1 | grep --line-buffered -E '^\[[0-9]+/[0-9]+\] (Compiling|Linking)|error|Build' \
+      | sed -u -E 's/^(\[[0-9]+\/[0-9]+\] (Compiling|Linking) [^ ]+).*/\1/; s/^/   /' >&2
+  done
+  xclaw=".build/release/xclaw"
+  mockapi=".build/release/xclaw-mock-api"
+else
+  xclaw=$(command -v "${XCLAW:-xclaw}") || { echo "demo: no xclaw on PATH: install it or set XCLAW=/path/to/xclaw" >&2; exit 2; }
+  mockapi=${XCLAW_MOCK_API:-$(dirname "$(readlink -f "$xclaw")")/xclaw-mock-api}
+  [ -x "$mockapi" ] || { echo "demo: no $mockapi: set XCLAW_MOCK_API=/path/to/xclaw-mock-api" >&2; exit 2; }
+  echo "demo: running $xclaw" >&2
+fi
+out="$(mktemp -d "${TMPDIR:-/tmp}/xclaw-demo.XXXXXX")"
 # The first command the daemon serves starts one (fast by default; it says so once): in a state directory of the
 # demo's own, so it is stopped with the demo and leaves nothing running.
 export XCLAW_STATE_DIR="$out/state"

@@ -51,6 +51,9 @@ if [[ "${1:-}" != "--demo" && "${1:-}" != "--python" ]]; then
     python3-yaml
     # Headless chromium loads the run reports in the tests (offline, no console errors, overlays where they belong).
     chromium
+    # The Debian package (scripts/package-deb.sh, DebianPackageTests): dpkg-shlibdeps, strip and readelf, groff to
+    # check the man pages, man to find them once installed, systemd-analyze to check the user unit.
+    dpkg-dev binutils groff-base man-db systemd
   )
 fi
 [[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr)
