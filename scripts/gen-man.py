@@ -36,6 +36,16 @@ ENVIRONMENT = [
     ("DISPLAY", "The X display a command acts on when --display is not given."),
     ("XCLAW_NO_DAEMON", "1: run every command in-process, as --no-daemon does."),
     (
+        "XCLAW_DAEMON",
+        "auto (the default): a command the daemon serves starts one when none runs; off: none is started (else "
+        "`daemon` in the config file).",
+    ),
+    (
+        "XCLAW_DAEMON_IDLE_EXIT",
+        "How long a daemon a command started stays without a command: 900, 90s, 15m, 2h; 0 never (else "
+        "`daemon_idle_exit`; default 15m).",
+    ),
+    (
         "ANTHROPIC_API_KEY",
         "The Claude API key for `run`, `send`, `chat`, `pipeline` and healing replays "
         "(else `api_key` in the config file).",
