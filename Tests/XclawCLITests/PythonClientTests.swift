@@ -35,7 +35,7 @@ final class PythonClientTests: XCTestCase {
                 python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs",
                 "--basetemp=" + work.appendingPathComponent("pytest").path,
                 Self.client.appendingPathComponent("tests").path,
-            ], timeout: .seconds(900), environment: environment)
+            ], timeout: .seconds(300), environment: environment)
         let output = String(decoding: outcome.stdout + outcome.stderr, as: UTF8.self)
         XCTAssertEqual(outcome.ending, .exited(0), "pytest failed:\n" + String(output.suffix(20_000)))
         let summary = output.split(separator: "\n").last { $0.contains(" passed") }.map(String.init) ?? ""

@@ -137,6 +137,8 @@ def env(display: XvfbDisplay, state_dir: str, tmp_path: Path) -> dict[str, str]:
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XCLAW_DB": str(tmp_path / "data" / "xclaw.sqlite"),
         "XCLAW_OCR_LANG": "eng",
+        # Commands start a daemon when none runs, as by default (the suite around these tests turns that off).
+        "XCLAW_DAEMON": "auto",
     }
 
 
