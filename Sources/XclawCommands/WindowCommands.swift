@@ -66,7 +66,7 @@ struct Windows: ParsableCommand {
 
             Examples:
               xclaw windows --class XTerm --visible  # id, geometry, state, class, pid, title; top-most first
-              id=$(xclaw windows --sync --name '^Editor$' --ids)  # as id=$(xdotool search --sync --name '^Editor$')
+              xclaw windows --sync --name '^Editor$' --ids  # waits, then prints ids as xdotool search --sync does
             """)
     @OptionGroup var target: DisplayOptions
     @OptionGroup var select: WindowSelection
