@@ -88,6 +88,10 @@ public struct ToolContext: Sendable {
     public var ask: (@Sendable (String) async -> Bool)?
     /// Keeps each input action that was done as a replayable step (nil: the run records none).
     public var recordStep: (@Sendable (RecordedStep) -> Void)?
+    /// Keeps the frame each tool call's input acted on, for the run's report (nil: the run keeps none).
+    public var frames: (any ActionFrameSink)?
+    /// The tool_use id of the call being run (set by `ToolRegistry`; nil outside a run's loop).
+    public var callID: String?
 
     /// Creates a context.
     public init(
@@ -147,6 +151,31 @@ public struct ToolContext: Sendable {
         }
         return .go
     }
+}
+
+/// The frame an input action acted on: the screen as the model's screenshots show it (its size and encoding), so a
+/// run's report draws the call on it in the model's coordinates.
+public struct ActionFrame: Sendable, Hashable {
+    /// The tool_use id of the call whose action it was.
+    public var callID: String
+    /// `image/png` or `image/jpeg`.
+    public var mediaType: String
+    /// The encoded image.
+    public var data: Data
+
+    /// A frame.
+    public init(callID: String, mediaType: String, data: Data) {
+        (self.callID, self.mediaType, self.data) = (callID, mediaType, data)
+    }
+}
+
+/// Where a run keeps the frames its input actions acted on: one per tool call (its first action's), so a tool that
+/// acts several times in one call (`computer_batch`, `type_text into:`) is drawn on the screen the call started from.
+public protocol ActionFrameSink: Sendable {
+    /// Whether call `id` still wants a frame: true until one was kept for it, so no frame is encoded in vain.
+    func wants(call id: String) -> Bool
+    /// Keeps a frame; a store that refuses loses the frame, never the run.
+    func keep(_ frame: ActionFrame)
 }
 
 /// A tool the model can call.

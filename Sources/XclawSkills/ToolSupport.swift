@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XclawAgent
 import XclawBase
 import XclawMessages
@@ -28,9 +29,30 @@ extension ScreenSession {
     /// and time. `screenshot` also encodes the settled frame for the model (no extra capture).
     /// With an approval gate, `subject` says what the action acts on; without one, the control under the action's
     /// point (or, for typing, the focused field) is looked up on a fresh snapshot.
+    /// The frame the action acts on is kept for the run's report (`ToolContext.frames`), whatever the outcome: done,
+    /// skipped (a dry run shows what it would have acted on) or failed.
     func runInput(
         _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool = false,
         settle: Bool = true, subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
+    ) async throws -> InputOutcome {
+        let frame = PendingFrame()
+        do {
+            let outcome = try await runInput(
+                record, describe: describe, context: context, screenshot: screenshot, settle: settle,
+                subject: subject, frame: frame, act: act)
+            await frame.keep(context)
+            return outcome
+        } catch {
+            await frame.keep(context)
+            throw error
+        }
+    }
+
+    /// `runInput`'s steps; `frame` is started on the look before the action (or a capture of its own when there is
+    /// none) and encoded while the action runs.
+    private func runInput(
+        _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool, settle: Bool,
+        subject: ActionSubject?, frame: PendingFrame, act: @escaping @Sendable (ScreenSession) throws -> Void
     ) async throws -> InputOutcome {
         var subject = subject
         let typing = typingActions.contains(record.action) || record.tool == TypeTextTool.toolName
@@ -38,15 +60,18 @@ extension ScreenSession {
         let hidden = SecretText.hiding(
             record.text ?? "", in: describe, spellings: [quoted(record.text ?? "", limit: .max)])
         let gating = context.gate != nil && subject == nil
-        // One look before the action serves the gate (what it would act on) and the recording (its anchors).
+        // One look before the action serves the gate (what it would act on), the recording (its anchors) and the
+        // report (the frame it acted on).
         var before: (snapshot: Snapshot, patch: (png: String, origin: Point)?, pointer: Point?)?
         // A dry run does nothing, so there is nothing to record.
         let recording = context.recordStep != nil && !context.dryRun
+        let framing = context.callID.map { context.frames?.wants(call: $0) == true } ?? false
         if gating || recording {
             let looked = ContinuousClock.now
             do {
                 before = try await perform { session in
-                    let snapshot = try session.snapshot()
+                    let (snapshot, seen) = try session.framedSnapshot()
+                    if framing { frame.start(seen, session: session) }
                     let pointer = try? session.input.cursorPosition()
                     let patch = recording ? session.patch(around: record, pointer: pointer) : nil
                     return (snapshot, patch, pointer)
@@ -83,6 +108,10 @@ extension ScreenSession {
             } catch {
                 before = nil  // a recording without anchors is still a recording
             }
+        }
+        // No look was taken (no gate, no recording): the frame alone, one capture.
+        if framing && !frame.started, let seen = try? await perform({ try $0.capturer.capture() }) {
+            frame.start(seen, session: self)
         }
         // Text for a password field is masked in every record of it (the log, the store's steps, the web view);
         // without a gate or a recording its field is looked up here, for typing only (a look changes nothing, so a
@@ -156,6 +185,39 @@ extension ScreenSession {
             context.log(failed)
             throw reported
         }
+    }
+}
+
+/// The frame an input action acts on, encoded for the run's report in a task of its own while the action runs
+/// (off the session's lock: `ScreenSession.reportImage`), and kept when the action ended.
+final class PendingFrame: Sendable {
+    private let task = Mutex<Task<(mediaType: String, data: Data)?, Never>?>(nil)
+
+    /// Whether a frame is being encoded.
+    var started: Bool { task.withLock { $0 != nil } }
+
+    /// Starts encoding `frame` (the first one given: the screen before the action).
+    func start(_ frame: Frame, session: ScreenSession) {
+        guard !started else { return }
+        let encode = session.reportImage(frame)
+        task.withLock { pending in
+            // On a dispatch thread: an encoding takes milliseconds the concurrency pool's few threads must not wait.
+            if pending == nil {
+                pending = Task {
+                    await withCheckedContinuation { done in
+                        DispatchQueue.global(qos: .utility).async { done.resume(returning: try? encode()) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands the encoded frame to the run's sink, under the call's id.
+    func keep(_ context: ToolContext) async {
+        guard let pending = task.withLock({ $0 }), let call = context.callID, let sink = context.frames,
+            let image = await pending.value
+        else { return }
+        sink.keep(ActionFrame(callID: call, mediaType: image.mediaType, data: image.data))
     }
 }
 

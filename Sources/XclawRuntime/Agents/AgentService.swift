@@ -259,6 +259,8 @@ public final class AgentService: Sendable {
         if ConfigValues.value("record", environment: Invocation.current.environment)?.lowercased() != "off" {
             context.recordStep = StepKeeper(store: store, session: session, prompt: prompt).keep
         }
+        // And the frame each call acted on, for the run's report (the recording's look reused, else one capture).
+        context.frames = ActionFrameKeeper(store: store, session: session)
         let run = Task { [context] in await runner.run(messages: conversation, context: context, observer: observer) }
         handle.set(run)
         var result = await withTaskCancellationHandler {
