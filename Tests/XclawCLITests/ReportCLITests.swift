@@ -6,6 +6,7 @@ import XclawMockAPI
 import XclawScreen
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// `xclaw report` end to end: a scripted run on a real Xvfb clicks, types, scrolls, drags and taps an element; its
 /// report is loaded in real headless chromium, offline: no console message (CSP violations included), every image
@@ -315,6 +316,42 @@ final class ReportCLITests: XCTestCase {
             XCTAssertGreaterThan(ring, 20, "frame \(n + 1): the tap's ring at \(centre)")
             XCTAssertGreaterThan(edge, 3, "frame \(n + 1): the box's left edge at \(corner)")
         }
+    }
+
+    /// A step whose display died while the model thought shows no screen and says why (its tap found the display
+    /// gone); the tap before it shows the frame it acted on.
+    func testAStepWhoseDisplayWasGoneSaysSo() throws {
+        let killed = DispatchSemaphore(value: 0)
+        let server = try MockMessagesServer { _, index in
+            // The second reply waits until the test has killed the display.
+            if index == 1 { _ = killed.wait(timeout: .now() + 60) }
+            return index < 2
+                ? Self.calls([("t\(index + 1)", "tap_element", #"{"label": "Submit"}"#)])
+                : .stream(.turn(blocks: [.text("never asked")]))
+        }
+        defer {
+            killed.signal()
+            server.stop()
+        }
+        let env = environment(server)
+        let run = try launchCLI(
+            ["run", "Submit it", "--display", display.name, "--model", "claude-sonnet-4-6", "--tools", "tap_element"],
+            environment: env)
+        XCTAssertTrue(server.waitForRequests(2, timeout: .seconds(30)), "the first tap was done")
+        kill(display.server.pid, SIGKILL)
+        try eventually("the display is gone") { (try? DisplayConnection(name: display.name)) == nil }
+        killed.signal()
+        run.waitUntilExit()
+        XCTAssertEqual(run.terminationStatus, 3, "a lost display ends the run")
+        let id = try XCTUnwrap(
+            try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array?.last?["id"]?.int)
+        let file = workDir.appendingPathComponent("gone.html")
+        let written = try runCLI(["report", "\(id)", "-o", file.path], environment: env)
+        XCTAssertEqual(written.status, 0, written.stderr)
+        let html = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertEqual(Self.figures(html).map(\.step), [1], "step 1's tap, on the frame it acted on")
+        XCTAssertTrue(
+            html.contains("No screen for this step: the display was gone, so nothing was captured or done."), html)
     }
 
     func testBadInputIsRefusedWithWhatToDo() throws {
