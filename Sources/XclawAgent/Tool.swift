@@ -153,29 +153,15 @@ public struct ToolContext: Sendable {
     }
 }
 
-/// The frame an input action acted on: the screen as the model's screenshots show it (its size and encoding), so a
-/// run's report draws the call on it in the model's coordinates.
-public struct ActionFrame: Sendable, Hashable {
-    /// The tool_use id of the call whose action it was.
-    public var callID: String
-    /// `image/png` or `image/jpeg`.
-    public var mediaType: String
-    /// The encoded image.
-    public var data: Data
-
-    /// A frame.
-    public init(callID: String, mediaType: String, data: Data) {
-        (self.callID, self.mediaType, self.data) = (callID, mediaType, data)
-    }
-}
-
-/// Where a run keeps the frames its input actions acted on: one per tool call (its first action's), so a tool that
-/// acts several times in one call (`computer_batch`, `type_text into:`) is drawn on the screen the call started from.
+/// Where a run keeps the frames its input actions acted on, for its report: one per tool call (its first action's), so
+/// a tool that acts several times in one call (`computer_batch`, `type_text into:`) is drawn on the screen the call
+/// started from. The frame is encoded by the sink off the action's path (while the model thinks), not by the tool.
 public protocol ActionFrameSink: Sendable {
-    /// Whether call `id` still wants a frame: true until one was kept for it, so no frame is encoded in vain.
+    /// Whether call `id` still wants a frame: true until one was handed over for it, so none is captured in vain.
     func wants(call id: String) -> Bool
-    /// Keeps a frame; a store that refuses loses the frame, never the run.
-    func keep(_ frame: ActionFrame)
+    /// Keeps call `id`'s frame, which `image` encodes (as the model's screenshots are: their size and encoding); a
+    /// store that refuses loses the frame, never the run.
+    func keep(call id: String, image: @escaping @Sendable () throws -> (mediaType: String, data: Data))
 }
 
 /// A tool the model can call.

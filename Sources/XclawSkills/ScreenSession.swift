@@ -149,8 +149,8 @@ public final class ScreenSession: @unchecked Sendable {
 
     /// How to turn a full-screen frame into the image a run's report shows of it: the model's screenshot size and
     /// encoding, and the last screenshot's image when the frame has its pixels (no second encoding). What it needs of
-    /// the session is read now, under its lock; the work it returns takes no lock, so it can run beside the tool's X
-    /// work (an action and its settle) instead of after it.
+    /// the session is read now, under its lock; the work it returns takes no lock, so it can run later, while the
+    /// model thinks, instead of on the action's path.
     public func reportImage(_ frame: Frame) -> @Sendable () throws -> (mediaType: String, data: Data) {
         let (target, encoding, last) = lock.withLock {
             (
@@ -165,6 +165,7 @@ public final class ScreenSession: @unchecked Sendable {
             {
                 return (encoding.mediaType, data)
             }
+            // Encoded as the screenshots are, byte for byte: the same screen is one stored image either way.
             return (encoding.mediaType, Data(try encoding.encode(try frame.downscaled(to: target))))
         }
     }

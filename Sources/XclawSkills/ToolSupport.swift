@@ -40,16 +40,16 @@ extension ScreenSession {
             let outcome = try await runInput(
                 record, describe: describe, context: context, screenshot: screenshot, settle: settle,
                 subject: subject, frame: frame, act: act)
-            await frame.keep(context)
+            frame.keep(context)
             return outcome
         } catch {
-            await frame.keep(context)
+            frame.keep(context)
             throw error
         }
     }
 
-    /// `runInput`'s steps; `frame` is started on the look before the action (or a capture of its own when there is
-    /// none) and encoded while the action runs.
+    /// `runInput`'s steps; `frame` is taken from the look before the action (or a capture of its own when there is
+    /// none).
     private func runInput(
         _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool, settle: Bool,
         subject: ActionSubject?, frame: PendingFrame, act: @escaping @Sendable (ScreenSession) throws -> Void
@@ -188,36 +188,26 @@ extension ScreenSession {
     }
 }
 
-/// The frame an input action acts on, encoded for the run's report in a task of its own while the action runs
-/// (off the session's lock: `ScreenSession.reportImage`), and kept when the action ended.
+/// The frame an input action acts on, for the run's report: taken before the action, handed to the run's sink
+/// when the action ended (whatever the outcome), which encodes it off the action's path.
 final class PendingFrame: Sendable {
-    private let task = Mutex<Task<(mediaType: String, data: Data)?, Never>?>(nil)
+    private let image = Mutex<(@Sendable () throws -> (mediaType: String, data: Data))?>(nil)
 
-    /// Whether a frame is being encoded.
-    var started: Bool { task.withLock { $0 != nil } }
+    /// Whether a frame was taken.
+    var started: Bool { image.withLock { $0 != nil } }
 
-    /// Starts encoding `frame` (the first one given: the screen before the action).
+    /// Takes `frame` (the first one given: the screen before the action), with what the session says of its
+    /// encoding now.
     func start(_ frame: Frame, session: ScreenSession) {
         guard !started else { return }
         let encode = session.reportImage(frame)
-        task.withLock { pending in
-            // On a dispatch thread: an encoding takes milliseconds the concurrency pool's few threads must not wait.
-            if pending == nil {
-                pending = Task {
-                    await withCheckedContinuation { done in
-                        DispatchQueue.global(qos: .utility).async { done.resume(returning: try? encode()) }
-                    }
-                }
-            }
-        }
+        image.withLock { if $0 == nil { $0 = encode } }
     }
 
-    /// Hands the encoded frame to the run's sink, under the call's id.
-    func keep(_ context: ToolContext) async {
-        guard let pending = task.withLock({ $0 }), let call = context.callID, let sink = context.frames,
-            let image = await pending.value
-        else { return }
-        sink.keep(ActionFrame(callID: call, mediaType: image.mediaType, data: image.data))
+    /// Hands the frame to the run's sink, under the call's id.
+    func keep(_ context: ToolContext) {
+        guard let encode = image.withLock({ $0 }), let call = context.callID, let sink = context.frames else { return }
+        sink.keep(call: call, image: encode)
     }
 }
 

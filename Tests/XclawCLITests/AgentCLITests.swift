@@ -128,14 +128,16 @@ final class AgentCLITests: XCTestCase {
             }
         }
         XCTAssertEqual(try names(["agents", "--json"]), ["bob"])
-        let all = try XCTUnwrap(try JSONValue.parse(try runCLI(["agents", "--all", "--json"], environment: e).stdout).array)
+        let all = try XCTUnwrap(
+            try JSONValue.parse(try runCLI(["agents", "--all", "--json"], environment: e).stdout).array)
         XCTAssertEqual(all.map { $0["name"]?.string }, ["bob", oneShot])
         XCTAssertEqual(all.map { $0["one_shot"]?.bool }, [false, true])
         XCTAssertTrue(try runCLI(["agents", "--all"], environment: e).text.contains("\(oneShot)\t"))
         // Its cost is still counted: listed with --all, noted otherwise.
         XCTAssertEqual(try names(["usage", "--json"]), ["bob"])
         XCTAssertEqual(try names(["usage", "--all", "--json"]), ["bob", oneShot])
-        XCTAssertTrue(try runCLI(["usage"], environment: e).stderr.contains("1 one-shot or pipeline agent(s) not listed"))
+        XCTAssertTrue(
+            try runCLI(["usage"], environment: e).stderr.contains("1 one-shot or pipeline agent(s) not listed"))
         let history = try runCLI(["history", oneShot], environment: e)
         XCTAssertEqual(history.status, 0, history.stderr)
         XCTAssertTrue(history.text.contains("Done."), history.text)
