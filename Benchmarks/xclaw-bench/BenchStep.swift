@@ -1,12 +1,14 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Synchronization
 import XclawAgent
 import XclawBase
 import XclawCommandLine
 import XclawMessages
 import XclawScreen
 import XclawSkills
+import XclawStore
 
 /// `xclaw bench step`: the time xclaw adds to each agent step — action, settle, screenshot scaled and encoded,
 /// request body built — without the model's time, beside the reference demo's way (xdotool, a fixed 2 s sleep,
@@ -134,6 +136,70 @@ struct BenchStep: ParsableCommand {
         }
         try drain(probe)
 
+        // What a run adds to each action: the frame the report shows (kept with every run: one capture, or the
+        // recording's, encoded beside the action) and the replay recording (`record = off` turns it off), both
+        // written to a real SQLite store as a run writes them.
+        let storeDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "xclaw-bench-step-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: storeDirectory) }
+        let store = try AgentStore(path: storeDirectory.appendingPathComponent("db.sqlite").path)
+        try store.createAgent(AgentConfig(name: "bench", model: model.id))
+        let run = try store.startSession(agent: "bench", kind: .run)
+        let calls = BenchCalls()
+        let sink = BenchFrames(store: store, session: run)
+        func runContext(frames: Bool, recording: Bool) -> ToolContext {
+            var context = context
+            context.callID = calls.next()
+            if frames { context.frames = sink }
+            if recording {
+                context.recordStep = { step in
+                    let json = (try? JSONEncoder().encode(step)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+                    try? store.recordActionStep(session: run, seq: calls.count, json: json)
+                }
+            }
+            return context
+        }
+        let tap: JSONValue = [
+            "x": .number(Double(geometry.toScreen(target).x) / Double(screen.width)),
+            "y": .number(Double(geometry.toScreen(target).y) / Double(screen.height)),
+        ]
+        // tap_xy on a session of its own that never sends a screenshot, as in a run that only taps: each frame is
+        // encoded, not the last screenshot's image reused.
+        let tapXY = TapXYTool(session: try ScreenSession(connection: DisplayConnection(name: bench.name)))
+        for (frames, recording, what) in [
+            (false, false, "neither (before)"), (true, false, "the frame kept"),
+            (false, true, "the recording (before, default)"), (true, true, "the recording and the frame (default)"),
+        ] {
+            // The frames are encoded and stored after each timed call (as a run does while the model thinks), so
+            // the next call does not share the cores with them.
+            try report.measure(section, "computer left_click → settled screenshot, with \(what)", iterations: few) {
+                let context = runContext(frames: frames, recording: recording)
+                defer { sink.flush() }
+                return Sample(
+                    elapsed: try clock.measure {
+                        _ = try Blocking.wait {
+                            try await computer.execute(
+                                ["action": "left_click", "coordinate": [.int(target.x), .int(target.y)]],
+                                context: context)
+                        }
+                    })
+            }
+            try report.measure(section, "tap_xy → settled (no screenshot), with \(what)", iterations: few) {
+                let context = runContext(frames: frames, recording: recording)
+                defer { sink.flush() }
+                return Sample(
+                    elapsed: try clock.measure {
+                        _ = try Blocking.wait { try await tapXY.execute(tap, context: context) }
+                    })
+            }
+        }
+        try drain(probe)
+        sink.flush()
+        let (kept, bytes) = try store.imageTotals()
+        report.notes.append(
+            "frames kept: \(kept) distinct image(s), \(bytes / 1024) KB in the store; an unchanged screen is one "
+                + "image, and the computer tool's frame is the screenshot it just sent")
+
         // The reference demo: xdotool for the action, a fixed 2 s sleep, scrot for the screenshot, base64.
         let peers = ["/usr/bin/xdotool", "/usr/bin/scrot"]
         if peers.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) {
@@ -161,4 +227,36 @@ struct BenchStep: ParsableCommand {
                 + "and pruning keeps 3–5 in it")
         return report
     }
+}
+
+/// A fresh tool_use id for each measured call, so each keeps its own frame.
+private final class BenchCalls: Sendable {
+    private let value = Mutex(0)
+    /// The next id.
+    func next() -> String { "toolu_bench_\(value.withLock { $0 += 1; return $0 })" }
+    /// Ids given so far.
+    var count: Int { value.withLock { $0 } }
+}
+
+/// A run's frame sink over a real store, as the runtime's keeper writes it: encoded and stored on a queue of its own,
+/// off the action's path.
+private final class BenchFrames: ActionFrameSink {
+    let store: AgentStore
+    let session: Int64
+    private let queue = DispatchQueue(label: "xclaw.bench.frames")
+
+    init(store: AgentStore, session: Int64) { (self.store, self.session) = (store, session) }
+
+    func wants(call id: String) -> Bool { true }
+
+    func keep(call id: String, image: @escaping @Sendable () throws -> (mediaType: String, data: Data)) {
+        let (store, session) = (self.store, self.session)
+        queue.async {
+            guard let encoded = try? image() else { return }
+            try? store.recordActionFrame(session: session, call: id, mediaType: encoded.mediaType, data: encoded.data)
+        }
+    }
+
+    /// Waits until every frame handed over is stored (a run does it while the model thinks).
+    func flush() { queue.sync {} }
 }

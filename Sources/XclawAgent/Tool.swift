@@ -88,6 +88,10 @@ public struct ToolContext: Sendable {
     public var ask: (@Sendable (String) async -> Bool)?
     /// Keeps each input action that was done as a replayable step (nil: the run records none).
     public var recordStep: (@Sendable (RecordedStep) -> Void)?
+    /// Keeps the frame each tool call's input acted on, for the run's report (nil: the run keeps none).
+    public var frames: (any ActionFrameSink)?
+    /// The tool_use id of the call being run (set by `ToolRegistry`; nil outside a run's loop).
+    public var callID: String?
 
     /// Creates a context.
     public init(
@@ -147,6 +151,17 @@ public struct ToolContext: Sendable {
         }
         return .go
     }
+}
+
+/// Where a run keeps the frames its input actions acted on, for its report: one per tool call (its first action's), so
+/// a tool that acts several times in one call (`computer_batch`, `type_text into:`) is drawn on the screen the call
+/// started from. The frame is encoded by the sink off the action's path (while the model thinks), not by the tool.
+public protocol ActionFrameSink: Sendable {
+    /// Whether call `id` still wants a frame: true until one was handed over for it, so none is captured in vain.
+    func wants(call id: String) -> Bool
+    /// Keeps call `id`'s frame, which `image` encodes (as the model's screenshots are: their size and encoding); a
+    /// store that refuses loses the frame, never the run.
+    func keep(call id: String, image: @escaping @Sendable () throws -> (mediaType: String, data: Data))
 }
 
 /// A tool the model can call.

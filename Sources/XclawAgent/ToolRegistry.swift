@@ -47,6 +47,7 @@ public struct ToolRegistry: Sendable {
         // Tools poll `isCancelled` from the dispatch threads their X work runs on; Task.isCancelled is false there.
         let flag = CancelFlag()
         var toolContext = context
+        toolContext.callID = id
         let outer = context.isCancelled
         toolContext.isCancelled = { flag.isSet || outer() }
         do {

@@ -314,28 +314,45 @@ struct Agents: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agents", abstract: "List the agents.",
         discussion: """
+            The one-shot agents `xclaw run` records its runs as (`run-<time>-<pid>`, `one_shot` in --json) and the \
+            pipelines' own agents are left out unless --all is given.
             Examples:
               xclaw agents
-              xclaw agents --all --json  # the pipelines' own agents too
+              xclaw agents --all --json  # one-shot runs' and pipelines' own agents too
             """)
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
-    @Flag(help: "Include pipelines' own agents (each pipeline's run and subtasks; `xclaw history` shows them).")
+    @Flag(
+        help:
+            "Include the one-shot agents of `xclaw run` and pipelines' own agents (`xclaw history` shows each one)."
+    )
     var all = false
 
     func run() throws {
-        let agents = try storeOptions.open().agents().filter { all || $0.kind != .pipeline }
+        let stored = try storeOptions.open().agents()
+        let agents = stored.filter { all || Self.listed($0) }
+        let hidden = stored.count - agents.count
         try emit(agents, json: json) {
             agents.isEmpty
                 ? "no agents: create one with `xclaw agent create NAME`"
                 : agents.map {
-                    let gates = [$0.dryRun ? "dry-run" : nil, $0.confirm ? "confirm" : nil].compactMap { $0 }
+                    let gates = [
+                        $0.dryRun ? "dry-run" : nil, $0.confirm ? "confirm" : nil, $0.oneShot ? "one-shot" : nil,
+                    ]
+                    .compactMap { $0 }
                     return "\($0.name)\t\($0.model)\t\($0.display ?? "$DISPLAY")\t\($0.tools.joined(separator: ","))"
                         + (gates.isEmpty ? "" : "\t" + gates.joined(separator: ","))
                 }
                 .joined(separator: "\n")
         }
+        // A note for the person, not a row: scripts reading the list see only the agents.
+        if !json && hidden > 0 {
+            printError("xclaw: \(hidden) one-shot or pipeline agent(s) not listed; --all lists them")
+        }
     }
+
+    /// Whether a default listing shows the agent: not a one-shot run's, not a pipeline's own.
+    static func listed(_ agent: AgentConfig) -> Bool { !agent.oneShot && agent.kind != .pipeline }
 }
 
 /// `send` and `chat` override an agent's stored input gates for one call.
@@ -788,6 +805,8 @@ struct UsageCommand: ParsableCommand {
         commandName: "usage",
         abstract: "Tokens and USD per agent, or per run of one agent.",
         discussion: """
+            Per agent, the one-shot agents of `xclaw run` and pipelines' own agents are left out unless --all is \
+            given (their total is noted on stderr).
             Examples:
               xclaw usage
               xclaw usage clerk --json  # each of its runs
@@ -795,6 +814,7 @@ struct UsageCommand: ParsableCommand {
     @Argument(help: "One agent: list its runs.") var name: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Per agent: include the one-shot agents of `xclaw run` and pipelines' own agents.") var all = false
 
     func run() throws {
         let store = try storeOptions.open()
@@ -809,7 +829,9 @@ struct UsageCommand: ParsableCommand {
                     }.joined(separator: "\n")
             }
         } else {
-            let rows = try store.usageSummary()
+            let listed = Set(try store.agents().filter { all || Agents.listed($0) }.map(\.name))
+            let every = try store.usageSummary()
+            let rows = every.filter { listed.contains($0.agent) }
             try emit(rows, json: json) {
                 rows.isEmpty
                     ? "no usage yet"
@@ -817,6 +839,12 @@ struct UsageCommand: ParsableCommand {
                         "\(r.agent): \(r.requests) request(s) in \(r.sessions) run(s); \(ToolSummary.usage(r.usage)) · "
                             + "$\(String(format: "%.4f", r.usd))"
                     }.joined(separator: "\n")
+            }
+            let hidden = every.filter { !listed.contains($0.agent) }
+            if !json && !hidden.isEmpty {
+                printError(
+                    "xclaw: \(hidden.count) one-shot or pipeline agent(s) not listed ("
+                        + "$\(String(format: "%.4f", hidden.reduce(0) { $0 + $1.usd }))); --all lists them")
             }
         }
     }

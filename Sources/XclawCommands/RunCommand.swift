@@ -24,7 +24,8 @@ struct Run: ParsableCommand {
             summary go to stderr. Every action is written to a JSON-lines action log (--log). Ctrl-C stops the run \
             at once and still answers every pending tool call, so the conversation stays valid; a second Ctrl-C \
             exits immediately.
-            The run is recorded as a one-shot agent (`xclaw history run-…`, `xclaw usage`).
+            The run is recorded as a one-shot agent (`xclaw history run-…`, `xclaw runs`, `xclaw report`), which \
+            `xclaw agents` and the web view's dashboard list only when asked for all (`--all`).
             --display new (or new:WxH) runs it on a private Xvfb with an accessibility bus, started for the run \
             (1920x1080 unless given) and stopped after it, with whatever --setup started on it.
             Tools (--tools, comma-separated; default: the safe set): \(SkillCatalog.allToolNames.joined(separator: ", ")).
@@ -127,9 +128,10 @@ struct Run: ParsableCommand {
         builder.screenshotCap = try screenshotSize.map(ImageSizing.cap(parsing:)) ?? ImageSizing.configuredCap()
         builder.screenshotEncoding = try screenshotFormat.map(ImageEncoding.parse) ?? ImageEncoding.configured()
         let session = try connection.map { try builder.session(display: $0.name, connection: $0) }
-        let config = AgentConfig(
+        var config = AgentConfig(
             name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
             display: connection?.name)
+        config.oneShot = true  // kept with its history, left out of agent lists unless all are asked for
         let prepared = try usageErrors { try builder.prepare(config, session: session, dryRun: dryRun) }
         let actionLog = try ActionLog(path: Invocation.current.resolve(log ?? ActionLog.defaultPath()))
         let confirming = confirm

@@ -41,6 +41,14 @@ public struct Snapshotter {
     /// The work is done in stages (`SnapshotStages`): capture → tree → tree elements → OCR partitions → OCR →
     /// naming → elements → refs.
     public func snapshot(area: Rect? = nil, refs: RefStore?, source: SnapshotSource = .auto) throws -> Snapshot {
+        try framedSnapshot(area: area, refs: refs, source: source).snapshot
+    }
+
+    /// `snapshot`, with the frame it was read from: what an input action acted on, which a run's report shows,
+    /// without a second capture.
+    public func framedSnapshot(area: Rect? = nil, refs: RefStore?, source: SnapshotSource = .auto) throws -> (
+        snapshot: Snapshot, frame: Frame
+    ) {
         let scene = try capture(area)
         let store = refs ?? RefStore()
         let tree = try readTree(source: source, windows: scene.windows)
@@ -67,7 +75,10 @@ public struct Snapshotter {
             SnapshotStages.elements(
                 scene, fromTree, lines: lines, controls: controls, source: source,
                 refs: store), area: scene.area, live: scene.liveWindows)
-        return SnapshotStages.assemble(scene, elements: elements, ocr: reading.stats, tree: tree, fromTree: fromTree)
+        return (
+            SnapshotStages.assemble(scene, elements: elements, ocr: reading.stats, tree: tree, fromTree: fromTree),
+            scene.frame
+        )
     }
 
     /// Stage 1: the frame of `area` (default: the screen), with the visible windows over it and the monitors.

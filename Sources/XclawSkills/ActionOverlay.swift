@@ -97,7 +97,8 @@ public struct OverlayCall {
     /// was asked for.
     mutating func tapOverlay() -> OverlayAction {
         let wanted = input["label"]?.string ?? input["ref"]?.string ?? input["description"]?.string ?? ""
-        let caption = "tap " + Self.shown(wanted)
+        let button = input["button"]?.string.flatMap { ["right", "middle"].contains($0) ? $0 + " " : nil } ?? ""
+        let caption = (input["double"]?.bool == true ? "double " : "") + button + "tap " + Self.shown(wanted)
         guard let result, let tap = Self.tapped(result, image: image) else {
             return OverlayAction(marks: [], caption: caption)
         }

@@ -19,7 +19,10 @@ public struct ComputerBatchTool: AgentTool {
     }
 
     /// The name Anthropic's reference tools use.
-    public var name: String { "computer_batch" }
+    public static let toolName = "computer_batch"
+
+    /// The name Anthropic's reference tools use.
+    public var name: String { Self.toolName }
 
     /// What the model reads to decide when to call it.
     public var description: String {

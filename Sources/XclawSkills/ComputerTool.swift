@@ -431,6 +431,12 @@ extension ComputerTool: RecordingTool {
         if clicks.contains(record.action) { (step.modifiers, step.text) = (record.text, nil) }
     }
 
+    /// Screenshots, zooms, the pointer's position and waits only look.
+    public static func acts(_ input: JSONValue) -> Bool {
+        let looking: Set<ComputerAction> = [.screenshot, .zoom, .cursorPosition, .wait]
+        return input["action"]?.string.flatMap(ComputerAction.init(rawValue:)).map { !looking.contains($0) } ?? false
+    }
+
     /// Its coordinates are the scaled screenshot's own pixels; a click, press or move without one is at the pointer.
     public static func overlay(_ call: inout OverlayCall) -> OverlayAction {
         let action = call.text("action")

@@ -1,5 +1,6 @@
 import Foundation
 import XclawAgent
+import XclawMessages
 
 /// A tool whose calls act on the screen owns what becomes of them: how its records become replayable steps, how each
 /// action it records is done again (`ActionPlayback`), and how a call is drawn on a run report. Static, since a
@@ -15,6 +16,9 @@ public protocol RecordingTool: AgentTool {
     /// The marks and caption of one of its calls over the screenshot it was decided on; moves `call.pointer`
     /// where the call left the pointer.
     static func overlay(_ call: inout OverlayCall) -> OverlayAction
+    /// Whether a call with this input acts on the screen, so a run keeps the frame it acted on (the computer tool's
+    /// screenshot, zoom, cursor_position and wait only look). The default: every call acts.
+    static func acts(_ input: JSONValue) -> Bool
 }
 
 extension RecordingTool {
@@ -23,6 +27,9 @@ extension RecordingTool {
 
     /// Most records are the step as they are.
     public static func recorded(_ step: inout RecordedStep, from record: ActionRecord) {}
+
+    /// Most tools act with every call.
+    public static func acts(_ input: JSONValue) -> Bool { true }
 }
 
 /// The tools that record input actions, and the lookups the replayer, the script export, the step recorder and the

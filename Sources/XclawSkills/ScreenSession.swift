@@ -48,6 +48,9 @@ public final class ScreenSession: @unchecked Sendable {
     private var currentGeometry: ScreenGeometry
     private var currentSizing = ImageSizing.reference
     private var currentEncoding = ImageEncoding.png
+    /// The last frame encoded for the model, with its encoding and image: an action's frame that shows the same
+    /// screen (the computer tool acts on the screenshot it just sent) is that image again, encoded once.
+    private var lastEncoded: (frame: Frame, encoding: ImageEncoding, shot: Screenshot)?
 
     /// Opens a session on `display` (nil: `$DISPLAY`); fails with a message naming `xclaw display start` when no
     /// display is reachable.
@@ -139,12 +142,41 @@ public final class ScreenSession: @unchecked Sendable {
                 base64: Data(try encoding.encode(scaled)).base64EncodedString(), size: scaled.size,
                 screen: frame.size, settle: nil)
             shot.mediaType = encoding.mediaType
+            lastEncoded = (frame, encoding, shot)
             return shot
+        }
+    }
+
+    /// How to turn a full-screen frame into the image a run's report shows of it: the model's screenshot size and
+    /// encoding, and the last screenshot's image when the frame has its pixels (no second encoding). What it needs of
+    /// the session is read now, under its lock; the work it returns takes no lock, so it can run later, while the
+    /// model thinks, instead of on the action's path.
+    public func reportImage(_ frame: Frame) -> @Sendable () throws -> (mediaType: String, data: Data) {
+        let (target, encoding, last) = lock.withLock {
+            (
+                currentGeometry.screen == frame.size
+                    ? currentGeometry.model : ScreenGeometry(screen: frame.size, sizing: currentSizing).model,
+                currentEncoding, lastEncoded
+            )
+        }
+        return {
+            if let last, last.encoding == encoding, last.frame.hasSameBytes(as: frame),
+                let data = Data(base64Encoded: last.shot.base64)
+            {
+                return (encoding.mediaType, data)
+            }
+            // Encoded as the screenshots are, byte for byte: the same screen is one stored image either way.
+            return (encoding.mediaType, Data(try encoding.encode(try frame.downscaled(to: target))))
         }
     }
 
     /// Takes a snapshot of the screen with the run's refs, so refs stay stable across the run's tool calls.
     public func snapshot(area: Rect? = nil) throws -> Snapshot {
         try lock.withLock { try snapshotter.snapshot(area: area, refs: refs) }
+    }
+
+    /// A snapshot of the whole screen with the run's refs, and the frame it was read from.
+    public func framedSnapshot() throws -> (snapshot: Snapshot, frame: Frame) {
+        try lock.withLock { try snapshotter.framedSnapshot(refs: refs) }
     }
 }

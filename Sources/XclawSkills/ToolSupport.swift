@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XclawAgent
 import XclawBase
 import XclawMessages
@@ -28,9 +29,30 @@ extension ScreenSession {
     /// and time. `screenshot` also encodes the settled frame for the model (no extra capture).
     /// With an approval gate, `subject` says what the action acts on; without one, the control under the action's
     /// point (or, for typing, the focused field) is looked up on a fresh snapshot.
+    /// The frame the action acts on is kept for the run's report (`ToolContext.frames`), whatever the outcome: done,
+    /// skipped (a dry run shows what it would have acted on) or failed.
     func runInput(
         _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool = false,
         settle: Bool = true, subject: ActionSubject? = nil, act: @escaping @Sendable (ScreenSession) throws -> Void
+    ) async throws -> InputOutcome {
+        let frame = PendingFrame()
+        do {
+            let outcome = try await runInput(
+                record, describe: describe, context: context, screenshot: screenshot, settle: settle,
+                subject: subject, frame: frame, act: act)
+            frame.keep(context)
+            return outcome
+        } catch {
+            frame.keep(context)
+            throw error
+        }
+    }
+
+    /// `runInput`'s steps; `frame` is taken from the look before the action (or a capture of its own when there is
+    /// none).
+    private func runInput(
+        _ record: ActionRecord, describe: String, context: ToolContext, screenshot: Bool, settle: Bool,
+        subject: ActionSubject?, frame: PendingFrame, act: @escaping @Sendable (ScreenSession) throws -> Void
     ) async throws -> InputOutcome {
         var subject = subject
         let typing = typingActions.contains(record.action) || record.tool == TypeTextTool.toolName
@@ -38,15 +60,18 @@ extension ScreenSession {
         let hidden = SecretText.hiding(
             record.text ?? "", in: describe, spellings: [quoted(record.text ?? "", limit: .max)])
         let gating = context.gate != nil && subject == nil
-        // One look before the action serves the gate (what it would act on) and the recording (its anchors).
+        // One look before the action serves the gate (what it would act on), the recording (its anchors) and the
+        // report (the frame it acted on).
         var before: (snapshot: Snapshot, patch: (png: String, origin: Point)?, pointer: Point?)?
         // A dry run does nothing, so there is nothing to record.
         let recording = context.recordStep != nil && !context.dryRun
+        let framing = context.callID.map { context.frames?.wants(call: $0) == true } ?? false
         if gating || recording {
             let looked = ContinuousClock.now
             do {
                 before = try await perform { session in
-                    let snapshot = try session.snapshot()
+                    let (snapshot, seen) = try session.framedSnapshot()
+                    if framing { frame.start(seen, session: session) }
                     let pointer = try? session.input.cursorPosition()
                     let patch = recording ? session.patch(around: record, pointer: pointer) : nil
                     return (snapshot, patch, pointer)
@@ -83,6 +108,10 @@ extension ScreenSession {
             } catch {
                 before = nil  // a recording without anchors is still a recording
             }
+        }
+        // No look was taken (no gate, no recording): the frame alone, one capture.
+        if framing && !frame.started, let seen = try? await perform({ try $0.capturer.capture() }) {
+            frame.start(seen, session: self)
         }
         // Text for a password field is masked in every record of it (the log, the store's steps, the web view);
         // without a gate or a recording its field is looked up here, for typing only (a look changes nothing, so a
@@ -156,6 +185,29 @@ extension ScreenSession {
             context.log(failed)
             throw reported
         }
+    }
+}
+
+/// The frame an input action acts on, for the run's report: taken before the action, handed to the run's sink
+/// when the action ended (whatever the outcome), which encodes it off the action's path.
+final class PendingFrame: Sendable {
+    private let image = Mutex<(@Sendable () throws -> (mediaType: String, data: Data))?>(nil)
+
+    /// Whether a frame was taken.
+    var started: Bool { image.withLock { $0 != nil } }
+
+    /// Takes `frame` (the first one given: the screen before the action), with what the session says of its
+    /// encoding now.
+    func start(_ frame: Frame, session: ScreenSession) {
+        guard !started else { return }
+        let encode = session.reportImage(frame)
+        image.withLock { if $0 == nil { $0 = encode } }
+    }
+
+    /// Hands the frame to the run's sink, under the call's id.
+    func keep(_ context: ToolContext) {
+        guard let encode = image.withLock({ $0 }), let call = context.callID, let sink = context.frames else { return }
+        sink.keep(call: call, image: encode)
     }
 }
 

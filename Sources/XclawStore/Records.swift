@@ -35,10 +35,14 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// A shell command each run starts with (`/bin/sh -c`, `DISPLAY` set to the run's display), e.g. to open the
     /// app it works on; nil: none. What it leaves running is ended with the run.
     public var setup: String?
+    /// Made for one `xclaw run` (`run-<time>-<pid>`): kept with its history, but left out of agent lists unless
+    /// they are asked for all (`agents --all`, the web view's "all").
+    public var oneShot: Bool = false
 
     /// snake_case, as every xclaw JSON output (`agents --json`, `agent create --json`).
     enum CodingKeys: String, CodingKey {
         case name, model, tools, display, confirm, effort, thinking, approval, kind, setup
+        case oneShot = "one_shot"
         case systemPrompt = "system_prompt"
         case memoryNotes = "memory_notes"
         case createdAt = "created_at"

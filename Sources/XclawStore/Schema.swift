@@ -150,8 +150,32 @@ enum Schema {
                     )
                     """)
         }
+        // One-shot agents (`xclaw run`'s `run-<time>-<pid>[-<hex>]`) are marked, so agent lists leave them out unless
+        // asked (`agents --all`); the ones already stored are found by that name. And the frame each input action
+        // acted on, kept once in `images` by its SHA-256, so a run's report draws every action on the screen it
+        // acted on (`sha256` is NULL once retention removed the frame).
+        migrator.registerMigration("v16") { db in
+            try db.execute(sql: v16)
+        }
         return migrator
     }
+
+    /// One-shot agents and action frames (see the `v16` registration).
+    static let v16 = """
+        ALTER TABLE agents ADD COLUMN one_shot INTEGER NOT NULL DEFAULT 0;
+        UPDATE agents SET one_shot = 1 WHERE kind = 'agent'
+            AND name GLOB 'run-[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]-[0-9]*'
+            AND substr(name, 21) NOT GLOB '*[^0-9a-f-]*';
+
+        CREATE TABLE IF NOT EXISTS action_frames (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            call_id TEXT NOT NULL,
+            sha256 TEXT,
+            media_type TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, call_id)
+        );
+        """
 
     /// v11's conversion, frozen here (not the store's live code, which may change): each base64 image, at the top
     /// level or in a tool result, becomes a row of `images` and a reference to it.

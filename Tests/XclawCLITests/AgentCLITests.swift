@@ -104,6 +104,45 @@ final class AgentCLITests: XCTestCase {
         XCTAssertEqual(try runCLI(["history", "nobody"], environment: e).status, 1)
     }
 
+    /// `xclaw run`'s one-shot agent keeps its history and usage, but `agents` and `usage` list it only with --all
+    /// (saying on stderr what they left out); --json marks it `one_shot`.
+    func testOneShotRunAgentsAreListedOnlyWithAll() throws {
+        let server = try MockMessagesServer(replies: [.stream(.turn(blocks: [.text("Done.")]))])
+        defer { server.stop() }
+        let e = env(server)
+        XCTAssertEqual(try runCLI(["agent", "create", "bob", "--tools", "memory"], environment: e).status, 0)
+        let run = try runCLI(["run", "Say done", "--tools", "memory"], environment: e)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let oneShot = try XCTUnwrap(
+            run.stderr.range(of: #"recorded as agent run-[0-9-]+"#, options: .regularExpression).map {
+                String(run.stderr[$0].dropFirst("recorded as agent ".count))
+            }, run.stderr)
+
+        let listed = try runCLI(["agents"], environment: e)
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertEqual(listed.text.split(separator: "\n").map { $0.split(separator: "\t").first }, ["bob"])
+        XCTAssertTrue(listed.stderr.contains("1 one-shot or pipeline agent(s) not listed; --all lists them"))
+        let names = { (arguments: [String]) throws -> [String] in
+            try XCTUnwrap(try JSONValue.parse(try runCLI(arguments, environment: e).stdout).array).compactMap {
+                $0["name"]?.string ?? $0["agent"]?.string
+            }
+        }
+        XCTAssertEqual(try names(["agents", "--json"]), ["bob"])
+        let all = try XCTUnwrap(
+            try JSONValue.parse(try runCLI(["agents", "--all", "--json"], environment: e).stdout).array)
+        XCTAssertEqual(all.map { $0["name"]?.string }, ["bob", oneShot])
+        XCTAssertEqual(all.map { $0["one_shot"]?.bool }, [false, true])
+        XCTAssertTrue(try runCLI(["agents", "--all"], environment: e).text.contains("\(oneShot)\t"))
+        // Its cost is still counted: listed with --all, noted otherwise.
+        XCTAssertEqual(try names(["usage", "--json"]), ["bob"])
+        XCTAssertEqual(try names(["usage", "--all", "--json"]), ["bob", oneShot])
+        XCTAssertTrue(
+            try runCLI(["usage"], environment: e).stderr.contains("1 one-shot or pipeline agent(s) not listed"))
+        let history = try runCLI(["history", oneShot], environment: e)
+        XCTAssertEqual(history.status, 0, history.stderr)
+        XCTAssertTrue(history.text.contains("Done."), history.text)
+    }
+
     func testKilledMidReplyTheHistoryKeepsThePartialAndTheAgentContinues() throws {
         let long = (1...60).map { "word\($0)" }.joined(separator: " ")
         var slow = MockStream.turn(blocks: [.text(long)], textFragments: 60)

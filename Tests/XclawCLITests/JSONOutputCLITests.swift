@@ -173,6 +173,7 @@ final class JSONOutputCLITests: XCTestCase {
         try run(["usage", agent, "--json"], "usage")
         try run(["history", agent, "--json"], "history")
         try run(["agents", "--json"], "agents")
+        try run(["agents", "--all", "--json"], "agents")  // the run's one-shot agent, `one_shot` and all
         try run(["report", id, "--json"], "report")
         try run(["script", "show", id, "--json"], "script-show")
         // Replayed or diverged, stdout is the one outcome object.

@@ -6,6 +6,7 @@ import XclawMockAPI
 import XclawScreen
 import XclawStore
 import XclawTesting
+import XclawTimeTesting
 
 /// `xclaw report` end to end: a scripted run on a real Xvfb clicks, types, scrolls, drags and taps an element; its
 /// report is loaded in real headless chromium, offline: no console message (CSP violations included), every image
@@ -136,7 +137,14 @@ final class ReportCLITests: XCTestCase {
         XCTAssertTrue(html.contains("type “héllo &lt;script&gt;alert(1)&lt;/script&gt;”"))
         // Every image is a PNG data URI that decodes, at the model's size.
         let sources = html.components(separatedBy: "<img src=\"").dropFirst().map { String($0.prefix { $0 != "\"" }) }
-        XCTAssertEqual(sources.count, 4, "steps 2–5 show the screenshot before them")
+        // Steps 2–4: the frames their calls acted on (calls on an unchanged screen share one); step 5, which only
+        // answered, the screenshot the model saw; step 1 took the first screenshot and says so.
+        XCTAssertGreaterThanOrEqual(sources.count, 4)
+        XCTAssertEqual(Set(Self.figures(html).map(\.step)), [2, 3, 4, 5])
+        XCTAssertTrue(
+            html.contains(
+                "No screen for this step: the model only read the screen in this step (computer), and no screenshot "
+                    + "was taken before it"))
         for source in sources {
             let prefix = "data:image/png;base64,"
             XCTAssertTrue(source.hasPrefix(prefix))
@@ -161,11 +169,20 @@ final class ReportCLITests: XCTestCase {
         // Rendered: the screenshots at their natural size (the window is wider than they are), found as the blocks
         // of rows mostly covered by the dark desktop; the overlay's magenta is where each call pointed.
         let shotFile = workDir.appendingPathComponent("page.png")
-        _ = try chromium(["--hide-scrollbars", "--window-size=1600,3200", "--screenshot=" + shotFile.path], file)
+        _ = try chromium(["--hide-scrollbars", "--window-size=1600,4800", "--screenshot=" + shotFile.path], file)
         let page = try PNG.decode([UInt8](try Data(contentsOf: shotFile)))
-        let blocks = Self.imageBlocks(page, width: geometry.model.width)
-        XCTAssertGreaterThanOrEqual(blocks.count, 2, "steps 2 and 3 are on the page: \(blocks)")
-        guard blocks.count >= 2 else { return }
+        let found = Self.imageBlocks(page, width: geometry.model.width)
+        // The blocks in the page's order are its figures'; step 2's click, step 3's scroll and drag.
+        let figures = Self.figures(html)
+        func block(_ step: Int, _ call: Int) -> Point? {
+            figures.firstIndex { $0.step == step && $0.calls.contains(call) }.flatMap {
+                $0 < found.count ? found[$0] : nil
+            }
+        }
+        guard let click2 = block(2, 1), let scroll3 = block(3, 1), let drag3 = block(3, 2) else {
+            return XCTFail("steps 2 and 3 are on the page: \(found), \(figures)")
+        }
+        let blocks = [click2, scroll3]
         func magenta(near p: Point, in block: Point, radius: Int = 14) -> Int {
             var n = 0
             for y in (block.y + p.y - radius)...(block.y + p.y + radius) {
@@ -180,9 +197,9 @@ final class ReportCLITests: XCTestCase {
         XCTAssertEqual(magenta(near: dragTo, in: blocks[0]), 0)
         // Step 3: the scroll arrow below its point, the drag's start ring and its arrowhead.
         XCTAssertGreaterThan(magenta(near: Point(x: scrollAt.x, y: scrollAt.y + 30), in: blocks[1], radius: 6), 5)
-        XCTAssertGreaterThan(magenta(near: dragFrom, in: blocks[1], radius: 10), 10)
-        XCTAssertGreaterThan(magenta(near: dragTo, in: blocks[1], radius: 10), 10)
-        XCTAssertEqual(magenta(near: click, in: blocks[1], radius: 10), 0)
+        XCTAssertGreaterThan(magenta(near: dragFrom, in: drag3, radius: 10), 10)
+        XCTAssertGreaterThan(magenta(near: dragTo, in: drag3, radius: 10), 10)
+        XCTAssertEqual(magenta(near: click, in: drag3, radius: 10), 0)
 
         // Kept: without -o the report goes to the reports folder, and `runs` shows it.
         let kept = try runCLI(["report", "\(id)", "--json"], environment: env)
@@ -215,6 +232,128 @@ final class ReportCLITests: XCTestCase {
         XCTAssertTrue(try String(contentsOf: file, encoding: .utf8).contains("removed to keep the database small"))
     }
 
+    /// The issue's run: a model that only taps elements (no screenshot ever taken) still gets a report whose every
+    /// acting step shows the frame its tap acted on, the element's box and the tap drawn on it in chromium; the steps
+    /// that did not act say why they show no screen.
+    func testARunThatOnlyTapsShowsEachTapOnTheFrameItActedOn() throws {
+        let button = Rect(x: frame.x + 300, y: frame.y + 40, width: 120, height: 36)
+        let server = try MockMessagesServer(replies: [
+            Self.calls([("t1", "tap_element", #"{"label": "Submit"}"#)]),
+            Self.calls([
+                ("t2", "screen_snapshot", "{}"), ("t3", "tap_element", #"{"label": "Submit", "double": true}"#),
+            ]),
+            Self.calls([("t4", "read_screen_text", "{}")]),
+            .stream(.turn(blocks: [.text("Submitted twice.")])),
+        ])
+        defer { server.stop() }
+        let env = environment(server)
+        let run = try runCLI(
+            [
+                "run", "Submit the order form", "--display", display.name, "--model", "claude-sonnet-4-6",
+                "--tools", "tap_element,screen_snapshot,read_screen_text",
+            ],
+            environment: env)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let presses = { (events: [ProbeEvent]) in
+            events.filter { $0.kind == .buttonPress && $0.target == "Submit" }.count
+        }
+        XCTAssertEqual(presses(fixture.wait(timeout: 5) { presses($0) >= 3 }), 3, "one tap and a double tap on Submit")
+        XCTAssertFalse(
+            server.requests.contains { String(decoding: $0.body, as: UTF8.self).contains("\"media_type\":\"image/") },
+            "the model was never sent a screenshot")
+        let id = try XCTUnwrap(
+            try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array?.last?["id"]?.int)
+        let file = workDir.appendingPathComponent("taps.html")
+        let written = try runCLI(["report", "\(id)", "-o", file.path], environment: env)
+        XCTAssertEqual(written.status, 0, written.stderr)
+        let html = try String(contentsOf: file, encoding: .utf8)
+
+        // Steps 1 and 2 each show the frame their tap acted on (step 2's snapshot is captioned on it too), at the
+        // model's size; steps 3 and 4 say why they show none.
+        let figures = Self.figures(html)
+        XCTAssertEqual(figures.map(\.step), [1, 2], "\(figures)")
+        XCTAssertEqual(figures.map(\.calls), [[1], [2]])
+        XCTAssertTrue(html.contains("double tap “Submit”"))
+        for source in html.components(separatedBy: "<img src=\"").dropFirst().map({ String($0.prefix { $0 != "\"" }) })
+        {
+            let prefix = "data:image/png;base64,"
+            XCTAssertTrue(source.hasPrefix(prefix))
+            let image = try PNG.decode(
+                [UInt8](try XCTUnwrap(Data(base64Encoded: String(source.dropFirst(prefix.count))))))
+            XCTAssertEqual(image.size, geometry.model)
+        }
+        XCTAssertTrue(
+            html.contains(
+                "No screen for this step: the model only read the screen in this step (read_screen_text), and no "
+                    + "screenshot was taken before it"), html)
+        XCTAssertTrue(
+            html.contains("No screen for this step: the model acted on nothing in this step: it only answered"))
+        XCTAssertFalse(html.contains("No screen for this step: no frame was stored"))
+        XCTAssertTrue(html.contains("; box 500,190 120x36 of 1920x1080)"), "the button's box")
+
+        // Rendered offline in chromium: each frame shows the dark desktop and the form, the magenta ring at the
+        // button's centre and its dashed box.
+        XCTAssertFalse(try chromium(["--dump-dom"], file).contains(":CONSOLE"))
+        let shotFile = workDir.appendingPathComponent("taps.png")
+        _ = try chromium(["--hide-scrollbars", "--window-size=1600,2600", "--screenshot=" + shotFile.path], file)
+        let page = try PNG.decode([UInt8](try Data(contentsOf: shotFile)))
+        let blocks = Self.imageBlocks(page, width: geometry.model.width)
+        XCTAssertEqual(blocks.count, 2, "the two frames: \(blocks)")
+        let centre = geometry.toModel(button.center)
+        let corner = geometry.toModel(Point(x: button.x, y: button.y + button.height / 2))
+        for (n, block) in blocks.enumerated() {
+            var ring = 0, edge = 0
+            for y in (block.y + centre.y - 14)...(block.y + centre.y + 14) {
+                for x in (block.x + centre.x - 14)...(block.x + centre.x + 14) {
+                    if let c = page.pixel(x: x, y: y), c.r > 200, c.g < 80, c.b > 200 { ring += 1 }
+                }
+            }
+            for y in (block.y + corner.y - 6)...(block.y + corner.y + 6) {
+                for x in (block.x + corner.x - 3)...(block.x + corner.x + 3) {
+                    if let c = page.pixel(x: x, y: y), c.r > 200, c.g < 80, c.b > 200 { edge += 1 }
+                }
+            }
+            XCTAssertGreaterThan(ring, 20, "frame \(n + 1): the tap's ring at \(centre)")
+            XCTAssertGreaterThan(edge, 3, "frame \(n + 1): the box's left edge at \(corner)")
+        }
+    }
+
+    /// A step whose display died while the model thought shows no screen and says why (its tap found the display
+    /// gone); the tap before it shows the frame it acted on.
+    func testAStepWhoseDisplayWasGoneSaysSo() throws {
+        let killed = DispatchSemaphore(value: 0)
+        let server = try MockMessagesServer { _, index in
+            // The second reply waits until the test has killed the display.
+            if index == 1 { _ = killed.wait(timeout: .now() + 60) }
+            return index < 2
+                ? Self.calls([("t\(index + 1)", "tap_element", #"{"label": "Submit"}"#)])
+                : .stream(.turn(blocks: [.text("never asked")]))
+        }
+        defer {
+            killed.signal()
+            server.stop()
+        }
+        let env = environment(server)
+        let run = try launchCLI(
+            ["run", "Submit it", "--display", display.name, "--model", "claude-sonnet-4-6", "--tools", "tap_element"],
+            environment: env)
+        XCTAssertTrue(server.waitForRequests(2, timeout: .seconds(30)), "the first tap was done")
+        kill(display.server.pid, SIGKILL)
+        try eventually("the display is gone") { (try? DisplayConnection(name: display.name)) == nil }
+        killed.signal()
+        run.waitUntilExit()
+        XCTAssertEqual(run.terminationStatus, 3, "a lost display ends the run")
+        let id = try XCTUnwrap(
+            try JSONValue.parse(try runCLI(["runs", "--json"], environment: env).stdout).array?.last?["id"]?.int)
+        let file = workDir.appendingPathComponent("gone.html")
+        let written = try runCLI(["report", "\(id)", "-o", file.path], environment: env)
+        XCTAssertEqual(written.status, 0, written.stderr)
+        let html = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertEqual(Self.figures(html).map(\.step), [1], "step 1's tap, on the frame it acted on")
+        XCTAssertTrue(
+            html.contains("No screen for this step: the display was gone, so nothing was captured or done."), html)
+    }
+
     func testBadInputIsRefusedWithWhatToDo() throws {
         let server = try MockMessagesServer(replies: [])
         defer { server.stop() }
@@ -232,6 +371,25 @@ final class ReportCLITests: XCTestCase {
             let refused = try runCLI(arguments, environment: env)
             XCTAssertEqual(refused.status, 2, "\(arguments): \(refused.stderr)")
             XCTAssertTrue(refused.stderr.contains(says), "\(arguments): \(refused.stderr)")
+        }
+    }
+
+    /// The report's figures in page order: each one's step and the calls drawn on it (every call of the step for the
+    /// screenshot the model saw, listed as `[0]`).
+    private static func figures(_ html: String) -> [(step: Int, calls: [Int])] {
+        let pattern = #"<figure class="shot" id="shot-(\d+)(?:-\d+)?".*?<figcaption>([^<]*)</figcaption>"#
+        guard let regex = try? NSRegularExpression(pattern: pattern, options: [.dotMatchesLineSeparators]) else {
+            return []
+        }
+        return regex.matches(in: html, range: NSRange(html.startIndex..., in: html)).compactMap { match in
+            guard let stepRange = Range(match.range(at: 1), in: html), let step = Int(html[stepRange]),
+                let captionRange = Range(match.range(at: 2), in: html)
+            else { return nil }
+            let caption = html[captionRange]
+            let calls =
+                caption.hasPrefix("The screen call")
+                ? caption.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) } : [0]
+            return (step, calls)
         }
     }
 

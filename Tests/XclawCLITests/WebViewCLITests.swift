@@ -134,6 +134,13 @@ final class WebViewCLITests: XCTestCase {
         }
         let pipeline = try runCLI(["pipeline", "write a report"], environment: env)
         XCTAssertEqual(pipeline.status, 0, pipeline.stderr)
+        // A one-shot run, whose agent the dashboard lists only when asked for all.
+        let oneShot = try runCLI(["run", "say ok", "--tools", "memory"], environment: env)
+        XCTAssertEqual(oneShot.status, 0, oneShot.stderr)
+        let oneShotAgent = try XCTUnwrap(
+            oneShot.stderr.range(of: #"recorded as agent run-[0-9-]+"#, options: .regularExpression).map {
+                String(oneShot.stderr[$0].dropFirst("recorded as agent ".count))
+            }, oneShot.stderr)
         // A run that waits for approval, for the screen page's buttons.
         approvalRun = try launchCLI(["send", "deleter", "delete the old files"], environment: env)
         let waiting = try eventually("an approval waits", within: .seconds(30), every: .milliseconds(100)) {
@@ -148,6 +155,7 @@ final class WebViewCLITests: XCTestCase {
             "url": url, "page_url": pageURL, "token": token,
             "xclaw": productsDirectory.appendingPathComponent("xclaw").path, "env": env,
             "display": display.name, "writer": "writer", "deleter": "deleter", "hanger": "hanger",
+            "one_shot": oneShotAgent,
             "click": clickPoint, "window_pixel": [frame.x + 60, frame.y + 260], "pipeline": 1,
             "shots": ProcessInfo.processInfo.environment["XCLAW_WEB_SHOTS"] as Any,
         ]
@@ -186,6 +194,15 @@ final class WebViewCLITests: XCTestCase {
         let dashboard = try XCTUnwrap(result["dashboard"] as? [String: Any])
         // (The pipeline made the default orchestrator, an agent like any other.)
         XCTAssertEqual(Set(dashboard["agents"] as? [String] ?? []), ["writer", "deleter", "hanger", "orchestrator"])
+        // With the "all" box: the one-shot run's agent too, marked, and the pipeline's own agents.
+        let everyAgent = try XCTUnwrap(result["dashboard_all"] as? [String: Any])
+        XCTAssertEqual(everyAgent["hash"] as? String, "#/?all=1")
+        XCTAssertEqual(everyAgent["checked"] as? Bool, true)
+        let allNames = Set(everyAgent["agents"] as? [String] ?? [])
+        XCTAssertTrue(
+            allNames.isSuperset(of: ["writer", "deleter", "hanger", "orchestrator", oneShotAgent, "pipeline-1"]),
+            "\(allNames)")
+        XCTAssertEqual(everyAgent["marked"] as? [String], [oneShotAgent])
         let states = dashboard["states"] as? [String: [String]] ?? [:]
         XCTAssertEqual(states["deleter"], ["needs-approval"])
         XCTAssertEqual(states["hanger"], ["idle"])

@@ -1,12 +1,14 @@
 import Foundation
 import XCTest
+import XclawTesting
 
 @testable import XclawStore
 
 /// A database written by the previous release (schema v4, built here with the sqlite3 shell from the v1–v4
 /// migrations) opens under v5 with every row kept: the rebuilt sessions table keeps its ids, so messages and usage
-/// still point at their sessions, and the new statuses are accepted.
-final class MigrationTests: XCTestCase {
+/// still point at their sessions, and the new statuses are accepted. And the one-shot agents of earlier `xclaw run`s
+/// are found by their names on both backends.
+final class MigrationTests: BackendTestCase {
     func testAVersion4FileKeepsItsSessionsAndTakesTheNewStatuses() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-mig-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -43,7 +45,7 @@ final class MigrationTests: XCTestCase {
         let store = try AgentStore(path: path)
         XCTAssertEqual(
             try store.info().migrations,
-            ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15"])
+            ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16"])
         // v12: an agent made before kinds existed is a plain agent, and pipelines start empty.
         XCTAssertEqual(try store.agent(named: "alice").kind, .agent)
         XCTAssertEqual(try store.pipelines().count, 0)
@@ -60,5 +62,42 @@ final class MigrationTests: XCTestCase {
         // Deleting the agent still cascades through the rebuilt table (its foreign keys are live).
         try store.deleteAgent(named: "alice")
         XCTAssertEqual(try store.sessions(agent: nil).count, 0)
+    }
+
+    /// v16 (pg7 on PostgreSQL) marks the agents earlier `xclaw run`s stored as one-shot, by their names
+    /// (`run-<time>-<pid>`, a fleet's with `-<hex>`), and no other: a database of the release before, built here
+    /// by its own migrations, with their agents in it.
+    func testTheOneShotAgentsOfEarlierRunsAreFoundByTheirNames() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-mig-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let oneShot = ["run-20261127-101010-4242", "run-20261127-101010-4242-0af3"]
+        let others = ["run-report", "runner", "run-2026-11-27", "run-20261127-101010-4242-later"]
+        let t = "2026-01-02T03:04:05.000Z"
+        let rows = (oneShot + others).map { "('\($0)', 'm', '\(t)', '\(t)')" }.joined(separator: ", ")
+        let insert = "INSERT INTO agents (name, model, created_at, updated_at) VALUES \(rows)"
+        try eachBackend(sqliteFile: directory.appendingPathComponent("old.sqlite").path) {
+            if backend == "sqlite" {
+                // Every migration, then v16 undone: the file as the release before left it.
+                _ = try AgentStore(path: location)
+                _ = try shell(
+                    """
+                    DELETE FROM grdb_migrations WHERE identifier = 'v16'; DROP TABLE action_frames;
+                    ALTER TABLE agents DROP COLUMN one_shot; \(insert)
+                    """)
+            } else {
+                let earlier = PostgresSchema.migrations.prefix { $0.id != "pg7" }
+                _ = try shell(
+                    earlier.map(\.sql).joined(separator: ";\n") + """
+                        ;
+                        CREATE TABLE xclaw_migrations (id TEXT COLLATE "C" PRIMARY KEY, applied_at TEXT NOT NULL);
+                        INSERT INTO xclaw_migrations VALUES \(earlier.map { "('\($0.id)', '\(t)')" }.joined(separator: ", "));
+                        \(insert)
+                        """)
+            }
+            let store = try AgentStore.at(location)
+            XCTAssertEqual(try store.agents().filter(\.oneShot).map(\.name), oneShot)
+            XCTAssertEqual(try store.agents().count, oneShot.count + others.count)
+        }
     }
 }

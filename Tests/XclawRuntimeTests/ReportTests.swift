@@ -162,6 +162,117 @@ final class ReportTests: XCTestCase {
         }
     }
 
+    /// A run whose model never took a screenshot (`tap_element` and the like) shows each acting call on the frame it
+    /// acted on: consecutive calls on one screen share an image, each call drawn in its image's pixels; a step with
+    /// no frame says why: it only read the screen, used no screen, the display was gone, the action failed first,
+    /// retention removed the frame, or it only answered.
+    func testEveryActingCallIsDrawnOnTheFrameItActedOnAndAStepWithoutOneSaysWhy() throws {
+        let before = try png(1456, 819), after = try png(1456, 819, RGB(r: 250, g: 250, b: 250))
+        let tapped = "(screen 960,540; box 900,520 120x40 of 1920x1080)"
+        let id = try storeRun(
+            prompt: "Save the form",
+            turns: [
+                (
+                    [.toolUse(id: "s1", name: "screen_snapshot", input: [:])],
+                    [result("s1", "e1 button \"Save\" at 900,520 120x40")]
+                ),
+                (
+                    [
+                        .toolUse(id: "t1", name: "tap_element", input: ["label": "Name"]),
+                        .toolUse(id: "t2", name: "type_text", input: ["text": "Ada"]),
+                        .toolUse(id: "t3", name: "tap_element", input: ["label": "Save"]),
+                    ],
+                    [
+                        result("t1", "tapped e2 field \"Name\" at x=0.250 y=0.250 (screen 480,270 of 1920x1080)"),
+                        result("t2", "typed 3 characters"),
+                        result("t3", "tapped e1 button \"Save\" at x=0.500 y=0.500 \(tapped)"),
+                    ]
+                ),
+                (
+                    [.toolUse(id: "t4", name: "tap_element", input: ["label": "Close"])],
+                    [result("t4", "tapped e9 button \"Close\" \(tapped)")]
+                ),
+                (
+                    [.toolUse(id: "t5", name: "tap_element", input: ["label": "Gone"])],
+                    [
+                        .toolResult(
+                            ToolResultBlock(
+                                toolUseID: "t5",
+                                content: [
+                                    .text(
+                                        "lost the connection to display :7: the X server died or went away; restart it")
+                                ], isError: true))
+                    ]
+                ),
+                (
+                    [.toolUse(id: "t6", name: "tap_element", input: ["label": "Nothing"])],
+                    [
+                        .toolResult(
+                            ToolResultBlock(
+                                toolUseID: "t6", content: [.text("no element labelled \"Nothing\"\nclosest: Note")],
+                                isError: true))
+                    ]
+                ),
+                (
+                    [.toolUse(id: "m1", name: "memory", input: ["action": "get", "key": "k"])],
+                    [result("m1", "no note k")]
+                ),
+                ([.text("Saved.")], []),
+            ])
+        for (call, image) in [("t1", before), ("t2", before), ("t3", after), ("t4", after)] {
+            try store.recordActionFrame(
+                session: id, call: call, mediaType: "image/png", data: try XCTUnwrap(Data(base64Encoded: image)))
+        }
+        let report = RunReport(try store.runTranscript(session: id))
+        XCTAssertEqual(report.steps.count, 7)
+        XCTAssertEqual(report.steps.map(\.shot), Array(repeating: .none, count: 7), "the model saw no screenshot")
+
+        // Step 2: the tap and the typing acted on one screen, the second tap on another.
+        let step2 = report.steps[1]
+        XCTAssertEqual(step2.panels.map(\.actions), [[0, 1], [2]])
+        XCTAssertEqual(step2.panels.map(\.image.base64), [before, after])
+        XCTAssertEqual(step2.panels.map(\.actedOn), [true, true])
+        XCTAssertNil(step2.noFrame)
+        let x = 1456.0 / 1920.0, y = 819.0 / 1080.0
+        XCTAssertEqual(step2.actions[0].overlay.marks, [.click(ImagePoint(x: 480.5 * x, y: 270.5 * y))])
+        XCTAssertEqual(step2.actions[1].overlay.caption, "type “Ada”")
+        XCTAssertEqual(
+            step2.actions[2].overlay.marks,
+            [
+                .box(x: 900 * x, y: 520 * y, width: 120 * x, height: 40 * y),
+                .click(ImagePoint(x: 960.5 * x, y: 540.5 * y)),
+            ])
+        XCTAssertEqual(report.steps[2].panels.map(\.actions), [[0]])
+
+        // Why the other steps show no screen.
+        let reasons = report.steps.map(\.noFrame)
+        XCTAssertEqual(
+            reasons[0],
+            "the model only read the screen in this step (screen_snapshot), and no screenshot was taken before it")
+        XCTAssertEqual(reasons[3], "the display was gone, so nothing was captured or done")
+        XCTAssertEqual(
+            reasons[4], "its action failed before anything was captured: no element labelled \"Nothing\"")
+        XCTAssertEqual(reasons[5], "the model's calls did not touch the screen (memory)")
+        XCTAssertEqual(reasons[6], "the model acted on nothing in this step: it only answered")
+
+        let html = ReportHTML.page(report)
+        XCTAssertEqual(html.components(separatedBy: "<img src=\"data:image/png;base64,").count - 1, 3)
+        XCTAssertTrue(html.contains("id=\"shot-2\""))
+        XCTAssertTrue(html.contains("id=\"shot-2-2\""))
+        XCTAssertTrue(html.contains("<figcaption>The screen calls 1, 2 acted on</figcaption>"))
+        XCTAssertTrue(html.contains("<figcaption>The screen call 3 acted on</figcaption>"))
+        XCTAssertTrue(html.contains("No screen for this step: the display was gone"))
+        XCTAssertTrue(html.contains("No screen for this step: the model only read the screen"))
+        XCTAssertTrue(html.contains("viewBox=\"0 0 1456 819\""))
+
+        // Retention removes the frames of old runs: the report says so.
+        let next = try storeRun(prompt: "again", turns: [([.text("ok")], [])])
+        XCTAssertEqual(try store.pruneImages(sessionsBefore: next, placeholder: ImagePruner.placeholder), 4)
+        let pruned = RunReport(try store.runTranscript(session: id))
+        XCTAssertEqual(pruned.steps[1].panels, [])
+        XCTAssertEqual(pruned.steps[1].noFrame, "the frame its action acted on was removed to keep the database small")
+    }
+
     func testEachToolCaptionsItsOwnCallsAndAnyOtherToolIsListedByName() throws {
         func caption(_ tool: String, _ input: String, pointer: (x: Double, y: Double)? = nil) throws -> OverlayAction {
             var pointer = pointer
@@ -191,6 +302,9 @@ final class ReportTests: XCTestCase {
             OverlayAction(
                 marks: [.scroll(at: ImagePoint(x: 10, y: 10), direction: "up", amount: 3)], caption: "scroll up 3"))
         XCTAssertEqual(try caption("tap_element", #"{"label": "OK"}"#), OverlayAction(marks: [], caption: "tap “OK”"))
+        XCTAssertEqual(
+            try caption("tap_element", #"{"label": "OK", "double": true, "button": "right"}"#).caption,
+            "double right tap “OK”")
         XCTAssertEqual(
             try caption("launch_app", #"{"name": "xterm"}"#), OverlayAction(marks: [], caption: "launch_app"))
         XCTAssertEqual(try caption("memory", #"{"action": "get"}"#), OverlayAction(marks: [], caption: "memory"))

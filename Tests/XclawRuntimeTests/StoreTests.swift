@@ -78,14 +78,15 @@ final class StoreTests: BackendTestCase {
         XCTAssertEqual(
             info.tables,
             [
-                "action_steps", "agent_state", "agents", "approvals", "images", "memory", "messages", "pipelines",
+                "action_frames", "action_steps", "agent_state", "agents", "approvals", "images", "memory", "messages",
+                "pipelines",
                 "replays", "scripts",
                 "sessions", "subtasks", "task_run_logs",
                 "tasks", "usage",
             ])
         XCTAssertEqual(
             info.migrations,
-            ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15"])
+            ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16"])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)
@@ -491,6 +492,56 @@ final class StoreTests: BackendTestCase {
             XCTAssertEqual(stored.approval, "delete,send")
             XCTAssertEqual(stored.effort, "high")
             XCTAssertEqual(stored.thinking, "off")
+        }
+    }
+
+    /// `xclaw run`'s agents are stored marked one-shot, so listings can leave them out; nothing else is.
+    func testAOneShotAgentIsMarked() throws {
+        try eachBackend {
+            let store = try AgentStore.at(location)
+            var run = AgentConfig(name: "run-20261127-101010-42", model: "m", tools: ["computer"])
+            run.oneShot = true
+            try store.createAgent(run)
+            try store.createAgent(AgentConfig(name: "clerk", model: "m"))
+            XCTAssertEqual(try store.agent(named: run.name), run)
+            XCTAssertEqual(try store.agents().map(\.name), ["clerk", run.name])
+            XCTAssertEqual(try store.agents().map(\.oneShot), [false, true])
+        }
+    }
+
+    /// The frame each tool call acted on: its image kept once by its bytes (and only for the call's first frame),
+    /// read back with the run, spared by the orphan sweep while a frame refers to it, and removed by retention with
+    /// the row kept (a report says the frame was removed); deleting the agent takes it away.
+    func testActionFramesAreKeptOnceReadBackAndRemovedByRetention() throws {
+        try eachBackend {
+            let store = try storeWithAgent()
+            let first = try store.startSession(agent: "alice", kind: .message)
+            let screen = Data("the screen before the tap".utf8)
+            try store.recordActionFrame(session: first, call: "t1", mediaType: "image/png", data: screen)
+            try store.recordActionFrame(session: first, call: "t2", mediaType: "image/png", data: screen)
+            try store.recordActionFrame(session: first, call: "t1", mediaType: "image/jpeg", data: Data("later".utf8))
+            XCTAssertEqual(try store.imageTotals().count, 1, "one image for two frames of one screen, none for nothing")
+            let kept = ActionFrameRecord(mediaType: "image/png", data: screen)
+            XCTAssertEqual(try store.runTranscript(session: first).frames, ["t1": kept, "t2": kept])
+            try store.deleteUnusedImages()
+            XCTAssertEqual(try store.imageTotals().count, 1, "a frame's image is not an orphan")
+            assertStoreError(
+                try store.recordActionFrame(session: 999, call: "t1", mediaType: "image/png", data: screen)
+            ) { XCTAssertEqual($0, .unknownSession(999)) }
+
+            // Retention: the finished run before the cutoff loses its frames' images, not their rows.
+            try store.finishSession(first, status: .completed, steps: 1, usd: 0)
+            let second = try store.startSession(agent: "alice", kind: .message)
+            try store.recordActionFrame(session: second, call: "t1", mediaType: "image/png", data: Data("now".utf8))
+            XCTAssertEqual(try store.pruneImages(sessionsBefore: second, placeholder: "[removed]"), 2)
+            let removed = ActionFrameRecord(mediaType: "image/png", data: nil)
+            XCTAssertEqual(try store.runTranscript(session: first).frames, ["t1": removed, "t2": removed])
+            XCTAssertEqual(
+                try store.runTranscript(session: second).frames["t1"],
+                ActionFrameRecord(mediaType: "image/png", data: Data("now".utf8)), "a running session is kept")
+            XCTAssertEqual(try store.imageTotals().count, 1)
+            try store.deleteAgent(named: "alice")
+            XCTAssertEqual(try store.imageTotals().count, 0, "the agent's frames went with it")
         }
     }
 

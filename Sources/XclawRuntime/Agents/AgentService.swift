@@ -259,6 +259,9 @@ public final class AgentService: Sendable {
         if ConfigValues.value("record", environment: Invocation.current.environment)?.lowercased() != "off" {
             context.recordStep = StepKeeper(store: store, session: session, prompt: prompt).keep
         }
+        // And the frame each call acted on, for the run's report (the recording's look reused, else one capture).
+        let frames = ActionFrameKeeper(store: store, session: session)
+        context.frames = frames
         let run = Task { [context] in await runner.run(messages: conversation, context: context, observer: observer) }
         handle.set(run)
         var result = await withTaskCancellationHandler {
@@ -266,6 +269,7 @@ public final class AgentService: Sendable {
         } onCancel: {
             run.cancel()
         }
+        await frames.flush()  // the run's frames are stored before it is recorded ended (and its report written)
         runGuard.finish()
         guard let why = runGuard.stopReason else { return (result, nil) }
         if let display, let connection = try? DisplayConnection(name: display),

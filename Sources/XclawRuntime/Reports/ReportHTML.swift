@@ -82,8 +82,9 @@ public enum ReportHTML {
         if let image = report.replayShot {
             out +=
                 "<p>The screen when it diverged:</p><div class=\"shot\" style=\"max-width:\(image.width)px\">"
-                + "<img src=\"data:\(image.mediaType);base64,\(image.base64)\" width=\"\(image.width)\" "
-                + "height=\"\(image.height)\" alt=\"the screen when the replay diverged\"></div>\n"
+                + "<div class=\"frame\"><img src=\"data:\(image.mediaType);base64,\(image.base64)\" "
+                + "width=\"\(image.width)\" height=\"\(image.height)\" alt=\"the screen when the replay diverged\">"
+                + "</div></div>\n"
         }
         return out + "</section>\n"
     }
@@ -106,18 +107,27 @@ public enum ReportHTML {
         if step.status != .complete { facts.append("reply \(step.status.rawValue)") }
         if !facts.isEmpty { out += " <small>\(escape(facts.joined(separator: " · ")))</small>" }
         out += "</h2>\n"
-        switch step.shot {
-        case .image(let image):
-            let numbered = step.actions.map { ($0.number, $0.overlay) }
+        for (k, panel) in step.panels.enumerated() {
+            let image = panel.image
+            let numbered = panel.actions.map { (step.actions[$0].number, step.actions[$0].overlay) }
+            // The calls that acted on it (a look drawn beside them did not).
+            let calls = panel.actions.filter { step.actions[$0].frame == .image(image) }.map {
+                "\(step.actions[$0].number)"
+            }
+            let what =
+                panel.actedOn
+                ? "the screen call\(calls.count == 1 ? "" : "s") \(calls.joined(separator: ", ")) acted on"
+                : "the screenshot the model saw before step \(step.number)"
             out +=
-                "<div class=\"shot\" id=\"shot-\(step.number)\" style=\"max-width:\(image.width)px\">"
+                "<figure class=\"shot\" id=\"shot-\(step.number)\(k == 0 ? "" : "-\(k + 1)")\" "
+                + "style=\"max-width:\(image.width)px\"><div class=\"frame\">"
                 + "<img src=\"data:\(image.mediaType);base64,\(image.base64)\" width=\"\(image.width)\" "
-                + "height=\"\(image.height)\" alt=\"the screen before step \(step.number)\">"
-                + ReportOverlay.svg(numbered, width: image.width, height: image.height) + "</div>\n"
-        case .removed:
-            out += "<p class=\"noshot\">The screenshot of this step was removed to keep the database small.</p>\n"
-        case .none:
-            out += "<p class=\"noshot\">No screenshot before this step.</p>\n"
+                + "height=\"\(image.height)\" alt=\"\(what)\">"
+                + ReportOverlay.svg(numbered, width: image.width, height: image.height)
+                + "</div><figcaption>\(what.prefix(1).uppercased() + what.dropFirst())</figcaption></figure>\n"
+        }
+        if step.panels.isEmpty {
+            out += "<p class=\"noshot\">No screen for this step: \(escape(step.noFrame ?? "none was kept")).</p>\n"
         }
         if !step.text.isEmpty { out += "<div class=\"text model\">\(escape(step.text))</div>\n" }
         if !step.actions.isEmpty {
@@ -189,8 +199,9 @@ public enum ReportHTML {
         dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}dt{font-weight:bold}dd{margin:0}\
         .status{font-weight:bold}.status.completed{color:#17692a}.status.failed,.status.interrupted,\
         .status.stopped{color:#b00020}\
-        .shot{position:relative;margin:0}.shot img{display:block;width:100%;height:auto;border:0}\
-        .shot svg{position:absolute;left:0;top:0;width:100%;height:100%}\
+        .shot{margin:0 0 8px}.frame{position:relative}.frame img{display:block;width:100%;height:auto;border:0}\
+        .frame svg{position:absolute;left:0;top:0;width:100%;height:100%}\
+        .shot figcaption{color:#555;font-size:12px;margin-top:2px}\
         .text{white-space:pre-wrap;overflow-wrap:anywhere}.model{margin:8px 0;padding:8px;background:#f3f3f7;\
         border-left:3px solid #66a}\
         .actions{padding-left:24px}.actions li{margin:6px 0}.caption{margin:0 6px}\

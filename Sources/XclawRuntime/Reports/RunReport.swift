@@ -23,9 +23,13 @@ public struct RunReport: Sendable {
 
         /// Reads a stored image block; nil unless it is a PNG or a JPEG with a sane header.
         public init?(mediaType: String, base64: String) {
-            guard ["image/png", "image/jpeg"].contains(mediaType),
-                let data = Data(base64Encoded: base64, options: .ignoreUnknownCharacters),
-                let size = Self.size(of: data, mediaType: mediaType)
+            guard let data = Data(base64Encoded: base64, options: .ignoreUnknownCharacters) else { return nil }
+            self.init(mediaType: mediaType, data: data)
+        }
+
+        /// Reads stored image bytes; nil unless they are a PNG or a JPEG with a sane header.
+        public init?(mediaType: String, data: Data) {
+            guard ["image/png", "image/jpeg"].contains(mediaType), let size = Self.size(of: data, mediaType: mediaType)
             else { return nil }
             (self.base64, width, height) = (data.base64EncodedString(), size.width, size.height)
             self.mediaType = mediaType
@@ -65,8 +69,22 @@ public struct RunReport: Sendable {
         public var isError: Bool
         /// Screenshots the result carried (shown at the next step).
         public var images: Int
-        /// The marks and caption, in the step's screenshot's pixels.
+        /// The marks and caption, in the pixels of the image it is drawn on.
         public var overlay: OverlayAction
+        /// Whether the call acts on the screen (a click, a tap, keys, typing), so a frame of it is expected.
+        public var acts = false
+        /// The frame it acted on, when the run kept one (nil: none was kept).
+        public var frame: Shot? = nil
+    }
+
+    /// An image the report shows in a step, with the calls drawn on it.
+    public struct Panel: Sendable, Hashable {
+        /// The frame the calls acted on, or the screenshot the model saw.
+        public var image: Image
+        /// Indices into the step's `actions`, in order.
+        public var actions: [Int]
+        /// True for a frame the calls acted on, false for the screenshot the model saw (a run without frames).
+        public var actedOn = true
     }
 
     /// One model request and what came of it.
@@ -83,6 +101,11 @@ public struct RunReport: Sendable {
         public var actions: [Action]
         /// Its usage row: tokens, cost, model and tool milliseconds, stop reason (nil when none was stored).
         public var record: StepRecord?
+        /// What the step shows: each frame its calls acted on (consecutive calls on one screen share it), else the
+        /// screenshot the model saw, with the calls drawn on it.
+        public var panels: [Panel] = []
+        /// Why the step shows no screen, when `panels` is empty.
+        public var noFrame: String? = nil
     }
 
     /// The run's session.
@@ -132,9 +155,14 @@ public struct RunReport: Sendable {
                     return nil
                 }
                 let actions = uses.enumerated().map { i, use in
-                    Action(
+                    var action = Action(
                         number: i + 1, id: use.0, tool: use.1, input: use.2, result: nil, isError: false, images: 0,
                         overlay: OverlayAction(marks: [], caption: use.1))
+                    action.acts = Self.acts(tool: use.1, input: use.2)
+                    action.frame = transcript.frames[use.0].map { frame in
+                        frame.data.flatMap { Image(mediaType: frame.mediaType, data: $0) }.map(Shot.image) ?? .removed
+                    }
+                    return action
                 }
                 steps.append(
                     Step(
@@ -172,21 +200,90 @@ public struct RunReport: Sendable {
                 steps[steps.count - 1] = step
             }
         }
-        // The marks, in order, so "at the pointer" follows the calls before it.
+        // The marks, in order, so "at the pointer" follows the calls before it; each in the pixels of the image it
+        // is drawn on.
         for s in steps.indices {
-            let size: (width: Int, height: Int)
-            if case .image(let image) = steps[s].shot {
-                size = (image.width, image.height)
-            } else {
-                size = (1000, 1000)
-            }
+            steps[s].panels = Self.panels(steps[s])
+            if steps[s].panels.isEmpty { steps[s].noFrame = Self.noFrame(steps[s]) }
+            var drawnOn: [Int: Image] = [:]
+            for panel in steps[s].panels { for a in panel.actions { drawnOn[a] = panel.image } }
             for a in steps[s].actions.indices {
                 let action = steps[s].actions[a]
+                let size = drawnOn[a].map { ($0.width, $0.height) } ?? (1000, 1000)
                 steps[s].actions[a].overlay = ReportOverlay.action(
                     tool: action.tool, input: action.input, result: action.result, image: size, pointer: &pointer)
             }
         }
         self.steps = steps
+    }
+
+    /// Whether a call acts on the screen: a tool that records input actions (whose call is not only a look), or a
+    /// batch of computer actions.
+    static func acts(tool: String, input: JSONValue) -> Bool {
+        RecordingTools.tool(named: tool)?.acts(input) ?? (tool == ComputerBatchTool.toolName)
+    }
+
+    /// A step's images: each frame its calls acted on, consecutive calls on the same screen sharing one, the calls
+    /// with no frame of their own (a look, a note) drawn with the call before them (else the first); without any
+    /// frame, the screenshot the model saw with every call on it.
+    static func panels(_ step: Step) -> [Panel] {
+        var panels: [Panel] = []
+        var leading: [Int] = []
+        for (i, action) in step.actions.enumerated() {
+            guard case .image(let image)? = action.frame else {
+                if panels.isEmpty { leading.append(i) } else { panels[panels.count - 1].actions.append(i) }
+                continue
+            }
+            if panels.last?.image == image {
+                panels[panels.count - 1].actions.append(i)
+            } else {
+                panels.append(Panel(image: image, actions: [i]))
+            }
+        }
+        if panels.isEmpty {
+            guard case .image(let shot) = step.shot else { return [] }
+            return [Panel(image: shot, actions: Array(step.actions.indices), actedOn: false)]
+        }
+        panels[0].actions.insert(contentsOf: leading, at: 0)
+        return panels
+    }
+
+    /// Why a step shows no screen, in words a reviewer reads: what its calls did, or what kept their frames away.
+    static func noFrame(_ step: Step) -> String {
+        let names = { (actions: [Action]) in
+            Array(Set(actions.map(\.tool))).sorted().joined(separator: ", ")
+        }
+        let acting = step.actions.filter(\.acts)
+        if acting.isEmpty && step.shot == .removed {
+            return "the screenshot the model saw before this step was removed to keep the database small"
+        }
+        guard !step.actions.isEmpty else {
+            return step.status == .complete
+                ? "the model acted on nothing in this step: it only answered"
+                : "the reply was cut off (\(step.status.rawValue)) before it acted"
+        }
+        guard !acting.isEmpty else {
+            let looked = step.actions.allSatisfy { SkillCatalog.screenToolNames.contains($0.tool) }
+            return looked
+                ? "the model only read the screen in this step (\(names(step.actions))), and no screenshot was taken before it"
+                : "the model's calls did not touch the screen (\(names(step.actions)))"
+        }
+        if acting.contains(where: { $0.frame == .removed }) {
+            return "the frame its action acted on was removed to keep the database small"
+        }
+        let results = acting.compactMap(\.result)
+        if results.contains(where: {
+            $0.contains("lost the connection to display") || $0.contains("cannot open display")
+        }) {
+            return "the display was gone, so nothing was captured or done"
+        }
+        if results.isEmpty { return "the run ended before its action was done" }
+        if acting.allSatisfy(\.isError), let first = acting.first?.result {
+            let line = first.split(whereSeparator: \.isNewline).first.map(String.init) ?? first
+            return "its action failed before anything was captured: "
+                + (line.count > 200 ? String(line.prefix(199)) + "…" : line)
+        }
+        return "no frame was stored for its action (a run recorded before xclaw kept one per action)"
     }
 
     /// How long the run took in milliseconds; nil while it runs.

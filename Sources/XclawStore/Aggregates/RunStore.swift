@@ -78,6 +78,10 @@ public protocol RunStore: AnyObject, Sendable {
 
     /// The newest recorded step's `id` (0 when there is none): a follower starts after it.
     func lastActionStepID() throws -> Int64
+
+    /// Keeps the frame tool call `call` of session `session` acted on (its first input action's), the image once in
+    /// `images` by its SHA-256; a second frame for the same call is ignored.
+    func recordActionFrame(session: Int64, call: String, mediaType: String, data: Data) throws
 }
 
 /// What a run report is made of, read in one snapshot: the session, the task it ran for, the input it answered, every
@@ -93,6 +97,19 @@ public struct RunTranscript: Sendable, Hashable {
     public var messages: [StoredMessage]
     /// Its model requests with their tokens, cost and timings, in order.
     public var steps: [StepRecord]
+    /// The frame each tool call acted on, by tool_use id (`ActionFrameRecord.data` nil: removed by retention).
+    public var frames: [String: ActionFrameRecord] = [:]
+}
+
+/// The frame a tool call's input action acted on, as the store keeps it for the run's report.
+public struct ActionFrameRecord: Sendable, Hashable {
+    /// `image/png` or `image/jpeg`.
+    public var mediaType: String
+    /// The image's bytes; nil once retention removed them (the row says there was one).
+    public var data: Data?
+
+    /// A frame as read back.
+    public init(mediaType: String, data: Data?) { (self.mediaType, self.data) = (mediaType, data) }
 }
 
 /// A recorded step with the run it belongs to, for a surface that follows every run's actions (the web view).

@@ -7,7 +7,7 @@ import Foundation
 enum PostgresSchema {
     /// Applied migrations, in order: identifier and SQL.
     static let migrations: [(id: String, sql: String)] = [
-        ("pg1", pg1), ("pg2", pg2), ("pg3", pg3), ("pg4", pg4), ("pg5", pg5), ("pg6", pg6),
+        ("pg1", pg1), ("pg2", pg2), ("pg3", pg3), ("pg4", pg4), ("pg5", pg5), ("pg6", pg6), ("pg7", pg7),
     ]
 
     /// Applies the migrations the database lacks, one opener at a time (a session advisory lock), each in its own
@@ -334,5 +334,21 @@ enum PostgresSchema {
     static let pg6 = """
         ALTER TABLE fleet_runs ADD COLUMN level BIGINT NOT NULL DEFAULT 1;
         ALTER TABLE workers ADD COLUMN level BIGINT NOT NULL DEFAULT 1
+        """
+
+    /// One-shot agents marked (those already stored found by `xclaw run`'s name), and the frame each input action
+    /// acted on, for the run's report (SQLite's v16).
+    static let pg7 = """
+        ALTER TABLE agents ADD COLUMN one_shot BIGINT NOT NULL DEFAULT 0;
+        UPDATE agents SET one_shot = 1 WHERE kind = 'agent' AND name ~ '^run-[0-9]{8}-[0-9]{6}-[0-9]+(-[0-9a-f]{4})?$';
+
+        CREATE TABLE action_frames (
+            session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            call_id TEXT COLLATE "C" NOT NULL,
+            sha256 TEXT COLLATE "C",
+            media_type TEXT NOT NULL,
+            created_at TEXT COLLATE "C" NOT NULL,
+            PRIMARY KEY (session_id, call_id)
+        )
         """
 }

@@ -18,14 +18,14 @@ extension AgentStore: AgentDirectory {
             try db.execute(
                 sql: """
                     INSERT INTO agents (name, model, system_prompt, tools, display, memory_notes, created_at,
-                        updated_at, dry_run, confirm, setup, kind, approval, effort, thinking)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        updated_at, dry_run, confirm, setup, kind, approval, effort, thinking, one_shot)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
                     config.display, config.memoryNotes, StoreDate.format(config.createdAt), now, config.dryRun,
                     config.confirm, config.setup, config.kind.rawValue, config.approval, config.effort,
-                    config.thinking,
+                    config.thinking, config.oneShot,
                 ])
             try db.execute(
                 sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
@@ -112,6 +112,7 @@ extension AgentStore: AgentDirectory {
         config.thinking = row["thinking"]
         config.contextFrom = row["context_from"] ?? 0
         config.kind = (row["kind"] as String?).flatMap(AgentKind.init(rawValue:)) ?? .agent
+        config.oneShot = row["one_shot"] ?? false
         return config
     }
 

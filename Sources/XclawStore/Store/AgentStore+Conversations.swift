@@ -274,6 +274,7 @@ extension AgentStore {
             let previous: Int64? = row["previous_cursor"]
             let claimed: Int64? = row["claimed_cursor"]
             try db.execute(sql: "DELETE FROM messages WHERE session_id = ?", arguments: [session])
+            try db.execute(sql: "DELETE FROM action_frames WHERE session_id = ?", arguments: [session])
             try Self.deleteOrphanImages(db)
             if let agent, let previous, let claimed {
                 try db.execute(

@@ -120,8 +120,8 @@ extension AgentStore: ImageStore {
         }
     }
 
-    /// Deletes stored screenshots no message refers to any more (after retention replaced them, or their messages
-    /// were deleted).
+    /// Deletes stored screenshots no message and no action frame refers to any more (after retention replaced them,
+    /// or their messages were deleted).
     public func deleteUnusedImages() throws {
         try write { db in try Self.deleteOrphanImages(db) }
     }
@@ -144,15 +144,28 @@ extension AgentStore: ImageStore {
                 WHERE m.content LIKE '%xclaw_image%'
                 """
             }
+        // (NOT IN a list holding NULL is never true: a removed frame's NULL must not keep every image.)
         try db.execute(
-            sql: "DELETE FROM images WHERE sha256 NOT IN (\(referenced))", arguments: [imageReferenceType])
+            sql: """
+                DELETE FROM images WHERE sha256 NOT IN (\(referenced))
+                    AND sha256 NOT IN (SELECT sha256 FROM action_frames WHERE sha256 IS NOT NULL)
+                """, arguments: [imageReferenceType])
     }
 
     /// Replaces the screenshots stored in the tool results of finished sessions older than `cutoff` with a text
     /// block saying `placeholder`, so the database stops growing with every run while each conversation stays
-    /// valid (a tool result keeps its id and its text). One transaction per message; returns the images replaced.
+    /// valid (a tool result keeps its id and its text), and removes those sessions' action frames (their rows stay,
+    /// so a report says the frame was removed). One transaction per message; returns the images replaced.
     @discardableResult
     public func pruneImages(sessionsBefore cutoff: Int64, placeholder: String) throws -> Int {
+        let frames = try write { db -> Int in
+            try db.execute(
+                sql: """
+                    UPDATE action_frames SET sha256 = NULL WHERE session_id < ? AND sha256 IS NOT NULL
+                        AND session_id IN (SELECT id FROM sessions WHERE status NOT IN ('running', 'needs-approval'))
+                    """, arguments: [cutoff])
+            return db.changesCount
+        }
         let candidates = try read { db in
             try Int64.fetchAll(
                 db,
@@ -185,7 +198,7 @@ extension AgentStore: ImageStore {
                 return count
             }
         }
-        if replaced > 0 { try deleteUnusedImages() }
-        return replaced
+        if replaced + frames > 0 { try deleteUnusedImages() }
+        return replaced + frames
     }
 }

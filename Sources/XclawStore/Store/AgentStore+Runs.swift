@@ -316,8 +316,20 @@ extension AgentStore {
             let messages = try SQLRow.fetchAll(
                 db, sql: "SELECT * FROM messages WHERE session_id = ? ORDER BY id", arguments: [id]
             ).map { try storedMessage($0, db) }
-            return RunTranscript(
+            var frames: [String: ActionFrameRecord] = [:]
+            for frame in try SQLRow.fetchAll(
+                db,
+                sql: """
+                    SELECT f.call_id, f.media_type, i.data FROM action_frames f
+                    LEFT JOIN images i ON i.sha256 = f.sha256 WHERE f.session_id = ?
+                    """, arguments: [id])
+            {
+                frames[frame["call_id"]] = ActionFrameRecord(mediaType: frame["media_type"], data: frame["data"])
+            }
+            var transcript = RunTranscript(
                 session: session, task: row["task_label"], input: input, messages: messages, steps: [])
+            transcript.frames = frames
+            return transcript
         }
         transcript.steps = try steps(session: id)
         return transcript
@@ -443,4 +455,31 @@ extension AgentStore {
 
     /// The column that orders every run's steps: SQLite's rowid; PostgreSQL's table has an identity column.
     static func stepID(_ db: any SQLConnection) -> String { db.dialect == .sqlite ? "rowid" : "id" }
+}
+
+// MARK: - Action frames
+
+extension AgentStore {
+    /// Keeps the frame tool call `call` of session `session` acted on (its first input action's), the image once in
+    /// `images` by its SHA-256 (a static screen acted on ten times, or the screenshot the model was sent of it, is one
+    /// row); a second frame for the same call is ignored.
+    public func recordActionFrame(session: Int64, call: String, mediaType: String, data: Data) throws {
+        let name = SHA256.hex(data)
+        let now = Self.now()
+        try write { db in
+            try requireSession(db, session)
+            try db.execute(
+                sql: """
+                    INSERT INTO action_frames (session_id, call_id, sha256, media_type, created_at)
+                    VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """, arguments: [session, call, name, mediaType, now])
+            guard db.changesCount > 0 else { return }  // the call has its frame: no image for nothing
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO images (sha256, media_type, data, created_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT DO NOTHING
+                    """
+            ).execute(arguments: [name, mediaType, data, now])
+        }
+    }
 }

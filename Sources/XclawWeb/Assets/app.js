@@ -350,26 +350,46 @@ function liveSlot(view) {
 // ---------------------------------------------------------------------------------------------------------------
 // Dashboard
 
+/** Whether the dashboard lists every agent: `#/?all=1` (the "all" box), with the one-shot agents of `xclaw run`
+ * and the pipelines' own, which it leaves out by default. */
+function dashboardShowsAll() {
+  return new URLSearchParams((location.hash.split("?")[1] || "")).get("all") === "1";
+}
+
 async function dashboardView(view) {
   const stats = h("div", { class: "stats" });
   const agents = liveSlot(view);
   const flight = liveSlot(view);
   const schedules = liveSlot(view);
   const updated = h("span", { class: "sub small" });
+  const all = dashboardShowsAll();
+  const toggle = h(
+    "label",
+    { class: "small muted", title: "also the one-shot agents of xclaw run and the pipelines' own agents" },
+    h("input", {
+      type: "checkbox",
+      id: "agents-all",
+      checked: all,
+      onchange: (event) => {
+        location.hash = event.target.checked ? "#/?all=1" : "#/";
+      },
+    }),
+    " all"
+  );
   view.main.append(
     pageHead("Dashboard", null, updated),
     stats,
     h(
       "div",
       { class: "grid dash" },
-      card("Agents", { id: "agents" }, agents.el),
+      card("Agents", { id: "agents", actions: toggle }, agents.el),
       h("div", {}, card("Runs in flight", { id: "in-flight" }, flight.el), card("Schedules", { id: "schedules", class: "spaced" }, schedules.el))
     )
   );
   await view.every(2000, async () => {
     let data;
     try {
-      const [a, r, s] = await Promise.all([api("/api/agents"), api("/api/runs?last=500"), api("/api/schedules")]);
+      const [a, r, s] = await Promise.all([api(all ? "/api/agents?all=1" : "/api/agents"), api("/api/runs?last=500"), api("/api/schedules")]);
       data = { agents: a || [], runs: r || [], schedules: s || [] };
     } catch (error) {
       agents.fail(error);
@@ -394,7 +414,13 @@ async function dashboardView(view) {
       data.agents.length
         ? table(
             [
-              { title: "Agent", cell: (a) => h("a", { href: "#/agent/" + encodeURIComponent(a.name), class: "agent-name" }, a.name) },
+              {
+                title: "Agent",
+                cell: (a) => [
+                  h("a", { href: "#/agent/" + encodeURIComponent(a.name), class: "agent-name" }, a.name),
+                  a.one_shot ? [" ", h("span", { class: "chip", title: "made for one xclaw run" }, "one-shot")] : null,
+                ],
+              },
               { title: "State", cell: (a) => agentState(a, inFlight, lastByAgent) },
               { title: "Model", nowrap: true, cell: (a) => h("span", { class: "muted" }, a.model) },
               { title: "Display", nowrap: true, cell: (a) => a.display || h("span", { class: "muted" }, "$DISPLAY") },
@@ -1021,6 +1047,7 @@ const CONFIG_FIELDS = [
   ["setup", "Setup"],
   ["context_from", "Context from"],
   ["created_at", "Created"],
+  ["one_shot", "One-shot run"],
 ];
 
 async function agentView(view, name) {

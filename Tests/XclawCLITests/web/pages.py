@@ -3,8 +3,8 @@
     pages.py CONFIG_JSON
 
 CONFIG: {"url" (the server, no token), "page_url" (web.url: the token in its fragment), "token", "xclaw" (the CLI),
-"env" (its environment), "display", "writer", "deleter", "hanger", "click": [X, Y], "pipeline": ID, "shots": DIR or
-null}. The caller (WebViewCLITests) started the daemon with the web view, the agents, a pipeline and a run that waits
+"env" (its environment), "display", "writer", "deleter", "hanger", "one_shot" (an `xclaw run`'s agent), "click":
+[X, Y], "pipeline": ID, "shots": DIR or null}. The caller (WebViewCLITests) started the daemon with the web view, the agents, a pipeline and a run that waits
 for approval; this script only looks, clicks and reports (never the token itself).
 """
 
@@ -169,6 +169,22 @@ with Browser() as browser:
             };
         })()""")
         shot(browser, "dashboard")
+        # The "all" box: the one-shot agent of `xclaw run` (and the pipeline's own) join the list, marked.
+        browser.evaluate("document.querySelector('#agents-all').click()")
+        browser.wait_for("document.querySelector('#agents tr[data-agent=%s]') !== null" % js(config["one_shot"]))
+        result["dashboard_all"] = browser.evaluate("""(() => {
+            const rows = [...document.querySelectorAll('#agents tr[data-agent]')];
+            return {
+              hash: location.hash,
+              checked: document.querySelector('#agents-all').checked,
+              agents: rows.map(r => r.dataset.agent),
+              marked: rows.filter(r => r.querySelector('.chip')).map(r => r.dataset.agent),
+            };
+        })()""")
+        shot(browser, "dashboard-all")
+        browser.evaluate("document.querySelector('#agents-all').click()")
+        browser.wait_for("document.querySelector('#agents tr[data-agent=%s]') === null && location.hash === '#/'"
+                         % js(config["one_shot"]))
     step("login", login)
 
     def chat():
