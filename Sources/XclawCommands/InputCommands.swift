@@ -318,13 +318,20 @@ struct Key: ParsableCommand {
     /// The combinations `repeat` times, `delay` apart, the rounds `repeatDelay` apart; Ctrl-C stops between two.
     private func pressPaced(_ parsed: [KeyCombo], _ controller: InputController, _ sink: UInt?) throws {
         try Interrupt.guarded {
+            /// Sleeps `ms` in slices, so Ctrl-C ends a long delay at once; false when it did.
+            func pause(_ ms: Int) -> Bool {
+                let end = ContinuousClock.now + .milliseconds(ms)
+                while ContinuousClock.now < end {
+                    if Interrupt.requested { return false }
+                    Thread.sleep(forTimeInterval: min(0.02, (end - ContinuousClock.now).seconds))
+                }
+                return !Interrupt.requested
+            }
             for round in 0..<self.repeat {
-                if round > 0, let repeatDelay { Thread.sleep(forTimeInterval: Double(repeatDelay) / 1000) }
+                if round > 0, let repeatDelay, !pause(repeatDelay) { return }
                 for (index, combo) in parsed.enumerated() {
                     if Interrupt.requested { return }
-                    if index > 0 || (round > 0 && repeatDelay == nil), let delay {
-                        Thread.sleep(forTimeInterval: Double(delay) / 1000)
-                    }
+                    if index > 0 || (round > 0 && repeatDelay == nil), let delay, !pause(delay) { return }
                     try controller.keyboard.press([combo], to: sink)
                 }
             }

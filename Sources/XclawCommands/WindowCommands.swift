@@ -74,7 +74,7 @@ struct Windows: ParsableCommand {
     @Flag(help: "Print only the window ids (0x…), one a line.") var ids = false
     @Flag(help: "Wait until the selection matches a window (as xdotool search --sync), at most --timeout.")
     var sync = false
-    @Option(help: "With --sync: give up after this many seconds (exit 1).") var timeout: Double = 30
+    @Option(help: "With --sync: give up after this many seconds (exit 1; default 30).") var timeout: Double?
     @Flag var json = false
 
     func validate() throws {
@@ -83,6 +83,7 @@ struct Windows: ParsableCommand {
             throw ValidationError("--sync waits for a selection: give --name, --class, --instance or --pid")
         }
         try requireRange(timeout, 0.001...86_400, "--timeout", "seconds")
+        if timeout != nil && !sync { throw ValidationError("--timeout is how long --sync waits: give it with --sync") }
     }
 
     func run() throws {
@@ -94,9 +95,12 @@ struct Windows: ParsableCommand {
         var windows = try list()
         if sync && windows.isEmpty {
             let described = WindowManager.describe(nil, select.filter)
-            windows = try ProgressLine.during("a window \(described)", timeout: timeout, json: json) {
-                let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-                while ContinuousClock.now < deadline, !Interrupt.requested {
+            let limit = timeout ?? 30
+            windows = try ProgressLine.during("a window \(described)", timeout: limit, json: json) {
+                let deadline = ContinuousClock.now + .milliseconds(Int(limit * 1000))
+                while ContinuousClock.now < deadline {
+                    // Ctrl-C ends the wait as an interrupt (130), not as "no window" (1).
+                    if Interrupt.requested { throw CancellationError() }
                     Thread.sleep(forTimeInterval: 0.02)
                     let found = try list()
                     if !found.isEmpty { return found }

@@ -134,8 +134,8 @@ public final class Keyboard: @unchecked Sendable {
         let syms = try Self.keysyms(for: text)
         lock.lock()
         defer { lock.unlock() }
-        try sending(to: window)
         defer { sink = nil }
+        try sending(to: window)
         try adoptPendingRestore()
         // Fail before sending anything when a character can never be typed.
         if spares.isEmpty, syms.contains(where: { bySymbol[$0] == nil && bound[$0] == nil }) {
@@ -187,8 +187,8 @@ public final class Keyboard: @unchecked Sendable {
     ) throws {
         lock.lock()
         defer { lock.unlock() }
-        try sending(to: window)
         defer { sink = nil }
+        try sending(to: window)
         try adoptPendingRestore()
         let all = combo.modifiers + [combo.key]
         _ = try bindMissing(all, from: 0, allowPartial: false)

@@ -19,10 +19,11 @@ public struct SizeHints: Sendable, Hashable {
     /// The accepted size nearest `size` on each axis: on a step from the base (halves round up), within the
     /// minimum and maximum, at least 1.
     public func nearest(to size: Size) -> Size {
-        Size(
-            width: Self.axis(size.width, minimum?.width, maximum?.width, (base ?? minimum)?.width, increment?.width),
-            height: Self.axis(
-                size.height, minimum?.height, maximum?.height, (base ?? minimum)?.height, increment?.height))
+        // ICCCM: each stands in for the other when one is missing.
+        let low = minimum ?? base
+        return Size(
+            width: Self.axis(size.width, low?.width, maximum?.width, (base ?? minimum)?.width, increment?.width),
+            height: Self.axis(size.height, low?.height, maximum?.height, (base ?? minimum)?.height, increment?.height))
     }
 
     /// What they say, for a message: "steps of 6x13 from 4x4".

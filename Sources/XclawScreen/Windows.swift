@@ -1,6 +1,7 @@
 import CX11
 import Foundation
 import Logging
+import Synchronization
 import XclawBase
 
 /// A top-level window as a person sees it.
@@ -115,6 +116,9 @@ public struct WindowManager: Sendable {
         throw ScreenError.ambiguousWindow(query, candidates: candidates.map(\.summary))
     }
 
+    /// The notices `said` gave, by the asking process and text, so each command says one once.
+    private static let saidAlready = Mutex<[String: ContinuousClock.Instant]>([:])
+
     /// `picked`, found by its title; when the name is also another window's class or instance, which was not
     /// picked, says so on stderr (the `xclaw.windows` log, info): an "About FeatherPad" dialog whose title holds the
     /// name is not what `--window FeatherPad` meant when the main window's class is FeatherPad.
@@ -129,7 +133,14 @@ public struct WindowManager: Sendable {
             "\"\(query)\" picked \(picked.hexID) \(UntrustedText.quoted(picked.title)) because its title contains it; "
             + "\(others) \(byClass.count == 1 ? "has" : "have") it as class, not picked: --class \(query) "
             + "picks by class (or give the window's id)"
-        Logger(label: "xclaw.windows").info("\(message)")
+        // Once per command: `tap --window NAME --timeout` resolves the window at every look.
+        let key = "\(Invocation.current.pid) \(message)"
+        let now = ContinuousClock.now
+        let first = saidAlready.withLock { said -> Bool in
+            said = said.filter { now - $0.value < .seconds(3600) }
+            return said.updateValue(now, forKey: key) == nil
+        }
+        if first { Logger(label: "xclaw.windows").info("\(message)") }
         return picked
     }
 

@@ -165,7 +165,9 @@ enum Schema {
         ALTER TABLE agents ADD COLUMN one_shot INTEGER NOT NULL DEFAULT 0;
         UPDATE agents SET one_shot = 1 WHERE kind = 'agent'
             AND name GLOB 'run-[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]-[0-9]*'
-            AND substr(name, 21) NOT GLOB '*[^0-9a-f-]*';
+            AND (substr(name, 21) NOT GLOB '*[^0-9]*'
+                OR (substr(name, -5) GLOB '-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]' AND length(name) > 25
+                    AND substr(name, 21, length(name) - 25) NOT GLOB '*[^0-9]*'));
 
         CREATE TABLE IF NOT EXISTS action_frames (
             session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,

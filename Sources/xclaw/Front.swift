@@ -78,11 +78,7 @@ struct Front {
                 dup2(empty, 0)
                 dup2(empty, 1)
             }
-            var fd: Int32 = 3
-            while fd < 4096 {
-                close(fd)
-                fd += 1
-            }
+            xclaw_close_from_3()
             execv(core, argv)
             _exit(127)
         }
@@ -98,11 +94,14 @@ struct Front {
             let marker = open(state + "/autostart.noticed", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if marker >= 0 {
                 close(marker)
+                let stays =
+                    policy.idleExitSeconds == 0
+                    ? "it stays until `xclaw daemon stop` (daemon_idle_exit = 0)"
+                    : "it exits after " + Self.spoken(policy.idleExitSeconds)
+                        + " without a command (`xclaw daemon stop` ends it now)"
                 Front.notice(
-                    "started a daemon to serve this and later commands faster; it exits after "
-                        + Self.spoken(policy.idleExitSeconds) + " without a command (`xclaw daemon stop` ends it "
-                        + "now). To run every command in-process instead: daemon = off in \(policy.configPath), or "
-                        + "XCLAW_NO_DAEMON=1")
+                    "started a daemon to serve this and later commands faster; \(stays). To run every command "
+                        + "in-process instead: daemon = off in \(policy.configPath), or XCLAW_NO_DAEMON=1")
             }
         }
         return true
@@ -110,7 +109,6 @@ struct Front {
 
     /// A number of seconds as the notice says it ("15 min"); 0 is never.
     static func spoken(_ seconds: Int) -> String {
-        if seconds == 0 { return "no time (never: daemon_idle_exit = 0)" }
         if seconds % 3600 == 0 { return "\(seconds / 3600) h" }
         if seconds % 60 == 0 { return "\(seconds / 60) min" }
         return "\(seconds) s"

@@ -22,6 +22,7 @@ if !front.noDaemon, ServedCommands.serves(front.arguments) {
     case .exited(let status): exit(status)
     case .daemonDied(let message): Front.fail(message, status: 5, json: front.asksJSON)
     case .noDaemon(stale: true):
+        handoff.removeStaleSocket()
         Front.notice("the daemon is not running (removed its stale socket); running in-process")
     case .notTaken, .noDaemon: break
     }

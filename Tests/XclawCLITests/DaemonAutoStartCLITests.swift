@@ -81,9 +81,13 @@ final class DaemonAutoStartCLITests: XCTestCase {
         XCTAssertEqual(second.stderr, "", "said once")
         XCTAssertEqual(try daemonStatus(env)?.pid, status.pid, "the same daemon served it")
 
-        // Killed, it leaves a stale socket: the next command starts a new one without a word about the old.
+        // Killed, it leaves a stale socket: the next command starts a new one without a word about the old. (Not
+        // our child: watched until its socket refuses, which it does once its last thread is gone.)
         kill(status.pid, SIGKILL)
-        _ = Subprocess.waitForExit(status.pid, deadline: .now + .seconds(5))
+        XCTAssertTrue(
+            poll(within: .seconds(30), every: .milliseconds(20)) {
+                !DaemonMode.answers(status.socket)
+            }, "the killed daemon's socket stopped answering")
         let third = try runCLI(windows, environment: env)
         XCTAssertEqual(third.status, 0, third.stderr)
         XCTAssertEqual(third.stderr, "", "the notice was said once in this state directory")
@@ -137,6 +141,10 @@ final class DaemonAutoStartCLITests: XCTestCase {
         let idle = try runCLI(windows, environment: fromFile, removing: ["XCLAW_DAEMON_IDLE_EXIT"])
         XCTAssertEqual(idle.status, 2)
         XCTAssertTrue(idle.stderr.contains("\(file.path): daemon_idle_exit is \"soon\""), idle.stderr)
+        for unit in ["2d", "5x"] {
+            let days = try runCLI(windows, environment: env.merging(["XCLAW_DAEMON_IDLE_EXIT": unit]) { $1 })
+            XCTAssertEqual(days.status, 2, "\(unit) is no duration xclaw takes: \(days.stderr)")
+        }
         let option = try runCLI(["daemon", "start", "--idle-exit", "tomorrow"], environment: env)
         XCTAssertEqual(option.status, 2)
         XCTAssertTrue(option.stderr.contains("--idle-exit tomorrow: give a duration"), option.stderr)

@@ -60,9 +60,9 @@ final class ProgressCLITests: XCTestCase {
     }
 
     func testLaunchWaitWindowSaysSoToo() throws {
-        let launched = try onTerminal(["launch", "--wait-window", "1", "--", "sleep", "3"])
+        let launched = try onTerminal(["launch", "--wait-window", "3", "--", "sleep", "5"])
         XCTAssertEqual(launched.status, 1)
         XCTAssertTrue(launched.text.contains("xclaw: waiting for a window of process "), launched.text)
-        XCTAssertTrue(launched.text.contains(" s of 1.0 s"), launched.text)
+        XCTAssertTrue(launched.text.contains(" s of 3.0 s"), launched.text)
     }
 }

@@ -49,7 +49,7 @@ final class XdotoolScriptTests: XCTestCase {
         return (output, notes, dir, ended ? process.terminationStatus : -1)
     }
 
-    func testTheXdotoolScriptAndItsXclawTwinDoTheSame() throws {
+    func testTheXclawTwinOfTheXdotoolScriptDoesWhatItDoes() throws {
         let display = try TestDisplay(size: Size(width: 1024, height: 768))
         defer { display.stop() }
         let openbox = try Openbox(display: display)

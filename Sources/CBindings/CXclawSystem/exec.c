@@ -36,6 +36,20 @@ static void cloexec_from_3(void) {
     closedir(dir);
 }
 
+void xclaw_close_from_3(void) {
+    if (syscall(SYS_close_range, 3U, ~0U, 0) == 0) return;
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL) return;
+    int own = dirfd(dir);
+    for (struct dirent *entry = readdir(dir); entry != NULL; entry = readdir(dir)) {
+        char *end = NULL;
+        long fd = strtol(entry->d_name, &end, 10);
+        if (end == entry->d_name || *end != '\0' || fd < 3 || fd == own) continue;
+        close((int)fd);
+    }
+    closedir(dir);
+}
+
 static void set_cloexec(const int *fds, int count, int on) {
     for (int i = 0; i < count; i++) {
         int flags = fcntl(fds[i], F_GETFD);

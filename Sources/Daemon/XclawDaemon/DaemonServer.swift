@@ -53,6 +53,9 @@ public final class DaemonServer: Sendable {
     private let lastRequest = Mutex(ContinuousClock.now)
     /// What keeps an idle daemon alive beyond its commands: schedules still to fire, a fleet worker's duty.
     private let keepers = Mutex<[@Sendable () -> Bool]>([])
+    /// The socket file this daemon bound (device and inode): on leaving it removes that file only, never one a
+    /// newer daemon bound at the same path meanwhile.
+    private let boundSocket: (device: UInt, inode: UInt)?
 
     /// Takes the socket: refuses (`alreadyRunning`) when a daemon answers there, removes a stale one; or, in an
     /// image a recycle started (`XCLAW_DAEMON_HANDOVER`), the listening socket it inherited and the state handed
@@ -83,11 +86,15 @@ public final class DaemonServer: Sendable {
             listener = try UnixSocket.listen(path: socketPath)
         }
         inherited = handover
+        boundSocket = Self.identity(of: socketPath)
         started = ContinuousClock.now - .seconds(handover?.uptime ?? 0)
         self.socketPath = socketPath
         self.version = version
         self.recycleAfter = recycleAfter
         threshold = Atomic(recycleAfter ?? Int.max)
+        // Keys `keydown` left down go with the daemon: it does not leave while they are held.
+        let kept = displays
+        keepers.withLock { $0.append { kept.holdInput } }
         if let handover {
             // Before any request: a selection taken again must not override one a new request sets.
             displays.resume(handover.selections, displays: handover.displays, reconnects: handover.reconnects)
@@ -149,6 +156,9 @@ public final class DaemonServer: Sendable {
         logger.info(
             inherited == nil ? "listening" : "listening again after a recycle",
             metadata: ["socket": "\(socketPath)", "pid": "\(getpid())"])
+        // Leaving when idle: the socket file is gone, so no new asker finds this daemon (a command then starts a new
+        // one), and whoever connected before it went is still served before the listener closes.
+        var leaving = false
         while !isStopping {
             var fds = [
                 pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0),
@@ -156,7 +166,7 @@ public final class DaemonServer: Sendable {
             ]
             // Every few seconds too: a connection dropped outside any work (a watched screen's) counts as well; and
             // when the idle time runs out.
-            let ready = poll(&fds, 2, pollTimeout())
+            let ready = poll(&fds, 2, leaving ? 20 : pollTimeout())
             if isStopping { break }
             if ready < 0 {
                 if errno != EINTR { Thread.sleep(forTimeInterval: 0.01) }
@@ -177,22 +187,39 @@ public final class DaemonServer: Sendable {
                 connections.add(1, ordering: .sequentiallyConsistent)
                 Thread {
                     self.serve(connection)
-                    self.lastRequest.withLock { $0 = .now }
                     self.connections.subtract(1, ordering: .sequentiallyConsistent)
                     self.activity.end()
                 }.start()
                 continue
             }
+            if leaving {
+                if connections.load(ordering: .sequentiallyConsistent) == 0 { stop() }
+                continue
+            }
             recycleIfDue()
             if idleExitDue() {
                 logger.info("no command for \(idleExit.map { "\($0)" } ?? ""): leaving (`daemon_idle_exit`)")
-                stop()
+                unlinkOwnSocket()
+                leaving = true
             }
         }
         listener.close()
-        unlink(socketPath)
+        unlinkOwnSocket()
         displays.close()
         logger.info("stopped")
+    }
+
+    /// The device and inode of the file at `path`; nil when there is none.
+    private static func identity(of path: String) -> (device: UInt, inode: UInt)? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return (UInt(info.st_dev), UInt(info.st_ino))
+    }
+
+    /// Removes the socket file this daemon bound, if it is still the one at the path.
+    private func unlinkOwnSocket() {
+        guard let bound = boundSocket, let now = Self.identity(of: socketPath), bound == now else { return }
+        unlink(socketPath)
     }
 
     /// Keeps the daemon while `condition` holds, however long no command came (idle exit only).
@@ -288,7 +315,7 @@ public final class DaemonServer: Sendable {
     /// Stops accepting and removes the socket; `run` returns.
     public func stop() {
         guard !execGate.withLock({ _ in stopping.exchange(true, ordering: .sequentiallyConsistent) }) else { return }
-        unlink(socketPath)
+        unlinkOwnSocket()
         // The listener's thread is woken before the socket closes, so it never polls a number reused meanwhile.
         activity.poke()
         listener.close()
@@ -366,6 +393,8 @@ public final class DaemonServer: Sendable {
                 }
             }
             answer(run(request, on: connection, answer: answer))
+            // Only commands count as use: a status poller does not keep an idle daemon.
+            lastRequest.withLock { $0 = .now }
         }
     }
 

@@ -56,6 +56,13 @@ public final class ResidentDisplays: Sendable {
         return display
     }
 
+    /// Whether keys or buttons that `keydown`/`mousedown` left down are held on a display it keeps: they go with the
+    /// daemon, so one that would leave when idle stays while they are held.
+    public var holdInput: Bool {
+        let all = held.withLock { Array($0.values) }
+        return all.contains { $0.holdsInput }
+    }
+
     /// Restores every keymap and saves the OCR caches: the daemon is stopping.
     public func close() {
         let all = held.withLock { Array($0.values) }
@@ -264,6 +271,14 @@ final class HeldDisplay: Sendable {
 
     /// How many times the kept perceiver read the accessibility tree in full; 0 while the display is being opened.
     var treeReads: Int { state.withLockIfAvailable { $0.perceiver?.treeCache?.reads ?? 0 } ?? 0 }
+
+    /// Whether `keydown` or `mousedown` left anything down on this display (its record there).
+    var holdsInput: Bool {
+        guard let input = state.withLockIfAvailable({ $0.input }) ?? nil, let held = try? input.held() else {
+            return false
+        }
+        return !held.keys.isEmpty || !held.buttons.isEmpty
+    }
 
     /// Puts back what the daemon changed on the display and saves what it learnt; `releasingHeld`: also releases
     /// what `keydown` and `mousedown` left down (they go with the daemon that served them, not with an image of it).

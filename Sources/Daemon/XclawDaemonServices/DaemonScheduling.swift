@@ -24,16 +24,18 @@ public enum DaemonScheduling {
             while !server.isStopping {
                 // The database may not exist yet: a file is opened (not created) once an xclaw command made it; a
                 // fleet's PostgreSQL database is opened as soon as the server answers.
-                if scheduler == nil, PostgresURL.isPostgres(path) || FileManager.default.fileExists(atPath: path),
-                    let store = try? AgentStore.at(path)
-                {
+                let exists = PostgresURL.isPostgres(path) || FileManager.default.fileExists(atPath: path)
+                if scheduler == nil, exists, let store = try? AgentStore.at(path) {
                     scheduler = TaskScheduler(store: store, claimer: "daemon \(getpid())@\(hostname)")
                 }
+                // No database yet: no schedule to keep the daemon for.
+                if !exists { pending.value.store(false, ordering: .relaxed) }
                 // Each second: a read to see whether anything is due (tasks another process added included),
                 // a claim only then. The claim, the runs and their reports are the daemon's work: it re-executes
                 // itself only between ticks (a tick refused meanwhile is the new image's first).
                 if let scheduler {
-                    if let scheduled = server.activity.run({ tick(scheduler, database: path, on: server) }) {
+                    // A tick that could not read the schedules (a busy database) keeps what was known.
+                    if let scheduled = server.activity.run({ tick(scheduler, database: path, on: server) }) ?? nil {
                         pending.value.store(scheduled, ordering: .relaxed)
                     }
                 }
@@ -44,13 +46,16 @@ public enum DaemonScheduling {
 
     /// Whether the database has a schedule still to fire, as of the last tick.
     private final class PendingSchedules: Sendable {
-        let value = Atomic<Bool>(false)
+        /// True until a tick read the schedules: a daemon whose database is not open yet does not leave on that.
+        let value = Atomic<Bool>(true)
     }
 
     /// Claims and runs the tasks due now, if any; whether a schedule is still to fire (one that just ran may have
-    /// been the last: the next tick tells).
-    private static func tick(_ scheduler: TaskScheduler, database path: String, on server: DaemonServer) -> Bool {
-        guard let due = try? scheduler.store.nextDueTime() else { return false }
+    /// been the last: the next tick tells), nil when the schedules could not be read.
+    private static func tick(_ scheduler: TaskScheduler, database path: String, on server: DaemonServer) -> Bool? {
+        let next: Date?
+        do { next = try scheduler.store.nextDueTime() } catch { return nil }
+        guard let due = next else { return false }
         guard due <= Date() else { return true }
         do {
             try scheduler.tick(

@@ -54,7 +54,8 @@ public struct AutoStartPolicy: Equatable, Sendable {
         case "h": unit = 3600
         default: break
         }
-        if let last = digits.last, !last.isNumber { digits = digits.dropLast() }
+        // Only those three units: "2d" or "5x" is not a number of seconds.
+        if let last = digits.last, "smh".contains(last) { digits = digits.dropLast() }
         guard !digits.isEmpty, digits.allSatisfy({ $0.isNumber || $0 == "." }), let value = Double(digits) else {
             return nil
         }

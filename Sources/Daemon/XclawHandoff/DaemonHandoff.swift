@@ -54,8 +54,9 @@ public struct DaemonHandoff {
                 unlink(directory + "/web.on")
                 return .noDaemon(stale: false)
             }
+            // A stale socket is left to `daemon start --auto`, which replaces it under the start lock: removed here, a
+            // socket a daemon just bound at the path could be taken for it.
             if why == ECONNREFUSED {
-                unlink(path)
                 unlink(directory + "/web.on")
                 return .noDaemon(stale: true)
             }
@@ -149,6 +150,12 @@ public struct DaemonHandoff {
         return true
     }
 
+    /// Removes a socket no daemon answers on (when no daemon is to be started, which would replace it itself).
+    public func removeStaleSocket() {
+        guard let directory = stateDirectory() else { return }
+        unlink(directory + "/daemon.sock")
+    }
+
     /// `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID` (the rule of `XclawPaths`), when it
     /// is a directory of ours that others cannot write; nil otherwise (the full binary then explains).
     private func stateDirectory() -> String? { Self.stateDirectory(environment) }
@@ -177,7 +184,10 @@ public struct DaemonHandoff {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            errno = ENAMETOOLONG  // not "no daemon": that would start one on every command
+            return false
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (i, b) in bytes.enumerated() { raw[i] = b }
         }
