@@ -15,14 +15,17 @@ if [ -z "${XCLAW:-}" ] && [ -f Package.swift ]; then
   bash scripts/install-deps.sh --demo
   # xclaw is the small front binary; xclaw-core, beside it, runs every command it does not do itself; xclaw-atspi
   # reads accessibility trees; xclaw-mock-api plays the scripted model. Only these four are built (not the tests,
-  # fixtures or benchmarks), each printing its progress.
+  # fixtures or benchmarks), unoptimized and a module at a time, into the tests' build tree with the tests' flags
+  # (scripts/build-tests.sh): a few minutes from cold instead of a release build's eight, and README command 2 then
+  # builds only the rest. `swift build -c release` makes the optimized binaries for daily use.
   for product in xclaw xclaw-core xclaw-atspi xclaw-mock-api; do
-    echo "demo: building $product (release; the first build of xclaw-core takes a few minutes)…" >&2
-    swift build -c release --product "$product" 2>&1 | grep --line-buffered -E '^\[[0-9]+/[0-9]+\] (Compiling|Linking)|error|Build' \
+    echo "demo: building $product (the first build takes a few minutes)…" >&2
+    bash scripts/build-tests.sh --product "$product" 2>&1 \
+      | grep --line-buffered -E '^\[[0-9]+/[0-9]+\] (Compiling|Linking)|error|Build' \
       | sed -u -E 's/^(\[[0-9]+\/[0-9]+\] (Compiling|Linking) [^ ]+).*/\1/; s/^/   /' >&2
   done
-  xclaw=".build/release/xclaw"
-  mockapi=".build/release/xclaw-mock-api"
+  xclaw=".build-tests/release/xclaw"
+  mockapi=".build-tests/release/xclaw-mock-api"
 else
   xclaw=$(command -v "${XCLAW:-xclaw}") || { echo "demo: no xclaw on PATH: install it or set XCLAW=/path/to/xclaw" >&2; exit 2; }
   mockapi=${XCLAW_MOCK_API:-$(dirname "$(readlink -f "$xclaw")")/xclaw-mock-api}

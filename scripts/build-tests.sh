@@ -19,5 +19,8 @@
 # Extra arguments go to `swift build`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# `--product NAME` builds that product alone with the same flags (the demo's build), so the tests' build reuses it.
+what=(--build-tests)
+[[ "${1:-}" == "--product" ]] && what=()
 exec swift build -c release --scratch-path .build-tests -Xswiftc -Onone -Xswiftc -enable-testing \
-  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -gnone --build-tests "$@"
+  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -gnone "${what[@]}" "$@"
