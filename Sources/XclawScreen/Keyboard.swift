@@ -137,6 +137,7 @@ public final class Keyboard: @unchecked Sendable {
         defer { sink = nil }
         try sending(to: window)
         try adoptPendingRestore()
+        try forgetVanished(syms)
         // Fail before sending anything when a character can never be typed.
         if spares.isEmpty, syms.contains(where: { bySymbol[$0] == nil && bound[$0] == nil }) {
             throw ScreenError.noSpareKeycode
@@ -191,6 +192,7 @@ public final class Keyboard: @unchecked Sendable {
         try sending(to: window)
         try adoptPendingRestore()
         let all = combo.modifiers + [combo.key]
+        try forgetVanished(all)
         _ = try bindMissing(all, from: 0, allowPartial: false)
         var pressed: [UInt32] = []
         var covered: UInt32?
@@ -330,6 +332,32 @@ public final class Keyboard: @unchecked Sendable {
             if !pending.bindings.isEmpty { lastBoundUse = .now }
         }
         if !bound.isEmpty { coverBindings() }
+    }
+
+    /// Forgets keymap entries for `syms` that are not the keymap's own: a keycode that no longer holds the keysym
+    /// (another process's typing binding, seen when this keyboard read the keymap and unbound or rebound since), or
+    /// one that holds it the way a typer binds a spare keycode (the keysym on the first two levels and nothing else:
+    /// another xclaw's or xdotool's binding, which its owner unbinds on its own timer). A long-lived keyboard (a
+    /// daemon's) would otherwise send such a keycode and type nothing, or the wrong character, once its owner
+    /// restored it; this keyboard binds a spare of its own instead. A keycode left empty is a spare again. One keymap
+    /// read; callers hold `lock`.
+    private func forgetVanished(_ syms: [KeySym]) throws {
+        let suspects = Set(syms.filter { bound[$0] == nil && bySymbol[$0] != nil })
+        guard !suspects.isEmpty else { return }
+        let current = try connection.trapped { Self.readKeymap($0) }
+        guard current.perKeycode > 0 else { return }
+        for sym in suspects {
+            guard let code = bySymbol[sym]?.keycode else { continue }
+            let i = (Int(code) - current.first) * current.perKeycode
+            guard i >= 0, i + current.perKeycode <= current.keysyms.count else { continue }
+            let keys = current.keysyms[i..<(i + current.perKeycode)]
+            let typerBinding =
+                keys.first == sym && (current.perKeycode < 2 || keys.dropFirst().first == sym)
+                && keys.dropFirst(2).allSatisfy { $0 == 0 }
+            guard !keys.contains(sym) || typerBinding else { continue }
+            bySymbol[sym] = nil
+            if keys.allSatisfy({ $0 == 0 }), !spares.contains(code) { spares.append(code) }
+        }
     }
 
     /// The pending restore announced on the root window, if any.

@@ -189,6 +189,33 @@ final class DaemonAutoStartCLITests: XCTestCase {
             "it left once no schedule was left")
     }
 
+    /// Two daemons of two state directories typing on one display (a daemon started by hand, and one a command
+    /// started): the second must not take the first's typing bindings for keymap entries, which the first unbinds
+    /// on its timer — its later `✓` would type nothing.
+    func testTwoDaemonsTypingOnOneDisplayStayExact() throws {
+        let probe = try Fixture(display: displayName, frame: Rect(x: 0, y: 0, width: 200, height: 150))
+        defer { probe.stop() }
+        XCTAssertEqual(try runCLI(["activate", String(probe.window), "--display", displayName]).status, 0)
+        let other = root.appendingPathComponent("other")
+        let first = env.merging(["XCLAW_STATE_DIR": other.path]) { $1 }
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: first).status, 0)
+        defer { _ = try? runCLI(["daemon", "stop"], environment: first) }
+        XCTAssertEqual(try runCLI(["daemon", "start"], environment: env).status, 0)
+        probe.clear()
+        func type(_ text: String, _ environment: [String: String]) throws {
+            let typed = try runCLI(["type", text, "--display", displayName], environment: environment)
+            XCTAssertEqual(typed.status, 0, typed.stderr)
+        }
+        // The second daemon reads the keymap while the first's bindings for ✓ and € are in it (the first keeps them
+        // 1.5 s: its keyboard's settle time, from the first command it served)…
+        try type("✓€", first.merging(["XCLAW_KEYMAP_SETTLE_MS": "1500"]) { $1 })
+        try type("x", env)
+        // …and types them again after the first unbound them.
+        Thread.sleep(forTimeInterval: 2)
+        try type("✓€", env)
+        XCTAssertEqual(probe.typed(count: 5), "✓€x✓€")
+    }
+
     func testCommandsStartedTogetherStartOneDaemon() throws {
         let runs = try (0..<4).map { _ in
             try launchCLI(windows, environment: env, stdout: Pipe(), stderr: Pipe())
