@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from conftest import FormApp, XvfbDisplay  # noqa: E402
+from desktop import FormApp, XvfbDisplay  # noqa: E402
 
 import xclaw  # noqa: E402
 
