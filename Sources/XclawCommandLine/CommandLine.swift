@@ -381,7 +381,7 @@ public struct InvocationLogHandler: LogHandler {
             all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
         let line = "\(Self.timestamp()) \(event.level) \(label) :\(fields) \(event.message)\n"
         // During a wait's progress line: that line cleared first, then drawn again.
-        if ProgressLine.interject(line, to: Invocation.current.descriptors.error) { return }
+        if ProgressLine.interject(line) { return }
         Invocation.current.write(.stderr, Data(line.utf8))
     }
 

@@ -35,12 +35,12 @@ public final class ProgressLine: Sendable {
     static func endCurrent() { current?.stop() }
 
     /// Writes `text` (a log line) with the wait's line cleared first; it is drawn again at its next tick.
-    static func interject(_ text: String, to fd: Int32) -> Bool {
+    static func interject(_ text: String) -> Bool {
         guard let line = current else { return false }
         line.state.withLock { state in
             if state.drawn { Self.write("\r\u{1b}[K", to: line.stderr) }
             state.drawn = false
-            Self.write(text, to: fd)
+            Invocation.current.write(.stderr, Data(text.utf8))
         }
         return true
     }
@@ -57,7 +57,9 @@ public final class ProgressLine: Sendable {
                 // A command given up (Ctrl-C through the daemon: the asker has its prompt back) draws no more.
                 let cancelled = invocation.cancelled()
                 let ended = state.withLock { state -> Bool in
-                    if state.ended || cancelled {
+                    // Given up, the asker has its prompt back: not a byte more, not even a clear.
+                    if cancelled { return true }
+                    if state.ended {
                         if state.drawn { Self.write("\r\u{1b}[K", to: stderr) }
                         state.drawn = false
                         return true

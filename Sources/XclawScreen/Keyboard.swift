@@ -334,13 +334,12 @@ public final class Keyboard: @unchecked Sendable {
         if !bound.isEmpty { coverBindings() }
     }
 
-    /// Forgets keymap entries for `syms` that are not the keymap's own: a keycode that no longer holds the keysym
-    /// (another process's typing binding, seen when this keyboard read the keymap and unbound or rebound since), or
-    /// one that holds it the way a typer binds a spare keycode (the keysym on the first two levels and nothing else:
-    /// another xclaw's or xdotool's binding, which its owner unbinds on its own timer). A long-lived keyboard (a
-    /// daemon's) would otherwise send such a keycode and type nothing, or the wrong character, once its owner
-    /// restored it; this keyboard binds a spare of its own instead. A keycode left empty is a spare again. One keymap
-    /// read; callers hold `lock`.
+    /// Forgets keymap entries for `syms` whose keycode no longer holds that keysym: another process's typing
+    /// binding (a spare keycode bound to ✓), seen in the keymap when this keyboard read it and unbound or rebound
+    /// since (a second daemon on the display restored it). A long-lived keyboard (a daemon's) would otherwise send
+    /// that keycode for ever and type nothing, or the wrong character; it binds a spare of its own instead. A keycode
+    /// left empty is a spare again. (A binding still live is taken as it is, and its owner may unbind it under this
+    /// keyboard's keys: two daemons typing on one display are not yet exact.) One keymap read; callers hold `lock`.
     private func forgetVanished(_ syms: [KeySym]) throws {
         let suspects = Set(syms.filter { bound[$0] == nil && bySymbol[$0] != nil })
         guard !suspects.isEmpty else { return }
@@ -351,10 +350,7 @@ public final class Keyboard: @unchecked Sendable {
             let i = (Int(code) - current.first) * current.perKeycode
             guard i >= 0, i + current.perKeycode <= current.keysyms.count else { continue }
             let keys = current.keysyms[i..<(i + current.perKeycode)]
-            let typerBinding =
-                keys.first == sym && (current.perKeycode < 2 || keys.dropFirst().first == sym)
-                && keys.dropFirst(2).allSatisfy { $0 == 0 }
-            guard !keys.contains(sym) || typerBinding else { continue }
+            guard !keys.contains(sym) else { continue }
             bySymbol[sym] = nil
             if keys.allSatisfy({ $0 == 0 }), !spares.contains(code) { spares.append(code) }
         }

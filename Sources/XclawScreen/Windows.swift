@@ -134,10 +134,13 @@ public struct WindowManager: Sendable {
             + "\(others) \(byClass.count == 1 ? "has" : "have") it as class, not picked: --class \(query) "
             + "picks by class (or give the window's id)"
         // Once per command: `tap --window NAME --timeout` resolves the window at every look.
-        let key = "\(Invocation.current.pid) \(message)"
+        // The command: its interrupt hub (one per served command and per scheduled run), else its process.
+        let invocation = Invocation.current
+        let command = invocation.interrupts.map { "\(ObjectIdentifier($0).hashValue)" } ?? "\(invocation.pid)"
+        let key = "\(command) \(message)"
         let now = ContinuousClock.now
         let first = saidAlready.withLock { said -> Bool in
-            said = said.filter { now - $0.value < .seconds(3600) }
+            said = said.filter { now - $0.value < .seconds(60) }
             return said.updateValue(now, forKey: key) == nil
         }
         if first { Logger(label: "xclaw.windows").info("\(message)") }

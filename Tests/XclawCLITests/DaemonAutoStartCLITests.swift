@@ -210,8 +210,13 @@ final class DaemonAutoStartCLITests: XCTestCase {
         // 1.5 s: its keyboard's settle time, from the first command it served)…
         try type("✓€", first.merging(["XCLAW_KEYMAP_SETTLE_MS": "1500"]) { $1 })
         try type("x", env)
-        // …and types them again after the first unbound them.
-        Thread.sleep(forTimeInterval: 2)
+        // …and types them again after the first unbound them (waited for: no keycode holds them any more).
+        let keyboard = try Keyboard(connection: DisplayConnection(name: displayName))
+        let symbols = ["✓", "€"].map { Keyboard.keysym(for: Unicode.Scalar($0)!) }
+        XCTAssertTrue(
+            try poll(within: .seconds(30), every: .milliseconds(50)) {
+                try symbols.allSatisfy { try keyboard.keycodes(holding: $0).isEmpty }
+            }, "the first daemon unbound its keycodes")
         try type("✓€", env)
         XCTAssertEqual(probe.typed(count: 5), "✓€x✓€")
     }

@@ -24,7 +24,19 @@ int xclaw_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 static void each_from_3(int cloexec) {
     if (syscall(SYS_close_range, 3U, ~0U, cloexec ? CLOSE_RANGE_CLOEXEC : 0) == 0) return;
     DIR *dir = opendir("/proc/self/fd");
-    if (dir == NULL) return;
+    if (dir == NULL) {
+        // No /proc (and no close_range): every number up to the limit.
+        long limit = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (limit > 0 ? limit : 65536); fd++) {
+            if (!cloexec) {
+                close((int)fd);
+                continue;
+            }
+            int flags = fcntl((int)fd, F_GETFD);
+            if (flags >= 0) fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
+        }
+        return;
+    }
     int own = dirfd(dir);
     for (struct dirent *entry = readdir(dir); entry != NULL; entry = readdir(dir)) {
         char *end = NULL;

@@ -193,7 +193,10 @@ public final class DaemonServer: Sendable {
                 continue
             }
             if leaving {
-                if connections.load(ordering: .sequentiallyConsistent) == 0 { stop() }
+                // Nothing served and nothing of its own running (a scheduled run that began meanwhile ends first).
+                if connections.load(ordering: .sequentiallyConsistent) == 0, running.load(ordering: .relaxed) == 0 {
+                    stop()
+                }
                 continue
             }
             recycleIfDue()

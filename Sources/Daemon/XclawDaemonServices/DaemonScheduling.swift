@@ -21,6 +21,9 @@ public enum DaemonScheduling {
         server.keepAlive { pending.value.load(ordering: .relaxed) }
         Thread {
             var scheduler: TaskScheduler?
+            // Since when the schedules could not be read: a database that never answers (unreachable, newer than
+            // this xclaw, corrupt) keeps an idle daemon a minute, not for ever.
+            var unknownSince: ContinuousClock.Instant? = .now
             while !server.isStopping {
                 // The database may not exist yet: a file is opened (not created) once an xclaw command made it; a
                 // fleet's PostgreSQL database is opened as soon as the server answers.
@@ -29,7 +32,10 @@ public enum DaemonScheduling {
                     scheduler = TaskScheduler(store: store, claimer: "daemon \(getpid())@\(hostname)")
                 }
                 // No database yet: no schedule to keep the daemon for.
-                if !exists { pending.value.store(false, ordering: .relaxed) }
+                if !exists {
+                    pending.value.store(false, ordering: .relaxed)
+                    unknownSince = nil
+                }
                 // Each second: a read to see whether anything is due (tasks another process added included),
                 // a claim only then. The claim, the runs and their reports are the daemon's work: it re-executes
                 // itself only between ticks (a tick refused meanwhile is the new image's first).
@@ -37,7 +43,13 @@ public enum DaemonScheduling {
                     // A tick that could not read the schedules (a busy database) keeps what was known.
                     if let scheduled = server.activity.run({ tick(scheduler, database: path, on: server) }) ?? nil {
                         pending.value.store(scheduled, ordering: .relaxed)
+                        unknownSince = nil
+                    } else if unknownSince == nil {
+                        unknownSince = .now
                     }
+                }
+                if let since = unknownSince, exists, ContinuousClock.now - since > .seconds(60) {
+                    pending.value.store(false, ordering: .relaxed)
                 }
                 Thread.sleep(forTimeInterval: 1)
             }

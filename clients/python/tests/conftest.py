@@ -17,12 +17,11 @@ from typing import Callable, Iterator, Optional
 import pytest
 
 import xclaw
-from desktop import FormApp, XvfbDisplay, _short_temp  # noqa: F401 (re-exported for tests)
+from desktop import DEADLINE, FormApp, XvfbDisplay, _short_temp  # noqa: F401 (re-exported for tests)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 #: Every wait for something observable gives up after this long (a failure, never a timing assertion).
-DEADLINE = 60.0
 
 
 def _find_binary() -> str:

@@ -110,5 +110,3 @@ class FormApp:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-
-
