@@ -57,13 +57,6 @@ struct CLIBench {
         }
     }
 
-    /// This process's environment with `changes` over it (nil removes a variable).
-    private func resolved(_ changes: [String: String?]) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        for (key, value) in changes { environment[key] = value }
-        return environment
-    }
-
     func run() throws -> BenchReport {
         let connection = try DisplayConnection(name: scene.name)
         let screen = try connection.screenSize()
@@ -93,7 +86,7 @@ struct CLIBench {
             ("xclaw, default (after the first command started a daemon)", automatic),
         ]
         defer {
-            _ = try? Subprocess.run([core, "daemon", "stop"], timeout: .seconds(10), environment: resolved(automatic))
+            _ = try? session.finish(session.start(core, ["daemon", "stop"], environment: automatic))
         }
         try FileManager.default.createDirectory(
             at: state.appendingPathComponent("own"), withIntermediateDirectories: true,
@@ -236,8 +229,7 @@ struct CLIBench {
                     "XCLAW_NO_DAEMON": nil,
                 ]
                 defer {
-                    _ = try? Subprocess.run(
-                        [core, "daemon", "stop"], timeout: .seconds(10), environment: resolved(fresh))
+                    _ = try? session.finish(session.start(core, ["daemon", "stop"], environment: fresh))
                 }
                 return try session.timedRun(
                     own, arguments, output: arguments.last == shot ? shot : nil, environment: fresh)

@@ -54,30 +54,25 @@ struct DaemonCommand: ParsableCommand {
         @Flag(help: "Print its status as JSON.") var json = false
         @Flag(help: "Start one as a command does: none when one runs (exit 0), leaving after daemon_idle_exit.")
         var auto = false
-        @Option(
-            name: .customLong("idle-exit"),
-            help: ArgumentHelp(
-                "Leave after this long without a command (900, 90s, 15m, 2h; 0: never).", valueName: "DURATION"))
-        var idleExit: String?
+        @OptionGroup var idleExit: IdleExitOptions
         @OptionGroup var web: WebOptions
 
         func validate() throws {
             try web.validate()
             try RunForeground.validateRecycleLimit()
-            try RunForeground.validateIdleExit(idleExit)
         }
 
         func run() throws {
             let socket = try DaemonPaths.socket()
             let client = DaemonClient(socketPath: socket)
-            var idle = idleExit
+            var idle = idleExit.seconds
             if auto {
                 let policy: AutoStartPolicy
                 do { policy = try AutoStartPolicy.load(environment: Invocation.current.environment) } catch {
                     throw ValidationError("\(error)")
                 }
                 guard policy.mode == .auto else { throw DaemonError.autoStartOff(config: policy.configPath) }
-                idle = idle ?? String(policy.idleExitSeconds)
+                idle = idle ?? policy.idleExitSeconds
             }
             // One start at a time per user: two commands that found none at once must not start two daemons (the
             // second would take the socket from the first, which then serves nobody until it leaves).
@@ -89,7 +84,7 @@ struct DaemonCommand: ParsableCommand {
             }
             let log = try DaemonPaths.log()
             let executable = XclawPaths.executableDirectory.appendingPathComponent("xclaw-core").path
-            let idleArguments = idle.map { ["--idle-exit", $0] } ?? []
+            let idleArguments = idle.map { ["--idle-exit", String($0)] } ?? []
             let child = try Subprocess.spawn(
                 [executable, "daemon", "run"] + web.arguments + idleArguments, stdout: .appending(toFile: log),
                 stderr: .sameAsStdout, group: .newSession)
@@ -178,11 +173,7 @@ struct DaemonCommand: ParsableCommand {
                   xclaw daemon run --worker --slots 2 --label zone=eu  # a fleet worker on the PostgreSQL database
                 """)
         @Option(help: .hidden) var parent: Int32?
-        @Option(
-            name: .customLong("idle-exit"),
-            help: ArgumentHelp(
-                "Leave after this long without a command (900, 90s, 15m, 2h; 0: never).", valueName: "DURATION"))
-        var idleExit: String?
+        @OptionGroup var idleExit: IdleExitOptions
         @OptionGroup var web: WebOptions
         @OptionGroup var fleet: WorkerOptions
 
@@ -190,20 +181,6 @@ struct DaemonCommand: ParsableCommand {
             try web.validate()
             try fleet.validate()
             try Self.validateRecycleLimit()
-            try Self.validateIdleExit(idleExit)
-        }
-
-        /// `--idle-exit`, refused as bad usage before anything starts.
-        static func validateIdleExit(_ text: String?) throws {
-            guard let text, AutoStartPolicy.parseDuration(text) == nil else { return }
-            throw ValidationError(
-                "--idle-exit \(text): give a duration such as 900, 90s, 15m or 2h (0: never)")
-        }
-
-        /// `--idle-exit` as a duration; nil for none or 0.
-        static func idleDuration(_ text: String?) -> Duration? {
-            guard let seconds = text.flatMap(AutoStartPolicy.parseDuration), seconds > 0 else { return nil }
-            return .seconds(seconds)
         }
 
         /// `XCLAW_DAEMON_RECYCLE_AFTER`, refused as bad usage before anything starts.
@@ -217,7 +194,7 @@ struct DaemonCommand: ParsableCommand {
             let server = try DaemonServer(
                 socketPath: try DaemonPaths.socket(), version: Xclaw.configuration.version,
                 recycleAfter: try DaemonRecycling.limit(ProcessInfo.processInfo.environment),
-                idleExit: Self.idleDuration(idleExit), execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
+                idleExit: idleExit.duration, execute: { CommandRunner.run(Xclaw.self, arguments: $0) })
             // A marker a killed daemon left would send plain input to a daemon without a web view. (After a recycle
             // it is this daemon's own, and the web view listens again in a moment.)
             if server.inherited == nil, let marker = try? DaemonPaths.webMarker() { unlink(marker) }
@@ -371,4 +348,25 @@ enum DaemonLog {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         return text.split(separator: "\n").last { $0.hasPrefix("xclaw: ") }.map { String($0.dropFirst(7)) }
     }
+}
+
+/// `--idle-exit DURATION`, of `daemon start` and `daemon run`.
+struct IdleExitOptions: ParsableArguments {
+    @Option(
+        name: .customLong("idle-exit"),
+        help: ArgumentHelp(
+            "Leave after this long without a command (900, 90s, 15m, 2h; 0: never).", valueName: "DURATION"))
+    var text: String?
+
+    /// Refused as bad usage before anything starts.
+    func validate() throws {
+        guard let text, AutoStartPolicy.parseDuration(text) == nil else { return }
+        throw ValidationError("--idle-exit \(text): give a duration such as 900, 90s, 15m or 2h (0: never)")
+    }
+
+    /// The seconds given; nil when none were.
+    var seconds: Int? { text.flatMap(AutoStartPolicy.parseDuration) }
+
+    /// The seconds given as a duration; nil for none or 0 (never).
+    var duration: Duration? { seconds.flatMap { $0 > 0 ? .seconds($0) : nil } }
 }

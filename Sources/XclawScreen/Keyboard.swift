@@ -41,6 +41,10 @@ public final class Keyboard: @unchecked Sendable {
     private var sinkState: UInt32 = 0
     /// Modifier keycodes and their masks (`XGetModifierMapping`), read when first needed.
     private var modifierMasks: [UInt32: UInt32]?
+    /// Keycodes that held one keysym on every level they filled when the keymap was read: how a typer's binding of
+    /// a spare keycode reads back (another xclaw's, xdotool's), and a few keys of the keymap's own (BackSpace). Only
+    /// these are checked again before use (`forgetVanished`), so plain text costs no keymap read.
+    private var borrowed: Set<UInt32> = []
 
     /// Reads the keymap (`XGetKeyboardMapping`); fails when the server lacks XTEST.
     public init(connection: DisplayConnection) throws {
@@ -51,8 +55,13 @@ public final class Keyboard: @unchecked Sendable {
         perKeycode = per
         let count = map.count / max(1, per)
         guard perKeycode > 0 else { throw ScreenError.invalidArgument("the server returned an empty keymap") }
-        for index in 0..<count where map[(index * perKeycode)..<((index + 1) * perKeycode)].allSatisfy({ $0 == 0 }) {
-            spares.append(UInt32(minKeycode + index))
+        for index in 0..<count {
+            let row = map[(index * perKeycode)..<((index + 1) * perKeycode)]
+            if row.allSatisfy({ $0 == 0 }) {
+                spares.append(UInt32(minKeycode + index))
+            } else if let sym = row.first, sym != 0, row.allSatisfy({ $0 == 0 || $0 == sym }) {
+                borrowed.insert(UInt32(minKeycode + index))
+            }
         }
         // What each key really produces without and with Shift, in the first layout group, as XKB computes it for
         // clients (`XkbTranslateKeyCode`). Reading the core columns instead would assume Shift reaches column 2,
@@ -339,9 +348,13 @@ public final class Keyboard: @unchecked Sendable {
     /// since (a second daemon on the display restored it). A long-lived keyboard (a daemon's) would otherwise send
     /// that keycode for ever and type nothing, or the wrong character; it binds a spare of its own instead. A keycode
     /// left empty is a spare again. (A binding still live is taken as it is, and its owner may unbind it under this
-    /// keyboard's keys: two daemons typing on one display are not yet exact.) One keymap read; callers hold `lock`.
+    /// keyboard's keys: two daemons typing on one display are not yet exact.) One keymap read, only when `syms` use
+    /// a `borrowed` keycode; callers hold `lock`.
     private func forgetVanished(_ syms: [KeySym]) throws {
-        let suspects = Set(syms.filter { bound[$0] == nil && bySymbol[$0] != nil })
+        let suspects = Set(
+            syms.filter { sym in
+                bound[sym] == nil && bySymbol[sym].map { borrowed.contains($0.keycode) } == true
+            })
         guard !suspects.isEmpty else { return }
         let current = try connection.trapped { Self.readKeymap($0) }
         guard current.perKeycode > 0 else { return }
@@ -352,6 +365,7 @@ public final class Keyboard: @unchecked Sendable {
             let keys = current.keysyms[i..<(i + current.perKeycode)]
             guard !keys.contains(sym) else { continue }
             bySymbol[sym] = nil
+            borrowed.remove(code)
             if keys.allSatisfy({ $0 == 0 }), !spares.contains(code) { spares.append(code) }
         }
     }

@@ -68,25 +68,25 @@ struct Front {
         let core = Front.directory() + "/xclaw-core"
         let words: [String] = [core, "daemon", "start", "--auto"]
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        let pid = fork()
-        guard pid >= 0 else { return false }
-        if pid == 0 {
-            // Nothing of the asker's but stderr: a daemon that held a `$(xclaw …)` pipe or a harness's descriptor
-            // would keep its reader waiting for as long as it lives.
-            let empty = open("/dev/null", O_RDWR)
-            if empty >= 0 {
-                dup2(empty, 0)
-                dup2(empty, 1)
-            }
-            xclaw_close_from_3()
-            execv(core, argv)
-            _exit(127)
+        defer { for pointer in argv { free(pointer) } }
+        // Nothing of the asker's but stderr: a daemon that held a `$(xclaw …)` pipe or a harness's descriptor would
+        // keep its reader waiting for as long as it lives.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        xclaw_spawn_closefrom(&actions, 3)
+        var pid: pid_t = 0
+        let failed = posix_spawn(&pid, core, &actions, nil, argv, environ)
+        guard failed == 0 else {
+            Front.notice("could not run \(core) (\(String(cString: strerror(failed)))); running in-process")
+            return false
         }
-        for pointer in argv { free(pointer) }
         var raw: Int32 = 0
         while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-        // Exited with status 0 (the `WIFEXITED` and `WEXITSTATUS` macros, which Swift does not import).
-        guard raw & 0x7f == 0, (raw >> 8) & 0xff == 0 else {
+        var code: Int32 = 0
+        guard xclaw_wait_status(raw, &code) == 1, code == 0 else {
             Front.notice("could not start a daemon (above); running in-process")
             return false
         }

@@ -19,42 +19,22 @@
 
 int xclaw_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
-/// Closes, or with `cloexec` sets close-on-exec on, every descriptor from 3 up: close_range on Linux 5.9+
-/// (CLOSE_RANGE_CLOEXEC on 5.11+), else each one /proc/self/fd lists.
-static void each_from_3(int cloexec) {
-    if (syscall(SYS_close_range, 3U, ~0U, cloexec ? CLOSE_RANGE_CLOEXEC : 0) == 0) return;
+/// Sets close-on-exec on every descriptor from 3 up: close_range(CLOSE_RANGE_CLOEXEC) on Linux 5.11+, else each one
+/// /proc/self/fd lists.
+static void cloexec_from_3(void) {
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
     DIR *dir = opendir("/proc/self/fd");
-    if (dir == NULL) {
-        // No /proc (and no close_range): every number up to the limit.
-        long limit = sysconf(_SC_OPEN_MAX);
-        for (long fd = 3; fd < (limit > 0 ? limit : 65536); fd++) {
-            if (!cloexec) {
-                close((int)fd);
-                continue;
-            }
-            int flags = fcntl((int)fd, F_GETFD);
-            if (flags >= 0) fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
-        }
-        return;
-    }
+    if (dir == NULL) return;
     int own = dirfd(dir);
     for (struct dirent *entry = readdir(dir); entry != NULL; entry = readdir(dir)) {
         char *end = NULL;
         long fd = strtol(entry->d_name, &end, 10);
         if (end == entry->d_name || *end != '\0' || fd < 3 || fd == own) continue;
-        if (!cloexec) {
-            close((int)fd);
-            continue;
-        }
         int flags = fcntl((int)fd, F_GETFD);
         if (flags >= 0) fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
     }
     closedir(dir);
 }
-
-static void cloexec_from_3(void) { each_from_3(1); }
-
-void xclaw_close_from_3(void) { each_from_3(0); }
 
 static void set_cloexec(const int *fds, int count, int on) {
     for (int i = 0; i < count; i++) {

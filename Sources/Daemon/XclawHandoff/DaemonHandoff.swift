@@ -38,11 +38,12 @@ public struct DaemonHandoff {
 
     /// Hands the command over and waits for its end.
     public func run() -> Outcome {
-        guard let directory = stateDirectory() else {
+        guard let directory = Self.stateDirectory(environment) else {
             // None yet (the first command of a login): `daemon start` makes it. One that is there but not
             // private is the full binary's to explain.
             var info = stat()
-            return lstat(statePath(), &info) != 0 && errno == ENOENT ? .noDaemon(stale: false) : .notTaken
+            return lstat(Self.statePath(environment), &info) != 0 && errno == ENOENT
+                ? .noDaemon(stale: false) : .notTaken
         }
         let path = directory + "/daemon.sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -133,7 +134,7 @@ public struct DaemonHandoff {
     /// Whether a daemon with its web view runs (its `web.on` marker): then even plain input goes to it, so the web
     /// view's action log shows it.
     public var webViewRuns: Bool {
-        guard let directory = stateDirectory() else { return false }
+        guard let directory = Self.stateDirectory(environment) else { return false }
         let path = directory + "/web.on"
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
@@ -152,16 +153,13 @@ public struct DaemonHandoff {
 
     /// Removes a socket no daemon answers on (when no daemon is to be started, which would replace it itself).
     public func removeStaleSocket() {
-        guard let directory = stateDirectory() else { return }
+        guard let directory = Self.stateDirectory(environment) else { return }
         unlink(directory + "/daemon.sock")
     }
 
-    /// `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else `/tmp/xclaw-UID` (the rule of `XclawPaths`), when it
-    /// is a directory of ours that others cannot write; nil otherwise (the full binary then explains).
-    private func stateDirectory() -> String? { Self.stateDirectory(environment) }
-
-    /// The state directory of `environment` when it is a directory of ours that others cannot write; nil
-    /// otherwise.
+    /// The state directory of `environment` — `$XCLAW_STATE_DIR`, else `$XDG_RUNTIME_DIR/xclaw`, else
+    /// `/tmp/xclaw-UID` (the rule of `XclawPaths`) — when it is a directory of ours that others cannot write; nil
+    /// otherwise (the full binary then explains).
     public static func stateDirectory(_ environment: [String: String]) -> String? {
         let directory = statePath(environment)
         var info = stat()
@@ -172,8 +170,6 @@ public struct DaemonHandoff {
     }
 
     /// The state directory's path by that rule, whatever is there.
-    private func statePath() -> String { Self.statePath(environment) }
-
     private static func statePath(_ environment: [String: String]) -> String {
         if let dir = environment["XCLAW_STATE_DIR"], !dir.isEmpty { return dir }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/xclaw" }

@@ -26,10 +26,6 @@ int xclaw_exit_unreaped(int pid, int *value);
 /// does not see), 0 when it is open, whatever unread data is waiting; reads nothing.
 int xclaw_peer_closed(int fd);
 
-/// Closes every descriptor from 3 up (close_range on Linux 5.9+, else each one /proc/self/fd lists): for a child
-/// between fork and exec that must hold none of its parent's.
-void xclaw_close_from_3(void);
-
 /// The uid of the process at the other end of the connected Unix socket `fd` (SO_PEERCRED, which needs
 /// _GNU_SOURCE for `struct ucred`): 0 and `*uid` set on success, -1 with errno otherwise.
 int xclaw_peer_uid(int fd, unsigned *uid);
