@@ -54,6 +54,8 @@ let package = Package(
         systemLibrary("CPostgres", pkgConfig: "libpq", apt: ["libpq-dev"]),
         // GDBus and AT-SPI2's tables, for the accessibility reader (which runs in its own process, xclaw-atspi).
         systemLibrary("CAtspi", pkgConfig: "atspi-2", apt: ["libatspi2.0-dev", "libglib2.0-dev"]),
+        // GDBus, for the desktop services' session-bus client (CXclawBus).
+        systemLibrary("CGio", pkgConfig: "gio-2.0", apt: ["libglib2.0-dev"]),
         // POSIX pieces Swift cannot import (closefrom for posix_spawn, pipe2, the wait-status macros), for Subprocess;
         // the daemon's re-exec in place (execve keeping chosen descriptors, memfd_create).
         .target(name: "CXclawSystem", path: "Sources/CBindings/CXclawSystem"),
@@ -88,6 +90,8 @@ let package = Package(
                 .linkedLibrary("glib-2.0"),
             ]
         ),
+        // The session-bus client of the desktop services: calls with deadlines, replies as JSON, signals and monitors.
+        .target(name: "CXclawBus", dependencies: ["CGio"], path: "Sources/CBindings/CXclawBus"),
         // The helper process that reads the accessibility tree, so an abort or a hung bus never takes xclaw down.
         .executableTarget(name: "xclaw-atspi", dependencies: ["CXclawAtspi"], path: "Sources/xclaw-atspi"),
 
@@ -110,6 +114,18 @@ let package = Package(
             name: "XclawPerception",
             dependencies: ["XclawBase", "XclawScreen", "CTesseract", "CXclawShim", "CXclawGlyphs"],
             path: "Sources/XclawPerception"
+        ),
+
+        // Layer 3, beside perception: the desktop's own services, which act without the GUI: shortcuts (.desktop
+        // actions and the user's scripts), notifications, media players, calendar and contacts, opening URIs, the
+        // user's systemd units, and a guarded generic call, over the caller's session bus.
+        .target(
+            name: "XclawServices",
+            dependencies: [
+                "XclawBase", "XclawScreen", "XclawMessages", "CXclawBus",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/XclawServices"
         ),
 
         // Layer 4, agent core. Pure Swift first: the Messages API's wire types, the streaming seam and the model
@@ -145,6 +161,7 @@ let package = Package(
             name: "XclawSkills",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
+                "XclawServices",
             ],
             path: "Sources/XclawSkills"
         ),
@@ -226,7 +243,7 @@ let package = Package(
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
                 "XclawSkills", "XclawStore", "XclawRuntime", "XclawCommandLine", "XclawDaemon", "XclawDaemonServices",
-                "XclawMCP", "XclawWeb", "CXclawSystem", "XclawHandoff",
+                "XclawMCP", "XclawWeb", "CXclawSystem", "XclawHandoff", "XclawServices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -286,6 +303,7 @@ let package = Package(
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawAgent", "XclawStore",
                 "XclawRuntime", "XclawSkills", "XclawCommandLine", "XclawTesting", "XclawPolling", "XclawClient",
+                "XclawServices",
                 // The loopback model of `bench replay`'s recorded run.
                 "XclawMockAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -305,6 +323,12 @@ let package = Package(
             "XclawPerceptionTests",
             [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawTesting", "XclawTimeTesting",
+            ]),
+        layerTests(
+            "XclawServicesTests",
+            [
+                "XclawBase", "XclawScreen", "XclawMessages", "XclawServices", "XclawTesting", "XclawPolling",
+                "XclawTimeTesting",
             ]),
         layerTests(
             "XclawAgentTests",

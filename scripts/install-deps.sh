@@ -54,6 +54,9 @@ if [[ "${1:-}" != "--demo" && "${1:-}" != "--python" ]]; then
     # The Debian package (scripts/package-deb.sh, DebianPackageTests): dpkg-shlibdeps, strip and readelf, groff to
     # check the man pages, man to find them once installed, systemd-analyze to check the user unit.
     dpkg-dev binutils groff-base man-db systemd
+    # The desktop services' tests (a private session bus each): a notification server and a sender, an MPRIS
+    # player (mpv with its MPRIS plugin, playing a generated tone), evolution-data-server for calendar and contacts.
+    dunst libnotify-bin mpv mpv-mpris evolution-data-server
   )
 fi
 [[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr)

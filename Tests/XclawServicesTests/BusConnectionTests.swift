@@ -1,0 +1,137 @@
+import Foundation
+import XCTest
+import XclawBase
+import XclawMessages
+import XclawPolling
+import XclawTesting
+
+@testable import XclawServices
+
+/// The session-bus client against a real private `dbus-daemon`: calls, typed arguments, replies as JSON, the
+/// classification of failures, signals and a monitor.
+final class BusConnectionTests: XCTestCase {
+    private let dbus = BusService(name: "org.freedesktop.DBus", what: "message bus", hint: "")
+
+    func testCallsTheBusAndReadsItsReplyAsJSON() throws {
+        let bus = try TestSessionBus()
+        let connection = try BusConnection.session(environment: bus.environment)
+        XCTAssertTrue(connection.uniqueName.hasPrefix(":"))
+        let names = try connection.names()
+        XCTAssertTrue(names.contains("org.freedesktop.DBus"))
+        XCTAssertTrue(names.contains(connection.uniqueName))
+        XCTAssertTrue(try connection.hasOwner(connection.uniqueName))
+        XCTAssertFalse(try connection.hasOwner("org.example.Nobody"))
+        let id = try connection.call(
+            dbus, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", method: "GetId")
+        XCTAssertEqual(id.first?.string?.count, 32)
+    }
+
+    func testTypedArgumentsRoundTripThroughGVariantText() throws {
+        let value = BusValue.tuple([
+            .string("it's \\ \"q\"\n"), .uint32(7), .int64(-3), .bool(true), .double(1.5), .objectPath("/a/b"),
+            .strings([]), .vardict([("k", .string("v")), ("n", .int32(2))]),
+        ])
+        XCTAssertEqual(value.signature, "(suxbdoasa{sv})")
+        XCTAssertEqual(
+            value.gvariantText,
+            #"('it\'s \\ "q"\n', uint32 7, int64 -3, true, double 1.5, objectpath '/a/b', @as [], "#
+                + #"@a{sv} {'k': <'v'>, 'n': <int32 2>})"#)
+        XCTAssertEqual(BusValue.tuple([.string("x")]).gvariantText, "('x',)")
+    }
+
+    func testAnAbsentServiceSaysWhatToDoAndExitsFive() throws {
+        let bus = try TestSessionBus(activation: .none)
+        let connection = try BusConnection.session(environment: bus.environment)
+        let notifications = BusService(
+            name: "org.freedesktop.Notifications", what: "notification server",
+            hint: "start one (dunst, xfce4-notifyd) or use the screen")
+        XCTAssertThrowsError(
+            try connection.call(
+                notifications, path: "/org/freedesktop/Notifications", interface: "org.freedesktop.Notifications",
+                method: "GetServerInformation")
+        ) { error in
+            XCTAssertEqual(error as? BusError, .absent(notifications))
+            XCTAssertEqual((error as? BusError)?.exitStatus, .internal)
+            XCTAssertEqual(
+                "\(error)",
+                "no notification server runs on this session bus (nothing owns org.freedesktop.Notifications): "
+                    + "start one (dunst, xfce4-notifyd) or use the screen")
+        }
+    }
+
+    func testBadArgumentsAreRefusedAsUsage() throws {
+        let bus = try TestSessionBus()
+        let connection = try BusConnection.session(environment: bus.environment)
+        XCTAssertThrowsError(
+            try connection.call(
+                dbus, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", method: "NameHasOwner",
+                [.uint32(3)])
+        ) { error in
+            guard case .invalidArguments = error as? BusError else { return XCTFail("\(error)") }
+            XCTAssertEqual((error as? BusError)?.exitStatus, .usage)
+        }
+    }
+
+    func testNoSessionBusIsAClearError() throws {
+        XCTAssertThrowsError(try BusConnection.session(environment: ["HOME": "/nonexistent"])) { error in
+            XCTAssertEqual(error as? BusError, .noSessionBus)
+        }
+        XCTAssertThrowsError(
+            try BusConnection.session(environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        ) { error in
+            guard case .unreachable = error as? BusError else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testAServiceThatNeverAnswersTimesOut() throws {
+        let bus = try TestSessionBus()
+        // A name owned by a process that is then stopped, so the call waits in its queue unanswered.
+        let owner = try bus.start(
+            [
+                "/usr/bin/python3", "-c",
+                "from gi.repository import Gio; import time; c = Gio.bus_get_sync(Gio.BusType.SESSION); "
+                    + "Gio.bus_own_name_on_connection(c, 'org.example.Silent', 0, None, None); time.sleep(600)",
+            ], log: "silent")
+        let caller = try BusConnection.session(environment: bus.environment)
+        XCTAssertTrue(poll(within: .seconds(10)) { (try? caller.hasOwner("org.example.Silent")) == true })
+        kill(owner.pid, SIGSTOP)
+        defer { kill(owner.pid, SIGCONT) }
+        // The signal is queued at once but takes effect when the kernel next schedules it.
+        XCTAssertTrue(poll(within: .seconds(5)) { Subprocess.processState(owner.pid) == "T" })
+        let silent = BusService(name: "org.example.Silent", what: "silent service", hint: "")
+        XCTAssertThrowsError(
+            try caller.call(
+                silent, path: "/", interface: "org.example.Silent", method: "Hello", timeout: .milliseconds(200))
+        ) { error in
+            guard case .timedOut(_, 200) = error as? BusError else { return XCTFail("\(error)") }
+            XCTAssertEqual((error as? BusError)?.exitStatus, .notFound)
+        }
+    }
+
+    func testSignalsSubscribedToArriveAndAMonitorSeesMethodCalls() throws {
+        let bus = try TestSessionBus()
+        let listener = try BusConnection.session(environment: bus.environment)
+        try listener.subscribe("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'")
+        let monitor = try BusConnection.monitor(
+            rules: ["type='method_call',interface='org.freedesktop.DBus',member='GetNameOwner'"],
+            environment: bus.environment)
+        let other = try BusConnection.session(environment: bus.environment)
+        _ = try other.call(
+            dbus, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", method: "GetNameOwner",
+            [.string("org.freedesktop.DBus")])
+
+        var joined: BusMessage?
+        while joined == nil, let message = try listener.next(timeout: .seconds(5)) {
+            if message.member == "NameOwnerChanged", message.body.first?.string == other.uniqueName {
+                joined = message
+            }
+        }
+        XCTAssertEqual(joined?.body.count, 3)
+        let seen = try monitor.next(timeout: .seconds(5))
+        XCTAssertEqual(seen?.type, "method_call")
+        XCTAssertEqual(seen?.member, "GetNameOwner")
+        XCTAssertEqual(seen?.sender, other.uniqueName)
+        XCTAssertEqual(seen?.body.first?.string, "org.freedesktop.DBus")
+        XCTAssertNil(try listener.next(timeout: .milliseconds(50)).flatMap { $0.member == "Nothing" ? $0 : nil })
+    }
+}
