@@ -173,7 +173,7 @@ let package = Package(
             name: "XclawRuntime",
             dependencies: [
                 "XclawBase", "XclawScreen", "XclawPerception", "XclawMessages", "XclawClient", "XclawAgent",
-                "XclawStore",
+                "XclawStore", "XclawServices",
                 "XclawSkills",
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -8,6 +8,7 @@ import XclawCommandLine
 import XclawMessages
 import XclawRuntime
 import XclawScreen
+import XclawServices
 import XclawSkills
 import XclawStore
 
@@ -59,6 +60,7 @@ struct AgentCreate: ParsableCommand {
             Examples:
               xclaw agent create clerk --tools computer,screen_snapshot,type_text --system clerk.txt --display :1
               xclaw agent create tester --tools computer --display new:1280x800 --setup 'xterm &'  # a display per run
+              xclaw agent create dj --tools media,dbus_call --dbus-allow 'org.mpris.MediaPlayer2.*'
             """)
     @Argument(help: "Its name: letters, digits, '.', '_', '-'.") var name: String
     @Option(help: "Model id (see `xclaw models`); default: the catalog's default.") var model: String?
@@ -77,6 +79,7 @@ struct AgentCreate: ParsableCommand {
     @Option(help: ArgumentHelp(ApprovalHelp.text)) var approval: String?
     @Option(help: ArgumentHelp(EffortHelp.text)) var effort: String?
     @Option(help: ArgumentHelp(ThinkingHelp.text)) var thinking: String?
+    @Option(help: ArgumentHelp(BusAllowHelp.text)) var dbusAllow: String?
     @Option(
         help: ArgumentHelp(
             "agent, or orchestrator: its pipelines (`xclaw pipeline --orchestrator NAME`) split a task into subtasks "
@@ -93,6 +96,7 @@ struct AgentCreate: ParsableCommand {
         try ApprovalHelp.check(approval)
         try ThinkingHelp.parse(thinking)
         try RunDisplayOptions.check(display: display)
+        try BusAllowHelp.check(dbusAllow)
     }
 
     func run() throws {
@@ -112,6 +116,8 @@ struct AgentCreate: ParsableCommand {
         config.approval = try approval.map(ApprovalHelp.normalized)
         config.effort = effort
         config.thinking = try ThinkingHelp.parse(thinking)?.rawValue
+        config.dbusAllow = try BusAllowHelp.normalized(dbusAllow)
+        try BusAllowHelp.requireList(tools: config.tools, allow: config.dbusAllow)
         try store.createAgent(config)
         let gates = (dryRun ? ", dry run" : "") + (confirm ? ", asks before input" : "")
         let created = try store.agent(named: name)
@@ -177,6 +183,36 @@ enum ApprovalHelp {
     static func normalized(_ text: String) throws -> String { try ApprovalPolicy.parse(text).text }
 }
 
+/// The `--dbus-allow` option of `agent create|set` and `run`.
+enum BusAllowHelp {
+    /// Its help.
+    static let text =
+        "The bus names its dbus_call tool may reach: well-known names, or a family such as org.mpris.MediaPlayer2.*, "
+        + "comma-separated (default: none, so dbus_call cannot be used)."
+
+    /// Refuses a list that does not parse (exit 2), saying how to write one.
+    static func check(_ text: String?) throws {
+        guard let text else { return }
+        do { _ = try BusAllowList.parse(text) } catch { throw ValidationError("--dbus-allow: \(error)") }
+    }
+
+    /// The list as stored (nil when empty).
+    static func normalized(_ text: String?) throws -> String? {
+        guard let text else { return nil }
+        let list = try BusAllowList.parse(text)
+        return list.isEmpty ? nil : list.text
+    }
+
+    /// Refuses `dbus_call` among the tools with nothing allowed (exit 2): it could call nothing.
+    static func requireList(tools: [String], allow: String?) throws {
+        if tools.contains("dbus_call"), allow == nil {
+            throw ValidationError(
+                "dbus_call needs --dbus-allow with the bus names it may call (e.g. --dbus-allow "
+                    + "'org.mpris.MediaPlayer2.*'), or leave it out of --tools")
+        }
+    }
+}
+
 /// What `--display new[:WxH]` and `--setup` share on `agent`, `schedule add` and `run`.
 enum RunDisplayOptions {
     /// The help of `--setup`.
@@ -209,6 +245,7 @@ struct AgentSet: ParsableCommand {
             Examples:
               xclaw agent set careful --no-dry-run --confirm  # act, but ask before each input action
               xclaw agent set bot --approval delete,send
+              xclaw agent set dj --dbus-allow org.mpris.MediaPlayer2.vlc,org.freedesktop.Notifications
             """)
     @Argument(help: "The agent.") var name: String
     @Option(help: "Model id (see `xclaw models`).") var model: String?
@@ -224,10 +261,12 @@ struct AgentSet: ParsableCommand {
     @Option(help: ArgumentHelp(ApprovalHelp.text + " `default`: the config file's again.")) var approval: String?
     @Option(help: ArgumentHelp(EffortHelp.text + " `default`: the model's again.")) var effort: String?
     @Option(help: ArgumentHelp(ThinkingHelp.text + " `default`: the config file's again.")) var thinking: String?
+    @Option(help: ArgumentHelp(BusAllowHelp.text + " It replaces the list; `none` empties it.")) var dbusAllow: String?
     @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Print the agent as JSON.") var json = false
 
     func validate() throws {
+        try BusAllowHelp.check(dbusAllow)
         if approval != "default" { try ApprovalHelp.check(approval) }
         if thinking != "default" { try ThinkingHelp.parse(thinking) }
         try RunDisplayOptions.check(display: display)
@@ -252,7 +291,10 @@ struct AgentSet: ParsableCommand {
         if let setup { config.setup = setup.isEmpty ? nil : setup }
         if let dryRun { config.dryRun = dryRun }
         if let confirm { config.confirm = confirm }
+        if let dbusAllow { config.dbusAllow = try BusAllowHelp.normalized(dbusAllow) }
+        try BusAllowHelp.requireList(tools: config.tools, allow: config.dbusAllow)
         try store.updateAgent(config)
+        if dbusAllow != nil { try store.setBusAllow(agent: name, names: config.dbusAllow) }
         if effort != nil { try store.setEffort(agent: name, effort: level) }
         if thinking != nil { try store.setThinking(agent: name, thinking: thought) }
         if let approval {

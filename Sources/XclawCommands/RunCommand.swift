@@ -44,6 +44,7 @@ struct Run: ParsableCommand {
     @Option(help: "Model id (see `xclaw models`); default: the catalog's default.") var model: String?
     @Option(help: "Stop after this many model requests.") var maxSteps = 50
     @Option(help: "Enabled tools, comma-separated, or `all`; default: the safe set.") var tools: String?
+    @Option(help: ArgumentHelp(BusAllowHelp.text)) var dbusAllow: String?
     @Flag(help: "Plan and log only: take screenshots but inject no input.") var dryRun = false
     @Flag(help: "Ask on the terminal before each input action.") var confirm = false
     @Option(help: "Keep this many most recent screenshots in the conversation.") var keepScreenshots = 3
@@ -82,6 +83,7 @@ struct Run: ParsableCommand {
         try requireRange(maxTokens, 1...1_000_000, "--max-tokens", "")
         try requireRange(settleMs, 1...5000, "--settle-ms", "ms")
         try RunDisplayOptions.check(display: target.display)
+        try BusAllowHelp.check(dbusAllow)
         try ThinkingHelp.parse(thinking)
         if let screenshotSize {
             do { _ = try ImageSizing.cap(parsing: screenshotSize) } catch { throw ValidationError("\(error)") }
@@ -132,6 +134,8 @@ struct Run: ParsableCommand {
             name: agent, model: info.id, systemPrompt: extraSystem ?? "", tools: names,
             display: connection?.name)
         config.oneShot = true  // kept with its history, left out of agent lists unless all are asked for
+        config.dbusAllow = try BusAllowHelp.normalized(dbusAllow)
+        try BusAllowHelp.requireList(tools: config.tools, allow: config.dbusAllow)
         let prepared = try usageErrors { try builder.prepare(config, session: session, dryRun: dryRun) }
         let actionLog = try ActionLog(path: Invocation.current.resolve(log ?? ActionLog.defaultPath()))
         let confirming = confirm
@@ -213,7 +217,7 @@ struct Run: ParsableCommand {
         let passed: [(String, String?)] = [
             ("--model", model), ("--tools", tools), ("--system-text", system), ("--setup", setup),
             ("--screenshot-size", screenshotSize), ("--screenshot-format", screenshotFormat), ("--effort", effort),
-            ("--thinking", thinking), ("--display", target.display),
+            ("--thinking", thinking), ("--display", target.display), ("--dbus-allow", dbusAllow),
         ]
         for case (let option, let value?) in passed { arguments += FleetDispatch.option(option, value) }
         if dryRun { arguments.append("--dry-run") }

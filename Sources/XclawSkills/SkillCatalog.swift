@@ -4,6 +4,7 @@ import XclawBase
 import XclawClient
 import XclawMessages
 import XclawScreen
+import XclawServices
 
 /// Why the skills could not be set up, with what the user can do about it.
 public enum SkillError: ClassifiedError, Equatable {
@@ -15,11 +16,13 @@ public enum SkillError: ClassifiedError, Equatable {
     case ocrDataMissing(searched: [String])
     /// A screen tool was built without a screen session.
     case noScreen(String)
+    /// `dbus_call` was asked for with an empty allow-list: it could call nothing.
+    case noBusAllowList
 
     /// Usage errors for bad tool lists; a missing OCR install is the machine's problem, not the user's input.
     public var exitStatus: ExitStatus {
         switch self {
-        case .unknownTools, .visionUnavailable: return .usage
+        case .unknownTools, .visionUnavailable, .noBusAllowList: return .usage
         case .ocrDataMissing, .noScreen: return .internal
         }
     }
@@ -41,6 +44,9 @@ public enum SkillError: ClassifiedError, Equatable {
                 + "TESSDATA_PREFIX to the directory holding eng.traineddata"
         case .noScreen(let tool):
             return "\(tool) works on a screen, and it was built without a screen session (a bug: please report it)"
+        case .noBusAllowList:
+            return "dbus_call may call only the bus names its agent allows, and none are: name them with "
+                + "--dbus-allow (e.g. --dbus-allow org.mpris.MediaPlayer2.*), or leave dbus_call out of the tool list"
         }
     }
 }
@@ -59,12 +65,16 @@ public struct ToolDependencies: Sendable {
     public var memory: any MemoryBackend
     /// The web tools' key, limits and private-address policy.
     public var web: WebConfiguration
+    /// The bus names `dbus_call` may reach (the agent's `--dbus-allow`); empty: it cannot be built.
+    public var busAllow: BusAllowList
 
     /// Dependencies for building tools; without a session only the tools that need no screen can be built.
     public init(
         session: ScreenSession?, computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
-        memory: any MemoryBackend = MemoryStore(), web: WebConfiguration = WebConfiguration()
+        memory: any MemoryBackend = MemoryStore(), web: WebConfiguration = WebConfiguration(),
+        busAllow: BusAllowList = BusAllowList()
     ) {
+        self.busAllow = busAllow
         self.session = session
         self.computerVersion = computerVersion
         self.vision = vision
@@ -157,6 +167,11 @@ public enum SkillCatalog {
         // task rarely needs; `--tools` or an agent's tool list names them.
         ToolEntry(offScreen: "web_search", web: true) { WebSearchTool(search: BraveSearch(configuration: $0.web)) },
         ToolEntry(offScreen: "fetch_url", web: true) { FetchURLTool(fetcher: WebFetcher(configuration: $0.web)) },
+        // Off by default, and only to the bus names the agent allows: a generic call can do anything a service can.
+        ToolEntry(offScreen: "dbus_call") { deps in
+            guard !deps.busAllow.isEmpty else { throw SkillError.noBusAllowList }
+            return DBusCallTool(caller: GuardedBusCall(allow: deps.busAllow))
+        },
     ]
 
     /// Every tool this layer offers.
@@ -171,6 +186,14 @@ public enum SkillCatalog {
 
     /// The tools that work on a display (all but memory, list_apps and the web tools).
     public static let screenToolNames = Set(table.filter(\.needsScreen).map(\.name))
+
+    /// The tools that act through the desktop's services rather than the screen (the system prompt's "services
+    /// first" rule is given to agents that have one).
+    public static let serviceToolNames: Set<String> = Set(
+        [
+            "media", "notifications", "list_shortcuts", "run_shortcut", "calendar", "contacts", "open", "user_units",
+            "dbus_call",
+        ].filter { name in table.contains { $0.name == name } })
 
     /// The tools that reach the web.
     public static let webToolNames = Set(table.filter(\.needsWeb).map(\.name))

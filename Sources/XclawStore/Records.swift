@@ -38,11 +38,15 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// Made for one `xclaw run` (`run-<time>-<pid>`): kept with its history, but left out of agent lists unless
     /// they are asked for all (`agents --all`, the web view's "all").
     public var oneShot: Bool = false
+    /// The bus names its `dbus_call` tool may reach (comma-separated well-known names or `family.*`); nil: none, so
+    /// the generic call stays off. Written by `AgentStore.setBusAllow`, not by `updateAgent`.
+    public var dbusAllow: String? = nil
 
     /// snake_case, as every xclaw JSON output (`agents --json`, `agent create --json`).
     enum CodingKeys: String, CodingKey {
         case name, model, tools, display, confirm, effort, thinking, approval, kind, setup
         case oneShot = "one_shot"
+        case dbusAllow = "dbus_allow"
         case systemPrompt = "system_prompt"
         case memoryNotes = "memory_notes"
         case createdAt = "created_at"

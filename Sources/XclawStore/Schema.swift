@@ -157,6 +157,10 @@ enum Schema {
         migrator.registerMigration("v16") { db in
             try db.execute(sql: v16)
         }
+        // The bus names an agent's generic D-Bus call may reach (NULL: none, so the call stays off).
+        migrator.registerMigration("v17") { db in
+            try db.execute(sql: "ALTER TABLE agents ADD COLUMN dbus_allow TEXT")
+        }
         return migrator
     }
 

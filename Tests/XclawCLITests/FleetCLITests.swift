@@ -151,7 +151,7 @@ final class FleetCLITests: FleetTestCase {
         let info = try JSONValue.parse(outputs[2].stdout)
         XCTAssertEqual(info["backend"]?.string, "postgresql")
         XCTAssertEqual(
-            info["migrations"]?.array?.compactMap(\.string), ["pg1", "pg2", "pg3", "pg4", "pg5", "pg6", "pg7"])
+            info["migrations"]?.array?.compactMap(\.string), ["pg1", "pg2", "pg3", "pg4", "pg5", "pg6", "pg7", "pg8"])
         XCTAssertTrue(info["tables"]?.array?.contains(.string("fleet_runs")) ?? false)
 
         // Readiness: the worker's heartbeat is fresh; a name that is not a worker is not ready.

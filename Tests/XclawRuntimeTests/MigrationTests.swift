@@ -45,7 +45,10 @@ final class MigrationTests: BackendTestCase {
         let store = try AgentStore(path: path)
         XCTAssertEqual(
             try store.info().migrations,
-            ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16"])
+            [
+                "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",
+                "v17",
+            ])
         // v12: an agent made before kinds existed is a plain agent, and pipelines start empty.
         XCTAssertEqual(try store.agent(named: "alice").kind, .agent)
         XCTAssertEqual(try store.pipelines().count, 0)

@@ -86,7 +86,10 @@ final class StoreTests: BackendTestCase {
             ])
         XCTAssertEqual(
             info.migrations,
-            ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16"])
+            [
+                "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16",
+                "v17",
+            ])
         XCTAssertEqual(info.journalMode, "wal")
         XCTAssertEqual(info.synchronous, "NORMAL")
         XCTAssertTrue(info.foreignKeys)

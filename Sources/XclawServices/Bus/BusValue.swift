@@ -11,6 +11,10 @@ public indirect enum BusValue: Sendable, Hashable {
     case bool(Bool)
     /// `y`
     case byte(UInt8)
+    /// `n`
+    case int16(Int16)
+    /// `q`
+    case uint16(UInt16)
     /// `i`
     case int32(Int32)
     /// `u`
@@ -21,6 +25,8 @@ public indirect enum BusValue: Sendable, Hashable {
     case uint64(UInt64)
     /// `d`
     case double(Double)
+    /// `g`
+    case signature(String)
     /// `v`: a value wrapped with its type.
     case variant(BusValue)
     /// `aT`: the element type is needed for an empty array, so it is always given.
@@ -45,11 +51,14 @@ public indirect enum BusValue: Sendable, Hashable {
         case .objectPath: return "o"
         case .bool: return "b"
         case .byte: return "y"
+        case .int16: return "n"
+        case .uint16: return "q"
         case .int32: return "i"
         case .uint32: return "u"
         case .int64: return "x"
         case .uint64: return "t"
         case .double: return "d"
+        case .signature: return "g"
         case .variant: return "v"
         case .array(let element, _): return "a" + element
         case .dictionary(let key, let value, _): return "a{\(key)\(value)}"
@@ -64,11 +73,14 @@ public indirect enum BusValue: Sendable, Hashable {
         case .objectPath(let s): return "objectpath " + Self.quoted(s)
         case .bool(let b): return b ? "true" : "false"
         case .byte(let n): return "byte \(n)"
+        case .int16(let n): return "int16 \(n)"
+        case .uint16(let n): return "uint16 \(n)"
         case .int32(let n): return "int32 \(n)"
         case .uint32(let n): return "uint32 \(n)"
         case .int64(let n): return "int64 \(n)"
         case .uint64(let n): return "uint64 \(n)"
         case .double(let d): return "double " + (d.isFinite ? "\(d)" : "0")
+        case .signature(let s): return "signature " + Self.quoted(s)
         case .variant(let inner): return "<\(inner.gvariantText)>"
         case .array(let element, let items):
             return "@a\(element) [" + items.map(\.gvariantText).joined(separator: ", ") + "]"

@@ -8,6 +8,8 @@ enum PostgresSchema {
     /// Applied migrations, in order: identifier and SQL.
     static let migrations: [(id: String, sql: String)] = [
         ("pg1", pg1), ("pg2", pg2), ("pg3", pg3), ("pg4", pg4), ("pg5", pg5), ("pg6", pg6), ("pg7", pg7),
+        // The bus names an agent's generic D-Bus call may reach (see SQLite's v17).
+        ("pg8", "ALTER TABLE agents ADD COLUMN dbus_allow TEXT"),
     ]
 
     /// Applies the migrations the database lacks, one opener at a time (a session advisory lock), each in its own

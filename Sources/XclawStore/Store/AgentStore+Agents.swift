@@ -18,14 +18,14 @@ extension AgentStore: AgentDirectory {
             try db.execute(
                 sql: """
                     INSERT INTO agents (name, model, system_prompt, tools, display, memory_notes, created_at,
-                        updated_at, dry_run, confirm, setup, kind, approval, effort, thinking, one_shot)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        updated_at, dry_run, confirm, setup, kind, approval, effort, thinking, one_shot, dbus_allow)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     config.name, config.model, config.systemPrompt, Self.encodeTools(config.tools),
                     config.display, config.memoryNotes, StoreDate.format(config.createdAt), now, config.dryRun,
                     config.confirm, config.setup, config.kind.rawValue, config.approval, config.effort,
-                    config.thinking, config.oneShot,
+                    config.thinking, config.oneShot, config.dbusAllow,
                 ])
             try db.execute(
                 sql: "INSERT INTO agent_state (agent, updated_at) VALUES (?, ?)",
@@ -113,6 +113,7 @@ extension AgentStore: AgentDirectory {
         config.contextFrom = row["context_from"] ?? 0
         config.kind = (row["kind"] as String?).flatMap(AgentKind.init(rawValue:)) ?? .agent
         config.oneShot = row["one_shot"] ?? false
+        config.dbusAllow = row["dbus_allow"]
         return config
     }
 
@@ -171,6 +172,11 @@ extension AgentStore: AgentDirectory {
     /// Sets the kinds of action an agent's runs must have approved (nil: back to the config file's default).
     public func setApproval(agent name: String, policy: String?) throws {
         try setSetting("approval", of: name, to: policy)
+    }
+
+    /// Sets the bus names an agent's `dbus_call` may reach (nil: none).
+    public func setBusAllow(agent name: String, names: String?) throws {
+        try setSetting("dbus_allow", of: name, to: names)
     }
 }
 
