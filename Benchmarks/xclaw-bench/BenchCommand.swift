@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
         subcommands: [
             BenchCapture.self, BenchInput.self, BenchOCR.self, BenchStep.self, BenchAgents.self,
             BenchSnapshot.self, BenchCLI.self, BenchGrounding.self, BenchImage.self, BenchReplay.self, BenchBatch.self,
-            BenchContext.self, BenchMCP.self, BenchWeb.self, BenchFleet.self, BenchPython.self,
+            BenchContext.self, BenchMCP.self, BenchWeb.self, BenchFleet.self, BenchPython.self, BenchServices.self,
         ])
 }
 
