@@ -12,18 +12,13 @@ import XclawTesting
 /// signature, and mpv's own IPC as the oracle of what the call did.
 final class GuardedBusCallTests: XCTestCase {
     nonisolated(unsafe) private static var bus: TestSessionBus!
-    nonisolated(unsafe) private static var ipc: String!
+    nonisolated(unsafe) private static var mpv: TestMediaPlayer!
 
     override class func setUp() {
         super.setUp()
         do {
             bus = try TestSessionBus()
-            ipc = bus.directory + "/mpv.sock"
-            try bus.start(
-                [
-                    "/usr/bin/mpv", "--no-config", "--script=/etc/mpv/scripts/mpris.so", "--ao=null", "--vo=null",
-                    "--idle=no", "--loop-file=inf", "--input-ipc-server=" + ipc, "av://lavfi:sine=frequency=440",
-                ], log: "mpv")
+            mpv = try TestMediaPlayer(on: bus)
         } catch {
             XCTFail("cannot start the bus and mpv: \(error)")
         }
@@ -40,41 +35,9 @@ final class GuardedBusCallTests: XCTestCase {
         GuardedBusCall(allow: try BusAllowList.parse(allow), environment: Self.bus.environment)
     }
 
-    /// mpv's answer to `get_property NAME` over its IPC socket: what mpv itself says, not the bus.
-    private func mpvProperty(_ name: String) throws -> JSONValue? {
-        let socket = Foundation.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(Self.ipc.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes + [0])
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else { return nil }
-        let request = "{\"command\":[\"get_property\",\"\(name)\"]}\n"
-        _ = request.withCString { write(socket, $0, strlen($0)) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var text = ""
-        while !text.contains("\n") {
-            let n = read(socket, &buffer, buffer.count)
-            guard n > 0 else { break }
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-        }
-        // mpv may send event lines first; the reply is the line with "error".
-        for line in text.split(separator: "\n") where line.contains("\"error\"") {
-            return try JSONValue.parse(String(line))["data"]
-        }
-        return nil
-    }
-
     private func waitForPlayer() throws -> GuardedBusCall {
         let call = try caller("org.mpris.MediaPlayer2.*")
-        XCTAssertTrue(poll(within: .seconds(15)) { (try? call.names().running.contains(self.player)) == true })
+        XCTAssertEqual(try call.names().running, [player])
         return call
     }
 
@@ -96,7 +59,7 @@ final class GuardedBusCallTests: XCTestCase {
         }
         // Unique names are never allowed, whatever the list says.
         XCTAssertFalse(try BusAllowList.parse("org.mpris.MediaPlayer2.*").allows(":1.1"))
-        XCTAssertEqual(try mpvProperty("pause")?.bool, false)
+        XCTAssertEqual(Self.mpv.isPaused, false)
     }
 
     func testIntrospectionTypesTheArgumentsAndTheCallActs() throws {
@@ -109,24 +72,24 @@ final class GuardedBusCallTests: XCTestCase {
         _ = try call.call(
             player, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2.Player", method: "Pause",
             arguments: [])
-        XCTAssertTrue(poll(within: .seconds(5)) { (try? self.mpvProperty("pause"))??.bool == true })
+        XCTAssertTrue(poll(within: .seconds(5)) { Self.mpv.isPaused == true })
         let status = try call.call(
             player, path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties", method: "Get",
             arguments: ["org.mpris.MediaPlayer2.Player", "PlaybackStatus"])
         XCTAssertEqual(status.first?.string, "Paused")
 
         // Seek's offset is an int64 of microseconds: the JSON number is typed by the introspected signature.
-        let before = try XCTUnwrap(try mpvProperty("time-pos")?.double)
+        let before = try XCTUnwrap(Self.mpv.position)
         _ = try call.call(
             player, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2.Player", method: "Seek",
             arguments: [.number(30_000_000)])
         XCTAssertTrue(
-            poll(within: .seconds(5)) { ((try? self.mpvProperty("time-pos"))??.double ?? 0) >= before + 29 })
+            poll(within: .seconds(5)) { (Self.mpv.position ?? 0) >= before + 29 })
 
         _ = try call.call(
             player, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2.Player", method: "Play",
             arguments: [], signature: "")
-        XCTAssertTrue(poll(within: .seconds(5)) { (try? self.mpvProperty("pause"))??.bool == false })
+        XCTAssertTrue(poll(within: .seconds(5)) { Self.mpv.isPaused == false })
     }
 
     func testArgumentsThatDoNotFitAreUsageErrors() throws {
@@ -146,6 +109,6 @@ final class GuardedBusCallTests: XCTestCase {
         refused([.string("ten")], "\"ten\" is not an integer")
         refused([.number(1.5)], "1.5 is not an integer")
         refused([.number(1)], signature: "a{", "it ends in the middle of a type")
-        XCTAssertEqual(try mpvProperty("pause")?.bool, false)
+        XCTAssertEqual(Self.mpv.isPaused, false)
     }
 }
