@@ -83,6 +83,36 @@ final class BusConnectionTests: XCTestCase {
         }
     }
 
+    func testABusThatNeverAnswersIsGivenUpOnAtTheDeadline() throws {
+        // A socket that listens and never speaks: the connection is made, the authentication never answered.
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-mute-\(getpid()).sock").path
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        XCTAssertEqual(bound, 0)
+        XCTAssertEqual(listen(fd, 4), 0)
+        XCTAssertThrowsError(
+            try BusConnection.session(
+                environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=" + path], timeout: .milliseconds(300))
+        ) { error in
+            XCTAssertEqual(
+                error as? BusError,
+                .unreachable(address: "unix:path=" + path, reason: "the bus did not answer within 300 ms"))
+            XCTAssertEqual((error as? BusError)?.exitStatus, .internal)
+        }
+    }
+
     func testAServiceThatNeverAnswersTimesOut() throws {
         let bus = try TestSessionBus()
         // A name owned by a process that is then stopped, so the call waits in its queue unanswered.
