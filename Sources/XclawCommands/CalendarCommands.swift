@@ -71,6 +71,11 @@ struct CalendarCaller {
         (made == false ? "already exists: " : "created ") + UntrustedText.escaped(uid)
     }
 
+    /// What a change printed: `deleted UID SUMMARY` (tab-separated).
+    static func said(_ verb: String, _ uid: String, _ name: String) {
+        writeOut("\(verb) \(UntrustedText.escaped(uid))\t\(UntrustedText.escaped(name))\n")
+    }
+
     /// Tells stderr which sources a listing could not read.
     static func warn(_ warnings: [String]) {
         for warning in warnings { printError("xclaw: skipped \(warning)") }
@@ -240,7 +245,7 @@ struct CalendarDelete: ParsableCommand {
 
     func run() throws {
         let item = try CalendarCaller().store().delete(uid, source: calendar)
-        writeOut("deleted \(UntrustedText.escaped(item.uid))\t\(UntrustedText.escaped(item.summary))\n")
+        CalendarCaller.said("deleted", item.uid, item.summary)
     }
 }
 
@@ -329,7 +334,7 @@ struct CalendarTaskDone: ParsableCommand {
         let caller = CalendarCaller()
         let item = try caller.store().update(
             uid, ItemChanges(completed: true), kind: .task, source: list, now: caller.now)
-        writeOut("done \(UntrustedText.escaped(item.uid))\t\(UntrustedText.escaped(item.summary))\n")
+        CalendarCaller.said("done", item.uid, item.summary)
     }
 }
 
@@ -348,7 +353,7 @@ struct CalendarTaskDelete: ParsableCommand {
 
     func run() throws {
         let item = try CalendarCaller().store().delete(uid, kind: .task, source: list)
-        writeOut("deleted \(UntrustedText.escaped(item.uid))\t\(UntrustedText.escaped(item.summary))\n")
+        CalendarCaller.said("deleted", item.uid, item.summary)
     }
 }
 

@@ -60,7 +60,8 @@ struct ContactsSearch: ParsableCommand {
 
     func run() throws {
         let store = try ContactStore(environment: Invocation.current.environment)
-        let found = try store.search(text, in: ContactStore.Field(rawValue: field) ?? .any, book: book)
+        let (found, warnings) = try store.search(text, in: ContactStore.Field(rawValue: field) ?? .any, book: book)
+        CalendarCaller.warn(warnings)
         try emit(found, json: json) { found.map(ContactsCommand.line).joined(separator: "\n") }
         if found.isEmpty { printError("xclaw: no contact matches \(UntrustedText.quoted(text, limit: 100))") }
     }
@@ -145,6 +146,6 @@ struct ContactsDelete: ParsableCommand {
 
     func run() throws {
         let contact = try ContactStore(environment: Invocation.current.environment).delete(uid, book: book)
-        writeOut("deleted \(UntrustedText.escaped(contact.uid))\t\(UntrustedText.escaped(contact.name))\n")
+        CalendarCaller.said("deleted", contact.uid, contact.name)
     }
 }

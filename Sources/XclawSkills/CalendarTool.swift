@@ -94,13 +94,16 @@ public struct CalendarTool: AgentTool {
             let (items, warnings) = try await ServiceAction.read {
                 try store().events(from: from, to: to, calendar: source)
             }
-            let lines = items.map { describe($0, zone: zone) } + warnings.map { "(skipped \($0))" }
-            return .text(lines.isEmpty ? "no events in that range" : lines.joined(separator: "\n"))
+            return .text(
+                ServiceAction.listing(
+                    items.map { describe($0, zone: zone) }, warnings: warnings, none: "no events in that range"))
         case "list_tasks":
             let all = input["include_done"]?.bool ?? false
             let (items, warnings) = try await ServiceAction.read { try store().tasks(includeDone: all, list: source) }
-            let lines = items.map { describe($0, zone: zone) } + warnings.map { "(skipped \($0))" }
-            return .text(lines.isEmpty ? (all ? "no tasks" : "no open tasks") : lines.joined(separator: "\n"))
+            return .text(
+                ServiceAction.listing(
+                    items.map { describe($0, zone: zone) }, warnings: warnings, none: all ? "no tasks" : "no open tasks"
+                ))
         case "create_event":
             guard let summary = input["summary"]?.string, !summary.isEmpty else {
                 throw ToolError("create_event needs a summary")

@@ -59,13 +59,13 @@ public struct ContactsTool: AgentTool {
             guard let field = ContactStore.Field(rawValue: input["field"]?.string ?? "any") else {
                 throw ToolError("field must be name, email, phone or any")
             }
-            let found = try await ServiceAction.read {
+            let (found, warnings) = try await ServiceAction.read {
                 try ContactStore(environment: environment).search(text, in: field)
             }
             return .text(
-                found.isEmpty
-                    ? "no contact matches \(UntrustedText.quoted(text))"
-                    : found.map(Self.describe).joined(separator: "\n"))
+                ServiceAction.listing(
+                    found.map(Self.describe), warnings: warnings,
+                    none: "no contact matches \(UntrustedText.quoted(text))"))
         case "create":
             guard let name = input["name"]?.string, !name.trimmingCharacters(in: .whitespaces).isEmpty else {
                 throw ToolError("create needs a name")

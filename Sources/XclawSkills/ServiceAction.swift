@@ -55,6 +55,12 @@ enum ServiceAction {
         return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
     }
 
+    /// A listing for the model: one line an item, then what could not be read; `none` when there is nothing.
+    static func listing(_ lines: [String], warnings: [String], none: String) -> String {
+        let all = lines + warnings.map { "(skipped \($0))" }
+        return all.isEmpty ? none : all.joined(separator: "\n")
+    }
+
     /// A read's failure as the model should see it (the error's own message: it says what to do).
     static func read<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         do {

@@ -11,22 +11,12 @@ import XclawTimeTesting
 /// against their schemas), idempotent creates, exit codes; without EDS, exit 5; and an agent whose scripted model
 /// adds an event through the `calendar` tool and has its delete held by the approval gate.
 final class CalendarCLITests: XCTestCase {
-    private nonisolated(unsafe) static var shared: TestSessionBus?
+    private static let shared = ClassSessionBus(activation: .standard)
 
-    override class func tearDown() {
-        shared?.stop()
-        shared = nil
-    }
+    override class func tearDown() { shared.stop() }
 
     /// The class's bus, started by its first test.
-    private var bus: TestSessionBus {
-        get throws {
-            if let bus = Self.shared { return bus }
-            let bus = try TestSessionBus(activation: .standard)
-            Self.shared = bus
-            return bus
-        }
-    }
+    private var bus: TestSessionBus { get throws { try Self.shared.get() } }
 
     /// The bus's environment in Berlin time, so local times in and out are known.
     private var env: [String: String] { get throws { try bus.environment.merging(["TZ": "Europe/Berlin"]) { $1 } } }

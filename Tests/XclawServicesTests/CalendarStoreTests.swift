@@ -9,23 +9,13 @@ import XclawTimeTesting
 /// Calendars, tasks and contacts against a real evolution-data-server, started by a private session bus on first
 /// call (its state under the bus's HOME). One bus serves the class; each test uses its own days and names.
 final class CalendarStoreTests: XCTestCase {
-    private nonisolated(unsafe) static var shared: TestSessionBus?
+    private static let shared = ClassSessionBus(activation: .standard)
     private let berlin = TimeZone(identifier: "Europe/Berlin")!
 
-    override class func tearDown() {
-        shared?.stop()
-        shared = nil
-    }
+    override class func tearDown() { shared.stop() }
 
     /// The class's bus, started by its first test.
-    private var bus: TestSessionBus {
-        get throws {
-            if let bus = Self.shared { return bus }
-            let bus = try TestSessionBus(activation: .standard)
-            Self.shared = bus
-            return bus
-        }
-    }
+    private var bus: TestSessionBus { get throws { try Self.shared.get() } }
 
     private func calendars() throws -> CalendarStore {
         CalendarStore(connection: try BusConnection.session(environment: try bus.environment), zone: berlin)
@@ -69,6 +59,29 @@ final class CalendarStoreTests: XCTestCase {
         }
         XCTAssertEqual(file?.first("DTSTART")?.value, "20310310T080000Z")
         XCTAssertEqual(file?.first("SUMMARY")?.value, #"Dentist\, Dr. X"#)
+        // And through EDS's bus API by another client (GLib's, from Python): gdbus alone cannot, as the calendar it
+        // opens is closed when its process leaves.
+        let oracle = try Subprocess.run(
+            [
+                "/usr/bin/python3", "-c",
+                """
+                import sys
+                from gi.repository import Gio, GLib
+                c = Gio.bus_get_sync(Gio.BusType.SESSION)
+                def call(dest, path, iface, method, args):
+                    return c.call_sync(dest, path, iface, method, args, None, 0, 20000, None).unpack()
+                path, name = call('org.gnome.evolution.dataserver.Calendar8',
+                    '/org/gnome/evolution/dataserver/CalendarFactory',
+                    'org.gnome.evolution.dataserver.CalendarFactory', 'OpenCalendar', GLib.Variant('(s)', ('system-calendar',)))
+                call(name, path, 'org.gnome.evolution.dataserver.Calendar', 'Open', None)
+                sys.stdout.write(call(name, path, 'org.gnome.evolution.dataserver.Calendar', 'GetObject',
+                    GLib.Variant('(ss)', (sys.argv[1], '')))[0])
+                """, made.uid,
+            ], timeout: .seconds(30), environment: try bus.environment)
+        let seen = String(decoding: oracle.stdout, as: UTF8.self)
+        XCTAssertTrue(
+            seen.contains("\r\nDTSTART:20310310T080000Z\r\n"), seen + String(decoding: oracle.stderr, as: UTF8.self))
+        XCTAssertTrue(seen.contains("\r\nSUMMARY:Dentist\\, Dr. X\r\n"), seen)
     }
 
     func testARetriedCreateMakesOneEventWithAKeyOrWithout() throws {
@@ -194,13 +207,13 @@ final class CalendarStoreTests: XCTestCase {
             book: nil)
         XCTAssertEqual([zoe.created, bob.created], [true, true])
         XCTAssertEqual(bob.uid, IdempotencyKey.uid(for: "crm-4711"))
-        XCTAssertEqual(try store.search("zoe", in: .name).map(\.uid), [zoe.uid], "accents ignored")
-        XCTAssertEqual(try store.search("STONE.test", in: .email).map(\.uid), [bob.uid])
-        XCTAssertEqual(try store.search("robert", in: .email).map(\.uid), [bob.uid], "the second address")
-        XCTAssertEqual(try store.search("1234", in: .phone).map(\.uid), [zoe.uid])
-        XCTAssertEqual(try store.search("acme").map(\.uid), [zoe.uid], "any field: the organisation")
-        XCTAssertEqual(try store.search("\"The\"", in: .name).map(\.uid), [bob.uid], "quotes in the query")
-        XCTAssertEqual(try store.search("nobody-by-that-name"), [])
+        XCTAssertEqual(try store.search("zoe", in: .name).contacts.map(\.uid), [zoe.uid], "accents ignored")
+        XCTAssertEqual(try store.search("STONE.test", in: .email).contacts.map(\.uid), [bob.uid])
+        XCTAssertEqual(try store.search("robert", in: .email).contacts.map(\.uid), [bob.uid], "the second address")
+        XCTAssertEqual(try store.search("1234", in: .phone).contacts.map(\.uid), [zoe.uid])
+        XCTAssertEqual(try store.search("acme").contacts.map(\.uid), [zoe.uid], "any field: the organisation")
+        XCTAssertEqual(try store.search("\"The\"", in: .name).contacts.map(\.uid), [bob.uid], "quotes in the query")
+        XCTAssertEqual(try store.search("nobody-by-that-name").contacts, [])
         let shown = try store.contact(zoe.uid)
         XCTAssertEqual(shown.name, "Zoë Müller")
         XCTAssertEqual(shown.emails.map(\.value), ["zoe@example.org"])
@@ -215,10 +228,10 @@ final class CalendarStoreTests: XCTestCase {
         XCTAssertEqual(again.uid, zoe.uid)
         XCTAssertEqual(
             try store.create(ContactDraft(name: "Robert Stone"), key: "crm-4711", book: nil).name, "Bob \"The\" Stone")
-        XCTAssertEqual(try store.search("").filter { [zoe.uid, bob.uid].contains($0.uid) }.count, 2)
+        XCTAssertEqual(try store.search("").contacts.filter { [zoe.uid, bob.uid].contains($0.uid) }.count, 2)
 
         XCTAssertEqual(try store.delete(bob.uid).name, "Bob \"The\" Stone")
-        XCTAssertEqual(try store.search("stone"), [])
+        XCTAssertEqual(try store.search("stone").contacts, [])
         XCTAssertThrowsError(try store.delete(bob.uid)) {
             XCTAssertEqual($0 as? EDSError, .notFound(what: "contact", uid: bob.uid))
         }

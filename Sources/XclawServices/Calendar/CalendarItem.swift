@@ -107,31 +107,11 @@ public struct CalendarItem: Sendable, Hashable {
             text = text.dropFirst()
         }
         guard text.first == "P" else { return nil }
-        text = text.dropFirst()
-        var total = 0.0
-        var digits = ""
-        var units = 0
-        for character in text {
-            if character == "T" { continue }
-            if character.isNumber {
-                digits.append(character)
-                continue
-            }
-            let scale: Double? =
-                switch character {
-                case "W": 604_800
-                case "D": 86_400
-                case "H": 3600
-                case "M": 60
-                case "S": 1
-                default: nil
-                }
-            guard let scale, let number = Double(digits) else { return nil }
-            total += number * scale
-            digits = ""
-            units += 1
-        }
-        return units > 0 && digits.isEmpty ? sign * total : nil
+        // T only separates the date part from the time part; M after it is minutes (DURATION has no months).
+        let units = text.dropFirst().filter { $0 != "T" }
+        return DateInput.seconds(
+            Substring(units), scales: ["W": 604_800, "D": 86_400, "H": 3600, "M": 60, "S": 1]
+        ).map { sign * $0 }
     }
 }
 

@@ -60,16 +60,25 @@ public final class ContactStore: Sendable {
     }
 
     /// The contacts whose `field` contains `text` (case and accents ignored, as EDS compares), by name, from `book`
-    /// or every enabled address book; "" matches every contact.
-    public func search(_ text: String, in field: Field = .any, book only: String? = nil) throws -> [Contact] {
+    /// or every enabled address book; "" matches every contact. A search over all of them skips a book that fails to
+    /// open (an offline CardDAV account: `warnings` says which).
+    public func search(_ text: String, in field: Field = .any, book only: String? = nil) throws -> (
+        contacts: [Contact], warnings: [String]
+    ) {
         let query = text.isEmpty ? "" : "(contains \"\(field.edsField)\" \(EDSAddressBook.quoted(text)))"
-        let books = try only.map { [$0] } ?? sources().filter(\.enabled).map(\.uid)
         var found: [Contact] = []
-        for uid in books {
-            let book = try self.book(uid)
+        var warnings: [String] = []
+        for uid in try only.map { [$0] } ?? sources().filter(\.enabled).map(\.uid) {
+            let book: EDSAddressBook
+            do {
+                book = try self.book(uid)
+            } catch let error as EDSError where only == nil && error != .notRunning {
+                warnings.append("\(uid): \(error)")
+                continue
+            }
             found += try book.contacts(matching: query).compactMap { Contact($0, book: uid) }
         }
-        return found.sorted { ($0.name.lowercased(), $0.uid) < ($1.name.lowercased(), $1.uid) }
+        return (found.sorted { ($0.name.lowercased(), $0.uid) < ($1.name.lowercased(), $1.uid) }, warnings)
     }
 
     /// The contact `uid`, from `book` or the first address book that has it; throws `notFound`.

@@ -104,28 +104,27 @@ public struct DateInput: Sendable {
     public static func duration(_ text: String) throws -> TimeInterval {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         if let minutes = Int(trimmed), minutes > 0 { return Double(minutes) * 60 }
+        guard let total = seconds(Substring(trimmed), scales: ["d": 86_400, "h": 3600, "m": 60, "s": 1]), total > 0
+        else { throw EDSError.badDuration(text) }
+        return total
+    }
+
+    /// The seconds `text` adds up to as numbers, each followed by one of the units `scales` prices (`1h30m`); nil
+    /// when anything else is in it, a number lacks its unit, or there is no number.
+    static func seconds(_ text: Substring, scales: [Character: Double]) -> Double? {
         var total = 0.0
         var digits = ""
         var units = 0
-        for character in trimmed {
+        for character in text {
             if character.isNumber {
                 digits.append(character)
                 continue
             }
-            let scale: Double? =
-                switch character {
-                case "d": 86_400
-                case "h": 3600
-                case "m": 60
-                case "s": 1
-                default: nil
-                }
-            guard let scale, let value = Int(digits), digits.count <= 6 else { throw EDSError.badDuration(text) }
-            total += Double(value) * scale
+            guard let scale = scales[character], digits.count <= 9, let number = Double(digits) else { return nil }
+            total += number * scale
             digits = ""
             units += 1
         }
-        guard digits.isEmpty, units > 0, total > 0 else { throw EDSError.badDuration(text) }
-        return total
+        return units > 0 && digits.isEmpty ? total : nil
     }
 }

@@ -44,7 +44,7 @@ public enum EDS {
 
 /// An error evolution-data-server returned, with its code read from the error's name (GDBus encodes an unmapped
 /// GError as `…Quark._e_2dcal_2dclient_2derror_2dquark.Code4`).
-struct EDSFailure: Error {
+struct EDSFailure {
     var errorName: String
     var message: String
 
