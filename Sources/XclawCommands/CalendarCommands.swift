@@ -96,9 +96,13 @@ struct CalendarList: ParsableCommand {
               xclaw calendar list  # the next 7 days
               xclaw calendar list --from 2026-12-01 --to 2026-12-31 --json
             """)
-    @Option(help: "The start of the range (default: now).") var from: String?
-    @Option(help: "The end of the range; a day includes that day (default: 7 days after --from).") var to: String?
-    @Option(help: "Only this calendar (a uid from `calendar sources`).") var calendar: String?
+    @Option(help: ArgumentHelp("The start of the range (default: now).", valueName: "DATE")) var from: String?
+    @Option(
+        help: ArgumentHelp(
+            "The end of the range; a day includes that day (default: 7 days after --from).", valueName: "DATE")) var to:
+        String?
+    @Option(help: ArgumentHelp("Only this calendar (a uid from `calendar sources`).", valueName: "UID")) var calendar:
+        String?
     @Flag var json = false
 
     func run() throws {
@@ -119,14 +123,19 @@ struct CalendarList: ParsableCommand {
 
 /// The event options `calendar add` and `calendar update` share.
 struct EventOptions: ParsableArguments {
-    @Option(help: "When it starts: a time, or a day for an all-day event.") var start: String?
-    @Option(help: "When it ends: a time, or an all-day event's last day (default: an hour, or the one day).")
-    var end: String?
-    @Option(help: "How long it lasts instead of --end: 90m, 1h30m, 2h, 1d.") var duration: String?
+    @Option(help: ArgumentHelp("When it starts: a time, or a day for an all-day event.", valueName: "DATE")) var start:
+        String?
+    @Option(
+        help: ArgumentHelp(
+            "When it ends: a time, or an all-day event's last day (default: an hour, or the one day).",
+            valueName: "DATE")) var end: String?
+    @Option(help: ArgumentHelp("How long it lasts instead of --end: 90m, 1h30m, 2h, 1d.", valueName: "DURATION"))
+    var duration: String?
     @Flag(name: .customLong("all-day"), help: "A whole-day event: --start (and --end) are read as days.")
     var allDay = false
-    @Option(help: "Where (\"\" removes it in an update).") var location: String?
-    @Option(help: "The description (\"\" removes it in an update).") var description: String?
+    @Option(help: ArgumentHelp("Where (\"\" removes it in an update).", valueName: "TEXT")) var location: String?
+    @Option(help: ArgumentHelp("The description (\"\" removes it in an update).", valueName: "TEXT")) var description:
+        String?
 
     func validate() throws {
         if end != nil && duration != nil { throw ValidationError("give --end or --duration, not both") }
@@ -171,8 +180,11 @@ struct CalendarAdd: ParsableCommand {
             """)
     @Argument(help: "The summary (title).") var summary: String
     @OptionGroup var event: EventOptions
-    @Option(help: "The client's idempotency key (default: derived from the content).") var key: String?
-    @Option(help: "The calendar (a uid from `calendar sources`; default: system-calendar).") var calendar: String?
+    @Option(help: ArgumentHelp("The client's idempotency key (default: derived from the content).", valueName: "KEY"))
+    var key: String?
+    @Option(
+        help: ArgumentHelp("The calendar (a uid from `calendar sources`; default: system-calendar).", valueName: "UID"))
+    var calendar: String?
     @Flag var json = false
 
     func validate() throws {
@@ -204,12 +216,15 @@ struct CalendarUpdate: ParsableCommand {
               xclaw calendar update xclaw-1a2b3c --location "" --summary "Dentist (Dr. Who)"
             """)
     @Argument(help: "The uid (from `calendar list` or `calendar tasks`).") var uid: String
-    @Option(help: "A new summary.") var summary: String?
+    @Option(help: ArgumentHelp("A new summary.", valueName: "TEXT")) var summary: String?
     @OptionGroup var event: EventOptions
-    @Option(help: "A new due time or day (tasks).") var due: String?
+    @Option(help: ArgumentHelp("A new due time or day (tasks).", valueName: "DATE")) var due: String?
     @Flag(help: "Mark a task done.") var done = false
     @Flag(help: "Mark a task open again.") var undone = false
-    @Option(help: "The calendar or task list that holds it (default: every one is looked in).") var calendar: String?
+    @Option(
+        help: ArgumentHelp(
+            "The calendar or task list that holds it (default: every one is looked in).", valueName: "UID"))
+    var calendar: String?
     @Flag var json = false
 
     func validate() throws {
@@ -241,7 +256,10 @@ struct CalendarDelete: ParsableCommand {
               xclaw calendar delete xclaw-1a2b3c
             """)
     @Argument(help: "The uid (from `calendar list` or `calendar tasks`).") var uid: String
-    @Option(help: "The calendar or task list that holds it (default: every one is looked in).") var calendar: String?
+    @Option(
+        help: ArgumentHelp(
+            "The calendar or task list that holds it (default: every one is looked in).", valueName: "UID"))
+    var calendar: String?
 
     func run() throws {
         let item = try CalendarCaller().store().delete(uid, source: calendar)
@@ -262,7 +280,8 @@ struct CalendarTasks: ParsableCommand {
               xclaw calendar tasks --all --json
             """)
     @Flag(help: "The done tasks too.") var all = false
-    @Option(help: "Only this task list (a uid from `calendar sources`).") var list: String?
+    @Option(help: ArgumentHelp("Only this task list (a uid from `calendar sources`).", valueName: "UID")) var list:
+        String?
     @Flag var json = false
 
     func run() throws {
@@ -299,10 +318,14 @@ struct CalendarTaskAdd: ParsableCommand {
               xclaw calendar task add "File taxes" --due 2027-05-31 --key taxes-2026 --json
             """)
     @Argument(help: "The summary (title).") var summary: String
-    @Option(help: "When it is due: a day or a time.") var due: String?
-    @Option(help: "The description.") var description: String?
-    @Option(help: "The client's idempotency key (default: derived from the content).") var key: String?
-    @Option(help: "The task list (a uid from `calendar sources`; default: system-task-list).") var list: String?
+    @Option(help: ArgumentHelp("When it is due: a day or a time.", valueName: "DATE")) var due: String?
+    @Option(help: ArgumentHelp("The description.", valueName: "TEXT")) var description: String?
+    @Option(help: ArgumentHelp("The client's idempotency key (default: derived from the content).", valueName: "KEY"))
+    var key: String?
+    @Option(
+        help: ArgumentHelp(
+            "The task list (a uid from `calendar sources`; default: system-task-list).", valueName: "UID")) var list:
+        String?
     @Flag var json = false
 
     func validate() throws {
@@ -328,7 +351,8 @@ struct CalendarTaskDone: ParsableCommand {
               xclaw calendar task done xclaw-1a2b3c
             """)
     @Argument(help: "The task's uid (from `calendar tasks`).") var uid: String
-    @Option(help: "The task list that holds it (default: every one is looked in).") var list: String?
+    @Option(help: ArgumentHelp("The task list that holds it (default: every one is looked in).", valueName: "UID"))
+    var list: String?
 
     func run() throws {
         let caller = CalendarCaller()
@@ -349,7 +373,8 @@ struct CalendarTaskDelete: ParsableCommand {
               xclaw calendar task delete xclaw-1a2b3c
             """)
     @Argument(help: "The task's uid (from `calendar tasks`).") var uid: String
-    @Option(help: "The task list that holds it (default: every one is looked in).") var list: String?
+    @Option(help: ArgumentHelp("The task list that holds it (default: every one is looked in).", valueName: "UID"))
+    var list: String?
 
     func run() throws {
         let item = try CalendarCaller().store().delete(uid, kind: .task, source: list)

@@ -49,7 +49,8 @@ struct ContactsSearch: ParsableCommand {
             """)
     @Argument(help: "The text to look for (\"\" for every contact).") var text: String
     @Option(name: .customLong("in"), help: "The field: name, email, phone or any (default: any).") var field = "any"
-    @Option(help: "Only this address book (a uid from `calendar sources`).") var book: String?
+    @Option(help: ArgumentHelp("Only this address book (a uid from `calendar sources`).", valueName: "UID")) var book:
+        String?
     @Flag var json = false
 
     func validate() throws {
@@ -79,7 +80,8 @@ struct ContactsShow: ParsableCommand {
               xclaw contacts show xclaw-1a2b3c --json
             """)
     @Argument(help: "The uid (from `contacts search`).") var uid: String
-    @Option(help: "The address book that holds it (default: every one is looked in).") var book: String?
+    @Option(help: ArgumentHelp("The address book that holds it (default: every one is looked in).", valueName: "UID"))
+    var book: String?
     @Flag var json = false
 
     func run() throws {
@@ -112,11 +114,15 @@ struct ContactsAdd: ParsableCommand {
               xclaw contacts add "Bob Stone" --email bob@stone.test --key crm-4711 --json
             """)
     @Argument(help: "The full name.") var name: String
-    @Option(help: "An email address (repeatable).") var email: [String] = []
-    @Option(help: "A phone number (repeatable).") var phone: [String] = []
-    @Option(help: "The organisation.") var organization: String?
-    @Option(help: "The client's idempotency key (default: derived from the content).") var key: String?
-    @Option(help: "The address book (a uid from `calendar sources`; default: system-address-book).") var book: String?
+    @Option(help: ArgumentHelp("An email address (repeatable).", valueName: "ADDRESS")) var email: [String] = []
+    @Option(help: ArgumentHelp("A phone number (repeatable).", valueName: "NUMBER")) var phone: [String] = []
+    @Option(help: ArgumentHelp("The organisation.", valueName: "NAME")) var organization: String?
+    @Option(help: ArgumentHelp("The client's idempotency key (default: derived from the content).", valueName: "KEY"))
+    var key: String?
+    @Option(
+        help: ArgumentHelp(
+            "The address book (a uid from `calendar sources`; default: system-address-book).", valueName: "UID"))
+    var book: String?
     @Flag var json = false
 
     func validate() throws {
@@ -142,7 +148,8 @@ struct ContactsDelete: ParsableCommand {
               xclaw contacts delete xclaw-1a2b3c
             """)
     @Argument(help: "The uid (from `contacts search`).") var uid: String
-    @Option(help: "The address book that holds it (default: every one is looked in).") var book: String?
+    @Option(help: ArgumentHelp("The address book that holds it (default: every one is looked in).", valueName: "UID"))
+    var book: String?
 
     func run() throws {
         let contact = try ContactStore(environment: Invocation.current.environment).delete(uid, book: book)
