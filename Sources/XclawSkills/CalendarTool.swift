@@ -75,7 +75,7 @@ public struct CalendarTool: AgentTool {
             do { return try dates.parse(text) } catch { throw ToolError("\(key): \(error)") }
         }
         @Sendable func store() throws -> CalendarStore { try CalendarStore(environment: environment) }
-        let source = input["calendar"]?.string.flatMap { $0.isEmpty ? nil : $0 }
+        let source = ServiceAction.optional(input, "calendar")
         let allDay = input["all_day"]?.bool ?? false
         func asDay(_ time: CalendarTime?) -> CalendarTime? {
             guard allDay, case .instant(let d)? = time else { return time }
@@ -105,38 +105,32 @@ public struct CalendarTool: AgentTool {
                     items.map { describe($0, zone: zone) }, warnings: warnings, none: all ? "no tasks" : "no open tasks"
                 ))
         case "create_event":
-            guard let summary = input["summary"]?.string, !summary.isEmpty else {
-                throw ToolError("create_event needs a summary")
-            }
+            let summary = try ServiceAction.required(input, "summary", for: action)
             guard let start = asDay(try date("start")) else { throw ToolError("create_event needs a start") }
             let draft = EventDraft(
                 summary: summary, start: start, end: asDay(try date("end")), location: input["location"]?.string,
                 description: input["description"]?.string)
-            let key = input["key"]?.string.flatMap { $0.isEmpty ? nil : $0 }
+            let key = ServiceAction.optional(input, "key")
             let text = try await ServiceAction.perform(
                 tool: name, verb: action, label: "create event \(summary)", text: summary, context: context
             ) {
                 let item = try store().createEvent(draft, key: key, calendar: source)
-                return (item.created == false ? "already exists (nothing added): " : "created: ")
-                    + describe(item, zone: zone)
+                return ServiceAction.made(item.created) + describe(item, zone: zone)
             }
             return .text(text)
         case "create_task":
-            guard let summary = input["summary"]?.string, !summary.isEmpty else {
-                throw ToolError("create_task needs a summary")
-            }
+            let summary = try ServiceAction.required(input, "summary", for: action)
             let draft = TaskDraft(summary: summary, due: try date("due"), description: input["description"]?.string)
-            let key = input["key"]?.string.flatMap { $0.isEmpty ? nil : $0 }
+            let key = ServiceAction.optional(input, "key")
             let text = try await ServiceAction.perform(
                 tool: name, verb: action, label: "create task \(summary)", text: summary, context: context
             ) {
                 let item = try store().createTask(draft, key: key, list: source)
-                return (item.created == false ? "already exists (nothing added): " : "created: ")
-                    + describe(item, zone: zone)
+                return ServiceAction.made(item.created) + describe(item, zone: zone)
             }
             return .text(text)
         case "update", "delete", "complete_task":
-            guard let uid = input["uid"]?.string, !uid.isEmpty else { throw ToolError("\(action) needs a uid") }
+            let uid = try ServiceAction.required(input, "uid", for: action)
             let kind: CalendarItem.Kind? = action == "complete_task" ? .task : nil
             // Read first, so the gate's label names the item.
             let found = try await ServiceAction.read { () throws -> CalendarItem? in

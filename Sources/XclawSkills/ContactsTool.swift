@@ -67,24 +67,21 @@ public struct ContactsTool: AgentTool {
                     found.map(Self.describe), warnings: warnings,
                     none: "no contact matches \(UntrustedText.quoted(text))"))
         case "create":
-            guard let name = input["name"]?.string, !name.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw ToolError("create needs a name")
-            }
+            let name = try ServiceAction.required(input, "name", for: "create")
             let draft = ContactDraft(
                 name: name, emails: input["emails"]?.array?.compactMap(\.string) ?? [],
                 phones: input["phones"]?.array?.compactMap(\.string) ?? [],
                 organization: input["organization"]?.string)
-            let key = input["key"]?.string.flatMap { $0.isEmpty ? nil : $0 }
+            let key = ServiceAction.optional(input, "key")
             return .text(
                 try await ServiceAction.perform(
                     tool: self.name, verb: "create", label: "create contact \(name)", text: name, context: context
                 ) {
                     let contact = try ContactStore(environment: environment).create(draft, key: key, book: nil)
-                    return (contact.created == false ? "already exists (nothing added): " : "created: ")
-                        + Self.describe(contact)
+                    return ServiceAction.made(contact.created) + Self.describe(contact)
                 })
         case "delete":
-            guard let uid = input["uid"]?.string, !uid.isEmpty else { throw ToolError("delete needs a uid") }
+            let uid = try ServiceAction.required(input, "uid", for: "delete")
             let found = try await ServiceAction.read { try ContactStore(environment: environment).contact(uid) }
             return .text(
                 try await ServiceAction.perform(

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import XclawAgent
 import XclawBase
+import XclawMessages
 
 /// How a tool that works a desktop service (not the screen) runs: its bus calls on a thread outside Swift's
 /// cooperative pool (a call may wait for its timeout), and each action it takes (not a read) through the run's gates
@@ -53,6 +54,24 @@ enum ServiceAction {
     private static func milliseconds(since start: ContinuousClock.Instant) -> Double {
         let d = ContinuousClock.now - start
         return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+    }
+
+    /// The text field `key` of a tool's input; `ToolError` naming `action` when it is missing or empty.
+    static func required(_ input: JSONValue, _ key: String, for action: String) throws -> String {
+        guard let value = input[key]?.string, !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw ToolError("\(action) needs \(key)")
+        }
+        return value
+    }
+
+    /// The text field `key` of a tool's input, nil when missing or empty.
+    static func optional(_ input: JSONValue, _ key: String) -> String? {
+        input[key]?.string.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// How a create's answer starts: whether it made the item or found it made by an earlier try.
+    static func made(_ created: Bool?) -> String {
+        created == false ? "already exists (nothing added): " : "created: "
     }
 
     /// A listing for the model: one line an item, then what could not be read; `none` when there is nothing.
