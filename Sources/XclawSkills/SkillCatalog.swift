@@ -163,6 +163,9 @@ public enum SkillCatalog {
         ToolEntry(offScreen: "list_apps", default: 10) { _ in ListAppsTool() },
         ToolEntry("launch_app", default: 11) { session, _ in LaunchAppTool(session: session) },
         ToolEntry("clipboard") { session, _ in ClipboardTool(session: session) },
+        // The desktop's own services, over the session bus: no screen needed.
+        ToolEntry(offScreen: "calendar", default: 16) { _ in CalendarTool() },
+        ToolEntry(offScreen: "contacts", default: 17) { _ in ContactsTool() },
         // Not in the default set: they reach the Internet (and Brave's API costs per search), which a screen agent's
         // task rarely needs; `--tools` or an agent's tool list names them.
         ToolEntry(offScreen: "web_search", web: true) { WebSearchTool(search: BraveSearch(configuration: $0.web)) },

@@ -250,9 +250,10 @@ public final class AgentService: Sendable {
             store: store, session: session, display: display, settings: guardSettings, events: notice,
             cancel: { handle.cancel() })
         var context = context(config)
-        // An agent's own policy wins; one that no longer parses gates everything (fail closed).
+        // An agent's own policy wins; one that no longer parses gates everything (fail closed). Service tools
+        // (calendar, contacts) act without a screen and are gated too; a tool that never acts never asks.
         let policy = config.approval.map { (try? ApprovalPolicy.parse($0)) ?? .all } ?? guardSettings.policy
-        if !policy.kinds.isEmpty, !context.dryRun, drivesScreen {
+        if !policy.kinds.isEmpty, !context.dryRun {
             context.gate = runGuard.gate(policy: policy, ask: context.ask, events: notice)
         }
         // Every run's input actions are kept as replayable steps unless `record = off` (each costs two snapshots).
