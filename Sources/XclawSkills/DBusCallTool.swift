@@ -54,52 +54,36 @@ public struct DBusCallTool: AgentTool {
             }
             return value
         }
+        let caller = self.caller
         do {
             switch input["action"]?.string {
             case "list":
-                let (running, activatable) = try caller.names(timeout: timeout)
+                let (running, activatable) = try await ServiceAction.offPool { try caller.names(timeout: timeout) }
                 return .text(
                     "running: \(running.isEmpty ? "none" : running.joined(separator: ", "))\n"
                         + "startable on first call: \(activatable.isEmpty ? "none" : activatable.joined(separator: ", "))"
                 )
             case "introspect":
                 let (bus, path) = (try text("bus_name"), input["object_path"]?.string ?? "/")
-                return .text(
-                    UntrustedText.serviceData(
-                        Self.describe(try caller.introspect(bus, path: path, timeout: timeout)),
-                        source: "\(bus) \(path)"))
+                let info = try await ServiceAction.offPool { try caller.introspect(bus, path: path, timeout: timeout) }
+                return .text(UntrustedText.serviceData(Self.describe(info), source: "\(bus) \(path)"))
             case "call":
                 let (bus, path) = (try text("bus_name"), try text("object_path"))
                 let (interface, method) = (try text("interface"), try text("method"))
+                // Refused before the gates: a person is never asked about a call that could not be made.
                 try caller.check(bus)
-                let args = input["args"]?.array ?? []
-                let describe = "call \(interface).\(method) on \(bus)"
-                let record = ActionRecord(
-                    tool: name, action: .other("call"), text: "\(bus) \(path) \(interface).\(method)",
-                    result: "pending")
-                let subject = ActionSubject(label: "\(Self.words(method)) (\(bus))", role: "service")
-                switch await context.permit(record, describe: describe, subject: subject) {
-                case .dryRun: return .text("dry run: \(describe) was not made")
-                case .declined: return .text("the user declined: \(describe) was not made")
-                case .denied(let why): return .text("not approved (\(why)): \(describe) was not made")
-                case .go: break
-                }
-                let started = ContinuousClock.now
-                do {
-                    let reply = try caller.call(
-                        bus, path: path, interface: interface, method: method, arguments: args,
-                        signature: input["signature"]?.string, timeout: timeout)
-                    var done = record
-                    (done.result, done.ms) = ("ok", Self.ms(since: started))
-                    context.log(done)
-                    return .text(
-                        UntrustedText.serviceData(JSONValue.array(reply).jsonText, source: "\(bus) \(method) reply"))
-                } catch {
-                    var failed = record
-                    (failed.result, failed.ms) = ("error: \(error)", Self.ms(since: started))
-                    context.log(failed)
-                    throw error
-                }
+                let (args, signature) = (input["args"]?.array ?? [], input["signature"]?.string)
+                return .text(
+                    try await ServiceAction.perform(
+                        tool: name, verb: "call", label: "\(Self.words(method)) (\(bus))",
+                        text: "\(bus) \(path) \(interface).\(method)", context: context
+                    ) {
+                        let reply = try caller.call(
+                            bus, path: path, interface: interface, method: method, arguments: args,
+                            signature: signature, timeout: timeout)
+                        return UntrustedText.serviceData(
+                            JSONValue.array(reply).jsonText, source: "\(bus) \(method) reply")
+                    })
             default:
                 throw ToolError("action must be list, introspect or call")
             }
@@ -132,10 +116,5 @@ public struct DBusCallTool: AgentTool {
             out.append(c == "_" ? " " : Character(c.lowercased()))
         }
         return out
-    }
-
-    private static func ms(since start: ContinuousClock.Instant) -> Double {
-        let d = ContinuousClock.now - start
-        return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
     }
 }
