@@ -31,6 +31,7 @@ package struct Xclaw: ParsableCommand {
             ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,
             Approve.self, Deny.self, Approvals.self, PipelineCommand.self, FleetCommand.self, DatabaseCommand.self,
             DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, InputRestore.self, ClipboardServe.self,
+            ShortcutsCommand.self, ShortcutCommand.self, OpenCommand.self, UnitsCommand.self, UnitCommand.self,
         ]
     )
 

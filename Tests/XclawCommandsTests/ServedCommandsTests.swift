@@ -23,6 +23,11 @@ final class ServedCommandsTests: XCTestCase {
         "input-restore": "recovery after a killed owner", "clipboard-serve": "the clipboard owner's own process",
         "apps": "reads desktop files, no display", "launch": "starts a program in the caller's environment",
         "fleet": "the fleet's tables; a worker's runs are its own daemon's", "db": "the store",
+        // The desktop services: the caller's session bus and files, no display of the daemon's (the lead decides at
+        // integration whether the daemon serves them).
+        "shortcuts": "reads files", "shortcut": "runs the caller's scripts in the caller's environment",
+        "open": "hands targets to the caller's portal or xdg-open", "units": "the caller's session bus",
+        "unit": "the caller's session bus",
     ]
 
     /// The names `xclaw --help` lists.

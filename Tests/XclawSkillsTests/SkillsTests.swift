@@ -123,7 +123,8 @@ final class SkillsTests: XCTestCase {
             SkillCatalog.defaultToolNames,
             [
                 "computer", "screen_snapshot", "read_screen_text", "tap_element", "type_text", "press_button", "scroll",
-                "watch_screen", "capture_screen", "memory", "list_apps", "launch_app",
+                "watch_screen", "capture_screen", "memory", "list_apps", "launch_app", "list_shortcuts", "run_shortcut",
+                "open", "user_units",
             ])
         XCTAssertFalse(table.contains { $0.defaultPosition != nil && ($0.needsVision || $0.name == "tap_xy") })
         XCTAssertEqual(
