@@ -135,6 +135,20 @@ public final class TestDesktopHome: @unchecked Sendable {
         }
     }
 
+    /// The processes of group `group` that still run (zombies left out: an orphan killed with its group stays one
+    /// until init reaps it, seconds later), from /proc.
+    public static func liveMembers(ofGroup group: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { pid_t($0) }.filter { pid in
+            // "pid (comm) STATE ppid pgrp …": the command may hold spaces and parentheses.
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 2 && fields[0] != "Z" && fields[0] != "X" && pid_t(fields[2]) == group
+        }
+    }
+
     /// Removes the directory.
     public func remove() { try? FileManager.default.removeItem(at: directory) }
 }

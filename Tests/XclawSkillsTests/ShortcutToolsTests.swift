@@ -8,6 +8,7 @@ import XclawMessages
 import XclawMockAPI
 import XclawSkills
 import XclawTesting
+import XclawTimeTesting
 
 /// `list_shortcuts` and `run_shortcut` on a home of the test's own: the gates in front of a run (the shortcut's name
 /// is what the approval policy reads), the bounded output, the timeout, and seed 4.4 with the loopback model: a wrong
@@ -86,7 +87,8 @@ final class ShortcutToolsTests: XCTestCase {
             try await tool.execute(["name": "slow", "timeout_seconds": 1], context: ToolContext())
         }
         XCTAssertEqual(slow?.message, "shortcut \"slow\" was killed after 1 s, its timeout\nstdout:\nstarted\n")
-        XCTAssertFalse(try Subprocess.isRunning(XCTUnwrap(home.pid(in: home.slowPIDs.child))))
+        let child = try XCTUnwrap(home.pid(in: home.slowPIDs.child))
+        eventually("its child gone") { !Subprocess.isRunning(child) }
 
         try home.script("chatty.sh", "#!/bin/sh\n# Talks a lot\nseq 1 30000\n")
         let chatty = outputText(try await tool.execute(["name": "chatty"], context: ToolContext()))

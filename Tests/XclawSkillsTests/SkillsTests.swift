@@ -133,7 +133,7 @@ final class SkillsTests: XCTestCase {
         XCTAssertEqual(Set(table.filter(\.needsVision).map(\.name)), ["analyze_screen", "find_and_tap"])
         XCTAssertEqual(
             Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames),
-            ["memory", "list_apps", "web_search", "fetch_url"])
+            ["memory", "list_apps", "web_search", "fetch_url", "list_shortcuts", "run_shortcut", "open", "user_units"])
         XCTAssertEqual(SkillCatalog.webToolNames, ["web_search", "fetch_url"])
         XCTAssertTrue(SkillCatalog.webToolNames.isDisjoint(with: SkillCatalog.defaultToolNames), "opt-in only")
         // Tools that need no screen are built without a session; a screen tool then says what is missing.
