@@ -78,14 +78,25 @@ struct UnitStatusCommand: ParsableCommand {
     }
 }
 
-/// What start, stop and restart share: the unit, the wait and the output.
+/// What start, stop and restart take: the unit, the wait and the output.
+struct UnitChangeOptions: ParsableArguments {
+    @Argument(help: "The unit (backup is backup.service).") var name: String
+    @Flag(help: "Wait for the job to end.") var wait = false
+    @Option(help: "Seconds --wait waits (0.1-3600).") var timeout: Double = 30
+    @Flag var json = false
+
+    func validate() throws {
+        if name.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("name a unit") }
+        try requireRange(timeout, 0.1...3600, "--timeout", "seconds")
+    }
+}
+
+/// Start, stop and restart: one change each, the rest shared.
 protocol UnitChangeCommand: ParsableCommand {
     /// The change.
     static var action: UnitAction { get }
-    var unit: UnitName { get }
-    var wait: Bool { get }
-    var timeout: Double { get }
-    var json: Bool { get }
+    /// The unit and how to wait.
+    var options: UnitChangeOptions { get }
 }
 
 extension UnitChangeCommand {
@@ -102,14 +113,13 @@ extension UnitChangeCommand {
         """
     }
 
-    func validate() throws { try requireRange(timeout, 0.1...3600, "--timeout", "seconds") }
-
     func run() throws {
         let units = try UserUnits(connection: BusConnection.session())
         let change = try units.change(
-            Self.action, unit.name, wait: wait ? .milliseconds(Int((timeout * 1000).rounded())) : nil)
-        try emit(change, json: json) {
-            wait
+            Self.action, options.name,
+            wait: options.wait ? .milliseconds(Int((options.timeout * 1000).rounded())) : nil)
+        try emit(change, json: options.json) {
+            options.wait
                 ? ([change.status.lines[0]] + change.status.lines.dropFirst().filter { $0.hasPrefix("main pid") })
                     .joined(separator: "\n") : "\(change.job) queued"
         }
@@ -122,10 +132,7 @@ struct UnitStartCommand: UnitChangeCommand {
     static let configuration = CommandConfiguration(
         commandName: "start", abstract: "Start a user unit.",
         discussion: discussion("xclaw unit start backup --wait  # prints its state once started"))
-    @OptionGroup var unit: UnitName
-    @Flag(help: "Wait for the job to end.") var wait = false
-    @Option(help: "Seconds --wait waits (0.1-3600).") var timeout: Double = 30
-    @Flag var json = false
+    @OptionGroup var options: UnitChangeOptions
 }
 
 /// `xclaw unit stop`.
@@ -134,10 +141,7 @@ struct UnitStopCommand: UnitChangeCommand {
     static let configuration = CommandConfiguration(
         commandName: "stop", abstract: "Stop a user unit.",
         discussion: discussion("xclaw unit stop backup --wait --json"))
-    @OptionGroup var unit: UnitName
-    @Flag(help: "Wait for the job to end.") var wait = false
-    @Option(help: "Seconds --wait waits (0.1-3600).") var timeout: Double = 30
-    @Flag var json = false
+    @OptionGroup var options: UnitChangeOptions
 }
 
 /// `xclaw unit restart`.
@@ -146,8 +150,5 @@ struct UnitRestartCommand: UnitChangeCommand {
     static let configuration = CommandConfiguration(
         commandName: "restart", abstract: "Restart a user unit (start it if it is not running).",
         discussion: discussion("xclaw unit restart backup.service --wait"))
-    @OptionGroup var unit: UnitName
-    @Flag(help: "Wait for the job to end.") var wait = false
-    @Option(help: "Seconds --wait waits (0.1-3600).") var timeout: Double = 30
-    @Flag var json = false
+    @OptionGroup var options: UnitChangeOptions
 }

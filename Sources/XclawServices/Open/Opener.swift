@@ -135,17 +135,10 @@ public struct Opener: Sendable {
             Self.portal, path: "/org/freedesktop/portal/desktop", interface: "org.freedesktop.portal.OpenURI",
             method: "OpenURI", [.string(""), .string(uri), .vardict([("handle_token", .string(token))])],
             timeout: timeout)
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero, let message = try bus.next(timeout: left) else {
-                throw OpenError.portalTimedOut(uri, seconds: timeout / .seconds(1))
-            }
-            guard message.member == "Response", message.path == request else { continue }
-            let response = message.body.first?.int ?? 2
-            guard response == 0 else { throw OpenError.portalRefused(uri, response: response) }
-            return
-        }
+        guard let response = try bus.next(within: timeout, where: { $0.member == "Response" && $0.path == request })
+        else { throw OpenError.portalTimedOut(uri, seconds: timeout / .seconds(1)) }
+        let answer = response.body.first?.int ?? 2
+        guard answer == 0 else { throw OpenError.portalRefused(uri, response: answer) }
     }
 
     /// Runs xdg-open on `what` in a session of its own, its output in a private file; true when it still ran at the

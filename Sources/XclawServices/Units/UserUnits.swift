@@ -2,37 +2,13 @@ import Foundation
 import XclawBase
 import XclawMessages
 
-/// One unit of the user's systemd manager, as `xclaw units` lists it.
-public struct UnitSummary: Encodable, Sendable, Hashable {
-    /// The unit's name (`backup.service`).
+/// One unit's state, as `xclaw units` lists it (the first six fields) and `xclaw unit status` shows it.
+public struct UnitStatus: Encodable, Sendable, Hashable {
+    /// The unit's name.
     public var name: String
     /// Its `Description=`; empty for a unit file not loaded.
     public var description: String
     /// `loaded`, `not-found`, `masked`…; `not-loaded` for an installed unit file the manager has not loaded.
-    public var loadState: String
-    /// `active`, `inactive`, `failed`, `activating`, `deactivating`.
-    public var activeState: String
-    /// The finer state (`running`, `dead`, `exited`, `waiting` for a timer).
-    public var subState: String
-    /// Whether its file is enabled (`enabled`, `disabled`, `static`…), when the manager knows the file.
-    public var unitFileState: String?
-
-    enum CodingKeys: String, CodingKey {
-        case name, description
-        case loadState = "load_state"
-        case activeState = "active_state"
-        case subState = "sub_state"
-        case unitFileState = "unit_file_state"
-    }
-}
-
-/// One unit's state in detail, as `xclaw unit status` prints it.
-public struct UnitStatus: Encodable, Sendable, Hashable {
-    /// The unit's name.
-    public var name: String
-    /// Its `Description=`.
-    public var description: String
-    /// `loaded`, `not-found`, `masked`….
     public var loadState: String
     /// `active`, `inactive`, `failed`….
     public var activeState: String
@@ -185,15 +161,15 @@ public struct UserUnits: Sendable {
 
     /// The services and timers: those loaded that are active, failed or changing (a job pending), or with `all`
     /// every loaded one and every installed unit file besides (templates aside), by name.
-    public func list(all: Bool) throws -> [UnitSummary] {
+    public func list(all: Bool) throws -> [UnitStatus] {
         let kept = { (name: String) in Self.listed.contains(where: name.hasSuffix) }
-        var units: [String: UnitSummary] = [:]
+        var units: [String: UnitStatus] = [:]
         // a(ssssssouso): name, description, load, active, sub, followed, path, job id, job type, job path.
         for row in try manager("ListUnits").first?.array ?? [] {
             guard let fields = row.array, fields.count >= 8, let name = fields[0].string, kept(name) else { continue }
             let (active, job) = (fields[3].string ?? "", fields[7].int ?? 0)
             guard all || active != "inactive" || job != 0 else { continue }
-            units[name] = UnitSummary(
+            units[name] = UnitStatus(
                 name: name, description: fields[1].string ?? "", loadState: fields[2].string ?? "",
                 activeState: active, subState: fields[4].string ?? "")
         }
@@ -205,7 +181,7 @@ public struct UserUnits: Sendable {
             if units[name] != nil {
                 units[name]?.unitFileState = fields[1].string
             } else if all {
-                units[name] = UnitSummary(
+                units[name] = UnitStatus(
                     name: name, description: "", loadState: "not-loaded", activeState: "inactive", subState: "dead",
                     unitFileState: fields[1].string)
             }
@@ -269,21 +245,15 @@ public struct UserUnits: Sendable {
         guard let wait else {
             return UnitChange(name: before.name, action: action.rawValue, job: job, result: "queued", status: before)
         }
-        let deadline = ContinuousClock.now + wait
-        while true {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero, let message = try connection.next(timeout: left) else {
-                throw UnitError.jobTimedOut(before.name, action: action, seconds: wait / .seconds(1))
-            }
-            // JobRemoved(u id, o job, s unit, s result).
-            guard message.member == "JobRemoved", message.body.count == 4, message.body[1].string == job else {
-                continue
-            }
-            let result = message.body[3].string ?? ""
-            guard result == "done" else { throw UnitError.jobFailed(before.name, action: action, result: result) }
-            return UnitChange(
-                name: before.name, action: action.rawValue, job: job, result: result, status: try status(before.name))
+        // JobRemoved(u id, o job, s unit, s result).
+        let ended = try connection.next(within: wait) {
+            $0.member == "JobRemoved" && $0.body.count == 4 && $0.body[1].string == job
         }
+        guard let ended else { throw UnitError.jobTimedOut(before.name, action: action, seconds: wait / .seconds(1)) }
+        let result = ended.body[3].string ?? ""
+        guard result == "done" else { throw UnitError.jobFailed(before.name, action: action, result: result) }
+        return UnitChange(
+            name: before.name, action: action.rawValue, job: job, result: result, status: try status(before.name))
     }
 
     /// The names nearest to `name` by edit distance, best first.
