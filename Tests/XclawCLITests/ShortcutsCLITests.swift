@@ -122,6 +122,15 @@ final class ShortcutsCLITests: XCTestCase {
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 130)
         eventually("its sleep went with it", within: .seconds(10)) { !Subprocess.isRunning(child) }
+
+        // Killed outright, xclaw cannot end the script itself: its process guard does.
+        try FileManager.default.removeItem(at: home.slowPIDs.child)
+        let killed = try launchCLI(["shortcut", "run", "slow"], environment: home.environment)
+        let orphan = try XCTUnwrap(
+            eventually("the second run's child") { self.home.pid(in: self.home.slowPIDs.child) })
+        kill(killed.processIdentifier, SIGKILL)
+        killed.waitUntilExit()
+        eventually("the guard ended the script's group", within: .seconds(10)) { !Subprocess.isRunning(orphan) }
     }
 
     /// An application's action: launched on the display with the input in its title, its pid printed.
