@@ -57,6 +57,9 @@ if [[ "${1:-}" != "--demo" && "${1:-}" != "--python" ]]; then
     # The desktop services' tests (a private session bus each): a notification server and a sender, an MPRIS
     # player (mpv with its MPRIS plugin, playing a generated tone), evolution-data-server for calendar and contacts.
     dunst libnotify-bin mpv mpv-mpris evolution-data-server
+    # Open and units: xdg-open (with `file` for a file's type) and the handlers it runs; a systemd user manager
+    # (systemd, above) with the session bus it starts from dbus-user-session's dbus.socket, in a namespace unshare makes.
+    xdg-utils file dbus-user-session util-linux
   )
 fi
 [[ "${1:-}" == "--bench" ]] && packages+=(scrot tesseract-ocr)

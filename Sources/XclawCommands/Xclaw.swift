@@ -32,6 +32,7 @@ package struct Xclaw: ParsableCommand {
             Approve.self, Deny.self, Approvals.self, PipelineCommand.self, FleetCommand.self, DatabaseCommand.self,
             DaemonCommand.self, MCPCommand.self, Bench.self, KeymapRestore.self, InputRestore.self, ClipboardServe.self,
             CalendarCommand.self, ContactsCommand.self,
+            ShortcutsCommand.self, ShortcutCommand.self, OpenCommand.self, UnitsCommand.self, UnitCommand.self,
         ]
     )
 

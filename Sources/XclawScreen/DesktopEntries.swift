@@ -25,10 +25,13 @@ public struct DesktopEntry: Codable, Sendable, Hashable {
     public var onlyShowIn: [String]
     /// `NotShowIn`.
     public var notShowIn: [String]
+    /// The `[Desktop Action ID]` groups `Actions=` lists, in its order: what the application offers besides starting
+    /// ("New Private Window"), which `xclaw shortcuts` lists.
+    public var actions: [DesktopAction] = []
 
     /// snake_case, as every xclaw JSON output.
     enum CodingKeys: String, CodingKey {
-        case id, path, name, comment, keywords, exec, terminal
+        case id, path, name, comment, keywords, exec, terminal, actions
         case genericName = "generic_name"
         case noDisplay = "no_display"
         case onlyShowIn = "only_show_in"
@@ -41,6 +44,18 @@ public struct DesktopEntry: Codable, Sendable, Hashable {
         if !onlyShowIn.isEmpty && !onlyShowIn.contains(where: desktops.contains) { return false }
         return !notShowIn.contains(where: desktops.contains)
     }
+}
+
+/// One `[Desktop Action ID]` group of an entry (the Desktop Entry Specification's additional application actions).
+public struct DesktopAction: Codable, Sendable, Hashable {
+    /// The action's id, as `Actions=` names it (`new-private-window`).
+    public var id: String
+    /// `Name` ("New Private Window").
+    public var name: String
+    /// `Icon`.
+    public var icon: String?
+    /// `Exec`, as written (field codes and quoting included).
+    public var exec: String?
 }
 
 /// Why an application could not be found, read or launched.
@@ -122,33 +137,52 @@ public enum DesktopEntries {
         return ([home].compactMap { $0 } + dirs.split(separator: ":").map(String.init)).filter { $0.hasPrefix("/") }
     }
 
-    /// Reads the `[Desktop Entry]` group of a file; nil unless it is a visible application (`Type=Application`, not
-    /// `Hidden`) with a name. Localised keys (`Name[de]`) are skipped: the untranslated ones are what `launch` matches.
+    /// Reads the `[Desktop Entry]` group of a file and the action groups it lists; nil unless it is a visible
+    /// application (`Type=Application`, not `Hidden`) with a name. Localised keys (`Name[de]`) are skipped: the
+    /// untranslated ones are what `launch` matches. An action listed without a group, or without a name, is left out.
     public static func parse(_ text: String, id: String, path: String) -> DesktopEntry? {
-        var values: [String: String] = [:]
-        var inGroup = false
-        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            if line.hasPrefix("[") {
-                inGroup = line == "[Desktop Entry]"
-                continue
-            }
-            guard inGroup, let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            guard !key.contains("["), values[key] == nil else { continue }
-            values[key] = unescape(line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces))
-        }
-        guard values["Type"] == "Application", values["Hidden"] != "true", let name = values["Name"], !name.isEmpty
+        let groups = self.groups(text)
+        guard let values = groups["Desktop Entry"], values["Type"] == "Application", values["Hidden"] != "true",
+            let name = values["Name"], !name.isEmpty
         else { return nil }
         let list = { (key: String) in
             (values[key] ?? "").split(separator: ";").map { String($0).trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty }
         }
+        let actions = list("Actions").compactMap { action -> DesktopAction? in
+            guard let group = groups["Desktop Action \(action)"], let name = group["Name"], !name.isEmpty else {
+                return nil
+            }
+            return DesktopAction(id: action, name: name, icon: group["Icon"], exec: group["Exec"])
+        }
         return DesktopEntry(
             id: id, path: path, name: name, genericName: values["GenericName"], comment: values["Comment"],
             keywords: list("Keywords"), exec: values["Exec"], terminal: values["Terminal"] == "true",
-            noDisplay: values["NoDisplay"] == "true", onlyShowIn: list("OnlyShowIn"), notShowIn: list("NotShowIn"))
+            noDisplay: values["NoDisplay"] == "true", onlyShowIn: list("OnlyShowIn"), notShowIn: list("NotShowIn"),
+            actions: actions)
+    }
+
+    /// Every group's untranslated keys, by group name (`Desktop Entry`, `Desktop Action new-window`); the first
+    /// value of a key, and of a group, wins.
+    static func groups(_ text: String) -> [String: [String: String]] {
+        var groups: [String: [String: String]] = [:]
+        var current: String?
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("[") {
+                let name = line.hasSuffix("]") ? String(line.dropFirst().dropLast()) : nil
+                // A repeated group is ignored (its keys would otherwise mix with the first one's).
+                current = name.flatMap { groups[$0] == nil ? $0 : nil }
+                if let current { groups[current] = [:] }
+                continue
+            }
+            guard let group = current, let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            guard !key.contains("["), groups[group]?[key] == nil else { continue }
+            groups[group]?[key] = unescape(line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+        }
+        return groups
     }
 
     /// A value's escapes: `\s` `\n` `\t` `\r` `\\`.
@@ -208,11 +242,17 @@ public enum DesktopEntries {
         throw AppError.notFound(name, suggestions: near.prefix(5).map { "\($0.id) (\($0.name))" })
     }
 
-    /// The program and arguments `Exec` runs: quoting undone (double quotes with `\"` `` \` `` `\$` `\\`), field codes
-    /// dropped (`%f %F %u %U` name files, none here; `%i %c %k` and the deprecated ones too), `%%` a percent sign. A
-    /// `Terminal=true` program runs in a terminal (`x-terminal-emulator -e`, else `xterm -e`) found on `PATH`.
-    public static func command(_ entry: DesktopEntry, environment: [String: String] = [:]) throws -> [String] {
-        let program = try execArguments(entry)
+    /// The program and arguments `Exec` runs (the entry's, or `action`'s): quoting undone (double quotes with `\"`
+    /// `` \` `` `\$` `\\`), `%f %u` replaced by the first of `targets` and `%F %U` by all of them (files or URIs, as
+    /// given; dropped when there are none), the other field codes dropped (`%i %c %k` and the deprecated ones), `%%`
+    /// a percent sign. A `Terminal=true` program runs in a terminal (`x-terminal-emulator -e`, else `xterm -e`) found
+    /// on `PATH`.
+    public static func command(
+        _ entry: DesktopEntry, action: DesktopAction? = nil, targets: [String] = [],
+        environment: [String: String] = [:]
+    ) throws -> [String] {
+        let what = action.map { "\(entry.id) action \($0.id)" } ?? entry.id
+        let program = try execArguments(action.map { $0.exec } ?? entry.exec, of: what, targets: targets)
         guard entry.terminal else { return program }
         for terminal in ["x-terminal-emulator", "xterm"] {
             if let path = try? AppLauncher.resolve(terminal, path: environment["PATH"]) {
@@ -222,10 +262,10 @@ public enum DesktopEntries {
         throw AppError.notLaunchable(entry.id, why: "it needs a terminal and none is installed (apt-get install xterm)")
     }
 
-    /// `Exec` as arguments.
-    static func execArguments(_ entry: DesktopEntry) throws -> [String] {
-        guard let exec = entry.exec, !exec.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw AppError.notLaunchable(entry.id, why: "it has no Exec line")
+    /// An `Exec` line as arguments; `what` names its entry (and action) in errors.
+    static func execArguments(_ exec: String?, of what: String, targets: [String]) throws -> [String] {
+        guard let exec, !exec.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw AppError.notLaunchable(what, why: "it has no Exec line")
         }
         var arguments: [String] = []
         var current = "", inQuotes = false, escaped = false, started = false
@@ -246,15 +286,23 @@ public enum DesktopEntries {
                 started = true
             }
         }
-        guard !inQuotes else { throw AppError.notLaunchable(entry.id, why: "its Exec line has an unclosed quote") }
+        guard !inQuotes else { throw AppError.notLaunchable(what, why: "its Exec line has an unclosed quote") }
         if started { arguments.append(current) }
-        let expanded = arguments.compactMap { argument -> String? in
-            // A whole-argument field code goes with its argument; inside one it is removed.
-            if argument.count == 2, argument.hasPrefix("%"), argument != "%%" { return nil }
+        var expanded: [String] = []
+        for argument in arguments {
+            // A whole-argument field code is replaced by its targets (none: the argument goes).
+            if argument.count == 2, argument.hasPrefix("%"), argument != "%%" {
+                switch argument {
+                case "%f", "%u": expanded += targets.prefix(1)
+                case "%F", "%U": expanded += targets
+                default: break
+                }
+                continue
+            }
             var out = "", percent = false
             for c in argument {
                 if percent {
-                    if c == "%" { out.append("%") }
+                    if c == "%" { out.append("%") } else if c == "f" || c == "u" { out += targets.first ?? "" }
                     percent = false
                 } else if c == "%" {
                     percent = true
@@ -262,9 +310,9 @@ public enum DesktopEntries {
                     out.append(c)
                 }
             }
-            return out
+            expanded.append(out)
         }
-        guard !expanded.isEmpty else { throw AppError.notLaunchable(entry.id, why: "its Exec line names no program") }
+        guard !expanded.isEmpty else { throw AppError.notLaunchable(what, why: "its Exec line names no program") }
         return expanded
     }
 }

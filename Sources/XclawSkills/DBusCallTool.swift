@@ -58,14 +58,14 @@ public struct DBusCallTool: AgentTool {
         do {
             switch input["action"]?.string {
             case "list":
-                let (running, activatable) = try await ServiceAction.offPool { try caller.names(timeout: timeout) }
+                let (running, activatable) = try await ServiceAction.blocking { try caller.names(timeout: timeout) }
                 return .text(
                     "running: \(running.isEmpty ? "none" : running.joined(separator: ", "))\n"
                         + "startable on first call: \(activatable.isEmpty ? "none" : activatable.joined(separator: ", "))"
                 )
             case "introspect":
                 let (bus, path) = (try text("bus_name"), input["object_path"]?.string ?? "/")
-                let info = try await ServiceAction.offPool { try caller.introspect(bus, path: path, timeout: timeout) }
+                let info = try await ServiceAction.blocking { try caller.introspect(bus, path: path, timeout: timeout) }
                 return .text(UntrustedText.serviceData(Self.describe(info), source: "\(bus) \(path)"))
             case "call":
                 let (bus, path) = (try text("bus_name"), try text("object_path"))

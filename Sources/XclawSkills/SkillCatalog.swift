@@ -163,9 +163,14 @@ public enum SkillCatalog {
         ToolEntry(offScreen: "list_apps", default: 10) { _ in ListAppsTool() },
         ToolEntry("launch_app", default: 11) { session, _ in LaunchAppTool(session: session) },
         ToolEntry("clipboard") { session, _ in ClipboardTool(session: session) },
-        // The desktop's own services, over the session bus: no screen needed.
+        // The desktop's services: named automations, opening files and URIs, the user's systemd units. No screen,
+        // and the model is told to prefer them to it when they fit.
+        ToolEntry(offScreen: "list_shortcuts", default: 14) { _ in ListShortcutsTool() },
+        ToolEntry(offScreen: "run_shortcut", default: 15) { RunShortcutTool(display: $0.session?.connection.name) },
         ToolEntry(offScreen: "calendar", default: 16) { _ in CalendarTool() },
         ToolEntry(offScreen: "contacts", default: 17) { _ in ContactsTool() },
+        ToolEntry(offScreen: "open", default: 18) { OpenTool(display: $0.session?.connection.name) },
+        ToolEntry(offScreen: "user_units", default: 19) { _ in UserUnitsTool() },
         // Not in the default set: they reach the Internet (and Brave's API costs per search), which a screen agent's
         // task rarely needs; `--tools` or an agent's tool list names them.
         ToolEntry(offScreen: "web_search", web: true) { WebSearchTool(search: BraveSearch(configuration: $0.web)) },

@@ -65,6 +65,56 @@ final class DesktopEntryTests: XCTestCase {
         XCTAssertTrue(command[0].hasSuffix("xterm") || command[0].hasSuffix("x-terminal-emulator"), "\(command)")
     }
 
+    func testActionsAreTheGroupsActionsListsInItsOrder() throws {
+        let e = try entry(
+            """
+            Type=Application
+            Name=Browser
+            Exec=browser %u
+            Actions=private;new-window;no-group;nameless;
+            [Desktop Action new-window]
+            Name=New Window
+            Name[fr]=Nouvelle fenêtre
+            Exec=browser --new-window %u
+            [Desktop Action private]
+            Name=New Private Window
+            Icon=private-browsing
+            Exec=browser --private "%U"
+            [Desktop Action nameless]
+            Exec=browser --nameless
+            [Desktop Action unlisted]
+            Name=Unlisted
+            Exec=browser --unlisted
+            [Desktop Action new-window]
+            Name=A repeated group is ignored
+            """)
+        XCTAssertEqual(
+            e.actions,
+            [
+                DesktopAction(
+                    id: "private", name: "New Private Window", icon: "private-browsing",
+                    exec: "browser --private \"%U\""),
+                DesktopAction(id: "new-window", name: "New Window", icon: nil, exec: "browser --new-window %u"),
+            ])
+        XCTAssertEqual(e.exec, "browser %u", "the entry's own Exec, not an action's")
+        // An action's Exec, its field codes filled by the targets (none: dropped, as before).
+        XCTAssertEqual(
+            try DesktopEntries.command(e, action: e.actions[1], targets: ["https://a.example"]),
+            ["browser", "--new-window", "https://a.example"])
+        XCTAssertEqual(try DesktopEntries.command(e, action: e.actions[1]), ["browser", "--new-window"])
+        XCTAssertEqual(
+            try DesktopEntries.command(e, action: e.actions[0], targets: ["a", "b"]),
+            ["browser", "--private", "a", "b"],
+            "a quoted %U is still a whole argument")
+        XCTAssertEqual(
+            try DesktopEntries.command(
+                try entry("Type=Application\nName=N\nExec=app --file=%f --all %F"), targets: ["x"]),
+            ["app", "--file=x", "--all", "x"])
+        XCTAssertThrowsError(
+            try DesktopEntries.command(e, action: DesktopAction(id: "bare", name: "Bare", icon: nil, exec: nil))
+        ) { XCTAssertEqual(($0 as? AppError)?.exitStatus, .usage) }
+    }
+
     func testDirectoriesPrecedenceAndLookUp() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-apps-\(UUID())")
         defer { try? FileManager.default.removeItem(at: root) }
