@@ -60,7 +60,6 @@ struct AgentCreate: ParsableCommand {
             Examples:
               xclaw agent create clerk --tools computer,screen_snapshot,type_text --system clerk.txt --display :1
               xclaw agent create tester --tools computer --display new:1280x800 --setup 'xterm &'  # a display per run
-              xclaw agent create dj --tools media,dbus_call --dbus-allow 'org.mpris.MediaPlayer2.*'
             """)
     @Argument(help: "Its name: letters, digits, '.', '_', '-'.") var name: String
     @Option(help: "Model id (see `xclaw models`); default: the catalog's default.") var model: String?
@@ -245,7 +244,6 @@ struct AgentSet: ParsableCommand {
             Examples:
               xclaw agent set careful --no-dry-run --confirm  # act, but ask before each input action
               xclaw agent set bot --approval delete,send
-              xclaw agent set dj --dbus-allow org.mpris.MediaPlayer2.vlc,org.freedesktop.Notifications
             """)
     @Argument(help: "The agent.") var name: String
     @Option(help: "Model id (see `xclaw models`).") var model: String?

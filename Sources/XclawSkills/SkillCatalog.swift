@@ -225,12 +225,14 @@ public enum SkillCatalog {
     public static func tools(
         named names: [String], session: ScreenSession,
         computerVersion: ComputerToolVersion = .v20250124, vision: VisionAsker? = nil,
-        memory: any MemoryBackend = MemoryStore(), web: WebConfiguration = WebConfiguration()
+        memory: any MemoryBackend = MemoryStore(), web: WebConfiguration = WebConfiguration(),
+        busAllow: BusAllowList = BusAllowList()
     ) throws -> [any AgentTool] {
         try tools(
             named: names,
             dependencies: ToolDependencies(
-                session: session, computerVersion: computerVersion, vision: vision, memory: memory, web: web))
+                session: session, computerVersion: computerVersion, vision: vision, memory: memory, web: web,
+                busAllow: busAllow))
     }
 
     /// Builds the named tools from `dependencies` in the order given (duplicates dropped); without a session, only

@@ -6,6 +6,7 @@ import XclawBase
 import XclawMessages
 import XclawPerception
 import XclawScreen
+import XclawServices
 import XclawSkills
 import XclawTesting
 
@@ -27,6 +28,8 @@ final class VisionStub: @unchecked Sendable {
 
 /// The custom screen tools, the catalog and memory, against a real Xvfb with the widget fixture (OCR for real).
 final class SkillsTests: XCTestCase {
+    /// An allow-list, so `dbus_call` can be built with the others.
+    private let allowed = BusAllowList(["org.example.Service"])
     nonisolated(unsafe) static var display: TestDisplay?
     nonisolated(unsafe) static var fixture: Fixture?
     nonisolated(unsafe) static var session: ScreenSession?
@@ -91,7 +94,7 @@ final class SkillsTests: XCTestCase {
         var recording: [String] = []
         for entry in SkillCatalog.table where !SkillCatalog.webToolNames.contains(entry.name) {
             let tool = try XCTUnwrap(
-                SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker).first)
+                SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker, busAllow: allowed).first)
             guard let acting = tool as? any RecordingTool else { continue }
             XCTAssertEqual(type(of: acting).toolName, entry.name)
             recording.append(entry.name)
@@ -115,7 +118,7 @@ final class SkillsTests: XCTestCase {
         let stub = VisionStub(answer: "ok")
         for entry in table {
             let tool = try XCTUnwrap(
-                SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker).first)
+                SkillCatalog.tools(named: [entry.name], session: session, vision: stub.asker, busAllow: allowed).first)
             XCTAssertEqual(tool.name, entry.name)
         }
         // The safe set, in the order it is offered; no vision tools and no coordinate-only taps in it.
@@ -134,7 +137,8 @@ final class SkillsTests: XCTestCase {
         XCTAssertEqual(
             Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames),
             [
-                "memory", "list_apps", "web_search", "fetch_url", "list_shortcuts", "run_shortcut", "open", "user_units",
+                "memory", "list_apps", "web_search", "fetch_url", "list_shortcuts", "run_shortcut", "open",
+                "user_units",
                 "calendar", "contacts", "dbus_call",
             ])
         XCTAssertEqual(SkillCatalog.webToolNames, ["web_search", "fetch_url"])
@@ -162,7 +166,8 @@ final class SkillsTests: XCTestCase {
         XCTAssertEqual(defaults.map(\.name), SkillCatalog.defaultToolNames)
         XCTAssertFalse(SkillCatalog.defaultToolNames.contains("analyze_screen"))
         let stub = VisionStub(answer: "ok")
-        let all = try SkillCatalog.tools(named: SkillCatalog.allToolNames, session: session, vision: stub.asker)
+        let all = try SkillCatalog.tools(
+            named: SkillCatalog.allToolNames, session: session, vision: stub.asker, busAllow: allowed)
         XCTAssertEqual(all.map(\.name), SkillCatalog.allToolNames)
         // Every custom tool has a description and an object schema; definitions are the standard shape.
         for tool in all where tool.name != "computer" {
