@@ -85,7 +85,20 @@ struct BenchServices: ParsableCommand {
                     ]), .uint32(0),
                 ])
         }
-        try report.measure(inProcess, "calendar: list 20 events (evolution-data-server)", iterations: cheap) {
+        // 2026-12-10, the day the events are on (UTC).
+        let day = (from: Date(timeIntervalSince1970: 1_796_860_800), to: Date(timeIntervalSince1970: 1_796_947_200))
+        try report.measure(inProcess, "calendar: one day's 20 events (open, query, parse)", iterations: cheap) {
+            try timed { _ = try CalendarStore(connection: open, zone: .current).events(from: day.from, to: day.to) }
+        }
+        try report.measure(inProcess, "calendar: the sources alone (GetManagedObjects)", iterations: cheap) {
+            try timed {
+                _ = try open.call(
+                    destination: "org.gnome.evolution.dataserver.Sources5",
+                    path: "/org/gnome/evolution/dataserver/SourceManager",
+                    interface: "org.freedesktop.DBus.ObjectManager", method: "GetManagedObjects")
+            }
+        }
+        try report.measure(inProcess, "calendar: the raw query alone (GetObjectList)", iterations: cheap) {
             try timed {
                 _ = try open.call(
                     destination: calendar.name, path: calendar.path,
@@ -100,12 +113,31 @@ struct BenchServices: ParsableCommand {
                 .strings(["BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Zoe Miller\r\nEMAIL:zoe@example.org\r\nEND:VCARD\r\n"]),
                 .uint32(0),
             ])
-        try report.measure(inProcess, "contacts: search by name (evolution-data-server)", iterations: cheap) {
-            try timed {
-                _ = try open.call(
-                    destination: book.name, path: book.path, interface: "org.gnome.evolution.dataserver.AddressBook",
-                    method: "GetContactList", [.string("(contains \"full_name\" \"zoe\")")])
+        try report.measure(inProcess, "contacts: search by name (open, query, parse)", iterations: cheap) {
+            try timed { _ = try ContactStore(connection: open).search("zoe") }
+        }
+        let units = try TestUserManager()
+        defer { units.stop() }
+        try units.writeUnit("sleeper.service", "[Service]\nExecStart=/bin/sleep 300\n")
+        let manager = try BusConnection.session(environment: units.environment)
+        try report.measure(inProcess, "units: list (systemd --user)", iterations: cheap) {
+            try timed { _ = try UserUnits(connection: manager).list(all: false) }
+        }
+        let systemd = BusService(name: "org.freedesktop.systemd1", what: "systemd user manager", hint: "")
+        for method in ["ListUnits", "ListUnitFiles"] {
+            try report.measure(inProcess, "units: \(method) alone", iterations: cheap) {
+                try timed {
+                    _ = try manager.call(
+                        systemd, path: "/org/freedesktop/systemd1", interface: "org.freedesktop.systemd1.Manager",
+                        method: method)
+                }
             }
+        }
+        try report.measure(inProcess, "units: status of one (systemd --user)", iterations: cheap) {
+            try timed { _ = try UserUnits(connection: manager).status("sleeper.service") }
+        }
+        try report.measure(inProcess, "shortcuts: list (files, no bus)", iterations: cheap) {
+            try timed { _ = Shortcuts.all(environment: env) }
         }
 
         let command = "a command's bus work: connect, then one call"

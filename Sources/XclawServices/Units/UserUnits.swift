@@ -173,14 +173,22 @@ public struct UserUnits: Sendable {
                 name: name, description: fields[1].string ?? "", loadState: fields[2].string ?? "",
                 activeState: active, subState: fields[4].string ?? "")
         }
-        // a(ss): path, enablement state. A loaded unit gets its file's state; with `all`, a file not loaded is listed.
+        // Without `all`, each listed unit's file state alone: ListUnitFiles makes systemd scan every unit directory
+        // (13 ms here, against 0.3 ms a unit).
+        guard all else {
+            for name in units.keys {
+                units[name]?.unitFileState = try? manager("GetUnitFileState", [.string(name)]).first?.string
+            }
+            return units.values.sorted { $0.name < $1.name }
+        }
+        // a(ss): path, enablement state. A loaded unit gets its file's state; a file not loaded is listed.
         for row in try manager("ListUnitFiles").first?.array ?? [] {
             guard let fields = row.array, fields.count == 2, let path = fields[0].string else { continue }
             let name = (path as NSString).lastPathComponent
             guard kept(name), !name.contains("@.") else { continue }
             if units[name] != nil {
                 units[name]?.unitFileState = fields[1].string
-            } else if all {
+            } else {
                 units[name] = UnitStatus(
                     name: name, description: "", loadState: "not-loaded", activeState: "inactive", subState: "dead",
                     unitFileState: fields[1].string)
