@@ -152,6 +152,9 @@ public enum SkillCatalog {
         // An agent on a bare display has no launcher to click: these open what its task needs.
         ToolEntry(offScreen: "list_apps", default: 10) { _ in ListAppsTool() },
         ToolEntry("launch_app", default: 11) { session, _ in LaunchAppTool(session: session) },
+        // The desktop's services, which act without the screen (docs/services.md).
+        ToolEntry(offScreen: "media", default: 12) { _ in MediaTool() },
+        ToolEntry(offScreen: "notifications", default: 13) { _ in NotificationsTool() },
         ToolEntry("clipboard") { session, _ in ClipboardTool(session: session) },
         // Not in the default set: they reach the Internet (and Brave's API costs per search), which a screen agent's
         // task rarely needs; `--tools` or an agent's tool list names them.

@@ -23,6 +23,7 @@ final class ServedCommandsTests: XCTestCase {
         "input-restore": "recovery after a killed owner", "clipboard-serve": "the clipboard owner's own process",
         "apps": "reads desktop files, no display", "launch": "starts a program in the caller's environment",
         "fleet": "the fleet's tables; a worker's runs are its own daemon's", "db": "the store",
+        "notify": "the caller's session bus, no display", "media": "the caller's session bus, no display",
     ]
 
     /// The names `xclaw --help` lists.

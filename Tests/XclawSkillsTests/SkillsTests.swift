@@ -123,7 +123,7 @@ final class SkillsTests: XCTestCase {
             SkillCatalog.defaultToolNames,
             [
                 "computer", "screen_snapshot", "read_screen_text", "tap_element", "type_text", "press_button", "scroll",
-                "watch_screen", "capture_screen", "memory", "list_apps", "launch_app",
+                "watch_screen", "capture_screen", "memory", "list_apps", "launch_app", "media", "notifications",
             ])
         XCTAssertFalse(table.contains { $0.defaultPosition != nil && ($0.needsVision || $0.name == "tap_xy") })
         XCTAssertEqual(
@@ -132,7 +132,7 @@ final class SkillsTests: XCTestCase {
         XCTAssertEqual(Set(table.filter(\.needsVision).map(\.name)), ["analyze_screen", "find_and_tap"])
         XCTAssertEqual(
             Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames),
-            ["memory", "list_apps", "web_search", "fetch_url"])
+            ["memory", "list_apps", "media", "notifications", "web_search", "fetch_url"])
         XCTAssertEqual(SkillCatalog.webToolNames, ["web_search", "fetch_url"])
         XCTAssertTrue(SkillCatalog.webToolNames.isDisjoint(with: SkillCatalog.defaultToolNames), "opt-in only")
         // Tools that need no screen are built without a session; a screen tool then says what is missing.
