@@ -541,8 +541,8 @@ struct Watch: ParsableCommand {
     @OptionGroup var languages: LanguageOption
     @Option(
         help: """
-            Wait for a notification whose summary or body contains this text (any case), sent by any application; \
-            needs no display.
+            Wait for a notification whose summary or body contains this text (any case; empty: any), sent by any \
+            application; needs no display.
             """)
     var notification: String?
     @Option(help: "With --notification: only from an application whose name contains this (any case).")

@@ -129,3 +129,23 @@ public final class TestMediaPlayer: @unchecked Sendable {
         return Data(Array("RIFF".utf8) + le32(body.count) + body)
     }
 }
+
+/// A private session bus and an mpv playing on it: what a media test class starts once.
+public final class MediaScene: @unchecked Sendable {
+    /// The bus.
+    public let bus: TestSessionBus
+    /// The player.
+    public let mpv: TestMediaPlayer
+
+    /// Starts both.
+    public init() throws {
+        bus = try TestSessionBus()
+        mpv = try TestMediaPlayer(bus: bus)
+    }
+
+    /// Ends both.
+    public func stop() {
+        mpv.stop()
+        bus.stop()
+    }
+}

@@ -10,27 +10,21 @@ import XclawTimeTesting
 /// MPRIS against a real player: mpv with its MPRIS plugin on the class's private session bus, playing a generated
 /// tone; mpv's own IPC is the oracle of what it does.
 final class MediaServiceTests: XCTestCase {
-    /// The class's bus and its playing mpv, or why they did not start.
-    nonisolated(unsafe) private static var scene: Result<(TestSessionBus, TestMediaPlayer), any Error>?
+    /// The class's bus and its playing mpv, or why they did not start (each test fails with it).
+    nonisolated(unsafe) private static var scene: Result<MediaScene, any Error>?
 
     override class func setUp() {
         super.setUp()
-        scene = Result {
-            let bus = try TestSessionBus()
-            return (bus, try TestMediaPlayer(bus: bus))
-        }
+        scene = Result { try MediaScene() }
     }
 
     override class func tearDown() {
-        if let (bus, mpv) = try? scene?.get() {
-            mpv.stop()
-            bus.stop()
-        }
+        (try? scene?.get())?.stop()
         super.tearDown()
     }
 
-    private var bus: TestSessionBus { get throws { try XCTUnwrap(Self.scene).get().0 } }
-    private var mpv: TestMediaPlayer { get throws { try XCTUnwrap(Self.scene).get().1 } }
+    private var bus: TestSessionBus { get throws { try XCTUnwrap(Self.scene).get().bus } }
+    private var mpv: TestMediaPlayer { get throws { try XCTUnwrap(Self.scene).get().mpv } }
     private var players: MediaPlayers {
         get throws { MediaPlayers(connection: try BusConnection.session(environment: try bus.environment)) }
     }
@@ -84,9 +78,10 @@ final class MediaServiceTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(placed.positionSeconds), 30, accuracy: 0.5)
         _ = try control.perform(.seek(10), on: placed)
         XCTAssertEqual(try mpv.position(), 40, accuracy: 0.5)
+        // mpv lands up to half a second short of a backward seek's target, exact seeks or not: a second's leeway.
         let back = try XCTUnwrap(try control.perform(.seek(-15), on: placed))
-        XCTAssertEqual(try mpv.position(), 25, accuracy: 0.5)
-        XCTAssertEqual(try XCTUnwrap(back.positionSeconds), 25, accuracy: 0.5)
+        XCTAssertEqual(try mpv.position(), 25, accuracy: 1)
+        XCTAssertEqual(try XCTUnwrap(back.positionSeconds), try mpv.position(), accuracy: 0.1)
         _ = try control.perform(.play, on: back)
     }
 

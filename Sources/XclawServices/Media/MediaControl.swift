@@ -128,6 +128,6 @@ public struct MediaControl: Sendable {
 
     /// The player's state, or nil when it left the bus.
     private func current(_ player: MediaPlayer) throws -> MediaPlayer? {
-        do { return try players.status(of: player.busName) } catch BusError.absent { return nil }
+        try players.statusIfPresent(of: player.busName)
     }
 }

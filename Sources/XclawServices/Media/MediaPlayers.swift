@@ -130,6 +130,12 @@ public struct MediaPlayers: Sendable {
     /// The player interface (`PlaybackStatus`, `Metadata`, `Play`…).
     static let playerInterface = "org.mpris.MediaPlayer2.Player"
 
+    /// The errors of a call to an object that is not (or no longer) there.
+    static let noObject: Set<String> = [
+        "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
+        "org.freedesktop.DBus.Error.UnknownInterface",
+    ]
+
     /// The connection the players are reached on.
     public let connection: BusConnection
 
@@ -145,8 +151,22 @@ public struct MediaPlayers: Sendable {
 
     /// Every player on the bus, by name; one that leaves while it is being read is left out.
     public func list() throws -> [MediaPlayer] {
-        try connection.names().filter { $0.hasPrefix(Self.prefix) }.sorted().compactMap { name in
-            do { return try status(of: name) } catch BusError.absent { return nil }
+        try connection.names().filter { $0.hasPrefix(Self.prefix) }.sorted().compactMap(statusIfPresent)
+    }
+
+    /// What the player owning `busName` plays now, or nil when it left the bus. A player that quits while it is
+    /// asked first takes its object away (the call fails as an unknown method or object), then leaves the call
+    /// unanswered (the bus says NoReply, as for a timeout): it is gone when its name has no owner any more.
+    public func statusIfPresent(of busName: String) throws -> MediaPlayer? {
+        do {
+            return try status(of: busName)
+        } catch BusError.absent {
+            return nil
+        } catch BusError.failed(_, let name, _) where Self.noObject.contains(name) {
+            return nil
+        } catch BusError.timedOut(let call, let ms) {
+            if try !connection.hasOwner(busName) { return nil }
+            throw BusError.timedOut(call: call, milliseconds: ms)
         }
     }
 
