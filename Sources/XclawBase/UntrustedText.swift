@@ -102,6 +102,12 @@ public enum UntrustedText {
         block("web_data", body, source: escaped(source, limit: 500))
     }
 
+    /// What a desktop service answered (a D-Bus reply, a notification's text) inside `<service_data source="…">` …
+    /// `</service_data>`: another program wrote it, so it is data, as screen text is.
+    public static func serviceData(_ body: String, source: String) -> String {
+        block("service_data", body, source: escaped(source, limit: 500))
+    }
+
     /// `body` inside `<tag source="…">` … `</tag>`, with any closing tag inside it broken.
     private static func block(_ tag: String, _ body: String, source: String) -> String {
         let safe = body.replacingOccurrences(of: "</\(tag)", with: "<\\/\(tag)", options: .caseInsensitive)

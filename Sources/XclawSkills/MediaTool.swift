@@ -58,18 +58,19 @@ public struct MediaTool: AgentTool {
         let action: MediaAction
         switch verb {
         case "list":
-            let players = try await ServiceToolSupport.run {
+            let players = try await ServiceAction.read {
                 try MediaPlayers(connection: BusConnection.session(environment: environment)).list()
             }
-            return .text(
-                players.isEmpty
-                    ? "no media player is running (MPRIS); if one shows on screen, it does not offer MPRIS: use the screen"
-                    : players.map(\.summary).joined(separator: "\n"))
+            guard !players.isEmpty else {
+                return .text(
+                    "no media player is running (MPRIS); if one shows on screen, it offers no MPRIS: use the screen")
+            }
+            return .text(UntrustedText.serviceData(players.map(\.summary).joined(separator: "\n"), source: "mpris"))
         case "status":
-            let player = try await ServiceToolSupport.run {
+            let player = try await ServiceAction.read {
                 try MediaPlayers(connection: BusConnection.session(environment: environment)).choose(name)
             }
-            return .text(player.summary)
+            return .text(UntrustedText.serviceData(player.summary, source: "mpris"))
         case "play": action = .play
         case "pause": action = .pause
         case "play_pause": action = .playPause
@@ -85,26 +86,19 @@ public struct MediaTool: AgentTool {
             throw ToolError("action must be list, status, play, pause, play_pause, next, previous, stop or seek")
         }
         // Chosen first, so the person asked sees which player.
-        let (players, player) = try await ServiceToolSupport.run {
+        let (players, player) = try await ServiceAction.read {
             let players = MediaPlayers(connection: try BusConnection.session(environment: environment))
             return (players, try players.choose(name))
         }
-        let label = "\(action.verb) media player \(player.name)"
-        if let refusal = await ServiceToolSupport.refusal(
-            context, tool: self.name, verb: verb, label: label, text: player.name)
-        {
-            return .text(refusal)
-        }
-        let start = ContinuousClock.now
-        do {
-            let after = try await ServiceToolSupport.run {
-                try MediaControl(players: players).perform(action, on: player)
+        let answer = try await ServiceAction.perform(
+            tool: self.name, verb: verb, label: "\(action.verb) media player \(player.name)", text: player.name,
+            context: context
+        ) {
+            guard let after = try MediaControl(players: players).perform(action, on: player) else {
+                return "done; \(player.name) quit (it left the bus)"
             }
-            ServiceToolSupport.log(context, tool: self.name, verb: verb, text: player.name, since: start)
-            return .text(after.map { "done: \($0.summary)" } ?? "done: \(player.name) quit (it left the bus)")
-        } catch {
-            ServiceToolSupport.log(context, tool: self.name, verb: verb, text: player.name, since: start, error: error)
-            throw error
+            return "done; the player now:\n" + UntrustedText.serviceData(after.summary, source: "mpris")
         }
+        return .text(answer)
     }
 }

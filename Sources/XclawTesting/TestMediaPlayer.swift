@@ -3,29 +3,33 @@ import XclawBase
 import XclawPolling
 
 /// A real MPRIS media player for a test: mpv with Debian's MPRIS plugin on the test's private session bus, playing a
-/// generated tone (a WAV file whose tags give the title, artist and album) with no audio device and no window. Its
-/// own IPC socket is the oracle of what it does (`pause`, `time-pos`), independent of MPRIS.
+/// generated tone (a WAV file whose tags give the title, artist and album) with no audio device and no window,
+/// looping. Its own IPC socket is the oracle of what it does (`pause`, `time-pos`), read without the bus the code
+/// under test uses.
 public final class TestMediaPlayer: @unchecked Sendable {
     /// The well-known name the plugin took (`org.mpris.MediaPlayer2.mpv`, or `….mpv.instancePID` for a second mpv).
     public let busName: String
+    /// mpv's IPC socket.
+    public let ipc: String
     /// The mpv process.
     public let process: Subprocess
     private let socket: UnixSocket
 
     /// Starts mpv on `bus` playing a tone of `seconds` tagged with `title`, `artist` and `album` (`paused`: paused
-    /// from the start), and waits until it is on the bus and its IPC answers.
+    /// from the start), and waits until it is on the bus, says what it plays, and its IPC answers.
     public init(
-        bus: TestSessionBus, title: String = "Test Tone", artist: String = "The Oscillators",
-        album: String = "Sine Waves", seconds: Int = 60, paused: Bool = false
+        on bus: TestSessionBus, title: String = "Test tone", artist: String = "The Oscillators",
+        album: String = "Sine Waves", seconds: Int = 600, paused: Bool = false
     ) throws {
         let stem = "\(bus.directory)/mpv-\(UUID().uuidString.prefix(8))"
         try Self.tone(seconds: seconds, title: title, artist: artist, album: album).write(
             to: URL(fileURLWithPath: stem + ".wav"))
         let ipc = stem + ".sock"
+        self.ipc = ipc
         process = try bus.start(
             [
                 "/usr/bin/mpv", "--no-config", "--script=/etc/mpv/scripts/mpris.so", "--ao=null", "--vo=null",
-                // Exact seeks (not to the nearest index point), so a position asked for is the position taken.
+                // Seeks to the time asked for, not to the nearest index point before it.
                 "--idle=no", "--loop-file=inf", "--hr-seek=yes", "--input-ipc-server=" + ipc,
                 "--pause=" + (paused ? "yes" : "no"),
                 stem + ".wav",
@@ -97,41 +101,39 @@ public final class TestMediaPlayer: @unchecked Sendable {
         throw TestSessionBus.Failure(description: "mpv's IPC did not answer get_property \(name)")
     }
 
-    /// Whether mpv is paused, as it says itself.
-    public func paused() throws -> Bool { try property("pause") as? Bool ?? false }
+    /// Whether mpv says it is paused; nil when it does not answer.
+    public var isPaused: Bool? { (try? property("pause")) as? Bool }
 
-    /// Seconds into the file, as mpv says itself.
-    public func position() throws -> Double { try property("time-pos") as? Double ?? -1 }
+    /// mpv's playback position in seconds; nil when it does not answer.
+    public var position: Double? { (try? property("time-pos")) as? Double }
 
     /// Ends mpv.
     public func stop() { _ = process.kill() }
 
-    /// A mono 8 kHz 16-bit WAV of a 440 Hz sine, its LIST/INFO chunk naming title (INAM), artist (IART) and album
-    /// (IPRD), which mpv reads as tags.
+    /// A mono WAV of a 440 Hz sine, 8-bit at 2 kHz (ten minutes in 1.2 MB: nobody listens; mpv's null output
+    /// refuses 1 kHz), its LIST/INFO chunk naming title (INAM), artist (IART) and album (IPRD), which mpv reads as
+    /// tags.
     static func tone(seconds: Int, title: String, artist: String, album: String) -> Data {
         func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8((v >> ($0 * 8)) & 0xff) } }
         func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8((v >> ($0 * 8)) & 0xff) } }
         func chunk(_ tag: String, _ body: [UInt8]) -> [UInt8] {
             Array(tag.utf8) + le32(body.count) + body + (body.count % 2 == 1 ? [0] : [])
         }
-        let rate = 8000
-        var samples = [UInt8]()
-        samples.reserveCapacity(rate * seconds * 2)
-        for i in 0..<(rate * seconds) {
-            let value = Int((sin(2 * Double.pi * 440 * Double(i) / Double(rate)) * 8000).rounded())
-            samples += le16(value & 0xffff)
+        let rate = 2000
+        let samples = (0..<(rate * seconds)).map { i in
+            UInt8(128 + (sin(2 * Double.pi * 440 * Double(i) / Double(rate)) * 100).rounded())
         }
         let info =
             Array("INFO".utf8) + chunk("INAM", Array(title.utf8) + [0]) + chunk("IART", Array(artist.utf8) + [0])
             + chunk("IPRD", Array(album.utf8) + [0])
-        let format = le16(1) + le16(1) + le32(rate) + le32(rate * 2) + le16(2) + le16(16)
+        let format = le16(1) + le16(1) + le32(rate) + le32(rate) + le16(1) + le16(8)
         let body = Array("WAVE".utf8) + chunk("fmt ", format) + chunk("LIST", info) + chunk("data", samples)
         return Data(Array("RIFF".utf8) + le32(body.count) + body)
     }
 }
 
 /// A private session bus and an mpv playing on it: what a media test class starts once.
-public final class MediaScene: @unchecked Sendable {
+public final class MediaScene: StoppableScene, @unchecked Sendable {
     /// The bus.
     public let bus: TestSessionBus
     /// The player.
@@ -140,7 +142,7 @@ public final class MediaScene: @unchecked Sendable {
     /// Starts both.
     public init() throws {
         bus = try TestSessionBus()
-        mpv = try TestMediaPlayer(bus: bus)
+        mpv = try TestMediaPlayer(on: bus)
     }
 
     /// Ends both.

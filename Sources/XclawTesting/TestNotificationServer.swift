@@ -120,7 +120,7 @@ public final class TestNotificationServer: @unchecked Sendable {
 }
 
 /// A display, a session bus and dunst serving it: what a notification test class starts once.
-public final class NotificationScene: @unchecked Sendable {
+public final class NotificationScene: StoppableScene, @unchecked Sendable {
     /// The Xvfb dunst shows its notifications on.
     public let display: TestDisplay
     /// The private session bus.

@@ -8,21 +8,16 @@ import XclawTimeTesting
 /// `xclaw media` against mpv with its MPRIS plugin on the class's private session bus, playing a generated tone;
 /// mpv's own IPC is the oracle of what it does.
 final class MediaCLITests: XCTestCase {
-    /// The class's bus and its playing mpv, or why they did not start (each test fails with it).
-    nonisolated(unsafe) private static var scene: Result<MediaScene, any Error>?
-
-    override class func setUp() {
-        super.setUp()
-        scene = Result { try MediaScene() }
-    }
+    /// The class's scene, started by its first test, or why it could not start (each test fails with it).
+    private static let scene = ClassScene { try MediaScene() }
 
     override class func tearDown() {
-        (try? scene?.get())?.stop()
+        scene.stop()
         super.tearDown()
     }
 
-    private var bus: TestSessionBus { get throws { try XCTUnwrap(Self.scene).get().bus } }
-    private var mpv: TestMediaPlayer { get throws { try XCTUnwrap(Self.scene).get().mpv } }
+    private var bus: TestSessionBus { get throws { try Self.scene.get().bus } }
+    private var mpv: TestMediaPlayer { get throws { try Self.scene.get().mpv } }
 
     /// Runs `xclaw media …` on the class's bus and checks its exit status.
     @discardableResult
@@ -38,12 +33,12 @@ final class MediaCLITests: XCTestCase {
         try media(["play"])
         let list = try media([])
         XCTAssertTrue(
-            list.text.hasPrefix("mpv: Playing \"Test Tone\" by \"The Oscillators\" from \"Sine Waves\" at "), list.text)
-        XCTAssertTrue(list.text.hasSuffix(" of 60.0 s\n"), list.text)
+            list.text.hasPrefix("mpv: Playing \"Test tone\" by \"The Oscillators\" from \"Sine Waves\" at "), list.text)
+        XCTAssertTrue(list.text.hasSuffix(" of 600.0 s\n"), list.text)
         let json = try media(["list", "--json"])
         let players = try XCTUnwrap(JSONValue.parse(json.stdout).array)
         XCTAssertEqual(players.count, 1)
-        XCTAssertEqual(players.first?["title"]?.string, "Test Tone")
+        XCTAssertEqual(players.first?["title"]?.string, "Test tone")
         XCTAssertEqual(players.first?["status"]?.string, "playing")
         XCTAssertEqual(players.first?["bus_name"]?.string, try mpv.busName)
         let status = try media(["status", "--player", "MPV", "--json"])
@@ -58,26 +53,26 @@ final class MediaCLITests: XCTestCase {
     func testPauseTogglesAndSeeksAsMpvItselfSays() throws {
         let mpv = try mpv
         let paused = try media(["pause"])
-        XCTAssertTrue(paused.text.hasPrefix("mpv: Paused \"Test Tone\""), paused.text)
-        XCTAssertTrue(try mpv.paused())
+        XCTAssertTrue(paused.text.hasPrefix("mpv: Paused \"Test tone\""), paused.text)
+        XCTAssertTrue(try XCTUnwrap(mpv.isPaused))
         let toggled = try media(["play-pause"])
         XCTAssertTrue(toggled.text.hasPrefix("mpv: Playing"), toggled.text)
-        XCTAssertFalse(try mpv.paused())
+        XCTAssertFalse(try XCTUnwrap(mpv.isPaused))
         try media(["play-pause"])
-        XCTAssertTrue(try mpv.paused())
+        XCTAssertTrue(try XCTUnwrap(mpv.isPaused))
         let placed = try media(["position", "30"])
-        XCTAssertEqual(try mpv.position(), 30, accuracy: 0.5)
-        // The state printed is read after the seek: "… at 29.8 of 60.0 s" (mpv lands near, not on, the second).
+        XCTAssertEqual(try XCTUnwrap(mpv.position), 30, accuracy: 0.5)
+        // The state printed is read after the seek: "… at 29.8 of 600.0 s" (mpv lands near, not on, the second).
         let printed = try XCTUnwrap(placed.text.split(separator: " at ").last?.split(separator: " ").first)
         XCTAssertEqual(try XCTUnwrap(Double(printed)), 30, accuracy: 0.5, placed.text)
         // A negative offset is the offset, not an option. mpv may land half a second short of a backward seek.
         try media(["seek", "-10"])
-        XCTAssertEqual(try mpv.position(), 20, accuracy: 1)
-        let before = try mpv.position()
+        XCTAssertEqual(try XCTUnwrap(mpv.position), 20, accuracy: 1)
+        let before = try XCTUnwrap(mpv.position)
         try media(["seek", "+5", "--player", "mpv"])
-        XCTAssertEqual(try mpv.position(), before + 5, accuracy: 0.5)
+        XCTAssertEqual(try XCTUnwrap(mpv.position), before + 5, accuracy: 0.5)
         try media(["play"])
-        XCTAssertFalse(try mpv.paused())
+        XCTAssertFalse(try XCTUnwrap(mpv.isPaused))
     }
 
     func testNoPlayerIsExitOneAndSeveralWithoutOnePlayingIsExitTwo() throws {
@@ -89,13 +84,13 @@ final class MediaCLITests: XCTestCase {
         XCTAssertEqual(nothing.status, 0, nothing.stderr)
         XCTAssertEqual(nothing.text, "")
 
-        let second = try TestMediaPlayer(bus: try bus, title: "Second Tone", paused: true)
+        let second = try TestMediaPlayer(on: try bus, title: "Second Tone", paused: true)
         defer { second.stop() }
         try media(["pause", "--player", "mpv"])
         let several = try media(["play-pause"], status: 2)
         let suffix = String(second.busName.dropFirst("org.mpris.MediaPlayer2.".count))
         XCTAssertTrue(several.stderr.contains("--player (mpv, \(suffix))"), several.stderr)
-        XCTAssertTrue(try second.paused())
+        XCTAssertTrue(try XCTUnwrap(second.isPaused))
         let missing = try media(["status", "--player", "vlc"], status: 1)
         XCTAssertTrue(missing.stderr.contains("no media player is called \"vlc\""), missing.stderr)
         try media(["play", "--player", "mpv"])

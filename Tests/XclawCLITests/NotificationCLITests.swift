@@ -9,21 +9,16 @@ import XclawTimeTesting
 /// `dunstctl` is the oracle of what it received, its context menu the way a person chooses an action, and
 /// `notify-send` the other application whose notification is watched for.
 final class NotificationCLITests: XCTestCase {
-    /// The class's display, bus and dunst, or why they did not start (each test fails with it).
-    nonisolated(unsafe) private static var scene: Result<NotificationScene, any Error>?
-
-    override class func setUp() {
-        super.setUp()
-        scene = Result { try NotificationScene() }
-    }
+    /// The class's scene, started by its first test, or why it could not start (each test fails with it).
+    private static let scene = ClassScene { try NotificationScene() }
 
     override class func tearDown() {
-        (try? scene?.get())?.stop()
+        scene.stop()
         super.tearDown()
     }
 
-    private var dunst: TestNotificationServer { get throws { try XCTUnwrap(Self.scene).get().dunst } }
-    private var environment: [String: String] { get throws { try XCTUnwrap(Self.scene).get().bus.environment } }
+    private var dunst: TestNotificationServer { get throws { try Self.scene.get().dunst } }
+    private var environment: [String: String] { get throws { try Self.scene.get().bus.environment } }
 
     override func tearDownWithError() throws { try dunst.dismissAll() }
 

@@ -10,21 +10,16 @@ import XclawTimeTesting
 /// MPRIS against a real player: mpv with its MPRIS plugin on the class's private session bus, playing a generated
 /// tone; mpv's own IPC is the oracle of what it does.
 final class MediaServiceTests: XCTestCase {
-    /// The class's bus and its playing mpv, or why they did not start (each test fails with it).
-    nonisolated(unsafe) private static var scene: Result<MediaScene, any Error>?
-
-    override class func setUp() {
-        super.setUp()
-        scene = Result { try MediaScene() }
-    }
+    /// The class's scene, started by its first test, or why it could not start (each test fails with it).
+    private static let scene = ClassScene { try MediaScene() }
 
     override class func tearDown() {
-        (try? scene?.get())?.stop()
+        scene.stop()
         super.tearDown()
     }
 
-    private var bus: TestSessionBus { get throws { try XCTUnwrap(Self.scene).get().bus } }
-    private var mpv: TestMediaPlayer { get throws { try XCTUnwrap(Self.scene).get().mpv } }
+    private var bus: TestSessionBus { get throws { try Self.scene.get().bus } }
+    private var mpv: TestMediaPlayer { get throws { try Self.scene.get().mpv } }
     private var players: MediaPlayers {
         get throws { MediaPlayers(connection: try BusConnection.session(environment: try bus.environment)) }
     }
@@ -40,14 +35,14 @@ final class MediaServiceTests: XCTestCase {
         XCTAssertEqual(player.busName, mpv.busName)
         XCTAssertEqual(player.identity, "mpv")
         XCTAssertEqual(player.status, .playing)
-        XCTAssertEqual(player.title, "Test Tone")
+        XCTAssertEqual(player.title, "Test tone")
         XCTAssertEqual(player.artists, ["The Oscillators"])
         XCTAssertEqual(player.album, "Sine Waves")
-        XCTAssertEqual(try XCTUnwrap(player.lengthSeconds), 60, accuracy: 0.5)
+        XCTAssertEqual(try XCTUnwrap(player.lengthSeconds), 600, accuracy: 0.5)
         XCTAssertNotNil(player.positionSeconds)
         XCTAssertTrue(player.canSeek)
         XCTAssertTrue(
-            player.summary.hasPrefix("mpv: Playing \"Test Tone\" by \"The Oscillators\" from \"Sine Waves\" at "))
+            player.summary.hasPrefix("mpv: Playing \"Test tone\" by \"The Oscillators\" from \"Sine Waves\" at "))
     }
 
     func testPausePlayAndPlayPauseAreReadBackAndMpvAgrees() throws {
@@ -56,15 +51,15 @@ final class MediaServiceTests: XCTestCase {
         let control = MediaControl(players: players)
         let paused = try XCTUnwrap(try control.perform(.pause, on: try players.choose()))
         XCTAssertEqual(paused.status, .paused)
-        XCTAssertTrue(try mpv.paused())
+        XCTAssertTrue(try XCTUnwrap(mpv.isPaused))
         let toggled = try XCTUnwrap(try control.perform(.playPause, on: paused))
         XCTAssertEqual(toggled.status, .playing)
-        XCTAssertFalse(try mpv.paused())
+        XCTAssertFalse(try XCTUnwrap(mpv.isPaused))
         let again = try XCTUnwrap(try control.perform(.playPause, on: toggled))
         XCTAssertEqual(again.status, .paused)
-        XCTAssertTrue(try mpv.paused())
+        XCTAssertTrue(try XCTUnwrap(mpv.isPaused))
         XCTAssertEqual(try control.perform(.play, on: again)?.status, .playing)
-        XCTAssertFalse(try mpv.paused())
+        XCTAssertFalse(try XCTUnwrap(mpv.isPaused))
     }
 
     func testSeekAndPositionMoveWhereMpvPlays() throws {
@@ -74,14 +69,14 @@ final class MediaServiceTests: XCTestCase {
         // Paused, so the position stays where the requests put it.
         let player = try XCTUnwrap(try control.perform(.pause, on: try players.choose()))
         let placed = try XCTUnwrap(try control.perform(.position(30), on: player))
-        XCTAssertEqual(try mpv.position(), 30, accuracy: 0.5)
+        XCTAssertEqual(try XCTUnwrap(mpv.position), 30, accuracy: 0.5)
         XCTAssertEqual(try XCTUnwrap(placed.positionSeconds), 30, accuracy: 0.5)
         _ = try control.perform(.seek(10), on: placed)
-        XCTAssertEqual(try mpv.position(), 40, accuracy: 0.5)
+        XCTAssertEqual(try XCTUnwrap(mpv.position), 40, accuracy: 0.5)
         // mpv lands up to half a second short of a backward seek's target, exact seeks or not: a second's leeway.
         let back = try XCTUnwrap(try control.perform(.seek(-15), on: placed))
-        XCTAssertEqual(try mpv.position(), 25, accuracy: 1)
-        XCTAssertEqual(try XCTUnwrap(back.positionSeconds), try mpv.position(), accuracy: 0.1)
+        XCTAssertEqual(try XCTUnwrap(mpv.position), 25, accuracy: 1)
+        XCTAssertEqual(try XCTUnwrap(back.positionSeconds), try XCTUnwrap(mpv.position), accuracy: 0.1)
         _ = try control.perform(.play, on: back)
     }
 
@@ -90,7 +85,7 @@ final class MediaServiceTests: XCTestCase {
         let first = try mpv
         let control = MediaControl(players: players)
         _ = try control.perform(.play, on: try players.choose("mpv"))
-        let second = try TestMediaPlayer(bus: try bus, title: "Second Tone", paused: true)
+        let second = try TestMediaPlayer(on: try bus, title: "Second Tone", paused: true)
         defer { second.stop() }
         let suffix = String(second.busName.dropFirst(MediaPlayers.prefix.count))
         XCTAssertEqual(try players.choose().busName, first.busName, "the one playing")

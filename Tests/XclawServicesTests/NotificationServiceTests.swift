@@ -11,21 +11,16 @@ import XclawTimeTesting
 /// oracle of what it received, its context menu the way an action is chosen. The monitor watches `notify-send`, a
 /// program of its own.
 final class NotificationServiceTests: XCTestCase {
-    /// The class's display, bus and dunst, or why they did not start (each test fails with it).
-    nonisolated(unsafe) private static var scene: Result<NotificationScene, any Error>?
-
-    override class func setUp() {
-        super.setUp()
-        scene = Result { try NotificationScene() }
-    }
+    /// The class's scene, started by its first test, or why it could not start (each test fails with it).
+    private static let scene = ClassScene { try NotificationScene() }
 
     override class func tearDown() {
-        (try? scene?.get())?.stop()
+        scene.stop()
         super.tearDown()
     }
 
-    private var dunst: TestNotificationServer { get throws { try XCTUnwrap(Self.scene).get().dunst } }
-    private var bus: TestSessionBus { get throws { try XCTUnwrap(Self.scene).get().bus } }
+    private var dunst: TestNotificationServer { get throws { try Self.scene.get().dunst } }
+    private var bus: TestSessionBus { get throws { try Self.scene.get().bus } }
     private var notifier: Notifier {
         get throws { try Notifier(connection: BusConnection.session(environment: try bus.environment)) }
     }
