@@ -1,59 +1,70 @@
-import Dispatch
 import Foundation
 import XclawAgent
 import XclawBase
 import XclawMessages
 
-/// How a tool that works a desktop service (not the screen) runs: its bus calls on a thread outside Swift's
-/// cooperative pool (a call may wait for its timeout), and each action it takes (not a read) through the run's gates
-/// as input is: dry run, the terminal's confirmation, the approval gate, which classifies the action's label by its
-/// words ("delete event Dentist").
+/// What the tools over the desktop's services share: the run's gates in front of every action they take on a service
+/// (reads are not gated), as input is gated — dry run, the terminal's confirmation, the approval policy, which
+/// classifies the action's label by its words ("delete event Dentist") — and their blocking work (a bus call that may
+/// wait for its timeout, a script) on a thread of its own.
 enum ServiceAction {
-    /// Runs blocking work (bus calls) on a global queue and hands back its result.
-    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(with: Result { try body() }) }
+    /// Gates one action on a service. Nil: go on; else the text the model reads (the refusal is logged by the gate).
+    /// `label` names the real verb and its object ("restart unit backup.service").
+    static func permit(
+        tool: String, verb: String, label: String, text: String? = nil, describe: String, context: ToolContext
+    ) async -> String? {
+        let record = ActionRecord(tool: tool, action: .other(verb), text: text, result: "pending")
+        let subject = ActionSubject(label: label, role: "service")
+        switch await context.permit(record, describe: describe, subject: subject) {
+        case .go: return nil
+        case .dryRun: return "dry run: would \(describe)"
+        case .declined:
+            return
+                "the user declined to \(describe); nothing was done. Do not repeat it: ask the user or try another way."
+        case .denied(let why): return why
         }
     }
 
-    /// Asks the gates for the action `verb` (`create_event`) that `label` names ("create event Dentist"); runs
-    /// `act` off the pool when they allow it and returns its text, else the text that tells the model what
-    /// happened instead. The action is logged with its result either way.
+    /// Logs an action that was done, with how it ended ("ok", "error: …").
+    static func log(
+        tool: String, verb: String, text: String?, result: String, since start: ContinuousClock.Instant,
+        context: ToolContext
+    ) {
+        let ms = (ContinuousClock.now - start) / .milliseconds(1)
+        context.log(ActionRecord(tool: tool, action: .other(verb), text: text, result: result, ms: ms))
+    }
+
+    /// Runs `body` on a thread of its own and waits for it without holding a thread of the concurrency pool: a bus
+    /// call may wait for its timeout, a script may run for minutes.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// The whole of one action: the gates, then `act` off the pool when they allow it, logged with its result either
+    /// way; returns `act`'s text, or the text that tells the model what happened instead. `label` names it ("create
+    /// event Dentist").
     static func perform(
         tool: String, verb: String, label: String, text: String?, context: ToolContext,
         act: @escaping @Sendable () throws -> String
     ) async throws -> String {
-        let record = ActionRecord(tool: tool, action: .other(verb), text: text, result: "pending")
         let shown = UntrustedText.escaped(label, limit: 200)
-        switch await context.permit(
-            record, describe: shown, subject: ActionSubject(label: label, role: "service"))
+        if let refused = await permit(
+            tool: tool, verb: verb, label: label, text: text, describe: shown, context: context)
         {
-        case .go: break
-        case .dryRun: return "dry run: would \(shown); nothing was changed"
-        case .declined:
-            return "the user declined \(shown); nothing was done. Do not repeat it: ask the user or try another way."
-        case .denied(let why): return why
+            return refused
         }
         if context.isCancelled() { throw CancellationError() }
         let start = ContinuousClock.now
-        var done = record
         do {
-            let result = try await offPool(act)
-            done.result = "ok"
-            done.ms = milliseconds(since: start)
-            context.log(done)
+            let result = try await blocking(act)
+            log(tool: tool, verb: verb, text: text, result: "ok", since: start, context: context)
             return result
         } catch {
-            done.result = "error: \(error)"
-            done.ms = milliseconds(since: start)
-            context.log(done)
+            log(tool: tool, verb: verb, text: text, result: "error: \(error)", since: start, context: context)
             throw ToolError("\(error)")
         }
-    }
-
-    private static func milliseconds(since start: ContinuousClock.Instant) -> Double {
-        let d = ContinuousClock.now - start
-        return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
     }
 
     /// The text field `key` of a tool's input; `ToolError` naming `action` when it is missing or empty.
@@ -83,7 +94,7 @@ enum ServiceAction {
     /// A read's failure as the model should see it (the error's own message: it says what to do).
     static func read<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         do {
-            return try await offPool(body)
+            return try await blocking(body)
         } catch let error as ToolError {
             throw error
         } catch {

@@ -102,25 +102,24 @@ public struct MediaControl: Sendable {
             player, owner: owner, expected: expected, seeking: method == "Seek" || method == "SetPosition")
     }
 
-    /// The player's state once the request shows: its status is `expected` (when there is one), or it signalled a
-    /// seek or a change, or `settle` passed; nil when it left the bus.
+    /// The player's state once the request shows: its status is `expected` (when there is one; read again at each
+    /// signal of the player), or it signalled the seek or the change, or `settle` passed; nil when it left the bus.
     private func readBack(_ player: MediaPlayer, owner: String?, expected: PlaybackStatus?, seeking: Bool) throws
         -> MediaPlayer?
     {
-        let clock = ContinuousClock()
-        let deadline = clock.now + settle
+        let connection = players.connection
+        guard let expected else {
+            // Without a status to reach, the player's first signal is the change (a new track, a seek).
+            let member = seeking ? "Seeked" : "PropertiesChanged"
+            _ = try connection.next(within: settle) { $0.sender == owner && $0.member == member }
+            return try current(player)
+        }
+        let deadline = ContinuousClock.now + settle
         while true {
-            if let expected {
-                guard let now = try current(player) else { return nil }
-                if now.status == expected { return now }
-            }
-            let left = clock.now.duration(to: deadline)
-            guard left > .zero else { return try current(player) }
-            guard let message = try players.connection.next(timeout: left) else { return try current(player) }
-            // Without a status to reach, the first signal of the player is the change (a new track, a seek).
-            if expected == nil, message.sender == owner,
-                seeking ? message.member == "Seeked" : message.member == "PropertiesChanged"
-            {
+            guard let now = try current(player) else { return nil }
+            if now.status == expected { return now }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, try connection.next(within: left, where: { $0.sender == owner }) != nil else {
                 return try current(player)
             }
         }

@@ -78,14 +78,7 @@ public final class NotificationMonitor: Sendable {
 
     /// The next notification sent, waiting at most `timeout`; nil when none came in time.
     public func next(timeout: Duration) throws -> SeenNotification? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while true {
-            let left = clock.now.duration(to: deadline)
-            guard let message = try connection.next(timeout: max(left, .zero)) else { return nil }
-            if let seen = SeenNotification(message) { return seen }
-            if left <= .zero { return nil }
-        }
+        try connection.next(within: timeout) { SeenNotification($0) != nil }.flatMap { SeenNotification($0) }
     }
 
     /// Waits for a notification that `matches(text, from:)`, at most `timeout`; nil on timeout or when `cancelled`

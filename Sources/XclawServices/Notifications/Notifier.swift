@@ -163,14 +163,16 @@ public final class Notifier: Sendable {
     public func wait(for id: UInt32, timeout: Duration, cancelled: () -> Bool = { false }) throws
         -> NotificationOutcome?
     {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
+        let deadline = ContinuousClock.now + timeout
+        let interface = NotificationService.interface
         while !cancelled() {
-            let left = clock.now.duration(to: deadline)
+            let left = deadline - ContinuousClock.now
             guard left > .zero else { return nil }
-            guard let message = try connection.next(timeout: min(left, .milliseconds(100))) else { continue }
-            guard message.type == "signal", message.interface == NotificationService.interface,
-                message.body.first?.int == Int(id)
+            // In slices, so that `cancelled` is heard.
+            guard
+                let message = try connection.next(
+                    within: min(left, .milliseconds(100)),
+                    where: { $0.type == "signal" && $0.interface == interface && $0.body.first?.int == Int(id) })
             else { continue }
             switch message.member {
             case "ActionInvoked":

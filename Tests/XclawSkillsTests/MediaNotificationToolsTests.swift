@@ -11,7 +11,7 @@ import XclawTimeTesting
 /// The `media` and `notifications` tools against real services on one private session bus: mpv with its MPRIS
 /// plugin (its IPC the oracle) and dunst on the class's Xvfb (`dunstctl` the oracle), with `notify-send` as another
 /// application. Actions pass the run's gates; reads do not.
-final class ServiceToolsTests: XCTestCase {
+final class MediaNotificationToolsTests: XCTestCase {
     /// dunst on a display and bus, and mpv on the same bus.
     private final class Scene: StoppableScene, @unchecked Sendable {
         let notifications: NotificationScene
@@ -64,7 +64,7 @@ final class ServiceToolsTests: XCTestCase {
 
         let (dry, _) = context(dryRun: true)
         let planned = outputText(try await tool.execute(["action": "pause"], context: dry))
-        XCTAssertEqual(planned, "dry run: would pause media player mpv; nothing was changed")
+        XCTAssertEqual(planned, "dry run: would pause media player mpv")
         let (denying, _) = context(verdict: .deny("the person said no"))
         let denied = outputText(try await tool.execute(["action": "pause"], context: denying))
         XCTAssertEqual(denied, "the person said no")
@@ -112,7 +112,7 @@ final class ServiceToolsTests: XCTestCase {
         XCTAssertEqual(try scene.dunst.displayed(), 1)
         let (dry, _) = context(dryRun: true)
         let planned = outputText(try await tool.execute(["action": "send", "title": "Not shown"], context: dry))
-        XCTAssertEqual(planned, "dry run: would show notification Not shown; nothing was changed")
+        XCTAssertEqual(planned, "dry run: would show notification Not shown")
         XCTAssertEqual(try scene.dunst.displayed(), 1)
 
         // The monitor runs since the send: another application's notification is in the list, quoted.
