@@ -6,7 +6,7 @@ import XclawCommandLine
 @testable import XclawCommands
 
 /// What `notify`, `watch --notification` and `media` accept and refuse as bad usage (exit 2), in-process.
-final class ServiceCommandParseTests: XCTestCase {
+final class NotifyMediaParseTests: XCTestCase {
     /// The message of a refused command line, after checking it is bad usage.
     private func refusal(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) -> String {
         do {
