@@ -4,6 +4,7 @@ import XclawBase
 import XclawCommandLine
 import XclawPerception
 import XclawScreen
+import XclawServices
 
 /// Where a perception command looks: `--region` or `--window`, else the whole screen.
 struct AreaOptions: ParsableArguments {
@@ -505,14 +506,19 @@ struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract:
-            "Wait until text or an image appears or vanishes, a region changes, a pixel has a colour, or the screen "
-            + "is still.",
+            "Wait until text or an image appears or vanishes, a region changes, a pixel has a colour, the screen "
+            + "is still, or an application sends a notification.",
         discussion: """
             Polls by comparing frames; OCR (or the image search of --image FILE, see `xclaw find --image`) runs \
             only when pixels changed. Exits 0 when the condition holds, 1 on timeout with what was last observed.
+            --notification TEXT needs no display: it watches the caller's session bus for the Notify calls \
+            applications make (a bus monitor), so it sees a notification whichever server shows it, and prints its \
+            application, summary and body. It sees nothing an application does not send: most (notify-send among \
+            them) send nothing when no notification server runs. Exits 5 when there is no session bus or it refuses \
+            monitoring.
             Examples:
-              xclaw watch --text Done --timeout 30
               xclaw watch --window Calculator --timeout 10  # until such a window exists, as xdotool search --sync
+              xclaw watch --notification 'build finished' --timeout 600  # what any app notifies, no screenshot
             """)
     @OptionGroup var target: DisplayOptions
     @Option(help: "Wait for this text.") var text: String?
@@ -533,19 +539,41 @@ struct Watch: ParsableCommand {
     @OptionGroup var select: WindowSelection
     @Flag(help: "With --window alone: wait for the window to have the input focus.") var active = false
     @OptionGroup var languages: LanguageOption
+    @Option(
+        help: """
+            Wait for a notification whose summary or body contains this text (any case; empty: any), sent by any \
+            application; needs no display.
+            """)
+    var notification: String?
+    @Option(help: "With --notification: only from an application whose name contains this (any case).")
+    var from: String?
     @Option(help: "Give up after this many seconds.") var timeout: Double = 10
     @Option(help: "Milliseconds between polls.") var interval: Int = 50
     @Flag(help: "Print JSON.") var json = false
 
     /// `--window` with no other condition: the window itself is waited for.
     var watchesWindow: Bool {
-        select.names(window) && [text, change, pixel].allSatisfy { $0 == nil } && stable == nil && image.image == nil
+        select.names(window) && [text, change, pixel, notification].allSatisfy { $0 == nil } && stable == nil
+            && image.image == nil
     }
 
     func validate() throws {
-        let count = [text != nil, change != nil, stable != nil, pixel != nil, image.image != nil].filter { $0 }.count
+        let count = [text != nil, change != nil, stable != nil, pixel != nil, image.image != nil, notification != nil]
+            .filter { $0 }.count
         guard count == 1 || watchesWindow else {
-            throw ValidationError("give exactly one of --text, --image, --change, --stable, --pixel, or --window alone")
+            throw ValidationError(
+                "give exactly one of --text, --image, --change, --stable, --pixel, --notification, or --window alone")
+        }
+        if from != nil && notification == nil { throw ValidationError("--from goes with --notification") }
+        if notification != nil {
+            // The bus, not the screen: none of the screen's options applies.
+            let screen = [
+                (region != nil, "--region"), (select.names(window), "--window and the window flags"),
+                (languages.lang != nil, "--lang"),
+            ]
+            if let (_, option) = screen.first(where: { $0.0 }) {
+                throw ValidationError("--notification watches the session bus, not the screen: leave out \(option)")
+            }
         }
         if gone && text == nil && image.image == nil && !watchesWindow {
             throw ValidationError("--gone goes with --text, --image or --window alone")
@@ -611,11 +639,53 @@ struct Watch: ParsableCommand {
     }
 
     func run() throws {
-        try ProgressLine.during(described, timeout: timeout, json: json) { try watchForCondition() }
+        try ProgressLine.during(described, timeout: timeout, json: json) {
+            try notification.map(watchNotification) ?? watchForCondition()
+        }
+    }
+
+    /// What `--notification` prints: the condition, the time, and the notification seen.
+    struct NotificationResult: Encodable {
+        var condition: String
+        var elapsedMs: Double
+        var notification: SeenNotification
+
+        /// As `WatchResult` names them.
+        enum CodingKeys: String, CodingKey {
+            case condition, notification
+            case elapsedMs = "elapsed_ms"
+        }
+    }
+
+    /// `--notification`: a monitor of the caller's session bus until a matching `Notify` call passes; no display.
+    private func watchNotification(_ text: String) throws {
+        let start = ContinuousClock.now
+        let monitor = try NotificationMonitor(environment: Invocation.current.environment)
+        var seen = 0
+        let found = try monitor.wait(
+            for: text, from: from, timeout: .milliseconds(Int(timeout * 1000)),
+            cancelled: { Interrupt.requested }, counting: { seen += 1 })
+        if Interrupt.requested { throw CancellationError() }
+        guard let found else {
+            let others = "\(seen) notification\(seen == 1 ? "" : "s") came, none matching"
+            throw PerceptionError.timedOut(
+                condition: described, lastObserved: seen == 0 ? "no notification was sent" : others)
+        }
+        let result = NotificationResult(
+            condition: described, elapsedMs: (ContinuousClock.now - start).milliseconds, notification: found)
+        try emit(result, json: json) {
+            let body = found.body.isEmpty ? "" : " — " + UntrustedText.quoted(found.body, limit: 400)
+            let summary = UntrustedText.quoted(found.summary, limit: 200)
+            return "notification from \(UntrustedText.quoted(found.appName, limit: 60)): \(summary)\(body) "
+                + "(after \(Int(result.elapsedMs)) ms)"
+        }
     }
 
     /// What the wait is for, as the progress line says it.
     var described: String {
+        if let notification {
+            return "a notification containing \"\(notification)\"" + (from.map { " from \"\($0)\"" } ?? "")
+        }
         let target = select.names(window) ? " in window \(window ?? "matching the flags")" : ""
         if let text { return "text \"\(text)\"\(target)\(gone ? " to go" : "")" }
         if let path = image.image { return "image \(path)\(target)\(gone ? " to go" : "")" }

@@ -26,6 +26,7 @@ package struct Xclaw: ParsableCommand {
             WindowCommand.self, DesktopCommand.self, ClipboardCommand.self, Monitors.self, Apps.self, Launch.self,
             Ocr.self, SnapshotCommand.self, Tree.self, Find.self, Tap.self, Watch.self, WaitStable.self, Run.self,
             Models.self,
+            Notify.self, MediaCommand.self,
             AgentCommand.self, Agents.self, Send.self, Chat.self, History.self, Export.self, UsageCommand.self,
             MemoryCommand.self,
             ScheduleCommand.self, Runs.self, ReportCommand.self, ScriptCommand.self, Replay.self, Stop.self,

@@ -163,8 +163,11 @@ public enum SkillCatalog {
         ToolEntry(offScreen: "list_apps", default: 10) { _ in ListAppsTool() },
         ToolEntry("launch_app", default: 11) { session, _ in LaunchAppTool(session: session) },
         ToolEntry("clipboard") { session, _ in ClipboardTool(session: session) },
-        // The desktop's services: named automations, opening files and URIs, the user's systemd units. No screen,
-        // and the model is told to prefer them to it when they fit.
+        // The desktop's services (docs/services.md): media players, notifications, named automations, calendar and
+        // contacts, opening files and URIs, the user's systemd units. No screen, and the model is told to prefer them
+        // to it when they fit.
+        ToolEntry(offScreen: "media", default: 12) { _ in MediaTool() },
+        ToolEntry(offScreen: "notifications", default: 13) { _ in NotificationsTool() },
         ToolEntry(offScreen: "list_shortcuts", default: 14) { _ in ListShortcutsTool() },
         ToolEntry(offScreen: "run_shortcut", default: 15) { RunShortcutTool(display: $0.session?.connection.name) },
         ToolEntry(offScreen: "calendar", default: 16) { _ in CalendarTool() },

@@ -30,6 +30,7 @@ final class ServedCommandsTests: XCTestCase {
         "shortcuts": "reads files", "shortcut": "runs the caller's scripts in the caller's environment",
         "open": "hands targets to the caller's portal or xdg-open", "units": "the caller's session bus",
         "unit": "the caller's session bus",
+        "notify": "the caller's session bus, no display", "media": "the caller's session bus, no display",
     ]
 
     /// The names `xclaw --help` lists.

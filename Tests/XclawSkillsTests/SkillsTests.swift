@@ -126,8 +126,8 @@ final class SkillsTests: XCTestCase {
             SkillCatalog.defaultToolNames,
             [
                 "computer", "screen_snapshot", "read_screen_text", "tap_element", "type_text", "press_button", "scroll",
-                "watch_screen", "capture_screen", "memory", "list_apps", "launch_app", "list_shortcuts", "run_shortcut",
-                "calendar", "contacts", "open", "user_units",
+                "watch_screen", "capture_screen", "memory", "list_apps", "launch_app", "media", "notifications",
+                "list_shortcuts", "run_shortcut", "calendar", "contacts", "open", "user_units",
             ])
         XCTAssertFalse(table.contains { $0.defaultPosition != nil && ($0.needsVision || $0.name == "tap_xy") })
         XCTAssertEqual(
@@ -137,9 +137,8 @@ final class SkillsTests: XCTestCase {
         XCTAssertEqual(
             Set(SkillCatalog.allToolNames).subtracting(SkillCatalog.screenToolNames),
             [
-                "memory", "list_apps", "web_search", "fetch_url", "list_shortcuts", "run_shortcut", "open",
-                "user_units",
-                "calendar", "contacts", "dbus_call",
+                "memory", "list_apps", "media", "notifications", "web_search", "fetch_url", "list_shortcuts",
+                "run_shortcut", "open", "user_units", "calendar", "contacts", "dbus_call",
             ])
         XCTAssertEqual(SkillCatalog.webToolNames, ["web_search", "fetch_url"])
         XCTAssertTrue(SkillCatalog.webToolNames.isDisjoint(with: SkillCatalog.defaultToolNames), "opt-in only")
