@@ -3,6 +3,7 @@ import XCTest
 import XclawMessages
 import XclawMockAPI
 import XclawPolling
+import XclawScreen
 import XclawTesting
 
 /// Agents and the desktop's services, as a user runs them: the generic D-Bus call is off until a person names what
@@ -94,5 +95,46 @@ final class ServicesAgentCLITests: XCTestCase {
         let result = String(decoding: server.requests[1].body, as: UTF8.self)
         XCTAssertTrue(result.contains("service_data"), result)
         XCTAssertFalse(result.contains("ant-services-SECRET"))
+    }
+
+    /// The issue's case: a task with both a service route and a GUI route ("pause the music", with the screen tools
+    /// and `media` offered) is done through the service: one tool call, no screenshot. The scripted model answers
+    /// only when the request offers both routes and states the rule, so the test fails if either is missing.
+    func testPauseTheMusicTakesOneServiceCallAndNoScreenshot() throws {
+        let display = try TestDisplay(size: Size(width: 1280, height: 800))
+        defer { display.stop() }
+        let mpv = try TestMediaPlayer(on: bus)
+        let server = try MockMessagesServer { request, index in
+            let text = String(decoding: request.body, as: UTF8.self)
+            let body = (try? JSONValue.parse(request.body)) ?? .null
+            let tools = body["tools"]?.array?.compactMap { $0["name"]?.string } ?? []
+            let system = (body["system"]?.array?.compactMap { $0["text"]?.string } ?? [body["system"]?.string ?? ""])
+                .joined()
+            guard tools.contains("media"), tools.contains("computer"), tools.contains("screen_snapshot"),
+                system.contains("SERVICES FIRST"), !text.contains("\"type\":\"image\"")
+            else {
+                return .text("UNEXPECTED: tools \(tools), rule \(system.contains("SERVICES FIRST")), image in request")
+            }
+            return index == 0
+                ? .toolUse(name: "media", input: #"{"action": "pause"}"#, id: "toolu_media")
+                : .text("Paused the music.")
+        }
+        defer { server.stop() }
+        let run = try runCLI(
+            [
+                "run", "pause the music", "--display", display.name, "--tools", "computer,screen_snapshot,media",
+                "--json",
+            ], environment: env(server))
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(poll(within: .seconds(5)) { mpv.isPaused == true })
+        XCTAssertEqual(server.requests.count, 2, "one tool call, then the answer")
+        for request in server.requests {
+            XCTAssertFalse(
+                String(decoding: request.body, as: UTF8.self).contains("\"type\":\"image\""), "no screenshot")
+        }
+        let summary = try JSONValue.parse(run.stdout)
+        XCTAssertTrue(summary.jsonText.contains("Paused the music."), summary.jsonText)
+        let result = String(decoding: server.requests[1].body, as: UTF8.self)
+        XCTAssertTrue(result.contains("Paused"), result)
     }
 }

@@ -72,6 +72,19 @@ final class BusConnectionTests: XCTestCase {
         }
     }
 
+    func testAServiceThatQuitsWithoutAnsweringIsGoneNotSlow() {
+        let player = BusService(name: "org.mpris.MediaPlayer2.mpv", what: "media player", hint: "start one")
+        let quit = BusConnection.classify(
+            name: "org.freedesktop.DBus.Error.NoReply",
+            message: "Message recipient disconnected from message bus without replying", call: "Stop",
+            milliseconds: 3000, service: player)
+        XCTAssertEqual(quit, .absent(player))
+        let slow = BusConnection.classify(
+            name: "org.freedesktop.DBus.Error.NoReply", message: "Timeout was reached", call: "Stop",
+            milliseconds: 3000, service: player)
+        XCTAssertEqual(slow, .timedOut(call: "Stop", milliseconds: 3000))
+    }
+
     func testNoSessionBusIsAClearError() throws {
         XCTAssertThrowsError(try BusConnection.session(environment: ["HOME": "/nonexistent"])) { error in
             XCTAssertEqual(error as? BusError, .noSessionBus)

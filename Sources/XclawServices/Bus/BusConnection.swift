@@ -212,6 +212,9 @@ public final class BusConnection: @unchecked Sendable {
             "org.freedesktop.DBus.Error.Spawn.ServiceNotFound", "org.freedesktop.DBus.Error.Spawn.ExecFailed",
             "org.freedesktop.DBus.Error.Spawn.ChildExited", "org.freedesktop.DBus.Error.Spawn.Failed":
             return .absent(service)
+        // The bus's NoReply also says a service quit without answering: then it is gone, not slow.
+        case "org.freedesktop.DBus.Error.NoReply" where message.localizedCaseInsensitiveContains("disconnected"):
+            return .absent(service)
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
             "org.freedesktop.DBus.Error.TimedOut":
             return .timedOut(call: call, milliseconds: Int(milliseconds))
