@@ -4,6 +4,7 @@ import XclawAgent
 import XclawBase
 import XclawMessages
 import XclawScreen
+import XclawServices
 import XclawSkills
 import XclawTesting
 
@@ -20,8 +21,20 @@ final class ToolInputFuzzTests: XCTestCase {
             ?? UInt64.random(in: 0...UInt64.max)
         var random = SplitMix64(seed: seed)
         let vision: VisionAsker = { _, _, _ in #"{"x": 1e308, "y": "nan", "found": true}"# }
+        // The service tools read the caller's session bus: a bus that is not there makes each fail at once, so a
+        // fuzzed `wait_s` never waits on a real desktop's notifications.
+        let savedBus = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
+        setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/xclaw-fuzz-bus", 1)
+        defer {
+            if let savedBus {
+                setenv("DBUS_SESSION_BUS_ADDRESS", savedBus, 1)
+            } else {
+                unsetenv("DBUS_SESSION_BUS_ADDRESS")
+            }
+        }
         let tools = try SkillCatalog.tools(
-            named: SkillCatalog.allToolNames, session: session, vision: vision, memory: MemoryStore())
+            named: SkillCatalog.allToolNames, session: session, vision: vision, memory: MemoryStore(),
+            busAllow: BusAllowList(["org.example.Nothing"]))
         let registry = ToolRegistry(tools)
         // Dry run: input actions are validated, then skipped; nothing is injected, nothing waits long.
         let context = ToolContext(dryRun: true, confirm: { _ in false })
