@@ -25,8 +25,8 @@ final class ServedCommandsTests: XCTestCase {
         "fleet": "the fleet's tables; a worker's runs are its own daemon's", "db": "the store",
         "calendar": "evolution-data-server on the caller's session bus, no display",
         "contacts": "evolution-data-server on the caller's session bus, no display",
-        // The desktop services: the caller's session bus and files, no display of the daemon's (the lead decides at
-        // integration whether the daemon serves them).
+        // The desktop services: the caller's session bus and files, no display, so nothing the daemon keeps warm
+        // would speed them (as for `apps` and `models`); `watch --notification` is served with the rest of `watch`.
         "shortcuts": "reads files", "shortcut": "runs the caller's scripts in the caller's environment",
         "open": "hands targets to the caller's portal or xdg-open", "units": "the caller's session bus",
         "unit": "the caller's session bus",
