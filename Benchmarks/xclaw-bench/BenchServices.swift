@@ -66,7 +66,19 @@ struct BenchServices: ParsableCommand {
                     ])
             }
         }
+        let notifier = try Notifier(connection: open)
+        try report.measure(inProcess, "notifications: send (Notifier)", iterations: cheap) {
+            try timed {
+                _ = try notifier.send(NotificationRequest(title: "bench", body: "body", expireMilliseconds: 1000))
+            }
+        }
         let mpv = BusService(name: "org.mpris.MediaPlayer2.mpv", what: "media player", hint: "")
+        try report.measure(inProcess, "media: list the players (MediaPlayers)", iterations: cheap) {
+            try timed { _ = try MediaPlayers(connection: open).list() }
+        }
+        try report.measure(inProcess, "media: one player's status (MediaPlayers)", iterations: cheap) {
+            try timed { _ = try MediaPlayers(connection: open).status(of: "org.mpris.MediaPlayer2.mpv") }
+        }
         try report.measure(inProcess, "media: player properties (mpv, GetAll)", iterations: cheap) {
             try timed {
                 _ = try open.properties(
@@ -87,8 +99,14 @@ struct BenchServices: ParsableCommand {
         }
         // 2026-12-10, the day the events are on (UTC).
         let day = (from: Date(timeIntervalSince1970: 1_796_860_800), to: Date(timeIntervalSince1970: 1_796_947_200))
-        try report.measure(inProcess, "calendar: one day's 20 events (open, query, parse)", iterations: cheap) {
+        try report.measure(
+            inProcess, "calendar: one day's 20 events, a command's (open, query, parse)", iterations: cheap
+        ) {
             try timed { _ = try CalendarStore(connection: open, zone: .current).events(from: day.from, to: day.to) }
+        }
+        let store = CalendarStore(connection: open, zone: .current)
+        try report.measure(inProcess, "calendar: the same on a store already open", iterations: cheap) {
+            try timed { _ = try store.events(from: day.from, to: day.to) }
         }
         try report.measure(inProcess, "calendar: the sources alone (GetManagedObjects)", iterations: cheap) {
             try timed {
@@ -113,8 +131,12 @@ struct BenchServices: ParsableCommand {
                 .strings(["BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Zoe Miller\r\nEMAIL:zoe@example.org\r\nEND:VCARD\r\n"]),
                 .uint32(0),
             ])
-        try report.measure(inProcess, "contacts: search by name (open, query, parse)", iterations: cheap) {
+        try report.measure(inProcess, "contacts: search by name, a command's (open, query, parse)", iterations: cheap) {
             try timed { _ = try ContactStore(connection: open).search("zoe") }
+        }
+        let contacts = ContactStore(connection: open)
+        try report.measure(inProcess, "contacts: the same on a store already open", iterations: cheap) {
+            try timed { _ = try contacts.search("zoe") }
         }
         let units = try TestUserManager()
         defer { units.stop() }

@@ -141,16 +141,26 @@ public struct EDSSource: Sendable, Hashable, Encodable {
     static func parse(uid: String, keyFile: String) -> [EDSSource] {
         var groups: [String: [String: String]] = [:]
         var group = ""
-        for raw in keyFile.split(whereSeparator: \.isNewline) {
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            if line.hasPrefix("["), line.hasSuffix("]") {
-                group = String(line.dropFirst().dropLast())
+        // On UTF-8 bytes, skipping the translations (`DisplayName[de]=…`, most of every source's file, never read):
+        // the registry sends a dozen such files for every listing.
+        func trimmed(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+            var out = bytes
+            while let b = out.first, b == 0x20 || b == 0x09 || b == 0x0D { out = out.dropFirst() }
+            while let b = out.last, b == 0x20 || b == 0x09 || b == 0x0D { out = out.dropLast() }
+            return out
+        }
+        for raw in keyFile[...].utf8.split(separator: 0x0A) {
+            let line = trimmed(raw)
+            guard let first = line.first, first != UInt8(ascii: "#") else { continue }
+            if first == UInt8(ascii: "["), line.last == UInt8(ascii: "]") {
+                group = String(decoding: line.dropFirst().dropLast(), as: UTF8.self)
                 continue
             }
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            groups[group, default: [:]][key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            guard let equals = line.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let key = trimmed(line[..<equals])
+            if key.contains(UInt8(ascii: "[")) { continue }
+            groups[group, default: [:]][String(decoding: key, as: UTF8.self)] = String(
+                decoding: trimmed(line[line.index(after: equals)...]), as: UTF8.self)
         }
         let base = groups["Data Source"] ?? [:]
         return Kind.allCases.compactMap { kind in
