@@ -194,6 +194,13 @@ final class CalendarStoreTests: XCTestCase {
         ] {
             XCTAssertTrue(sources.contains { $0.kind == kind && $0.uid == uid && $0.enabled }, "\(uid): \(sources)")
         }
+        // Its name is the untranslated DisplayName, not one of the hundred translations beside it.
+        XCTAssertEqual(sources.first { $0.uid == "system-calendar" }?.name, "Personal")
+        let parsed = EDSSource.parse(
+            uid: "u",
+            keyFile: "# c\r\n[Data Source]\r\nDisplayName[de]=Persönlich\r\n  DisplayName = Work ✓ \r\nEnabled=true\r\n"
+                + "[Calendar]\nBackendName=local\nEnabled = false\n")
+        XCTAssertEqual(parsed, [EDSSource(uid: "u", name: "Work ✓", kind: .calendar, enabled: false, backend: "local")])
     }
 
     func testContactsAreFoundByNameEmailPhoneAndAnyFieldAndAddedOnce() throws {
