@@ -244,6 +244,34 @@ final class CalendarStoreTests: XCTestCase {
         }
     }
 
+    /// EDS built to run a process per backend (Arch's and NixOS's builds) serves an opened calendar or address book
+    /// from the backend's own bus name, which the factory's reply gives: every call after opening goes there.
+    func testABackendInAProcessOfItsOwnIsCalledByTheNameTheFactoryGives() throws {
+        let own = try TestSessionBus(activation: .none)
+        defer { own.stop() }
+        try own.addService(
+            name: "org.gnome.evolution.dataserver.Sources5", command: ["/usr/libexec/evolution-source-registry"])
+        try own.addService(
+            name: "org.gnome.evolution.dataserver.Calendar8",
+            command: ["/usr/libexec/evolution-calendar-factory", "--backend-per-process=1"])
+        try own.addService(
+            name: "org.gnome.evolution.dataserver.AddressBook10",
+            command: ["/usr/libexec/evolution-addressbook-factory", "--backend-per-process=1"])
+        let connection = try BusConnection.session(environment: own.environment)
+        let store = CalendarStore(connection: connection, zone: berlin)
+        let start = Date(timeIntervalSince1970: 1_796_900_400)  // 2026-12-10 10:00 UTC
+        let made = try store.createEvent(
+            EventDraft(summary: "Own process", start: .instant(start), end: .instant(start + 3600)), key: "own",
+            calendar: nil)
+        let listed = try store.events(from: start - 3600, to: start + 7200).items
+        XCTAssertEqual(listed.map(\.uid), [made.uid])
+        // The backend is a process of its own: a name on the bus besides the factory's.
+        XCTAssertTrue(try connection.names().contains { $0.contains("Subprocess.Backend.Calendar") })
+        let contacts = ContactStore(connection: connection)
+        let zoe = try contacts.create(ContactDraft(name: "Zoë Own", emails: ["own@example.org"]), key: nil, book: nil)
+        XCTAssertEqual(try contacts.search("zoë own").contacts.map(\.uid), [zoe.uid])
+    }
+
     func testWithoutEDSOnTheBusEveryOperationSaysSoAndNothingHangs() throws {
         let bare = try TestSessionBus(activation: .none)
         defer { bare.stop() }

@@ -14,8 +14,12 @@ typedef struct {
 
 struct xclaw_bus {
   GDBusConnection *conn;
+  // The context the connection was made in: GDBus queues its "closed" notice there, which must be run at close or
+  // the notice keeps the connection (and an eventfd) alive for ever.
+  GMainContext *ctx;
   GAsyncQueue *queue;
   guint filter_id;
+  char *unique_name;
 };
 
 static char *dup_error(const char *prefix, GError *err) {
@@ -216,6 +220,7 @@ static gboolean on_deadline(gpointer user_data) {
 }
 
 xclaw_bus *xclaw_bus_open(const char *address, int timeout_ms, const char *const *monitor_rules, char **error) {
+  gint64 deadline_us = g_get_monotonic_time() + (gint64)(timeout_ms > 0 ? timeout_ms : 1) * 1000;
   GMainContext *ctx = g_main_context_new();
   g_main_context_push_thread_default(ctx);
   GCancellable *cancel = g_cancellable_new();
@@ -223,40 +228,63 @@ xclaw_bus *xclaw_bus_open(const char *address, int timeout_ms, const char *const
   g_source_set_callback(deadline, on_deadline, cancel, NULL);
   g_source_attach(deadline, ctx);
   open_state s = {0};
-  g_dbus_connection_new_for_address(
-      address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
-      cancel, on_open, &s);
+  // Authentication only: GDBus would send Hello itself with its own 25 s timeout and no cancellable, so Hello is
+  // sent below, within what is left of the deadline.
+  g_dbus_connection_new_for_address(address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT, NULL, cancel, on_open,
+                                    &s);
   while (!s.done) g_main_context_iteration(ctx, TRUE);
   g_source_destroy(deadline);
   g_source_unref(deadline);
   g_object_unref(cancel);
   g_main_context_pop_thread_default(ctx);
-  g_main_context_unref(ctx);
   if (s.conn == NULL) {
     gboolean late = s.err && g_error_matches(s.err, G_IO_ERROR, G_IO_ERROR_CANCELLED);
     *error = late ? g_strdup_printf("the bus did not answer within %d ms", timeout_ms) : dup_error("", s.err);
     g_clear_error(&s.err);
+    while (g_main_context_iteration(ctx, FALSE)) {
+    }
+    g_main_context_unref(ctx);
     return NULL;
   }
   g_dbus_connection_set_exit_on_close(s.conn, FALSE);
 
   xclaw_bus *bus = g_new0(xclaw_bus, 1);
   bus->conn = s.conn;
+  bus->ctx = ctx;
   bus->queue = g_async_queue_new_full(g_free);
+
+  gint64 left_ms = (deadline_us - g_get_monotonic_time()) / 1000;
+  GError *err = NULL;
+  GVariant *hello = g_dbus_connection_call_sync(
+      s.conn, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", NULL,
+      G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, left_ms > 0 ? (int)left_ms : 1, NULL, &err);
+  if (hello == NULL) {
+    gboolean late = g_error_matches(err, G_IO_ERROR, G_IO_ERROR_TIMED_OUT);
+    g_dbus_error_strip_remote_error(err);
+    *error = late ? g_strdup_printf("the bus did not answer within %d ms", timeout_ms)
+                  : dup_error("the bus refused xclaw's Hello: ", err);
+    g_clear_error(&err);
+    xclaw_bus_close(bus);
+    return NULL;
+  }
+  g_variant_get(hello, "(s)", &bus->unique_name);
+  g_variant_unref(hello);
+
   filter_data *f = g_new0(filter_data, 1);
   f->queue = g_async_queue_ref(bus->queue);
   f->monitor = monitor_rules != NULL;
-  f->unique_name = g_strdup(g_dbus_connection_get_unique_name(s.conn));
+  f->unique_name = g_strdup(bus->unique_name);
   bus->filter_id = g_dbus_connection_add_filter(s.conn, on_message, f, free_filter);
 
   if (monitor_rules) {
     GVariantBuilder rules;
     g_variant_builder_init(&rules, G_VARIANT_TYPE("as"));
     for (const char *const *r = monitor_rules; *r; r++) g_variant_builder_add(&rules, "s", *r);
-    GError *err = NULL;
+    left_ms = (deadline_us - g_get_monotonic_time()) / 1000;
     GVariant *reply = g_dbus_connection_call_sync(
         s.conn, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
-        g_variant_new("(asu)", &rules, 0u), NULL, G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL, &err);
+        g_variant_new("(asu)", &rules, 0u), NULL, G_DBUS_CALL_FLAGS_NONE, left_ms > 0 ? (int)left_ms : 1, NULL,
+        &err);
     if (reply == NULL) {
       g_dbus_error_strip_remote_error(err);
       *error = dup_error("the bus refused to let xclaw monitor it: ", err);
@@ -271,14 +299,19 @@ xclaw_bus *xclaw_bus_open(const char *address, int timeout_ms, const char *const
 
 void xclaw_bus_close(xclaw_bus *bus) {
   if (bus == NULL) return;
-  g_dbus_connection_remove_filter(bus->conn, bus->filter_id);
+  if (bus->filter_id) g_dbus_connection_remove_filter(bus->conn, bus->filter_id);
   g_dbus_connection_close_sync(bus->conn, NULL, NULL);
   g_object_unref(bus->conn);
+  // Runs the notices GDBus left in the connection's context (its "closed" signal), which hold the last references.
+  while (g_main_context_iteration(bus->ctx, FALSE)) {
+  }
+  g_main_context_unref(bus->ctx);
   g_async_queue_unref(bus->queue);
+  g_free(bus->unique_name);
   g_free(bus);
 }
 
-const char *xclaw_bus_unique_name(xclaw_bus *bus) { return g_dbus_connection_get_unique_name(bus->conn); }
+const char *xclaw_bus_unique_name(xclaw_bus *bus) { return bus->unique_name; }
 
 // The D-Bus name of a failure: the remote error's own, or the bus's standard name for what went wrong locally.
 static char *error_name_of(GError *err) {

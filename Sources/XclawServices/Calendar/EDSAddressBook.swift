@@ -9,12 +9,15 @@ public final class EDSAddressBook: Sendable {
     public let source: String
     private let connection: BusConnection
     private let path: String
+    /// Who serves the opened object: the factory's reply names it (the factory itself, or the backend's own
+    /// subprocess where EDS runs a process per backend, as Arch and NixOS build it).
+    private let backend: BusService
     private static let interface = "org.gnome.evolution.dataserver.AddressBook"
 
     /// Opens the address book `source` on `connection`.
     public init(connection: BusConnection, source: String) throws {
         (self.connection, self.source) = (connection, source)
-        path = try EDS.classified("opening \(source)", missing: nil) {
+        (path, backend) = try EDS.classified("opening \(source)", missing: nil) {
             let reply = try connection.call(
                 EDS.addressBooks, path: "/org/gnome/evolution/dataserver/AddressBookFactory",
                 interface: "org.gnome.evolution.dataserver.AddressBookFactory", method: "OpenAddressBook",
@@ -22,9 +25,11 @@ public final class EDSAddressBook: Sendable {
             guard let path = reply.first?.string else {
                 throw EDSError.failed(call: "OpenAddressBook", message: "no object path in the reply")
             }
+            var backend = EDS.addressBooks
+            if let name = reply.dropFirst().first?.string, !name.isEmpty { backend.name = name }
             _ = try connection.call(
-                EDS.addressBooks, path: path, interface: Self.interface, method: "Open", timeout: EDS.startTimeout)
-            return path
+                backend, path: path, interface: Self.interface, method: "Open", timeout: EDS.startTimeout)
+            return (path, backend)
         }
     }
 
@@ -68,7 +73,7 @@ public final class EDSAddressBook: Sendable {
     }
 
     private func call(_ method: String, _ arguments: [BusValue]) throws -> [JSONValue] {
-        try connection.call(EDS.addressBooks, path: path, interface: Self.interface, method: method, arguments)
+        try connection.call(backend, path: path, interface: Self.interface, method: method, arguments)
     }
 
     private func cards(in text: String) throws -> [ContentComponent] {

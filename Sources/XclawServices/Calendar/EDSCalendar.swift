@@ -11,13 +11,16 @@ public final class EDSCalendar: Sendable {
     public let kind: CalendarItem.Kind
     private let connection: BusConnection
     private let path: String
+    /// Who serves the opened object: the factory's reply names it (the factory itself, or the backend's own
+    /// subprocess where EDS runs a process per backend, as Arch and NixOS build it).
+    private let backend: BusService
     private static let interface = "org.gnome.evolution.dataserver.Calendar"
 
     /// Opens the calendar (`kind` .event) or task list (.task) `source` on `connection`.
     public init(connection: BusConnection, source: String, kind: CalendarItem.Kind) throws {
         (self.connection, self.source, self.kind) = (connection, source, kind)
         let method = kind == .event ? "OpenCalendar" : "OpenTaskList"
-        path = try EDS.classified("opening \(source)", missing: nil) {
+        (path, backend) = try EDS.classified("opening \(source)", missing: nil) {
             let reply = try connection.call(
                 EDS.calendars, path: "/org/gnome/evolution/dataserver/CalendarFactory",
                 interface: "org.gnome.evolution.dataserver.CalendarFactory", method: method, [.string(source)],
@@ -26,9 +29,11 @@ public final class EDSCalendar: Sendable {
                 throw EDSError.failed(call: method, message: "no object path in the reply")
             }
             // The backend may start on Open (a subprocess of the factory): the same long wait.
+            var backend = EDS.calendars
+            if let name = reply.dropFirst().first?.string, !name.isEmpty { backend.name = name }
             _ = try connection.call(
-                EDS.calendars, path: path, interface: Self.interface, method: "Open", timeout: EDS.startTimeout)
-            return path
+                backend, path: path, interface: Self.interface, method: "Open", timeout: EDS.startTimeout)
+            return (path, backend)
         }
     }
 
@@ -86,7 +91,7 @@ public final class EDSCalendar: Sendable {
     }
 
     private func call(_ method: String, _ arguments: [BusValue]) throws -> [JSONValue] {
-        try connection.call(EDS.calendars, path: path, interface: Self.interface, method: method, arguments)
+        try connection.call(backend, path: path, interface: Self.interface, method: method, arguments)
     }
 
     /// The VEVENTs or VTODOs in one text EDS returned (a bare component, or a VCALENDAR around several).
