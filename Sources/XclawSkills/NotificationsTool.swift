@@ -103,7 +103,7 @@ public struct NotificationsTool: AgentTool {
         let seen = seen
         let cancelled = context.isCancelled
         let answer = try await ServiceAction.perform(
-            tool: name, verb: "send", label: "show notification \(title)", text: title, context: context
+            tool: name, verb: "show", label: "show notification \(title)", text: title, context: context
         ) {
             // The run's own notification is seen too; a bus that refuses a monitor still notifies.
             try? seen.start()

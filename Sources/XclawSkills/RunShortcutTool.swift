@@ -81,7 +81,8 @@ public struct RunShortcutTool: AgentTool {
         }
         let describe = "run shortcut \(UntrustedText.quoted(shortcut.name))"
         if let refused = await ServiceAction.permit(
-            tool: name, verb: "run", label: shortcut.name, text: shortcut.id, describe: describe, context: context)
+            tool: name, verb: "run", label: "run shortcut \(shortcut.name)", text: shortcut.id, describe: describe,
+            command: shortcut.runs, context: context)
         {
             return .text(refused)
         }

@@ -10,11 +10,13 @@ import XclawMessages
 enum ServiceAction {
     /// Gates one action on a service. Nil: go on; else the text the model reads (the refusal is logged by the gate).
     /// `label` names the real verb and its object ("restart unit backup.service").
+    /// `command`: the command line the action runs, so the policy's `command` kind holds it too.
     static func permit(
-        tool: String, verb: String, label: String, text: String? = nil, describe: String, context: ToolContext
+        tool: String, verb: String, label: String, text: String? = nil, describe: String, command: String? = nil,
+        context: ToolContext
     ) async -> String? {
         let record = ActionRecord(tool: tool, action: .other(verb), text: text, result: "pending")
-        let subject = ActionSubject(label: label, role: "service")
+        let subject = ActionSubject(label: label, role: "service", command: command)
         switch await context.permit(record, describe: describe, subject: subject) {
         case .go: return nil
         case .dryRun: return "dry run: would \(describe)"

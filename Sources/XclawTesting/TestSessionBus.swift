@@ -1,6 +1,5 @@
 import Foundation
 import XclawBase
-import XclawPolling
 
 /// A private D-Bus session bus of a test's own (`dbus-daemon` with a config written here), with a home of its own
 /// (HOME, XDG_* under one temporary directory), so the services it starts (evolution-data-server, a notification
@@ -83,17 +82,14 @@ public final class TestSessionBus: @unchecked Sendable {
         if let display { env["DISPLAY"] = display }
         environment = env
 
-        // Its own process group, so the services it activates (its children) end with it.
+        // Its own process group, so the services it activates (its children) end with it. It prints its address once
+        // it listens: a socket file alone can exist before the listen, and a client then finds it refusing.
         daemon = try Subprocess.spawn(
-            ["/usr/bin/dbus-daemon", "--config-file=" + configPath, "--nofork", "--nopidfile"],
-            stdout: .appending(toFile: directory + "/bus.log"), stderr: .sameAsStdout, environment: env,
-            group: .own)
+            ["/usr/bin/dbus-daemon", "--config-file=" + configPath, "--nofork", "--nopidfile", "--print-address=1"],
+            stdout: .pipe, stderr: .appending(toFile: directory + "/bus.log"), environment: env, group: .own)
         group = daemon.pid
-        let ready = poll(within: .seconds(10)) {
-            var info = stat()
-            return stat(socket, &info) == 0 || !self.daemon.isRunning
-        }
-        guard ready, daemon.isRunning else {
+        let printed = daemon.read(until: .now + .seconds(10)) { $0.contains(UInt8(ascii: "\n")) }
+        guard String(decoding: printed.stdout, as: UTF8.self).contains("unix:"), daemon.isRunning else {
             stop()
             let log = (try? String(contentsOfFile: directory + "/bus.log", encoding: .utf8)) ?? ""
             throw Failure(description: "dbus-daemon did not start (\(log)); run scripts/install-deps.sh (dbus)")

@@ -8,8 +8,9 @@ import XclawPolling
 ///
 /// systemd refuses `--user` unless /run/systemd/system exists, so the manager runs in a private mount namespace with a
 /// tmpfs on /run/systemd (the host's /run/systemd is never touched), and in a cgroup of its own
-/// (`xclaw-test-…` under the machine's cgroup2 mount, removed at `stop`), so two managers at once never share a unit's
-/// cgroup (systemd kills a stopped unit's cgroup whole).
+/// (`xclaw-test-…` under the test process's own cgroup, removed at `stop`, or by a process guard should the test
+/// process be killed), so two managers at once never share a unit's cgroup (systemd kills a stopped unit's cgroup
+/// whole).
 public final class TestUserManager: @unchecked Sendable {
     /// The temporary directory holding the home, the runtime directory (the bus socket) and the log.
     public let directory: String
@@ -24,6 +25,8 @@ public final class TestUserManager: @unchecked Sendable {
     /// as "PID COMMAND LINE": set by `stop`, which then ends them.
     public private(set) var leftAfterExit: [String] = []
     private let manager: Subprocess
+    /// Ends the manager, what it started and its cgroups should the test process be killed before `stop`.
+    private let guardian: ProcessGuard?
     private let cgroups: [String]
     private var stopped = false
 
@@ -50,12 +53,17 @@ public final class TestUserManager: @unchecked Sendable {
             "XDG_CACHE_HOME": home + "/.cache", "XDG_RUNTIME_DIR": runtime,
             "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(runtime)/bus", "XCLAW_DAEMON": "off",
         ]
-        // The unified hierarchy decides a manager's root cgroup (its own); the named v1 one only mirrors it.
+        // The unified hierarchy decides a manager's root cgroup (its own); the named v1 one only mirrors it. Each is
+        // a child of this test process's own cgroup, not of the machine's root: the manager stays inside what the
+        // runner (and CI) started.
         let name = "xclaw-test-\(token)"
-        let unified = Self.cgroupMounts().first { $0.type == "cgroup2" }
-        cgroups = Self.cgroupMounts().map { "\($0.path)/\(name)" }
+        let own = Self.ownCgroups()
+        let unified = Self.cgroupMounts().first { $0.type == "cgroup2" }.map { "\($0.path)\(own["cgroup2"] ?? "")" }
+        cgroups = Self.cgroupMounts().map { mount in
+            "\(mount.path)\(own[mount.type] ?? "")/\(name)".replacingOccurrences(of: "//", with: "/")
+        }
         let enter =
-            unified.map { "c=\($0.path)/\(name); mkdir \"$c\" && echo $$ > \"$c/cgroup.procs\" || true; " } ?? ""
+            unified.map { "c=\($0)/\(name); mkdir \"$c\" && echo $$ > \"$c/cgroup.procs\" || true; " } ?? ""
         let script =
             enter
             + "mount -t tmpfs none /run/systemd && mkdir -p /run/systemd/system && exec /lib/systemd/systemd --user"
@@ -63,6 +71,13 @@ public final class TestUserManager: @unchecked Sendable {
             ["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
             stdout: .appending(toFile: directory + "/manager.log"), stderr: .sameAsStdout, environment: environment,
             group: .own)
+        guardian = try? ProcessGuard()
+        guardian?.watch(group: manager.pid)
+        let cleanUp = cgroups.map { "find '\($0)' -depth -type d -exec rmdir {} + 2>/dev/null" }.joined(separator: "; ")
+        _ = guardian?.onDeath(run: [
+            "/bin/sh", "-c",
+            (unified.map { "echo 1 > '\($0)/\(name)/cgroup.kill' 2>/dev/null; sleep 1; " } ?? "") + cleanUp,
+        ])
         let ready = poll(within: .seconds(20)) {
             !self.manager.isRunning || self.busOwns("org.freedesktop.systemd1")
         }
@@ -132,6 +147,7 @@ public final class TestUserManager: @unchecked Sendable {
             rmdir(root)
         }
         try? FileManager.default.removeItem(atPath: directory)
+        guardian?.dismiss()
     }
 
     /// Whether `name` has an owner on the manager's bus (which the first call starts, through its socket).
@@ -161,6 +177,21 @@ public final class TestUserManager: @unchecked Sendable {
             }
             return nil
         }
+    }
+
+    /// This process's own cgroup in each hierarchy `cgroupMounts` names ("cgroup2" for `0::PATH`, "cgroup" for the
+    /// named systemd one), from /proc/self/cgroup.
+    static func ownCgroups() -> [String: String] {
+        let lines = ((try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)) ?? "").split(separator: "\n")
+        var out: [String: String] = [:]
+        for line in lines {
+            let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3 else { continue }
+            let path = parts[2] == "/" ? "" : String(parts[2])
+            if parts[0] == "0" && parts[1].isEmpty { out["cgroup2"] = path }
+            if parts[1] == "name=systemd" { out["cgroup"] = path }
+        }
+        return out
     }
 
     /// What the host shows of /run/systemd (its entries, and the mounts on or under it): the same before and after a

@@ -89,7 +89,7 @@ final class MediaCLITests: XCTestCase {
         try media(["pause", "--player", "mpv"])
         let several = try media(["play-pause"], status: 2)
         let suffix = String(second.busName.dropFirst("org.mpris.MediaPlayer2.".count))
-        XCTAssertTrue(several.stderr.contains("--player (mpv, \(suffix))"), several.stderr)
+        XCTAssertTrue(several.stderr.contains("name one (mpv, \(suffix))"), several.stderr)
         XCTAssertTrue(try XCTUnwrap(second.isPaused))
         let missing = try media(["status", "--player", "vlc"], status: 1)
         XCTAssertTrue(missing.stderr.contains("no media player is called \"vlc\""), missing.stderr)

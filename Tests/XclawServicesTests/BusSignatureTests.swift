@@ -64,6 +64,12 @@ final class BusSignatureTests: XCTestCase {
         XCTAssertFalse(list.allows("org.mpris.MediaPlayer2"))
         XCTAssertFalse(list.allows("org.freedesktop.Notifications.Extra"))
         XCTAssertFalse(list.allows(":1.4"))
+        // A family never reaches the bus itself or the secret store; an exact entry does.
+        let family = try BusAllowList.parse("org.freedesktop.*")
+        XCTAssertTrue(family.allows("org.freedesktop.Notifications"))
+        XCTAssertFalse(family.allows("org.freedesktop.DBus"))
+        XCTAssertFalse(family.allows("org.freedesktop.secrets"))
+        XCTAssertTrue(try BusAllowList.parse("org.freedesktop.DBus").allows("org.freedesktop.DBus"))
         XCTAssertTrue(try BusAllowList.parse("none").isEmpty)
         XCTAssertTrue(try BusAllowList.parse("").isEmpty)
         for bad in ["org", "org..x", "1org.x", "org.x y", ":1.2", "*", "org.*.x"] {

@@ -99,7 +99,7 @@ final class MediaServiceTests: XCTestCase {
         XCTAssertThrowsError(try players.choose()) { error in
             XCTAssertEqual(error as? MediaError, .ambiguous(["mpv", suffix]))
             XCTAssertEqual((error as? MediaError)?.exitStatus, .usage)
-            XCTAssertTrue("\(error)".contains("--player"), "\(error)")
+            XCTAssertTrue("\(error)".contains("name one (mpv, "), "\(error)")
         }
         // mpv quits on Stop: the player is gone afterwards, and the bus says so.
         XCTAssertNil(try control.perform(.stop, on: try players.choose("instance")))

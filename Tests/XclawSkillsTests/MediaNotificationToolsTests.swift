@@ -136,16 +136,14 @@ final class MediaNotificationToolsTests: XCTestCase {
             try await tool.execute(["action": "recent", "contains": "BUILD"], context: ToolContext()))
         XCTAssertFalse(filtered.contains("Report ready"), filtered)
 
-        // Waiting: none contains "deployed" yet; one sent while the tool waits is returned.
-        let waiting = Task {
-            outputText(
-                try await tool.execute(
-                    ["action": "recent", "contains": "deployed", "wait_s": 60], context: ToolContext()))
-        }
-        let deployed = try Subprocess.run(
-            ["/usr/bin/notify-send", "-a", "ci", "Version 2 deployed"], timeout: .seconds(10), environment: environment)
-        XCTAssertEqual(deployed.ending, .exited(0))
-        let waited = try await waiting.value
+        // Waiting: none contains "deployed" yet; one sent a second after the tool began waiting is returned (sent
+        // by a process started first, so the tool is already waiting when it comes).
+        let later = try Subprocess.spawn(
+            ["/bin/sh", "-c", "sleep 1; exec /usr/bin/notify-send -a ci 'Version 2 deployed'"], stdout: .null,
+            stderr: .null, environment: environment)
+        let waited = outputText(
+            try await tool.execute(["action": "recent", "contains": "deployed", "wait_s": 60], context: ToolContext()))
+        XCTAssertEqual(later.wait(deadline: .now + .seconds(10)), .exited(0))
         XCTAssertTrue(waited.contains("from \"ci\": \"Version 2 deployed\""), waited)
         let none = outputText(
             try await tool.execute(

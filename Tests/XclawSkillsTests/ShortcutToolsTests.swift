@@ -45,8 +45,9 @@ final class ShortcutToolsTests: XCTestCase {
         let asked = Mutex<[ActionSubject]>([])
         let gate: @Sendable (GateRequest) async -> GateVerdict = { request in
             asked.withLock { $0.append(request.subject) }
-            return ApprovalPolicy.all.classify(request.subject).map { .deny("needs the \($0.rawValue) approval") }
-                ?? .allow
+            return ApprovalPolicy(kinds: [.send]).classify(request.subject).map {
+                .deny("needs the \($0.rawValue) approval")
+            } ?? .allow
         }
         let logged = Mutex<[ActionRecord]>([])
         let context = ToolContext(log: { record in logged.withLock { $0.append(record) } }, gate: gate)
@@ -54,7 +55,12 @@ final class ShortcutToolsTests: XCTestCase {
         let denied = outputText(try await tool.execute(["name": "send report"], context: context))
         XCTAssertEqual(denied, "needs the send approval")
         XCTAssertFalse(FileManager.default.fileExists(atPath: home.directory.appendingPathComponent("sent").path))
-        XCTAssertEqual(asked.withLock { $0.first }, ActionSubject(label: "Send report", role: "service"))
+        let subject = try XCTUnwrap(asked.withLock { $0.first })
+        XCTAssertEqual(subject.label, "run shortcut Send report")
+        XCTAssertEqual(subject.role, "service")
+        XCTAssertEqual(subject.command, home.scripts.appendingPathComponent("Send report.sh").path)
+        // A script is a command line: under the default policy (all kinds) every run waits for a person.
+        XCTAssertEqual(ApprovalPolicy.kinds(of: subject), [.command, .send])
         XCTAssertEqual(logged.withLock { $0.last?.result }, "denied: needs the send approval")
 
         let done = outputText(try await tool.execute(["name": "backup-notes"], context: context))

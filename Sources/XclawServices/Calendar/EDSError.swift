@@ -36,12 +36,12 @@ public enum EDSError: ClassifiedError, Equatable {
             return "evolution-data-server is not running on this session bus: install and start it "
                 + "(Debian: evolution-data-server) or use the screen"
         case .notFound(let what, let uid):
-            return "no \(what) with uid \(UntrustedText.quoted(uid, limit: 200)); `xclaw calendar list`, "
-                + "`calendar tasks --all` and `contacts search` show the uids there are"
+            return "no \(what) with uid \(UntrustedText.quoted(uid, limit: 200)); listing the events, tasks or "
+                + "contacts shows the uids there are"
         case .noSource(let kind, let uid, let known):
             return "no \(kind) with uid \(UntrustedText.quoted(uid, limit: 200)) (there are: "
                 + (known.isEmpty ? "none" : known.map { UntrustedText.quoted($0, limit: 100) }.joined(separator: ", "))
-                + "); `xclaw calendar sources` lists them"
+                + "); listing the sources shows their names"
         case .badDate(let text):
             return "cannot read \(UntrustedText.quoted(text, limit: 100)) as a date; accepted: \(DateInput.forms)"
         case .badDuration(let text):

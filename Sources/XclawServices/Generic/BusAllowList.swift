@@ -35,11 +35,16 @@ public struct BusAllowList: Sendable, Hashable {
     /// The list as `parse` reads it back (`none` when empty).
     public var text: String { patterns.isEmpty ? "none" : patterns.joined(separator: ",") }
 
+    /// Names a family never covers, only an exact entry: the bus itself (monitoring, the activation environment)
+    /// and the secret store, whose answers would land in the model's transcript and the store.
+    public static let exactOnly: Set<String> = ["org.freedesktop.DBus", "org.freedesktop.secrets"]
+
     /// Whether `name` may be called.
     public func allows(_ name: String) -> Bool {
         guard !name.hasPrefix(":") else { return false }
         return patterns.contains { pattern in
-            pattern.hasSuffix(".*") ? name.hasPrefix(String(pattern.dropLast(1))) : name == pattern
+            pattern.hasSuffix(".*")
+                ? !Self.exactOnly.contains(name) && name.hasPrefix(String(pattern.dropLast(1))) : name == pattern
         }
     }
 

@@ -111,8 +111,8 @@ public enum MediaError: ClassifiedError, Equatable {
         case .noMatch(let name, let players):
             return "no media player is called \"\(name)\"; running: \(players.joined(separator: ", "))"
         case .ambiguous(let players):
-            return "\(players.count) media players run and not exactly one of them is playing: name one with "
-                + "--player (\(players.joined(separator: ", ")))"
+            return "\(players.count) media players run and not exactly one of them is playing: name one "
+                + "(\(players.joined(separator: ", ")))"
         case .unsupported(let player, let what):
             return "\(player) cannot \(what)"
         }
@@ -146,7 +146,7 @@ public struct MediaPlayers: Sendable {
     static func service(_ busName: String) -> BusService {
         BusService(
             name: busName, what: "media player \(busName.dropFirst(prefix.count))",
-            hint: "it may have quit: run `xclaw media` to see the players that run")
+            hint: "it may have quit: list the players to see those that run")
     }
 
     /// Every player on the bus, by name; one that leaves while it is being read is left out.

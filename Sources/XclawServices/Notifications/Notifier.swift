@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XclawBase
 import XclawMessages
 
@@ -129,6 +130,9 @@ public enum NotificationOutcome: Sendable, Hashable {
 public final class Notifier: Sendable {
     /// The connection notifications are sent and followed on.
     public let connection: BusConnection
+    /// The unique name of the server that took the last notification: only its signals count, since any client on
+    /// the bus may send an `ActionInvoked` with a guessed id (ids are small and sequential).
+    private let server = Mutex<String?>(nil)
 
     /// Subscribes `connection` to the notification signals (servers that broadcast them as well as those that
     /// address them).
@@ -147,6 +151,13 @@ public final class Notifier: Sendable {
             throw BusError.failed(
                 call: "Notify", errorName: "xclaw.UnexpectedReply", message: "the server answered \(reply)")
         }
+        // Asked after Notify, which may have started the server; the signals subscribed to before it wait in the
+        // connection's queue meanwhile.
+        let owner = try? connection.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            method: "GetNameOwner", [.string(NotificationService.service.name)], timeout: timeout
+        ).first?.string
+        server.withLock { $0 = owner }
         return UInt32(id)
     }
 
@@ -165,6 +176,7 @@ public final class Notifier: Sendable {
     {
         let deadline = ContinuousClock.now + timeout
         let interface = NotificationService.interface
+        let owner = server.withLock { $0 }
         while !cancelled() {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return nil }
@@ -172,7 +184,10 @@ public final class Notifier: Sendable {
             guard
                 let message = try connection.next(
                     within: min(left, .milliseconds(100)),
-                    where: { $0.type == "signal" && $0.interface == interface && $0.body.first?.int == Int(id) })
+                    where: {
+                        $0.type == "signal" && $0.interface == interface && $0.body.first?.int == Int(id)
+                            && (owner == nil || $0.sender == owner)
+                    })
             else { continue }
             switch message.member {
             case "ActionInvoked":

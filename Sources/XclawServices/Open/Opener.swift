@@ -35,7 +35,8 @@ public enum OpenError: ClassifiedError, Equatable {
     case portalTimedOut(String, seconds: Double)
 
     /// A missing file, nothing to open with and a refusal are conditions (1); xdg-open's usage error is bad input (2);
-    /// no xdg-open at all is the machine's (5).
+    /// no xdg-open at all is the machine's (5). xdg-open's status 3 ("a required tool could not be found") is also
+    /// what it says with no handler for a scheme or type, so it stays a condition (1).
     public var exitStatus: ExitStatus {
         switch self {
         case .noOpener: return .internal
@@ -61,7 +62,7 @@ public enum OpenError: ClassifiedError, Equatable {
                 + (response == 1 ? "the request was cancelled (a person closed its dialog)" : "it failed")
         case .portalTimedOut(let target, let seconds):
             return "the desktop portal did not answer within \(seconds.formatted()) s for \(target); it may be "
-                + "asking which application to use: answer it, or give it longer with --timeout"
+                + "asking which application to use: answer it, or give it longer"
         }
     }
 }

@@ -100,7 +100,7 @@ public enum ShortcutError: ClassifiedError, Equatable {
             return "no shortcut is named \(UntrustedText.quoted(name))"
                 + (closest.isEmpty
                     ? "" : " (closest: \(closest.map { UntrustedText.quoted($0) }.joined(separator: ", ")))")
-                + "; `xclaw shortcuts` lists them"
+                + "; listing the shortcuts shows them all"
         case .ambiguous(let name, let ids):
             return "\(UntrustedText.quoted(name)) names \(ids.count) shortcuts (\(ids.joined(separator: ", "))); "
                 + "run one by its id"

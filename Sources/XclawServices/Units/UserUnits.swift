@@ -114,13 +114,13 @@ public enum UnitError: ClassifiedError, Equatable {
         case .notFound(let name, let closest):
             return "the systemd user manager has no unit \(UntrustedText.quoted(name))"
                 + (closest.isEmpty ? "" : " (closest: \(closest.joined(separator: ", ")))")
-                + "; `xclaw units --all` lists them"
+                + "; listing every unit shows their names"
         case .jobFailed(let name, let action, let result):
-            return "\(action.doing) \(name) failed (the job's result: \(result)); `xclaw unit status \(name)` says "
-                + "how it stands, `journalctl --user -u \(name)` why"
+            return "\(action.doing) \(name) failed (the job's result: \(result)); its status says how it stands, "
+                + "`journalctl --user -u \(name)` why"
         case .jobTimedOut(let name, let action, let seconds):
             return "\(action.doing) \(name) did not finish within \(seconds.formatted()) s; the job goes on: "
-                + "`xclaw unit status \(name)` shows how it stands"
+                + "its status shows how it stands"
         }
     }
 }
