@@ -28,6 +28,7 @@ public final class TestSessionBus: @unchecked Sendable {
     /// What the test started on the bus (`start`), ended with it.
     private let started = NSLock()
     private var programs: [Subprocess] = []
+    private var stopped = false
 
     /// Starts a bus; `display` (":5") is put in the environment for services that show windows.
     public init(activation: Activation = .none, display: String? = nil) throws {
@@ -127,10 +128,22 @@ public final class TestSessionBus: @unchecked Sendable {
 
     /// Ends the bus and what it started, and removes its directory.
     public func stop() {
+        // Once only: a second stop (a class's tearDown, then deinit) must not signal a group id the kernel may have
+        // handed to someone else's process since (pids wrap at 32,768, and a suite starts thousands).
+        guard
+            started.withLock({ () -> Bool in
+                defer { stopped = true }
+                return !stopped
+            })
+        else { return }
         for program in started.withLock({ programs }) { _ = program.kill() }
-        if group > 0 {
+        // The group is signalled only while its leader is unreaped, so the id is still ours.
+        if group > 0, Subprocess.endingUnreaped(group) == nil {
             kill(-group, SIGTERM)
-            _ = daemon.wait(deadline: .now + .seconds(2))
+            let deadline = ContinuousClock.now + .seconds(2)
+            while Subprocess.endingUnreaped(group) == nil, ContinuousClock.now < deadline {
+                usleep(10_000)
+            }
             kill(-group, SIGKILL)
         }
         _ = daemon.kill()
