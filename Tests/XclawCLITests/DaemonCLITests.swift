@@ -238,6 +238,9 @@ final class DaemonCLITests: XCTestCase {
         watching.waitUntilExit()
         XCTAssertEqual(watching.terminationStatus, 5, said)
         XCTAssertTrue(said.contains("the daemon died during the command"), said)
+        // SIGKILL returns before the process is gone: the kernel closes its descriptors one by one as it exits, the
+        // connection the CLI saw close possibly before the listening socket. "Killed" means gone, or a zombie.
+        try eventually("the killed daemon is gone") { [nil, "Z"].contains(Subprocess.processState(daemon.pid)) }
         // The next command runs in-process with a one-line notice, and the stale socket is gone.
         let after = try runCLI(["windows", "--display", display.name], environment: env)
         XCTAssertEqual(after.status, 0, after.stderr)
