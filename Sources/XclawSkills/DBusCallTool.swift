@@ -47,7 +47,11 @@ public struct DBusCallTool: AgentTool {
 
     /// Lists, introspects or calls; a call goes through the run's gates like an input action.
     public func execute(_ input: JSONValue, context: ToolContext) async throws -> ToolOutput {
-        let timeout = Duration.milliseconds(Int(min(max(input["timeout_s"]?.double ?? 3, 0.1), 60) * 1000))
+        let seconds = input["timeout_s"]?.double ?? 3
+        guard seconds.isFinite, (0.1...60).contains(seconds) else {
+            throw ToolError("timeout_s must be a number of seconds from 0.1 to 60")
+        }
+        let timeout = Duration.milliseconds(Int(seconds * 1000))
         func text(_ key: String) throws -> String {
             guard let value = input[key]?.string, !value.isEmpty else {
                 throw ToolError("\(key) is required for \(input["action"]?.string ?? "this action")")
