@@ -40,6 +40,9 @@ DAEMON_CLASSES = {
     "AccessibilityCLITests": None, "AccessibilitySessionTests": None, "ContextCLITests": None, "AppCLITests": None,
     "GlyphCacheCLITests": None, "NoSharedMemoryCaptureCLITests": None, "WindowTests": None,
     "PipelineCLITests": None, "BenchCommandTests": None, "WebToolsCLITests": None,
+    # The desktop services' commands the daemon serves on the caller's session bus.
+    "NotificationCLITests": None, "MediaCLITests": None, "UnitsCLITests": None, "CalendarCLITests": None,
+    "ShortcutsCLITests": None,
     # Not the stable wait against an animation: the daemon computes it with the same code, on the same screen.
     "PerceptionCLITests": {
         "testCLIFindTapAndExitCodes", "testCLIWatchExitsZeroOnAMatchAndOneOnTimeout",

@@ -211,6 +211,32 @@ struct BenchServices: ParsableCommand {
                 "org.mpris.MediaPlayer2.Player",
             ])
         }
+        // xclaw's own commands as a script runs them: served by the daemon the first one starts (its home is the
+        // bus's), and in-process (`XCLAW_NO_DAEMON=1`).
+        if let xclaw = xclawExecutable() {
+            let served = env.merging(["XCLAW_DAEMON": "auto"]) { $1 }
+            let alone = env.merging(["XCLAW_NO_DAEMON": "1"]) { $1 }
+            defer { _ = try? Subprocess.run([xclaw, "daemon", "stop"], timeout: .seconds(20), environment: served) }
+            func command(_ arguments: [String], _ environment: [String: String]) throws -> Sample {
+                try timed {
+                    let outcome = try Subprocess.run(
+                        [xclaw] + arguments, timeout: .seconds(20), environment: environment)
+                    guard outcome.ending == .exited(0) else {
+                        throw ValidationError("xclaw \(arguments[0]) ended \(outcome.ending)")
+                    }
+                }
+            }
+            let notify = ["notify", "--expire", "1000", "bench", "body"]
+            _ = try command(notify, served)  // starts the daemon, untimed
+            for (name, arguments) in [("notify", notify), ("media status", ["media", "status"])] {
+                try report.measure(peers, "xclaw \(name) (served by the daemon)", iterations: slow) {
+                    try command(arguments, served)
+                }
+                try report.measure(peers, "xclaw \(name) (in-process)", iterations: slow) {
+                    try command(arguments, alone)
+                }
+            }
+        }
         report.notes.append(
             "target: each bus call ≤ 10 ms median (in process); every call carries a timeout "
                 + "(\(Services.callTimeout) by default)")

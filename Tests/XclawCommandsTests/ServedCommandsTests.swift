@@ -23,14 +23,10 @@ final class ServedCommandsTests: XCTestCase {
         "input-restore": "recovery after a killed owner", "clipboard-serve": "the clipboard owner's own process",
         "apps": "reads desktop files, no display", "launch": "starts a program in the caller's environment",
         "fleet": "the fleet's tables; a worker's runs are its own daemon's", "db": "the store",
-        "calendar": "evolution-data-server on the caller's session bus, no display",
-        "contacts": "evolution-data-server on the caller's session bus, no display",
-        // The desktop services: the caller's session bus and files, no display, so nothing the daemon keeps warm
-        // would speed them (as for `apps` and `models`); `watch --notification` is served with the rest of `watch`.
-        "shortcuts": "reads files", "shortcut": "runs the caller's scripts in the caller's environment",
-        "open": "hands targets to the caller's portal or xdg-open", "units": "the caller's session bus",
-        "unit": "the caller's session bus",
-        "notify": "the caller's session bus, no display", "media": "the caller's session bus, no display",
+        // Of the desktop services, those that start programs in the caller's session (a shortcut's script, the
+        // handler of an opened file) run where the caller runs; the quick bus calls are served.
+        "shortcut": "runs the caller's scripts in the caller's environment and session",
+        "open": "hands targets to the caller's portal or xdg-open, whose handler starts in the caller's session",
     ]
 
     /// The names `xclaw --help` lists.
