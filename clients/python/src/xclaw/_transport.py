@@ -43,7 +43,7 @@ SERVED_COMMANDS = frozenset(
         "move", "click", "mousedown", "mouseup", "drag", "scroll", "key", "type", "cursor", "windows", "activate",
         "keydown", "keyup", "release-all", "active", "window", "desktop", "clipboard",
         "monitors", "capture", "pixel", "ocr", "snapshot", "tree", "find", "tap", "watch", "wait-stable", "run",
-        "send", "chat", "pipeline",
+        "send", "chat", "pipeline", "notify", "media", "units", "unit", "calendar", "contacts", "shortcuts",
     ]
 )  # fmt: skip
 
