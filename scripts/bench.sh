@@ -9,6 +9,6 @@ bash scripts/install-deps.sh --bench
 for product in xclaw xclaw-core xclaw-atspi xclaw-bench; do
   swift build -c release --product "$product" 2>&1 | tail -1 >&2
 done
-for bench in capture input ocr step agents snapshot cli image grounding replay batch context mcp web python; do
+for bench in capture input ocr step agents snapshot cli image grounding replay batch context mcp web python services; do
   .build/release/xclaw-bench "$bench" "$@"
 done
