@@ -88,7 +88,11 @@ struct Notify: ParsableCommand {
         let outcome = try ProgressLine.during("an answer to notification \(id)", timeout: seconds, json: json) {
             try notifier.wait(for: id, timeout: .milliseconds(Int(seconds * 1000)), cancelled: { Interrupt.requested })
         }
-        if Interrupt.requested { throw CancellationError() }
+        if Interrupt.requested {
+            // As on a timeout: left open, it would ask a question nobody waits for any more.
+            try? notifier.close(id)
+            throw CancellationError()
+        }
         switch outcome {
         case .action(let key)?:
             try emit(Reply(id: id, action: key), json: json) { key }

@@ -117,7 +117,8 @@ extension UnitChangeCommand {
         let units = try UserUnits(connection: BusConnection.session())
         let change = try units.change(
             Self.action, options.name,
-            wait: options.wait ? .milliseconds(Int((options.timeout * 1000).rounded())) : nil)
+            wait: options.wait ? .milliseconds(Int((options.timeout * 1000).rounded())) : nil,
+            cancelled: { Interrupt.requested })
         try emit(change, json: options.json) {
             options.wait
                 ? ([change.status.lines[0]] + change.status.lines.dropFirst().filter { $0.hasPrefix("main pid") })

@@ -75,7 +75,10 @@ public struct UserUnitsTool: AgentTool {
         }
         let start = ContinuousClock.now
         do {
-            let done = try await Self.answer { try units().change(change, unit, wait: .seconds(30)) }
+            let cancelled = context.isCancelled
+            let done = try await Self.answer {
+                try units().change(change, unit, wait: .seconds(30), cancelled: cancelled)
+            }
             ServiceAction.log(tool: self.name, verb: action, text: unit, result: "ok", since: start, context: context)
             return .text("\(action) \(unit): \(done.result)\n" + done.status.lines.joined(separator: "\n"))
         } catch let error as ToolError {

@@ -137,8 +137,9 @@ public final class TestSessionBus: @unchecked Sendable {
             })
         else { return }
         for program in started.withLock({ programs }) { _ = program.kill() }
-        // The group is signalled only while its leader is unreaped, so the id is still ours.
-        if group > 0, Subprocess.endingUnreaped(group) == nil {
+        // The group is signalled only while its leader is unreaped (running, or dead and not yet waited for), so the
+        // id is still ours; the services it started may outlive it.
+        if group > 0, Subprocess.endingUnreaped(group) != .unknown {
             kill(-group, SIGTERM)
             let deadline = ContinuousClock.now + .seconds(2)
             while Subprocess.endingUnreaped(group) == nil, ContinuousClock.now < deadline {

@@ -86,6 +86,15 @@ public final class TestUserManager: @unchecked Sendable {
             stop()
             throw Failure(description: "systemd --user did not join its bus within 20 s: \(log)")
         }
+        // In its own cgroup (systemd then moves itself one level down, into init.scope), or the test would hand the
+        // runner's to systemd and see nothing of what it left.
+        let placed = (try? String(contentsOfFile: "/proc/\(manager.pid)/cgroup", encoding: .utf8)) ?? ""
+        if unified != nil,
+            !placed.split(separator: "\n").contains(where: { $0.hasPrefix("0::") && $0.contains("/\(name)") })
+        {
+            stop()
+            throw Failure(description: "systemd --user did not get a cgroup of its own (\(placed)): see \(directory)")
+        }
     }
 
     deinit { stop() }

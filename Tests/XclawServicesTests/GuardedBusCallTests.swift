@@ -62,6 +62,27 @@ final class GuardedBusCallTests: XCTestCase {
         XCTAssertEqual(Self.mpv.isPaused, false)
     }
 
+    func testAFamilyDoesNotReachTheSecretStoreUnderAnotherOfItsNames() throws {
+        // One program owning the secret store's name and another (as gnome-keyring owns org.gnome.keyring too).
+        let keyring = try Self.bus.start(
+            [
+                "/usr/bin/python3", "-c",
+                "from gi.repository import Gio; import time; c = Gio.bus_get_sync(Gio.BusType.SESSION); "
+                    + "Gio.bus_own_name_on_connection(c, 'org.freedesktop.secrets', 0, None, None); "
+                    + "Gio.bus_own_name_on_connection(c, 'org.example.Keyring', 0, None, None); time.sleep(600)",
+            ], log: "keyring")
+        defer { _ = keyring.kill() }
+        let family = try caller("org.example.*")
+        XCTAssertTrue(
+            poll(within: .seconds(10)) { (try? family.names().running.contains("org.example.Keyring")) == true })
+        XCTAssertThrowsError(try family.introspect("org.example.Keyring", path: "/")) { error in
+            guard case .denied(_, let message) = error as? BusError else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.contains("same program as org.freedesktop.secrets"), message)
+        }
+        // Named exactly, it is the person's choice.
+        XCTAssertNoThrow(try caller("org.example.Keyring").introspect("org.example.Keyring", path: "/"))
+    }
+
     func testIntrospectionTypesTheArgumentsAndTheCallActs() throws {
         let call = try waitForPlayer()
         let info = try call.introspect(player, path: "/org/mpris/MediaPlayer2")

@@ -286,8 +286,10 @@ xclaw_bus *xclaw_bus_open(const char *address, int timeout_ms, const char *const
         g_variant_new("(asu)", &rules, 0u), NULL, G_DBUS_CALL_FLAGS_NONE, left_ms > 0 ? (int)left_ms : 1, NULL,
         &err);
     if (reply == NULL) {
+      gboolean late = g_error_matches(err, G_IO_ERROR, G_IO_ERROR_TIMED_OUT);
       g_dbus_error_strip_remote_error(err);
-      *error = dup_error("the bus refused to let xclaw monitor it: ", err);
+      *error = late ? g_strdup_printf("the bus did not answer within %d ms", timeout_ms)
+                    : dup_error("the bus refused to let xclaw monitor it: ", err);
       g_clear_error(&err);
       xclaw_bus_close(bus);
       return NULL;

@@ -4,8 +4,9 @@
 public enum ServedCommands {
     /// The commands the daemon serves: those that touch a display or run an agent, and the desktop services' quick
     /// calls, which a script makes as often as it would run `notify-send` (in-process, `xclaw notify` takes 20 ms;
-    /// served, 3.7 ms against notify-send's 3.3 in `bench services`). The rest (the store's commands, `display`, `daemon`, `bench`, help, and a
-    /// shortcut's script or an opened file, which start programs in the caller's session) run in-process.
+    /// served, 3.7 ms against notify-send's 3.3 in `bench services`). The rest (the store's commands, `display`,
+    /// `daemon`, `bench`, help, and a shortcut's script or an opened file, which start programs in the caller's
+    /// session) run in-process.
     public static let names: Set<String> = [
         "move", "click", "mousedown", "mouseup", "drag", "scroll", "key", "type", "cursor", "windows", "activate",
         "keydown", "keyup", "release-all", "active", "window", "desktop", "clipboard",

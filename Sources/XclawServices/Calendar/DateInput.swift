@@ -11,9 +11,14 @@ public struct DateInput: Sendable {
     /// A reader for `zone` at `now`.
     public init(zone: TimeZone, now: Date = Date()) { (self.zone, self.now) = (zone, now) }
 
-    /// The zone the caller's `TZ` names (`Europe/Berlin`, `:Europe/Berlin`, `UTC`), else this machine's.
+    /// The zone the caller's `TZ` names (`Europe/Berlin`, `:Europe/Berlin`, `UTC`), else this machine's: the one
+    /// /etc/localtime links to, not the process's own (a daemon started by a script with its own `TZ` serves callers
+    /// without one).
     public static func zone(environment: [String: String]) -> TimeZone {
-        guard var name = environment["TZ"], !name.isEmpty else { return .current }
+        guard var name = environment["TZ"], !name.isEmpty else {
+            let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/etc/localtime")) ?? ""
+            return CalendarTime.zoneNamed(link) ?? .current
+        }
         if name.hasPrefix(":") { name.removeFirst() }
         if name.hasPrefix("/") { return CalendarTime.zoneNamed(name) ?? .current }
         return TimeZone(identifier: name) ?? .current

@@ -37,7 +37,13 @@ public struct BusAllowList: Sendable, Hashable {
 
     /// Names a family never covers, only an exact entry: the bus itself (monitoring, the activation environment)
     /// and the secret store, whose answers would land in the model's transcript and the store.
-    public static let exactOnly: Set<String> = ["org.freedesktop.DBus", "org.freedesktop.secrets"]
+    public static let exactOnly: Set<String> = [
+        "org.freedesktop.DBus", "org.freedesktop.secrets", "org.gnome.keyring", "org.kde.kwalletd5",
+        "org.kde.kwalletd6",
+    ]
+
+    /// Whether `name` is allowed by an entry naming it exactly (not only through a family).
+    public func namesExactly(_ name: String) -> Bool { patterns.contains(name) }
 
     /// Whether `name` may be called.
     public func allows(_ name: String) -> Bool {

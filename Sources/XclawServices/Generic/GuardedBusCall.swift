@@ -45,7 +45,27 @@ public struct GuardedBusCall: Sendable {
     {
         try check(name)
         let bus = try BusConnection.session(environment: environment, timeout: timeout)
+        try checkOwner(bus, name)
         return try introspect(bus, name, path)
+    }
+
+    /// A name reached through a family must not be another name for a guarded connection: gnome-keyring owns
+    /// `org.gnome.keyring` and `org.freedesktop.secrets` alike, so `org.gnome.*` would reach the secret store.
+    private func checkOwner(_ bus: BusConnection, _ name: String) throws {
+        guard !allow.namesExactly(name) else { return }
+        func owner(_ name: String) -> String? {
+            try? bus.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                method: "GetNameOwner", [.string(name)]
+            ).first?.string
+        }
+        guard let reached = owner(name) else { return }
+        for guarded in BusAllowList.exactOnly.sorted() where owner(guarded) == reached {
+            throw BusError.denied(
+                service: name,
+                message: "\(name) is served by the same program as \(guarded), which only an entry naming it exactly "
+                    + "allows")
+        }
     }
 
     private func introspect(_ bus: BusConnection, _ name: String, _ path: String) throws -> BusIntrospection {
@@ -66,6 +86,7 @@ public struct GuardedBusCall: Sendable {
             throw BusError.invalidArguments(call: "\(name) \(method)", message: "the object path must start with /")
         }
         let bus = try BusConnection.session(environment: environment, timeout: timeout)
+        try checkOwner(bus, name)
         var types: [BusType]
         if let signature {
             types = try BusType.parse(signature)

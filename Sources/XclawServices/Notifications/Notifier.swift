@@ -153,7 +153,7 @@ public final class Notifier: Sendable {
         }
         // Asked after Notify, which may have started the server; the signals subscribed to before it wait in the
         // connection's queue meanwhile.
-        let owner = try? connection.call(
+        let owner = try connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             method: "GetNameOwner", [.string(NotificationService.service.name)], timeout: timeout
         ).first?.string

@@ -233,7 +233,9 @@ public struct UserUnits: Sendable {
     /// Starts, stops or restarts `name` (mode `replace`, as systemctl does). With `wait`, waits up to `wait` for the
     /// job to end, subscribed to `JobRemoved` before asking, so its end cannot be missed; a job that ends otherwise
     /// than `done` is `UnitError.jobFailed`.
-    public func change(_ action: UnitAction, _ name: String, wait: Duration?) throws -> UnitChange {
+    public func change(
+        _ action: UnitAction, _ name: String, wait: Duration?, cancelled: () -> Bool = { false }
+    ) throws -> UnitChange {
         let unit = Self.unitName(name)
         // A unit the manager cannot find is not asked for: the job would fail with "not found" less clearly.
         let before = try status(unit)
@@ -253,9 +255,17 @@ public struct UserUnits: Sendable {
         guard let wait else {
             return UnitChange(name: before.name, action: action.rawValue, job: job, result: "queued", status: before)
         }
-        // JobRemoved(u id, o job, s unit, s result).
-        let ended = try connection.next(within: wait) {
-            $0.member == "JobRemoved" && $0.body.count == 4 && $0.body[1].string == job
+        // JobRemoved(u id, o job, s unit, s result), in slices so a cancellation (Ctrl-C, forwarded to a served
+        // command) is heard.
+        let deadline = ContinuousClock.now + wait
+        var ended: BusMessage?
+        while ended == nil {
+            if cancelled() { throw CancellationError() }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            ended = try connection.next(within: min(left, .milliseconds(100))) {
+                $0.member == "JobRemoved" && $0.body.count == 4 && $0.body[1].string == job
+            }
         }
         guard let ended else { throw UnitError.jobTimedOut(before.name, action: action, seconds: wait / .seconds(1)) }
         let result = ended.body[3].string ?? ""
