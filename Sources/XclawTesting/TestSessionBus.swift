@@ -5,7 +5,7 @@ import XclawBase
 /// (HOME, XDG_* under one temporary directory), so the services it starts (evolution-data-server, a notification
 /// server, an MPRIS player) keep their state there and nothing system-wide is touched. Which services the bus may
 /// start on demand is the test's choice: none, the system's standard ones, or service files the test writes.
-public final class TestSessionBus: @unchecked Sendable {
+public final class TestSessionBus: StoppableScene, @unchecked Sendable {
     /// What the bus may start when a name is first called.
     public enum Activation: Sendable, Equatable {
         /// Nothing: a service runs only when the test starts it (an absent service stays absent).

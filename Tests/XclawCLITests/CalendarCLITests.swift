@@ -11,7 +11,7 @@ import XclawTimeTesting
 /// against their schemas), idempotent creates, exit codes; without EDS, exit 5; and an agent whose scripted model
 /// adds an event through the `calendar` tool and has its delete held by the approval gate.
 final class CalendarCLITests: XCTestCase {
-    private static let shared = ClassSessionBus(activation: .standard)
+    private static let shared = ClassScene { try TestSessionBus(activation: .standard) }
 
     override class func tearDown() { shared.stop() }
 

@@ -9,7 +9,7 @@ import XclawTimeTesting
 /// Calendars, tasks and contacts against a real evolution-data-server, started by a private session bus on first
 /// call (its state under the bus's HOME). One bus serves the class; each test uses its own days and names.
 final class CalendarStoreTests: XCTestCase {
-    private static let shared = ClassSessionBus(activation: .standard)
+    private static let shared = ClassScene { try TestSessionBus(activation: .standard) }
     private let berlin = TimeZone(identifier: "Europe/Berlin")!
 
     override class func tearDown() { shared.stop() }

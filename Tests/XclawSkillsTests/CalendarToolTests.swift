@@ -12,7 +12,7 @@ import XclawTesting
 /// every change asks the run's gates first (dry run, the terminal's confirmation, the approval gate, with a label
 /// naming the verb and the item) and is logged with its result; what EDS returns reaches the model quoted.
 final class CalendarToolTests: XCTestCase {
-    private static let shared = ClassSessionBus(activation: .standard)
+    private static let shared = ClassScene { try TestSessionBus(activation: .standard) }
 
     override class func tearDown() { shared.stop() }
 
