@@ -48,25 +48,15 @@ public struct OpenTool: AgentTool {
         let opener = Opener(environment: environment, directory: XclawPaths.home(environment))
         do { _ = try opener.resolve(target) } catch { throw ToolError("\(error)") }
         let quoted = UntrustedText.quoted(target, limit: 300)
-        if let refused = await ServiceAction.permit(
-            tool: name, verb: "open", label: "open \(target)", text: target, describe: "open \(quoted)",
-            context: context)
-        {
-            return .text(refused)
-        }
-        if context.isCancelled() { throw CancellationError() }
-        let start = ContinuousClock.now
-        do {
-            let result = try await ServiceAction.blocking { try opener.open(target, timeout: .seconds(5)) }
-            ServiceAction.log(tool: name, verb: "open", text: target, result: "ok", since: start, context: context)
-            return .text(
-                "opened \(quoted) via \(result.via)"
+        return .text(
+            try await ServiceAction.perform(
+                tool: name, verb: "open", label: "open \(target)", text: target, describe: "open \(quoted)",
+                context: context
+            ) {
+                let result = try opener.open(target, timeout: .seconds(5))
+                return "opened \(quoted) via \(result.via)"
                     + (result.stillRunning ? " (its application is running)" : "")
-                    + ": take a screen_snapshot to see it if it opened a window")
-        } catch {
-            ServiceAction.log(
-                tool: name, verb: "open", text: target, result: "error: \(error)", since: start, context: context)
-            throw ToolError("\(error)")
-        }
+                    + ": take a screen_snapshot to see it if it opened a window"
+            })
     }
 }

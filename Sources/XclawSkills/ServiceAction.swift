@@ -46,12 +46,12 @@ enum ServiceAction {
 
     /// The whole of one action: the gates, then `act` off the pool when they allow it, logged with its result either
     /// way; returns `act`'s text, or the text that tells the model what happened instead. `label` names it ("create
-    /// event Dentist").
+    /// event Dentist"); `describe`, when given, is how the person asked and the model read it (else the label).
     static func perform(
-        tool: String, verb: String, label: String, text: String?, context: ToolContext,
+        tool: String, verb: String, label: String, text: String?, describe: String? = nil, context: ToolContext,
         act: @escaping @Sendable () throws -> String
     ) async throws -> String {
-        let shown = UntrustedText.escaped(label, limit: 200)
+        let shown = describe ?? UntrustedText.escaped(label, limit: 200)
         if let refused = await permit(
             tool: tool, verb: verb, label: label, text: text, describe: shown, context: context)
         {

@@ -48,7 +48,7 @@ public struct UserUnitsTool: AgentTool {
         }
         if action == "list" {
             let all = input["all"]?.bool ?? false
-            let listed = try await Self.answer { try units().list(all: all) }
+            let listed = try await ServiceAction.read { try units().list(all: all) }
             guard !listed.isEmpty else { return .text(all ? "the user has no units" : "no unit is active") }
             return .text(
                 listed.map { unit in
@@ -60,36 +60,21 @@ public struct UserUnitsTool: AgentTool {
             throw ToolError("name is required for \(action): a unit from action list")
         }
         if action == "status" {
-            let status = try await Self.answer { try units().status(name) }
+            let status = try await ServiceAction.read { try units().status(name) }
             return .text(status.lines.joined(separator: "\n"))
         }
         guard let change = UnitAction(rawValue: action) else {
             throw ToolError("action must be list, status, start, stop or restart")
         }
         let unit = UserUnits.unitName(name)
-        if let refused = await ServiceAction.permit(
-            tool: self.name, verb: action, label: "\(action) unit \(unit)", text: unit,
-            describe: "\(action) unit \(UntrustedText.quoted(unit))", context: context)
-        {
-            return .text(refused)
-        }
-        let start = ContinuousClock.now
-        do {
-            let cancelled = context.isCancelled
-            let done = try await Self.answer {
-                try units().change(change, unit, wait: .seconds(30), cancelled: cancelled)
-            }
-            ServiceAction.log(tool: self.name, verb: action, text: unit, result: "ok", since: start, context: context)
-            return .text("\(action) \(unit): \(done.result)\n" + done.status.lines.joined(separator: "\n"))
-        } catch let error as ToolError {
-            ServiceAction.log(
-                tool: self.name, verb: action, text: unit, result: "error: \(error)", since: start, context: context)
-            throw error
-        }
-    }
-
-    /// Runs a bus conversation off the pool; its errors as the model reads them.
-    private static func answer<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        do { return try await ServiceAction.blocking(body) } catch { throw ToolError("\(error)") }
+        let cancelled = context.isCancelled
+        return .text(
+            try await ServiceAction.perform(
+                tool: self.name, verb: action, label: "\(action) unit \(unit)", text: unit,
+                describe: "\(action) unit \(UntrustedText.quoted(unit))", context: context
+            ) {
+                let done = try units().change(change, unit, wait: .seconds(30), cancelled: cancelled)
+                return "\(action) \(unit): \(done.result)\n" + done.status.lines.joined(separator: "\n")
+            })
     }
 }
