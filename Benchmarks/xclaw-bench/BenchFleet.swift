@@ -39,15 +39,19 @@ struct BenchFleet: ParsableCommand {
     @Option(help: .hidden) var netnsOf: Int32?
 
     func validate() throws {
-        guard workers >= 2, slots >= 1, agents >= 1, runs >= 3, latencyRuns >= 1, compare >= 3, scheduleSeconds >= 0
+        guard (2...200).contains(workers), slots >= 1, agents >= 1, runs >= 3, latencyRuns >= 1, compare >= 3,
+            scheduleSeconds >= 0
         else {
-            throw ValidationError("--workers must be at least 2, --runs and --compare at least 3, the rest at least 1")
+            throw ValidationError(
+                "--workers must be from 2 to 200, --runs and --compare at least 3, the rest at least 1")
         }
     }
 
     func run() throws {
         if let owner = netnsOf {
-            return try measure(on: FleetHosts(network: BenchNetwork(owner: owner, workers: workers), reason: ""))
+            let network = BenchNetwork(owner: owner, workers: workers)
+            network.leaveWithOwner()
+            return try measure(on: FleetHosts(network: network, reason: ""))
         }
         if noNetns { return try measure(on: FleetHosts(network: nil, reason: "--no-netns")) }
         if let why = BenchNetwork.unavailable() { return try measure(on: FleetHosts(network: nil, reason: why)) }

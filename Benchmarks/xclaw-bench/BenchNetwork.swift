@@ -135,8 +135,8 @@ struct BenchNetwork {
         )
     }
 
-    /// Ends every process in `owner`'s namespaces (SIGTERM, SIGKILL after 5 s), deletes the namespaces (their veths
-    /// and the bridge go with them) and the run's temporary directories.
+    /// Ends every process in `owner`'s namespaces but this one (SIGTERM, SIGKILL after 5 s), deletes the namespaces
+    /// (their veths and the bridge go with them) and the run's temporary directories.
     static func tearDown(owner: pid_t) {
         let names = namespaces(owner: owner)
         let ip = program("ip") ?? "/usr/sbin/ip"
@@ -147,7 +147,7 @@ struct BenchNetwork {
                     (try? Subprocess.run([ip, "netns", "pids", name], timeout: .seconds(10)))?.stdout ?? Data()
                 return String(decoding: listed, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap {
                     pid_t($0)
-                }
+                }.filter { $0 != getpid() }
             }
         }
         var left = processes()
@@ -163,6 +163,18 @@ struct BenchNetwork {
         for name in names { _ = try? Subprocess.run([ip, "netns", "del", name], timeout: .seconds(10)) }
         let dirs = directories(owner: owner)
         for dir in [dirs.state, dirs.database] { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    /// For the bench inside the namespaces: when the bench that made them dies (a SIGKILL it could not pass on), this
+    /// one is handed to init; it then removes the namespaces and leaves too.
+    func leaveWithOwner() {
+        let owner = self.owner
+        Thread.detachNewThread {
+            while getppid() == owner { sleep(1) }
+            printError("xclaw bench fleet: the bench that made the namespaces (pid \(owner)) is gone; removing them")
+            Self.tearDown(owner: owner)
+            _exit(ExitStatus.internal.rawValue)
+        }
     }
 
     /// Removes the namespaces (and directories) of fleet benches that are no longer running; returns their pids.
@@ -241,8 +253,8 @@ struct FleetHosts {
     /// The line the report carries first.
     var note: String {
         guard let network else {
-            return
-                "namespaces: no — \(reason) (every party in the bench's network namespace, PostgreSQL on its Unix socket)"
+            return "namespaces: no — \(reason); every party in the bench's network namespace, PostgreSQL on its Unix "
+                + "socket"
         }
         return "namespaces: \(network.roles.count + 1) (db, model, clients, \(network.workers) workers, the single "
             + "worker; the bridge's) on \(BenchNetwork.subnet): PostgreSQL over TCP at \(network.address("db")):5432, "
