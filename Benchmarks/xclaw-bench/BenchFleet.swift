@@ -29,11 +29,7 @@ struct BenchFleet: ParsableCommand {
     @Option(help: "Sends of the one-worker against SQLite-daemon comparison.") var compare = 90
     @Option(help: "Seconds the scheduled tasks run (0: skip).") var scheduleSeconds = 300
     @Flag(help: "Skip the worker killed mid-run (it waits for the 30 s heartbeat deadline).") var skipKill = false
-    @Flag(
-        help:
-            "Run every party in the bench's network namespace, PostgreSQL on its Unix socket (the layout without root)."
-    )
-    var noNetns = false
+    @Flag(help: "One network namespace for all, PostgreSQL on its Unix socket (as without root).") var noNetns = false
     @Flag(help: "Print one JSON object.") var json = false
     /// Set on the bench the namespaced layout runs inside the clients' namespace: the pid of the bench that made them.
     @Option(help: .hidden) var netnsOf: Int32?
