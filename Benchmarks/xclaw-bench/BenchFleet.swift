@@ -14,7 +14,8 @@ import XclawTesting
 /// issue's targets: dispatch latency (enqueue → the worker's first model request), a burst from three clients (each run
 /// once, in order per agent, spread over the workers), throughput, a worker killed mid-run, PostgreSQL restarted
 /// mid-burst, scheduled slots over several minutes, and one worker on PostgreSQL against the SQLite daemon, side by
-/// side in the same run.
+/// side in the same run. Run as root with `ip` and `nsenter`, every party is a host of its own: a network namespace
+/// the bench makes (`BenchNetwork`), PostgreSQL reached over TCP; else, or with `--no-netns`, all share this one.
 struct BenchFleet: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleet",
@@ -28,24 +29,67 @@ struct BenchFleet: ParsableCommand {
     @Option(help: "Sends of the one-worker against SQLite-daemon comparison.") var compare = 90
     @Option(help: "Seconds the scheduled tasks run (0: skip).") var scheduleSeconds = 300
     @Flag(help: "Skip the worker killed mid-run (it waits for the 30 s heartbeat deadline).") var skipKill = false
+    @Flag(help: "One network namespace for all, PostgreSQL on its Unix socket (as without root).") var noNetns = false
     @Flag(help: "Print one JSON object.") var json = false
+    /// Set on the bench the namespaced layout runs inside the clients' namespace: the pid of the bench that made them.
+    @Option(help: .hidden) var netnsOf: Int32?
 
     func validate() throws {
-        guard workers >= 2, slots >= 1, agents >= 1, runs >= 3, latencyRuns >= 1, compare >= 3, scheduleSeconds >= 0
+        guard (2...200).contains(workers), slots >= 1, agents >= 1, runs >= 3, latencyRuns >= 1, compare >= 3,
+            scheduleSeconds >= 0
         else {
-            throw ValidationError("--workers must be at least 2, --runs and --compare at least 3, the rest at least 1")
+            throw ValidationError(
+                "--workers must be from 2 to 200, --runs and --compare at least 3, the rest at least 1")
         }
     }
 
     func run() throws {
-        let postgres = try PostgresTestServer.shared()
+        if let owner = netnsOf {
+            let network = BenchNetwork(owner: owner, workers: workers)
+            network.leaveWithOwner()
+            return try measure(on: FleetHosts(network: network, reason: ""))
+        }
+        if noNetns { return try measure(on: FleetHosts(network: nil, reason: "--no-netns")) }
+        if let why = BenchNetwork.unavailable() { return try measure(on: FleetHosts(network: nil, reason: why)) }
+        for pid in BenchNetwork.removeLeftovers() {
+            printError("xclaw bench fleet: removed the namespaces of an earlier run that ended (pid \(pid))")
+        }
+        // The measuring runs again inside the clients' namespace (this process's threads cannot all move), and this
+        // one removes the namespaces however it ends.
+        let network = BenchNetwork(owner: getpid(), workers: workers)
+        let ending: Subprocess.Termination
+        do {
+            ending = try network.host(["fleet"] + passedOn + ["--netns-of", String(getpid())])
+        } catch let error as BenchNetworkError {
+            return try measure(on: FleetHosts(network: nil, reason: "making them failed: \(error)"))
+        }
+        switch ending {
+        case .exited(0): return
+        case .exited(let status): throw ExitCode(status)
+        case .signalled(let signal): throw ExitCode(128 + signal)
+        case .timedOut, .unknown: throw ExitCode(ExitStatus.internal.rawValue)
+        }
+    }
+
+    /// The options again, for the bench run inside the namespaces.
+    private var passedOn: [String] {
+        [
+            "--workers", "\(workers)", "--slots", "\(slots)", "--agents", "\(agents)", "--runs", "\(runs)",
+            "--latency-runs", "\(latencyRuns)", "--compare", "\(compare)", "--schedule-seconds", "\(scheduleSeconds)",
+        ] + (skipKill ? ["--skip-kill"] : []) + (json ? ["--json"] : [])
+    }
+
+    /// The whole measure, with the parties where `hosts` puts them.
+    private func measure(on hosts: FleetHosts) throws {
+        let postgres = try hosts.database()
         // The bench leaves with _exit, like every xclaw binary: atexit would never stop the server.
-        defer { PostgresTestServer.stopShared() }
-        let model = try TokenModel()
+        defer { postgres.stop() }
+        let model = try hosts.model()
         defer { model.server.stop() }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("xclaw-bench-fleet-\(getpid())")
+        let dir = hosts.directory
         defer { try? FileManager.default.removeItem(at: dir) }
         var report = BenchReport(benchmark: "fleet", display: "no display", screen: Size(width: 0, height: 0))
+        report.notes.append(hosts.note)
         let names = (0..<agents).map { "agent\($0)" }
 
         // The fleet: N workers on one database; worker 0 is the one killed later (its label draws that run).
@@ -60,7 +104,7 @@ struct BenchFleet: ParsableCommand {
             try FleetWorker(
                 name: "worker\(i)", state: dir.appendingPathComponent("w\(i)"),
                 arguments: ["--slots", String(slots)] + (i == 0 ? ["--label", "victim=yes"] : []),
-                environment: environment)
+                environment: environment, launcher: hosts.launcher("w\(i)"))
         }
         defer { fleet.forEach { $0.kill() } }
         try waitUntil("\(workers) workers up", seconds: 60) {
@@ -214,7 +258,7 @@ struct BenchFleet: ParsableCommand {
         }
 
         // One worker on PostgreSQL against the SQLite daemon: the same `xclaw send` from three clients at once.
-        try compareSingle(dir: dir, postgres: postgres, model: model, names: names, into: &report)
+        try compareSingle(hosts: hosts, dir: dir, postgres: postgres, model: model, names: names, into: &report)
         try emitBench(report, json: json) { report.table }
     }
 
@@ -299,7 +343,8 @@ struct BenchFleet: ParsableCommand {
 
     /// `compare` sends by three concurrent clients, through one PostgreSQL worker and through the SQLite daemon.
     private func compareSingle(
-        dir: URL, postgres: PostgresTestServer, model: TokenModel, names: [String], into report: inout BenchReport
+        hosts: FleetHosts, dir: URL, postgres: PostgresTestServer, model: TokenModel, names: [String],
+        into report: inout BenchReport
     ) throws {
         let xclaw = productsDirectory.appendingPathComponent("xclaw").path
         let base = ProcessInfo.processInfo.environment.filter { $0.key != "XCLAW_DB" && $0.key != "XCLAW_DATABASE_URL" }
@@ -368,7 +413,7 @@ struct BenchFleet: ParsableCommand {
             environment: [
                 "XCLAW_DATABASE_URL": url, "ANTHROPIC_BASE_URL": model.server.baseURL,
                 "ANTHROPIC_API_KEY": "sk-" + "ant-bench-fleet",
-            ])
+            ], launcher: hosts.launcher("single"))
         defer { worker.kill() }
         try waitUntil("the single worker is up", seconds: 60) { try pgStore.workers().first?.state == .up }
         let clientState = dir.appendingPathComponent("client")
@@ -420,12 +465,13 @@ final class TokenModel: Sendable {
         let point = Mutex<Point?>(nil)
     }
 
-    init() throws {
+    /// A model listening on `host` (an address of this thread's network namespace).
+    init(host: String = "127.0.0.1") throws {
         let seen = TokenTable()
         table = seen
         let click = ClickTarget()
         self.click = click
-        server = try MockMessagesServer { request, _ in
+        server = try MockMessagesServer(host: host) { request, _ in
             let last =
                 request.messages.last.flatMap { try? JSONSerialization.data(withJSONObject: $0) }
                 .map { String(decoding: $0, as: UTF8.self) } ?? ""

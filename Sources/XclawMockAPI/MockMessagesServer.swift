@@ -20,13 +20,18 @@ public final class MockMessagesServer: Sendable {
     /// The bound port, fixed at init so tests can build the URL before any request.
     public let port: Int
 
-    /// What to put in ANTHROPIC_BASE_URL.
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// The IPv4 address it listens on.
+    public let host: String
 
-    /// Binds 127.0.0.1 (port 0 means ephemeral) and starts accepting; replies are served FIFO unless a handler is set.
-    public init(replies: [MockReply] = [], port: Int = 0, handler: Handler? = nil) throws {
-        core = try ServerCore(port: port, replies: replies, handler: handler)
+    /// What to put in ANTHROPIC_BASE_URL.
+    public var baseURL: String { "http://\(host):\(port)" }
+
+    /// Binds `host` (127.0.0.1 unless a benchmark puts the model on another network namespace's address; port 0
+    /// means ephemeral) and starts accepting; replies are served FIFO unless a handler is set.
+    public init(replies: [MockReply] = [], port: Int = 0, host: String = "127.0.0.1", handler: Handler? = nil) throws {
+        core = try ServerCore(port: port, host: host, replies: replies, handler: handler)
         self.port = core.port
+        self.host = host
         core.start()
     }
 
@@ -136,10 +141,14 @@ final class ServerCore: Sendable {
     let threads = DispatchGroup()
 
     init(
-        port: Int, replies: [MockReply], handler: MockMessagesServer.Handler?,
+        port: Int, host: String = "127.0.0.1", replies: [MockReply], handler: MockMessagesServer.Handler?,
         router: MockMessagesServer.Handler? = nil
     ) throws {
         guard (0...65535).contains(port) else { throw MockServerError(description: "port \(port) is out of range") }
+        var address = in_addr()
+        guard inet_pton(AF_INET, host, &address) == 1 else {
+            throw MockServerError(description: "\(host) is not an IPv4 address (such as 127.0.0.1)")
+        }
         var pipeFDs: [Int32] = [0, 0]
         // A socket pair rather than pipe2 (not imported): it is the only way to get close-on-exec atomically.
         guard socketpair(AF_UNIX, Self.socketFlags, 0, &pipeFDs) == 0 else {
@@ -155,7 +164,7 @@ final class ServerCore: Sendable {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        addr.sin_addr = address
         let bound = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -169,7 +178,7 @@ final class ServerCore: Sendable {
         guard bound == 0, listen(fd, 128) == 0, named == 0 else {
             let text = errnoText()
             close(fd); close(pipeFDs[0]); close(pipeFDs[1])
-            throw MockServerError(description: "cannot listen on 127.0.0.1:\(port): \(text)")
+            throw MockServerError(description: "cannot listen on \(host):\(port): \(text)")
         }
         listenFD = fd
         wakeRead = pipeFDs[0]

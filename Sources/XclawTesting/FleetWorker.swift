@@ -18,8 +18,11 @@ public final class FleetWorker: @unchecked Sendable {
     private let process = Process()
 
     /// Starts a worker named `name` with `arguments` after `daemon run --worker --name NAME` (labels, slots) and
-    /// `environment` over this process's (the database URL, the model's address).
-    public init(name: String, state: URL, arguments: [String] = [], environment: [String: String]) throws {
+    /// `environment` over this process's (the database URL, the model's address), through `launcher` when given (a
+    /// command that execs the rest in place, such as `nsenter --net=…`: the fleet bench's worker on a host of its own).
+    public init(
+        name: String, state: URL, arguments: [String] = [], environment: [String: String], launcher: [String] = []
+    ) throws {
         self.name = name
         self.state = state
         log = state.appendingPathComponent("worker.log")
@@ -30,7 +33,8 @@ public final class FleetWorker: @unchecked Sendable {
         let core = productsDirectory.appendingPathComponent("xclaw-core").path
         try DaemonLaunch.start(
             process,
-            command: [core, "daemon", "run", "--worker", "--name", name] + arguments + ["--parent", String(getpid())],
+            command: launcher + [core, "daemon", "run", "--worker", "--name", name] + arguments
+                + ["--parent", String(getpid())],
             environment: env, state: state, log: log)
     }
 

@@ -6,7 +6,8 @@ import XclawBase
 /// that directory (no TCP port, nothing system-wide), stopped and removed when the test process exits. One per test
 /// process, started on first use; each test takes a fresh database of it (`newDatabase()`). Run as root (as the
 /// tests are here), the server runs as the `postgres` user the Debian package creates, because PostgreSQL refuses
-/// root; the directory is made over to that user.
+/// root; the directory is made over to that user. A benchmark may start one of its own that also listens on TCP in
+/// a network namespace it made (`start(in:network:)`), to look like a database host.
 public final class PostgresTestServer: Sendable {
     /// The data directory, which also holds the socket and the log.
     public let directory: String
@@ -16,6 +17,26 @@ public final class PostgresTestServer: Sendable {
     private let asServerUser: [String]
     /// Databases handed out so far, for unique names.
     private let count = Mutex(0)
+    /// Where it also listens on TCP, if anywhere.
+    private let network: Network?
+
+    /// A TCP listener of a server of a benchmark's own: `address:port` in the network namespace `launcher` enters
+    /// (`nsenter --net=…`, a command that execs the rest in place), trusted from the `clients` subnet (CIDR).
+    public struct Network: Sendable {
+        /// The command the server's programs run through, so the server lives in that network namespace.
+        public var launcher: [String]
+        /// The IPv4 address it listens on (its namespace's).
+        public var address: String
+        /// The TCP port.
+        public var port: Int
+        /// The subnet its clients connect from (`10.231.0.0/24`).
+        public var clients: String
+
+        /// A listener on `address:port` entered through `launcher`, for `clients`.
+        public init(launcher: [String], address: String, port: Int, clients: String) {
+            (self.launcher, self.address, self.port, self.clients) = (launcher, address, port, clients)
+        }
+    }
 
     /// Why the server could not start.
     public struct Failure: Error, CustomStringConvertible {
@@ -43,16 +64,27 @@ public final class PostgresTestServer: Sendable {
     /// Stops the shared server and deletes its directory: at exit, and by an owner that leaves with `_exit` (the
     /// xclaw binaries do, so their atexit handlers never run).
     public static func stopShared() {
-        guard let server = started.withLock({ $0 }) else { return }
-        _ = try? Subprocess.run(
-            server.asServerUser + [
-                server.binaries + "/pg_ctl", "stop", "-m", "immediate", "-D", server.directory + "/data",
-            ],
-            timeout: .seconds(10))
-        try? FileManager.default.removeItem(atPath: server.directory)
+        started.withLock({ $0 })?.stop()
     }
 
-    private init() throws {
+    /// A server of the caller's own (not the shared one) in `directory` (created here, removed by `stop()`), on its
+    /// socket there and on TCP as `network` says; its URLs are TCP ones.
+    public static func start(in directory: String, network: Network) throws -> PostgresTestServer {
+        try PostgresTestServer(directory: directory, network: network)
+    }
+
+    /// Stops the server at once and deletes its directory.
+    public func stop() {
+        _ = try? Subprocess.run(
+            (network?.launcher ?? []) + asServerUser + [
+                binaries + "/pg_ctl", "stop", "-m", "immediate", "-D", directory + "/data",
+            ],
+            timeout: .seconds(10))
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private init(directory chosen: String? = nil, network: Network? = nil) throws {
+        self.network = network
         let config = try Subprocess.run(["/usr/bin/pg_config", "--bindir"], timeout: .seconds(10))
         binaries = String(decoding: config.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard FileManager.default.isExecutableFile(atPath: binaries + "/initdb") else {
@@ -60,7 +92,8 @@ public final class PostgresTestServer: Sendable {
                 description: "no PostgreSQL server programs in \(binaries); run scripts/install-deps.sh (postgresql)")
         }
         directory =
-            FileManager.default.temporaryDirectory
+            chosen
+            ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("xclaw-pg-\(getpid())-\(UUID().uuidString.prefix(8))").path
         guard mkdir(directory, 0o700) == 0 else { throw Failure(description: "cannot create \(directory)") }
         if getuid() == 0 {
@@ -80,13 +113,23 @@ public final class PostgresTestServer: Sendable {
                 "UTF8",
                 "--locale=C",
             ], what: "initdb")
+        if let network {
+            // initdb's trust lines name loopback only; the benchmark's hosts connect from their subnet.
+            guard let hba = FileHandle(forWritingAtPath: directory + "/data/pg_hba.conf") else {
+                throw Failure(description: "cannot open \(directory)/data/pg_hba.conf")
+            }
+            defer { try? hba.close() }
+            try hba.seekToEnd()
+            try hba.write(contentsOf: Data("host all xclaw \(network.clients) trust\n".utf8))
+        }
         try start()
     }
 
-    /// Starts the server on its socket only, with fsync off and a small footprint (a test server's data is thrown
-    /// away), and waits until it accepts connections.
+    /// Starts the server on its socket (and its TCP listener, if any), with fsync off and a small footprint (a test
+    /// server's data is thrown away), and waits until it accepts connections.
     private func start() throws {
-        let options = "-k \(directory) -c listen_addresses='' -F -c max_connections=200 -c shared_buffers=16MB"
+        let listen = network.map { "-c listen_addresses='\($0.address)' -p \($0.port)" } ?? "-c listen_addresses=''"
+        let options = "-k \(directory) \(listen) -F -c max_connections=200 -c shared_buffers=16MB"
         try run(
             [
                 binaries + "/pg_ctl", "start", "-w", "-t", "30", "-D", directory + "/data", "-l", directory + "/log",
@@ -96,7 +139,7 @@ public final class PostgresTestServer: Sendable {
 
     /// Runs one of the server's programs as its user; throws with its output when it fails.
     private func run(_ arguments: [String], what: String) throws {
-        let outcome = try Subprocess.run(asServerUser + arguments, timeout: .seconds(60))
+        let outcome = try Subprocess.run((network?.launcher ?? []) + asServerUser + arguments, timeout: .seconds(60))
         guard outcome.ending == .exited(0) else {
             let log = (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? ""
             throw Failure(
@@ -108,9 +151,10 @@ public final class PostgresTestServer: Sendable {
     /// The URL of the server's `postgres` database (as the superuser `xclaw`).
     public var adminURL: String { url(database: "postgres") }
 
-    /// The URL of `database` on this server, through its socket.
+    /// The URL of `database` on this server: through its socket, or over TCP when it has a listener.
     public func url(database: String) -> String {
-        "postgresql:///\(database)?host=\(directory)&user=xclaw"
+        guard let network else { return "postgresql:///\(database)?host=\(directory)&user=xclaw" }
+        return "postgresql://xclaw@\(network.address):\(network.port)/\(database)"
     }
 
     /// Creates an empty database and returns its URL.

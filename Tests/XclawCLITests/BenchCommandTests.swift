@@ -12,6 +12,14 @@ final class BenchCommandTests: XCTestCase {
         let bad = try runCLI(["bench", "capture", "--iterations", "0"])
         XCTAssertEqual(bad.status, 2, bad.stderr)
         XCTAssertTrue(bad.stderr.contains("--iterations must be at least 1"), bad.stderr)
+        // The fleet's layout can be forced back to one network namespace, and its options are checked before
+        // anything starts.
+        let fleet = try runCLI(["bench", "fleet", "--help"])
+        XCTAssertEqual(fleet.status, 0, fleet.stderr)
+        XCTAssertTrue(fleet.text.contains("--no-netns"), fleet.text)
+        let tooMany = try runCLI(["bench", "fleet", "--no-netns", "--workers", "201"])
+        XCTAssertEqual(tooMany.status, 2, tooMany.stderr)
+        XCTAssertTrue(tooMany.stderr.contains("--workers must be from 2 to 200"), tooMany.stderr)
     }
 
     func testAMissingBenchmarkBinaryIsExplained() throws {
