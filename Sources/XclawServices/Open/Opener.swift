@@ -104,9 +104,11 @@ public struct Opener: Sendable {
 
     /// Whether `text` starts with a URI scheme (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`, then `:`).
     static func hasScheme(_ text: String) -> Bool {
-        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else { return false }
+        guard let colon = text.firstIndex(of: ":"), let first = text.first, colon != text.startIndex else {
+            return false
+        }
         let scheme = text[..<colon]
-        return scheme.first!.isASCII && scheme.first!.isLetter
+        return first.isASCII && first.isLetter
             && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
     }
 
